@@ -1,0 +1,27 @@
+# tea_add_plugin(NAME <name> KIND <kind> SOURCES ...)
+# Builds lib/tea-evaluate/plugins/libtea-<kind>-<name>.so and writes its
+# manifest lib/tea-evaluate/plugins.d/<name>.toml, in the build tree and on install.
+function(tea_add_plugin)
+  cmake_parse_arguments(P "" "NAME;KIND;COMPONENT" "SOURCES;LIBRARIES" ${ARGN})
+  set(target "tea-${P_KIND}-${P_NAME}")
+  add_library(${target} MODULE ${P_SOURCES})
+  target_link_libraries(${target} PRIVATE tea_sdk tea_warnings ${P_LIBRARIES})
+  set_target_properties(${target} PROPERTIES
+    PREFIX "lib"
+    LIBRARY_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/${TEA_PLUGIN_LIBDIR}"
+    CXX_VISIBILITY_PRESET hidden
+    VISIBILITY_INLINES_HIDDEN ON)
+  # Plugins resolve every symbol at link time: an undefined one is a build error, not a load error.
+  target_link_options(${target} PRIVATE -Wl,--no-undefined)
+  set(TEA_MANIFEST_NAME "${P_NAME}")
+  set(TEA_MANIFEST_KIND "${P_KIND}")
+  set(TEA_MANIFEST_LIBRARY "lib${target}.so")
+  configure_file("${PROJECT_SOURCE_DIR}/cmake/plugin-manifest.toml.in"
+                 "${CMAKE_BINARY_DIR}/${TEA_PLUGIN_MANIFESTDIR}/${P_NAME}.toml" @ONLY)
+  if(NOT P_COMPONENT)
+    set(P_COMPONENT "plugin-${P_NAME}")
+  endif()
+  install(TARGETS ${target} LIBRARY DESTINATION "${TEA_PLUGIN_LIBDIR}" COMPONENT ${P_COMPONENT})
+  install(FILES "${CMAKE_BINARY_DIR}/${TEA_PLUGIN_MANIFESTDIR}/${P_NAME}.toml"
+          DESTINATION "${TEA_PLUGIN_MANIFESTDIR}" COMPONENT ${P_COMPONENT})
+endfunction()

@@ -1,0 +1,81 @@
+// tea-evaluate: the command-line entry point.
+#include <linux/close_range.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "exec/call_runner.hpp"
+#include "util/error.hpp"
+#include "util/log.hpp"
+
+namespace {
+
+int run(int argc, char **argv) {
+    using namespace tea::cli;
+    CommonOptions common;
+    ExecOptions exec;
+
+    CLI::App app{"tea-evaluate: runs the targets of an evaluation under an OS confinement, audits "
+                 "what they open, and grades outside it."};
+    app.require_subcommand(1);
+    app.fallthrough();
+    app.set_version_flag("--version", std::string{TEA_VERSION});
+    app.add_option("--config", common.config_file, "A TOML configuration file (over the user's)")
+        ->check(CLI::ExistingFile);
+    app.add_option("--backend", common.backend, "The confinement backend plugin to use");
+    app.add_option("--observer", common.observer, "The observer plugin that audits the call");
+    app.add_flag("--json", common.json, "Machine output on stdout; logs stay on stderr");
+    app.add_flag("-v,--verbose", common.verbose, "More log output (repeatable)");
+    app.add_flag("-q,--quiet", common.quiet, "Log errors only");
+
+    auto *plugins = app.add_subcommand("plugins", "List the plugins found, their kind, ABI and "
+                                                  "whether each is available on this host");
+    auto *exec_cmd = app.add_subcommand("exec", "Run one confined call of a command");
+    exec_cmd->add_option("--workspace", exec.workspace,
+                         "The call's writable workspace and working directory (default: .)");
+    exec_cmd->add_option("--withhold", exec.withhold,
+                         "A path the target must not see (repeatable)");
+    exec_cmd->add_option("--timeout", exec.timeout_ms,
+                         "End the call after this many milliseconds");
+    exec_cmd->add_flag("--clean-env", exec.clean_env,
+                       "Reduce the call's environment to the language-neutral allowlist");
+    exec_cmd->add_option("--env", exec.env,
+                         "Add NAME=VALUE, or NAME with the invoker's value (repeatable)");
+    exec_cmd->add_option("command", exec.command, "The command and its arguments, after --")
+        ->required();
+    exec_cmd->positionals_at_end();
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError &e) {
+        const int code = app.exit(e);
+        return code == 0 ? 0 : static_cast<int>(tea::ExitCode::usage);
+    }
+    tea::log::init(common.quiet ? -1 : common.verbose);
+
+    if (*plugins) {
+        return plugins_command(common);
+    }
+    return exec_command(common, exec);
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    // Nothing the runtime inherited beyond 0-2 reaches a target.
+    ::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
+    try {
+        tea::cli::Signals::instance().install();
+        tea::exec::become_subreaper();
+        return run(argc, argv);
+    } catch (const tea::Error &e) {
+        std::cerr << "tea-evaluate: " << e.what() << '\n';
+        return static_cast<int>(e.code());
+    } catch (const std::exception &e) {
+        std::cerr << "tea-evaluate: internal error: " << e.what() << '\n';
+        return static_cast<int>(tea::ExitCode::runtime);
+    }
+}

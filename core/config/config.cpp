@@ -1,0 +1,322 @@
+#include "config/config.hpp"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <toml++/toml.h>
+
+#include "util/error.hpp"
+
+namespace tea::config {
+namespace {
+
+// "file:line:col: key: message" — the form every configuration error takes.
+Error config_error(const std::string &origin, const toml::source_region &where,
+                   const std::string &key, const std::string &message) {
+    std::ostringstream out;
+    out << origin;
+    if (where.begin.line != 0) {
+        out << ':' << where.begin.line << ':' << where.begin.column;
+    }
+    out << ": " << key << ": " << message;
+    return usage_error(out.str());
+}
+
+const char *type_name(const toml::node &node) {
+    switch (node.type()) {
+        case toml::node_type::table: return "a table";
+        case toml::node_type::array: return "an array";
+        case toml::node_type::string: return "a string";
+        case toml::node_type::integer: return "an integer";
+        case toml::node_type::floating_point: return "a float";
+        case toml::node_type::boolean: return "a boolean";
+        default: return "a date or time";
+    }
+}
+
+nlohmann::json to_json(const toml::node &node) {
+    switch (node.type()) {
+        case toml::node_type::table: {
+            auto out = nlohmann::json::object();
+            for (const auto &[key, value] : *node.as_table()) {
+                out[std::string{key.str()}] = to_json(value);
+            }
+            return out;
+        }
+        case toml::node_type::array: {
+            auto out = nlohmann::json::array();
+            for (const auto &value : *node.as_array()) {
+                out.push_back(to_json(value));
+            }
+            return out;
+        }
+        case toml::node_type::string: return node.as_string()->get();
+        case toml::node_type::integer: return node.as_integer()->get();
+        case toml::node_type::floating_point: return node.as_floating_point()->get();
+        case toml::node_type::boolean: return node.as_boolean()->get();
+        default: {
+            std::ostringstream text;
+            node.visit([&](const auto &v) { text << v; });
+            return text.str();
+        }
+    }
+}
+
+// Objects merge key by key; anything else is replaced.
+void merge_into(nlohmann::json &base, const nlohmann::json &layer) {
+    if (!base.is_object() || !layer.is_object()) {
+        base = layer;
+        return;
+    }
+    for (const auto &[key, value] : layer.items()) {
+        if (base.contains(key)) {
+            merge_into(base[key], value);
+        } else {
+            base[key] = value;
+        }
+    }
+}
+
+class LayerReader {
+   public:
+    LayerReader(Config &config, std::string origin, std::filesystem::path base_dir)
+        : config_(config), origin_(std::move(origin)), base_dir_(std::move(base_dir)) {}
+
+    void read(const toml::table &root) {
+        for (const auto &[key, value] : root) {
+            const std::string name{key.str()};
+            if (name == "confinement") {
+                confinement(table(value, name));
+            } else if (name == "audit") {
+                audit(table(value, name));
+            } else if (name == "plugins") {
+                plugins(table(value, name));
+            } else if (name == "call") {
+                call(table(value, name));
+            } else if (name == "plugin") {
+                plugin_tables(table(value, name));
+            } else {
+                unknown(key, name, "confinement, audit, plugins, call, plugin");
+            }
+        }
+    }
+
+   private:
+    const toml::table &table(const toml::node &node, const std::string &key) {
+        if (!node.is_table()) {
+            throw config_error(origin_, node.source(), key,
+                               std::string{"expected a table, found "} + type_name(node));
+        }
+        return *node.as_table();
+    }
+    std::string string(const toml::node &node, const std::string &key) {
+        if (!node.is_string()) {
+            throw config_error(origin_, node.source(), key,
+                               std::string{"expected a string, found "} + type_name(node));
+        }
+        return node.as_string()->get();
+    }
+    std::vector<std::string> strings(const toml::node &node, const std::string &key) {
+        if (!node.is_array()) {
+            throw config_error(origin_, node.source(), key,
+                               std::string{"expected an array of strings, found "} +
+                                   type_name(node));
+        }
+        std::vector<std::string> out;
+        std::size_t index = 0;
+        for (const auto &item : *node.as_array()) {
+            out.push_back(string(item, key + "[" + std::to_string(index++) + "]"));
+        }
+        return out;
+    }
+    std::int64_t integer(const toml::node &node, const std::string &key, std::int64_t min) {
+        if (!node.is_integer()) {
+            throw config_error(origin_, node.source(), key,
+                               std::string{"expected an integer, found "} + type_name(node));
+        }
+        const auto value = node.as_integer()->get();
+        if (value < min) {
+            throw config_error(origin_, node.source(), key,
+                               "expected at least " + std::to_string(min) + ", found " +
+                                   std::to_string(value));
+        }
+        return value;
+    }
+    [[noreturn]] void unknown(const toml::key &key, const std::string &path,
+                              const char *expected) {
+        throw config_error(origin_, key.source(), path,
+                           std::string{"unknown key (known keys here: "} + expected + ")");
+    }
+    std::string plugin_name(const std::string &key, const toml::node &node) {
+        // A plugin name is a manifest file name too: no path separators or dots first.
+        if (key.empty() || key.find_first_of("/\\") != std::string::npos || key[0] == '.') {
+            throw config_error(origin_, node.source(), key, "is not a valid plugin name");
+        }
+        return key;
+    }
+
+    void confinement(const toml::table &t) {
+        for (const auto &[key, value] : t) {
+            const std::string name{key.str()};
+            const std::string path = "confinement." + name;
+            if (name == "backend") {
+                config_.backend = plugin_name(string(value, path), value);
+            } else if (name == "auto_order") {
+                config_.backend_order = strings(value, path);
+                for (const auto &item : config_.backend_order) {
+                    plugin_name(item, value);
+                }
+            } else {
+                unknown(key, path, "backend, auto_order");
+            }
+        }
+    }
+    void audit(const toml::table &t) {
+        for (const auto &[key, value] : t) {
+            const std::string name{key.str()};
+            const std::string path = "audit." + name;
+            if (name == "observer") {
+                config_.observer = plugin_name(string(value, path), value);
+            } else {
+                unknown(key, path, "observer");
+            }
+        }
+    }
+    void plugins(const toml::table &t) {
+        for (const auto &[key, value] : t) {
+            const std::string name{key.str()};
+            const std::string path = "plugins." + name;
+            if (name == "paths") {
+                config_.plugin_paths.clear();
+                for (const auto &item : strings(value, path)) {
+                    config_.plugin_paths.push_back(base_dir_ / item);  // absolute items stay as they are
+                }
+            } else {
+                unknown(key, path, "paths");
+            }
+        }
+    }
+    void call(const toml::table &t) {
+        for (const auto &[key, value] : t) {
+            const std::string name{key.str()};
+            const std::string path = "call." + name;
+            if (name == "output_cap_bytes") {
+                config_.call.output_cap_bytes = static_cast<std::uint64_t>(integer(value, path, 0));
+            } else if (name == "kill_grace_ms") {
+                config_.call.kill_grace = std::chrono::milliseconds{integer(value, path, 0)};
+            } else {
+                unknown(key, path, "output_cap_bytes, kill_grace_ms");
+            }
+        }
+    }
+    void plugin_tables(const toml::table &t) {
+        for (const auto &[key, value] : t) {
+            const std::string name = plugin_name(std::string{key.str()}, value);
+            // The plugin validates its own table; here it only has to be one.
+            const auto &inner = table(value, "plugin." + name);
+            auto &slot = config_.plugin_tables[name];
+            if (slot.is_null()) {
+                slot = nlohmann::json::object();
+            }
+            merge_into(slot, to_json(inner));
+        }
+    }
+
+    Config &config_;
+    std::string origin_;
+    std::filesystem::path base_dir_;
+};
+
+}  // namespace
+
+std::string Config::plugin_config_json(std::string_view plugin_name) const {
+    const auto it = plugin_tables.find(std::string{plugin_name});
+    return it == plugin_tables.end() ? std::string{"{}"} : it->dump();
+}
+
+std::filesystem::path user_config_path() {
+    // getenv is read once at start-up, before any thread runs.
+    if (const char *xdg = std::getenv("XDG_CONFIG_HOME"); xdg != nullptr && xdg[0] == '/') {  // NOLINT(concurrency-mt-unsafe)
+        return std::filesystem::path{xdg} / "tea-evaluate" / "config.toml";
+    }
+    if (const char *home = std::getenv("HOME"); home != nullptr && home[0] == '/') {  // NOLINT(concurrency-mt-unsafe)
+        return std::filesystem::path{home} / ".config" / "tea-evaluate" / "config.toml";
+    }
+    return {};
+}
+
+Builder::Builder() {
+    apply_text(embedded_default(), "<built-in default configuration>", std::filesystem::path{"/"});
+}
+
+void Builder::apply_text(std::string_view toml_text, const std::string &origin,
+                         const std::filesystem::path &base_dir) {
+    toml::table root;
+    try {
+        root = toml::parse(toml_text, origin);
+    } catch (const toml::parse_error &e) {
+        std::ostringstream out;
+        out << origin << ':' << e.source().begin.line << ':' << e.source().begin.column
+            << ": invalid TOML: " << e.description();
+        throw usage_error(out.str());
+    }
+    // Read into a copy so a layer that fails half-way changes nothing.
+    Config next = config_;
+    LayerReader{next, origin, base_dir}.read(root);
+    next.layers.push_back(origin);
+    config_ = std::move(next);
+}
+
+void Builder::apply_file(const std::filesystem::path &file) {
+    std::ifstream in{file, std::ios::binary};
+    if (!in) {
+        throw usage_error(file.string() + ": cannot read the configuration file");
+    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    constexpr std::size_t max_config_bytes = 4U << 20U;  // a config is small; refuse a huge file
+    if (text.str().size() > max_config_bytes) {
+        throw usage_error(file.string() + ": the configuration file is larger than 4 MiB");
+    }
+    const auto absolute = std::filesystem::absolute(file);
+    apply_text(text.str(), file.string(), absolute.parent_path());
+}
+
+void Builder::apply_flags(const std::optional<std::string> &backend,
+                          const std::optional<std::string> &observer) {
+    Config next = config_;
+    if (backend) {
+        if (backend->empty() || backend->find('/') != std::string::npos) {
+            throw usage_error("--backend: '" + *backend + "' is not a valid plugin name");
+        }
+        next.backend = *backend;
+    }
+    if (observer) {
+        if (observer->empty() || observer->find('/') != std::string::npos) {
+            throw usage_error("--observer: '" + *observer + "' is not a valid plugin name");
+        }
+        next.observer = *observer;
+    }
+    if (backend || observer) {
+        next.layers.emplace_back("<command-line flags>");
+    }
+    config_ = std::move(next);
+}
+
+Config load(const Sources &sources) {
+    Builder builder;
+    if (sources.read_user_file) {
+        const auto user = sources.user_file.value_or(user_config_path());
+        std::error_code ec;
+        if (!user.empty() && std::filesystem::exists(user, ec)) {
+            builder.apply_file(user);
+        }
+    }
+    if (sources.explicit_file) {
+        builder.apply_file(*sources.explicit_file);
+    }
+    builder.apply_flags(sources.backend_flag, sources.observer_flag);
+    return builder.get();
+}
+
+}  // namespace tea::config

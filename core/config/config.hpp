@@ -1,0 +1,71 @@
+// The runtime's configuration: the embedded default, then the user's file,
+// then --config FILE, then command-line flags, each layer overriding the last.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tea::config {
+
+struct CallSettings {
+    // Bytes kept of each of a call's stdout and stderr; the rest is counted, not kept.
+    std::uint64_t output_cap_bytes = 0;
+    // Between SIGTERM and SIGKILL when a call is ended.
+    std::chrono::milliseconds kill_grace{0};
+};
+
+struct Config {
+    std::string backend;                    // "auto" or a backend plugin's name
+    std::vector<std::string> backend_order; // what "auto" tries, first available wins
+    std::string observer;                   // "none" or an observer plugin's name
+    std::vector<std::filesystem::path> plugin_paths;  // extra manifest directories
+    CallSettings call;
+    nlohmann::json plugin_tables = nlohmann::json::object();  // name -> table as JSON
+    std::vector<std::string> layers;        // where each layer came from, in order
+
+    // The plugin's table as a JSON object ("{}" when the configuration has none).
+    [[nodiscard]] std::string plugin_config_json(std::string_view plugin_name) const;
+};
+
+// Where the command line points the configuration.
+struct Sources {
+    // The user's file; nullopt means the default location (user_config_path()).
+    std::optional<std::filesystem::path> user_file;
+    bool read_user_file = true;
+    std::optional<std::filesystem::path> explicit_file;  // --config
+    std::optional<std::string> backend_flag;              // --backend
+    std::optional<std::string> observer_flag;             // --observer
+};
+
+// $XDG_CONFIG_HOME/tea-evaluate/config.toml, or ~/.config/tea-evaluate/config.toml.
+std::filesystem::path user_config_path();
+
+// The configuration built into the binary from config/default.toml.
+std::string_view embedded_default();
+
+// Applies layers in order. Every error is tea::Error with exit 2 and names the
+// file, line and key.
+class Builder {
+   public:
+    Builder();
+    // A TOML document; origin names it in messages; relative paths resolve against base_dir.
+    void apply_text(std::string_view toml_text, const std::string &origin,
+                    const std::filesystem::path &base_dir);
+    void apply_file(const std::filesystem::path &file);
+    void apply_flags(const std::optional<std::string> &backend,
+                     const std::optional<std::string> &observer);
+    [[nodiscard]] const Config &get() const { return config_; }
+
+   private:
+    Config config_;
+};
+
+Config load(const Sources &sources);
+
+}  // namespace tea::config

@@ -1,0 +1,464 @@
+#include "exec/call_runner.hpp"
+
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "util/error.hpp"
+#include "util/fd.hpp"
+
+namespace tea::exec {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// After the leader exits, output still buffered in the pipes is read for at
+// most this long; a process that escaped every kill cannot hold the call open.
+constexpr std::chrono::milliseconds drain_bound{2000};
+constexpr std::size_t read_chunk = 64 * 1024;
+
+Error setup_error(const std::string &what, int error_number) {
+    return runtime_error("cannot set up the call: " + what + ": " + errno_text(error_number));
+}
+
+void write_all(int fd, const char *data, std::size_t size) {
+    while (size > 0) {
+        const auto n = ::write(fd, data, size);
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            throw setup_error("write", errno);
+        }
+        data += n;
+        size -= static_cast<std::size_t>(n);
+    }
+}
+
+// The plan's bytes in a sealed memfd: the child reads exactly what was
+// planned, and nothing can change it after the plan was checked.
+UniqueFd sealed_memfd(const std::string &content) {
+    UniqueFd fd{::memfd_create("tea-plan-file", MFD_CLOEXEC | MFD_ALLOW_SEALING)};
+    if (!fd) {
+        throw setup_error("memfd_create", errno);
+    }
+    write_all(fd.get(), content.data(), content.size());
+    if (::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) !=
+            0 ||
+        ::lseek(fd.get(), 0, SEEK_SET) != 0) {
+        throw setup_error("sealing a plan file", errno);
+    }
+    // Above every descriptor number a plan may name, so that placing one
+    // file at its number never overwrites the source of another.
+    UniqueFd high{::fcntl(fd.get(), F_DUPFD_CLOEXEC, 256)};
+    if (!high) {
+        throw setup_error("fcntl(F_DUPFD_CLOEXEC)", errno);
+    }
+    return high;
+}
+
+struct Capture {
+    UniqueFd pipe;
+    UniqueFd file;
+    const OutputSpec *spec = nullptr;
+    StreamResult result;
+    bool tee_ok = true;
+
+    void consume(const char *data, std::size_t size) {
+        result.total_bytes += size;
+        if (file) {
+            const auto room = spec->cap_bytes - std::min(spec->cap_bytes, result.kept_bytes);
+            const auto keep = std::min<std::uint64_t>(room, size);
+            if (keep > 0) {
+                write_all(file.get(), data, keep);
+                result.kept_bytes += keep;
+            }
+        }
+        if (result.total_bytes > spec->cap_bytes) {
+            result.truncated = true;
+        }
+        if (spec->tee_fd >= 0 && tee_ok) {
+            // A closed reader of the runtime's stdout ends the copy, not the call.
+            const char *p = data;
+            std::size_t left = size;
+            while (left > 0) {
+                const auto n = ::write(spec->tee_fd, p, left);
+                if (n < 0 && errno == EINTR) {
+                    continue;
+                }
+                if (n <= 0) {
+                    tee_ok = false;
+                    break;
+                }
+                p += n;
+                left -= static_cast<std::size_t>(n);
+            }
+        }
+    }
+
+    // Reads what is there; false at end of file.
+    bool read_some() {
+        std::array<char, read_chunk> buffer{};
+        for (;;) {
+            const auto n = ::read(pipe.get(), buffer.data(), buffer.size());
+            if (n > 0) {
+                consume(buffer.data(), static_cast<std::size_t>(n));
+                continue;
+            }
+            if (n < 0 && errno == EINTR) {
+                continue;
+            }
+            if (n < 0 && errno == EAGAIN) {
+                return true;
+            }
+            pipe.reset();
+            return false;
+        }
+    }
+};
+
+UniqueFd open_capture_file(const OutputSpec &spec) {
+    if (spec.file.empty()) {
+        return {};
+    }
+    // O_EXCL|O_NOFOLLOW: a planted file or link at the path is never written through.
+    UniqueFd fd{::open(spec.file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                       0600)};
+    if (!fd) {
+        throw setup_error("creating " + spec.file.string(), errno);
+    }
+    return fd;
+}
+
+void kill_group(pid_t group, int signal_number) {
+    if (group > 0) {
+        ::kill(-group, signal_number);  // ESRCH when the group is gone: nothing to do
+    }
+}
+
+std::vector<pid_t> own_children() {
+    std::vector<pid_t> out;
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it{"/proc/self/task", ec}, end; !ec && it != end;
+         it.increment(ec)) {
+        std::ifstream in{it->path() / "children"};
+        pid_t pid = 0;
+        while (in >> pid) {
+            out.push_back(pid);
+        }
+    }
+    return out;
+}
+
+bool is_subreaper() {
+    int flag = 0;
+    return ::prctl(PR_GET_CHILD_SUBREAPER, &flag, 0, 0, 0) == 0 && flag != 0;
+}
+
+// Every orphan the call left has been reparented to this runtime: end it, and
+// what it started, which is reparented in turn.
+void end_orphans() {
+    constexpr int max_rounds = 64;
+    for (int round = 0; round < max_rounds; ++round) {
+        const auto children = own_children();
+        if (children.empty()) {
+            return;
+        }
+        for (const pid_t pid : children) {
+            ::kill(pid, SIGKILL);
+        }
+        for (const pid_t pid : children) {
+            int status = 0;
+            while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+            }
+        }
+    }
+}
+
+int poll_timeout_ms(Clock::time_point now, std::initializer_list<std::optional<Clock::time_point>> at) {
+    std::optional<Clock::time_point> first;
+    for (const auto &t : at) {
+        if (t && (!first || *t < *first)) {
+            first = t;
+        }
+    }
+    if (!first) {
+        return -1;
+    }
+    if (*first <= now) {
+        return 0;
+    }
+    const auto ms = std::chrono::ceil<std::chrono::milliseconds>(*first - now).count();
+    return static_cast<int>(std::min<long long>(ms, 60'000));
+}
+
+std::vector<char *> c_strings(const std::vector<std::string> &items) {
+    std::vector<char *> out;
+    out.reserve(items.size() + 1);
+    for (const auto &s : items) {
+        out.push_back(const_cast<char *>(s.c_str()));  // NOLINT: posix_spawn's historical signature
+    }
+    out.push_back(nullptr);
+    return out;
+}
+
+class SpawnSetup {
+   public:
+    SpawnSetup() {
+        if (posix_spawn_file_actions_init(&actions_) != 0 || posix_spawnattr_init(&attr_) != 0) {
+            throw setup_error("posix_spawn setup", ENOMEM);
+        }
+    }
+    SpawnSetup(const SpawnSetup &) = delete;
+    SpawnSetup &operator=(const SpawnSetup &) = delete;
+    ~SpawnSetup() {
+        posix_spawn_file_actions_destroy(&actions_);
+        posix_spawnattr_destroy(&attr_);
+    }
+    void check(int rc, const char *what) {
+        if (rc != 0) {
+            throw setup_error(what, rc);
+        }
+    }
+    posix_spawn_file_actions_t actions_{};
+    posix_spawnattr_t attr_{};
+};
+
+}  // namespace
+
+void become_subreaper() {
+    if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
+        throw runtime_error("cannot become the reaper of the call's orphans: " + errno_text(errno));
+    }
+}
+
+std::string resolve_program(const std::string &name) {
+    if (name.find('/') != std::string::npos) {
+        return name;
+    }
+    // Read once, single-threaded, before any call runs.
+    const char *env_path = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe)
+    std::string path = env_path != nullptr && env_path[0] != '\0' ? env_path : "/usr/bin:/bin";
+    std::stringstream dirs{path};
+    std::string dir;
+    while (std::getline(dirs, dir, ':')) {
+        if (dir.empty() || dir[0] != '/') {
+            continue;  // a relative PATH entry would resolve against whatever cwd the runtime has
+        }
+        const auto candidate = dir + "/" + name;
+        if (::access(candidate.c_str(), X_OK) == 0 &&
+            std::filesystem::is_regular_file(candidate)) {
+            return candidate;
+        }
+    }
+    return {};
+}
+
+CallResult run_call(const ExecPlan &plan, const RunOptions &options) {
+    CallResult result;
+    const std::string program = resolve_program(plan.argv.at(0));
+    if (program.empty()) {
+        result.start_errno = ENOENT;
+        result.start_error = plan.argv[0] + ": command not found";
+        return result;
+    }
+
+    std::vector<UniqueFd> plan_fds;
+    plan_fds.reserve(plan.files.size());
+    for (const auto &f : plan.files) {
+        plan_fds.push_back(sealed_memfd(f.content));
+    }
+
+    std::array<Capture, 2> captures;
+    std::array<UniqueFd, 2> child_ends;
+    const std::array<const OutputSpec *, 2> specs{&options.out, &options.err};
+    for (std::size_t i = 0; i < 2; ++i) {
+        std::array<int, 2> p{};
+        if (::pipe2(p.data(), O_CLOEXEC) != 0) {
+            throw setup_error("pipe2", errno);
+        }
+        captures[i].pipe.reset(p[0]);
+        child_ends[i].reset(p[1]);
+        captures[i].spec = specs[i];
+        captures[i].file = open_capture_file(*specs[i]);
+        ::fcntl(captures[i].pipe.get(), F_SETFL, O_NONBLOCK);
+    }
+
+    UniqueFd stdin_fd;
+    if (options.in.kind == StdinSpec::Kind::null_device) {
+        stdin_fd.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    } else if (options.in.kind == StdinSpec::Kind::file) {
+        stdin_fd.reset(::open(options.in.file.c_str(), O_RDONLY | O_CLOEXEC));
+    }
+    if (options.in.kind != StdinSpec::Kind::inherit && !stdin_fd) {
+        throw setup_error("opening the call's stdin", errno);
+    }
+
+    SpawnSetup setup;
+    if (stdin_fd) {
+        setup.check(posix_spawn_file_actions_adddup2(&setup.actions_, stdin_fd.get(), 0), "stdin");
+    }
+    setup.check(posix_spawn_file_actions_adddup2(&setup.actions_, child_ends[0].get(), 1), "stdout");
+    setup.check(posix_spawn_file_actions_adddup2(&setup.actions_, child_ends[1].get(), 2), "stderr");
+    for (std::size_t i = 0; i < plan.files.size(); ++i) {
+        setup.check(posix_spawn_file_actions_adddup2(&setup.actions_, plan_fds[i].get(),
+                                                     plan.files[i].child_fd),
+                    "plan file");
+    }
+    setup.check(posix_spawn_file_actions_addchdir_np(&setup.actions_, plan.cwd.c_str()), "chdir");
+    sigset_t empty;
+    sigset_t all;
+    sigemptyset(&empty);
+    sigfillset(&all);
+    setup.check(posix_spawnattr_setflags(&setup.attr_, POSIX_SPAWN_SETPGROUP |
+                                                           POSIX_SPAWN_SETSIGMASK |
+                                                           POSIX_SPAWN_SETSIGDEF),
+                "spawn flags");
+    setup.check(posix_spawnattr_setpgroup(&setup.attr_, 0), "process group");
+    setup.check(posix_spawnattr_setsigmask(&setup.attr_, &empty), "signal mask");
+    setup.check(posix_spawnattr_setsigdefault(&setup.attr_, &all), "signal defaults");
+
+    // Whatever a library or plugin opened without O_CLOEXEC stays out of the
+    // child: only 0-2 and the plan's files (placed by dup2 above) survive exec.
+    ::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
+
+    auto argv = c_strings(plan.argv);
+    auto envp = c_strings(plan.env);
+    pid_t pid = -1;
+    const auto start = Clock::now();
+    const int rc =
+        ::posix_spawn(&pid, program.c_str(), &setup.actions_, &setup.attr_, argv.data(), envp.data());
+    for (auto &end : child_ends) {
+        end.reset();
+    }
+    stdin_fd.reset();
+    plan_fds.clear();
+    if (rc != 0) {
+        result.start_errno = rc;
+        result.start_error = program + ": " + errno_text(rc);
+        return result;
+    }
+    result.started = true;
+
+    UniqueFd pidfd{static_cast<int>(::syscall(SYS_pidfd_open, pid, 0))};
+    if (!pidfd) {
+        kill_group(pid, SIGKILL);
+        ::waitpid(pid, nullptr, 0);
+        throw setup_error("pidfd_open", errno);
+    }
+
+    std::optional<Clock::time_point> deadline;
+    if (options.timeout) {
+        deadline = start + *options.timeout;
+    }
+    std::optional<Clock::time_point> kill_at;
+    std::optional<Clock::time_point> drain_until;
+    bool leader_done = false;
+
+    auto begin_ending = [&](Clock::time_point now) {
+        kill_group(pid, SIGTERM);
+        if (!kill_at) {
+            kill_at = now + options.kill_grace;
+        }
+    };
+
+    for (;;) {
+        const bool pipes_open = captures[0].pipe.valid() || captures[1].pipe.valid();
+        if (leader_done && !pipes_open) {
+            break;
+        }
+        std::array<pollfd, 4> fds{};
+        nfds_t count = 0;
+        const int pid_slot = leader_done ? -1 : static_cast<int>(count);
+        if (!leader_done) {
+            fds[count++] = pollfd{pidfd.get(), POLLIN, 0};
+        }
+        std::array<int, 2> pipe_slot{-1, -1};
+        for (std::size_t i = 0; i < 2; ++i) {
+            if (captures[i].pipe) {
+                pipe_slot[i] = static_cast<int>(count);
+                fds[count++] = pollfd{captures[i].pipe.get(), POLLIN, 0};
+            }
+        }
+        const int signal_slot = (!leader_done && options.signal_fd >= 0) ? static_cast<int>(count) : -1;
+        if (signal_slot >= 0) {
+            fds[count++] = pollfd{options.signal_fd, POLLIN, 0};
+        }
+        auto now = Clock::now();
+        const int wait_ms = leader_done ? poll_timeout_ms(now, {drain_until})
+                                        : poll_timeout_ms(now, {deadline, kill_at});
+        const int ready = ::poll(fds.data(), count, wait_ms);
+        if (ready < 0 && errno != EINTR) {
+            kill_group(pid, SIGKILL);
+            throw setup_error("poll", errno);
+        }
+        now = Clock::now();
+
+        for (std::size_t i = 0; i < 2; ++i) {
+            if (pipe_slot[i] >= 0 && fds[static_cast<std::size_t>(pipe_slot[i])].revents != 0) {
+                captures[i].read_some();
+            }
+        }
+        if (signal_slot >= 0 && (fds[static_cast<std::size_t>(signal_slot)].revents & POLLIN) != 0) {
+            signalfd_siginfo info{};
+            if (::read(options.signal_fd, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+                result.interrupted_by = static_cast<int>(info.ssi_signo);
+                begin_ending(now);
+            }
+        }
+        if (pid_slot >= 0 && (fds[static_cast<std::size_t>(pid_slot)].revents & POLLIN) != 0) {
+            result.elapsed = Clock::now() - start;
+            // What the target left running in its group ends with it. Sent
+            // before the leader is reaped, so its id cannot have been reused.
+            kill_group(pid, SIGKILL);
+            int status = 0;
+            while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+            }
+            if (WIFEXITED(status)) {
+                result.exit_code = WEXITSTATUS(status);
+            } else if (WIFSIGNALED(status)) {
+                result.signal = WTERMSIG(status);
+            }
+            leader_done = true;
+            if (is_subreaper()) {
+                end_orphans();
+            }
+            drain_until = Clock::now() + drain_bound;
+            continue;
+        }
+        if (leader_done) {
+            if (drain_until && now >= *drain_until) {
+                break;
+            }
+            continue;
+        }
+        if (deadline && now >= *deadline && !result.timed_out) {
+            result.timed_out = true;
+            begin_ending(now);
+        }
+        if (kill_at && now >= *kill_at) {
+            kill_group(pid, SIGKILL);
+            kill_at = now + std::chrono::hours{24};  // sent; wait for the exit
+        }
+    }
+    result.out = captures[0].result;
+    result.err = captures[1].result;
+    return result;
+}
+
+}  // namespace tea::exec

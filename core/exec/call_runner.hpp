@@ -1,0 +1,73 @@
+// The one place that starts a target's processes: it executes an exec plan.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "exec/exec_plan.hpp"
+
+namespace tea::exec {
+
+struct OutputSpec {
+    std::filesystem::path file;  // created (never overwritten); empty: not kept
+    std::uint64_t cap_bytes = 0; // bytes kept in file; the rest is counted
+    int tee_fd = -1;             // also copied here when >= 0 (the runtime's own stdout)
+};
+
+struct StdinSpec {
+    enum class Kind { null_device, inherit, file } kind = Kind::null_device;
+    std::filesystem::path file;
+};
+
+struct RunOptions {
+    std::optional<std::chrono::milliseconds> timeout;
+    std::chrono::milliseconds kill_grace{2000};
+    OutputSpec out;
+    OutputSpec err;
+    StdinSpec in;
+    // A signalfd the runtime watches (SIGINT, SIGTERM, SIGHUP blocked); -1: none.
+    int signal_fd = -1;
+};
+
+struct StreamResult {
+    std::uint64_t total_bytes = 0;
+    std::uint64_t kept_bytes = 0;
+    bool truncated = false;
+};
+
+struct CallResult {
+    bool started = false;
+    int start_errno = 0;      // why it did not start
+    std::string start_error;  // the sentence
+    int exit_code = -1;       // when it exited
+    int signal = 0;           // when a signal ended it
+    bool timed_out = false;
+    int interrupted_by = 0;   // the signal that ended the runtime's wait
+    std::chrono::nanoseconds elapsed{0};
+    StreamResult out;
+    StreamResult err;
+
+    // The shell's convention: the exit code, or 128 + the signal.
+    [[nodiscard]] int status() const { return signal != 0 ? 128 + signal : exit_code; }
+};
+
+// Runs the plan to its end: its own process group, exactly the plan's
+// environment, only 0-2 and the plan's files inherited, output through pipes
+// into capped files, the whole group ended at the timeout (SIGTERM, then SIGKILL
+// after the grace) and when the leader exits. A runtime that is a child
+// subreaper (see become_subreaper) also ends every orphan the call left behind.
+// Throws tea::Error (exit 125) when the runtime itself cannot set the call up.
+CallResult run_call(const ExecPlan &plan, const RunOptions &options);
+
+// Makes the runtime the reaper of its orphaned descendants, so a process that
+// left the call's group (setsid, double fork) is still found and ended.
+void become_subreaper();
+
+// argv[0] resolved against the runtime's own PATH (not the call's): the plan
+// names what the runtime runs. Empty when not found.
+std::string resolve_program(const std::string &name);
+
+}  // namespace tea::exec

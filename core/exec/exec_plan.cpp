@@ -1,0 +1,177 @@
+#include "exec/exec_plan.hpp"
+
+#include <nlohmann/json.hpp>
+#include <set>
+#include <stdexcept>
+
+#include <tea/json_bytes.hpp>
+
+namespace tea::exec {
+namespace {
+
+using nlohmann::json;
+
+const json &field(const json &doc, const char *name) {
+    if (!doc.contains(name)) {
+        throw std::invalid_argument(std::string{name} + ": missing");
+    }
+    return doc[name];
+}
+
+json parse_object(std::string_view text, const char *what) {
+    json doc;
+    try {
+        doc = json::parse(text);
+    } catch (const json::parse_error &e) {
+        throw std::invalid_argument(std::string{what} + " is not valid JSON: " + e.what());
+    }
+    if (!doc.is_object()) {
+        throw std::invalid_argument(std::string{what} + " is not a JSON object");
+    }
+    return doc;
+}
+
+std::uint64_t unsigned_field(const json &doc, const char *name) {
+    if (!doc.contains(name)) {
+        return 0;
+    }
+    if (!doc[name].is_number_unsigned()) {
+        throw std::invalid_argument(std::string{name} + ": expected a non-negative integer");
+    }
+    return doc[name].get<std::uint64_t>();
+}
+
+// A NUL would silently cut a string handed to execve: the process would get a
+// different argument or variable than the one that was checked.
+void no_nul(const std::string &s, const std::string &where) {
+    if (s.find('\0') != std::string::npos) {
+        throw std::invalid_argument(where + ": holds a NUL byte");
+    }
+}
+
+}  // namespace
+
+std::string to_json(const LaunchSpec &spec) {
+    json doc{
+        {"argv", bytes::list_to_json(spec.argv)},
+        {"env", bytes::list_to_json(spec.env)},
+        {"cwd", bytes::to_json(spec.cwd)},
+        {"workspace", bytes::to_json(spec.workspace)},
+        {"tempDir", bytes::to_json(spec.temp_dir)},
+        {"home", bytes::to_json(spec.home)},
+        {"withhold", bytes::list_to_json(spec.withhold)},
+        {"readOnly", bytes::list_to_json(spec.read_only)},
+        {"systemPaths", bytes::list_to_json(spec.system_paths)},
+        {"limits",
+         {{"cpuSeconds", spec.limits.cpu_seconds},
+          {"fileSizeBytes", spec.limits.file_size_bytes},
+          {"processes", spec.limits.processes}}},
+        {"runtime",
+         {{"prefix", bytes::to_json(spec.runtime_prefix)},
+          {"helperDir", bytes::to_json(spec.helper_dir)}}},
+    };
+    return doc.dump();
+}
+
+LaunchSpec launch_spec_from_json(std::string_view text) {
+    const json doc = parse_object(text, "the launch spec");
+    LaunchSpec spec;
+    spec.argv = bytes::list_from_json(field(doc, "argv"), "argv");
+    spec.env = bytes::list_from_json(field(doc, "env"), "env");
+    spec.cwd = bytes::from_json(field(doc, "cwd"), "cwd");
+    spec.workspace = bytes::from_json(field(doc, "workspace"), "workspace");
+    spec.temp_dir = bytes::from_json(field(doc, "tempDir"), "tempDir");
+    spec.home = bytes::from_json(field(doc, "home"), "home");
+    spec.withhold = bytes::list_from_json(field(doc, "withhold"), "withhold");
+    spec.read_only = bytes::list_from_json(field(doc, "readOnly"), "readOnly");
+    spec.system_paths = bytes::list_from_json(field(doc, "systemPaths"), "systemPaths");
+    const auto &limits = field(doc, "limits");
+    if (!limits.is_object()) {
+        throw std::invalid_argument("limits: expected an object");
+    }
+    spec.limits.cpu_seconds = unsigned_field(limits, "cpuSeconds");
+    spec.limits.file_size_bytes = unsigned_field(limits, "fileSizeBytes");
+    spec.limits.processes = unsigned_field(limits, "processes");
+    const auto &runtime = field(doc, "runtime");
+    if (!runtime.is_object()) {
+        throw std::invalid_argument("runtime: expected an object");
+    }
+    spec.runtime_prefix = bytes::from_json(field(runtime, "prefix"), "runtime.prefix");
+    spec.helper_dir = bytes::from_json(field(runtime, "helperDir"), "runtime.helperDir");
+    return spec;
+}
+
+std::string to_json(const ExecPlan &plan) {
+    json files = json::array();
+    for (const auto &f : plan.files) {
+        files.push_back({{"fd", f.child_fd}, {"content", bytes::to_json(f.content)}});
+    }
+    return json{{"argv", bytes::list_to_json(plan.argv)},
+                {"env", bytes::list_to_json(plan.env)},
+                {"cwd", bytes::to_json(plan.cwd)},
+                {"files", files},
+                {"confinement", plan.confinement}}
+        .dump();
+}
+
+ExecPlan exec_plan_from_json(std::string_view text) {
+    const json doc = parse_object(text, "the exec plan");
+    for (const auto &[key, value] : doc.items()) {
+        if (key != "argv" && key != "env" && key != "cwd" && key != "files" &&
+            key != "confinement") {
+            throw std::invalid_argument(key + ": unknown field of an exec plan");
+        }
+    }
+    ExecPlan plan;
+    plan.argv = bytes::list_from_json(field(doc, "argv"), "argv");
+    if (plan.argv.empty() || plan.argv[0].empty()) {
+        throw std::invalid_argument("argv: empty");
+    }
+    for (std::size_t i = 0; i < plan.argv.size(); ++i) {
+        no_nul(plan.argv[i], "argv[" + std::to_string(i) + "]");
+    }
+    plan.env = bytes::list_from_json(field(doc, "env"), "env");
+    for (std::size_t i = 0; i < plan.env.size(); ++i) {
+        const auto &entry = plan.env[i];
+        const auto where = "env[" + std::to_string(i) + "]";
+        no_nul(entry, where);
+        const auto eq = entry.find('=');
+        if (eq == std::string::npos || eq == 0) {
+            throw std::invalid_argument(where + ": expected NAME=VALUE");
+        }
+    }
+    plan.cwd = bytes::from_json(field(doc, "cwd"), "cwd");
+    no_nul(plan.cwd, "cwd");
+    if (plan.cwd.empty() || plan.cwd[0] != '/') {
+        throw std::invalid_argument("cwd: expected an absolute path");
+    }
+    const auto &confinement = field(doc, "confinement");
+    if (!confinement.is_string() || confinement.get<std::string>().empty()) {
+        throw std::invalid_argument("confinement: expected a non-empty string");
+    }
+    plan.confinement = confinement.get<std::string>();
+    if (doc.contains("files")) {
+        const auto &files = doc["files"];
+        if (!files.is_array() || files.size() > 16) {
+            throw std::invalid_argument("files: expected an array of at most 16 items");
+        }
+        std::set<int> seen;
+        for (std::size_t i = 0; i < files.size(); ++i) {
+            const auto where = "files[" + std::to_string(i) + "]";
+            const auto &f = files[i];
+            if (!f.is_object() || !f.contains("fd") || !f["fd"].is_number_integer()) {
+                throw std::invalid_argument(where + ".fd: expected an integer");
+            }
+            const auto fd = f["fd"].get<std::int64_t>();
+            // 0-2 are the call's own streams; a high number is a mistake, not a need.
+            if (fd < 3 || fd > 255 || !seen.insert(static_cast<int>(fd)).second) {
+                throw std::invalid_argument(where + ".fd: expected a unique descriptor 3..255");
+            }
+            plan.files.push_back(PlanFile{static_cast<int>(fd),
+                                          bytes::from_json(field(f, "content"), where + ".content")});
+        }
+    }
+    return plan;
+}
+
+}  // namespace tea::exec

@@ -1,0 +1,54 @@
+// The two documents of a call: the launch spec the core hands a backend, and
+// the exec plan the backend hands back for the core's call runner to execute.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tea::exec {
+
+// Limits a backend applies inside its confinement (0 = the backend's default).
+struct Limits {
+    std::uint64_t cpu_seconds = 0;
+    std::uint64_t file_size_bytes = 0;
+    std::uint64_t processes = 0;
+};
+
+struct LaunchSpec {
+    std::vector<std::string> argv;
+    std::vector<std::string> env;  // exact, "NAME=VALUE"
+    std::string cwd;               // where the target starts (inside the workspace)
+    std::string workspace;         // writable
+    std::string temp_dir;          // the call's private temp directory (empty: none)
+    std::string home;              // the trial's private home (empty: none)
+    std::vector<std::string> withhold;      // must be absent from the target's view
+    std::vector<std::string> read_only;     // granted read-only
+    std::vector<std::string> system_paths;  // the entry's declared systemPaths
+    Limits limits;
+    std::string runtime_prefix;  // the runtime's installation
+    std::string helper_dir;      // where the runtime's helper executables are
+};
+
+// Bytes the child reads from a descriptor the runner sets up (a sealed memfd).
+struct PlanFile {
+    int child_fd = -1;
+    std::string content;
+};
+
+struct ExecPlan {
+    std::vector<std::string> argv;
+    std::vector<std::string> env;  // exact environment of the process the runner starts
+    std::string cwd;
+    std::vector<PlanFile> files;
+    std::string confinement;  // what the plan provides: "opt-out", "bubblewrap", ...
+};
+
+std::string to_json(const LaunchSpec &spec);
+LaunchSpec launch_spec_from_json(std::string_view json);  // throws std::invalid_argument
+std::string to_json(const ExecPlan &plan);
+// Checks every field; throws std::invalid_argument naming the field.
+ExecPlan exec_plan_from_json(std::string_view json);
+
+}  // namespace tea::exec

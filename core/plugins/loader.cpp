@@ -1,0 +1,345 @@
+#include "plugins/loader.hpp"
+
+#include <elf.h>
+
+#include <array>
+#include <boost/dll/shared_library.hpp>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <mutex>
+#include <spdlog/spdlog.h>
+#include <stdexcept>
+
+#include "util/error.hpp"
+
+struct tea_host_context {
+    std::string plugin_name;
+};
+
+namespace tea::plugins {
+namespace {
+
+// Libraries and host tables live until the process ends: a plugin may keep
+// its host table, and code it made must never be unmapped under it.
+struct Keep {
+    std::mutex mutex;
+    std::deque<boost::dll::shared_library> libraries;
+    std::deque<tea_host_context> contexts;
+    std::deque<tea_host_services> tables;
+};
+Keep &kept() {
+    static auto *keep = new Keep;  // NOLINT(cppcoreguidelines-owning-memory): never freed on purpose
+    return *keep;
+}
+
+void host_log(tea_host_context *context, int32_t level, tea_str message) {
+    const std::string_view text{message.data, message.data == nullptr ? 0 : message.size};
+    const std::string_view name = context != nullptr ? context->plugin_name : "plugin";
+    switch (level) {
+        case TEA_LOG_DEBUG: spdlog::debug("{}: {}", name, text); break;
+        case TEA_LOG_INFO: spdlog::info("{}: {}", name, text); break;
+        case TEA_LOG_WARN: spdlog::warn("{}: {}", name, text); break;
+        default: spdlog::error("{}: {}", name, text); break;
+    }
+}
+
+void host_set_error(tea_error *error, tea_str message) {
+    if (error != nullptr) {
+        error->message.assign(message.data == nullptr ? "" : message.data,
+                              message.data == nullptr ? 0 : message.size);
+    }
+}
+
+int32_t host_buffer_append(tea_buffer *buffer, tea_str bytes) {
+    if (buffer == nullptr || (bytes.data == nullptr && bytes.size != 0)) {
+        return TEA_FAILED;
+    }
+    if (bytes.size > buffer->limit - std::min(buffer->limit, buffer->data.size())) {
+        return TEA_FAILED;  // a plugin cannot make the host allocate without bound
+    }
+    buffer->data.append(bytes.data, bytes.size);
+    return TEA_OK;
+}
+
+const tea_host_services *make_host(const std::string &plugin_name) {
+    auto &keep = kept();
+    const std::lock_guard lock{keep.mutex};
+    auto &context = keep.contexts.emplace_back(tea_host_context{plugin_name});
+    return &keep.tables.emplace_back(tea_host_services{sizeof(tea_host_services), TEA_ABI_MAJOR,
+                                                       TEA_ABI_MINOR, &context, &host_log,
+                                                       &host_set_error, &host_buffer_append});
+}
+
+std::runtime_error refusal(const std::filesystem::path &file, const std::string &what) {
+    return std::runtime_error{file.string() + ": " + what};
+}
+
+// A clearer sentence than dlerror's for the commonest mistake: a file that is no ELF object.
+void check_elf_shared_object(const std::filesystem::path &library) {
+    std::ifstream in{library, std::ios::binary};
+    Elf64_Ehdr header{};
+    in.read(reinterpret_cast<char *>(&header), sizeof header);
+    const auto got = in.gcount();
+    if (got < 4 || std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0) {
+        throw refusal(library, "is not a shared object (expected an ELF file, found " +
+                                   std::to_string(got) + " bytes of something else)");
+    }
+    if (static_cast<std::size_t>(got) >= sizeof header && header.e_type != ET_DYN) {
+        throw refusal(library, "is an ELF file but not a shared object (expected type ET_DYN, "
+                               "found type " +
+                                   std::to_string(header.e_type) + ")");
+    }
+}
+
+template <class Ops>
+Ops copy_ops(const void *raw, std::uint32_t min_size, const std::filesystem::path &library,
+             std::string_view kind) {
+    const auto *base = static_cast<const tea_plugin_ops_base *>(raw);
+    if (base->struct_size < min_size) {
+        throw refusal(library, "the " + std::string{kind} + " operations table is " +
+                                   std::to_string(base->struct_size) +
+                                   " bytes; expected at least " + std::to_string(min_size) +
+                                   " (ABI 1.0)");
+    }
+    // Copy what this host knows into a zeroed table; a newer plugin's extra members are ignored.
+    Ops out{};
+    std::memcpy(&out, raw, std::min<std::size_t>(base->struct_size, sizeof(Ops)));
+    return out;
+}
+
+void require_op(const void *fn, std::string_view op, std::string_view kind,
+                const std::filesystem::path &library) {
+    if (fn == nullptr) {
+        throw refusal(library, "the operations table has no '" + std::string{op} +
+                                   "' (required for a " + std::string{kind} + " plugin)");
+    }
+}
+
+LoadedPlugin::Ops read_ops(const tea_plugin_descriptor &d, const std::filesystem::path &library) {
+    auto base = [&](const tea_plugin_ops_base &b, std::string_view kind) {
+        require_op(reinterpret_cast<const void *>(b.create), "create", kind, library);
+        require_op(reinterpret_cast<const void *>(b.destroy), "destroy", kind, library);
+        require_op(reinterpret_cast<const void *>(b.probe), "probe", kind, library);
+    };
+    switch (d.kind) {
+        case TEA_KIND_BACKEND: {
+            auto ops = copy_ops<tea_backend_ops>(d.ops, backend_ops_min_size, library, "backend");
+            base(ops.base, "backend");
+            require_op(reinterpret_cast<const void *>(ops.prepare), "prepare", "backend", library);
+            return ops;
+        }
+        case TEA_KIND_OBSERVER: {
+            auto ops =
+                copy_ops<tea_observer_ops>(d.ops, observer_ops_min_size, library, "observer");
+            base(ops.base, "observer");
+            require_op(reinterpret_cast<const void *>(ops.wrap), "wrap", "observer", library);
+            require_op(reinterpret_cast<const void *>(ops.collect), "collect", "observer", library);
+            return ops;
+        }
+        case TEA_KIND_EGRESS: {
+            auto ops = copy_ops<tea_egress_ops>(d.ops, egress_ops_min_size, library, "egress");
+            base(ops.base, "egress");
+            require_op(reinterpret_cast<const void *>(ops.open), "open", "egress", library);
+            require_op(reinterpret_cast<const void *>(ops.close), "close", "egress", library);
+            return ops;
+        }
+        case TEA_KIND_LOGIN: {
+            auto ops = copy_ops<tea_login_ops>(d.ops, login_ops_min_size, library, "login");
+            base(ops.base, "login");
+            require_op(reinterpret_cast<const void *>(ops.grant), "grant", "login", library);
+            return ops;
+        }
+        default:
+            throw refusal(library, "declares plugin kind " + std::to_string(d.kind) +
+                                       ", which this host does not know (expected 1 backend, "
+                                       "2 observer, 3 egress or 4 login)");
+    }
+}
+
+std::string_view view(tea_str s) {
+    return s.data == nullptr ? std::string_view{} : std::string_view{s.data, s.size};
+}
+
+}  // namespace
+
+LoadedPlugin::LoadedPlugin(Manifest manifest, std::string version, int abi_major, int abi_minor,
+                           Ops ops, const tea_host_services *host)
+    : manifest_(std::move(manifest)),
+      version_(std::move(version)),
+      abi_major_(abi_major),
+      abi_minor_(abi_minor),
+      ops_(ops),
+      host_(host) {}
+
+const tea_plugin_ops_base &LoadedPlugin::base() const {
+    return std::visit([](const auto &ops) -> const tea_plugin_ops_base & { return ops.base; },
+                      ops_);
+}
+
+std::unique_ptr<Instance> LoadedPlugin::create(const std::string &config_json) const {
+    tea_error error;
+    tea_instance *handle = nullptr;
+    const auto status = base().create(host_, tea_str{config_json.data(), config_json.size()},
+                                      &handle, &error);
+    if (status != TEA_OK || handle == nullptr) {
+        throw std::runtime_error{"plugin '" + name() + "' (" + manifest_.library.string() +
+                                 "): create failed: " +
+                                 (error.message.empty() ? "no reason given" : error.message)};
+    }
+    return std::make_unique<Instance>(*this, handle);
+}
+
+Instance::~Instance() {
+    if (handle_ != nullptr) {
+        plugin_.base().destroy(handle_);
+    }
+}
+
+ProbeResult Instance::probe() const {
+    tea_error error;
+    const auto status = plugin_.base().probe(handle_, &error);
+    if (status == TEA_OK) {
+        return {true, {}};
+    }
+    return {false, error.message.empty() ? "the plugin reports it is unavailable, with no reason"
+                                         : error.message};
+}
+
+std::string Instance::transform(TransformFn fn, std::string_view operation,
+                                std::string_view input) const {
+    tea_error error;
+    tea_buffer out;
+    out.limit = plugin_output_limit;
+    const auto status = fn(handle_, tea_str{input.data(), input.size()}, &out, &error);
+    if (status != TEA_OK) {
+        throw std::runtime_error{"plugin '" + plugin_.name() + "': " + std::string{operation} +
+                                 " failed: " +
+                                 (error.message.empty() ? "no reason given" : error.message)};
+    }
+    return std::move(out.data);
+}
+
+std::shared_ptr<const LoadedPlugin> load_plugin(const Manifest &manifest) {
+    const auto &library = manifest.library;
+    if (manifest.abi_major != TEA_ABI_MAJOR) {
+        throw refusal(manifest.file, "plugin '" + manifest.name + "' declares ABI " +
+                                         std::to_string(manifest.abi_major) + "." +
+                                         std::to_string(manifest.abi_minor) +
+                                         "; this tea-evaluate supports ABI " +
+                                         std::to_string(TEA_ABI_MAJOR) + ".x");
+    }
+    check_elf_shared_object(library);
+    boost::dll::shared_library lib;
+    try {
+        lib.load(library, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
+    } catch (const std::exception &e) {
+        throw refusal(library, std::string{"is not a loadable shared object: "} + e.what());
+    }
+    if (!lib.has(TEA_PLUGIN_ENTRY_SYMBOL)) {
+        throw refusal(library, "has no entry symbol '" TEA_PLUGIN_ENTRY_SYMBOL
+                               "' (expected a plugin built with the tea-evaluate SDK)");
+    }
+    auto &entry = lib.get<const tea_plugin_descriptor *()>(TEA_PLUGIN_ENTRY_SYMBOL);
+    {
+        auto &keep = kept();
+        const std::lock_guard lock{keep.mutex};
+        keep.libraries.push_back(lib);  // never unloaded
+    }
+    const tea_plugin_descriptor *d = entry();
+    if (d == nullptr) {
+        throw refusal(library, "the entry symbol returned no descriptor");
+    }
+    if (d->struct_size < descriptor_min_size) {
+        throw refusal(library, "the plugin descriptor is " + std::to_string(d->struct_size) +
+                                   " bytes; expected at least " +
+                                   std::to_string(descriptor_min_size) + " (ABI 1.0)");
+    }
+    const std::string abi = std::to_string(d->abi_major) + "." + std::to_string(d->abi_minor);
+    if (d->abi_major != TEA_ABI_MAJOR) {
+        throw refusal(library, "was built for plugin ABI " + abi +
+                                   "; this tea-evaluate supports ABI " +
+                                   std::to_string(TEA_ABI_MAJOR) + ".x (rebuild the plugin "
+                                                                   "against this SDK)");
+    }
+    if (d->abi_minor > TEA_ABI_MINOR) {
+        throw refusal(library, "needs plugin ABI " + abi + ", newer than this tea-evaluate's " +
+                                   std::to_string(TEA_ABI_MAJOR) + "." +
+                                   std::to_string(TEA_ABI_MINOR) + " (upgrade tea-evaluate)");
+    }
+    if (d->ops == nullptr) {
+        throw refusal(library, "the descriptor has no operations table");
+    }
+    auto ops = read_ops(*d, library);
+    if (d->kind != static_cast<int32_t>(manifest.kind)) {
+        throw refusal(library, "is a plugin of kind " + std::to_string(d->kind) +
+                                   " but its manifest " + manifest.file.string() + " says " +
+                                   std::string{to_string(manifest.kind)});
+    }
+    const std::string name{view(d->name)};
+    if (name != manifest.name) {
+        throw refusal(library, "calls itself '" + name + "' but its manifest " +
+                                   manifest.file.string() + " names '" + manifest.name + "'");
+    }
+    return std::make_shared<const LoadedPlugin>(manifest, std::string{view(d->version)},
+                                                d->abi_major, d->abi_minor, ops,
+                                                make_host(manifest.name));
+}
+
+Registry Registry::discover(const std::vector<std::filesystem::path> &manifest_dirs,
+                            const std::filesystem::path &plugin_libdir) {
+    Registry registry;
+    for (const auto &file : list_manifests(manifest_dirs)) {
+        Entry entry;
+        entry.manifest_file = file;
+        try {
+            auto manifest = read_manifest(file, plugin_libdir);
+            entry.name = manifest.name;
+            entry.kind = manifest.kind;
+            if (const auto *earlier = registry.find(manifest.name); earlier != nullptr) {
+                // A later directory must not shadow a plugin silently, nor replace it.
+                entry.refusal = file.string() + ": duplicate plugin name '" + manifest.name +
+                                "': already provided by " + earlier->manifest_file.string();
+            } else {
+                entry.plugin = load_plugin(manifest);
+            }
+        } catch (const std::exception &e) {
+            entry.refusal = e.what();
+        }
+        if (!entry.refusal.empty()) {
+            spdlog::debug("plugin refused: {}", entry.refusal);
+        }
+        registry.entries_.push_back(std::move(entry));
+    }
+    return registry;
+}
+
+const Registry::Entry *Registry::find(std::string_view name) const {
+    // The first entry of a name is the one in force; duplicates always come later.
+    for (const auto &e : entries_) {
+        if (e.name == name) {
+            return &e;
+        }
+    }
+    return nullptr;
+}
+
+const LoadedPlugin &Registry::require(std::string_view name, Kind kind) const {
+    const auto *entry = find(name);
+    if (entry == nullptr) {
+        throw usage_error("no " + std::string{to_string(kind)} + " plugin named '" +
+                          std::string{name} + "' is installed (see 'tea-evaluate plugins')");
+    }
+    if (!entry->plugin) {
+        throw usage_error("the " + std::string{to_string(kind)} + " plugin '" +
+                          std::string{name} + "' cannot be loaded: " + entry->refusal);
+    }
+    if (entry->plugin->kind() != kind) {
+        throw usage_error("plugin '" + std::string{name} + "' is a " +
+                          std::string{to_string(entry->plugin->kind())} + " plugin, not a " +
+                          std::string{to_string(kind)} + " plugin");
+    }
+    return *entry->plugin;
+}
+
+}  // namespace tea::plugins

@@ -1,0 +1,35 @@
+// Plugin manifests: plugins.d/<name>.toml, one per installed plugin.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tea::plugins {
+
+enum class Kind { backend = 1, observer = 2, egress = 3, login = 4 };
+
+std::string_view to_string(Kind kind);
+std::optional<Kind> kind_from_string(std::string_view text);
+
+struct Manifest {
+    std::filesystem::path file;     // the manifest itself
+    std::string name;
+    Kind kind = Kind::backend;
+    int abi_major = 0;
+    int abi_minor = 0;
+    std::filesystem::path library;  // resolved to an existing file
+};
+
+// Reads and checks one manifest. `library` is a basename looked up beside the
+// manifest, then in plugin_libdir, or an absolute path. Throws
+// std::runtime_error with a sentence that names the file.
+Manifest read_manifest(const std::filesystem::path &file,
+                       const std::filesystem::path &plugin_libdir);
+
+// The *.toml files of each directory, in order, each directory's sorted by name.
+std::vector<std::filesystem::path> list_manifests(const std::vector<std::filesystem::path> &dirs);
+
+}  // namespace tea::plugins

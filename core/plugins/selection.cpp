@@ -1,0 +1,81 @@
+#include "plugins/selection.hpp"
+
+#include <cstdlib>
+
+#include "util/error.hpp"
+
+namespace tea::plugins {
+namespace {
+
+std::unique_ptr<Instance> create(const LoadedPlugin &plugin, const config::Config &config) {
+    try {
+        return plugin.create(config.plugin_config_json(plugin.name()));
+    } catch (const std::exception &e) {
+        throw usage_error(e.what());
+    }
+}
+
+Selected select_named(const Registry &registry, const config::Config &config,
+                      const std::string &name, Kind kind) {
+    const auto &plugin = registry.require(name, kind);
+    auto instance = create(plugin, config);
+    const auto probe = instance->probe();
+    if (!probe.available) {
+        throw host_error("the " + std::string{to_string(kind)} + " '" + name +
+                         "' cannot work on this host: " + probe.reason);
+    }
+    return Selected{&plugin, std::move(instance), false};
+}
+
+}  // namespace
+
+std::vector<std::filesystem::path> manifest_search_path(const config::Config &config,
+                                                        const RuntimePaths &paths) {
+    std::vector<std::filesystem::path> dirs{paths.manifest_dir, "/etc/tea-evaluate/plugins.d"};
+    const auto user = config::user_config_path();
+    if (!user.empty()) {
+        dirs.push_back(user.parent_path() / "plugins.d");
+    }
+    dirs.insert(dirs.end(), config.plugin_paths.begin(), config.plugin_paths.end());
+    return dirs;
+}
+
+Selected select_backend(const Registry &registry, const config::Config &config) {
+    if (config.backend != "auto") {
+        return select_named(registry, config, config.backend, Kind::backend);
+    }
+    std::string reasons;
+    for (const auto &name : config.backend_order) {
+        const auto *entry = registry.find(name);
+        std::string reason;
+        if (entry == nullptr) {
+            reason = "not installed";
+        } else if (!entry->plugin) {
+            reason = entry->refusal;
+        } else if (entry->plugin->kind() != Kind::backend) {
+            reason = "not a backend plugin";
+        } else {
+            auto instance = create(*entry->plugin, config);
+            auto probe = instance->probe();
+            if (probe.available) {
+                return Selected{entry->plugin.get(), std::move(instance), true};
+            }
+            reason = probe.reason;
+        }
+        reasons += "\n  " + name + ": " + reason;
+    }
+    throw host_error(
+        "no confinement backend is available on this host (confinement.backend = \"auto\" tried "
+        "them in the order of confinement.auto_order):" +
+        reasons +
+        "\nInstall or repair one of them, or run unconfined on purpose with --backend opt-out.");
+}
+
+Selected select_observer(const Registry &registry, const config::Config &config) {
+    if (config.observer == "none") {
+        return {};
+    }
+    return select_named(registry, config, config.observer, Kind::observer);
+}
+
+}  // namespace tea::plugins

@@ -1,0 +1,35 @@
+// Choosing the plugins a command uses, by configuration: the core knows kinds,
+// never plugin names.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+#include "plugins/loader.hpp"
+#include "util/runtime_paths.hpp"
+
+namespace tea::plugins {
+
+// The runtime's own plugins.d, /etc/tea-evaluate/plugins.d, the user's
+// $XDG_CONFIG_HOME/tea-evaluate/plugins.d, then each [plugins] paths entry.
+std::vector<std::filesystem::path> manifest_search_path(const config::Config &config,
+                                                        const RuntimePaths &paths);
+
+struct Selected {
+    const LoadedPlugin *plugin = nullptr;
+    std::unique_ptr<Instance> instance;
+    bool chosen_by_auto = false;
+};
+
+// The configured backend, created and probed. Exit 2 when the configuration
+// names a plugin that is missing, refused or rejects its table; exit 12 when
+// the backend (or, for "auto", every backend of the order) is unavailable.
+Selected select_backend(const Registry &registry, const config::Config &config);
+
+// The configured observer, or an empty Selected for "none".
+Selected select_observer(const Registry &registry, const config::Config &config);
+
+}  // namespace tea::plugins

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs, from Debian 12's archive, whatever the build, the tests and the
+# example need and the machine does not have yet. Needs root (or sudo).
+set -euo pipefail
+packages=(
+  g++ clang cmake ninja-build pkg-config git python3 curl openssl
+  libboost-dev libtomlplusplus-dev nlohmann-json3-dev libgit2-dev libspdlog-dev
+  libcli11-dev libgtest-dev libseccomp-dev
+  bubblewrap strace util-linux
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "installing: ${missing[*]}" >&2
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,206 @@
+/*
+ * tea-evaluate plugin ABI, version 1.0.
+ *
+ * This header is the whole contract between the tea-evaluate runtime (the
+ * "host") and a plugin shared object. It is plain C so that a plugin can be
+ * written in any language that can export a C symbol, and so that no C++ type,
+ * exception or RTTI ever crosses the boundary.
+ *
+ * Rules that hold for every call across the boundary:
+ *  - Every struct that crosses starts with a uint32_t struct_size. New members
+ *    are only ever appended, each marked with the ABI minor that added it; a
+ *    reader uses a member only when it lies inside struct_size.
+ *  - Strings cross as pointer + length (tea_str), borrowed for the duration of
+ *    the call. They need not be NUL-terminated and may hold any byte.
+ *  - Memory is freed by the side that allocated it. A plugin hands data back
+ *    by appending it to a host-owned tea_buffer through the host services; the
+ *    host never frees plugin memory and the plugin never frees host memory.
+ *  - Every operation returns an int32_t status: TEA_OK (0) on success, any
+ *    other tea_status on failure, with a sentence set on the tea_error handle.
+ *  - Enumerations start at 1 so that a zeroed field is never a valid value.
+ *  - Plugins are never unloaded while the host runs.
+ *
+ * Structured data (a plugin's configuration, a launch spec, an exec plan, an
+ * observation) crosses as JSON text whose schema is documented in
+ * docs/plugin-authoring.md. A JSON string value that must carry bytes which
+ * are not valid UTF-8 (a path, an argument, an environment entry) is written
+ * as the object {"base64": "..."} instead; see tea/bytes.hpp.
+ */
+#ifndef TEA_PLUGIN_H
+#define TEA_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TEA_ABI_MAJOR 1
+#define TEA_ABI_MINOR 0
+
+/* The one symbol every plugin exports. */
+#define TEA_PLUGIN_ENTRY_SYMBOL "tea_plugin_entry"
+
+#if defined(_WIN32)
+#define TEA_PLUGIN_EXPORT __declspec(dllexport)
+#else
+#define TEA_PLUGIN_EXPORT __attribute__((visibility("default")))
+#endif
+
+/* A borrowed byte string: data need not be NUL-terminated. */
+typedef struct tea_str {
+    const char *data;
+    size_t size;
+} tea_str;
+
+typedef enum tea_status {
+    TEA_OK = 0,
+    /* The operation failed; the error handle holds the reason. */
+    TEA_FAILED = 1,
+    /* probe: the plugin cannot work on this host; the error holds the reason
+     * and the way out. */
+    TEA_UNAVAILABLE = 2,
+    /* The input (config, spec) was refused as invalid. */
+    TEA_INVALID = 3
+} tea_status;
+
+typedef enum tea_plugin_kind {
+    TEA_KIND_BACKEND = 1,
+    TEA_KIND_OBSERVER = 2,
+    TEA_KIND_EGRESS = 3,
+    TEA_KIND_LOGIN = 4
+} tea_plugin_kind;
+
+typedef enum tea_log_level {
+    TEA_LOG_DEBUG = 1,
+    TEA_LOG_INFO = 2,
+    TEA_LOG_WARN = 3,
+    TEA_LOG_ERROR = 4
+} tea_log_level;
+
+/* Host-owned handles. Plugins only pass them back to host services. */
+typedef struct tea_error tea_error;
+typedef struct tea_buffer tea_buffer;
+typedef struct tea_host_context tea_host_context;
+
+/* Plugin-owned instance, made by create and ended by destroy. */
+typedef struct tea_instance tea_instance;
+
+/*
+ * Services the host hands a plugin at create. Append-only: a member added in
+ * a later minor is marked so, and a plugin built against that minor is
+ * refused by an older host, so a plugin never reads past struct_size.
+ * The table and its context live as long as the process.
+ */
+typedef struct tea_host_services {
+    uint32_t struct_size;
+    uint16_t abi_major;
+    uint16_t abi_minor;
+    tea_host_context *context;
+    /* 1.0: log a message into the runtime's log, tagged with the plugin name. */
+    void (*log)(tea_host_context *context, int32_t level, tea_str message);
+    /* 1.0: set the sentence an operation's failure reports (copied). */
+    void (*set_error)(tea_error *error, tea_str message);
+    /* 1.0: append bytes to a host-owned output buffer (copied). Returns TEA_OK,
+     * or TEA_FAILED when the buffer would exceed its limit. */
+    int32_t (*buffer_append)(tea_buffer *buffer, tea_str bytes);
+} tea_host_services;
+
+/*
+ * The members every kind's operations table begins with.
+ */
+typedef struct tea_plugin_ops_base {
+    /* Size of the whole kind table (tea_backend_ops and so on). */
+    uint32_t struct_size;
+    uint32_t reserved;
+    /* Required. Make an instance from the plugin's config table, given as a
+     * JSON object ("{}" when the configuration has none). */
+    int32_t (*create)(const tea_host_services *host, tea_str config_json, tea_instance **instance,
+                      tea_error *error);
+    /* Required. */
+    void (*destroy)(tea_instance *instance);
+    /* Required. TEA_OK when the plugin can work on this host, TEA_UNAVAILABLE
+     * with the reason and the way out otherwise. May run real processes. */
+    int32_t (*probe)(tea_instance *instance, tea_error *error);
+} tea_plugin_ops_base;
+
+/*
+ * Backend: turns a launch spec into an exec plan, without running anything.
+ * The host's call runner executes the plan.
+ */
+typedef struct tea_backend_ops {
+    tea_plugin_ops_base base;
+    /* 1.0, required. launch_spec_json in, exec plan JSON appended to plan. */
+    int32_t (*prepare)(tea_instance *instance, tea_str launch_spec_json, tea_buffer *plan,
+                       tea_error *error);
+} tea_backend_ops;
+
+/*
+ * Observer: wraps an exec plan so that what the call opens is recorded, then
+ * turns the record into access events.
+ */
+typedef struct tea_observer_ops {
+    tea_plugin_ops_base base;
+    /* 1.0, required. {"plan": ExecPlan, "traceDir": path} in, ExecPlan out. */
+    int32_t (*wrap)(tea_instance *instance, tea_str request_json, tea_buffer *plan,
+                    tea_error *error);
+    /* 1.0, required. {"traceDir": path, ...} in, {"complete": bool,
+     * "events": [...]} out. */
+    int32_t (*collect)(tea_instance *instance, tea_str request_json, tea_buffer *observation,
+                       tea_error *error);
+} tea_observer_ops;
+
+/* An egress session: one per call that lists egress items. Plugin-owned. */
+typedef struct tea_egress_session tea_egress_session;
+
+/*
+ * Egress: serves the route out for one call and reports what it refused.
+ */
+typedef struct tea_egress_ops {
+    tea_plugin_ops_base base;
+    /* 1.0, required. Session request JSON in; session info JSON (socket path,
+     * variables for the target) appended to info. */
+    int32_t (*open)(tea_instance *instance, tea_str request_json, tea_egress_session **session,
+                    tea_buffer *info, tea_error *error);
+    /* 1.0, required. Ends the session and appends its records as JSON. The
+     * session is gone after the call, whatever the status. */
+    int32_t (*close)(tea_instance *instance, tea_egress_session *session, tea_buffer *records,
+                     tea_error *error);
+} tea_egress_ops;
+
+/*
+ * Login: grants a target the credentials an entry's login names.
+ */
+typedef struct tea_login_ops {
+    tea_plugin_ops_base base;
+    /* 1.0, required. Grant request JSON in, grant JSON out. */
+    int32_t (*grant)(tea_instance *instance, tea_str request_json, tea_buffer *grant,
+                     tea_error *error);
+} tea_login_ops;
+
+/*
+ * What the entry symbol returns: a pointer to static storage that lives as
+ * long as the library is loaded.
+ */
+typedef struct tea_plugin_descriptor {
+    uint32_t struct_size;
+    uint16_t abi_major;
+    uint16_t abi_minor;
+    /* A tea_plugin_kind. */
+    int32_t kind;
+    uint32_t reserved;
+    /* Must equal the name in the plugin's manifest. */
+    tea_str name;
+    tea_str version;
+    /* The kind's operations table; begins with tea_plugin_ops_base. */
+    const void *ops;
+} tea_plugin_descriptor;
+
+typedef const tea_plugin_descriptor *(*tea_plugin_entry_fn)(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* TEA_PLUGIN_H */
