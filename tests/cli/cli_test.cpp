@@ -1,0 +1,149 @@
+// The tea-evaluate binary as a user runs it.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "support/process.hpp"
+
+namespace tea {
+namespace {
+
+using test::Outcome;
+
+std::vector<std::string> cmd(std::initializer_list<std::string> args) {
+    std::vector<std::string> out{TEA_EVALUATE_BIN};
+    out.insert(out.end(), args);
+    return out;
+}
+
+// A configuration directory of its own, so the developer's files never count.
+std::vector<std::string> env(std::initializer_list<std::string> extra = {}) {
+    std::vector<std::string> e{"XDG_CONFIG_HOME=/nonexistent-tea-test", "HOME=/nonexistent-tea-test"};
+    e.insert(e.end(), extra);
+    return test::environment_with(e);
+}
+
+TEST(Cli, PluginsListsOptOutWithItsAbi) {
+    const auto o = test::run(cmd({"plugins"}), env());
+    EXPECT_EQ(o.status, 0) << o.err;
+    EXPECT_NE(o.out.find("opt-out"), std::string::npos) << o.out;
+    EXPECT_NE(o.out.find("ABI 1.0"), std::string::npos) << o.out;
+    const auto j = test::run(cmd({"plugins", "--json"}), env());
+    const auto doc = nlohmann::json::parse(j.out);
+    bool found = false;
+    for (const auto &p : doc["plugins"]) {
+        if (p["name"] == "opt-out") {
+            found = true;
+            EXPECT_EQ(p["kind"], "backend");
+            EXPECT_EQ(p["abi"], "1.0");
+            EXPECT_EQ(p["available"], true);
+        }
+    }
+    EXPECT_TRUE(found) << j.out;
+}
+
+TEST(Cli, ExecPassesOutputAndStatusThrough) {
+    const auto o = test::run(cmd({"exec", "--backend", "opt-out", "--", "sh", "-c", "echo hi; exit 7"}),
+                             env());
+    EXPECT_EQ(o.status, 7);
+    EXPECT_EQ(o.out, "hi\n");
+    EXPECT_NE(o.err.find("confines nothing"), std::string::npos) << o.err;
+}
+
+TEST(Cli, ExecEnvironmentIsExactlyTheInvokers) {
+    // As `env -i FOO=1 tea-evaluate exec --backend opt-out -- /usr/bin/env`.
+    const auto o = test::run(cmd({"exec", "--backend", "opt-out", "--", "/usr/bin/env"}), {"FOO=1"});
+    EXPECT_EQ(o.status, 0) << o.err;
+    EXPECT_EQ(o.out, "FOO=1\n");
+}
+
+TEST(Cli, CleanEnvKeepsOnlyTheAllowlist) {
+    const auto host = env({"PYTHONPATH=/evil", "NODE_OPTIONS=--require=/evil.js", "LC_ALL=C",
+                           "PATH=/usr/bin:/bin"});
+    const auto dirty = test::run(cmd({"exec", "--backend", "opt-out", "--", "/usr/bin/env"}), host);
+    EXPECT_NE(dirty.out.find("PYTHONPATH=/evil"), std::string::npos);  // positive control
+    const auto clean = test::run(
+        cmd({"exec", "--backend", "opt-out", "--clean-env", "--env", "EXTRA=1", "--env",
+             "NODE_OPTIONS", "--", "/usr/bin/env"}),
+        host);
+    EXPECT_EQ(clean.out.find("PYTHONPATH"), std::string::npos) << clean.out;
+    EXPECT_NE(clean.out.find("PATH=/usr/bin:/bin"), std::string::npos);
+    EXPECT_NE(clean.out.find("LC_ALL=C"), std::string::npos);
+    EXPECT_NE(clean.out.find("EXTRA=1"), std::string::npos);
+    // --env NAME brings the invoker's value back on purpose.
+    EXPECT_NE(clean.out.find("NODE_OPTIONS=--require=/evil.js"), std::string::npos);
+}
+
+TEST(Cli, ExecJsonRecord) {
+    const auto o = test::run(cmd({"exec", "--backend", "opt-out", "--json", "--", "sh", "-c",
+                                  "echo out; exit 3"}),
+                             env());
+    EXPECT_EQ(o.status, 3);
+    const auto doc = nlohmann::json::parse(o.out);  // stdout is the record alone
+    EXPECT_EQ(doc["confinement"], "opt-out");
+    EXPECT_EQ(doc["exitCode"], 3);
+    EXPECT_EQ(doc["stdoutBytes"], 4);
+    EXPECT_NE(o.err.find("out\n"), std::string::npos);
+}
+
+TEST(Cli, ExecTimeoutEndsTheCall) {
+    const auto o = test::run(
+        cmd({"exec", "--backend", "opt-out", "--timeout", "200", "--", "sleep", "30"}), env());
+    EXPECT_EQ(o.status, 128 + 15);
+    EXPECT_NE(o.err.find("timeout"), std::string::npos) << o.err;
+}
+
+TEST(Cli, ExecStatusWhenTheTargetCannotStart) {
+    EXPECT_EQ(test::run(cmd({"exec", "--backend", "opt-out", "--", "tea-no-such-cmd"}), env()).status,
+              127);
+    EXPECT_EQ(test::run(cmd({"exec", "--backend", "opt-out", "--", "/etc/hostname"}), env()).status,
+              126);
+}
+
+TEST(Cli, UsageErrorsExitTwo) {
+    EXPECT_EQ(test::run(cmd({}), env()).status, 2);
+    EXPECT_EQ(test::run(cmd({"exec", "--backend", "opt-out"}), env()).status, 2);
+    EXPECT_EQ(test::run(cmd({"frobnicate"}), env()).status, 2);
+    EXPECT_EQ(test::run(cmd({"exec", "--backend", "opt-out", "--timeout", "0", "--", "true"}), env())
+                  .status,
+              2);
+    const auto o = test::run(cmd({"exec", "--backend", "no-such-backend", "--", "true"}), env());
+    EXPECT_EQ(o.status, 2);
+    EXPECT_NE(o.err.find("no-such-backend"), std::string::npos);
+    EXPECT_EQ(test::run(cmd({"--help"}), env()).status, 0);
+    EXPECT_EQ(test::run(cmd({"exec", "--help"}), env()).status, 0);
+}
+
+TEST(Cli, BadConfigNamesFileLineAndKey) {
+    const auto dir = test::make_temp_dir("tea-cli-config");
+    test::write_file(dir + "/bad.toml", "[confinement]\nbackend = \"opt-out\"\nbakend = 1\n");
+    const auto o = test::run(cmd({"--config", dir + "/bad.toml", "exec", "--", "true"}), env());
+    EXPECT_EQ(o.status, 2);
+    EXPECT_NE(o.err.find(dir + "/bad.toml:3:1: confinement.bakend: unknown key"), std::string::npos)
+        << o.err;
+    test::write_file(dir + "/syntax.toml", "[call\n");
+    EXPECT_EQ(test::run(cmd({"--config", dir + "/syntax.toml", "plugins"}), env()).status, 2);
+    // The user's file is read from XDG_CONFIG_HOME and errors name it too.
+    std::filesystem::create_directories(dir + "/xdg/tea-evaluate");
+    test::write_file(dir + "/xdg/tea-evaluate/config.toml", "[call]\nkill_grace_ms = \"x\"\n");
+    const auto user = test::run(cmd({"plugins"}), test::environment_with({"XDG_CONFIG_HOME=" + dir + "/xdg"}));
+    EXPECT_EQ(user.status, 2);
+    EXPECT_NE(user.err.find("config.toml:2:"), std::string::npos) << user.err;
+    std::filesystem::remove_all(dir);
+}
+
+TEST(Cli, AutoNeverPicksABackendThatConfinesNothing) {
+    const auto dir = test::make_temp_dir("tea-cli-auto");
+    test::write_file(dir + "/c.toml", "[confinement]\nauto_order = [\"opt-out\"]\n");
+    const auto o = test::run(cmd({"--config", dir + "/c.toml", "exec", "--", "true"}), env());
+    EXPECT_EQ(o.status, 12);
+    EXPECT_NE(o.err.find("confines nothing"), std::string::npos) << o.err;
+    test::write_file(dir + "/none.toml", "[confinement]\nauto_order = [\"missing-one\"]\n");
+    const auto none = test::run(cmd({"--config", dir + "/none.toml", "exec", "--", "true"}), env());
+    EXPECT_EQ(none.status, 12);
+    EXPECT_NE(none.err.find("missing-one: not installed"), std::string::npos) << none.err;
+    std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace tea

@@ -1,0 +1,170 @@
+#include "config/config.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "util/error.hpp"
+
+namespace tea::config {
+namespace {
+
+std::string error_of(Builder &builder, std::string_view text, const std::string &origin = "x.toml") {
+    try {
+        builder.apply_text(text, origin, "/base");
+    } catch (const Error &e) {
+        EXPECT_EQ(e.code(), ExitCode::usage);
+        return e.what();
+    }
+    ADD_FAILURE() << "no error for: " << text;
+    return {};
+}
+
+TEST(Config, EmbeddedDefaultIsTheBuiltInLayer) {
+    const Builder builder;
+    const auto &c = builder.get();
+    EXPECT_EQ(c.backend, "auto");
+    EXPECT_EQ(c.backend_order, (std::vector<std::string>{"bubblewrap", "seatbelt"}));
+    EXPECT_EQ(c.observer, "none");
+    EXPECT_EQ(c.call.output_cap_bytes, 8U << 20U);
+    EXPECT_EQ(c.call.kill_grace.count(), 2000);
+    EXPECT_TRUE(c.plugin_paths.empty());
+    EXPECT_EQ(c.plugin_config_json("anything"), "{}");
+    EXPECT_NE(embedded_default().find("[confinement]"), std::string_view::npos);
+}
+
+TEST(Config, LaterLayersOverrideEarlierOnesKeyByKey) {
+    Builder builder;
+    builder.apply_text("[confinement]\nbackend = \"opt-out\"\n[call]\nkill_grace_ms = 10\n", "user",
+                       "/u");
+    builder.apply_text("[call]\noutput_cap_bytes = 5\n", "explicit", "/e");
+    const auto &c = builder.get();
+    EXPECT_EQ(c.backend, "opt-out");
+    EXPECT_EQ(c.call.kill_grace.count(), 10);  // kept from the user layer
+    EXPECT_EQ(c.call.output_cap_bytes, 5U);
+    EXPECT_EQ(c.backend_order.size(), 2U);  // untouched default
+    EXPECT_EQ(c.layers.back(), "explicit");
+}
+
+TEST(Config, FlagsOverrideEveryFile) {
+    Builder builder;
+    builder.apply_text("[confinement]\nbackend = \"a\"\n[audit]\nobserver = \"b\"\n", "f", "/");
+    builder.apply_flags(std::string{"c"}, std::string{"d"});
+    EXPECT_EQ(builder.get().backend, "c");
+    EXPECT_EQ(builder.get().observer, "d");
+    EXPECT_THROW(builder.apply_flags(std::string{"../x"}, std::nullopt), Error);
+}
+
+TEST(Config, PluginTablesReachThePluginAsMergedJson) {
+    Builder builder;
+    builder.apply_text("[plugin.bw]\nsize = 3\nlist = [1, 2]\n[plugin.bw.inner]\nflag = true\n",
+                       "a", "/");
+    builder.apply_text("[plugin.bw]\nsize = 4\nname = \"n\"\n", "b", "/");
+    const auto json = nlohmann::json::parse(builder.get().plugin_config_json("bw"));
+    EXPECT_EQ(json["size"], 4);
+    EXPECT_EQ(json["name"], "n");
+    EXPECT_EQ(json["list"], nlohmann::json::array({1, 2}));
+    EXPECT_EQ(json["inner"]["flag"], true);
+}
+
+TEST(Config, RelativePluginPathsResolveAgainstTheFile) {
+    Builder builder;
+    builder.apply_text("[plugins]\npaths = [\"rel/dir\", \"/abs\"]\n", "f", "/etc/tea");
+    EXPECT_EQ(builder.get().plugin_paths,
+              (std::vector<std::filesystem::path>{"/etc/tea/rel/dir", "/abs"}));
+}
+
+TEST(Config, UnknownKeyNamesFileLineAndKey) {
+    Builder builder;
+    const auto message = error_of(builder, "\n[confinement]\nbackend = \"a\"\nbakend = \"b\"\n");
+    EXPECT_NE(message.find("x.toml:4:"), std::string::npos) << message;
+    EXPECT_NE(message.find("confinement.bakend"), std::string::npos) << message;
+    EXPECT_NE(message.find("unknown key"), std::string::npos) << message;
+}
+
+TEST(Config, UnknownTopLevelTable) {
+    Builder builder;
+    const auto message = error_of(builder, "[network]\nallow = true\n");
+    EXPECT_NE(message.find("x.toml:1:"), std::string::npos) << message;
+    EXPECT_NE(message.find("network"), std::string::npos) << message;
+}
+
+TEST(Config, WrongTypeNamesWhatWasExpectedAndFound) {
+    Builder builder;
+    auto message = error_of(builder, "[call]\nkill_grace_ms = \"soon\"\n");
+    EXPECT_NE(message.find("x.toml:2:"), std::string::npos) << message;
+    EXPECT_NE(message.find("call.kill_grace_ms"), std::string::npos) << message;
+    EXPECT_NE(message.find("expected an integer, found a string"), std::string::npos) << message;
+    message = error_of(builder, "[confinement]\nauto_order = [\"a\", 3]\n");
+    EXPECT_NE(message.find("confinement.auto_order[1]"), std::string::npos) << message;
+    message = error_of(builder, "confinement = 1\n");
+    EXPECT_NE(message.find("expected a table"), std::string::npos) << message;
+    message = error_of(builder, "[call]\noutput_cap_bytes = -1\n");
+    EXPECT_NE(message.find("at least 0"), std::string::npos) << message;
+}
+
+TEST(Config, InvalidTomlNamesLineAndColumn) {
+    Builder builder;
+    const auto message = error_of(builder, "[call]\nkill_grace_ms = = 3\n");
+    EXPECT_NE(message.find("x.toml:2:"), std::string::npos) << message;
+    EXPECT_NE(message.find("invalid TOML"), std::string::npos) << message;
+}
+
+TEST(Config, HostileTextNeverCrashes) {
+    Builder builder;
+    const std::string hostile[] = {
+        std::string("\0\0\0", 3), "\xff\xfe[call]", "[[[[[[", "a = \"\\u0000\"",
+        std::string(100000, '['), "[plugin]\n\"../evil\" = {}\n", "[plugin.x]\nv = 1979-05-27\n"};
+    for (const auto &text : hostile) {
+        try {
+            builder.apply_text(text, "h", "/");
+        } catch (const Error &e) {
+            EXPECT_EQ(e.code(), ExitCode::usage);
+        }
+    }
+}
+
+TEST(Config, AFailingLayerChangesNothing) {
+    Builder builder;
+    const auto before = builder.get().backend;
+    (void)error_of(builder, "[confinement]\nbackend = \"changed\"\n[call]\nbogus = 1\n");
+    EXPECT_EQ(builder.get().backend, before);
+}
+
+TEST(Config, InvalidPluginNamesAreRefused) {
+    Builder builder;
+    EXPECT_NE(error_of(builder, "[confinement]\nbackend = \"a/b\"\n").find("not a valid plugin name"),
+              std::string::npos);
+    EXPECT_NE(error_of(builder, "[plugin]\n\"../x\" = {}\n").find("not a valid plugin name"),
+              std::string::npos);
+}
+
+TEST(Config, LoadReadsUserThenExplicitFileThenFlags) {
+    const auto dir = std::filesystem::temp_directory_path() / ("tea-config-test-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    {
+        std::ofstream{dir / "user.toml"} << "[confinement]\nbackend = \"from-user\"\n[audit]\nobserver = \"u\"\n";
+        std::ofstream{dir / "explicit.toml"} << "[audit]\nobserver = \"from-explicit\"\n";
+    }
+    Sources sources;
+    sources.user_file = dir / "user.toml";
+    auto c = load(sources);
+    EXPECT_EQ(c.backend, "from-user");
+    sources.explicit_file = dir / "explicit.toml";
+    c = load(sources);
+    EXPECT_EQ(c.observer, "from-explicit");
+    EXPECT_EQ(c.backend, "from-user");
+    sources.backend_flag = "flag";
+    EXPECT_EQ(load(sources).backend, "flag");
+    sources.explicit_file = dir / "missing.toml";
+    EXPECT_THROW(load(sources), Error);
+    // A missing user file is no error: most users have none.
+    sources = Sources{};
+    sources.user_file = dir / "none.toml";
+    EXPECT_EQ(load(sources).backend, "auto");
+    std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace tea::config

@@ -1,0 +1,265 @@
+// The call runner against real processes.
+#include "exec/call_runner.hpp"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "util/fd.hpp"
+
+namespace tea::exec {
+namespace {
+
+namespace fs = std::filesystem;
+
+class CallRunner : public ::testing::Test {
+   protected:
+    void SetUp() override {
+        dir_ = fs::temp_directory_path() /
+               ("tea-runner-" + std::to_string(::getpid()) + "-" +
+                ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        fs::remove_all(dir_);
+        fs::create_directories(dir_);
+    }
+    void TearDown() override { fs::remove_all(dir_); }
+
+    ExecPlan plan(std::vector<std::string> argv, std::vector<std::string> env = {"PATH=/usr/bin:/bin"}) {
+        ExecPlan p;
+        p.argv = std::move(argv);
+        p.env = std::move(env);
+        p.cwd = dir_.string();
+        p.confinement = "opt-out";
+        return p;
+    }
+    RunOptions capture(std::uint64_t cap = 1 << 20) {
+        RunOptions o;
+        o.out = {dir_ / "stdout", cap, -1};
+        o.err = {dir_ / "stderr", cap, -1};
+        o.kill_grace = std::chrono::milliseconds{300};
+        return o;
+    }
+    std::string read(const fs::path &p) {
+        std::ifstream in{p, std::ios::binary};
+        std::ostringstream s;
+        s << in.rdbuf();
+        return s.str();
+    }
+    static bool alive(pid_t pid) {
+        // A zombie waiting for a reaper other than us counts as ended.
+        std::ifstream stat{"/proc/" + std::to_string(pid) + "/stat"};
+        std::string line;
+        if (!std::getline(stat, line)) {
+            return false;
+        }
+        const auto close = line.rfind(')');
+        return close != std::string::npos && line.size() > close + 2 && line[close + 2] != 'Z';
+    }
+    fs::path dir_;
+};
+
+TEST_F(CallRunner, PassesExitStatusAndOutput) {
+    const auto r = run_call(plan({"sh", "-c", "echo out; echo err >&2; exit 7"}), capture());
+    ASSERT_TRUE(r.started) << r.start_error;
+    EXPECT_EQ(r.exit_code, 7);
+    EXPECT_EQ(r.status(), 7);
+    EXPECT_EQ(read(dir_ / "stdout"), "out\n");
+    EXPECT_EQ(read(dir_ / "stderr"), "err\n");
+    EXPECT_GT(r.elapsed.count(), 0);
+}
+
+TEST_F(CallRunner, ReportsTheSignalThatEndedTheTarget) {
+    const auto r = run_call(plan({"sh", "-c", "kill -9 $$"}), capture());
+    EXPECT_EQ(r.signal, SIGKILL);
+    EXPECT_EQ(r.status(), 128 + SIGKILL);
+}
+
+TEST_F(CallRunner, EnvironmentIsExactlyThePlans) {
+    // Names that shells and libcs treat specially must arrive untouched, and
+    // nothing of the test's own environment may leak in.
+    ::setenv("TEA_RUNNER_TEST_LEAK", "leaked", 1);
+    const std::vector<std::string> env{"BASH_FUNC_f%%=() { echo hi; }", "my.setting=1",
+                                       "PS1=$ ", "IFS= ", "_=/x", "EMPTY="};
+    const auto r = run_call(plan({"/usr/bin/env"}, env), capture());
+    ASSERT_EQ(r.exit_code, 0);
+    std::string expected;
+    for (const auto &e : env) {
+        expected += e + "\n";
+    }
+    EXPECT_EQ(read(dir_ / "stdout"), expected);
+    ::unsetenv("TEA_RUNNER_TEST_LEAK");
+}
+
+TEST_F(CallRunner, RunsInThePlansDirectory) {
+    const auto r = run_call(plan({"pwd"}), capture());
+    EXPECT_EQ(read(dir_ / "stdout"), dir_.string() + "\n");
+    EXPECT_EQ(r.exit_code, 0);
+}
+
+TEST_F(CallRunner, OutputBeyondTheCapIsCountedNotKept) {
+    const auto r = run_call(plan({"sh", "-c", "head -c 1000000 /dev/zero"}), capture(1000));
+    EXPECT_EQ(r.out.total_bytes, 1000000U);
+    EXPECT_EQ(r.out.kept_bytes, 1000U);
+    EXPECT_TRUE(r.out.truncated);
+    EXPECT_EQ(fs::file_size(dir_ / "stdout"), 1000U);
+    EXPECT_FALSE(r.err.truncated);
+    // Positive control: under the cap nothing is marked cut.
+    fs::remove(dir_ / "stdout");
+    fs::remove(dir_ / "stderr");
+    const auto small = run_call(plan({"sh", "-c", "head -c 999 /dev/zero"}), capture(1000));
+    EXPECT_FALSE(small.out.truncated);
+    EXPECT_EQ(fs::file_size(dir_ / "stdout"), 999U);
+}
+
+TEST_F(CallRunner, NeverWritesThroughAPlantedLink) {
+    fs::create_symlink("/tmp/tea-should-not-exist", dir_ / "stdout");
+    EXPECT_ANY_THROW(run_call(plan({"true"}), capture()));
+    EXPECT_FALSE(fs::exists("/tmp/tea-should-not-exist"));
+}
+
+TEST_F(CallRunner, TimeoutEndsTheWholeGroupGrandchildrenIncluded) {
+    // The target starts two grandchildren in its group, records their ids and
+    // waits: at the timeout every one of them must be gone.
+    const auto pids = dir_ / "pids";
+    const auto start = std::chrono::steady_clock::now();
+    const auto r = run_call(
+        plan({"sh", "-c",
+              "sleep 300 & echo $! > pids; (sleep 300 & echo $! >> pids; wait) & "
+              "trap '' TERM; while :; do sleep 0.05; done"}),
+        [&] {
+            auto o = capture();
+            o.timeout = std::chrono::milliseconds{500};
+            return o;
+        }());
+    const auto took = std::chrono::steady_clock::now() - start;
+    EXPECT_TRUE(r.timed_out);
+    // The leader ignores SIGTERM, so SIGKILL after the grace ended it.
+    EXPECT_EQ(r.signal, SIGKILL);
+    EXPECT_LT(took, std::chrono::seconds{5});
+    std::ifstream in{pids};
+    pid_t pid = 0;
+    int count = 0;
+    while (in >> pid) {
+        ++count;
+        for (int i = 0; i < 50 && alive(pid); ++i) {
+            std::this_thread::sleep_for(std::chrono::milliseconds{20});
+        }
+        EXPECT_FALSE(alive(pid)) << "process " << pid << " survived the timeout";
+    }
+    EXPECT_EQ(count, 2);
+}
+
+TEST_F(CallRunner, WhatTheTargetLeftInItsGroupEndsWithIt) {
+    const auto r = run_call(plan({"sh", "-c", "sleep 300 & echo $! > pid"}), capture());
+    EXPECT_EQ(r.exit_code, 0);
+    pid_t pid = 0;
+    std::ifstream{dir_ / "pid"} >> pid;
+    ASSERT_GT(pid, 0);
+    for (int i = 0; i < 50 && alive(pid); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds{20});
+    }
+    EXPECT_FALSE(alive(pid));
+}
+
+TEST_F(CallRunner, OnlyStandardStreamsAndPlanFilesAreInherited) {
+    // A descriptor the runtime holds without O_CLOEXEC must not reach the target.
+    UniqueFd leak{::open("/etc/hostname", O_RDONLY)};
+    ASSERT_TRUE(leak);
+    auto p = plan({"sh", "-c",
+                   "cat <&5; echo; if [ -e /proc/self/fd/" + std::to_string(leak.get()) +
+                       " ]; then echo leaked; else echo closed; fi"});
+    p.files = {{5, "planned bytes"}};
+    const auto r = run_call(p, capture());
+    EXPECT_EQ(r.exit_code, 0);
+    // Positive control: the planned descriptor is readable; the leaked one is gone.
+    EXPECT_EQ(read(dir_ / "stdout"), "planned bytes\nclosed\n");
+}
+
+TEST_F(CallRunner, PlanFilesAreSealed) {
+    auto p = plan({"sh", "-c", "echo changed >&5 && echo wrote || echo refused"});
+    p.files = {{5, "original"}};
+    (void)run_call(p, capture());
+    EXPECT_EQ(read(dir_ / "stdout"), "refused\n");
+}
+
+TEST_F(CallRunner, StdinFromFileOrNullDevice) {
+    {
+        std::ofstream{dir_ / "in"} << "from file";
+    }
+    auto o = capture();
+    o.in = {StdinSpec::Kind::file, dir_ / "in"};
+    (void)run_call(plan({"cat"}), o);
+    EXPECT_EQ(read(dir_ / "stdout"), "from file");
+    fs::remove(dir_ / "stdout");
+    fs::remove(dir_ / "stderr");
+    (void)run_call(plan({"cat"}), capture());
+    EXPECT_EQ(read(dir_ / "stdout"), "");
+}
+
+TEST_F(CallRunner, CommandNotFoundDoesNotStart) {
+    const auto r = run_call(plan({"tea-no-such-command-xyz"}), capture());
+    EXPECT_FALSE(r.started);
+    EXPECT_EQ(r.start_errno, ENOENT);
+    EXPECT_NE(r.start_error.find("command not found"), std::string::npos);
+}
+
+TEST_F(CallRunner, TargetRunsInItsOwnProcessGroupWithDefaultSignals) {
+    sigset_t block;
+    sigemptyset(&block);
+    sigaddset(&block, SIGTERM);
+    ASSERT_EQ(::pthread_sigmask(SIG_BLOCK, &block, nullptr), 0);
+    const auto r = run_call(
+        plan({"sh", "-c", "ps -o pgid= -p $$ | tr -d ' '; grep SigBlk /proc/self/status"}), capture());
+    ::pthread_sigmask(SIG_UNBLOCK, &block, nullptr);
+    std::istringstream out{read(dir_ / "stdout")};
+    std::string pgid;
+    std::string blk;
+    std::getline(out, pgid);
+    std::getline(out, blk);
+    EXPECT_NE(pgid, std::to_string(::getpgrp()));
+    EXPECT_EQ(blk, "SigBlk:\t0000000000000000");
+    EXPECT_EQ(r.exit_code, 0);
+}
+
+TEST_F(CallRunner, ASignalToTheRuntimeEndsTheCall) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR1);
+    ASSERT_EQ(::pthread_sigmask(SIG_BLOCK, &set, nullptr), 0);
+    UniqueFd sfd{::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK)};
+    auto o = capture();
+    o.signal_fd = sfd.get();
+    std::thread sender{[] {
+        std::this_thread::sleep_for(std::chrono::milliseconds{300});
+        ::kill(::getpid(), SIGUSR1);
+    }};
+    const auto start = std::chrono::steady_clock::now();
+    const auto r = run_call(plan({"sleep", "300"}), o);
+    sender.join();
+    ::pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+    EXPECT_EQ(r.interrupted_by, SIGUSR1);
+    EXPECT_EQ(r.signal, SIGTERM);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds{5});
+}
+
+TEST_F(CallRunner, AsSubreaperItEndsOrphansThatLeftTheGroup) {
+    // A setsid daemon leaves the call's process group; only the subreaper finds it.
+    become_subreaper();
+    const auto r = run_call(
+        plan({"sh", "-c", "setsid sh -c 'echo $$ > pid; exec sleep 300' & sleep 0.2"}), capture());
+    EXPECT_EQ(r.exit_code, 0);
+    pid_t pid = 0;
+    std::ifstream{dir_ / "pid"} >> pid;
+    ASSERT_GT(pid, 0);
+    EXPECT_FALSE(alive(pid));
+}
+
+}  // namespace
+}  // namespace tea::exec

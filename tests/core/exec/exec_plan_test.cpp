@@ -1,0 +1,102 @@
+#include "exec/exec_plan.hpp"
+
+#include <gtest/gtest.h>
+#include <tea/json_bytes.hpp>
+
+namespace tea::exec {
+namespace {
+
+TEST(ExecPlan, RoundTripsExactBytesIncludingNonUtf8) {
+    ExecPlan plan;
+    plan.argv = {"/bin/echo", "a b", "quote\"and\\back", "new\nline", std::string{"\xff\xfe bad"}};
+    plan.env = {"BASH_FUNC_f%%=() { :; }", "my.setting=1", std::string{"V=\x80"}, "EMPTY="};
+    plan.cwd = "/tmp/dir with space";
+    plan.files = {{5, std::string("binary\0data\xff", 12)}};
+    plan.confinement = "opt-out";
+    const auto back = exec_plan_from_json(to_json(plan));
+    EXPECT_EQ(back.argv, plan.argv);
+    EXPECT_EQ(back.env, plan.env);
+    EXPECT_EQ(back.cwd, plan.cwd);
+    ASSERT_EQ(back.files.size(), 1U);
+    EXPECT_EQ(back.files[0].child_fd, 5);
+    EXPECT_EQ(back.files[0].content, plan.files[0].content);
+    EXPECT_EQ(back.confinement, "opt-out");
+}
+
+TEST(ExecPlan, LaunchSpecRoundTrips) {
+    LaunchSpec spec;
+    spec.argv = {"cat", std::string{"\xc3\x28"}};
+    spec.env = {"A=1"};
+    spec.cwd = spec.workspace = "/w";
+    spec.temp_dir = "/t";
+    spec.home = "/h";
+    spec.withhold = {"/w/.tea"};
+    spec.read_only = {"/ro"};
+    spec.system_paths = {"/opt/x"};
+    spec.limits = {1, 2, 3};
+    spec.runtime_prefix = "/usr";
+    spec.helper_dir = "/usr/libexec/tea-evaluate";
+    const auto back = launch_spec_from_json(to_json(spec));
+    EXPECT_EQ(back.argv, spec.argv);
+    EXPECT_EQ(back.withhold, spec.withhold);
+    EXPECT_EQ(back.limits.processes, 3U);
+    EXPECT_EQ(back.helper_dir, spec.helper_dir);
+}
+
+void expect_refused(const std::string &json, const std::string &field) {
+    try {
+        (void)exec_plan_from_json(json);
+        ADD_FAILURE() << "accepted: " << json;
+    } catch (const std::invalid_argument &e) {
+        EXPECT_NE(std::string{e.what()}.find(field), std::string::npos) << e.what();
+    }
+}
+
+TEST(ExecPlan, RefusesMalformedPlans) {
+    const std::string ok_tail = R"(, "cwd": "/", "confinement": "x"})";
+    expect_refused("not json", "not valid JSON");
+    expect_refused("[]", "not a JSON object");
+    expect_refused(R"({"argv": [], "env": [])" + ok_tail, "argv");
+    expect_refused(R"({"argv": [""], "env": [])" + ok_tail, "argv");
+    expect_refused(R"({"argv": ["a\u0000b"], "env": [])" + ok_tail, "argv[0]: holds a NUL");
+    expect_refused(R"({"argv": ["a"], "env": ["NOEQUALS"])" + ok_tail, "env[0]");
+    expect_refused(R"({"argv": ["a"], "env": ["=v"])" + ok_tail, "env[0]");
+    expect_refused(R"({"argv": ["a"], "env": [], "cwd": "rel", "confinement": "x"})", "cwd");
+    expect_refused(R"({"argv": ["a"], "env": [], "cwd": "/"})", "confinement");
+    expect_refused(R"({"argv": ["a"], "env": [], "cwd": "/", "confinement": "x", "extra": 1})",
+                   "extra");
+    expect_refused(R"({"argv": ["a"], "env": [], "files": [{"fd": 1, "content": ""}])" + ok_tail,
+                   "files[0].fd");
+    expect_refused(R"({"argv": ["a"], "env": [], "files": [{"fd": 4, "content": ""}, {"fd": 4, "content": ""}])" +
+                       ok_tail,
+                   "files[1].fd");
+    expect_refused(R"({"argv": [{"base64": "!!"}], "env": [])" + ok_tail, "argv[0]");
+    expect_refused(R"({"argv": [7], "env": [])" + ok_tail, "argv[0]");
+}
+
+TEST(Base64, DecodesOnlyStrictInput) {
+    EXPECT_EQ(bytes::base64_decode("aGk="), "hi");
+    EXPECT_EQ(bytes::base64_decode(""), "");
+    EXPECT_FALSE(bytes::base64_decode("aGk"));
+    EXPECT_FALSE(bytes::base64_decode("a=Gk"));
+    EXPECT_FALSE(bytes::base64_decode("aG k"));
+    for (int n = 0; n < 300; ++n) {
+        std::string s;
+        for (int i = 0; i < n; ++i) {
+            s += static_cast<char>((i * 37 + n) & 0xff);
+        }
+        EXPECT_EQ(bytes::base64_decode(bytes::base64_encode(s)), s);
+    }
+}
+
+TEST(Utf8, RejectsOverlongSurrogatesAndTruncation) {
+    EXPECT_TRUE(bytes::is_valid_utf8("plain é ✓ 😀"));
+    EXPECT_FALSE(bytes::is_valid_utf8("\xc0\xaf"));          // overlong '/'
+    EXPECT_FALSE(bytes::is_valid_utf8("\xed\xa0\x80"));      // surrogate
+    EXPECT_FALSE(bytes::is_valid_utf8("\xf4\x90\x80\x80"));  // past U+10FFFF
+    EXPECT_FALSE(bytes::is_valid_utf8("\xe2\x9c"));          // truncated
+    EXPECT_FALSE(bytes::is_valid_utf8("\x80"));
+}
+
+}  // namespace
+}  // namespace tea::exec

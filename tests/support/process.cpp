@@ -1,0 +1,87 @@
+#include "support/process.hpp"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+extern char **environ;  // NOLINT
+
+namespace tea::test {
+
+std::string make_temp_dir(const std::string &prefix) {
+    std::string pattern = "/tmp/" + prefix + "-XXXXXX";
+    if (::mkdtemp(pattern.data()) == nullptr) {
+        throw std::runtime_error("mkdtemp failed");
+    }
+    return pattern;
+}
+
+void write_file(const std::string &path, const std::string &content) {
+    std::ofstream out{path, std::ios::binary};
+    out << content;
+}
+
+std::string read_file(const std::string &path) {
+    std::ifstream in{path, std::ios::binary};
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+std::vector<std::string> environment_with(const std::vector<std::string> &extra) {
+    std::vector<std::string> env;
+    for (char **e = environ; *e != nullptr; ++e) {
+        env.emplace_back(*e);
+    }
+    for (const auto &item : extra) {
+        const auto name = item.substr(0, item.find('=') + 1);
+        std::erase_if(env, [&](const std::string &e) { return e.rfind(name, 0) == 0; });
+        env.push_back(item);
+    }
+    return env;
+}
+
+Outcome run(const std::vector<std::string> &argv, const std::vector<std::string> &env) {
+    const auto dir = make_temp_dir("tea-test-run");
+    const auto out_path = dir + "/out";
+    const auto err_path = dir + "/err";
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    std::vector<char *> args;
+    for (const auto &a : argv) {
+        args.push_back(const_cast<char *>(a.c_str()));  // NOLINT
+    }
+    args.push_back(nullptr);
+    std::vector<char *> envp;
+    for (const auto &e : env) {
+        envp.push_back(const_cast<char *>(e.c_str()));  // NOLINT
+    }
+    envp.push_back(nullptr);
+    pid_t pid = -1;
+    const int rc = ::posix_spawnp(&pid, argv.at(0).c_str(), &fa, nullptr, args.data(), envp.data());
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) {
+        throw std::runtime_error("cannot start " + argv[0]);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    Outcome o;
+    o.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    o.out = read_file(out_path);
+    o.err = read_file(err_path);
+    ::unlink(out_path.c_str());
+    ::unlink(err_path.c_str());
+    ::rmdir(dir.c_str());
+    return o;
+}
+
+}  // namespace tea::test

@@ -1,0 +1,25 @@
+// Runs a program for a test and collects its status and output.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace tea::test {
+
+struct Outcome {
+    int status = -1;  // exit code, or 128 + signal
+    std::string out;
+    std::string err;
+};
+
+// env: the exact environment; stdin is /dev/null.
+Outcome run(const std::vector<std::string> &argv, const std::vector<std::string> &env);
+
+// The test process's own environment plus/over the given entries.
+std::vector<std::string> environment_with(const std::vector<std::string> &extra);
+
+std::string make_temp_dir(const std::string &prefix);
+void write_file(const std::string &path, const std::string &content);
+std::string read_file(const std::string &path);
+
+}  // namespace tea::test
