@@ -87,6 +87,8 @@ exec::StdinSpec call_stdin() {
     return {exec::StdinSpec::Kind::inherit, {}};
 }
 
+constexpr int exit_timed_out = 124;
+
 int not_started_status(const exec::CallResult &r) {
     if (r.start_errno == ENOENT) {
         return 127;  // as a shell reports a command it cannot find
@@ -125,8 +127,9 @@ int exec_command(const CommonOptions &common, const ExecOptions &options) {
                              "select it by name if that is what you want");
         }
         spdlog::warn("backend '{}' confines nothing: the target runs with your files, network "
-                     "and identity",
-                     backend.plugin->name());
+                     "and identity{}",
+                     backend.plugin->name(),
+                     spec.withhold.empty() ? "" : ", and --withhold is not enforced");
     }
     if (const int sig = Signals::instance().pending(); sig != 0) {
         return 128 + sig;
@@ -156,6 +159,9 @@ int exec_command(const CommonOptions &common, const ExecOptions &options) {
     } else {
         status = result.status();
         if (result.timed_out) {
+            // As timeout(1) reports it: whatever the target did on SIGTERM, a
+            // call that ran out of time never passes for one that succeeded.
+            status = exit_timed_out;
             spdlog::error("the call exceeded its timeout of {} ms and was ended",
                           *options.timeout_ms);
         }

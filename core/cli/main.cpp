@@ -37,13 +37,15 @@ int run(int argc, char **argv) {
     exec_cmd->add_option("--workspace", exec.workspace,
                          "The call's writable workspace and working directory (default: .)");
     exec_cmd->add_option("--withhold", exec.withhold,
-                         "A path the target must not see (repeatable)");
+                         "A path the target must not see (repeatable)")
+        ->allow_extra_args(false);
     exec_cmd->add_option("--timeout", exec.timeout_ms,
                          "End the call after this many milliseconds");
     exec_cmd->add_flag("--clean-env", exec.clean_env,
                        "Reduce the call's environment to the language-neutral allowlist");
     exec_cmd->add_option("--env", exec.env,
-                         "Add NAME=VALUE, or NAME with the invoker's value (repeatable)");
+                         "Add NAME=VALUE, or NAME with the invoker's value (repeatable)")
+        ->allow_extra_args(false);
     exec_cmd->add_option("command", exec.command, "The command and its arguments, after --")
         ->required();
     exec_cmd->positionals_at_end();

@@ -1,5 +1,6 @@
 #include "config/config.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -147,12 +148,13 @@ class LayerReader {
         throw config_error(origin_, key.source(), path,
                            std::string{"unknown key (known keys here: "} + expected + ")");
     }
-    std::string plugin_name(const std::string &key, const toml::node &node) {
-        // A plugin name is a manifest file name too: no path separators or dots first.
-        if (key.empty() || key.find_first_of("/\\") != std::string::npos || key[0] == '.') {
-            throw config_error(origin_, node.source(), key, "is not a valid plugin name");
+    std::string plugin_name(const std::string &name, const std::string &key,
+                            const toml::node &node) {
+        if (!is_valid_plugin_name(name)) {
+            throw config_error(origin_, node.source(), key,
+                               "'" + name + "' is not a valid plugin name");
         }
-        return key;
+        return name;
     }
 
     void confinement(const toml::table &t) {
@@ -160,11 +162,11 @@ class LayerReader {
             const std::string name{key.str()};
             const std::string path = "confinement." + name;
             if (name == "backend") {
-                config_.backend = plugin_name(string(value, path), value);
+                config_.backend = plugin_name(string(value, path), path, value);
             } else if (name == "auto_order") {
                 config_.backend_order = strings(value, path);
                 for (const auto &item : config_.backend_order) {
-                    plugin_name(item, value);
+                    plugin_name(item, path, value);
                 }
             } else {
                 unknown(key, path, "backend, auto_order");
@@ -176,7 +178,7 @@ class LayerReader {
             const std::string name{key.str()};
             const std::string path = "audit." + name;
             if (name == "observer") {
-                config_.observer = plugin_name(string(value, path), value);
+                config_.observer = plugin_name(string(value, path), path, value);
             } else {
                 unknown(key, path, "observer");
             }
@@ -211,7 +213,8 @@ class LayerReader {
     }
     void plugin_tables(const toml::table &t) {
         for (const auto &[key, value] : t) {
-            const std::string name = plugin_name(std::string{key.str()}, value);
+            const std::string name =
+                plugin_name(std::string{key.str()}, "plugin." + std::string{key.str()}, value);
             // The plugin validates its own table; here it only has to be one.
             const auto &inner = table(value, "plugin." + name);
             auto &slot = config_.plugin_tables[name];
@@ -228,6 +231,18 @@ class LayerReader {
 };
 
 }  // namespace
+
+bool is_valid_plugin_name(std::string_view name) {
+    // A plugin name is a manifest's file name too: no separators, no leading dot,
+    // nothing a terminal or a log line would misread.
+    if (name.empty() || name.size() > 64 || name[0] == '.' || name[0] == '-') {
+        return false;
+    }
+    return std::all_of(name.begin(), name.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               c == '-' || c == '_' || c == '.';
+    });
+}
 
 std::string Config::plugin_config_json(std::string_view plugin_name) const {
     const auto it = plugin_tables.find(std::string{plugin_name});
@@ -286,13 +301,13 @@ void Builder::apply_flags(const std::optional<std::string> &backend,
                           const std::optional<std::string> &observer) {
     Config next = config_;
     if (backend) {
-        if (backend->empty() || backend->find('/') != std::string::npos) {
+        if (!is_valid_plugin_name(*backend)) {
             throw usage_error("--backend: '" + *backend + "' is not a valid plugin name");
         }
         next.backend = *backend;
     }
     if (observer) {
-        if (observer->empty() || observer->find('/') != std::string::npos) {
+        if (!is_valid_plugin_name(*observer)) {
             throw usage_error("--observer: '" + *observer + "' is not a valid plugin name");
         }
         next.observer = *observer;

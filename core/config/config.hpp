@@ -43,6 +43,9 @@ struct Sources {
     std::optional<std::string> observer_flag;             // --observer
 };
 
+// Letters, digits, '-', '_' and '.', not starting with '.' or '-', at most 64 bytes.
+bool is_valid_plugin_name(std::string_view name);
+
 // $XDG_CONFIG_HOME/tea-evaluate/config.toml, or ~/.config/tea-evaluate/config.toml.
 std::filesystem::path user_config_path();
 

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstdlib>
@@ -171,11 +172,15 @@ bool is_subreaper() {
 }
 
 // Every orphan the call left has been reparented to this runtime: end it, and
-// what it started, which is reparented in turn.
-void end_orphans() {
+// what it started, which is reparented in turn. Children the runtime had
+// before the call began are not the call's and are left alone.
+void end_orphans(const std::vector<pid_t> &before) {
     constexpr int max_rounds = 64;
     for (int round = 0; round < max_rounds; ++round) {
-        const auto children = own_children();
+        auto children = own_children();
+        std::erase_if(children, [&](pid_t p) {
+            return std::find(before.begin(), before.end(), p) != before.end();
+        });
         if (children.empty()) {
             return;
         }
@@ -337,6 +342,8 @@ CallResult run_call(const ExecPlan &plan, const RunOptions &options) {
     // child: only 0-2 and the plan's files (placed by dup2 above) survive exec.
     ::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
 
+    const bool reaper = is_subreaper();
+    const auto children_before = reaper ? own_children() : std::vector<pid_t>{};
     auto argv = c_strings(plan.argv);
     auto envp = c_strings(plan.env);
     pid_t pid = -1;
@@ -435,8 +442,8 @@ CallResult run_call(const ExecPlan &plan, const RunOptions &options) {
                 result.signal = WTERMSIG(status);
             }
             leader_done = true;
-            if (is_subreaper()) {
-                end_orphans();
+            if (reaper) {
+                end_orphans(children_before);
             }
             drain_until = Clock::now() + drain_bound;
             continue;

@@ -33,6 +33,8 @@
 //    needs;
 //  - the folder is withheld at the paths given, so a folder that lived under another path in
 //    older commits (it was moved) stays readable there; list the old path too to withhold it.
+// A withheld path that names a file rather than a folder is replaced by the empty blob; the
+// checkout leaves it out, so `git status` there reports it deleted.
 #pragma once
 
 #include <cstddef>
@@ -86,7 +88,8 @@ PrivateRepositoryResult build_private_repository(const PrivateRepositoryRequest 
 // the files of the commit except the withheld folders, an index that matches them, and a `.git`
 // file naming the private repository, whose configuration becomes non-bare with checkout_dir as
 // its work tree. `git status` in the checkout is clean. One private repository serves one
-// checkout.
+// checkout. A target running as another user needs the two owned by it (or git's safe.directory),
+// since git refuses a repository another user owns.
 void attach_worktree(const std::filesystem::path &checkout_dir,
                      const std::filesystem::path &private_repository);
 

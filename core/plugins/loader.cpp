@@ -75,6 +75,11 @@ std::runtime_error refusal(const std::filesystem::path &file, const std::string 
     return std::runtime_error{file.string() + ": " + what};
 }
 
+std::string article(std::string_view kind) {
+    const bool vowel = !kind.empty() && std::string_view{"aeiou"}.find(kind[0]) != std::string_view::npos;
+    return (vowel ? "an " : "a ") + std::string{kind};
+}
+
 // A clearer sentence than dlerror's for the commonest mistake: a file that is no ELF object.
 void check_elf_shared_object(const std::filesystem::path &library) {
     std::ifstream in{library, std::ios::binary};
@@ -112,7 +117,7 @@ void require_op(const void *fn, std::string_view op, std::string_view kind,
                 const std::filesystem::path &library) {
     if (fn == nullptr) {
         throw refusal(library, "the operations table has no '" + std::string{op} +
-                                   "' (required for a " + std::string{kind} + " plugin)");
+                                   "' (required for " + article(kind) + " plugin)");
     }
 }
 
@@ -335,9 +340,9 @@ const LoadedPlugin &Registry::require(std::string_view name, Kind kind) const {
                           std::string{name} + "' cannot be loaded: " + entry->refusal);
     }
     if (entry->plugin->kind() != kind) {
-        throw usage_error("plugin '" + std::string{name} + "' is a " +
-                          std::string{to_string(entry->plugin->kind())} + " plugin, not a " +
-                          std::string{to_string(kind)} + " plugin");
+        throw usage_error("plugin '" + std::string{name} + "' is " +
+                          article(to_string(entry->plugin->kind())) + " plugin, not " +
+                          article(to_string(kind)) + " plugin");
     }
     return *entry->plugin;
 }

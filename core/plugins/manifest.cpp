@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <toml++/toml.h>
 
+#include "config/config.hpp"
+
 namespace tea::plugins {
 namespace {
 
@@ -82,7 +84,7 @@ Manifest read_manifest(const std::filesystem::path &file,
     Manifest m;
     m.file = file;
     m.name = required_string(root, file, "name");
-    if (m.name.find_first_of("/\\") != std::string::npos || m.name.front() == '.') {
+    if (!config::is_valid_plugin_name(m.name)) {
         throw refusal(file, "name '" + m.name + "' is not a valid plugin name");
     }
     const auto kind = required_string(root, file, "kind");

@@ -89,8 +89,22 @@ TEST(Cli, ExecJsonRecord) {
 TEST(Cli, ExecTimeoutEndsTheCall) {
     const auto o = test::run(
         cmd({"exec", "--backend", "opt-out", "--timeout", "200", "--", "sleep", "30"}), env());
-    EXPECT_EQ(o.status, 128 + 15);
+    EXPECT_EQ(o.status, 124);
     EXPECT_NE(o.err.find("timeout"), std::string::npos) << o.err;
+}
+
+TEST(Cli, TimedOutIsNeverSuccessEvenIfTheTargetExitsZeroOnTerm) {
+    const auto o = test::run(cmd({"exec", "--backend", "opt-out", "--timeout", "300", "--", "sh", "-c",
+                                  "trap 'exit 0' TERM; while :; do sleep 0.05; done"}),
+                             env());
+    EXPECT_EQ(o.status, 124) << o.err;
+}
+
+TEST(Cli, RepeatableOptionsTakeOneValueEach) {
+    const auto o = test::run(cmd({"exec", "--backend", "opt-out", "--env", "A=1", "printenv", "A"}),
+                             env());
+    EXPECT_EQ(o.status, 0) << o.err;
+    EXPECT_EQ(o.out, "1\n");
 }
 
 TEST(Cli, ExecStatusWhenTheTargetCannotStart) {

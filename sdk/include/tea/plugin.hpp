@@ -63,7 +63,8 @@ class Host {
     // Throws when the host refuses the bytes (its buffer limit), so a callback
     // never reports success with a truncated document.
     void append(tea_buffer *buffer, std::string_view bytes) const {
-        if (services_->buffer_append(buffer, str(bytes)) != TEA_OK) {
+        if (services_ == nullptr || services_->buffer_append == nullptr ||
+            services_->buffer_append(buffer, str(bytes)) != TEA_OK) {
             throw std::length_error("the output exceeds the host's buffer limit");
         }
     }
