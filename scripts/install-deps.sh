@@ -8,6 +8,15 @@ packages=(
   libcli11-dev libgtest-dev libseccomp-dev
   bubblewrap strace util-linux
 )
+# When tea-evaluate runs as root, the bubblewrap backend runs targets as this
+# unprivileged account (docs/confinement.md).
+sandbox_account() {
+  id tea-sandbox >/dev/null 2>&1 && return 0
+  [ "$(id -u)" -eq 0 ] || return 0
+  useradd --system --user-group --no-create-home --home-dir /nonexistent \
+    --shell /usr/sbin/nologin tea-sandbox
+}
+trap sandbox_account EXIT
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

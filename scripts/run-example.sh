@@ -6,4 +6,4 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 cmake --preset release >/dev/null
 cmake --build --preset release
-exec build/release/bin/tea-evaluate exec --backend opt-out -- sh -c 'echo "hello from a confined call: uid=$(id -u) cwd=$PWD"; ls /'
+exec build/release/bin/tea-evaluate exec -- sh -c 'echo "hello from a confined call: uid=$(id -u) cwd=$PWD"; ls /'

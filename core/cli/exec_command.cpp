@@ -1,5 +1,6 @@
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -8,6 +9,8 @@
 #include "cli/commands.hpp"
 #include "exec/call_runner.hpp"
 #include "exec/environment.hpp"
+#include "exec/ownership.hpp"
+#include "fs/private_dirs.hpp"
 #include "plugins/selection.hpp"
 #include "util/error.hpp"
 
@@ -39,6 +42,50 @@ std::vector<std::string> call_environment(const ExecOptions &options) {
         }
     }
     return env;
+}
+
+// Whether `outer` is `inner` or one of its ancestors.
+bool contains(const std::filesystem::path &outer, const std::filesystem::path &inner) {
+    auto o = outer.lexically_normal();
+    auto i = inner.lexically_normal();
+    auto [oe, ie] = std::mismatch(o.begin(), o.end(), i.begin(), i.end());
+    return oe == o.end() || (std::next(oe) == o.end() && oe->empty());
+}
+
+// Writable directories that would open the runtime itself or the host to the target.
+void check_call_paths(const exec::LaunchSpec &spec, const std::filesystem::path &private_root) {
+    const std::filesystem::path workspace{spec.workspace};
+    // A workspace over the private root would make every run's home writable.
+    if (contains(workspace, private_root)) {
+        throw host_error("the workspace " + spec.workspace + " contains the private root " +
+                         private_root.string() + ", where the target's home lives; choose a "
+                         "smaller workspace");
+    }
+    for (const auto &w : spec.withhold) {
+        if (contains(w, private_root)) {
+            throw host_error("the withheld path " + w + " contains the private root " +
+                             private_root.string() + ", where the target's home lives");
+        }
+    }
+}
+
+// Only the call's own directories may be lent to the sandbox identity; a
+// plugin asking for anything else (/etc, say) is refused.
+void check_lend(const exec::ExecPlan &plan, const exec::LaunchSpec &spec) {
+    for (const auto &p : plan.lend.paths) {
+        if (p != spec.workspace && p != spec.temp_dir && p != spec.home) {
+            throw runtime_error("the backend asked to hand " + p +
+                                " to the sandbox identity; only the workspace, the call's temp "
+                                "directory and the home may be");
+        }
+    }
+    for (const std::filesystem::path system : {"/", "/etc", "/usr", "/bin", "/lib", "/var/lib", "/root", "/home"}) {
+        if (plan.lend.requested && contains(spec.workspace, system)) {
+            throw host_error("the workspace " + spec.workspace + " holds " + system.string() +
+                             ", which the runtime will not hand to the sandbox identity; choose a "
+                             "project directory as the workspace");
+        }
+    }
 }
 
 exec::LaunchSpec launch_spec(const Runtime &runtime, const ExecOptions &options) {
@@ -108,8 +155,15 @@ int exec_command(const CommonOptions &common, const ExecOptions &options) {
     if (options.timeout_ms && *options.timeout_ms <= 0) {
         throw usage_error("--timeout: expected a positive number of milliseconds");
     }
+    const auto started = std::chrono::steady_clock::now();
+    auto phase = [&](const char *what) {
+        spdlog::debug("{} after {:.2f} ms", what,
+                      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count());
+    };
     const auto runtime = load_runtime(common);
+    phase("configuration and plugins loaded");
     auto backend = plugins::select_backend(runtime.registry, runtime.config);
+    phase("backend selected and probed");
     const auto observer = plugins::select_observer(runtime.registry, runtime.config);
     if (observer.plugin != nullptr) {
         // The audit is wired in with the first observer plugin; until then an
@@ -117,8 +171,30 @@ int exec_command(const CommonOptions &common, const ExecOptions &options) {
         throw usage_error("--observer " + observer.plugin->name() +
                           ": auditing a call is not available in this version");
     }
-    const auto spec = launch_spec(runtime, options);
+    auto spec = launch_spec(runtime, options);
+    const auto private_root = fs::open_private_root(fs::default_private_root());
+    if (const int n = fs::reclaim_leftovers(private_root); n > 0) {
+        spdlog::info("reclaimed {} private directories a killed run left in {}", n,
+                     private_root.string());
+    }
+    check_call_paths(spec, private_root);
+    fs::RunDirectory run_dir{private_root};
+    spec.temp_dir = run_dir.make_directory("tmp-").string();
+    spec.home = run_dir.make_directory("tea-evaluate-target-home-").string();
+    phase("private directories made");
     const auto plan = prepare(backend, spec);
+    phase("plan prepared");
+    check_lend(plan, spec);
+    exec::OwnershipLoan loan;
+    if (plan.lend.requested) {
+        std::vector<std::filesystem::path> trees(plan.lend.paths.begin(), plan.lend.paths.end());
+        loan = exec::OwnershipLoan{trees, plan.lend.uid, plan.lend.gid};
+        if (loan.skipped_hard_links() > 0) {
+            spdlog::warn("{} files with several hard links stay owned by their owner and are not "
+                         "writable by the target",
+                         loan.skipped_hard_links());
+        }
+    }
     if (plan.confinement == "opt-out") {
         if (backend.chosen_by_auto) {
             // "auto" must never downgrade to an unconfined call.
@@ -147,7 +223,12 @@ int exec_command(const CommonOptions &common, const ExecOptions &options) {
     run.err.tee_fd = STDERR_FILENO;
     run.in = call_stdin();
     run.signal_fd = Signals::instance().fd();
+    phase("ownership lent");
     const auto result = exec::run_call(plan, run);
+    phase("call ended");
+    loan.restore();
+    run_dir.remove();
+    phase("cleaned up");
 
     int status = 0;
     if (!result.started) {
@@ -181,6 +262,7 @@ int exec_command(const CommonOptions &common, const ExecOptions &options) {
             {"stdoutBytes", result.out.total_bytes},
             {"stderrBytes", result.err.total_bytes},
             {"status", status},
+            {"backendReport", nlohmann::json::parse(plan.report_json)},
         };
         std::cout << record.dump() << '\n';
     }

@@ -73,6 +73,20 @@ UniqueFd sealed_memfd(const std::string &content) {
     return high;
 }
 
+// A file the plan names, open for reading only: what the child gets is a
+// descriptor, never the right to write it.
+UniqueFd opened_file(const std::string &path) {
+    UniqueFd fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)};
+    if (!fd) {
+        throw setup_error("opening " + path + " for the call", errno);
+    }
+    UniqueFd high{::fcntl(fd.get(), F_DUPFD_CLOEXEC, 256)};
+    if (!high) {
+        throw setup_error("fcntl(F_DUPFD_CLOEXEC)", errno);
+    }
+    return high;
+}
+
 struct Capture {
     UniqueFd pipe;
     UniqueFd file;
@@ -286,7 +300,7 @@ CallResult run_call(const ExecPlan &plan, const RunOptions &options) {
     std::vector<UniqueFd> plan_fds;
     plan_fds.reserve(plan.files.size());
     for (const auto &f : plan.files) {
-        plan_fds.push_back(sealed_memfd(f.content));
+        plan_fds.push_back(f.path.empty() ? sealed_memfd(f.content) : opened_file(f.path));
     }
 
     std::array<Capture, 2> captures;

@@ -104,21 +104,31 @@ LaunchSpec launch_spec_from_json(std::string_view text) {
 std::string to_json(const ExecPlan &plan) {
     json files = json::array();
     for (const auto &f : plan.files) {
-        files.push_back({{"fd", f.child_fd}, {"content", bytes::to_json(f.content)}});
+        if (f.path.empty()) {
+            files.push_back({{"fd", f.child_fd}, {"content", bytes::to_json(f.content)}});
+        } else {
+            files.push_back({{"fd", f.child_fd}, {"path", bytes::to_json(f.path)}});
+        }
     }
-    return json{{"argv", bytes::list_to_json(plan.argv)},
-                {"env", bytes::list_to_json(plan.env)},
-                {"cwd", bytes::to_json(plan.cwd)},
-                {"files", files},
-                {"confinement", plan.confinement}}
-        .dump();
+    json doc{{"argv", bytes::list_to_json(plan.argv)},
+             {"env", bytes::list_to_json(plan.env)},
+             {"cwd", bytes::to_json(plan.cwd)},
+             {"files", files},
+             {"confinement", plan.confinement},
+             {"report", json::parse(plan.report_json)}};
+    if (plan.lend.requested) {
+        doc["lend"] = {{"uid", plan.lend.uid},
+                       {"gid", plan.lend.gid},
+                       {"paths", bytes::list_to_json(plan.lend.paths)}};
+    }
+    return doc.dump();
 }
 
 ExecPlan exec_plan_from_json(std::string_view text) {
     const json doc = parse_object(text, "the exec plan");
     for (const auto &[key, value] : doc.items()) {
         if (key != "argv" && key != "env" && key != "cwd" && key != "files" &&
-            key != "confinement") {
+            key != "confinement" && key != "lend" && key != "report") {
             throw std::invalid_argument(key + ": unknown field of an exec plan");
         }
     }
@@ -150,6 +160,25 @@ ExecPlan exec_plan_from_json(std::string_view text) {
         throw std::invalid_argument("confinement: expected a non-empty string");
     }
     plan.confinement = confinement.get<std::string>();
+    if (doc.contains("report")) {
+        if (!doc["report"].is_object()) {
+            throw std::invalid_argument("report: expected an object");
+        }
+        plan.report_json = doc["report"].dump();
+    }
+    if (doc.contains("lend")) {
+        const auto &lend = doc["lend"];
+        if (!lend.is_object() || !lend.contains("uid") || !lend["uid"].is_number_unsigned() ||
+            !lend.contains("gid") || !lend["gid"].is_number_unsigned() ||
+            lend["uid"].get<std::uint64_t>() > 0xFFFFFFFEU ||
+            lend["gid"].get<std::uint64_t>() > 0xFFFFFFFEU) {
+            throw std::invalid_argument("lend: expected {\"uid\", \"gid\", \"paths\"}");
+        }
+        plan.lend.requested = true;
+        plan.lend.uid = lend["uid"].get<unsigned>();
+        plan.lend.gid = lend["gid"].get<unsigned>();
+        plan.lend.paths = bytes::list_from_json(field(lend, "paths"), "lend.paths");
+    }
     if (doc.contains("files")) {
         const auto &files = doc["files"];
         if (!files.is_array() || files.size() > 16) {
@@ -167,8 +196,18 @@ ExecPlan exec_plan_from_json(std::string_view text) {
             if (fd < 3 || fd > 255 || !seen.insert(static_cast<int>(fd)).second) {
                 throw std::invalid_argument(where + ".fd: expected a unique descriptor 3..255");
             }
-            plan.files.push_back(PlanFile{static_cast<int>(fd),
-                                          bytes::from_json(field(f, "content"), where + ".content")});
+            if (f.contains("path")) {
+                auto path = bytes::from_json(f["path"], where + ".path");
+                no_nul(path, where + ".path");
+                if (path.empty() || path[0] != '/' || f.contains("content")) {
+                    throw std::invalid_argument(where + ": expected an absolute path or content");
+                }
+                plan.files.push_back(PlanFile{static_cast<int>(fd), {}, std::move(path)});
+            } else {
+                plan.files.push_back(PlanFile{static_cast<int>(fd),
+                                              bytes::from_json(field(f, "content"), where + ".content"),
+                                              {}});
+            }
         }
     }
     return plan;

@@ -31,10 +31,22 @@ struct LaunchSpec {
     std::string helper_dir;      // where the runtime's helper executables are
 };
 
-// Bytes the child reads from a descriptor the runner sets up (a sealed memfd).
+// A descriptor the runner sets up for the child: the plan's bytes in a
+// sealed memfd, or an existing file opened read-only by the runtime (so a
+// process that may not search the path's directories can still use it).
 struct PlanFile {
     int child_fd = -1;
     std::string content;
+    std::string path;  // when set, the file is opened instead of content
+};
+
+// Directories of the call the plan asks the runtime to hand to the identity
+// the target runs as, for the call's duration (see exec/ownership.hpp).
+struct Lend {
+    bool requested = false;
+    unsigned uid = 0;
+    unsigned gid = 0;
+    std::vector<std::string> paths;  // each must be the spec's workspace, temp dir or home
 };
 
 struct ExecPlan {
@@ -43,6 +55,8 @@ struct ExecPlan {
     std::string cwd;
     std::vector<PlanFile> files;
     std::string confinement;  // what the plan provides: "opt-out", "bubblewrap", ...
+    Lend lend;
+    std::string report_json = "{}";  // the backend's notes for the call's record (an object)
 };
 
 std::string to_json(const LaunchSpec &spec);

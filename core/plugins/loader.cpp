@@ -35,7 +35,10 @@ Keep &kept() {
 
 void host_log(tea_host_context *context, int32_t level, tea_str message) {
     const std::string_view text{message.data, message.data == nullptr ? 0 : message.size};
-    const std::string_view name = context != nullptr ? context->plugin_name : "plugin";
+    // Both arms must be views: with a std::string arm the result is a temporary
+    // copy, and the view would dangle before the line is logged.
+    const std::string_view name =
+        context != nullptr ? std::string_view{context->plugin_name} : std::string_view{"plugin"};
     switch (level) {
         case TEA_LOG_DEBUG: spdlog::debug("{}: {}", name, text); break;
         case TEA_LOG_INFO: spdlog::info("{}: {}", name, text); break;

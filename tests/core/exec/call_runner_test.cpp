@@ -175,7 +175,7 @@ TEST_F(CallRunner, OnlyStandardStreamsAndPlanFilesAreInherited) {
     auto p = plan({"sh", "-c",
                    "cat <&5; echo; if [ -e /proc/self/fd/" + std::to_string(leak.get()) +
                        " ]; then echo leaked; else echo closed; fi"});
-    p.files = {{5, "planned bytes"}};
+    p.files = {{5, "planned bytes", {}}};
     const auto r = run_call(p, capture());
     EXPECT_EQ(r.exit_code, 0);
     // Positive control: the planned descriptor is readable; the leaked one is gone.
@@ -184,7 +184,7 @@ TEST_F(CallRunner, OnlyStandardStreamsAndPlanFilesAreInherited) {
 
 TEST_F(CallRunner, PlanFilesAreSealed) {
     auto p = plan({"sh", "-c", "echo changed >&5 && echo wrote || echo refused"});
-    p.files = {{5, "original"}};
+    p.files = {{5, "original", {}}};
     (void)run_call(p, capture());
     EXPECT_EQ(read(dir_ / "stdout"), "refused\n");
 }
@@ -259,6 +259,23 @@ TEST_F(CallRunner, AsSubreaperItEndsOrphansThatLeftTheGroup) {
     std::ifstream{dir_ / "pid"} >> pid;
     ASSERT_GT(pid, 0);
     EXPECT_FALSE(alive(pid));
+}
+
+}  // namespace
+}  // namespace tea::exec
+
+namespace tea::exec {
+namespace {
+
+TEST_F(CallRunner, PlanFileFromPathIsReadOnly) {
+    {
+        std::ofstream{dir_ / "data"} << "from a path";
+    }
+    auto p = plan({"sh", "-c", "cat <&7; echo; (echo x >&7) 2>/dev/null && echo wrote || echo refused"});
+    p.files = {{7, {}, (dir_ / "data").string()}};
+    const auto r = run_call(p, capture());
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_EQ(read(dir_ / "stdout"), "from a path\nrefused\n");
 }
 
 }  // namespace

@@ -11,13 +11,14 @@ TEST(ExecPlan, RoundTripsExactBytesIncludingNonUtf8) {
     plan.argv = {"/bin/echo", "a b", "quote\"and\\back", "new\nline", std::string{"\xff\xfe bad"}};
     plan.env = {"BASH_FUNC_f%%=() { :; }", "my.setting=1", std::string{"V=\x80"}, "EMPTY="};
     plan.cwd = "/tmp/dir with space";
-    plan.files = {{5, std::string("binary\0data\xff", 12)}};
+    plan.files = {{5, std::string("binary\0data\xff", 12), {}}, {6, {}, "/etc/hostname"}};
     plan.confinement = "opt-out";
     const auto back = exec_plan_from_json(to_json(plan));
     EXPECT_EQ(back.argv, plan.argv);
     EXPECT_EQ(back.env, plan.env);
     EXPECT_EQ(back.cwd, plan.cwd);
-    ASSERT_EQ(back.files.size(), 1U);
+    ASSERT_EQ(back.files.size(), 2U);
+    EXPECT_EQ(back.files[1].path, "/etc/hostname");
     EXPECT_EQ(back.files[0].child_fd, 5);
     EXPECT_EQ(back.files[0].content, plan.files[0].content);
     EXPECT_EQ(back.confinement, "opt-out");

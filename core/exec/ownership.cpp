@@ -1,0 +1,88 @@
+#include "exec/ownership.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <unordered_map>
+
+#include "util/error.hpp"
+
+namespace tea::exec {
+namespace {
+
+namespace stdfs = std::filesystem;
+
+template <class Fn>
+void walk(const stdfs::path &top, Fn &&fn) {
+    std::error_code ec;
+    // Never follows links: a link in the tree must not carry the loan outside it.
+    for (stdfs::recursive_directory_iterator it{top, ec}, end; !ec && it != end; it.increment(ec)) {
+        struct stat st {};
+        if (::lstat(it->path().c_str(), &st) != 0) {
+            continue;
+        }
+        fn(it->path(), st);
+    }
+}
+
+}  // namespace
+
+OwnershipLoan::OwnershipLoan(const std::vector<stdfs::path> &trees, uid_t uid, gid_t gid) {
+    for (const auto &top : trees) {
+        struct stat st {};
+        if (::lstat(top.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+            throw runtime_error("cannot lend " + top.string() +
+                                " to the sandbox identity: not a directory");
+        }
+        Tree tree{top, st.st_uid, st.st_gid, {}};
+        tree.entries.push_back({top, st.st_uid, st.st_gid});
+        walk(top, [&](const stdfs::path &p, const struct stat &s) {
+            // A hard link shares its inode with a file outside the tree; handing
+            // it over would hand over that file too.
+            if (!S_ISDIR(s.st_mode) && s.st_nlink > 1) {
+                ++skipped_;
+                return;
+            }
+            tree.entries.push_back({p, s.st_uid, s.st_gid});
+        });
+        trees_.push_back(std::move(tree));
+        for (const auto &e : trees_.back().entries) {
+            if (::lchown(e.path.c_str(), uid, gid) != 0) {
+                const int error = errno;
+                restore();
+                throw runtime_error("cannot lend " + e.path.string() +
+                                    " to the sandbox identity: " + errno_text(error));
+            }
+        }
+    }
+}
+
+OwnershipLoan::~OwnershipLoan() { restore(); }
+
+void OwnershipLoan::restore() {
+    for (auto &tree : trees_) {
+        std::unordered_map<std::string, std::pair<uid_t, gid_t>> owners;
+        owners.reserve(tree.entries.size());
+        for (const auto &e : tree.entries) {
+            owners.emplace(e.path.string(), std::make_pair(e.uid, e.gid));
+        }
+        auto give_back = [&](const stdfs::path &p) {
+            const auto it = owners.find(p.string());
+            const auto [u, g] = it != owners.end() ? it->second : std::make_pair(tree.uid, tree.gid);
+            ::lchown(p.c_str(), u, g);
+        };
+        give_back(tree.top);
+        walk(tree.top, [&](const stdfs::path &p, const struct stat &s) {
+            if (!S_ISDIR(s.st_mode) && s.st_nlink > 1 && owners.count(p.string()) == 0) {
+                // Made by the target as a second name of a file: leave the
+                // inode as it is rather than chown a file that may live elsewhere.
+                return;
+            }
+            give_back(p);
+        });
+    }
+    trees_.clear();
+}
+
+}  // namespace tea::exec

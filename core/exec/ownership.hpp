@@ -1,0 +1,51 @@
+// Lending the call's directories to the sandbox identity.
+//
+// When the runtime runs as root, the backend runs the target under a
+// dedicated unprivileged identity, so that a file the mounts forgot is still
+// guarded by its permissions. That identity must own what it may write: the
+// workspace, the call's temp directory and the trial's home. A loan hands
+// each tree to it for the call and gives every entry back to its owner after,
+// with what the target created going to the owner of the tree's top.
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace tea::exec {
+
+class OwnershipLoan {
+   public:
+    OwnershipLoan() = default;
+    // Throws tea::Error (exit 125) when a tree cannot be handed over.
+    OwnershipLoan(const std::vector<std::filesystem::path> &trees, uid_t uid, gid_t gid);
+    OwnershipLoan(const OwnershipLoan &) = delete;
+    OwnershipLoan &operator=(const OwnershipLoan &) = delete;
+    OwnershipLoan(OwnershipLoan &&) = default;
+    OwnershipLoan &operator=(OwnershipLoan &&) = default;
+    ~OwnershipLoan();
+
+    // Gives everything back; called by the destructor too.
+    void restore();
+    // Entries left as they were because they have more than one hard link.
+    [[nodiscard]] std::size_t skipped_hard_links() const { return skipped_; }
+
+   private:
+    struct Entry {
+        std::filesystem::path path;
+        uid_t uid;
+        gid_t gid;
+    };
+    struct Tree {
+        std::filesystem::path top;
+        uid_t uid;
+        gid_t gid;
+        std::vector<Entry> entries;
+    };
+    std::vector<Tree> trees_;
+    std::size_t skipped_ = 0;
+};
+
+}  // namespace tea::exec

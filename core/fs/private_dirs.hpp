@@ -1,0 +1,60 @@
+// The user's private root and the private directories of a run beneath it.
+//
+//   <private root>/                      0700 (0711 for root, so the sandbox
+//                                        identity can pass through, never list)
+//     run-<random>/                      a run's private parent, 0711; holds
+//       lock                             flock held while the run lives
+//       tmp-<random>/                    a call's temp directory
+//       tea-evaluate-target-home-<random>/  a trial's private home
+//
+// A run killed outright leaves its parent behind with no lock held; the next
+// run over the same root removes it.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "util/fd.hpp"
+
+namespace tea::fs {
+
+// $TEA_EVALUATE_PRIVATE_ROOT when set, else: for root /var/lib/tea-evaluate;
+// for other users $XDG_STATE_HOME/tea-evaluate or ~/.local/state/tea-evaluate.
+std::filesystem::path default_private_root();
+
+// Creates or checks the private root: owned by this user, a real directory
+// (not a link), and not writable by anyone else. Throws tea::Error (exit 12).
+std::filesystem::path open_private_root(const std::filesystem::path &root);
+
+// Removes every run-* parent under root whose lock is not held.
+// Returns how many were reclaimed.
+int reclaim_leftovers(const std::filesystem::path &root);
+
+class RunDirectory {
+   public:
+    explicit RunDirectory(const std::filesystem::path &private_root);
+    RunDirectory(const RunDirectory &) = delete;
+    RunDirectory &operator=(const RunDirectory &) = delete;
+    ~RunDirectory();
+
+    [[nodiscard]] const std::filesystem::path &path() const { return path_; }
+    [[nodiscard]] const std::filesystem::path &private_root() const { return root_; }
+    // A fresh directory, mode 0700, named <prefix><random>.
+    std::filesystem::path make_directory(const std::string &prefix);
+    // Removes the whole run directory now (also done by the destructor).
+    void remove();
+
+   private:
+    std::filesystem::path root_;
+    std::filesystem::path path_;
+    UniqueFd lock_;
+};
+
+// Removes a tree without following links and without leaving it when a
+// target made parts of it read-only. Errors are ignored: best effort.
+void remove_tree(const std::filesystem::path &path);
+
+// A random token of letters and digits, from the kernel's random source.
+std::string random_token(std::size_t length = 12);
+
+}  // namespace tea::fs

@@ -1,0 +1,577 @@
+// The bubblewrap backend: a launch spec in, an exec plan out that runs the
+// target under bwrap with its own user, pid, network, ipc and uts namespaces,
+// a read-only view of /, and the call's directories bound in. Nothing runs in
+// prepare; probe confines a trivial process to prove the host allows it.
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <tea/json_bytes.hpp>
+#include <tea/plugin.hpp>
+
+#include "host_sockets.hpp"
+#include "identity.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using tea::bwrap::Identity;
+
+constexpr int env_fd = 10;   // the target's environment, read by the helper
+constexpr int args_fd = 11;  // bwrap's arguments, so no command line limits or shows them
+// The helper, open: the sandbox identity runs it through /proc/self/fd even
+// when it may not search the directories the runtime is installed in.
+constexpr int helper_fd = 12;
+constexpr const char *helper_in_sandbox = "/proc/self/fd/12";
+constexpr const char *temp_mount = "/dev/tea-evaluate-tmp";
+
+struct Settings {
+    std::string bwrap = "bwrap";
+    std::string sandbox_user = "tea-sandbox";
+    std::uint64_t cpu_seconds = 3600;
+    std::uint64_t file_size_bytes = std::uint64_t{4} << 30U;
+    std::uint64_t processes = 4096;
+    std::uint64_t tmpfs_bytes = std::uint64_t{256} << 20U;
+    std::size_t max_socket_masks = 1024;
+    std::vector<std::string> socket_dirs{"/run", "/var/run", "/tmp", "/var/tmp"};
+    std::vector<std::string> sys_paths{"/sys/devices/system/cpu"};
+};
+
+Settings parse_settings(std::string_view text) {
+    const auto doc = json::parse(text, nullptr, false);
+    if (!doc.is_object()) {
+        throw tea::sdk::Invalid("[plugin.bubblewrap] must be a table");
+    }
+    Settings s;
+    auto number = [&](const std::string &key, auto &out, std::uint64_t min) {
+        const auto &v = doc[key];
+        if (!v.is_number_unsigned() || v.get<std::uint64_t>() < min) {
+            throw tea::sdk::Invalid("plugin.bubblewrap." + key + ": expected an integer >= " +
+                                    std::to_string(min));
+        }
+        out = static_cast<std::remove_reference_t<decltype(out)>>(v.get<std::uint64_t>());
+    };
+    auto strings = [&](const std::string &key, std::vector<std::string> &out) {
+        const auto &v = doc[key];
+        if (!v.is_array() ||
+            !std::all_of(v.begin(), v.end(), [](const json &i) { return i.is_string() && !i.get<std::string>().empty() && i.get<std::string>()[0] == '/'; })) {
+            throw tea::sdk::Invalid("plugin.bubblewrap." + key +
+                                    ": expected an array of absolute paths");
+        }
+        out = v.get<std::vector<std::string>>();
+    };
+    for (const auto &[key, value] : doc.items()) {
+        if (key == "bwrap" || key == "sandbox_user") {
+            if (!value.is_string() || value.get<std::string>().empty()) {
+                throw tea::sdk::Invalid("plugin.bubblewrap." + key + ": expected a string");
+            }
+            (key == "bwrap" ? s.bwrap : s.sandbox_user) = value.get<std::string>();
+        } else if (key == "cpu_seconds") {
+            number(key, s.cpu_seconds, 0);
+        } else if (key == "file_size_bytes") {
+            number(key, s.file_size_bytes, 0);
+        } else if (key == "processes") {
+            number(key, s.processes, 0);
+        } else if (key == "tmpfs_bytes") {
+            number(key, s.tmpfs_bytes, 4096);
+        } else if (key == "max_socket_masks") {
+            number(key, s.max_socket_masks, 0);
+        } else if (key == "socket_dirs") {
+            strings(key, s.socket_dirs);
+        } else if (key == "sys_paths") {
+            strings(key, s.sys_paths);
+        } else {
+            throw tea::sdk::Invalid("plugin.bubblewrap." + key +
+                                    ": unknown key (known: bwrap, sandbox_user, cpu_seconds, "
+                                    "file_size_bytes, processes, tmpfs_bytes, max_socket_masks, "
+                                    "socket_dirs, sys_paths)");
+        }
+    }
+    return s;
+}
+
+std::string find_program(const std::string &name) {
+    if (name.find('/') != std::string::npos) {
+        return ::access(name.c_str(), X_OK) == 0 ? name : std::string{};
+    }
+    for (const char *dir : {"/usr/bin", "/bin", "/usr/local/bin", "/usr/sbin", "/sbin"}) {
+        const auto candidate = std::string{dir} + "/" + name;
+        if (::access(candidate.c_str(), X_OK) == 0) {
+            return candidate;
+        }
+    }
+    return {};
+}
+
+// The helper ships beside this plugin: <prefix>/lib/tea-evaluate/plugins/x.so
+// and <prefix>/libexec/tea-evaluate/tea-sandbox-helper.
+std::string helper_path() {
+    Dl_info info{};
+    if (::dladdr(reinterpret_cast<void *>(&helper_path), &info) == 0 || info.dli_fname == nullptr) {
+        return {};
+    }
+    const auto prefix = fs::path{info.dli_fname}.parent_path().parent_path().parent_path().parent_path();
+    return (prefix / "libexec" / "tea-evaluate" / "tea-sandbox-helper").string();
+}
+
+bool inside(const std::string &path, const std::string &dir) {
+    if (dir.empty()) {
+        return false;
+    }
+    const auto d = fs::path{dir}.lexically_normal();
+    const auto p = fs::path{path}.lexically_normal();
+    auto [de, pe] = std::mismatch(d.begin(), d.end(), p.begin(), p.end());
+    return de == d.end() || (std::next(de) == d.end() && de->empty());
+}
+
+// A quote, a backslash or a control character in a path the confinement is
+// built from: refused, so no layer ever has to quote or escape it.
+void check_path(const std::string &path, const std::string &what) {
+    for (const char ch : path) {
+        const auto c = static_cast<unsigned char>(ch);
+        if (c == '"' || c == '\'' || c == '\\' || c < 0x20 || c == 0x7f) {
+            throw tea::sdk::Unavailable("the " + what + " path holds a quote, a backslash or a "
+                                        "control character, which the confinement refuses to "
+                                        "carry: " + json(path).dump(-1, ' ', true, json::error_handler_t::replace) +
+                                        "; rename it");
+        }
+    }
+    if (path.empty() || path[0] != '/') {
+        throw tea::sdk::Unavailable("the " + what + " path is not absolute: " + path);
+    }
+}
+
+std::string env_value(const std::vector<std::string> &env, std::string_view name) {
+    std::string out;
+    for (const auto &e : env) {
+        if (e.size() > name.size() && e.compare(0, name.size(), name) == 0 && e[name.size()] == '=') {
+            out = e.substr(name.size() + 1);
+        }
+    }
+    return out;
+}
+
+void set_env(std::vector<std::string> &env, std::string_view name, const std::string &value) {
+    std::erase_if(env, [&](const std::string &e) {
+        return e.size() > name.size() && e.compare(0, name.size(), name) == 0 && e[name.size()] == '=';
+    });
+    env.push_back(std::string{name} + "=" + value);
+}
+
+struct Spec {
+    std::vector<std::string> argv, env, withhold, read_only, system_paths;
+    std::string cwd, workspace, temp_dir, home;
+    std::uint64_t cpu = 0, fsize = 0, nproc = 0;
+};
+
+Spec parse_spec(std::string_view text) {
+    const auto doc = json::parse(text);
+    Spec s;
+    namespace b = tea::bytes;
+    s.argv = b::list_from_json(doc.at("argv"), "argv");
+    s.env = b::list_from_json(doc.at("env"), "env");
+    s.cwd = b::from_json(doc.at("cwd"), "cwd");
+    s.workspace = b::from_json(doc.at("workspace"), "workspace");
+    s.temp_dir = b::from_json(doc.at("tempDir"), "tempDir");
+    s.home = b::from_json(doc.at("home"), "home");
+    s.withhold = b::list_from_json(doc.at("withhold"), "withhold");
+    s.read_only = b::list_from_json(doc.at("readOnly"), "readOnly");
+    s.system_paths = b::list_from_json(doc.at("systemPaths"), "systemPaths");
+    const auto &limits = doc.at("limits");
+    s.cpu = limits.value("cpuSeconds", std::uint64_t{0});
+    s.fsize = limits.value("fileSizeBytes", std::uint64_t{0});
+    s.nproc = limits.value("processes", std::uint64_t{0});
+    return s;
+}
+
+class Bubblewrap {
+   public:
+    Bubblewrap(tea::sdk::Host host, std::string_view config) : host_(host), settings_(parse_settings(config)) {}
+
+    void probe() {
+        const auto bwrap = find_program(settings_.bwrap);
+        if (bwrap.empty()) {
+            throw tea::sdk::Unavailable("bubblewrap (" + settings_.bwrap +
+                                        ") is not installed: apt-get install bubblewrap");
+        }
+        const auto helper = helper_path();
+        if (helper.empty() || ::access(helper.c_str(), X_OK) != 0) {
+            throw tea::sdk::Unavailable("the sandbox helper is missing (" + helper +
+                                        "); reinstall the bubblewrap plugin");
+        }
+        const auto identity = tea::bwrap::sandbox_identity(settings_.sandbox_user);
+        const auto stamp = probe_stamp(bwrap, helper, identity);
+        std::error_code ec;
+        struct stat st {};
+        // A stamp only ever skips this check, never the confinement: if the host
+        // changed since, bwrap itself fails the call and says why.
+        if (!stamp.empty() && ::lstat(stamp.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+            st.st_uid == ::geteuid()) {
+            return;
+        }
+        // Confine a trivial process with the namespaces every call gets: a host can
+        // carry bwrap and still refuse it (user or network namespaces forbidden).
+        std::vector<std::string> argv;
+        if (identity.dropped) {
+            argv = {helper, "drop", "--uid", std::to_string(identity.uid), "--gid",
+                    std::to_string(identity.gid), "--"};
+        }
+        for (const char *a : {"--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net",
+                              "--unshare-uts", "--unshare-cgroup-try", "--disable-userns",
+                              "--die-with-parent", "--new-session", "--ro-bind", "/", "/", "--dev",
+                              "/dev", "--proc", "/proc", "--", }) {
+            argv.emplace_back(a);
+        }
+        argv.insert(argv.begin() + (identity.dropped ? 7 : 0), bwrap);
+        argv.insert(argv.end(), {helper_in_sandbox, "confine", "--env-fd", std::to_string(env_fd), "--", "true"});
+        const auto [status, err] = run_probe(argv, helper);
+        if (status != 0) {
+            throw tea::sdk::Unavailable(
+                "bubblewrap cannot confine a process on this host (" + err +
+                "). The kernel or container must allow unprivileged user namespaces and new "
+                "network namespaces: check the sysctls kernel.unprivileged_userns_clone=1 and "
+                "user.max_user_namespaces > 0, and on AppArmor hosts "
+                "kernel.apparmor_restrict_unprivileged_userns=0 or a profile for bwrap; or run "
+                "unconfined on purpose (\"confinement\": false, or --backend opt-out)");
+        }
+        if (!stamp.empty()) {
+            fs::create_directories(fs::path{stamp}.parent_path(), ec);
+            ::chmod(fs::path{stamp}.parent_path().c_str(), 0700);
+            const int fd = ::open(stamp.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+            if (fd >= 0) {
+                ::close(fd);
+            }
+        }
+    }
+
+    std::string prepare(std::string_view text) {
+        const Spec spec = parse_spec(text);
+        if (spec.argv.empty()) {
+            throw tea::sdk::Invalid("the launch spec has no argv");
+        }
+        const auto identity = tea::bwrap::sandbox_identity(settings_.sandbox_user);
+        check_path(spec.workspace, "workspace");
+        check_path(spec.cwd, "working directory");
+        check_path(spec.temp_dir, "temp directory");
+        check_path(spec.home, "home");
+        for (const auto &w : spec.withhold) {
+            check_path(w, "withheld");
+        }
+        for (const auto &w : spec.withhold) {
+            // A temp directory inside the withheld folder would hand the target a way into it.
+            const auto host_tmp = env_value(spec.env, "TMPDIR");
+            if (!host_tmp.empty() && inside(host_tmp, w)) {
+                throw tea::sdk::Unavailable("TMPDIR (" + host_tmp +
+                                            ") lies inside the withheld path " + w +
+                                            "; point TMPDIR elsewhere");
+            }
+            if (inside(spec.home, w) || inside(spec.temp_dir, w)) {
+                throw tea::sdk::Unavailable("the call's private directories lie inside the "
+                                            "withheld path " + w);
+            }
+        }
+        if (inside(spec.home, spec.workspace)) {
+            throw tea::sdk::Unavailable("the home " + spec.home + " lies inside the workspace " +
+                                        spec.workspace + "; it must not");
+        }
+        for (const auto &p : {spec.workspace, spec.cwd, spec.temp_dir, spec.home}) {
+            if (const auto blocked = tea::bwrap::unreachable_ancestor(fs::path{p}.parent_path(), identity)) {
+                throw tea::sdk::Unavailable(
+                    "the sandbox identity (uid " + std::to_string(identity.uid) +
+                    ") cannot reach " + p + " because it may not search " + blocked->string() +
+                    "; use a workspace it can reach (under /tmp or /srv, say)");
+            }
+        }
+
+        std::vector<std::string> a;  // bwrap's arguments, passed through a descriptor
+        auto add = [&](std::initializer_list<std::string> items) { a.insert(a.end(), items); };
+        const auto size = std::to_string(settings_.tmpfs_bytes);
+        add({"--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
+             "--unshare-cgroup-try",
+             // No nested user namespace: one would give the target back every capability.
+             "--disable-userns", "--die-with-parent",
+             // A new session: no controlling terminal to push input into.
+             "--new-session", "--cap-drop", "ALL", "--hostname", "tea-sandbox"});
+        add({"--ro-bind", "/", "/"});
+        add({"--dev", "/dev", "--perms", "1777", "--size", size, "--tmpfs", "/dev/shm"});
+        add({"--proc", "/proc"});
+        // The host's /sys tells a target about devices and the kernel; toolchains need only CPUs.
+        add({"--size", "65536", "--tmpfs", "/sys"});
+        for (const auto &p : settings_.sys_paths) {
+            add({"--ro-bind-try", p, p});
+        }
+        add({"--remount-ro", "/sys"});
+        if (fs::is_directory("/run/user")) {
+            add({"--size", "4096", "--tmpfs", "/run/user", "--remount-ro", "/run/user"});
+        }
+        add({"--bind", spec.workspace, spec.workspace});
+        add({"--bind", spec.temp_dir, temp_mount});
+        // The private root: an empty read-only cover with only this call's home bound back.
+        const auto private_root = fs::path{spec.home}.parent_path().parent_path().string();
+        add({"--size", "65536", "--tmpfs", private_root});
+        add({"--bind", spec.home, spec.home});
+        add({"--remount-ro", private_root});
+        for (const auto &w : spec.withhold) {
+            std::error_code ec;
+            const auto status = fs::symlink_status(w, ec);
+            if (fs::is_directory(status)) {
+                // An empty read-only file system: a read answers ENOENT, a write EROFS.
+                add({"--size", "4096", "--tmpfs", w, "--remount-ro", w});
+            } else if (fs::exists(status)) {
+                add({"--ro-bind", "/dev/null", w});
+            }
+        }
+        for (const auto &r : spec.read_only) {
+            add({"--ro-bind-try", r, r});
+        }
+        const auto report = mask_sockets(spec, identity, private_root, a);
+        add({"--remount-ro", "/dev", "--chdir", spec.cwd});
+
+        std::vector<std::string> env = spec.env;
+        std::erase_if(env, [](const std::string &e) {
+            return e.rfind("NODE_V8_COVERAGE=", 0) == 0;  // a coverage dump would write outside
+        });
+        set_env(env, "PWD", spec.cwd);
+        set_env(env, "HOME", spec.home);
+        set_env(env, "XDG_CONFIG_HOME", spec.home + "/.config");
+        set_env(env, "XDG_CACHE_HOME", spec.home + "/.cache");
+        set_env(env, "XDG_DATA_HOME", spec.home + "/.local/share");
+        for (const char *name : {"TMPDIR", "TMP", "TEMP"}) {
+            set_env(env, name, temp_mount);
+        }
+
+        const auto helper = helper_path();
+        const auto bwrap = find_program(settings_.bwrap);
+        std::vector<std::string> argv;
+        if (identity.dropped) {
+            argv = {helper, "drop", "--uid", std::to_string(identity.uid), "--gid",
+                    std::to_string(identity.gid), "--"};
+        }
+        argv.insert(argv.end(), {bwrap, "--args", std::to_string(args_fd), "--", helper_in_sandbox,
+                                 "confine", "--env-fd", std::to_string(env_fd)});
+        auto limit = [&](const char *option, std::uint64_t spec_value, std::uint64_t fallback) {
+            const auto v = spec_value != 0 ? spec_value : fallback;
+            if (v != 0) {
+                argv.insert(argv.end(), {option, std::to_string(v)});
+            }
+        };
+        limit("--cpu", spec.cpu, settings_.cpu_seconds);
+        limit("--fsize", spec.fsize, settings_.file_size_bytes);
+        limit("--nproc", spec.nproc, settings_.processes);
+        argv.emplace_back("--");
+        argv.insert(argv.end(), spec.argv.begin(), spec.argv.end());
+
+        json plan{{"argv", tea::bytes::list_to_json(argv)},
+                  {"env", json::array()},
+                  {"cwd", "/"},
+                  {"files",
+                   {{{"fd", env_fd}, {"content", tea::bytes::to_json(join_nul(env))}},
+                    {{"fd", args_fd}, {"content", tea::bytes::to_json(join_nul(a))}},
+                    {{"fd", helper_fd}, {"path", tea::bytes::to_json(helper)}}}},
+                  {"confinement", "bubblewrap"},
+                  {"report", report}};
+        if (identity.dropped) {
+            plan["lend"] = {{"uid", identity.uid},
+                            {"gid", identity.gid},
+                            {"paths", tea::bytes::list_to_json({spec.workspace, spec.temp_dir, spec.home})}};
+        }
+        return plan.dump();
+    }
+
+   private:
+    // Where a successful probe is remembered: one file per boot and per
+    // everything the probe's answer depends on.
+    static std::string probe_stamp(const std::string &bwrap, const std::string &helper,
+                                   const Identity &identity) {
+        std::string key;
+        auto file_key = [&](const std::string &path) {
+            struct stat st {};
+            if (::stat(path.c_str(), &st) == 0) {
+                key += path + ":" + std::to_string(st.st_ino) + ":" + std::to_string(st.st_size) +
+                       ":" + std::to_string(st.st_mtim.tv_sec) + ":" +
+                       std::to_string(st.st_mtim.tv_nsec) + ";";
+            }
+        };
+        auto read_key = [&](const char *path) {
+            std::ifstream in{path};
+            std::string line;
+            std::getline(in, line);
+            key += line + ";";
+        };
+        file_key(bwrap);
+        file_key(helper);
+        read_key("/proc/sys/kernel/random/boot_id");
+        read_key("/proc/sys/kernel/unprivileged_userns_clone");
+        read_key("/proc/sys/user/max_user_namespaces");
+        read_key("/proc/sys/user/max_net_namespaces");
+        read_key("/proc/sys/kernel/apparmor_restrict_unprivileged_userns");
+        key += std::to_string(::geteuid()) + ":" + std::to_string(identity.uid) + ":" +
+               std::to_string(identity.gid);
+        std::uint64_t hash = 1469598103934665603ULL;  // FNV-1a: a name, not a secret
+        for (const char c : key) {
+            hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+        }
+        const char *cache = std::getenv("XDG_CACHE_HOME");  // NOLINT(concurrency-mt-unsafe)
+        const char *home = std::getenv("HOME");              // NOLINT(concurrency-mt-unsafe)
+        fs::path dir;
+        if (::geteuid() == 0) {
+            dir = "/var/cache/tea-evaluate";
+        } else if (cache != nullptr && cache[0] == '/') {
+            dir = fs::path{cache} / "tea-evaluate";
+        } else if (home != nullptr && home[0] == '/') {
+            dir = fs::path{home} / ".cache" / "tea-evaluate";
+        } else {
+            return {};
+        }
+        std::ostringstream name;
+        name << "bubblewrap-probe-" << std::hex << hash;
+        return (dir / name.str()).string();
+    }
+
+    static std::string join_nul(const std::vector<std::string> &items) {
+        std::string out;
+        for (const auto &i : items) {
+            out += i;
+            out += '\0';
+        }
+        return out;
+    }
+
+    json mask_sockets(const Spec &spec, const Identity &identity, const std::string &private_root,
+                      std::vector<std::string> &a) const {
+        tea::bwrap::SocketScanOptions options;
+        options.directories.assign(settings_.socket_dirs.begin(), settings_.socket_dirs.end());
+        const auto scan = tea::bwrap::scan_host_sockets(options, identity);
+        std::size_t mandatory = 0;
+        std::size_t masked = 0;
+        json reachable = json::array();
+        for (const auto &s : scan.sockets) {
+            // Fresh in the sandbox, covered already, or the call's own: nothing to mask.
+            if (inside(s.path, "/dev") || inside(s.path, "/proc") || inside(s.path, "/sys") ||
+                inside(s.path, "/run/user") || inside(s.path, private_root) ||
+                inside(s.path, spec.workspace) || inside(s.path, spec.temp_dir) ||
+                std::any_of(spec.withhold.begin(), spec.withhold.end(),
+                            [&](const std::string &w) { return inside(s.path, w); }) ||
+                tea::bwrap::unreachable_ancestor(s.path, identity) ||
+                s.path.find_first_of(std::string{"\n\0", 2}) != std::string::npos) {
+                continue;
+            }
+            if (s.mandatory) {
+                ++mandatory;
+            }
+            if (masked < settings_.max_socket_masks) {
+                a.insert(a.end(), {"--ro-bind", "/dev/null", s.path});
+                ++masked;
+            } else {
+                reachable.push_back(tea::bytes::to_json(s.path));
+            }
+        }
+        // Only other users' sockets may be left open for lack of room; root's,
+        // the system's and this user's never are.
+        if (mandatory > settings_.max_socket_masks) {
+            throw tea::sdk::Unavailable(
+                std::to_string(mandatory) + " host sockets of root, system accounts and this user "
+                "must be masked, but the room is " + std::to_string(settings_.max_socket_masks) +
+                " (plugin.bubblewrap.max_socket_masks)");
+        }
+        return json{{"sandboxUid", identity.uid},
+                    {"sandboxGid", identity.gid},
+                    {"identityDropped", identity.dropped},
+                    {"socketsMasked", masked},
+                    {"socketMaskRoom", settings_.max_socket_masks},
+                    {"socketsLeftReachable", reachable}};
+    }
+
+    // Runs the probe with a clean signal mask and only 0-2 (plus the helper's
+    // environment at env_fd), and returns its status and what it said.
+    static std::pair<int, std::string> run_probe(const std::vector<std::string> &argv,
+                                                 const std::string &helper) {
+        int err_pipe[2];
+        if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
+            return {-1, "cannot make a pipe"};
+        }
+        const int env_mem = ::memfd_create("tea-probe-env", MFD_CLOEXEC);
+        const int helper_file = ::open(helper.c_str(), O_RDONLY | O_CLOEXEC);
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+        posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+        posix_spawn_file_actions_adddup2(&fa, err_pipe[1], 2);
+        posix_spawn_file_actions_adddup2(&fa, env_mem, env_fd);
+        posix_spawn_file_actions_adddup2(&fa, helper_file, helper_fd);
+        posix_spawnattr_t attr;
+        posix_spawnattr_init(&attr);
+        sigset_t none;
+        sigset_t all;
+        sigemptyset(&none);
+        sigfillset(&all);
+        posix_spawnattr_setsigmask(&attr, &none);
+        posix_spawnattr_setsigdefault(&attr, &all);
+        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
+        std::vector<char *> args;
+        for (const auto &s : argv) {
+            args.push_back(const_cast<char *>(s.c_str()));  // NOLINT
+        }
+        args.push_back(nullptr);
+        char *envp[] = {nullptr};
+        pid_t pid = -1;
+        const int rc = ::posix_spawn(&pid, args[0], &fa, &attr, args.data(), envp);
+        posix_spawn_file_actions_destroy(&fa);
+        posix_spawnattr_destroy(&attr);
+        ::close(err_pipe[1]);
+        ::close(env_mem);
+        ::close(helper_file);
+        if (rc != 0) {
+            ::close(err_pipe[0]);
+            return {-1, std::string{"cannot start "} + argv[0] + ": " + std::strerror(rc)};  // NOLINT
+        }
+        std::string err;
+        char buffer[4096];
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{20};
+        pollfd p{err_pipe[0], POLLIN, 0};
+        while (std::chrono::steady_clock::now() < deadline && ::poll(&p, 1, 200) >= 0) {
+            if ((p.revents & (POLLIN | POLLHUP)) != 0) {
+                const auto n = ::read(err_pipe[0], buffer, sizeof buffer);
+                if (n <= 0) {
+                    break;
+                }
+                if (err.size() < 4096) {
+                    err.append(buffer, static_cast<std::size_t>(n));
+                }
+            }
+        }
+        ::close(err_pipe[0]);
+        ::kill(-pid, SIGKILL);
+        int status = 0;
+        ::waitpid(pid, &status, 0);
+        while (!err.empty() && (err.back() == '\n' || err.back() == ' ')) {
+            err.pop_back();
+        }
+        const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        if (err.empty() && code != 0) {
+            err = "exit status " + std::to_string(code);
+        }
+        return {code, err};
+    }
+
+    tea::sdk::Host host_;
+    Settings settings_;
+};
+
+}  // namespace
+
+TEA_SDK_BACKEND_PLUGIN(Bubblewrap, "bubblewrap", "1.0.0")

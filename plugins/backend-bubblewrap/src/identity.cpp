@@ -1,0 +1,64 @@
+#include "identity.hpp"
+
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <tea/plugin.hpp>
+#include <vector>
+
+namespace tea::bwrap {
+
+Identity sandbox_identity(const std::string &sandbox_user) {
+    if (::geteuid() != 0) {
+        return Identity{::geteuid(), ::getegid(), false};
+    }
+    passwd entry{};
+    passwd *found = nullptr;
+    std::vector<char> buffer(16384);
+    ::getpwnam_r(sandbox_user.c_str(), &entry, buffer.data(), buffer.size(), &found);
+    if (found == nullptr) {
+        throw sdk::Unavailable(
+            "tea-evaluate runs as root, and the target must then run as the unprivileged "
+            "account '" +
+            sandbox_user +
+            "', which does not exist. Create it (useradd --system --user-group --no-create-home "
+            "--shell /usr/sbin/nologin " +
+            sandbox_user +
+            "), name another in [plugin.bubblewrap] sandbox_user, or run tea-evaluate as an "
+            "unprivileged user");
+    }
+    // Root's files would belong to a target that runs as uid 0, namespace or not.
+    if (found->pw_uid == 0 || found->pw_gid == 0) {
+        throw sdk::Unavailable("the sandbox account '" + sandbox_user +
+                               "' is root or in root's group; it must be unprivileged");
+    }
+    return Identity{found->pw_uid, found->pw_gid, true};
+}
+
+std::optional<std::filesystem::path> unreachable_ancestor(const std::filesystem::path &path,
+                                                          const Identity &who) {
+    if (!who.dropped) {
+        return std::nullopt;  // bubblewrap runs as the caller, who reached the path already
+    }
+    std::filesystem::path current;
+    for (const auto &part : path) {
+        current /= part;
+        struct stat st {};
+        if (::stat(current.c_str(), &st) != 0) {
+            return std::nullopt;  // missing: nothing to bind there
+        }
+        if (!S_ISDIR(st.st_mode)) {
+            continue;
+        }
+        const mode_t search = st.st_uid == who.uid   ? S_IXUSR
+                              : st.st_gid == who.gid ? S_IXGRP
+                                                     : S_IXOTH;
+        if ((st.st_mode & search) == 0) {
+            return current;
+        }
+    }
+    return std::nullopt;
+}
+
+}  // namespace tea::bwrap
