@@ -5,6 +5,7 @@
 #include <array>
 #include <boost/dll/shared_library.hpp>
 #include <cstring>
+#include <algorithm>
 #include <deque>
 #include <fstream>
 #include <mutex>
@@ -299,33 +300,59 @@ Registry Registry::discover(const std::vector<std::filesystem::path> &manifest_d
     Registry registry;
     for (const auto &file : list_manifests(manifest_dirs)) {
         Entry entry;
+        Pending pending;
         entry.manifest_file = file;
         try {
-            auto manifest = read_manifest(file, plugin_libdir);
-            entry.name = manifest.name;
-            entry.kind = manifest.kind;
-            if (const auto *earlier = registry.find(manifest.name); earlier != nullptr) {
+            pending.manifest = read_manifest(file, plugin_libdir);
+            entry.name = pending.manifest.name;
+            entry.kind = pending.manifest.kind;
+            const auto earlier = std::find_if(
+                registry.entries_.begin(), registry.entries_.end(),
+                [&](const Entry &e) { return e.name == entry.name; });
+            if (earlier != registry.entries_.end()) {
                 // A later directory must not shadow a plugin silently, nor replace it.
-                entry.refusal = file.string() + ": duplicate plugin name '" + manifest.name +
+                entry.refusal = file.string() + ": duplicate plugin name '" + entry.name +
                                 "': already provided by " + earlier->manifest_file.string();
-            } else {
-                entry.plugin = load_plugin(manifest);
             }
         } catch (const std::exception &e) {
             entry.refusal = e.what();
         }
+        pending.tried = !entry.refusal.empty();
         if (!entry.refusal.empty()) {
             spdlog::debug("plugin refused: {}", entry.refusal);
         }
         registry.entries_.push_back(std::move(entry));
+        registry.pending_.push_back(std::move(pending));
     }
     return registry;
 }
 
+void Registry::load(Entry &entry) const {
+    auto &pending = pending_[static_cast<std::size_t>(&entry - entries_.data())];
+    if (pending.tried) {
+        return;
+    }
+    pending.tried = true;
+    try {
+        entry.plugin = load_plugin(pending.manifest);
+    } catch (const std::exception &e) {
+        entry.refusal = e.what();
+        spdlog::debug("plugin refused: {}", entry.refusal);
+    }
+}
+
+const std::vector<Registry::Entry> &Registry::entries() const {
+    for (auto &e : entries_) {
+        load(e);
+    }
+    return entries_;
+}
+
 const Registry::Entry *Registry::find(std::string_view name) const {
     // The first entry of a name is the one in force; duplicates always come later.
-    for (const auto &e : entries_) {
+    for (auto &e : entries_) {
         if (e.name == name) {
+            load(e);
             return &e;
         }
     }

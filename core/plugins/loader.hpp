@@ -115,14 +115,23 @@ class Registry {
     static Registry discover(const std::vector<std::filesystem::path> &manifest_dirs,
                              const std::filesystem::path &plugin_libdir);
 
-    [[nodiscard]] const std::vector<Entry> &entries() const { return entries_; }
+    // Every entry, each library loaded (for listing and checking them all).
+    [[nodiscard]] const std::vector<Entry> &entries() const;
     // The loaded plugin of that name and kind. Throws tea::Error (exit 2): no
     // such plugin, another kind, or the reason it was refused.
     [[nodiscard]] const LoadedPlugin &require(std::string_view name, Kind kind) const;
     [[nodiscard]] const Entry *find(std::string_view name) const;
 
    private:
-    std::vector<Entry> entries_;
+    // A library is opened when a command first asks for its plugin, so a
+    // call pays only for the plugins it uses.
+    void load(Entry &entry) const;
+    struct Pending {
+        Manifest manifest;
+        bool tried = false;
+    };
+    mutable std::vector<Entry> entries_;
+    mutable std::vector<Pending> pending_;  // parallel to entries_
 };
 
 }  // namespace tea::plugins

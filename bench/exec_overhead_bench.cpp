@@ -1,0 +1,133 @@
+// What a confined call costs: `tea-evaluate exec` (the whole process: start,
+// configuration, plugin loading, socket scan, directories, helper, bwrap)
+// against bare execution and raw bwrap with the same namespaces, in one run,
+// interleaved, reporting medians and ratios. Not a test: it asserts nothing.
+//
+//   exec_overhead_bench [--rounds N]
+#include <fcntl.h>
+#include <pwd.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+extern char **environ;  // NOLINT
+
+namespace {
+
+double run_ms(const std::vector<std::string> &argv, const std::string &cwd) {
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addchdir_np(&fa, cwd.c_str());
+    std::vector<char *> args;
+    for (const auto &a : argv) {
+        args.push_back(const_cast<char *>(a.c_str()));  // NOLINT
+    }
+    args.push_back(nullptr);
+    const auto start = std::chrono::steady_clock::now();
+    pid_t pid = -1;
+    if (::posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ) != 0) {
+        std::fprintf(stderr, "cannot start %s\n", args[0]);
+        std::exit(1);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    const auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    posix_spawn_file_actions_destroy(&fa);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        std::fprintf(stderr, "%s failed (status %d)\n", argv[0].c_str(), status);
+        std::exit(1);
+    }
+    return ms;
+}
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 == 1 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    int rounds = 30;
+    for (int i = 1; i + 1 < argc; ++i) {
+        if (std::strcmp(argv[i], "--rounds") == 0) {
+            rounds = std::atoi(argv[i + 1]);
+        }
+    }
+    const std::string tea = TEA_EVALUATE_BIN;
+    const std::string helper = TEA_SANDBOX_HELPER;
+    char dir_template[] = "/tmp/tea-bench-XXXXXX";
+    const std::string ws = ::mkdtemp(dir_template);
+    ::chmod(ws.c_str(), 0755);
+    const std::string file = ws + "/data";
+    {
+        std::ofstream out{file};
+        out << std::string(1 << 20, 'x');
+    }
+    // Raw bwrap as the identity tea-evaluate would run it as.
+    std::vector<std::string> raw_prefix;
+    if (::geteuid() == 0) {
+        passwd *pw = ::getpwnam("tea-sandbox");
+        if (pw == nullptr) {
+            std::fprintf(stderr, "run scripts/install-deps.sh first (no tea-sandbox account)\n");
+            return 1;
+        }
+        raw_prefix = {helper, "drop", "--uid", std::to_string(pw->pw_uid), "--gid",
+                      std::to_string(pw->pw_gid), "--"};
+    }
+    std::vector<std::string> raw = raw_prefix;
+    for (const char *a : {"bwrap", "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net",
+                          "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent", "--new-session",
+                          "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--"}) {
+        raw.emplace_back(a);
+    }
+    auto with = [](std::vector<std::string> base, std::initializer_list<std::string> more) {
+        base.insert(base.end(), more);
+        return base;
+    };
+    const std::vector<std::pair<std::string, std::vector<std::string>>> variants{
+        {"bare true", {"true"}},
+        {"raw bwrap true", with(raw, {"true"})},
+        {"tea exec opt-out true", {tea, "exec", "--backend", "opt-out", "--", "true"}},
+        {"tea exec true", {tea, "exec", "--", "true"}},
+        {"bare cat", {"cat", file}},
+        {"raw bwrap cat", with(raw, {"cat", file})},
+        {"tea exec cat", {tea, "exec", "--", "cat", file}},
+    };
+    // Warm up, so the first round's cold caches do not count (and the backend's probe is remembered).
+    for (const auto &[name, cmd] : variants) {
+        run_ms(cmd, ws);
+    }
+    std::map<std::string, std::vector<double>> times;
+    for (int r = 0; r < rounds; ++r) {
+        for (const auto &[name, cmd] : variants) {
+            times[name].push_back(run_ms(cmd, ws));
+        }
+    }
+    std::printf("%d interleaved rounds, workspace %s, euid %d\n", rounds, ws.c_str(), ::geteuid());
+    std::printf("%-24s %10s %14s %14s\n", "variant", "median ms", "x bare", "x raw bwrap");
+    for (const auto &[name, cmd] : variants) {
+        const bool is_cat = name.find("cat") != std::string::npos;
+        const double m = median(times[name]);
+        const double bare = median(times[is_cat ? "bare cat" : "bare true"]);
+        const double rawm = median(times[is_cat ? "raw bwrap cat" : "raw bwrap true"]);
+        std::printf("%-24s %10.2f %14.2f %14.2f\n", name.c_str(), m, m / bare, m / rawm);
+    }
+    std::filesystem::remove_all(ws);
+    return 0;
+}
