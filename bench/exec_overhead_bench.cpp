@@ -46,7 +46,8 @@ double run_ms(const std::vector<std::string> &argv, const std::string &cwd) {
     }
     int status = 0;
     ::waitpid(pid, &status, 0);
-    const auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    const auto ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     posix_spawn_file_actions_destroy(&fa);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         std::fprintf(stderr, "%s failed (status %d)\n", argv[0].c_str(), status);
@@ -87,13 +88,16 @@ int main(int argc, char **argv) {
             std::fprintf(stderr, "run scripts/install-deps.sh first (no tea-sandbox account)\n");
             return 1;
         }
-        raw_prefix = {helper, "drop", "--uid", std::to_string(pw->pw_uid), "--gid",
-                      std::to_string(pw->pw_gid), "--"};
+        raw_prefix = {helper,  "drop",
+                      "--uid", std::to_string(pw->pw_uid),
+                      "--gid", std::to_string(pw->pw_gid),
+                      "--"};
     }
     std::vector<std::string> raw = raw_prefix;
-    for (const char *a : {"bwrap", "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net",
-                          "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent", "--new-session",
-                          "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--"}) {
+    for (const char *a :
+         {"bwrap", "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net",
+          "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent", "--new-session",
+          "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--"}) {
         raw.emplace_back(a);
     }
     auto with = [](std::vector<std::string> base, std::initializer_list<std::string> more) {
@@ -109,7 +113,8 @@ int main(int argc, char **argv) {
         {"raw bwrap cat", with(raw, {"cat", file})},
         {"tea exec cat", {tea, "exec", "--", "cat", file}},
     };
-    // Warm up, so the first round's cold caches do not count (and the backend's probe is remembered).
+    // Warm up, so the first round's cold caches do not count (and the backend's probe is
+    // remembered).
     for (const auto &[name, cmd] : variants) {
         run_ms(cmd, ws);
     }

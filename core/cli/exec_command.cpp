@@ -1,10 +1,10 @@
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 #include "cli/commands.hpp"
 #include "exec/call_runner.hpp"
@@ -58,7 +58,8 @@ void check_call_paths(const exec::LaunchSpec &spec, const std::filesystem::path 
     // A workspace over the private root would make every run's home writable.
     if (contains(workspace, private_root)) {
         throw host_error("the workspace " + spec.workspace + " contains the private root " +
-                         private_root.string() + ", where the target's home lives; choose a "
+                         private_root.string() +
+                         ", where the target's home lives; choose a "
                          "smaller workspace");
     }
     for (const auto &w : spec.withhold) {
@@ -79,7 +80,8 @@ void check_lend(const exec::ExecPlan &plan, const exec::LaunchSpec &spec) {
                                 "directory and the home may be");
         }
     }
-    for (const std::filesystem::path system : {"/", "/etc", "/usr", "/bin", "/lib", "/var/lib", "/root", "/home"}) {
+    for (const std::filesystem::path system :
+         {"/", "/etc", "/usr", "/bin", "/lib", "/var/lib", "/root", "/home"}) {
         if (plan.lend.requested && contains(spec.workspace, system)) {
             throw host_error("the workspace " + spec.workspace + " holds " + system.string() +
                              ", which the runtime will not hand to the sandbox identity; choose a "
@@ -150,15 +152,18 @@ int not_started_status(const exec::CallResult &r) {
 
 int exec_command(const CommonOptions &common, const ExecOptions &options) {
     if (options.command.empty()) {
-        throw usage_error("exec: no command given (usage: tea-evaluate exec [options] -- CMD ARGS...)");
+        throw usage_error(
+            "exec: no command given (usage: tea-evaluate exec [options] -- CMD ARGS...)");
     }
     if (options.timeout_ms && *options.timeout_ms <= 0) {
         throw usage_error("--timeout: expected a positive number of milliseconds");
     }
     const auto started = std::chrono::steady_clock::now();
     auto phase = [&](const char *what) {
-        spdlog::debug("{} after {:.2f} ms", what,
-                      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count());
+        spdlog::debug(
+            "{} after {:.2f} ms", what,
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+                .count());
     };
     const auto runtime = load_runtime(common);
     phase("configuration and plugins loaded");
@@ -190,9 +195,10 @@ int exec_command(const CommonOptions &common, const ExecOptions &options) {
         std::vector<std::filesystem::path> trees(plan.lend.paths.begin(), plan.lend.paths.end());
         loan = exec::OwnershipLoan{trees, plan.lend.uid, plan.lend.gid};
         if (loan.skipped_hard_links() > 0) {
-            spdlog::warn("{} files with several hard links stay owned by their owner and are not "
-                         "writable by the target",
-                         loan.skipped_hard_links());
+            spdlog::warn(
+                "{} files with several hard links stay owned by their owner and are not "
+                "writable by the target",
+                loan.skipped_hard_links());
         }
     }
     if (plan.confinement == "opt-out") {
@@ -202,10 +208,11 @@ int exec_command(const CommonOptions &common, const ExecOptions &options) {
                              "' chosen by confinement.backend = \"auto\" confines nothing; "
                              "select it by name if that is what you want");
         }
-        spdlog::warn("backend '{}' confines nothing: the target runs with your files, network "
-                     "and identity{}",
-                     backend.plugin->name(),
-                     spec.withhold.empty() ? "" : ", and --withhold is not enforced");
+        spdlog::warn(
+            "backend '{}' confines nothing: the target runs with your files, network "
+            "and identity{}",
+            backend.plugin->name(),
+            spec.withhold.empty() ? "" : ", and --withhold is not enforced");
     }
     if (const int sig = Signals::instance().pending(); sig != 0) {
         return 128 + sig;
@@ -257,8 +264,7 @@ int exec_command(const CommonOptions &common, const ExecOptions &options) {
             {"signal", result.signal},
             {"timedOut", result.timed_out},
             {"interruptedBy", result.interrupted_by},
-            {"elapsedMs",
-             std::chrono::duration<double, std::milli>(result.elapsed).count()},
+            {"elapsedMs", std::chrono::duration<double, std::milli>(result.elapsed).count()},
             {"stdoutBytes", result.out.total_bytes},
             {"stderrBytes", result.err.total_bytes},
             {"status", status},

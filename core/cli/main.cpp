@@ -18,8 +18,9 @@ int run(int argc, char **argv) {
     CommonOptions common;
     ExecOptions exec;
 
-    CLI::App app{"tea-evaluate: runs the targets of an evaluation under an OS confinement, audits "
-                 "what they open, and grades outside it."};
+    CLI::App app{
+        "tea-evaluate: runs the targets of an evaluation under an OS confinement, audits "
+        "what they open, and grades outside it."};
     app.require_subcommand(1);
     app.fallthrough();
     app.set_version_flag("--version", std::string{TEA_VERSION});
@@ -31,20 +32,20 @@ int run(int argc, char **argv) {
     app.add_flag("-v,--verbose", common.verbose, "More log output (repeatable)");
     app.add_flag("-q,--quiet", common.quiet, "Log errors only");
 
-    auto *plugins = app.add_subcommand("plugins", "List the plugins found, their kind, ABI and "
-                                                  "whether each is available on this host");
+    auto *plugins = app.add_subcommand("plugins",
+                                       "List the plugins found, their kind, ABI and "
+                                       "whether each is available on this host");
     auto *exec_cmd = app.add_subcommand("exec", "Run one confined call of a command");
     exec_cmd->add_option("--workspace", exec.workspace,
                          "The call's writable workspace and working directory (default: .)");
-    exec_cmd->add_option("--withhold", exec.withhold,
-                         "A path the target must not see (repeatable)")
+    exec_cmd->add_option("--withhold", exec.withhold, "A path the target must not see (repeatable)")
         ->allow_extra_args(false);
-    exec_cmd->add_option("--timeout", exec.timeout_ms,
-                         "End the call after this many milliseconds");
+    exec_cmd->add_option("--timeout", exec.timeout_ms, "End the call after this many milliseconds");
     exec_cmd->add_flag("--clean-env", exec.clean_env,
                        "Reduce the call's environment to the language-neutral allowlist");
-    exec_cmd->add_option("--env", exec.env,
-                         "Add NAME=VALUE, or NAME with the invoker's value (repeatable)")
+    exec_cmd
+        ->add_option("--env", exec.env,
+                     "Add NAME=VALUE, or NAME with the invoker's value (repeatable)")
         ->allow_extra_args(false);
     exec_cmd->add_option("command", exec.command, "The command and its arguments, after --")
         ->required();

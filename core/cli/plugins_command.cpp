@@ -10,9 +10,10 @@ int plugins_command(const CommonOptions &common) {
     const auto runtime = load_runtime(common);
     auto list = nlohmann::json::array();
     for (const auto &entry : runtime.registry.entries()) {
-        nlohmann::json item{{"manifest", entry.manifest_file.string()},
-                            {"name", entry.name},
-                            {"kind", entry.kind ? std::string{plugins::to_string(*entry.kind)} : ""}};
+        nlohmann::json item{
+            {"manifest", entry.manifest_file.string()},
+            {"name", entry.name},
+            {"kind", entry.kind ? std::string{plugins::to_string(*entry.kind)} : ""}};
         if (!entry.plugin) {
             item["loaded"] = false;
             item["available"] = false;

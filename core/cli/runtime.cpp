@@ -17,8 +17,8 @@ Runtime load_runtime(const CommonOptions &options) {
     sources.observer_flag = options.observer;
     auto config = config::load(sources);
     auto paths = RuntimePaths::detect();
-    auto registry =
-        plugins::Registry::discover(plugins::manifest_search_path(config, paths), paths.plugin_libdir);
+    auto registry = plugins::Registry::discover(plugins::manifest_search_path(config, paths),
+                                                paths.plugin_libdir);
     return Runtime{std::move(config), std::move(paths), std::move(registry)};
 }
 

@@ -1,10 +1,11 @@
 #include "config/config.hpp"
 
+#include <toml++/toml.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
-#include <toml++/toml.h>
 
 #include "util/error.hpp"
 
@@ -25,13 +26,20 @@ Error config_error(const std::string &origin, const toml::source_region &where,
 
 const char *type_name(const toml::node &node) {
     switch (node.type()) {
-        case toml::node_type::table: return "a table";
-        case toml::node_type::array: return "an array";
-        case toml::node_type::string: return "a string";
-        case toml::node_type::integer: return "an integer";
-        case toml::node_type::floating_point: return "a float";
-        case toml::node_type::boolean: return "a boolean";
-        default: return "a date or time";
+        case toml::node_type::table:
+            return "a table";
+        case toml::node_type::array:
+            return "an array";
+        case toml::node_type::string:
+            return "a string";
+        case toml::node_type::integer:
+            return "an integer";
+        case toml::node_type::floating_point:
+            return "a float";
+        case toml::node_type::boolean:
+            return "a boolean";
+        default:
+            return "a date or time";
     }
 }
 
@@ -51,10 +59,14 @@ nlohmann::json to_json(const toml::node &node) {
             }
             return out;
         }
-        case toml::node_type::string: return node.as_string()->get();
-        case toml::node_type::integer: return node.as_integer()->get();
-        case toml::node_type::floating_point: return node.as_floating_point()->get();
-        case toml::node_type::boolean: return node.as_boolean()->get();
+        case toml::node_type::string:
+            return node.as_string()->get();
+        case toml::node_type::integer:
+            return node.as_integer()->get();
+        case toml::node_type::floating_point:
+            return node.as_floating_point()->get();
+        case toml::node_type::boolean:
+            return node.as_boolean()->get();
         default: {
             std::ostringstream text;
             node.visit([&](const auto &v) { text << v; });
@@ -119,9 +131,9 @@ class LayerReader {
     }
     std::vector<std::string> strings(const toml::node &node, const std::string &key) {
         if (!node.is_array()) {
-            throw config_error(origin_, node.source(), key,
-                               std::string{"expected an array of strings, found "} +
-                                   type_name(node));
+            throw config_error(
+                origin_, node.source(), key,
+                std::string{"expected an array of strings, found "} + type_name(node));
         }
         std::vector<std::string> out;
         std::size_t index = 0;
@@ -137,14 +149,13 @@ class LayerReader {
         }
         const auto value = node.as_integer()->get();
         if (value < min) {
-            throw config_error(origin_, node.source(), key,
-                               "expected at least " + std::to_string(min) + ", found " +
-                                   std::to_string(value));
+            throw config_error(
+                origin_, node.source(), key,
+                "expected at least " + std::to_string(min) + ", found " + std::to_string(value));
         }
         return value;
     }
-    [[noreturn]] void unknown(const toml::key &key, const std::string &path,
-                              const char *expected) {
+    [[noreturn]] void unknown(const toml::key &key, const std::string &path, const char *expected) {
         throw config_error(origin_, key.source(), path,
                            std::string{"unknown key (known keys here: "} + expected + ")");
     }
@@ -191,7 +202,8 @@ class LayerReader {
             if (name == "paths") {
                 config_.plugin_paths.clear();
                 for (const auto &item : strings(value, path)) {
-                    config_.plugin_paths.push_back(base_dir_ / item);  // absolute items stay as they are
+                    config_.plugin_paths.push_back(base_dir_ /
+                                                   item);  // absolute items stay as they are
                 }
             } else {
                 unknown(key, path, "paths");
@@ -251,10 +263,12 @@ std::string Config::plugin_config_json(std::string_view plugin_name) const {
 
 std::filesystem::path user_config_path() {
     // getenv is read once at start-up, before any thread runs.
-    if (const char *xdg = std::getenv("XDG_CONFIG_HOME"); xdg != nullptr && xdg[0] == '/') {  // NOLINT(concurrency-mt-unsafe)
+    if (const char *xdg = std::getenv("XDG_CONFIG_HOME");
+        xdg != nullptr && xdg[0] == '/') {  // NOLINT(concurrency-mt-unsafe)
         return std::filesystem::path{xdg} / "tea-evaluate" / "config.toml";
     }
-    if (const char *home = std::getenv("HOME"); home != nullptr && home[0] == '/') {  // NOLINT(concurrency-mt-unsafe)
+    if (const char *home = std::getenv("HOME");
+        home != nullptr && home[0] == '/') {  // NOLINT(concurrency-mt-unsafe)
         return std::filesystem::path{home} / ".config" / "tea-evaluate" / "config.toml";
     }
     return {};

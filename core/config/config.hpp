@@ -21,13 +21,13 @@ struct CallSettings {
 };
 
 struct Config {
-    std::string backend;                    // "auto" or a backend plugin's name
-    std::vector<std::string> backend_order; // what "auto" tries, first available wins
-    std::string observer;                   // "none" or an observer plugin's name
+    std::string backend;                              // "auto" or a backend plugin's name
+    std::vector<std::string> backend_order;           // what "auto" tries, first available wins
+    std::string observer;                             // "none" or an observer plugin's name
     std::vector<std::filesystem::path> plugin_paths;  // extra manifest directories
     CallSettings call;
     nlohmann::json plugin_tables = nlohmann::json::object();  // name -> table as JSON
-    std::vector<std::string> layers;        // where each layer came from, in order
+    std::vector<std::string> layers;  // where each layer came from, in order
 
     // The plugin's table as a JSON object ("{}" when the configuration has none).
     [[nodiscard]] std::string plugin_config_json(std::string_view plugin_name) const;
@@ -39,8 +39,8 @@ struct Sources {
     std::optional<std::filesystem::path> user_file;
     bool read_user_file = true;
     std::optional<std::filesystem::path> explicit_file;  // --config
-    std::optional<std::string> backend_flag;              // --backend
-    std::optional<std::string> observer_flag;             // --observer
+    std::optional<std::string> backend_flag;             // --backend
+    std::optional<std::string> observer_flag;            // --observer
 };
 
 // Letters, digits, '-', '_' and '.', not starting with '.' or '-', at most 64 bytes.

@@ -152,8 +152,8 @@ UniqueFd open_capture_file(const OutputSpec &spec) {
         return {};
     }
     // O_EXCL|O_NOFOLLOW: a planted file or link at the path is never written through.
-    UniqueFd fd{::open(spec.file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                       0600)};
+    UniqueFd fd{
+        ::open(spec.file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)};
     if (!fd) {
         throw setup_error("creating " + spec.file.string(), errno);
     }
@@ -209,7 +209,8 @@ void end_orphans(const std::vector<pid_t> &before) {
     }
 }
 
-int poll_timeout_ms(Clock::time_point now, std::initializer_list<std::optional<Clock::time_point>> at) {
+int poll_timeout_ms(Clock::time_point now,
+                    std::initializer_list<std::optional<Clock::time_point>> at) {
     std::optional<Clock::time_point> first;
     for (const auto &t : at) {
         if (t && (!first || *t < *first)) {
@@ -280,8 +281,7 @@ std::string resolve_program(const std::string &name) {
             continue;  // a relative PATH entry would resolve against whatever cwd the runtime has
         }
         const auto candidate = dir + "/" + name;
-        if (::access(candidate.c_str(), X_OK) == 0 &&
-            std::filesystem::is_regular_file(candidate)) {
+        if (::access(candidate.c_str(), X_OK) == 0 && std::filesystem::is_regular_file(candidate)) {
             return candidate;
         }
     }
@@ -332,8 +332,10 @@ CallResult run_call(const ExecPlan &plan, const RunOptions &options) {
     if (stdin_fd) {
         setup.check(posix_spawn_file_actions_adddup2(&setup.actions_, stdin_fd.get(), 0), "stdin");
     }
-    setup.check(posix_spawn_file_actions_adddup2(&setup.actions_, child_ends[0].get(), 1), "stdout");
-    setup.check(posix_spawn_file_actions_adddup2(&setup.actions_, child_ends[1].get(), 2), "stderr");
+    setup.check(posix_spawn_file_actions_adddup2(&setup.actions_, child_ends[0].get(), 1),
+                "stdout");
+    setup.check(posix_spawn_file_actions_adddup2(&setup.actions_, child_ends[1].get(), 2),
+                "stderr");
     for (std::size_t i = 0; i < plan.files.size(); ++i) {
         setup.check(posix_spawn_file_actions_adddup2(&setup.actions_, plan_fds[i].get(),
                                                      plan.files[i].child_fd),
@@ -344,10 +346,10 @@ CallResult run_call(const ExecPlan &plan, const RunOptions &options) {
     sigset_t all;
     sigemptyset(&empty);
     sigfillset(&all);
-    setup.check(posix_spawnattr_setflags(&setup.attr_, POSIX_SPAWN_SETPGROUP |
-                                                           POSIX_SPAWN_SETSIGMASK |
-                                                           POSIX_SPAWN_SETSIGDEF),
-                "spawn flags");
+    setup.check(
+        posix_spawnattr_setflags(
+            &setup.attr_, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF),
+        "spawn flags");
     setup.check(posix_spawnattr_setpgroup(&setup.attr_, 0), "process group");
     setup.check(posix_spawnattr_setsigmask(&setup.attr_, &empty), "signal mask");
     setup.check(posix_spawnattr_setsigdefault(&setup.attr_, &all), "signal defaults");
@@ -362,8 +364,8 @@ CallResult run_call(const ExecPlan &plan, const RunOptions &options) {
     auto envp = c_strings(plan.env);
     pid_t pid = -1;
     const auto start = Clock::now();
-    const int rc =
-        ::posix_spawn(&pid, program.c_str(), &setup.actions_, &setup.attr_, argv.data(), envp.data());
+    const int rc = ::posix_spawn(&pid, program.c_str(), &setup.actions_, &setup.attr_, argv.data(),
+                                 envp.data());
     for (auto &end : child_ends) {
         end.reset();
     }
@@ -416,7 +418,8 @@ CallResult run_call(const ExecPlan &plan, const RunOptions &options) {
                 fds[count++] = pollfd{captures[i].pipe.get(), POLLIN, 0};
             }
         }
-        const int signal_slot = (!leader_done && options.signal_fd >= 0) ? static_cast<int>(count) : -1;
+        const int signal_slot =
+            (!leader_done && options.signal_fd >= 0) ? static_cast<int>(count) : -1;
         if (signal_slot >= 0) {
             fds[count++] = pollfd{options.signal_fd, POLLIN, 0};
         }
@@ -435,9 +438,11 @@ CallResult run_call(const ExecPlan &plan, const RunOptions &options) {
                 captures[i].read_some();
             }
         }
-        if (signal_slot >= 0 && (fds[static_cast<std::size_t>(signal_slot)].revents & POLLIN) != 0) {
+        if (signal_slot >= 0 &&
+            (fds[static_cast<std::size_t>(signal_slot)].revents & POLLIN) != 0) {
             signalfd_siginfo info{};
-            if (::read(options.signal_fd, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+            if (::read(options.signal_fd, &info, sizeof info) ==
+                static_cast<ssize_t>(sizeof info)) {
                 result.interrupted_by = static_cast<int>(info.ssi_signo);
                 begin_ending(now);
             }

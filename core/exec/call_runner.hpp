@@ -12,9 +12,9 @@
 namespace tea::exec {
 
 struct OutputSpec {
-    std::filesystem::path file;  // created (never overwritten); empty: not kept
-    std::uint64_t cap_bytes = 0; // bytes kept in file; the rest is counted
-    int tee_fd = -1;             // also copied here when >= 0 (the runtime's own stdout)
+    std::filesystem::path file;   // created (never overwritten); empty: not kept
+    std::uint64_t cap_bytes = 0;  // bytes kept in file; the rest is counted
+    int tee_fd = -1;              // also copied here when >= 0 (the runtime's own stdout)
 };
 
 struct StdinSpec {
@@ -45,7 +45,7 @@ struct CallResult {
     int exit_code = -1;       // when it exited
     int signal = 0;           // when a signal ended it
     bool timed_out = false;
-    int interrupted_by = 0;   // the signal that ended the runtime's wait
+    int interrupted_by = 0;  // the signal that ended the runtime's wait
     std::chrono::nanoseconds elapsed{0};
     StreamResult out;
     StreamResult err;

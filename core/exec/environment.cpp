@@ -17,8 +17,8 @@ std::string_view name_of(std::string_view entry) {
 // PYTHONPATH, NODE_OPTIONS, RUBYOPT, PYTEST_ADDOPTS and their like are left out
 // by construction, so a host setting cannot rig what the target runs.
 constexpr std::array<std::string_view, 16> allowlist{
-    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TERM",
-    "TZ",   "TMPDIR", "TMP", "TEMP", "VIRTUAL_ENV", "COLORTERM", "NO_COLOR", "SYSTEMROOT"};
+    "PATH", "HOME",   "USER", "LOGNAME", "SHELL",       "LANG",      "LANGUAGE", "TERM",
+    "TZ",   "TMPDIR", "TMP",  "TEMP",    "VIRTUAL_ENV", "COLORTERM", "NO_COLOR", "SYSTEMROOT"};
 
 }  // namespace
 

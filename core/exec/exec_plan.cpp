@@ -3,7 +3,6 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <stdexcept>
-
 #include <tea/json_bytes.hpp>
 
 namespace tea::exec {
@@ -110,12 +109,9 @@ std::string to_json(const ExecPlan &plan) {
             files.push_back({{"fd", f.child_fd}, {"path", bytes::to_json(f.path)}});
         }
     }
-    json doc{{"argv", bytes::list_to_json(plan.argv)},
-             {"env", bytes::list_to_json(plan.env)},
-             {"cwd", bytes::to_json(plan.cwd)},
-             {"files", files},
-             {"confinement", plan.confinement},
-             {"report", json::parse(plan.report_json)}};
+    json doc{{"argv", bytes::list_to_json(plan.argv)}, {"env", bytes::list_to_json(plan.env)},
+             {"cwd", bytes::to_json(plan.cwd)},        {"files", files},
+             {"confinement", plan.confinement},        {"report", json::parse(plan.report_json)}};
     if (plan.lend.requested) {
         doc["lend"] = {{"uid", plan.lend.uid},
                        {"gid", plan.lend.gid},
@@ -204,9 +200,10 @@ ExecPlan exec_plan_from_json(std::string_view text) {
                 }
                 plan.files.push_back(PlanFile{static_cast<int>(fd), {}, std::move(path)});
             } else {
-                plan.files.push_back(PlanFile{static_cast<int>(fd),
-                                              bytes::from_json(field(f, "content"), where + ".content"),
-                                              {}});
+                plan.files.push_back(
+                    PlanFile{static_cast<int>(fd),
+                             bytes::from_json(field(f, "content"), where + ".content"),
+                             {}});
             }
         }
     }

@@ -18,11 +18,11 @@ struct Limits {
 
 struct LaunchSpec {
     std::vector<std::string> argv;
-    std::vector<std::string> env;  // exact, "NAME=VALUE"
-    std::string cwd;               // where the target starts (inside the workspace)
-    std::string workspace;         // writable
-    std::string temp_dir;          // the call's private temp directory (empty: none)
-    std::string home;              // the trial's private home (empty: none)
+    std::vector<std::string> env;           // exact, "NAME=VALUE"
+    std::string cwd;                        // where the target starts (inside the workspace)
+    std::string workspace;                  // writable
+    std::string temp_dir;                   // the call's private temp directory (empty: none)
+    std::string home;                       // the trial's private home (empty: none)
     std::vector<std::string> withhold;      // must be absent from the target's view
     std::vector<std::string> read_only;     // granted read-only
     std::vector<std::string> system_paths;  // the entry's declared systemPaths

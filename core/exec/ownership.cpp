@@ -58,7 +58,9 @@ OwnershipLoan::OwnershipLoan(const std::vector<stdfs::path> &trees, uid_t uid, g
     }
 }
 
-OwnershipLoan::~OwnershipLoan() { restore(); }
+OwnershipLoan::~OwnershipLoan() {
+    restore();
+}
 
 void OwnershipLoan::restore() {
     for (auto &tree : trees_) {
@@ -69,7 +71,8 @@ void OwnershipLoan::restore() {
         }
         auto give_back = [&](const stdfs::path &p) {
             const auto it = owners.find(p.string());
-            const auto [u, g] = it != owners.end() ? it->second : std::make_pair(tree.uid, tree.gid);
+            const auto [u, g] =
+                it != owners.end() ? it->second : std::make_pair(tree.uid, tree.gid);
             ::lchown(p.c_str(), u, g);
         };
         give_back(tree.top);

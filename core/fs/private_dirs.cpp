@@ -21,7 +21,9 @@ const char *env(const char *name) {
     return std::getenv(name);  // NOLINT(concurrency-mt-unsafe): read before threads start
 }
 
-bool is_root() { return ::geteuid() == 0; }
+bool is_root() {
+    return ::geteuid() == 0;
+}
 
 void make_dir(const stdfs::path &p, mode_t mode) {
     if (::mkdir(p.c_str(), mode) != 0 && errno != EEXIST) {
@@ -64,8 +66,9 @@ stdfs::path default_private_root() {
     if (const char *home = env("HOME"); home != nullptr && home[0] == '/') {
         return stdfs::path{home} / ".local" / "state" / "tea-evaluate";
     }
-    throw host_error("cannot place the private root: set HOME, XDG_STATE_HOME or "
-                     "TEA_EVALUATE_PRIVATE_ROOT to an absolute path");
+    throw host_error(
+        "cannot place the private root: set HOME, XDG_STATE_HOME or "
+        "TEA_EVALUATE_PRIVATE_ROOT to an absolute path");
 }
 
 stdfs::path open_private_root(const stdfs::path &root) {
@@ -99,8 +102,8 @@ stdfs::path open_private_root(const stdfs::path &root) {
 void remove_tree(const stdfs::path &path) {
     std::error_code ec;
     // A target may have left directories without write or search permission.
-    for (stdfs::recursive_directory_iterator it{path, stdfs::directory_options::skip_permission_denied,
-                                                ec},
+    for (stdfs::recursive_directory_iterator
+             it{path, stdfs::directory_options::skip_permission_denied, ec},
          end;
          !ec && it != end; it.increment(ec)) {
         if (it->is_directory(ec) && !it->is_symlink(ec)) {
@@ -137,15 +140,17 @@ RunDirectory::RunDirectory(const stdfs::path &private_root) : root_(private_root
                          errno_text(errno));
     }
     ::chmod(path_.c_str(), 0711);  // past the umask
-    lock_.reset(::open((path_ / "lock").c_str(),
-                       O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+    lock_.reset(
+        ::open((path_ / "lock").c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
     if (!lock_ || ::flock(lock_.get(), LOCK_EX | LOCK_NB) != 0) {
         remove_tree(path_);
         throw host_error("cannot lock the run's private directory " + path_.string());
     }
 }
 
-RunDirectory::~RunDirectory() { remove(); }
+RunDirectory::~RunDirectory() {
+    remove();
+}
 
 void RunDirectory::remove() {
     if (!path_.empty()) {

@@ -1,15 +1,15 @@
 #include "plugins/loader.hpp"
 
 #include <elf.h>
+#include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <array>
 #include <boost/dll/shared_library.hpp>
 #include <cstring>
-#include <algorithm>
 #include <deque>
 #include <fstream>
 #include <mutex>
-#include <spdlog/spdlog.h>
 #include <stdexcept>
 
 #include "util/error.hpp"
@@ -30,7 +30,8 @@ struct Keep {
     std::deque<tea_host_services> tables;
 };
 Keep &kept() {
-    static auto *keep = new Keep;  // NOLINT(cppcoreguidelines-owning-memory): never freed on purpose
+    static auto *keep =
+        new Keep;  // NOLINT(cppcoreguidelines-owning-memory): never freed on purpose
     return *keep;
 }
 
@@ -41,10 +42,18 @@ void host_log(tea_host_context *context, int32_t level, tea_str message) {
     const std::string_view name =
         context != nullptr ? std::string_view{context->plugin_name} : std::string_view{"plugin"};
     switch (level) {
-        case TEA_LOG_DEBUG: spdlog::debug("{}: {}", name, text); break;
-        case TEA_LOG_INFO: spdlog::info("{}: {}", name, text); break;
-        case TEA_LOG_WARN: spdlog::warn("{}: {}", name, text); break;
-        default: spdlog::error("{}: {}", name, text); break;
+        case TEA_LOG_DEBUG:
+            spdlog::debug("{}: {}", name, text);
+            break;
+        case TEA_LOG_INFO:
+            spdlog::info("{}: {}", name, text);
+            break;
+        case TEA_LOG_WARN:
+            spdlog::warn("{}: {}", name, text);
+            break;
+        default:
+            spdlog::error("{}: {}", name, text);
+            break;
     }
 }
 
@@ -80,7 +89,8 @@ std::runtime_error refusal(const std::filesystem::path &file, const std::string 
 }
 
 std::string article(std::string_view kind) {
-    const bool vowel = !kind.empty() && std::string_view{"aeiou"}.find(kind[0]) != std::string_view::npos;
+    const bool vowel =
+        !kind.empty() && std::string_view{"aeiou"}.find(kind[0]) != std::string_view::npos;
     return (vowel ? "an " : "a ") + std::string{kind};
 }
 
@@ -95,9 +105,10 @@ void check_elf_shared_object(const std::filesystem::path &library) {
                                    std::to_string(got) + " bytes of something else)");
     }
     if (static_cast<std::size_t>(got) >= sizeof header && header.e_type != ET_DYN) {
-        throw refusal(library, "is an ELF file but not a shared object (expected type ET_DYN, "
-                               "found type " +
-                                   std::to_string(header.e_type) + ")");
+        throw refusal(library,
+                      "is an ELF file but not a shared object (expected type ET_DYN, "
+                      "found type " +
+                          std::to_string(header.e_type) + ")");
     }
 }
 
@@ -189,12 +200,12 @@ const tea_plugin_ops_base &LoadedPlugin::base() const {
 std::unique_ptr<Instance> LoadedPlugin::create(const std::string &config_json) const {
     tea_error error;
     tea_instance *handle = nullptr;
-    const auto status = base().create(host_, tea_str{config_json.data(), config_json.size()},
-                                      &handle, &error);
+    const auto status =
+        base().create(host_, tea_str{config_json.data(), config_json.size()}, &handle, &error);
     if (status != TEA_OK || handle == nullptr) {
-        throw std::runtime_error{"plugin '" + name() + "' (" + manifest_.library.string() +
-                                 "): create failed: " +
-                                 (error.message.empty() ? "no reason given" : error.message)};
+        throw std::runtime_error{
+            "plugin '" + name() + "' (" + manifest_.library.string() +
+            "): create failed: " + (error.message.empty() ? "no reason given" : error.message)};
     }
     return std::make_unique<Instance>(*this, handle);
 }
@@ -222,9 +233,9 @@ std::string Instance::transform(TransformFn fn, std::string_view operation,
     out.limit = plugin_output_limit;
     const auto status = fn(handle_, tea_str{input.data(), input.size()}, &out, &error);
     if (status != TEA_OK) {
-        throw std::runtime_error{"plugin '" + plugin_.name() + "': " + std::string{operation} +
-                                 " failed: " +
-                                 (error.message.empty() ? "no reason given" : error.message)};
+        throw std::runtime_error{
+            "plugin '" + plugin_.name() + "': " + std::string{operation} +
+            " failed: " + (error.message.empty() ? "no reason given" : error.message)};
     }
     return std::move(out.data);
 }
@@ -268,8 +279,9 @@ std::shared_ptr<const LoadedPlugin> load_plugin(const Manifest &manifest) {
     if (d->abi_major != TEA_ABI_MAJOR) {
         throw refusal(library, "was built for plugin ABI " + abi +
                                    "; this tea-evaluate supports ABI " +
-                                   std::to_string(TEA_ABI_MAJOR) + ".x (rebuild the plugin "
-                                                                   "against this SDK)");
+                                   std::to_string(TEA_ABI_MAJOR) +
+                                   ".x (rebuild the plugin "
+                                   "against this SDK)");
     }
     if (d->abi_minor > TEA_ABI_MINOR) {
         throw refusal(library, "needs plugin ABI " + abi + ", newer than this tea-evaluate's " +
@@ -306,9 +318,8 @@ Registry Registry::discover(const std::vector<std::filesystem::path> &manifest_d
             pending.manifest = read_manifest(file, plugin_libdir);
             entry.name = pending.manifest.name;
             entry.kind = pending.manifest.kind;
-            const auto earlier = std::find_if(
-                registry.entries_.begin(), registry.entries_.end(),
-                [&](const Entry &e) { return e.name == entry.name; });
+            const auto earlier = std::find_if(registry.entries_.begin(), registry.entries_.end(),
+                                              [&](const Entry &e) { return e.name == entry.name; });
             if (earlier != registry.entries_.end()) {
                 // A later directory must not shadow a plugin silently, nor replace it.
                 entry.refusal = file.string() + ": duplicate plugin name '" + entry.name +
@@ -366,8 +377,8 @@ const LoadedPlugin &Registry::require(std::string_view name, Kind kind) const {
                           std::string{name} + "' is installed (see 'tea-evaluate plugins')");
     }
     if (!entry->plugin) {
-        throw usage_error("the " + std::string{to_string(kind)} + " plugin '" +
-                          std::string{name} + "' cannot be loaded: " + entry->refusal);
+        throw usage_error("the " + std::string{to_string(kind)} + " plugin '" + std::string{name} +
+                          "' cannot be loaded: " + entry->refusal);
     }
     if (entry->plugin->kind() != kind) {
         throw usage_error("plugin '" + std::string{name} + "' is " +

@@ -104,7 +104,7 @@ class Registry {
    public:
     struct Entry {
         std::filesystem::path manifest_file;
-        std::string name;                  // empty when the manifest could not be read
+        std::string name;  // empty when the manifest could not be read
         std::optional<Kind> kind;
         std::shared_ptr<const LoadedPlugin> plugin;  // null when refused
         std::string refusal;

@@ -1,9 +1,10 @@
 #include "plugins/manifest.hpp"
 
+#include <toml++/toml.h>
+
 #include <algorithm>
 #include <charconv>
 #include <stdexcept>
-#include <toml++/toml.h>
 
 #include "config/config.hpp"
 
@@ -48,10 +49,14 @@ bool parse_abi(std::string_view text, int &major, int &minor) {
 
 std::string_view to_string(Kind kind) {
     switch (kind) {
-        case Kind::backend: return "backend";
-        case Kind::observer: return "observer";
-        case Kind::egress: return "egress";
-        case Kind::login: return "login";
+        case Kind::backend:
+            return "backend";
+        case Kind::observer:
+            return "observer";
+        case Kind::egress:
+            return "egress";
+        case Kind::login:
+            return "login";
     }
     return "unknown";
 }
@@ -90,8 +95,9 @@ Manifest read_manifest(const std::filesystem::path &file,
     const auto kind = required_string(root, file, "kind");
     const auto parsed_kind = kind_from_string(kind);
     if (!parsed_kind) {
-        throw refusal(file, "kind '" + kind +
-                                "' is not a plugin kind (expected backend, observer, egress or login)");
+        throw refusal(file,
+                      "kind '" + kind +
+                          "' is not a plugin kind (expected backend, observer, egress or login)");
     }
     m.kind = *parsed_kind;
     const auto abi = required_string(root, file, "abi");
@@ -101,8 +107,9 @@ Manifest read_manifest(const std::filesystem::path &file,
 
     const auto *library_node = root.get("library");
     if (library_node == nullptr) {
-        throw refusal(file, "names no library (expected key 'library' with the plugin's "
-                            "shared object, e.g. \"libtea-backend-x.so\")");
+        throw refusal(file,
+                      "names no library (expected key 'library' with the plugin's "
+                      "shared object, e.g. \"libtea-backend-x.so\")");
     }
     if (!library_node->is_string() || library_node->as_string()->get().empty()) {
         throw refusal(file, "key 'library' must be a non-empty string");
@@ -113,8 +120,8 @@ Manifest read_manifest(const std::filesystem::path &file,
         candidates.push_back(library);
     } else if (library.has_parent_path()) {
         // A relative path with directories could climb out of the plugin directories.
-        throw refusal(file, "library '" + library.string() +
-                                "' must be a basename or an absolute path");
+        throw refusal(file,
+                      "library '" + library.string() + "' must be a basename or an absolute path");
     } else {
         candidates.push_back(file.parent_path() / library);
         candidates.push_back(plugin_libdir / library);
@@ -128,8 +135,8 @@ Manifest read_manifest(const std::filesystem::path &file,
         }
         looked += (looked.empty() ? "" : ", ") + candidate.string();
     }
-    throw refusal(file, "library '" + library.string() + "' was not found (looked for " + looked +
-                            ")");
+    throw refusal(file,
+                  "library '" + library.string() + "' was not found (looked for " + looked + ")");
 }
 
 std::vector<std::filesystem::path> list_manifests(const std::vector<std::filesystem::path> &dirs) {

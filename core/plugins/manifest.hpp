@@ -15,7 +15,7 @@ std::string_view to_string(Kind kind);
 std::optional<Kind> kind_from_string(std::string_view text);
 
 struct Manifest {
-    std::filesystem::path file;     // the manifest itself
+    std::filesystem::path file;  // the manifest itself
     std::string name;
     Kind kind = Kind::backend;
     int abi_major = 0;

@@ -1,12 +1,11 @@
 // The opt-out backend: the identity transform. The target runs exactly as the
 // launch spec describes it, with no confinement of any kind; every record of
 // the call says "opt-out".
-#include <tea/json_bytes.hpp>
-#include <tea/plugin.hpp>
-
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <tea/json_bytes.hpp>
+#include <tea/plugin.hpp>
 
 namespace {
 
@@ -15,8 +14,9 @@ class OptOut {
     OptOut(tea::sdk::Host /*host*/, std::string_view config_json) {
         const auto config = nlohmann::json::parse(config_json, nullptr, false);
         if (!config.is_object() || !config.empty()) {
-            throw tea::sdk::Invalid("the opt-out backend takes no configuration "
-                                    "([plugin.opt-out] must be empty)");
+            throw tea::sdk::Invalid(
+                "the opt-out backend takes no configuration "
+                "([plugin.opt-out] must be empty)");
         }
     }
 

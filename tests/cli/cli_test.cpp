@@ -18,7 +18,8 @@ std::vector<std::string> cmd(std::initializer_list<std::string> args) {
 
 // A configuration directory of its own, so the developer's files never count.
 std::vector<std::string> env(std::initializer_list<std::string> extra = {}) {
-    std::vector<std::string> e{"XDG_CONFIG_HOME=/nonexistent-tea-test", "HOME=/nonexistent-tea-test"};
+    std::vector<std::string> e{"XDG_CONFIG_HOME=/nonexistent-tea-test",
+                               "HOME=/nonexistent-tea-test"};
     e.insert(e.end(), extra);
     return test::environment_with(e);
 }
@@ -43,8 +44,8 @@ TEST(Cli, PluginsListsOptOutWithItsAbi) {
 }
 
 TEST(Cli, ExecPassesOutputAndStatusThrough) {
-    const auto o = test::run(cmd({"exec", "--backend", "opt-out", "--", "sh", "-c", "echo hi; exit 7"}),
-                             env());
+    const auto o = test::run(
+        cmd({"exec", "--backend", "opt-out", "--", "sh", "-c", "echo hi; exit 7"}), env());
     EXPECT_EQ(o.status, 7);
     EXPECT_EQ(o.out, "hi\n");
     EXPECT_NE(o.err.find("confines nothing"), std::string::npos) << o.err;
@@ -52,20 +53,20 @@ TEST(Cli, ExecPassesOutputAndStatusThrough) {
 
 TEST(Cli, ExecEnvironmentIsExactlyTheInvokers) {
     // As `env -i FOO=1 tea-evaluate exec --backend opt-out -- /usr/bin/env`.
-    const auto o = test::run(cmd({"exec", "--backend", "opt-out", "--", "/usr/bin/env"}), {"FOO=1"});
+    const auto o =
+        test::run(cmd({"exec", "--backend", "opt-out", "--", "/usr/bin/env"}), {"FOO=1"});
     EXPECT_EQ(o.status, 0) << o.err;
     EXPECT_EQ(o.out, "FOO=1\n");
 }
 
 TEST(Cli, CleanEnvKeepsOnlyTheAllowlist) {
-    const auto host = env({"PYTHONPATH=/evil", "NODE_OPTIONS=--require=/evil.js", "LC_ALL=C",
-                           "PATH=/usr/bin:/bin"});
+    const auto host = env(
+        {"PYTHONPATH=/evil", "NODE_OPTIONS=--require=/evil.js", "LC_ALL=C", "PATH=/usr/bin:/bin"});
     const auto dirty = test::run(cmd({"exec", "--backend", "opt-out", "--", "/usr/bin/env"}), host);
     EXPECT_NE(dirty.out.find("PYTHONPATH=/evil"), std::string::npos);  // positive control
-    const auto clean = test::run(
-        cmd({"exec", "--backend", "opt-out", "--clean-env", "--env", "EXTRA=1", "--env",
-             "NODE_OPTIONS", "--", "/usr/bin/env"}),
-        host);
+    const auto clean = test::run(cmd({"exec", "--backend", "opt-out", "--clean-env", "--env",
+                                      "EXTRA=1", "--env", "NODE_OPTIONS", "--", "/usr/bin/env"}),
+                                 host);
     EXPECT_EQ(clean.out.find("PYTHONPATH"), std::string::npos) << clean.out;
     EXPECT_NE(clean.out.find("PATH=/usr/bin:/bin"), std::string::npos);
     EXPECT_NE(clean.out.find("LC_ALL=C"), std::string::npos);
@@ -75,9 +76,9 @@ TEST(Cli, CleanEnvKeepsOnlyTheAllowlist) {
 }
 
 TEST(Cli, ExecJsonRecord) {
-    const auto o = test::run(cmd({"exec", "--backend", "opt-out", "--json", "--", "sh", "-c",
-                                  "echo out; exit 3"}),
-                             env());
+    const auto o = test::run(
+        cmd({"exec", "--backend", "opt-out", "--json", "--", "sh", "-c", "echo out; exit 3"}),
+        env());
     EXPECT_EQ(o.status, 3);
     const auto doc = nlohmann::json::parse(o.out);  // stdout is the record alone
     EXPECT_EQ(doc["confinement"], "opt-out");
@@ -94,22 +95,23 @@ TEST(Cli, ExecTimeoutEndsTheCall) {
 }
 
 TEST(Cli, TimedOutIsNeverSuccessEvenIfTheTargetExitsZeroOnTerm) {
-    const auto o = test::run(cmd({"exec", "--backend", "opt-out", "--timeout", "300", "--", "sh", "-c",
-                                  "trap 'exit 0' TERM; while :; do sleep 0.05; done"}),
+    const auto o = test::run(cmd({"exec", "--backend", "opt-out", "--timeout", "300", "--", "sh",
+                                  "-c", "trap 'exit 0' TERM; while :; do sleep 0.05; done"}),
                              env());
     EXPECT_EQ(o.status, 124) << o.err;
 }
 
 TEST(Cli, RepeatableOptionsTakeOneValueEach) {
-    const auto o = test::run(cmd({"exec", "--backend", "opt-out", "--env", "A=1", "printenv", "A"}),
-                             env());
+    const auto o =
+        test::run(cmd({"exec", "--backend", "opt-out", "--env", "A=1", "printenv", "A"}), env());
     EXPECT_EQ(o.status, 0) << o.err;
     EXPECT_EQ(o.out, "1\n");
 }
 
 TEST(Cli, ExecStatusWhenTheTargetCannotStart) {
-    EXPECT_EQ(test::run(cmd({"exec", "--backend", "opt-out", "--", "tea-no-such-cmd"}), env()).status,
-              127);
+    EXPECT_EQ(
+        test::run(cmd({"exec", "--backend", "opt-out", "--", "tea-no-such-cmd"}), env()).status,
+        127);
     EXPECT_EQ(test::run(cmd({"exec", "--backend", "opt-out", "--", "/etc/hostname"}), env()).status,
               126);
 }
@@ -118,9 +120,10 @@ TEST(Cli, UsageErrorsExitTwo) {
     EXPECT_EQ(test::run(cmd({}), env()).status, 2);
     EXPECT_EQ(test::run(cmd({"exec", "--backend", "opt-out"}), env()).status, 2);
     EXPECT_EQ(test::run(cmd({"frobnicate"}), env()).status, 2);
-    EXPECT_EQ(test::run(cmd({"exec", "--backend", "opt-out", "--timeout", "0", "--", "true"}), env())
-                  .status,
-              2);
+    EXPECT_EQ(
+        test::run(cmd({"exec", "--backend", "opt-out", "--timeout", "0", "--", "true"}), env())
+            .status,
+        2);
     const auto o = test::run(cmd({"exec", "--backend", "no-such-backend", "--", "true"}), env());
     EXPECT_EQ(o.status, 2);
     EXPECT_NE(o.err.find("no-such-backend"), std::string::npos);
@@ -140,7 +143,8 @@ TEST(Cli, BadConfigNamesFileLineAndKey) {
     // The user's file is read from XDG_CONFIG_HOME and errors name it too.
     std::filesystem::create_directories(dir + "/xdg/tea-evaluate");
     test::write_file(dir + "/xdg/tea-evaluate/config.toml", "[call]\nkill_grace_ms = \"x\"\n");
-    const auto user = test::run(cmd({"plugins"}), test::environment_with({"XDG_CONFIG_HOME=" + dir + "/xdg"}));
+    const auto user =
+        test::run(cmd({"plugins"}), test::environment_with({"XDG_CONFIG_HOME=" + dir + "/xdg"}));
     EXPECT_EQ(user.status, 2);
     EXPECT_NE(user.err.find("config.toml:2:"), std::string::npos) << user.err;
     std::filesystem::remove_all(dir);

@@ -56,10 +56,9 @@ int install_seccomp_filter() {
         rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
     }
     // A new namespace of any kind from clone, nested user namespaces above all.
-    constexpr std::array<unsigned long, 7> namespace_flags{CLONE_NEWUSER, CLONE_NEWNS,
-                                                           CLONE_NEWPID,  CLONE_NEWNET,
-                                                           CLONE_NEWUTS,  CLONE_NEWIPC,
-                                                           CLONE_NEWCGROUP};
+    constexpr std::array<unsigned long, 7> namespace_flags{
+        CLONE_NEWUSER, CLONE_NEWNS,  CLONE_NEWPID,   CLONE_NEWNET,
+        CLONE_NEWUTS,  CLONE_NEWIPC, CLONE_NEWCGROUP};
     for (const unsigned long flag : namespace_flags) {
         if (rc == 0) {
             rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
@@ -68,8 +67,8 @@ int install_seccomp_filter() {
     }
     // Terminal injection. The kernel reads the request as 32 bits, so compare
     // only those: a request with high bits set must not slip past.
-    for (const unsigned long request : {static_cast<unsigned long>(TIOCSTI),
-                                        static_cast<unsigned long>(TIOCLINUX)}) {
+    for (const unsigned long request :
+         {static_cast<unsigned long>(TIOCSTI), static_cast<unsigned long>(TIOCLINUX)}) {
         if (rc == 0) {
             rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
                                   SCMP_A1(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFUL, request));

@@ -60,15 +60,17 @@ Settings parse_settings(std::string_view text) {
     auto number = [&](const std::string &key, auto &out, std::uint64_t min) {
         const auto &v = doc[key];
         if (!v.is_number_unsigned() || v.get<std::uint64_t>() < min) {
-            throw tea::sdk::Invalid("plugin.bubblewrap." + key + ": expected an integer >= " +
-                                    std::to_string(min));
+            throw tea::sdk::Invalid("plugin.bubblewrap." + key +
+                                    ": expected an integer >= " + std::to_string(min));
         }
         out = static_cast<std::remove_reference_t<decltype(out)>>(v.get<std::uint64_t>());
     };
     auto strings = [&](const std::string &key, std::vector<std::string> &out) {
         const auto &v = doc[key];
-        if (!v.is_array() ||
-            !std::all_of(v.begin(), v.end(), [](const json &i) { return i.is_string() && !i.get<std::string>().empty() && i.get<std::string>()[0] == '/'; })) {
+        if (!v.is_array() || !std::all_of(v.begin(), v.end(), [](const json &i) {
+                return i.is_string() && !i.get<std::string>().empty() &&
+                       i.get<std::string>()[0] == '/';
+            })) {
             throw tea::sdk::Invalid("plugin.bubblewrap." + key +
                                     ": expected an array of absolute paths");
         }
@@ -124,7 +126,8 @@ std::string helper_path() {
     if (::dladdr(reinterpret_cast<void *>(&helper_path), &info) == 0 || info.dli_fname == nullptr) {
         return {};
     }
-    const auto prefix = fs::path{info.dli_fname}.parent_path().parent_path().parent_path().parent_path();
+    const auto prefix =
+        fs::path{info.dli_fname}.parent_path().parent_path().parent_path().parent_path();
     return (prefix / "libexec" / "tea-evaluate" / "tea-sandbox-helper").string();
 }
 
@@ -144,10 +147,12 @@ void check_path(const std::string &path, const std::string &what) {
     for (const char ch : path) {
         const auto c = static_cast<unsigned char>(ch);
         if (c == '"' || c == '\'' || c == '\\' || c < 0x20 || c == 0x7f) {
-            throw tea::sdk::Unavailable("the " + what + " path holds a quote, a backslash or a "
-                                        "control character, which the confinement refuses to "
-                                        "carry: " + json(path).dump(-1, ' ', true, json::error_handler_t::replace) +
-                                        "; rename it");
+            throw tea::sdk::Unavailable(
+                "the " + what +
+                " path holds a quote, a backslash or a "
+                "control character, which the confinement refuses to "
+                "carry: " +
+                json(path).dump(-1, ' ', true, json::error_handler_t::replace) + "; rename it");
         }
     }
     if (path.empty() || path[0] != '/') {
@@ -158,7 +163,8 @@ void check_path(const std::string &path, const std::string &what) {
 std::string env_value(const std::vector<std::string> &env, std::string_view name) {
     std::string out;
     for (const auto &e : env) {
-        if (e.size() > name.size() && e.compare(0, name.size(), name) == 0 && e[name.size()] == '=') {
+        if (e.size() > name.size() && e.compare(0, name.size(), name) == 0 &&
+            e[name.size()] == '=') {
             out = e.substr(name.size() + 1);
         }
     }
@@ -167,7 +173,8 @@ std::string env_value(const std::vector<std::string> &env, std::string_view name
 
 void set_env(std::vector<std::string> &env, std::string_view name, const std::string &value) {
     std::erase_if(env, [&](const std::string &e) {
-        return e.size() > name.size() && e.compare(0, name.size(), name) == 0 && e[name.size()] == '=';
+        return e.size() > name.size() && e.compare(0, name.size(), name) == 0 &&
+               e[name.size()] == '=';
     });
     env.push_back(std::string{name} + "=" + value);
 }
@@ -200,7 +207,8 @@ Spec parse_spec(std::string_view text) {
 
 class Bubblewrap {
    public:
-    Bubblewrap(tea::sdk::Host host, std::string_view config) : host_(host), settings_(parse_settings(config)) {}
+    Bubblewrap(tea::sdk::Host host, std::string_view config)
+        : host_(host), settings_(parse_settings(config)) {}
 
     void probe() {
         const auto bwrap = find_program(settings_.bwrap);
@@ -227,17 +235,35 @@ class Bubblewrap {
         // carry bwrap and still refuse it (user or network namespaces forbidden).
         std::vector<std::string> argv;
         if (identity.dropped) {
-            argv = {helper, "drop", "--uid", std::to_string(identity.uid), "--gid",
-                    std::to_string(identity.gid), "--"};
+            argv = {helper,  "drop",
+                    "--uid", std::to_string(identity.uid),
+                    "--gid", std::to_string(identity.gid),
+                    "--"};
         }
-        for (const char *a : {"--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net",
-                              "--unshare-uts", "--unshare-cgroup-try", "--disable-userns",
-                              "--die-with-parent", "--new-session", "--ro-bind", "/", "/", "--dev",
-                              "/dev", "--proc", "/proc", "--", }) {
+        for (const char *a : {
+                 "--unshare-user",
+                 "--unshare-ipc",
+                 "--unshare-pid",
+                 "--unshare-net",
+                 "--unshare-uts",
+                 "--unshare-cgroup-try",
+                 "--disable-userns",
+                 "--die-with-parent",
+                 "--new-session",
+                 "--ro-bind",
+                 "/",
+                 "/",
+                 "--dev",
+                 "/dev",
+                 "--proc",
+                 "/proc",
+                 "--",
+             }) {
             argv.emplace_back(a);
         }
         argv.insert(argv.begin() + (identity.dropped ? 7 : 0), bwrap);
-        argv.insert(argv.end(), {helper_in_sandbox, "confine", "--env-fd", std::to_string(env_fd), "--", "true"});
+        argv.insert(argv.end(), {helper_in_sandbox, "confine", "--env-fd", std::to_string(env_fd),
+                                 "--", "true"});
         const auto [status, err] = run_probe(argv, helper);
         if (status != 0) {
             throw tea::sdk::Unavailable(
@@ -280,8 +306,10 @@ class Bubblewrap {
                                             "; point TMPDIR elsewhere");
             }
             if (inside(spec.home, w) || inside(spec.temp_dir, w)) {
-                throw tea::sdk::Unavailable("the call's private directories lie inside the "
-                                            "withheld path " + w);
+                throw tea::sdk::Unavailable(
+                    "the call's private directories lie inside the "
+                    "withheld path " +
+                    w);
             }
         }
         if (inside(spec.home, spec.workspace)) {
@@ -289,7 +317,8 @@ class Bubblewrap {
                                         spec.workspace + "; it must not");
         }
         for (const auto &p : {spec.workspace, spec.cwd, spec.temp_dir, spec.home}) {
-            if (const auto blocked = tea::bwrap::unreachable_ancestor(fs::path{p}.parent_path(), identity)) {
+            if (const auto blocked =
+                    tea::bwrap::unreachable_ancestor(fs::path{p}.parent_path(), identity)) {
                 throw tea::sdk::Unavailable(
                     "the sandbox identity (uid " + std::to_string(identity.uid) +
                     ") cannot reach " + p + " because it may not search " + blocked->string() +
@@ -358,8 +387,10 @@ class Bubblewrap {
         const auto bwrap = find_program(settings_.bwrap);
         std::vector<std::string> argv;
         if (identity.dropped) {
-            argv = {helper, "drop", "--uid", std::to_string(identity.uid), "--gid",
-                    std::to_string(identity.gid), "--"};
+            argv = {helper,  "drop",
+                    "--uid", std::to_string(identity.uid),
+                    "--gid", std::to_string(identity.gid),
+                    "--"};
         }
         argv.insert(argv.end(), {bwrap, "--args", std::to_string(args_fd), "--", helper_in_sandbox,
                                  "confine", "--env-fd", std::to_string(env_fd)});
@@ -385,9 +416,10 @@ class Bubblewrap {
                   {"confinement", "bubblewrap"},
                   {"report", report}};
         if (identity.dropped) {
-            plan["lend"] = {{"uid", identity.uid},
-                            {"gid", identity.gid},
-                            {"paths", tea::bytes::list_to_json({spec.workspace, spec.temp_dir, spec.home})}};
+            plan["lend"] = {
+                {"uid", identity.uid},
+                {"gid", identity.gid},
+                {"paths", tea::bytes::list_to_json({spec.workspace, spec.temp_dir, spec.home})}};
         }
         return plan.dump();
     }
@@ -426,7 +458,7 @@ class Bubblewrap {
             hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
         }
         const char *cache = std::getenv("XDG_CACHE_HOME");  // NOLINT(concurrency-mt-unsafe)
-        const char *home = std::getenv("HOME");              // NOLINT(concurrency-mt-unsafe)
+        const char *home = std::getenv("HOME");             // NOLINT(concurrency-mt-unsafe)
         fs::path dir;
         if (::geteuid() == 0) {
             dir = "/var/cache/tea-evaluate";
@@ -483,10 +515,11 @@ class Bubblewrap {
         // Only other users' sockets may be left open for lack of room; root's,
         // the system's and this user's never are.
         if (mandatory > settings_.max_socket_masks) {
-            throw tea::sdk::Unavailable(
-                std::to_string(mandatory) + " host sockets of root, system accounts and this user "
-                "must be masked, but the room is " + std::to_string(settings_.max_socket_masks) +
-                " (plugin.bubblewrap.max_socket_masks)");
+            throw tea::sdk::Unavailable(std::to_string(mandatory) +
+                                        " host sockets of root, system accounts and this user "
+                                        "must be masked, but the room is " +
+                                        std::to_string(settings_.max_socket_masks) +
+                                        " (plugin.bubblewrap.max_socket_masks)");
         }
         return json{{"sandboxUid", identity.uid},
                     {"sandboxGid", identity.gid},
@@ -521,7 +554,8 @@ class Bubblewrap {
         sigfillset(&all);
         posix_spawnattr_setsigmask(&attr, &none);
         posix_spawnattr_setsigdefault(&attr, &all);
-        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
+        posix_spawnattr_setflags(
+            &attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
         std::vector<char *> args;
         for (const auto &s : argv) {
             args.push_back(const_cast<char *>(s.c_str()));  // NOLINT
@@ -537,7 +571,8 @@ class Bubblewrap {
         ::close(helper_file);
         if (rc != 0) {
             ::close(err_pipe[0]);
-            return {-1, std::string{"cannot start "} + argv[0] + ": " + std::strerror(rc)};  // NOLINT
+            return {-1,
+                    std::string{"cannot start "} + argv[0] + ": " + std::strerror(rc)};  // NOLINT
         }
         std::string err;
         char buffer[4096];

@@ -67,8 +67,8 @@ SocketScan scan_host_sockets(const SocketScanOptions &options, const Identity &s
             unreachable_ancestor(fs::path{p}.parent_path(), sandbox)) {
             continue;
         }
-        const bool mandatory = st.st_uid < options.system_uid_limit || st.st_uid == self ||
-                               st.st_uid == sandbox.uid;
+        const bool mandatory =
+            st.st_uid < options.system_uid_limit || st.st_uid == self || st.st_uid == sandbox.uid;
         scan.sockets.push_back(HostSocket{p, st.st_uid, mandatory});
     }
     std::stable_partition(scan.sockets.begin(), scan.sockets.end(),

@@ -26,8 +26,8 @@ struct SocketScan {
 struct SocketScanOptions {
     std::vector<std::filesystem::path> directories;  // walked for socket files
     std::size_t max_depth = 3;
-    std::size_t max_entries = 50000;                 // bound on the walk
-    uid_t system_uid_limit = 1000;                   // below: a system account
+    std::size_t max_entries = 50000;  // bound on the walk
+    uid_t system_uid_limit = 1000;    // below: a system account
 };
 
 // Sockets bound on the host (/proc/net/unix) plus socket files found under

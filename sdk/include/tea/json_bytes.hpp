@@ -4,12 +4,11 @@
 #ifndef TEA_JSON_BYTES_HPP
 #define TEA_JSON_BYTES_HPP
 
-#include <tea/bytes.hpp>
-
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <tea/bytes.hpp>
 #include <vector>
 
 namespace tea::bytes {

@@ -30,7 +30,9 @@ namespace tea::sdk {
 inline std::string_view view(tea_str s) noexcept {
     return s.data == nullptr ? std::string_view{} : std::string_view{s.data, s.size};
 }
-inline tea_str str(std::string_view s) noexcept { return tea_str{s.data(), s.size()}; }
+inline tea_str str(std::string_view s) noexcept {
+    return tea_str{s.data(), s.size()};
+}
 
 // The failure kinds a callback may throw; anything else maps to TEA_FAILED.
 struct Invalid : std::runtime_error {
@@ -121,8 +123,9 @@ struct Common {
     }
     static void destroy(tea_instance *instance) noexcept {
         try {
-            delete self<Impl>(instance);  // NOLINT(cppcoreguidelines-owning-memory): owned by the host handle
-        } catch (...) {  // NOLINT(bugprone-empty-catch): a destructor must not unwind into C
+            delete self<Impl>(
+                instance);  // NOLINT(cppcoreguidelines-owning-memory): owned by the host handle
+        } catch (...) {     // NOLINT(bugprone-empty-catch): a destructor must not unwind into C
         }
     }
     static int32_t probe(tea_instance *instance, tea_error *error) noexcept {
@@ -211,7 +214,8 @@ struct EgressAdapter {
 };
 
 constexpr tea_plugin_descriptor make_descriptor(tea_plugin_kind kind, std::string_view name,
-                                                std::string_view version, const void *ops) noexcept {
+                                                std::string_view version,
+                                                const void *ops) noexcept {
     return tea_plugin_descriptor{sizeof(tea_plugin_descriptor),
                                  TEA_ABI_MAJOR,
                                  TEA_ABI_MINOR,
@@ -224,10 +228,10 @@ constexpr tea_plugin_descriptor make_descriptor(tea_plugin_kind kind, std::strin
 
 }  // namespace tea::sdk
 
-#define TEA_SDK_DEFINE_PLUGIN_(ADAPTER, KIND, IMPL, NAME, VERSION)                            \
-    extern "C" TEA_PLUGIN_EXPORT const tea_plugin_descriptor *tea_plugin_entry(void) {       \
-        static constexpr tea_plugin_descriptor descriptor = ::tea::sdk::make_descriptor(      \
-            KIND, NAME, VERSION, &::tea::sdk::ADAPTER<IMPL>::ops);                             \
+#define TEA_SDK_DEFINE_PLUGIN_(ADAPTER, KIND, IMPL, NAME, VERSION)                             \
+    extern "C" TEA_PLUGIN_EXPORT const tea_plugin_descriptor *tea_plugin_entry(void) {         \
+        static constexpr tea_plugin_descriptor descriptor =                                    \
+            ::tea::sdk::make_descriptor(KIND, NAME, VERSION, &::tea::sdk::ADAPTER<IMPL>::ops); \
         return &descriptor;                                                                    \
     }
 

@@ -10,7 +10,8 @@
 namespace tea::config {
 namespace {
 
-std::string error_of(Builder &builder, std::string_view text, const std::string &origin = "x.toml") {
+std::string error_of(Builder &builder, std::string_view text,
+                     const std::string &origin = "x.toml") {
     try {
         builder.apply_text(text, origin, "/base");
     } catch (const Error &e) {
@@ -113,9 +114,13 @@ TEST(Config, InvalidTomlNamesLineAndColumn) {
 
 TEST(Config, HostileTextNeverCrashes) {
     Builder builder;
-    const std::string hostile[] = {
-        std::string("\0\0\0", 3), "\xff\xfe[call]", "[[[[[[", "a = \"\\u0000\"",
-        std::string(100000, '['), "[plugin]\n\"../evil\" = {}\n", "[plugin.x]\nv = 1979-05-27\n"};
+    const std::string hostile[] = {std::string("\0\0\0", 3),
+                                   "\xff\xfe[call]",
+                                   "[[[[[[",
+                                   "a = \"\\u0000\"",
+                                   std::string(100000, '['),
+                                   "[plugin]\n\"../evil\" = {}\n",
+                                   "[plugin.x]\nv = 1979-05-27\n"};
     for (const auto &text : hostile) {
         try {
             builder.apply_text(text, "h", "/");
@@ -134,17 +139,20 @@ TEST(Config, AFailingLayerChangesNothing) {
 
 TEST(Config, InvalidPluginNamesAreRefused) {
     Builder builder;
-    EXPECT_NE(error_of(builder, "[confinement]\nbackend = \"a/b\"\n").find("not a valid plugin name"),
-              std::string::npos);
+    EXPECT_NE(
+        error_of(builder, "[confinement]\nbackend = \"a/b\"\n").find("not a valid plugin name"),
+        std::string::npos);
     EXPECT_NE(error_of(builder, "[plugin]\n\"../x\" = {}\n").find("not a valid plugin name"),
               std::string::npos);
 }
 
 TEST(Config, LoadReadsUserThenExplicitFileThenFlags) {
-    const auto dir = std::filesystem::temp_directory_path() / ("tea-config-test-" + std::to_string(::getpid()));
+    const auto dir =
+        std::filesystem::temp_directory_path() / ("tea-config-test-" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir);
     {
-        std::ofstream{dir / "user.toml"} << "[confinement]\nbackend = \"from-user\"\n[audit]\nobserver = \"u\"\n";
+        std::ofstream{dir / "user.toml"}
+            << "[confinement]\nbackend = \"from-user\"\n[audit]\nobserver = \"u\"\n";
         std::ofstream{dir / "explicit.toml"} << "[audit]\nobserver = \"from-explicit\"\n";
     }
     Sources sources;

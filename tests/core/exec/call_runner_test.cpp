@@ -31,7 +31,8 @@ class CallRunner : public ::testing::Test {
     }
     void TearDown() override { fs::remove_all(dir_); }
 
-    ExecPlan plan(std::vector<std::string> argv, std::vector<std::string> env = {"PATH=/usr/bin:/bin"}) {
+    ExecPlan plan(std::vector<std::string> argv,
+                  std::vector<std::string> env = {"PATH=/usr/bin:/bin"}) {
         ExecPlan p;
         p.argv = std::move(argv);
         p.env = std::move(env);
@@ -85,8 +86,8 @@ TEST_F(CallRunner, EnvironmentIsExactlyThePlans) {
     // Names that shells and libcs treat specially must arrive untouched, and
     // nothing of the test's own environment may leak in.
     ::setenv("TEA_RUNNER_TEST_LEAK", "leaked", 1);
-    const std::vector<std::string> env{"BASH_FUNC_f%%=() { echo hi; }", "my.setting=1",
-                                       "PS1=$ ", "IFS= ", "_=/x", "EMPTY="};
+    const std::vector<std::string> env{
+        "BASH_FUNC_f%%=() { echo hi; }", "my.setting=1", "PS1=$ ", "IFS= ", "_=/x", "EMPTY="};
     const auto r = run_call(plan({"/usr/bin/env"}, env), capture());
     ASSERT_EQ(r.exit_code, 0);
     std::string expected;
@@ -129,15 +130,15 @@ TEST_F(CallRunner, TimeoutEndsTheWholeGroupGrandchildrenIncluded) {
     // waits: at the timeout every one of them must be gone.
     const auto pids = dir_ / "pids";
     const auto start = std::chrono::steady_clock::now();
-    const auto r = run_call(
-        plan({"sh", "-c",
-              "sleep 300 & echo $! > pids; (sleep 300 & echo $! >> pids; wait) & "
-              "trap '' TERM; while :; do sleep 0.05; done"}),
-        [&] {
-            auto o = capture();
-            o.timeout = std::chrono::milliseconds{500};
-            return o;
-        }());
+    const auto r =
+        run_call(plan({"sh", "-c",
+                       "sleep 300 & echo $! > pids; (sleep 300 & echo $! >> pids; wait) & "
+                       "trap '' TERM; while :; do sleep 0.05; done"}),
+                 [&] {
+                     auto o = capture();
+                     o.timeout = std::chrono::milliseconds{500};
+                     return o;
+                 }());
     const auto took = std::chrono::steady_clock::now() - start;
     EXPECT_TRUE(r.timed_out);
     // The leader ignores SIGTERM, so SIGKILL after the grace ended it.
@@ -190,9 +191,7 @@ TEST_F(CallRunner, PlanFilesAreSealed) {
 }
 
 TEST_F(CallRunner, StdinFromFileOrNullDevice) {
-    {
-        std::ofstream{dir_ / "in"} << "from file";
-    }
+    { std::ofstream{dir_ / "in"} << "from file"; }
     auto o = capture();
     o.in = {StdinSpec::Kind::file, dir_ / "in"};
     (void)run_call(plan({"cat"}), o);
@@ -215,8 +214,9 @@ TEST_F(CallRunner, TargetRunsInItsOwnProcessGroupWithDefaultSignals) {
     sigemptyset(&block);
     sigaddset(&block, SIGTERM);
     ASSERT_EQ(::pthread_sigmask(SIG_BLOCK, &block, nullptr), 0);
-    const auto r = run_call(
-        plan({"sh", "-c", "ps -o pgid= -p $$ | tr -d ' '; grep SigBlk /proc/self/status"}), capture());
+    const auto r =
+        run_call(plan({"sh", "-c", "ps -o pgid= -p $$ | tr -d ' '; grep SigBlk /proc/self/status"}),
+                 capture());
     ::pthread_sigmask(SIG_UNBLOCK, &block, nullptr);
     std::istringstream out{read(dir_ / "stdout")};
     std::string pgid;
@@ -268,10 +268,9 @@ namespace tea::exec {
 namespace {
 
 TEST_F(CallRunner, PlanFileFromPathIsReadOnly) {
-    {
-        std::ofstream{dir_ / "data"} << "from a path";
-    }
-    auto p = plan({"sh", "-c", "cat <&7; echo; (echo x >&7) 2>/dev/null && echo wrote || echo refused"});
+    { std::ofstream{dir_ / "data"} << "from a path"; }
+    auto p =
+        plan({"sh", "-c", "cat <&7; echo; (echo x >&7) 2>/dev/null && echo wrote || echo refused"});
     p.files = {{7, {}, (dir_ / "data").string()}};
     const auto r = run_call(p, capture());
     EXPECT_EQ(r.exit_code, 0);

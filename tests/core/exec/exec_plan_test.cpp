@@ -1,6 +1,7 @@
 #include "exec/exec_plan.hpp"
 
 #include <gtest/gtest.h>
+
 #include <tea/json_bytes.hpp>
 
 namespace tea::exec {
@@ -68,9 +69,10 @@ TEST(ExecPlan, RefusesMalformedPlans) {
                    "extra");
     expect_refused(R"({"argv": ["a"], "env": [], "files": [{"fd": 1, "content": ""}])" + ok_tail,
                    "files[0].fd");
-    expect_refused(R"({"argv": ["a"], "env": [], "files": [{"fd": 4, "content": ""}, {"fd": 4, "content": ""}])" +
-                       ok_tail,
-                   "files[1].fd");
+    expect_refused(
+        R"({"argv": ["a"], "env": [], "files": [{"fd": 4, "content": ""}, {"fd": 4, "content": ""}])" +
+            ok_tail,
+        "files[1].fd");
     expect_refused(R"({"argv": [{"base64": "!!"}], "env": [])" + ok_tail, "argv[0]");
     expect_refused(R"({"argv": [7], "env": [])" + ok_tail, "argv[0]");
 }
