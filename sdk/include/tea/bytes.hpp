@@ -69,23 +69,25 @@ inline std::string base64_encode(std::string_view in) {
     std::string out;
     out.reserve((in.size() + 2) / 3 * 4);
     std::size_t i = 0;
+    // Each byte is widened to uint32_t before it is shifted: shifting the int it
+    // would promote to is a sign conversion (-Wsign-conversion under UBSan).
     for (; i + 2 < in.size(); i += 3) {
-        const std::uint32_t n = (static_cast<unsigned char>(in[i]) << 16U) |
-                                (static_cast<unsigned char>(in[i + 1]) << 8U) |
-                                static_cast<unsigned char>(in[i + 2]);
+        const std::uint32_t n = (std::uint32_t{static_cast<unsigned char>(in[i])} << 16U) |
+                                (std::uint32_t{static_cast<unsigned char>(in[i + 1])} << 8U) |
+                                std::uint32_t{static_cast<unsigned char>(in[i + 2])};
         out += table[(n >> 18U) & 63U];
         out += table[(n >> 12U) & 63U];
         out += table[(n >> 6U) & 63U];
         out += table[n & 63U];
     }
     if (i + 1 == in.size()) {
-        const std::uint32_t n = static_cast<unsigned char>(in[i]) << 16U;
+        const std::uint32_t n = std::uint32_t{static_cast<unsigned char>(in[i])} << 16U;
         out += table[(n >> 18U) & 63U];
         out += table[(n >> 12U) & 63U];
         out += "==";
     } else if (i + 2 == in.size()) {
-        const std::uint32_t n = (static_cast<unsigned char>(in[i]) << 16U) |
-                                (static_cast<unsigned char>(in[i + 1]) << 8U);
+        const std::uint32_t n = (std::uint32_t{static_cast<unsigned char>(in[i])} << 16U) |
+                                (std::uint32_t{static_cast<unsigned char>(in[i + 1])} << 8U);
         out += table[(n >> 18U) & 63U];
         out += table[(n >> 12U) & 63U];
         out += table[(n >> 6U) & 63U];
