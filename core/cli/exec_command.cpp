@@ -193,7 +193,8 @@ int exec_command(const CommonOptions &common, const ExecOptions &options) {
     exec::OwnershipLoan loan;
     if (plan.lend.requested) {
         std::vector<std::filesystem::path> trees(plan.lend.paths.begin(), plan.lend.paths.end());
-        loan = exec::OwnershipLoan{trees, plan.lend.uid, plan.lend.gid};
+        std::vector<std::filesystem::path> kept(spec.withhold.begin(), spec.withhold.end());
+        loan = exec::OwnershipLoan{trees, plan.lend.uid, plan.lend.gid, kept};
         if (loan.skipped_hard_links() > 0) {
             spdlog::warn(
                 "{} files with several hard links stay owned by their owner and are not "

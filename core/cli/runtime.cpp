@@ -33,7 +33,8 @@ void Signals::install() {
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGHUP);
-    if (::sigprocmask(SIG_BLOCK, &set, nullptr) != 0) {
+    // Blocked before any thread exists, so every thread inherits the mask.
+    if (::pthread_sigmask(SIG_BLOCK, &set, nullptr) != 0) {
         throw runtime_error("cannot block signals: " + errno_text(errno));
     }
     fd_.reset(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
@@ -41,7 +42,11 @@ void Signals::install() {
         throw runtime_error("cannot watch signals: " + errno_text(errno));
     }
     // A reader that closed the runtime's stdout must not kill it mid-cleanup.
-    ::signal(SIGPIPE, SIG_IGN);
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    if (::sigaction(SIGPIPE, &ignore, nullptr) != 0) {
+        throw runtime_error("cannot ignore SIGPIPE: " + errno_text(errno));
+    }
 }
 
 int Signals::pending() {

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <unordered_map>
 
@@ -13,11 +14,21 @@ namespace {
 
 namespace stdfs = std::filesystem;
 
+bool is_kept(const stdfs::path &p, const std::vector<stdfs::path> &kept) {
+    const auto normal = p.lexically_normal();
+    return std::any_of(kept.begin(), kept.end(),
+                       [&](const stdfs::path &k) { return k.lexically_normal() == normal; });
+}
+
 template <class Fn>
-void walk(const stdfs::path &top, Fn &&fn) {
+void walk(const stdfs::path &top, const std::vector<stdfs::path> &kept, Fn &&fn) {
     std::error_code ec;
     // Never follows links: a link in the tree must not carry the loan outside it.
     for (stdfs::recursive_directory_iterator it{top, ec}, end; !ec && it != end; it.increment(ec)) {
+        if (is_kept(it->path(), kept)) {
+            it.disable_recursion_pending();
+            continue;
+        }
         struct stat st {};
         if (::lstat(it->path().c_str(), &st) != 0) {
             continue;
@@ -28,8 +39,13 @@ void walk(const stdfs::path &top, Fn &&fn) {
 
 }  // namespace
 
-OwnershipLoan::OwnershipLoan(const std::vector<stdfs::path> &trees, uid_t uid, gid_t gid) {
+OwnershipLoan::OwnershipLoan(const std::vector<stdfs::path> &trees, uid_t uid, gid_t gid,
+                             const std::vector<stdfs::path> &kept)
+    : kept_(kept) {
     for (const auto &top : trees) {
+        if (is_kept(top, kept_)) {
+            continue;
+        }
         struct stat st {};
         if (::lstat(top.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
             throw runtime_error("cannot lend " + top.string() +
@@ -37,7 +53,7 @@ OwnershipLoan::OwnershipLoan(const std::vector<stdfs::path> &trees, uid_t uid, g
         }
         Tree tree{top, st.st_uid, st.st_gid, {}};
         tree.entries.push_back({top, st.st_uid, st.st_gid});
-        walk(top, [&](const stdfs::path &p, const struct stat &s) {
+        walk(top, kept_, [&](const stdfs::path &p, const struct stat &s) {
             // A hard link shares its inode with a file outside the tree; handing
             // it over would hand over that file too.
             if (!S_ISDIR(s.st_mode) && s.st_nlink > 1) {
@@ -76,7 +92,7 @@ void OwnershipLoan::restore() {
             ::lchown(p.c_str(), u, g);
         };
         give_back(tree.top);
-        walk(tree.top, [&](const stdfs::path &p, const struct stat &s) {
+        walk(tree.top, kept_, [&](const stdfs::path &p, const struct stat &s) {
             if (!S_ISDIR(s.st_mode) && s.st_nlink > 1 && owners.count(p.string()) == 0) {
                 // Made by the target as a second name of a file: leave the
                 // inode as it is rather than chown a file that may live elsewhere.

@@ -19,8 +19,13 @@ namespace tea::exec {
 class OwnershipLoan {
    public:
     OwnershipLoan() = default;
-    // Throws tea::Error (exit 125) when a tree cannot be handed over.
-    OwnershipLoan(const std::vector<std::filesystem::path> &trees, uid_t uid, gid_t gid);
+    // Throws tea::Error (exit 125) when a tree cannot be handed over. Nothing
+    // at or below a `kept` path is lent (nor touched on restore): every call's
+    // target runs as the same identity and sees the host read-only, so a
+    // withheld folder lent to it would be readable by the targets of other
+    // calls running at the same time.
+    OwnershipLoan(const std::vector<std::filesystem::path> &trees, uid_t uid, gid_t gid,
+                  const std::vector<std::filesystem::path> &kept = {});
     OwnershipLoan(const OwnershipLoan &) = delete;
     OwnershipLoan &operator=(const OwnershipLoan &) = delete;
     OwnershipLoan(OwnershipLoan &&) = default;
@@ -45,6 +50,7 @@ class OwnershipLoan {
         std::vector<Entry> entries;
     };
     std::vector<Tree> trees_;
+    std::vector<std::filesystem::path> kept_;
     std::size_t skipped_ = 0;
 };
 

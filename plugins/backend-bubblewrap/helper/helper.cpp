@@ -234,6 +234,7 @@ int confine(int argc, char **argv) {
         fail("cannot load the seccomp filter", -rc);
     }
     static std::vector<char *> envp;
+    envp.reserve(env.size() + 1);
     for (auto &e : env) {
         envp.push_back(e.data());
     }

@@ -111,7 +111,7 @@ std::string find_program(const std::string &name) {
         return ::access(name.c_str(), X_OK) == 0 ? name : std::string{};
     }
     for (const char *dir : {"/usr/bin", "/bin", "/usr/local/bin", "/usr/sbin", "/sbin"}) {
-        const auto candidate = std::string{dir} + "/" + name;
+        auto candidate = std::string{dir} + "/" + name;
         if (::access(candidate.c_str(), X_OK) == 0) {
             return candidate;
         }
@@ -210,7 +210,7 @@ class Bubblewrap {
     Bubblewrap(tea::sdk::Host host, std::string_view config)
         : host_(host), settings_(parse_settings(config)) {}
 
-    void probe() {
+    void probe() const {
         const auto bwrap = find_program(settings_.bwrap);
         if (bwrap.empty()) {
             throw tea::sdk::Unavailable("bubblewrap (" + settings_.bwrap +
@@ -301,9 +301,12 @@ class Bubblewrap {
             // A temp directory inside the withheld folder would hand the target a way into it.
             const auto host_tmp = env_value(spec.env, "TMPDIR");
             if (!host_tmp.empty() && inside(host_tmp, w)) {
-                throw tea::sdk::Unavailable("TMPDIR (" + host_tmp +
-                                            ") lies inside the withheld path " + w +
-                                            "; point TMPDIR elsewhere");
+                std::string message = "TMPDIR (";
+                message += host_tmp;
+                message += ") lies inside the withheld path ";
+                message += w;
+                message += "; point TMPDIR elsewhere";
+                throw tea::sdk::Unavailable(message);
             }
             if (inside(spec.home, w) || inside(spec.temp_dir, w)) {
                 throw tea::sdk::Unavailable(
@@ -338,6 +341,11 @@ class Bubblewrap {
         add({"--ro-bind", "/", "/"});
         add({"--dev", "/dev", "--perms", "1777", "--size", size, "--tmpfs", "/dev/shm"});
         add({"--proc", "/proc"});
+        // bwrap covers /proc/sys only when it could write there, which an unprivileged
+        // bwrap never can: the knobs of the sandbox's own namespaces (kernel.msgmax,
+        // fs.mqueue.*, kernel.ns_last_pid) stayed writable. The host's /proc/sys, bound
+        // read-only, shows the same knobs: each one answers for the reader's namespaces.
+        add({"--ro-bind", "/proc/sys", "/proc/sys"});
         // The host's /sys tells a target about devices and the kernel; toolchains need only CPUs.
         add({"--size", "65536", "--tmpfs", "/sys"});
         for (const auto &p : settings_.sys_paths) {
@@ -498,10 +506,11 @@ class Bubblewrap {
                 inside(s.path, spec.workspace) || inside(s.path, spec.temp_dir) ||
                 std::any_of(spec.withhold.begin(), spec.withhold.end(),
                             [&](const std::string &w) { return inside(s.path, w); }) ||
-                tea::bwrap::unreachable_ancestor(s.path, identity) ||
-                s.path.find_first_of(std::string{"\n\0", 2}) != std::string::npos) {
+                tea::bwrap::unreachable_ancestor(s.path, identity)) {
                 continue;
             }
+            // A newline or a quote in a host socket's name is no reason to leave it
+            // open: bwrap's arguments travel NUL-separated, so any name can be masked.
             if (s.mandatory) {
                 ++mandatory;
             }

@@ -100,7 +100,7 @@ namespace detail {
 
 template <class Impl>
 struct Instance {
-    Host host;
+    Host host{nullptr};
     std::unique_ptr<Impl> impl;
 };
 
@@ -122,10 +122,10 @@ struct Common {
         });
     }
     static void destroy(tea_instance *instance) noexcept {
+        // The host's handle owns the instance; a destructor must not unwind into C.
         try {
-            delete self<Impl>(
-                instance);  // NOLINT(cppcoreguidelines-owning-memory): owned by the host handle
-        } catch (...) {     // NOLINT(bugprone-empty-catch): a destructor must not unwind into C
+            delete self<Impl>(instance);  // NOLINT(cppcoreguidelines-owning-memory)
+        } catch (...) {                   // NOLINT(bugprone-empty-catch)
         }
     }
     static int32_t probe(tea_instance *instance, tea_error *error) noexcept {

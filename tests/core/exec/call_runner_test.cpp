@@ -85,7 +85,7 @@ TEST_F(CallRunner, ReportsTheSignalThatEndedTheTarget) {
 TEST_F(CallRunner, EnvironmentIsExactlyThePlans) {
     // Names that shells and libcs treat specially must arrive untouched, and
     // nothing of the test's own environment may leak in.
-    ::setenv("TEA_RUNNER_TEST_LEAK", "leaked", 1);
+    ::setenv("TEA_RUNNER_TEST_LEAK", "leaked", 1);  // NOLINT(concurrency-mt-unsafe): one thread
     const std::vector<std::string> env{
         "BASH_FUNC_f%%=() { echo hi; }", "my.setting=1", "PS1=$ ", "IFS= ", "_=/x", "EMPTY="};
     const auto r = run_call(plan({"/usr/bin/env"}, env), capture());
@@ -95,7 +95,7 @@ TEST_F(CallRunner, EnvironmentIsExactlyThePlans) {
         expected += e + "\n";
     }
     EXPECT_EQ(read(dir_ / "stdout"), expected);
-    ::unsetenv("TEA_RUNNER_TEST_LEAK");
+    ::unsetenv("TEA_RUNNER_TEST_LEAK");  // NOLINT(concurrency-mt-unsafe): one thread
 }
 
 TEST_F(CallRunner, RunsInThePlansDirectory) {
