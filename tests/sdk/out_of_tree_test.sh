@@ -1,0 +1,136 @@
+#!/bin/sh
+# The SDK as a plugin author outside this tree gets it:
+#  1. install the sdk component alone into a temporary prefix, check its layout;
+#  2. build tests/sdk/out_of_tree (a C backend) with find_package(TeaSdk 1.0);
+#  3. build a one-file C plugin with nothing but pkg-config --cflags tea-sdk;
+#  4. run both with the real tea-evaluate: 'plugins' lists them, and 'exec'
+#     runs a command through the out-of-tree backend with its exit status.
+set -eu
+
+usage() { echo "usage: $0 --cmake CMAKE --build-dir DIR --source DIR --work DIR --cc CC --generator GEN --tea-evaluate EXE" >&2; exit 2; }
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --cmake) cmake=$2 ;;
+        --build-dir) build_dir=$2 ;;
+        --source) source_dir=$2 ;;
+        --work) work=$2 ;;
+        --cc) cc=$2 ;;
+        --generator) generator=$2 ;;
+        --tea-evaluate) tea=$2 ;;
+        *) usage ;;
+    esac
+    shift 2
+done
+[ -n "${cmake:-}" ] && [ -n "${build_dir:-}" ] && [ -n "${source_dir:-}" ] && [ -n "${work:-}" ] &&
+    [ -n "${cc:-}" ] && [ -n "${generator:-}" ] && [ -n "${tea:-}" ] || usage
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+step() { echo "--- $*"; }
+
+rm -rf "$work"
+mkdir -p "$work"
+prefix=$work/prefix
+
+step "install the sdk component into $prefix"
+"$cmake" --install "$build_dir" --prefix "$prefix" --component sdk
+
+step "check the installed layout"
+for header in plugin.h plugin.hpp bytes.hpp json_bytes.hpp; do
+    [ -f "$prefix/include/tea/$header" ] || fail "include/tea/$header was not installed"
+done
+config=$(find "$prefix" -name TeaSdkConfig.cmake)
+[ -n "$config" ] || fail "TeaSdkConfig.cmake was not installed"
+cmakedir=$(dirname "$config")
+for file in TeaSdkConfigVersion.cmake TeaSdkTargets.cmake plugin-manifest.toml.in; do
+    [ -f "$cmakedir/$file" ] || fail "$file is not beside TeaSdkConfig.cmake in $cmakedir"
+done
+pc=$(find "$prefix" -name tea-sdk.pc)
+[ -n "$pc" ] || fail "tea-sdk.pc was not installed"
+# The sdk component is the SDK alone: no runtime, no plugin.
+unexpected=$(cd "$prefix" && find . -type f | grep -v -E '^\./include/tea/|/cmake/TeaSdk/|/pkgconfig/tea-sdk\.pc$' || true)
+[ -z "$unexpected" ] || fail "the sdk component installed more than the SDK: $unexpected"
+
+step "build the out-of-tree plugin with find_package(TeaSdk 1.0)"
+oot=$work/build
+"$cmake" -S "$source_dir" -B "$oot" -G "$generator" -DCMAKE_C_COMPILER="$cc" \
+    -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release
+"$cmake" --build "$oot"
+[ -f "$oot/plugins.d/oot-echo.toml" ] || fail "tea_sdk_add_plugin wrote no manifest"
+[ -f "$oot/plugins.d/libtea-backend-oot-echo.so" ] || fail "tea_sdk_add_plugin built no library"
+grep -q '^library = "libtea-backend-oot-echo.so"$' "$oot/plugins.d/oot-echo.toml" ||
+    fail "the manifest names the wrong library: $(cat "$oot/plugins.d/oot-echo.toml")"
+# Built with hidden visibility: the entry symbol is the only function it exports.
+exported=$(nm -D --defined-only "$oot/plugins.d/libtea-backend-oot-echo.so" | awk '$2 == "T" { print $3 }')
+[ "$exported" = "tea_plugin_entry" ] || fail "the plugin exports more than its entry: $exported"
+
+step "find_package(TeaSdk 2.0) is refused: the SDK's version is its ABI's"
+mkdir -p "$work/v2"
+cat > "$work/v2/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.20)
+project(v2 LANGUAGES NONE)
+find_package(TeaSdk 2.0 REQUIRED)
+CMAKE
+if "$cmake" -S "$work/v2" -B "$work/v2/build" -DCMAKE_PREFIX_PATH="$prefix" > "$work/v2.out" 2>&1; then
+    fail "find_package(TeaSdk 2.0) accepted an ABI 1 SDK"
+fi
+grep -q "1\.0" "$work/v2.out" || fail "the refusal of TeaSdk 2.0 does not say what was found: $(cat "$work/v2.out")"
+
+step "build a one-file plugin with pkg-config --cflags tea-sdk"
+export PKG_CONFIG_PATH="$(dirname "$pc")"
+[ "$(pkg-config --modversion tea-sdk)" = "1.0" ] || fail "pkg-config --modversion tea-sdk: $(pkg-config --modversion tea-sdk)"
+cflags=$(pkg-config --cflags tea-sdk)
+# The .pc file is relocatable (prefix=${pcfiledir}/...): compare resolved directories.
+include_flag=$(printf '%s\n' $cflags | grep '^-I' | head -n 1)
+[ -n "$include_flag" ] || fail "pkg-config --cflags tea-sdk gives no -I: '$cflags'"
+pc_include=$(cd "${include_flag#-I}" 2>/dev/null && pwd -P) ||
+    fail "pkg-config --cflags tea-sdk points at ${include_flag#-I}, which does not exist"
+[ "$pc_include" = "$(cd "$prefix/include" && pwd -P)" ] ||
+    fail "pkg-config --cflags tea-sdk points at $pc_include, not the installed $prefix/include"
+pcdir=$work/pc-plugins.d
+mkdir -p "$pcdir"
+# shellcheck disable=SC2086 # cflags is a list of flags
+"$cc" -std=c11 -Wall -Wextra -Wpedantic -Werror -shared -fPIC $cflags \
+    -o "$pcdir/libtea-login-oot-pc.so" "$source_dir/oot_pc.c"
+cat > "$pcdir/oot-pc.toml" <<TOML
+name = "oot-pc"
+kind = "login"
+abi = "1.0"
+library = "libtea-login-oot-pc.so"
+TOML
+
+step "run them with $tea"
+# Only this test's configuration: no user file, no user plugins.d.
+export XDG_CONFIG_HOME="$work/xdg"
+export HOME="$work/home"
+mkdir -p "$XDG_CONFIG_HOME" "$HOME"
+cat > "$work/config.toml" <<TOML
+[plugins]
+paths = ["$oot/plugins.d", "$pcdir"]
+TOML
+"$tea" --config "$work/config.toml" plugins > "$work/plugins.out" 2>&1 ||
+    fail "tea-evaluate plugins failed: $(cat "$work/plugins.out")"
+cat "$work/plugins.out"
+grep -E "^oot-echo +backend +ABI 1\.0 +available +$oot/plugins.d/libtea-backend-oot-echo\.so$" \
+    "$work/plugins.out" > /dev/null || fail "tea-evaluate plugins does not list oot-echo as available"
+grep -E "^oot-pc +login +ABI 1\.0 +available " "$work/plugins.out" > /dev/null ||
+    fail "tea-evaluate plugins does not list oot-pc as available"
+
+cd "$work"
+status=0
+"$tea" --config "$work/config.toml" exec --backend oot-echo -- sh -c 'echo oot; exit 5' \
+    > "$work/exec.out" 2> "$work/exec.err" || status=$?
+[ "$status" -eq 5 ] || fail "exec exited $status, expected 5; stderr: $(cat "$work/exec.err")"
+[ "$(cat "$work/exec.out")" = "oot" ] || fail "exec printed '$(cat "$work/exec.out")', expected 'oot'"
+grep -q "confines nothing" "$work/exec.err" || fail "no warning that oot-echo confines nothing"
+
+# Arguments with spaces, quotes, a backslash and non-ASCII reach the target
+# exactly: the C plugin copies the spec's JSON text into the plan untouched.
+status=0
+"$tea" --config "$work/config.toml" exec --backend oot-echo -- \
+    sh -c 'printf "%s|" "$@"' sh 'a b' 'q"uote' 'back\slash' 'café' \
+    > "$work/args.out" 2> "$work/args.err" || status=$?
+[ "$status" -eq 0 ] || fail "exec exited $status; stderr: $(cat "$work/args.err")"
+[ "$(cat "$work/args.out")" = 'a b|q"uote|back\slash|café|' ] ||
+    fail "the arguments arrived as '$(cat "$work/args.out")'"
+
+echo "PASS"
