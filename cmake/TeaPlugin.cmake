@@ -10,6 +10,7 @@ function(tea_add_plugin)
     PREFIX "lib"
     LIBRARY_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/${TEA_PLUGIN_LIBDIR}"
     CXX_VISIBILITY_PRESET hidden
+    C_VISIBILITY_PRESET hidden
     VISIBILITY_INLINES_HIDDEN ON)
   # Plugins resolve every symbol at link time: an undefined one is a build error, not a load error.
   target_link_options(${target} PRIVATE -Wl,--no-undefined)

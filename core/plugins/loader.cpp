@@ -249,6 +249,14 @@ std::shared_ptr<const LoadedPlugin> load_plugin(const Manifest &manifest) {
                                          "; this tea-evaluate supports ABI " +
                                          std::to_string(TEA_ABI_MAJOR) + ".x");
     }
+    if (manifest.abi_minor > TEA_ABI_MINOR) {
+        throw refusal(manifest.file, "plugin '" + manifest.name + "' declares ABI " +
+                                         std::to_string(manifest.abi_major) + "." +
+                                         std::to_string(manifest.abi_minor) +
+                                         ", newer than this tea-evaluate's " +
+                                         std::to_string(TEA_ABI_MAJOR) + "." +
+                                         std::to_string(TEA_ABI_MINOR) + " (upgrade tea-evaluate)");
+    }
     check_elf_shared_object(library);
     boost::dll::shared_library lib;
     try {
@@ -293,9 +301,9 @@ std::shared_ptr<const LoadedPlugin> load_plugin(const Manifest &manifest) {
     }
     auto ops = read_ops(*d, library);
     if (d->kind != static_cast<int32_t>(manifest.kind)) {
-        throw refusal(library, "is a plugin of kind " + std::to_string(d->kind) +
-                                   " but its manifest " + manifest.file.string() + " says " +
-                                   std::string{to_string(manifest.kind)});
+        throw refusal(library, "is " + article(to_string(static_cast<Kind>(d->kind))) +
+                                   " plugin but its manifest " + manifest.file.string() +
+                                   " says " + std::string{to_string(manifest.kind)});
     }
     const std::string name{view(d->name)};
     if (name != manifest.name) {

@@ -138,12 +138,12 @@ std::vector<RefusalCase> refusal_cases() {
          TEA_FIXTURE_GOOD_BACKEND,
          "good-backend",
          "observer",
-         {"is a plugin of kind 1", "says observer", "good-backend.toml"}},
+         {"is a backend plugin", "says observer", "good-backend.toml"}},
         {"observer_declared_as_login",
          TEA_FIXTURE_GOOD_OBSERVER,
          "good-observer",
          "login",
-         {"is a plugin of kind 2", "says login"}},
+         {"is an observer plugin", "says login"}},
     };
 }
 
