@@ -6,4 +6,11 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 cmake --preset release >/dev/null
 cmake --build --preset release
-exec build/release/bin/tea-evaluate exec -- sh -c 'echo "hello from a confined call: uid=$(id -u) cwd=$PWD"; ls /'
+# A fresh workspace the sandbox identity can reach, whatever directory the
+# repository lives in.
+workspace=$(mktemp -d /tmp/tea-example-XXXXXX)
+trap 'rm -rf "$workspace"' EXIT
+cp -R examples/hello/. "$workspace/"
+chmod 755 "$workspace"
+build/release/bin/tea-evaluate exec --workspace "$workspace" --withhold "$workspace/secret" \
+  -- sh probe.sh
