@@ -95,7 +95,12 @@ void OwnershipLoan::restore() {
         walk(tree.top, kept_, [&](const stdfs::path &p, const struct stat &s) {
             if (!S_ISDIR(s.st_mode) && s.st_nlink > 1 && owners.count(p.string()) == 0) {
                 // Made by the target as a second name of a file: leave the
-                // inode as it is rather than chown a file that may live elsewhere.
+                // inode as it is rather than chown a file that may live elsewhere,
+                // but never setuid or setgid: left on the host, it would run as the
+                // sandbox identity, which owns every lent tree of every running call.
+                if (S_ISREG(s.st_mode) && (s.st_mode & (S_ISUID | S_ISGID)) != 0) {
+                    ::chmod(p.c_str(), s.st_mode & 0777U);
+                }
                 return;
             }
             give_back(p);

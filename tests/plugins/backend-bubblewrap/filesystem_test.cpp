@@ -1,0 +1,324 @@
+// The target's view of the file system: the withheld folder, the read-only
+// host, other runs' homes, the private root, the temp directory, /proc/sys and
+// /sys, and a descriptor the runtime was handed.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <string>
+
+#include "harness.hpp"
+#include "support/process.hpp"
+
+namespace tea::test::bwrap {
+namespace {
+
+namespace fs = std::filesystem;
+
+// <prefix> and the 12 letters and digits of fs::random_token, as the runtime names its directories.
+bool named_by_the_runtime(const std::string &name, const std::string &prefix) {
+    const auto token = name.substr(std::min(name.size(), prefix.size()));
+    return name.rfind(prefix, 0) == 0 && token.size() == 12 &&
+           std::all_of(token.begin(), token.end(),
+                       [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; });
+}
+
+TEST_P(EitherIdentity, WithheldFolderReadsAsEmptyAndRefusesWrites) {
+    const auto probe = python(R"PY(
+report("READ", lambda: open(sys.argv[1]).read().strip())
+report("LIST", lambda: ",".join(sorted(os.listdir(sys.argv[2]))))
+report("WRITE", lambda: open(sys.argv[2] + "/planted", "w").write("x"))
+)PY",
+                              {secret_file().string(), withheld().string()});
+    const auto [confined, control] =
+        run_both({.command = probe, .withhold = {withheld().string()}});
+
+    EXPECT_EQ(confined.status, 0) << confined;
+    EXPECT_TRUE(confined.has("READ-DENIED:ENOENT")) << confined;
+    EXPECT_TRUE(confined.has("LIST-OK:")) << "an empty folder" << confined;
+    EXPECT_TRUE(confined.has("WRITE-DENIED:EROFS")) << confined;
+    EXPECT_EQ(control.value("READ-OK"), secret()) << control;
+    EXPECT_TRUE(control.has("WRITE-OK")) << control;
+}
+
+TEST_F(Confinement, WritesOutsideTheWorkspaceFailAndInsideSucceed) {
+    // Writable by everyone, so only the read-only view can refuse the write.
+    const auto elsewhere = base() / "elsewhere";
+    fs::create_directory(elsewhere);
+    fs::permissions(elsewhere, fs::perms::all);
+    const auto etc_file = "/etc/tea-bwt-" + random_token();
+    const auto probe =
+        python(R"PY(
+def write(path):
+    with open(path, "w") as f:
+        f.write("written")
+report("OUTSIDE", lambda: write(sys.argv[1]))
+report("INSIDE", lambda: write(sys.argv[2]))
+if sys.argv[3]:
+    report("ETC", lambda: write(sys.argv[3]))
+)PY",
+               {(elsewhere / "file").string(), (workspace() / "inside").string(), etc_file});
+    const auto confined = run({.command = probe});
+    EXPECT_TRUE(confined.has("OUTSIDE-DENIED:EROFS")) << confined;
+    EXPECT_TRUE(confined.has("ETC-DENIED:EROFS") || confined.has("ETC-DENIED:EACCES")) << confined;
+    EXPECT_TRUE(confined.has("INSIDE-OK")) << confined;
+    EXPECT_FALSE(fs::exists(elsewhere / "file"));
+    EXPECT_FALSE(fs::exists(etc_file));
+    EXPECT_EQ(read_file(workspace() / "inside"), "written");
+    // The loan is over: what the target made belongs to the workspace's owner again.
+    struct stat st {};
+    ASSERT_EQ(::stat((workspace() / "inside").c_str(), &st), 0);
+    EXPECT_EQ(st.st_uid, ::geteuid());
+
+    // The same probe unconfined (never writing /etc) reaches the directory.
+    fs::remove(workspace() / "inside");
+    const auto control = run({.backend = Backend::opt_out,
+                              .command = python(R"PY(
+def write(path):
+    with open(path, "w") as f:
+        f.write("written")
+report("OUTSIDE", lambda: write(sys.argv[1]))
+)PY",
+                                                {(elsewhere / "file").string()})});
+    EXPECT_TRUE(control.has("OUTSIDE-OK")) << control;
+    EXPECT_EQ(read_file(elsewhere / "file"), "written");
+}
+
+TEST_F(Confinement, AnotherRunsHomeIsHidden) {
+    const OtherRun other{private_root(), "other-home-" + random_token()};
+    const auto probe = python(R"PY(
+report("READ", lambda: open(sys.argv[1]).read())
+)PY",
+                              {other.secret_file().string()});
+    const auto [confined, control] = run_both({.command = probe});
+    EXPECT_TRUE(confined.has("READ-DENIED:ENOENT")) << confined;
+    EXPECT_EQ(control.value("READ-OK"), read_file(other.secret_file())) << control;
+}
+
+TEST_F(Confinement, PrivateRootListsOnlyThisRun) {
+    const OtherRun other{private_root(), "x"};
+    const auto probe = python(R"PY(
+root = sys.argv[1]
+print("ROOT:" + ",".join(sorted(os.listdir(root))))
+home = os.environ.get("HOME", "")
+if os.path.dirname(os.path.dirname(home)) == root:
+    print("RUN:" + os.path.basename(os.path.dirname(home)))
+    print("RUN-HOLDS:" + ",".join(sorted(os.listdir(os.path.dirname(home)))))
+    print("HOME:" + os.path.basename(home))
+)PY",
+                              {private_root().string()});
+    const auto [confined, control] = run_both({.command = probe});
+    ASSERT_EQ(confined.status, 0) << confined;
+    const auto run_name = confined.value("RUN");
+    ASSERT_TRUE(run_name) << confined;
+    EXPECT_TRUE(named_by_the_runtime(*run_name, "run-")) << *run_name;
+    // Only the path down to this call's home: no other run, no lock, no temp directory.
+    EXPECT_EQ(confined.value("ROOT"), *run_name) << confined;
+    EXPECT_EQ(confined.value("RUN-HOLDS"), confined.value("HOME")) << confined;
+
+    const auto listed = control.value("ROOT");
+    ASSERT_TRUE(listed) << control;
+    EXPECT_NE(listed->find(other.run_dir().filename().string()), std::string::npos) << control;
+}
+
+TEST_F(Confinement, WithheldFolderOfAConcurrentCallIsNotLentToTheSandbox) {
+    if (::geteuid() != 0) {
+        GTEST_SKIP() << "only root's calls lend their directories to the sandbox identity";
+    }
+    // Call A keeps its answer key for its owner alone; while A runs, call B's
+    // target (the same sandbox identity, seeing the host read-only) looks for it.
+    fs::permissions(withheld(), fs::perms{0700});
+    fs::permissions(secret_file(), fs::perms{0600});
+    make_file(workspace() / "progress", "a's work", 0600);
+    auto a = start({.command = {"/bin/sh", "-c", "while [ ! -e go ]; do sleep 0.05; done"},
+                    .withhold = {withheld().string()},
+                    .timeout_ms = 30000});
+    const bool lent = eventually([&] {
+        struct stat st {};
+        return ::stat(workspace().c_str(), &st) == 0 && st.st_uid == sandbox_uid();
+    });
+    const auto other = base() / "ws-b";
+    fs::create_directory(other);
+    fs::permissions(other, fs::perms{0755});
+    const auto b =
+        run({.command = python(R"PY(
+report("SECRET", lambda: open(sys.argv[1]).read().strip())
+report("LENT", lambda: open(sys.argv[2]).read().strip())
+)PY",
+                               {secret_file().string(), (workspace() / "progress").string()}),
+             .workspace = other.string()});
+    make_file(workspace() / "go", "", 0644);
+    const auto ra = a.wait();
+    ASSERT_TRUE(lent) << ra;
+    EXPECT_EQ(ra.status, 0) << ra;
+    EXPECT_TRUE(b.has("SECRET-DENIED:EACCES")) << b;
+    // The control: the same probe reaches A's workspace itself, which A's call
+    // lends to the identity every call shares (docs/confinement.md, limits).
+    EXPECT_EQ(b.value("LENT-OK"), "a's work") << b;
+    struct stat st {};
+    ASSERT_EQ(::stat(secret_file().c_str(), &st), 0);
+    EXPECT_EQ(st.st_uid, 0U);
+}
+
+TEST_F(Confinement, TargetCannotLeaveASetuidFileBehind) {
+    if (::geteuid() != 0) {
+        GTEST_SKIP() << "only root's calls give the target's files back to another owner";
+    }
+    // What the target makes is given to the workspace's owner (root) after the
+    // call; a setuid bit kept across that chown would hand out root.
+    const auto probe = python(R"PY(
+def make(path, mode):
+    with open(path, "w") as f:
+        f.write("#!/bin/sh\nid\n")
+    os.chmod(path, mode)
+    return oct(os.stat(path).st_mode & 0o7777)
+report("SUID", lambda: make("suid", 0o4755))
+report("SGID", lambda: make("sgid", 0o2755))
+report("LINKED", lambda: make("linked", 0o4755))
+os.link("linked", "linked2")
+)PY");
+    const auto r = run({.command = probe});
+    // The positive control: inside, the bits are set.
+    EXPECT_EQ(r.value("SUID-OK"), "0o4755") << r;
+    EXPECT_EQ(r.value("SGID-OK"), "0o2755") << r;
+    EXPECT_EQ(r.value("LINKED-OK"), "0o4755") << r;
+    for (const char *name : {"suid", "sgid", "linked"}) {
+        struct stat st {};
+        ASSERT_EQ(::stat((workspace() / name).c_str(), &st), 0) << name;
+        EXPECT_EQ(st.st_mode & 06000U, 0U) << name << " kept mode " << std::oct << st.st_mode;
+        // A file with two names stays the target's (ownership.hpp); the others are root's.
+        if (st.st_nlink == 1) {
+            EXPECT_EQ(st.st_uid, 0U) << name;
+        }
+    }
+}
+
+TEST_F(Confinement, RootOnlyFileElsewhereIsUnreadable) {
+    if (::geteuid() != 0) {
+        GTEST_SKIP() << "only root's runs hand the target another identity than the invoker's";
+    }
+    std::string path = "/var/tmp/tea-test-root-secret-XXXXXX";
+    const int fd = ::mkstemp(path.data());
+    ASSERT_GE(fd, 0);
+    ::close(fd);
+    make_file(path, "root-only", 0600);
+    const auto probe = python(R"PY(report("READ", lambda: open(sys.argv[1]).read()))PY", {path});
+    const auto [confined, control] = run_both({.command = probe});
+    ::unlink(path.c_str());
+    EXPECT_TRUE(confined.has("READ-DENIED:EACCES")) << confined;
+    EXPECT_EQ(control.value("READ-OK"), "root-only") << control;
+}
+
+TEST_F(Confinement, InheritedDescriptorOfTheWithheldFolderDoesNotReachTheTarget) {
+    // Opened without O_CLOEXEC and handed to tea-evaluate as descriptor 5.
+    const int dir = ::open(withheld().c_str(), O_RDONLY | O_DIRECTORY);
+    ASSERT_GE(dir, 0);
+    const auto probe = python(R"PY(
+report("FD5-READ", lambda: open("/proc/self/fd/5/secret").read().strip())
+report("FD5-LIST", lambda: ",".join(os.listdir("/proc/self/fd/5")))
+)PY");
+    auto confined =
+        run({.command = probe, .withhold = {withheld().string()}, .inherit = {{dir, 5}}});
+    auto unconfined = run({.backend = Backend::opt_out, .command = probe, .inherit = {{dir, 5}}});
+    // The positive control: the same descriptor, inherited the same way by a
+    // process the test starts itself, reaches into the folder.
+    const auto direct = run_direct(probe, {{dir, 5}});
+    ::close(dir);
+
+    EXPECT_TRUE(confined.has("FD5-READ-DENIED:ENOENT")) << confined;
+    EXPECT_TRUE(confined.has("FD5-LIST-DENIED:ENOENT")) << confined;
+    // The runtime closes what it inherited for every backend, not only bubblewrap.
+    EXPECT_TRUE(unconfined.has("FD5-READ-DENIED:ENOENT")) << unconfined;
+    EXPECT_EQ(direct.value("FD5-READ-OK"), secret()) << direct;
+}
+
+TEST_F(Confinement, TempDirIsWritableAndRemovedAfterTheCall) {
+    const auto file = "tea-tmp-" + random_token();
+    const auto go = workspace() / "go";
+    auto call = start({.command = python(R"PY(
+print("TMPDIR:" + os.environ.get("TMPDIR", ""), flush=True)
+report("TMP-WRITE", lambda: open(os.path.join(os.environ["TMPDIR"], sys.argv[1]), "w").write("t"))
+wait_for(sys.argv[2])
+)PY",
+                                         {file, go.string()}),
+                       .timeout_ms = 30000});
+    // While the call runs, its temp directory is a host directory under the private root.
+    fs::path seen;
+    const bool found = eventually([&] {
+        // The tree changes under the walk: errors end this round, the next one retries.
+        std::error_code ec;
+        for (fs::recursive_directory_iterator it{private_root(), ec}, end; !ec && it != end;
+             it.increment(ec)) {
+            if (it->path().filename() == file) {
+                seen = it->path();
+                return true;
+            }
+        }
+        return false;
+    });
+    make_file(go, "", 0644);
+    const auto r = call.wait();
+    EXPECT_EQ(r.status, 0) << r;
+    EXPECT_EQ(r.value("TMPDIR"), "/dev/tea-evaluate-tmp") << r;
+    EXPECT_TRUE(r.has("TMP-WRITE-OK")) << r;
+    ASSERT_TRUE(found) << "the temp file never appeared under " << private_root() << "\n" << r;
+    EXPECT_TRUE(named_by_the_runtime(seen.parent_path().filename().string(), "tmp-")) << seen;
+    // After: the whole run directory is gone, temp directory and home with it.
+    EXPECT_FALSE(fs::exists(seen.parent_path().parent_path())) << seen;
+    std::error_code ec;
+    for (const auto &entry : fs::directory_iterator{private_root(), ec}) {
+        ADD_FAILURE() << "left behind: " << entry.path();
+    }
+}
+
+TEST_F(Confinement, LeftoverOfAKilledRunIsReclaimedAndALiveRunIsNot) {
+    const OtherRun live{private_root(), "live"};
+    // A killed run: its lock file is there, nobody holds it.
+    const auto killed = private_root() / "run-killed0000001";
+    fs::create_directories(killed / "tmp-abandoned");
+    make_file(killed / "lock", "", 0600);
+    make_file(killed / "tmp-abandoned" / "junk", "junk", 0644);
+    const auto r = run({.command = {"true"}});
+    EXPECT_EQ(r.status, 0) << r;
+    EXPECT_FALSE(fs::exists(killed)) << r;
+    // The positive control: the same layout with its lock held is left alone.
+    EXPECT_TRUE(fs::exists(live.secret_file()));
+}
+
+TEST_F(Confinement, ProcSysIsReadOnlyAndSysShowsOnlyDevices) {
+    // kernel.msgmax belongs to the IPC namespace, which the sandbox's own user
+    // namespace owns: only the read-only mount refuses it (written back unchanged).
+    const auto probe = python(R"PY(
+print("PROC-SYS:" + ("ro" if os.statvfs("/proc/sys").f_flag & os.ST_RDONLY else "rw"))
+def rewrite(path):
+    value = open(path).read()
+    with open(path, "w") as f:
+        f.write(value)
+report("MSGMAX", lambda: rewrite("/proc/sys/kernel/msgmax"))
+print("SYS:" + ",".join(sorted(os.listdir("/sys"))))
+report("SYS-CLASS", lambda: ",".join(os.listdir("/sys/class")[:1]))
+report("CPU", lambda: "cpu0" in os.listdir("/sys/devices/system/cpu"))
+)PY");
+    const auto confined = run({.command = probe});
+    EXPECT_EQ(confined.value("PROC-SYS"), "ro") << confined;
+    EXPECT_TRUE(confined.has("MSGMAX-DENIED:EROFS")) << confined;
+    EXPECT_EQ(confined.value("SYS"), "devices") << confined;
+    EXPECT_TRUE(confined.has("SYS-CLASS-DENIED:ENOENT")) << confined;
+    // What toolchains need (the CPU list) is still there.
+    EXPECT_EQ(confined.value("CPU-OK"), "True") << confined;
+
+    // The control owns a fresh IPC namespace too, so its write touches nothing of the host's.
+    auto in_own_ipc = probe;
+    in_own_ipc.insert(in_own_ipc.begin(), {"/usr/bin/unshare", "--map-root-user", "--ipc"});
+    const auto control = run({.backend = Backend::opt_out, .command = in_own_ipc});
+    EXPECT_EQ(control.value("PROC-SYS"), "rw") << control;
+    EXPECT_TRUE(control.has("MSGMAX-OK")) << control;
+    EXPECT_TRUE(control.has("SYS-CLASS-OK")) << control;
+    EXPECT_NE(control.value("SYS").value_or("").find("class"), std::string::npos) << control;
+}
+
+}  // namespace
+}  // namespace tea::test::bwrap

@@ -1,0 +1,194 @@
+// What the confinement tests share: the real tea-evaluate binary run against
+// the real bwrap, a directory tree of its own per test, probes that print one
+// token per attempt (NAME-OK[:value] or NAME-DENIED:<errno name>), listeners
+// for the probes to connect to, and scans of the host's /proc.
+//
+// Every protection is shown twice: holding under the bubblewrap backend, and
+// the same probe succeeding under --backend opt-out -- or, where the runtime
+// stops it for every backend, in a process the test starts itself; a process
+// that must not outlive a call is first seen running. A probe that could only
+// ever report "denied" cannot make a test pass.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tea::test::bwrap {
+
+enum class Backend { bubblewrap, opt_out };
+
+// One `tea-evaluate [--config F] exec [--backend opt-out] ...` invocation.
+struct Call {
+    Backend backend = Backend::bubblewrap;
+    std::vector<std::string> command;
+    std::vector<std::string> withhold;
+    std::string workspace;  // empty: the fixture's
+    std::optional<int> timeout_ms;
+    std::string config;            // TOML; when set it is written to a file and given with --config
+    std::vector<std::string> env;  // NAME=VALUE over the fixture's base environment
+    std::optional<std::vector<std::string>> exact_env;  // the whole environment instead
+    std::vector<std::pair<int, int>> inherit;           // {descriptor here, number in the child}
+};
+
+struct Result {
+    int status = -1;  // exit code, or 128 + signal
+    std::string out;
+    std::string err;
+    std::chrono::milliseconds elapsed{0};
+
+    // A line that is the token, or starts with "token:".
+    [[nodiscard]] bool has(const std::string &token) const;
+    // What follows "prefix:" on the first line that starts with it; nullopt when none does.
+    [[nodiscard]] std::optional<std::string> value(const std::string &prefix) const;
+};
+std::ostream &operator<<(std::ostream &os, const Result &r);
+
+// A started process: its output goes to files, it is SIGKILLed if still
+// running when this is destroyed.
+class Process {
+   public:
+    Process(const std::vector<std::string> &argv, const std::vector<std::string> &env,
+            const std::vector<std::pair<int, int>> &inherit, const std::filesystem::path &scratch);
+    Process(const Process &) = delete;
+    Process &operator=(const Process &) = delete;
+    Process(Process &&other) noexcept;
+    Process &operator=(Process &&) = delete;
+    ~Process();
+
+    // Waits at most `bound`; a process still running then is killed and the
+    // result's status is -1.
+    Result wait(std::chrono::milliseconds bound = std::chrono::seconds{60});
+    [[nodiscard]] pid_t pid() const { return pid_; }
+
+   private:
+    pid_t pid_ = -1;
+    int pidfd_ = -1;
+    std::filesystem::path out_;
+    std::filesystem::path err_;
+    std::chrono::steady_clock::time_point started_;
+};
+
+// A listening socket the test owns; closed (and its file removed) on destruction.
+class Listener {
+   public:
+    static Listener unix_path(const std::filesystem::path &path);
+    static Listener unix_abstract(const std::string &name);  // without the leading NUL
+    static Listener tcp_loopback();                          // 127.0.0.1, an ephemeral port
+    Listener(const Listener &) = delete;
+    Listener &operator=(const Listener &) = delete;
+    Listener(Listener &&other) noexcept;
+    Listener &operator=(Listener &&) = delete;
+    ~Listener();
+    [[nodiscard]] int port() const { return port_; }
+
+   private:
+    Listener() = default;
+    int fd_ = -1;
+    int port_ = 0;
+    std::filesystem::path path_;
+};
+
+// A run directory of another, live run under a private root: its lock is held
+// for this object's life, so tea-evaluate's reclaim leaves it alone and only
+// the confinement's mounts can hide it.
+class OtherRun {
+   public:
+    OtherRun(const std::filesystem::path &private_root, const std::string &secret);
+    OtherRun(const OtherRun &) = delete;
+    OtherRun &operator=(const OtherRun &) = delete;
+    ~OtherRun();
+    [[nodiscard]] const std::filesystem::path &run_dir() const { return run_; }
+    [[nodiscard]] const std::filesystem::path &secret_file() const { return secret_; }
+
+   private:
+    std::filesystem::path run_;
+    std::filesystem::path secret_;
+    int lock_ = -1;
+};
+
+enum class Identity { invoker, unprivileged };
+void PrintTo(Identity identity, std::ostream *os);  // for the test's name in ctest
+
+// The per-test tree: <base>/ws (the workspace) holding .tea/secret (the
+// folder withheld from the target), <base>/private (the private root).
+class Confinement : public ::testing::Test {
+   protected:
+    void SetUp() override;
+    void TearDown() override;
+
+    // Makes the calls of this test run as the unprivileged account
+    // tea-test-user (created when missing) with its own home and private root.
+    // A no-op when the test itself is not root: it already is unprivileged.
+    void become_unprivileged();
+
+    Result run(const Call &call);
+    Process start(const Call &call);
+    // The same call under bubblewrap, then under opt-out.
+    std::pair<Result, Result> run_both(Call call);
+    // Runs a command directly, not through tea-evaluate, as the calls' identity.
+    Result run_direct(const std::vector<std::string> &argv,
+                      const std::vector<std::pair<int, int>> &inherit = {});
+
+    // python3 -I -c <the probe prelude + code> args...
+    static std::vector<std::string> python(const std::string &code,
+                                           const std::vector<std::string> &args = {});
+    std::string write_config(const std::string &toml);
+
+    [[nodiscard]] std::filesystem::path base() const { return base_; }
+    [[nodiscard]] std::filesystem::path workspace() const { return workspace_; }
+    [[nodiscard]] std::filesystem::path withheld() const { return workspace_ / ".tea"; }
+    [[nodiscard]] std::filesystem::path secret_file() const { return withheld() / "secret"; }
+    [[nodiscard]] const std::string &secret() const { return secret_; }
+    [[nodiscard]] const std::filesystem::path &private_root() const { return private_root_; }
+    [[nodiscard]] uid_t call_uid() const { return call_uid_; }        // who the call runs as
+    [[nodiscard]] uid_t sandbox_uid() const { return sandbox_uid_; }  // who the target runs as
+    [[nodiscard]] gid_t call_gid() const { return call_gid_; }
+    [[nodiscard]] const std::vector<std::string> &base_env() const { return base_env_; }
+    [[nodiscard]] bool unprivileged_user() const { return !launcher_.empty(); }
+
+   private:
+    std::vector<std::string> command_line(const Call &call);
+
+    std::filesystem::path base_;
+    std::filesystem::path workspace_;
+    std::filesystem::path private_root_;
+    std::string secret_;
+    std::vector<std::string> base_env_;
+    std::vector<std::string> launcher_;  // setpriv ... when the calls run as another user
+    uid_t call_uid_ = 0;
+    gid_t call_gid_ = 0;
+    uid_t sandbox_uid_ = 0;
+    int configs_ = 0;
+};
+
+// The subset of protections shown both for the invoking user and for an
+// unprivileged account (see identity_test.cpp for the instantiation).
+class EitherIdentity : public Confinement, public ::testing::WithParamInterface<Identity> {
+   protected:
+    void SetUp() override;
+};
+
+// A token unique to this test run: letters and digits.
+std::string random_token(std::size_t length = 10);
+// "1000.<digits>": a sleep duration no other process on the host has.
+std::string sleep_marker();
+// Processes whose command line contains `text` (zombies have none).
+std::vector<pid_t> processes_with(const std::string &text);
+// Processes whose command line is exactly `argv`.
+std::vector<pid_t> processes_running(const std::vector<std::string> &argv);
+uid_t process_uid(pid_t pid);
+// Polls `done` every 20 ms until it holds or `bound` passes.
+bool eventually(const std::function<bool()> &done,
+                std::chrono::milliseconds bound = std::chrono::seconds{10});
+void make_file(const std::filesystem::path &path, const std::string &content, unsigned mode);
+
+}  // namespace tea::test::bwrap

@@ -1,0 +1,190 @@
+// Processes a target starts: none outlives the call, however it detaches,
+// and the limits bound how many it makes and how much it writes.
+#include <signal.h>
+
+#include <filesystem>
+
+#include "harness.hpp"
+
+namespace tea::test::bwrap {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+// Waits for `go` to appear, bounded by the call's own timeout.
+constexpr const char *wait_for_go = "while [ ! -e go ]; do sleep 0.05; done";
+
+constexpr const char *fork_probe = R"PY(
+r, w = os.pipe()
+kids = []
+def fork_all():
+    for i in range(int(sys.argv[1])):
+        pid = os.fork()
+        if pid == 0:
+            os.close(w)
+            os.read(r, 1)
+            os._exit(0)
+        kids.append(pid)
+    return len(kids)
+report("FORK", fork_all)
+print("FORKED:" + str(len(kids)), flush=True)
+os.close(w)
+for k in kids:
+    os.waitpid(k, 0)
+)PY";
+
+// What a started call did: whether every `sleep <marker>` was seen running
+// (and as whom) before the target was let go on by creating `go`.
+struct Observed {
+    Result result;
+    bool all_seen = false;
+    std::vector<uid_t> owners;
+};
+
+Observed observe(Process call, const fs::path &go, const std::vector<std::string> &markers) {
+    Observed o;
+    o.all_seen = eventually([&] {
+        for (const auto &m : markers) {
+            if (processes_running({"sleep", m}).empty()) {
+                return false;
+            }
+        }
+        return true;
+    });
+    for (const auto &m : markers) {
+        for (const pid_t pid : processes_running({"sleep", m})) {
+            o.owners.push_back(process_uid(pid));
+        }
+    }
+    if (!go.empty()) {
+        make_file(go, "", 0644);
+    }
+    o.result = call.wait();
+    return o;
+}
+
+void expect_none_left(const std::vector<std::string> &markers, const Result &r) {
+    for (const auto &m : markers) {
+        const auto left = processes_running({"sleep", m});
+        EXPECT_TRUE(left.empty()) << "sleep " << m << " outlived the call (pid " << left.front()
+                                  << ", uid " << process_uid(left.front()) << ")\n"
+                                  << r;
+        for (const pid_t pid : left) {
+            ::kill(pid, SIGKILL);
+        }
+    }
+}
+
+TEST_P(EitherIdentity, SetsidDaemonDoesNotOutliveTheCall) {
+    // The positive control for the scan: the same daemon started by the test
+    // itself outlives the shell that started it and is found.
+    const auto loose = sleep_marker();
+    const auto direct = run_direct(
+        {"/bin/sh", "-c", "setsid sleep \"$1\" </dev/null >/dev/null 2>&1 &", "sh", loose});
+    ASSERT_EQ(direct.status, 0) << direct;
+    const bool survived = eventually([&] { return !processes_running({"sleep", loose}).empty(); });
+    for (const pid_t pid : processes_running({"sleep", loose})) {
+        ::kill(pid, SIGKILL);
+    }
+    EXPECT_TRUE(survived) << "the scan did not find a daemon started outside tea-evaluate";
+
+    const auto marker = sleep_marker();
+    const auto script = std::string{"setsid sleep \"$1\" & "} + wait_for_go;
+    const auto o =
+        observe(start({.command = {"/bin/sh", "-c", script, "sh", marker}, .timeout_ms = 30000}),
+                workspace() / "go", {marker});
+    ASSERT_TRUE(o.all_seen) << "the daemon never ran\n" << o.result;
+    EXPECT_EQ(o.owners, std::vector<uid_t>{sandbox_uid()});
+    EXPECT_EQ(o.result.status, 0) << o.result;
+    expect_none_left({marker}, o.result);
+}
+
+TEST_F(Confinement, DoubleForkedGrandchildDoesNotOutliveTheCall) {
+    const auto marker = sleep_marker();
+    const auto script = std::string{"( (sleep \"$1\" &) & ); "} + wait_for_go;
+    for (const auto backend : {Backend::bubblewrap, Backend::opt_out}) {
+        fs::remove(workspace() / "go");
+        const auto o = observe(start({.backend = backend,
+                                      .command = {"/bin/sh", "-c", script, "sh", marker},
+                                      .timeout_ms = 30000}),
+                               workspace() / "go", {marker});
+        ASSERT_TRUE(o.all_seen) << o.result;
+        EXPECT_EQ(o.result.status, 0) << o.result;
+        expect_none_left({marker}, o.result);
+    }
+}
+
+TEST_F(Confinement, ProcessesLeftByATimedOutTargetAreEnded) {
+    const auto child = sleep_marker();
+    const auto grandchild = sleep_marker();
+    // A background grandchild and a foreground child, both still running at the timeout.
+    const auto script = std::string{"sh -c 'sleep \"$1\" & wait' sh \"$1\" & sleep \"$2\""};
+    const auto o = observe(
+        start({.command = {"/bin/sh", "-c", script, "sh", grandchild, child}, .timeout_ms = 2500}),
+        {}, {grandchild, child});
+    ASSERT_TRUE(o.all_seen) << o.result;
+    EXPECT_EQ(o.result.status, 124) << o.result;
+    EXPECT_LT(o.result.elapsed, 10s) << o.result;
+    expect_none_left({grandchild, child}, o.result);
+}
+
+TEST_F(Confinement, ProcessLimitIsWhatStopsForking) {
+    // processes = 64 refuses the 100 children that processes = 4096 allows.
+    const auto low = run({.command = python(fork_probe, {"100"}),
+                          .config = "[plugin.bubblewrap]\nprocesses = 64\n"});
+    const auto high = run({.command = python(fork_probe, {"100"}),
+                           .config = "[plugin.bubblewrap]\nprocesses = 4096\n"});
+    EXPECT_TRUE(low.has("FORK-DENIED:EAGAIN")) << low;
+    EXPECT_EQ(high.value("FORK-OK"), "100") << high;
+}
+
+TEST_F(Confinement, ForkBombEndsWithTheCallAndTheHostIsFine) {
+    // Only with the limit shown to hold is a bomb started.
+    const auto limit = run({.command = python(fork_probe, {"100"}),
+                            .config = "[plugin.bubblewrap]\nprocesses = 64\n"});
+    ASSERT_TRUE(limit.has("FORK-DENIED:EAGAIN")) << "the process limit does not hold\n" << limit;
+
+    const auto marker = "tea-bomb-" + random_token();
+    const auto bomb = run({.command = {"/bin/sh", "-c", "b(){ b|b& }; b; sleep 30", marker},
+                           .timeout_ms = 5000,
+                           .config = "[plugin.bubblewrap]\nprocesses = 64\n"});
+    EXPECT_EQ(bomb.status, 124) << bomb;
+    // The timeout, the kill grace and some slack for a loaded machine.
+    EXPECT_LT(bomb.elapsed, 20s) << bomb;
+    EXPECT_TRUE(eventually([&] { return processes_with(marker).empty(); }, 2s))
+        << processes_with(marker).size() << " processes of the bomb are left";
+    const auto after = run_direct({"/bin/true"});
+    EXPECT_EQ(after.status, 0) << after;
+}
+
+TEST_F(Confinement, FileSizeLimitStopsADiskFillingWrite) {
+    const auto probe = python(R"PY(
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+def write(path, size):
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        left = size
+        while left:
+            left -= os.write(fd, b"x" * min(left, 65536))
+    finally:
+        os.close(fd)
+    return size
+report("SMALL", lambda: write("small", 512 * 1024))
+report("BIG", lambda: write("big", 2 * 1024 * 1024))
+)PY");
+    const auto [confined, control] =
+        run_both({.command = probe, .config = "[plugin.bubblewrap]\nfile_size_bytes = 1048576\n"});
+    EXPECT_EQ(confined.value("SMALL-OK"), "524288") << confined;
+    EXPECT_TRUE(confined.has("BIG-DENIED:EFBIG")) << confined;
+    EXPECT_EQ(fs::file_size(workspace() / "big"), 2U * 1024 * 1024) << "the control wrote it all";
+    EXPECT_EQ(control.value("BIG-OK"), "2097152") << control;
+
+    // Without the signal ignored, the writer is ended by SIGXFSZ.
+    const auto killed = run({.command = {"/bin/sh", "-c", "head -c 2097152 /dev/zero > big2"},
+                             .config = "[plugin.bubblewrap]\nfile_size_bytes = 1048576\n"});
+    EXPECT_EQ(killed.status, 128 + SIGXFSZ) << killed;
+}
+
+}  // namespace
+}  // namespace tea::test::bwrap

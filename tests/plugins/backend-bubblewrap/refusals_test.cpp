@@ -1,0 +1,83 @@
+// Calls the backend refuses (exit 12, naming the problem) rather than run
+// less confined than promised.
+#include <filesystem>
+#include <string>
+
+#include "harness.hpp"
+#include "support/process.hpp"
+
+namespace tea::test::bwrap {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int exit_no_confine = 12;
+
+TEST_F(Confinement, WorkspacePathWithAQuoteOrANewlineIsRefused) {
+    for (const std::string name : {"ws\"q", "ws\nq", "ws'q", "ws\\q"}) {
+        const auto odd = base() / name;
+        fs::create_directory(odd);
+        fs::permissions(odd, fs::perms{0755});
+        const auto r = run({.command = {"true"}, .workspace = odd.string()});
+        EXPECT_EQ(r.status, exit_no_confine) << r;
+        EXPECT_NE(r.err.find("quote, a backslash or a control character"), std::string::npos) << r;
+    }
+    // The positive control: a plain name beside them runs.
+    const auto plain = base() / "plain";
+    fs::create_directory(plain);
+    fs::permissions(plain, fs::perms{0755});
+    const auto r = run({.command = {"true"}, .workspace = plain.string()});
+    EXPECT_EQ(r.status, 0) << r;
+}
+
+TEST_F(Confinement, TempDirInsideTheWithheldFolderIsRefused) {
+    const auto inside = run({.command = {"true"},
+                             .withhold = {withheld().string()},
+                             .env = {"TMPDIR=" + (withheld() / "tmp").string()}});
+    EXPECT_EQ(inside.status, exit_no_confine) << inside;
+    EXPECT_NE(inside.err.find("TMPDIR"), std::string::npos) << inside;
+    EXPECT_NE(inside.err.find(withheld().string()), std::string::npos) << inside;
+
+    const auto elsewhere = run({.command = {"true"},
+                                .withhold = {withheld().string()},
+                                .env = {"TMPDIR=" + base().string()}});
+    EXPECT_EQ(elsewhere.status, 0) << elsewhere;
+}
+
+TEST_F(Confinement, MissingBubblewrapIsRefusedWithTheWayToInstallIt) {
+    const std::string missing = "[plugin.bubblewrap]\nbwrap = \"/nonexistent/bwrap\"\n";
+    const auto by_auto = run({.command = {"true"}, .config = missing});
+    EXPECT_EQ(by_auto.status, exit_no_confine) << by_auto;
+    EXPECT_NE(by_auto.err.find("apt-get install bubblewrap"), std::string::npos) << by_auto;
+
+    const auto config = write_config(missing);
+    const auto by_name =
+        run_direct({TEA_EVALUATE_BIN, "--config", config, "exec", "--backend", "bubblewrap",
+                    "--workspace", workspace().string(), "--", "true"});
+    EXPECT_EQ(by_name.status, exit_no_confine) << by_name;
+    EXPECT_NE(by_name.err.find("apt-get install bubblewrap"), std::string::npos) << by_name;
+
+    const auto listed = run_direct({TEA_EVALUATE_BIN, "--config", config, "plugins"});
+    EXPECT_EQ(listed.status, 0) << listed;
+    const auto line = listed.out.find("bubblewrap ");
+    ASSERT_NE(line, std::string::npos) << listed;
+    const auto entry =
+        listed.out.substr(line, listed.out.find("\n", listed.out.find('\n', line) + 1) - line);
+    EXPECT_NE(entry.find("unavailable"), std::string::npos) << listed;
+    EXPECT_NE(entry.find("reason: bubblewrap (/nonexistent/bwrap) is not installed: apt-get "
+                         "install bubblewrap"),
+              std::string::npos)
+        << listed;
+
+    // The positive control: with the host's bwrap it is available and runs.
+    const auto present = run_direct({TEA_EVALUATE_BIN, "plugins"});
+    const auto at = present.out.find("bubblewrap ");
+    ASSERT_NE(at, std::string::npos) << present;
+    EXPECT_NE(present.out.substr(at, present.out.find('\n', at) - at).find(" available"),
+              std::string::npos)
+        << present;
+    EXPECT_EQ(run({.command = {"true"}}).status, 0);
+}
+
+}  // namespace
+}  // namespace tea::test::bwrap
