@@ -205,6 +205,18 @@ Spec parse_spec(std::string_view text) {
     return s;
 }
 
+// What runs bwrap: the helper dropping to the sandbox identity when the
+// runtime is root, nothing otherwise.
+std::vector<std::string> identity_prefix(const std::string &helper, const Identity &identity) {
+    if (!identity.dropped) {
+        return {};
+    }
+    return {helper,  "drop",
+            "--uid", std::to_string(identity.uid),
+            "--gid", std::to_string(identity.gid),
+            "--"};
+}
+
 class Bubblewrap {
    public:
     Bubblewrap(tea::sdk::Host host, std::string_view config)
@@ -233,13 +245,8 @@ class Bubblewrap {
         }
         // Confine a trivial process with the namespaces every call gets: a host can
         // carry bwrap and still refuse it (user or network namespaces forbidden).
-        std::vector<std::string> argv;
-        if (identity.dropped) {
-            argv = {helper,  "drop",
-                    "--uid", std::to_string(identity.uid),
-                    "--gid", std::to_string(identity.gid),
-                    "--"};
-        }
+        std::vector<std::string> argv = identity_prefix(helper, identity);
+        argv.push_back(bwrap);
         for (const char *a : {
                  "--unshare-user",
                  "--unshare-ipc",
@@ -261,7 +268,6 @@ class Bubblewrap {
              }) {
             argv.emplace_back(a);
         }
-        argv.insert(argv.begin() + (identity.dropped ? 7 : 0), bwrap);
         argv.insert(argv.end(), {helper_in_sandbox, "confine", "--env-fd", std::to_string(env_fd),
                                  "--", "true"});
         const auto [status, err] = run_probe(argv, helper);
@@ -393,13 +399,7 @@ class Bubblewrap {
 
         const auto helper = helper_path();
         const auto bwrap = find_program(settings_.bwrap);
-        std::vector<std::string> argv;
-        if (identity.dropped) {
-            argv = {helper,  "drop",
-                    "--uid", std::to_string(identity.uid),
-                    "--gid", std::to_string(identity.gid),
-                    "--"};
-        }
+        std::vector<std::string> argv = identity_prefix(helper, identity);
         argv.insert(argv.end(), {bwrap, "--args", std::to_string(args_fd), "--", helper_in_sandbox,
                                  "confine", "--env-fd", std::to_string(env_fd)});
         auto limit = [&](const char *option, std::uint64_t spec_value, std::uint64_t fallback) {
