@@ -1,4 +1,5 @@
 // The tea-evaluate binary as a user runs it.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -161,6 +162,85 @@ TEST(Cli, AutoNeverPicksABackendThatConfinesNothing) {
     EXPECT_EQ(none.status, 12);
     EXPECT_NE(none.err.find("missing-one: not installed"), std::string::npos) << none.err;
     std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace tea
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+namespace tea {
+namespace {
+
+// Starts tea-evaluate without waiting for it.
+pid_t start(const std::vector<std::string> &argv, const std::vector<std::string> &environment) {
+    std::vector<char *> args;
+    for (const auto &a : argv) {
+        args.push_back(const_cast<char *>(a.c_str()));  // NOLINT
+    }
+    args.push_back(nullptr);
+    std::vector<char *> envp;
+    for (const auto &e : environment) {
+        envp.push_back(const_cast<char *>(e.c_str()));  // NOLINT
+    }
+    envp.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    pid_t pid = -1;
+    EXPECT_EQ(::posix_spawn(&pid, args[0], &fa, nullptr, args.data(), envp.data()), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    return pid;
+}
+
+std::size_t run_dirs(const std::string &root) {
+    std::size_t n = 0;
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it{root, ec}, end; !ec && it != end;
+         it.increment(ec)) {
+        n += it->path().filename().string().rfind("run-", 0) == 0 ? 1U : 0U;
+    }
+    return n;
+}
+
+// SIGTERM and SIGINT end the running call and remove its private directories;
+// a run killed outright leaves them, and the next run reclaims them.
+TEST(Cli, ASignalEndsTheCallAndCleansUpAndAKillIsReclaimed) {
+    const auto root = test::make_temp_dir("tea-cli-signal");
+    const auto e = env({"TEA_EVALUATE_PRIVATE_ROOT=" + root + "/private"});
+    for (const int sig : {SIGTERM, SIGINT, SIGKILL}) {
+        const pid_t pid = start(cmd({"exec", "--backend", "opt-out", "--", "sleep", "30"}), e);
+        // Wait until the call's directories exist, so the signal lands mid-call.
+        for (int i = 0; i < 200 && run_dirs(root + "/private") == 0; ++i) {
+            std::this_thread::sleep_for(std::chrono::milliseconds{10});
+        }
+        ASSERT_EQ(run_dirs(root + "/private"), 1U);
+        const auto sent = std::chrono::steady_clock::now();
+        ::kill(pid, sig);
+        int status = 0;
+        ::waitpid(pid, &status, 0);
+        EXPECT_LT(std::chrono::steady_clock::now() - sent, std::chrono::seconds{5});
+        if (sig == SIGKILL) {
+            EXPECT_TRUE(WIFSIGNALED(status));
+            EXPECT_EQ(run_dirs(root + "/private"), 1U);  // left behind, unlocked
+            const auto next = test::run(cmd({"exec", "--backend", "opt-out", "--", "true"}), e);
+            EXPECT_EQ(next.status, 0) << next.err;
+        } else {
+            ASSERT_TRUE(WIFEXITED(status));
+            EXPECT_EQ(WEXITSTATUS(status), 128 + sig);
+        }
+        EXPECT_EQ(run_dirs(root + "/private"), 0U) << "signal " << sig;
+    }
+    std::filesystem::remove_all(root);
 }
 
 }  // namespace
