@@ -263,12 +263,12 @@ std::string Config::plugin_config_json(std::string_view plugin_name) const {
 
 std::filesystem::path user_config_path() {
     // getenv is read once at start-up, before any thread runs.
-    if (const char *xdg = std::getenv("XDG_CONFIG_HOME");
-        xdg != nullptr && xdg[0] == '/') {  // NOLINT(concurrency-mt-unsafe)
+    const char *xdg = std::getenv("XDG_CONFIG_HOME");  // NOLINT(concurrency-mt-unsafe)
+    if (xdg != nullptr && xdg[0] == '/') {
         return std::filesystem::path{xdg} / "tea-evaluate" / "config.toml";
     }
-    if (const char *home = std::getenv("HOME");
-        home != nullptr && home[0] == '/') {  // NOLINT(concurrency-mt-unsafe)
+    const char *home = std::getenv("HOME");  // NOLINT(concurrency-mt-unsafe)
+    if (home != nullptr && home[0] == '/') {
         return std::filesystem::path{home} / ".config" / "tea-evaluate" / "config.toml";
     }
     return {};

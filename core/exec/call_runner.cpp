@@ -31,7 +31,7 @@ using Clock = std::chrono::steady_clock;
 // After the leader exits, output still buffered in the pipes is read for at
 // most this long; a process that escaped every kill cannot hold the call open.
 constexpr std::chrono::milliseconds drain_bound{2000};
-constexpr std::size_t read_chunk = 64 * 1024;
+constexpr std::size_t read_chunk = std::size_t{64} * 1024;
 
 Error setup_error(const std::string &what, int error_number) {
     return runtime_error("cannot set up the call: " + what + ": " + errno_text(error_number));
@@ -280,7 +280,9 @@ std::string resolve_program(const std::string &name) {
         if (dir.empty() || dir[0] != '/') {
             continue;  // a relative PATH entry would resolve against whatever cwd the runtime has
         }
-        const auto candidate = dir + "/" + name;
+        auto candidate = dir;
+        candidate += '/';
+        candidate += name;
         if (::access(candidate.c_str(), X_OK) == 0 && std::filesystem::is_regular_file(candidate)) {
             return candidate;
         }

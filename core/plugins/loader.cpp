@@ -30,8 +30,8 @@ struct Keep {
     std::deque<tea_host_services> tables;
 };
 Keep &kept() {
-    static auto *keep =
-        new Keep;  // NOLINT(cppcoreguidelines-owning-memory): never freed on purpose
+    // Never freed on purpose: plugins may use what it holds until the process ends.
+    static auto *keep = new Keep;  // NOLINT(cppcoreguidelines-owning-memory)
     return *keep;
 }
 

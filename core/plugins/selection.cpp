@@ -62,7 +62,10 @@ Selected select_backend(const Registry &registry, const config::Config &config) 
             }
             reason = probe.reason;
         }
-        reasons += "\n  " + name + ": " + reason;
+        reasons += "\n  ";
+        reasons += name;
+        reasons += ": ";
+        reasons += reason;
     }
     throw host_error(
         "no confinement backend is available on this host (confinement.backend = \"auto\" tried "

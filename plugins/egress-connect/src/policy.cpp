@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstring>
+#include <system_error>
 #include <memory>
 #include <stdexcept>
 
@@ -145,7 +146,7 @@ Resolution resolve_with_getaddrinfo(const std::string &host, std::uint16_t port)
     if (rc != 0) {
         result.status = (rc == EAI_NONAME || rc == EAI_NODATA) ? Resolution::Status::no_such_name
                                                                : Resolution::Status::failed;
-        result.error = rc == EAI_SYSTEM ? std::strerror(errno) : gai_strerror(rc);
+        result.error = rc == EAI_SYSTEM ? std::system_category().message(errno) : gai_strerror(rc);
         return result;
     }
     result.status = Resolution::Status::ok;

@@ -35,7 +35,7 @@ using std::chrono::milliseconds;
 constexpr std::uint64_t kListenerTag = 0;
 constexpr std::uint64_t kWakeTag = 1;
 constexpr int kPumpRounds = 16;  // per direction per turn, so one bulk tunnel cannot starve others
-constexpr std::size_t kMaxDrainBytes = 64 * 1024;
+constexpr std::size_t kMaxDrainBytes = std::size_t{64} * 1024;
 constexpr std::string_view kEstablished = "HTTP/1.1 200 Connection established\r\n\r\n";
 
 class UniqueFd {
@@ -502,7 +502,7 @@ struct ConnectProxy::Impl {
     void sweep();
     void close(Connection &c);
     void release_slot(Connection &c);
-    bool watch(int fd, std::uint64_t tag, std::uint32_t events);
+    bool watch(int fd, std::uint64_t tag, std::uint32_t events) const;
     void settle(std::uint64_t id);
 };
 
@@ -576,7 +576,7 @@ void ConnectProxy::Impl::start(const std::filesystem::path &path) {
     stopping = false;
     live = true;
     loop = std::thread([this] { run(); });
-    bound = false;
+    bound = false;  // NOLINT(clang-analyzer-deadcode.DeadStores): read by cleanup's destructor
 }
 
 void ConnectProxy::Impl::stop() {
@@ -602,7 +602,7 @@ void ConnectProxy::Impl::stop() {
     live = false;
 }
 
-bool ConnectProxy::Impl::watch(int fd, std::uint64_t tag, std::uint32_t events) {
+bool ConnectProxy::Impl::watch(int fd, std::uint64_t tag, std::uint32_t events) const {
     epoll_event event{};
     event.events = events;
     event.data.u64 = tag;
@@ -853,7 +853,7 @@ void ConnectProxy::Impl::try_next_address(Connection &c) {
         const SocketAddress &address = c.candidates[c.next_candidate++];
         const auto note = [&](int error) {
             if (!c.connect_failures.empty()) c.connect_failures += "; ";
-            c.connect_failures += address.text() + ": " + std::strerror(error);
+            c.connect_failures += address.text() + ": " + std::system_category().message(error);
         };
         UniqueFd fd(
             ::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP));
@@ -908,7 +908,7 @@ void ConnectProxy::Impl::finish_connect(Connection &c) {
     }
     const SocketAddress &address = c.candidates[c.next_candidate - 1];
     if (!c.connect_failures.empty()) c.connect_failures += "; ";
-    c.connect_failures += address.text() + ": " + std::strerror(error);
+    c.connect_failures += address.text() + ": " + std::system_category().message(error);
     c.upstream.reset();
     try_next_address(c);
 }

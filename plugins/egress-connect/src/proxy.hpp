@@ -46,7 +46,7 @@ struct ProxyOptions {
     std::size_t max_tunnels = 128;
     std::size_t resolver_threads = 2;
     // Bytes in flight per direction of a tunnel (a pipe's capacity under splice).
-    std::size_t buffer_bytes = 256 * 1024;
+    std::size_t buffer_bytes = std::size_t{256} * 1024;
     // Move tunnel bytes with splice(2) through a pipe per direction instead of copying them
     // through a buffer; falls back to the buffer for a tunnel that cannot get its pipes.
     bool use_splice = true;

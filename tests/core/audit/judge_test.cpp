@@ -648,7 +648,7 @@ TEST(JudgeMalformed, MalformedPathsAreCountedNotJudged) {
     Judge j(standard());
     ObservedAccess empty = ok(Access::read, "", "/root/x");
     ObservedAccess relative = ok(Access::read, "root/x");
-    ObservedAccess nul_asked = ok(Access::read, std::string("/work/ws/a\0/../../../root/x", 28));
+    ObservedAccess nul_asked = ok(Access::read, std::string("/work/ws/a\0/../../../root/x", 27));
     ObservedAccess nul_resolved = ok(Access::read, "/work/ws/a");
     nul_resolved.path_resolved = std::string("/root/x\0y", 9);
     for (const auto &a : {empty, relative, nul_asked, nul_resolved}) j.observe(a);

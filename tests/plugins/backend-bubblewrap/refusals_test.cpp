@@ -62,7 +62,7 @@ TEST_F(Confinement, MissingBubblewrapIsRefusedWithTheWayToInstallIt) {
     const auto line = listed.out.find("bubblewrap ");
     ASSERT_NE(line, std::string::npos) << listed;
     const auto entry =
-        listed.out.substr(line, listed.out.find("\n", listed.out.find('\n', line) + 1) - line);
+        listed.out.substr(line, listed.out.find('\n', listed.out.find('\n', line) + 1) - line);
     EXPECT_NE(entry.find("unavailable"), std::string::npos) << listed;
     EXPECT_NE(entry.find("reason: bubblewrap (/nonexistent/bwrap) is not installed: apt-get "
                          "install bubblewrap"),

@@ -645,7 +645,7 @@ TEST_P(BulkTunnel, CarriesEveryByteBothWays) {
     EchoServer echo;
     ProxyOptions options = RunningProxy::fast_options();
     options.use_splice = GetParam();
-    options.buffer_bytes = 64 * 1024;
+    options.buffer_bytes = std::size_t{64} * 1024;
     RunningProxy proxy(Policy("agent", {{"localhost", echo.port(), {}}}), options);
     Fd fd = open_echo_tunnel(proxy.socket(), "localhost:" + std::to_string(echo.port()));
     ASSERT_GE(fd.get(), 0);

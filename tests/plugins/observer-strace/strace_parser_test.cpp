@@ -62,7 +62,7 @@ std::string read_file(const std::string &path) {
 }
 
 std::string corpus(const std::string &name) {
-    const std::string text = read_file(std::string(TEA_STRACE_CORPUS_DIR) + "/" + name);
+    std::string text = read_file(std::string(TEA_STRACE_CORPUS_DIR) + "/" + name);
     EXPECT_FALSE(text.empty()) << "missing corpus file " << name;
     return text;
 }
