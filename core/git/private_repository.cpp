@@ -579,7 +579,9 @@ class SourcePack {
         return result;
     }
 
-    std::uint32_t fanout(unsigned index) const { return be32(idx_.data() + 8 + std::size_t{4} * index); }
+    std::uint32_t fanout(unsigned index) const {
+        return be32(idx_.data() + 8 + std::size_t{4} * index);
+    }
     std::uint32_t count() const { return fanout(255); }
     const unsigned char *name(std::uint32_t pos) const {
         return idx_.data() + 8 + 1024 + std::size_t{pos} * GIT_OID_RAWSZ;

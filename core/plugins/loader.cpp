@@ -302,8 +302,8 @@ std::shared_ptr<const LoadedPlugin> load_plugin(const Manifest &manifest) {
     auto ops = read_ops(*d, library);
     if (d->kind != static_cast<int32_t>(manifest.kind)) {
         throw refusal(library, "is " + article(to_string(static_cast<Kind>(d->kind))) +
-                                   " plugin but its manifest " + manifest.file.string() +
-                                   " says " + std::string{to_string(manifest.kind)});
+                                   " plugin but its manifest " + manifest.file.string() + " says " +
+                                   std::string{to_string(manifest.kind)});
     }
     const std::string name{view(d->name)};
     if (name != manifest.name) {

@@ -9,7 +9,6 @@
 namespace tea {
 namespace {
 
-
 std::vector<std::string> cmd(std::initializer_list<std::string> args) {
     std::vector<std::string> out{TEA_EVALUATE_BIN};
     out.insert(out.end(), args);

@@ -5,9 +5,9 @@
 
 #include <array>
 #include <cstring>
-#include <system_error>
 #include <memory>
 #include <stdexcept>
+#include <system_error>
 
 namespace tea::egress {
 namespace {

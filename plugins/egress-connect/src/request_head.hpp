@@ -14,7 +14,8 @@
 namespace tea::egress {
 
 // Bounds on what a client can make the proxy hold before it decides (memory exhaustion).
-inline constexpr std::size_t kMaxHeadBytes = std::size_t{16} * 1024;  // request line + headers + CRLFCRLF
+inline constexpr std::size_t kMaxHeadBytes =
+    std::size_t{16} * 1024;  // request line + headers + CRLFCRLF
 inline constexpr std::size_t kMaxHeaderCount = 100;
 inline constexpr std::size_t kMaxHostBytes = 253;
 inline constexpr std::size_t kMaxMethodBytes = 32;
