@@ -104,7 +104,8 @@ int main(int argc, char **argv) {
             auto start = std::chrono::steady_clock::now();
             std::size_t newlines = 0;
             for (std::size_t pos = 0; pos < text.size();) {
-                const void *nl = std::memchr(text.data() + pos, '\n', text.size() - pos);
+                const std::size_t left = text.size() - pos;
+                const void *nl = std::memchr(text.data() + pos, '\n', left);
                 if (nl == nullptr) break;
                 ++newlines;
                 pos = static_cast<std::size_t>(static_cast<const char *>(nl) - text.data()) + 1;
