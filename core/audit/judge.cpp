@@ -145,7 +145,7 @@ Grants default_os_grants() {
     return grants;
 }
 
-Judge::Judge(Grants grants, std::size_t max_findings) : max_findings_(max_findings) {
+Judge::Judge(const Grants &grants, std::size_t max_findings) : max_findings_(max_findings) {
     nodes_.emplace_back();
     // A grant of "/" would turn the audit off without anyone noticing; refuse it.
     add(grants.workspace_like, "workspace_like", kWorkspace, true);

@@ -126,7 +126,7 @@ class Judge {
     static constexpr std::size_t kDefaultMaxFindings = std::size_t{1} << 16;
 
     // Throws std::invalid_argument naming the field and the path for a bad grant.
-    explicit Judge(Grants grants, std::size_t max_findings = kDefaultMaxFindings);
+    explicit Judge(const Grants &grants, std::size_t max_findings = kDefaultMaxFindings);
 
     void observe(const ObservedAccess &access);
 
