@@ -179,16 +179,8 @@ namespace {
 
 // Starts tea-evaluate without waiting for it.
 pid_t start(const std::vector<std::string> &argv, const std::vector<std::string> &environment) {
-    std::vector<char *> args;
-    for (const auto &a : argv) {
-        args.push_back(const_cast<char *>(a.c_str()));  // NOLINT
-    }
-    args.push_back(nullptr);
-    std::vector<char *> envp;
-    for (const auto &e : environment) {
-        envp.push_back(const_cast<char *>(e.c_str()));  // NOLINT
-    }
-    envp.push_back(nullptr);
+    auto args = test::c_strings(argv);
+    auto envp = test::c_strings(environment);
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);

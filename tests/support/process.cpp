@@ -47,6 +47,16 @@ std::vector<std::string> environment_with(const std::vector<std::string> &extra)
     return env;
 }
 
+std::vector<char *> c_strings(const std::vector<std::string> &items) {
+    std::vector<char *> out;
+    out.reserve(items.size() + 1);
+    for (const auto &s : items) {
+        out.push_back(const_cast<char *>(s.c_str()));  // NOLINT: exec's historical signature
+    }
+    out.push_back(nullptr);
+    return out;
+}
+
 Outcome run(const std::vector<std::string> &argv, const std::vector<std::string> &env) {
     const auto dir = make_temp_dir("tea-test-run");
     const auto out_path = dir + "/out";
@@ -56,16 +66,8 @@ Outcome run(const std::vector<std::string> &argv, const std::vector<std::string>
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    std::vector<char *> args;
-    for (const auto &a : argv) {
-        args.push_back(const_cast<char *>(a.c_str()));  // NOLINT
-    }
-    args.push_back(nullptr);
-    std::vector<char *> envp;
-    for (const auto &e : env) {
-        envp.push_back(const_cast<char *>(e.c_str()));  // NOLINT
-    }
-    envp.push_back(nullptr);
+    auto args = c_strings(argv);
+    auto envp = c_strings(env);
     pid_t pid = -1;
     const int rc = ::posix_spawnp(&pid, argv.at(0).c_str(), &fa, nullptr, args.data(), envp.data());
     posix_spawn_file_actions_destroy(&fa);

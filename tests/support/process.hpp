@@ -12,6 +12,9 @@ struct Outcome {
     std::string err;
 };
 
+// NUL-terminated pointers into `items` for exec-family calls; valid while items lives.
+std::vector<char *> c_strings(const std::vector<std::string> &items);
+
 // env: the exact environment; stdin is /dev/null.
 Outcome run(const std::vector<std::string> &argv, const std::vector<std::string> &env);
 

@@ -127,16 +127,8 @@ Process::Process(const std::vector<std::string> &argv, const std::vector<std::st
         // dup2 onto the number clears FD_CLOEXEC there: the child inherits it.
         posix_spawn_file_actions_adddup2(&fa, from, to);
     }
-    std::vector<char *> args;
-    for (const auto &a : argv) {
-        args.push_back(const_cast<char *>(a.c_str()));  // NOLINT
-    }
-    args.push_back(nullptr);
-    std::vector<char *> envp;
-    for (const auto &e : env) {
-        envp.push_back(const_cast<char *>(e.c_str()));  // NOLINT
-    }
-    envp.push_back(nullptr);
+    auto args = tea::test::c_strings(argv);
+    auto envp = tea::test::c_strings(env);
     started_ = std::chrono::steady_clock::now();
     const int rc = ::posix_spawn(&pid_, argv.at(0).c_str(), &fa, nullptr, args.data(), envp.data());
     posix_spawn_file_actions_destroy(&fa);
