@@ -1,26 +1,26 @@
 // The subcommands of tea-evaluate. Each returns the process exit status.
 #pragma once
 
-#include <cstdint>
-#include <filesystem>
-#include <optional>
 #include <string>
-#include <vector>
 
+#include "cli/call.hpp"
 #include "cli/runtime.hpp"
 
 namespace tea::cli {
 
-struct ExecOptions {
-    std::optional<std::filesystem::path> workspace;  // default: the current directory
-    std::vector<std::string> withhold;
-    std::optional<std::int64_t> timeout_ms;
-    bool clean_env = false;
-    std::vector<std::string> env;  // NAME=VALUE or NAME (the host's value)
-    std::vector<std::string> command;
+struct ExecOptions : CallOptions {
+    bool strict = false;  // exit 3 when the audit lists a path (or could not see everything)
+};
+
+struct PreflightOptions : CallOptions {
+    int legs = 2;  // pristine-workspace legs, each with a new home
 };
 
 int exec_command(const CommonOptions &common, const ExecOptions &options);
+int preflight_command(const CommonOptions &common, const PreflightOptions &options);
 int plugins_command(const CommonOptions &common);
+
+// The audit's list in human form, on stderr: what was listed, or why nothing can be said.
+void print_audit(const audit::AuditResult &audit);
 
 }  // namespace tea::cli

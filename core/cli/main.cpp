@@ -17,6 +17,7 @@ int run(int argc, char **argv) {
     using namespace tea::cli;
     CommonOptions common;
     ExecOptions exec;
+    PreflightOptions preflight;
 
     CLI::App app{
         "tea-evaluate: runs the targets of an evaluation under an OS confinement, audits "
@@ -35,21 +36,35 @@ int run(int argc, char **argv) {
     auto *plugins = app.add_subcommand("plugins",
                                        "List the plugins found, their kind, ABI and "
                                        "whether each is available on this host");
-    auto *exec_cmd = app.add_subcommand("exec", "Run one confined call of a command");
-    exec_cmd->add_option("--workspace", exec.workspace,
-                         "The call's writable workspace and working directory (default: .)");
-    exec_cmd->add_option("--withhold", exec.withhold, "A path the target must not see (repeatable)")
-        ->allow_extra_args(false);
-    exec_cmd->add_option("--timeout", exec.timeout_ms, "End the call after this many milliseconds");
-    exec_cmd->add_flag("--clean-env", exec.clean_env,
-                       "Reduce the call's environment to the language-neutral allowlist");
-    exec_cmd
-        ->add_option("--env", exec.env,
-                     "Add NAME=VALUE, or NAME with the invoker's value (repeatable)")
-        ->allow_extra_args(false);
-    exec_cmd->add_option("command", exec.command, "The command and its arguments, after --")
-        ->required();
-    exec_cmd->positionals_at_end();
+    // The options every command that runs a call shares.
+    auto call_options = [](CLI::App *cmd, CallOptions &o) {
+        cmd->add_option("--workspace", o.workspace,
+                        "The call's writable workspace and working directory (default: .)");
+        cmd->add_option("--withhold", o.withhold, "A path the target must not see (repeatable)")
+            ->allow_extra_args(false);
+        cmd->add_option("--system-path", o.system_paths,
+                        "A directory the target may read without being listed (repeatable)")
+            ->allow_extra_args(false);
+        cmd->add_option("--timeout", o.timeout_ms, "End the call after this many milliseconds");
+        cmd->add_flag("--clean-env", o.clean_env,
+                      "Reduce the call's environment to the language-neutral allowlist");
+        cmd->add_option("--env", o.env,
+                        "Add NAME=VALUE, or NAME with the invoker's value (repeatable)")
+            ->allow_extra_args(false);
+        cmd->add_option("command", o.command, "The command and its arguments, after --")
+            ->required();
+        cmd->positionals_at_end();
+    };
+    auto *exec_cmd = app.add_subcommand("exec", "Run one confined, audited call of a command");
+    call_options(exec_cmd, exec);
+    exec_cmd->add_flag("--strict", exec.strict,
+                       "Exit 3 when the audit lists a path outside the grants");
+    auto *preflight_cmd = app.add_subcommand(
+        "preflight",
+        "Run the call on pristine copies of the workspace and name each path outside the grants "
+        "that every leg opened (exit 3)");
+    call_options(preflight_cmd, preflight);
+    preflight_cmd->add_option("--legs", preflight.legs, "How many legs to run (at least 2)");
 
     try {
         app.parse(argc, argv);
@@ -61,6 +76,9 @@ int run(int argc, char **argv) {
 
     if (*plugins) {
         return plugins_command(common);
+    }
+    if (*preflight_cmd) {
+        return preflight_command(common, preflight);
     }
     return exec_command(common, exec);
 }

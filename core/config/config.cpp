@@ -190,8 +190,13 @@ class LayerReader {
             const std::string path = "audit." + name;
             if (name == "observer") {
                 config_.observer = plugin_name(string(value, path), path, value);
+            } else if (name == "auto_order") {
+                config_.observer_order = strings(value, path);
+                for (const auto &item : config_.observer_order) {
+                    plugin_name(item, path, value);
+                }
             } else {
-                unknown(key, path, "observer");
+                unknown(key, path, "observer, auto_order");
             }
         }
     }

@@ -23,7 +23,8 @@ struct CallSettings {
 struct Config {
     std::string backend;                              // "auto" or a backend plugin's name
     std::vector<std::string> backend_order;           // what "auto" tries, first available wins
-    std::string observer;                             // "none" or an observer plugin's name
+    std::string observer;                             // "auto", "none" or an observer's name
+    std::vector<std::string> observer_order;          // what "auto" tries, first installed wins
     std::vector<std::filesystem::path> plugin_paths;  // extra manifest directories
     CallSettings call;
     nlohmann::json plugin_tables = nlohmann::json::object();  // name -> table as JSON

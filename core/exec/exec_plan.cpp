@@ -112,6 +112,10 @@ std::string to_json(const ExecPlan &plan) {
     json doc{{"argv", bytes::list_to_json(plan.argv)}, {"env", bytes::list_to_json(plan.env)},
              {"cwd", bytes::to_json(plan.cwd)},        {"files", files},
              {"confinement", plan.confinement},        {"report", json::parse(plan.report_json)}};
+    if (!plan.audit.target_start.empty() || !plan.audit.writable.empty()) {
+        doc["audit"] = {{"targetStart", bytes::to_json(plan.audit.target_start)},
+                        {"writable", bytes::list_to_json(plan.audit.writable)}};
+    }
     if (plan.lend.requested) {
         doc["lend"] = {{"uid", plan.lend.uid},
                        {"gid", plan.lend.gid},
@@ -124,7 +128,7 @@ ExecPlan exec_plan_from_json(std::string_view text) {
     const json doc = parse_object(text, "the exec plan");
     for (const auto &[key, value] : doc.items()) {
         if (key != "argv" && key != "env" && key != "cwd" && key != "files" &&
-            key != "confinement" && key != "lend" && key != "report") {
+            key != "confinement" && key != "lend" && key != "report" && key != "audit") {
             throw std::invalid_argument(key + ": unknown field of an exec plan");
         }
     }
@@ -161,6 +165,31 @@ ExecPlan exec_plan_from_json(std::string_view text) {
             throw std::invalid_argument("report: expected an object");
         }
         plan.report_json = doc["report"].dump();
+    }
+    if (doc.contains("audit")) {
+        const auto &audit = doc["audit"];
+        if (!audit.is_object()) {
+            throw std::invalid_argument("audit: expected an object");
+        }
+        for (const auto &[key, value] : audit.items()) {
+            if (key != "targetStart" && key != "writable") {
+                throw std::invalid_argument("audit." + key + ": unknown field");
+            }
+        }
+        if (audit.contains("targetStart")) {
+            plan.audit.target_start = bytes::from_json(audit["targetStart"], "audit.targetStart");
+            no_nul(plan.audit.target_start, "audit.targetStart");
+        }
+        if (audit.contains("writable")) {
+            plan.audit.writable = bytes::list_from_json(audit["writable"], "audit.writable");
+            for (const auto &w : plan.audit.writable) {
+                no_nul(w, "audit.writable");
+                // A relative or root grant would switch the audit of writes off.
+                if (w.size() < 2 || w[0] != '/') {
+                    throw std::invalid_argument("audit.writable: expected absolute paths below /");
+                }
+            }
+        }
     }
     if (doc.contains("lend")) {
         const auto &lend = doc["lend"];

@@ -49,6 +49,16 @@ struct Lend {
     std::vector<std::string> paths;  // each must be the spec's workspace, temp dir or home
 };
 
+// What the audit needs to know of a confinement; empty for one that confines nothing.
+struct AuditHints {
+    // The path of the exec that starts the target's side of the plan. What the trace shows before
+    // its first success is the mechanism's own set-up (bwrap building the view), not the target.
+    std::string target_start;
+    // Places the target may write that the launch spec does not name: the mounts of the call's
+    // directories inside the confinement (the temp directory under /dev, say).
+    std::vector<std::string> writable;
+};
+
 struct ExecPlan {
     std::vector<std::string> argv;
     std::vector<std::string> env;  // exact environment of the process the runner starts
@@ -57,6 +67,7 @@ struct ExecPlan {
     std::string confinement;  // what the plan provides: "opt-out", "bubblewrap", ...
     Lend lend;
     std::string report_json = "{}";  // the backend's notes for the call's record (an object)
+    AuditHints audit;
 };
 
 std::string to_json(const LaunchSpec &spec);

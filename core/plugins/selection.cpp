@@ -78,7 +78,42 @@ Selected select_observer(const Registry &registry, const config::Config &config)
     if (config.observer == "none") {
         return {};
     }
-    return select_named(registry, config, config.observer, Kind::observer);
+    if (config.observer != "auto") {
+        return select_named(registry, config, config.observer, Kind::observer);
+    }
+    std::string reasons;
+    for (const auto &name : config.observer_order) {
+        const auto *entry = registry.find(name);
+        if (entry == nullptr) {
+            reasons += "\n  " + name + ": not installed";
+            continue;
+        }
+        if (!entry->plugin) {
+            reasons += "\n  " + name + ": " + entry->refusal;
+            continue;
+        }
+        if (entry->plugin->kind() != Kind::observer) {
+            reasons += "\n  " + name + ": not an observer plugin";
+            continue;
+        }
+        // The first installed observer is the audit; one that cannot work stops the command
+        // instead of letting "auto" fall through to an unaudited call.
+        auto instance = create(*entry->plugin, config);
+        const auto probe = instance->probe();
+        if (!probe.available) {
+            throw host_error("the observer '" + name +
+                             "' cannot audit calls on this host: " + probe.reason +
+                             "\nRepair it, or run unaudited on purpose with "
+                             "--observer none.");
+        }
+        return Selected{entry->plugin.get(), std::move(instance), true};
+    }
+    throw host_error(
+        "no observer is installed to audit the call (audit.observer = \"auto\" looked for "
+        "audit.auto_order):" +
+        reasons +
+        "\nInstall one (the strace observer on Linux), or run unaudited on purpose "
+        "with --observer none.");
 }
 
 }  // namespace tea::plugins

@@ -29,7 +29,9 @@ struct Selected {
 // the backend (or, for "auto", every backend of the order) is unavailable.
 Selected select_backend(const Registry &registry, const config::Config &config);
 
-// The configured observer, or an empty Selected for "none".
+// The configured observer, created and probed, or an empty Selected for "none". For "auto"
+// the first installed observer of audit.auto_order; exit 12 when it cannot work or none is
+// installed, since an audit that was expected must not silently go missing.
 Selected select_observer(const Registry &registry, const config::Config &config);
 
 }  // namespace tea::plugins

@@ -422,7 +422,9 @@ class Bubblewrap {
                     {{"fd", args_fd}, {"content", tea::bytes::to_json(join_nul(a))}},
                     {{"fd", helper_fd}, {"path", tea::bytes::to_json(helper)}}}},
                   {"confinement", "bubblewrap"},
-                  {"report", report}};
+                  {"report", report},
+                  {"audit",
+                   {{"targetStart", helper_in_sandbox}, {"writable", json::array({temp_mount})}}}};
         if (identity.dropped) {
             plan["lend"] = {
                 {"uid", identity.uid},

@@ -77,6 +77,26 @@ TEST(ExecPlan, RefusesMalformedPlans) {
     expect_refused(R"({"argv": [7], "env": [])" + ok_tail, "argv[0]");
 }
 
+TEST(ExecPlan, AuditHintsRoundTripAndAreChecked) {
+    ExecPlan plan;
+    plan.argv = {"/bin/true"};
+    plan.cwd = "/";
+    plan.confinement = "bubblewrap";
+    plan.audit.target_start = "/proc/self/fd/12";
+    plan.audit.writable = {"/dev/tea-evaluate-tmp", std::string{"/w/\xff"}};
+    const auto back = exec_plan_from_json(to_json(plan));
+    EXPECT_EQ(back.audit.target_start, plan.audit.target_start);
+    EXPECT_EQ(back.audit.writable, plan.audit.writable);
+
+    const std::string head = R"({"argv": ["a"], "env": [], "cwd": "/", "confinement": "x", )";
+    expect_refused(head + R"("audit": []})", "audit: expected an object");
+    expect_refused(head + R"("audit": {"other": 1}})", "audit.other");
+    // A grant of "/" or a relative one would quietly switch the audit of writes off.
+    expect_refused(head + R"("audit": {"writable": ["/"]}})", "audit.writable");
+    expect_refused(head + R"("audit": {"writable": ["tmp"]}})", "audit.writable");
+    expect_refused(head + R"("audit": {"targetStart": "a\u0000b"}})", "audit.targetStart");
+}
+
 TEST(Base64, DecodesOnlyStrictInput) {
     EXPECT_EQ(bytes::base64_decode("aGk="), "hi");
     EXPECT_EQ(bytes::base64_decode(""), "");

@@ -392,7 +392,8 @@ std::vector<std::string> Confinement::command_line(const Call &call) {
     if (!call.config.empty()) {
         argv.insert(argv.end(), {"--config", write_config(call.config)});
     }
-    argv.emplace_back("exec");
+    argv.emplace_back(call.subcommand);
+    argv.insert(argv.end(), call.options.begin(), call.options.end());
     if (call.backend == Backend::opt_out) {
         argv.insert(argv.end(), {"--backend", "opt-out"});
     }

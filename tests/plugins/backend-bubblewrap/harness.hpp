@@ -37,6 +37,8 @@ struct Call {
     std::vector<std::string> env;  // NAME=VALUE over the fixture's base environment
     std::optional<std::vector<std::string>> exact_env;  // the whole environment instead
     std::vector<std::pair<int, int>> inherit;           // {descriptor here, number in the child}
+    std::string subcommand = "exec";                    // or "preflight"
+    std::vector<std::string> options;                   // more options, after the subcommand
 };
 
 struct Result {

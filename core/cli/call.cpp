@@ -1,0 +1,545 @@
+#include "cli/call.hpp"
+
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <tea/json_bytes.hpp>
+
+#include "exec/environment.hpp"
+#include "exec/ownership.hpp"
+#include "fs/private_dirs.hpp"
+#include "util/error.hpp"
+
+namespace tea::cli {
+namespace {
+
+constexpr const char *kProbeFile = "tea-evaluate-audit-probe";
+
+std::filesystem::path absolute_path(const std::filesystem::path &p, const char *option) {
+    std::error_code ec;
+    auto out = std::filesystem::weakly_canonical(std::filesystem::absolute(p, ec), ec);
+    if (ec) {
+        throw usage_error(std::string{option} + " " + p.string() + ": " + ec.message());
+    }
+    return out;
+}
+
+std::vector<std::string> call_environment(const CallOptions &options) {
+    const auto host = exec::current_environment();
+    auto env = options.clean_env ? exec::clean_environment(host) : host;
+    for (const auto &item : options.env) {
+        const auto eq = item.find('=');
+        const std::string name = item.substr(0, eq);
+        if (name.empty()) {
+            throw usage_error("--env " + item + ": expected NAME=VALUE or NAME");
+        }
+        if (eq != std::string::npos) {
+            exec::set_variable(env, name, item.substr(eq + 1));
+        } else if (std::string value; exec::find_variable(host, name, &value) != nullptr) {
+            exec::set_variable(env, name, value);
+        }
+    }
+    return env;
+}
+
+// Whether `outer` is `inner` or one of its ancestors.
+bool contains(const std::filesystem::path &outer, const std::filesystem::path &inner) {
+    auto o = outer.lexically_normal();
+    auto i = inner.lexically_normal();
+    auto [oe, ie] = std::mismatch(o.begin(), o.end(), i.begin(), i.end());
+    return oe == o.end() || (std::next(oe) == o.end() && oe->empty());
+}
+
+// Writable directories that would open the runtime itself or the host to the target.
+void check_call_paths(const exec::LaunchSpec &spec, const std::filesystem::path &private_root) {
+    const std::filesystem::path workspace{spec.workspace};
+    // A workspace over the private root would make every run's home writable.
+    if (contains(workspace, private_root)) {
+        throw host_error("the workspace " + spec.workspace + " contains the private root " +
+                         private_root.string() +
+                         ", where the target's home lives; choose a "
+                         "smaller workspace");
+    }
+    for (const auto &w : spec.withhold) {
+        if (contains(w, private_root)) {
+            throw host_error("the withheld path " + w + " contains the private root " +
+                             private_root.string() + ", where the target's home lives");
+        }
+    }
+}
+
+// Only the call's own directories may be lent to the sandbox identity; a
+// plugin asking for anything else (/etc, say) is refused.
+void check_lend(const exec::ExecPlan &plan, const exec::LaunchSpec &spec) {
+    for (const auto &p : plan.lend.paths) {
+        if (p != spec.workspace && p != spec.temp_dir && p != spec.home) {
+            throw runtime_error("the backend asked to hand " + p +
+                                " to the sandbox identity; only the workspace, the call's temp "
+                                "directory and the home may be");
+        }
+    }
+    for (const std::filesystem::path system :
+         {"/", "/etc", "/usr", "/bin", "/lib", "/var/lib", "/root", "/home"}) {
+        if (plan.lend.requested && contains(spec.workspace, system)) {
+            throw host_error("the workspace " + spec.workspace + " holds " + system.string() +
+                             ", which the runtime will not hand to the sandbox identity; choose a "
+                             "project directory as the workspace");
+        }
+    }
+}
+
+int not_started_status(const exec::CallResult &r) {
+    if (r.start_errno == ENOENT) {
+        return 127;  // as a shell reports a command it cannot find
+    }
+    if (r.start_errno == EACCES || r.start_errno == ENOEXEC) {
+        return 126;
+    }
+    return static_cast<int>(ExitCode::runtime);
+}
+
+constexpr int exit_timed_out = 124;
+
+int call_status(const exec::CallResult &result, const exec::RunOptions &run) {
+    if (result.interrupted_by != 0) {
+        spdlog::warn("interrupted by signal {}; the call was ended", result.interrupted_by);
+        return 128 + result.interrupted_by;
+    }
+    if (!result.started) {
+        spdlog::error("the target did not start: {}", result.start_error);
+        return not_started_status(result);
+    }
+    if (result.timed_out) {
+        // As timeout(1) reports it: whatever the target did on SIGTERM, a
+        // call that ran out of time never passes for one that succeeded.
+        spdlog::error("the call exceeded its timeout of {} ms and was ended",
+                      run.timeout ? run.timeout->count() : 0);
+        return exit_timed_out;
+    }
+    return result.status();
+}
+
+// What the call may reach without being listed (see audit/judge.hpp).
+audit::Grants call_grants(const exec::LaunchSpec &spec, const exec::ExecPlan &plan,
+                          const std::filesystem::path &private_root) {
+    auto g = audit::default_os_grants();
+    g.workspace_like = {spec.workspace, spec.temp_dir, spec.home};
+    g.workspace_like.insert(g.workspace_like.end(), plan.audit.writable.begin(),
+                            plan.audit.writable.end());
+    if (spec.runtime_prefix != "/") {
+        g.runtime = {spec.runtime_prefix};
+    }
+    g.system_paths = spec.system_paths;
+    g.always_listed = spec.withhold;
+    g.always_listed.push_back(private_root.string());
+    g.always_listed_exceptions = {spec.temp_dir, spec.home};
+    return g;
+}
+
+std::string read_line(const char *path) {
+    std::ifstream in{path};
+    std::string line;
+    std::getline(in, line);
+    return line;
+}
+
+// Where a confirmed observer is remembered: one file per boot and per everything the
+// confirmation depends on (the programs the wrapped plan starts, the plugins, the identity, the
+// kernel's ptrace policy). A stamp only ever skips the confirmation; each call still checks that
+// its own trace shows the target starting.
+std::filesystem::path confirmation_stamp(const exec::ExecPlan &wrapped,
+                                         const plugins::Selected &backend,
+                                         const plugins::Selected &observer) {
+    std::string key;
+    auto file_key = [&key](const std::string &path) {
+        struct stat st {};
+        if (!path.empty() && path[0] == '/' && ::stat(path.c_str(), &st) == 0 &&
+            S_ISREG(st.st_mode)) {
+            key += path + ":" + std::to_string(st.st_ino) + ":" + std::to_string(st.st_size) + ":" +
+                   std::to_string(st.st_mtim.tv_sec) + ":" + std::to_string(st.st_mtim.tv_nsec) +
+                   ";";
+        }
+    };
+    for (const auto &a : wrapped.argv) {
+        file_key(a);
+    }
+    for (const auto &f : wrapped.files) {
+        file_key(f.path);
+    }
+    file_key(backend.plugin->manifest().library.string());
+    file_key(observer.plugin->manifest().library.string());
+    key += backend.plugin->name() + ";" + observer.plugin->name() + ";";
+    key += read_line("/proc/sys/kernel/random/boot_id") + ";";
+    key += read_line("/proc/sys/kernel/yama/ptrace_scope") + ";";
+    key += std::to_string(::geteuid());
+    std::uint64_t hash = 1469598103934665603ULL;  // FNV-1a: a name, not a secret
+    for (const char c : key) {
+        hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+    }
+    std::filesystem::path dir;
+    const char *cache = std::getenv("XDG_CACHE_HOME");  // NOLINT(concurrency-mt-unsafe)
+    const char *home = std::getenv("HOME");             // NOLINT(concurrency-mt-unsafe)
+    if (::geteuid() == 0) {
+        dir = "/var/cache/tea-evaluate";
+    } else if (cache != nullptr && cache[0] == '/') {
+        dir = std::filesystem::path{cache} / "tea-evaluate";
+    } else if (home != nullptr && home[0] == '/') {
+        dir = std::filesystem::path{home} / ".cache" / "tea-evaluate";
+    } else {
+        return {};
+    }
+    char name[64];
+    std::snprintf(name, sizeof name, "audit-confirmed-%016llx",
+                  static_cast<unsigned long long>(hash));
+    return dir / name;
+}
+
+bool stamp_present(const std::filesystem::path &stamp) {
+    struct stat st {};
+    // Only a regular file of this user counts: another user cannot vouch for our audit.
+    return !stamp.empty() && ::lstat(stamp.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+           st.st_uid == ::geteuid();
+}
+
+void write_stamp(const std::filesystem::path &stamp) {
+    if (stamp.empty()) {
+        return;
+    }
+    std::error_code ec;
+    std::filesystem::create_directories(stamp.parent_path(), ec);
+    ::chmod(stamp.parent_path().c_str(), 0700);
+    const int fd = ::open(stamp.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+        ::close(fd);
+    }
+}
+
+}  // namespace
+
+Session::Session(const CommonOptions &common)
+    : started_{std::chrono::steady_clock::now()}, runtime_{load_runtime(common)} {
+    phase("configuration and plugins loaded");
+    backend_ = plugins::select_backend(runtime_.registry, runtime_.config);
+    phase("backend selected and probed");
+    private_root_ = fs::open_private_root(fs::default_private_root());
+    if (const int n = fs::reclaim_leftovers(private_root_); n > 0) {
+        spdlog::info("reclaimed {} private directories a killed run left in {}", n,
+                     private_root_.string());
+    }
+}
+
+void Session::phase(const char *what) const {
+    spdlog::debug(
+        "{} after {:.2f} ms", what,
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started_)
+            .count());
+}
+
+const std::string &Session::backend_name() const {
+    return backend_.plugin->name();
+}
+
+exec::LaunchSpec Session::launch_spec(const CallOptions &options) const {
+    if (options.command.empty()) {
+        throw usage_error("no command given (after --)");
+    }
+    if (options.timeout_ms && *options.timeout_ms <= 0) {
+        throw usage_error("--timeout: expected a positive number of milliseconds");
+    }
+    exec::LaunchSpec spec;
+    spec.argv = options.command;
+    spec.env = call_environment(options);
+    const auto workspace = options.workspace
+                               ? absolute_path(*options.workspace, "--workspace")
+                               : absolute_path(std::filesystem::current_path(), "--workspace");
+    std::error_code ec;
+    if (!std::filesystem::is_directory(workspace, ec)) {
+        throw usage_error("--workspace " + workspace.string() + ": not a directory");
+    }
+    spec.workspace = workspace.string();
+    spec.cwd = spec.workspace;
+    for (const auto &w : options.withhold) {
+        spec.withhold.push_back(absolute_path(w, "--withhold").string());
+    }
+    for (const auto &s : options.system_paths) {
+        // A relative system path would be judged against whatever directory the target is in.
+        if (s.empty() || s[0] != '/') {
+            throw usage_error("--system-path " + s + ": expected an absolute path");
+        }
+        const auto normal = std::filesystem::path{s}.lexically_normal().string();
+        // "/" would grant everything and switch the audit off.
+        if (normal == "/") {
+            throw usage_error("--system-path /: a grant of the whole file system is refused");
+        }
+        spec.system_paths.push_back(normal);
+    }
+    spec.runtime_prefix = runtime_.paths.prefix.string();
+    spec.helper_dir = runtime_.paths.helper_dir.string();
+    return spec;
+}
+
+exec::RunOptions Session::run_options(const CallOptions &options) const {
+    exec::RunOptions run;
+    if (options.timeout_ms) {
+        run.timeout = std::chrono::milliseconds{*options.timeout_ms};
+    }
+    run.kill_grace = runtime_.config.call.kill_grace;
+    run.out.cap_bytes = runtime_.config.call.output_cap_bytes;
+    run.err.cap_bytes = runtime_.config.call.output_cap_bytes;
+    run.signal_fd = Signals::instance().fd();
+    return run;
+}
+
+exec::ExecPlan Session::prepare(const exec::LaunchSpec &spec) const {
+    const auto &ops = std::get<tea_backend_ops>(backend_.plugin->ops());
+    std::string plan_json;
+    try {
+        plan_json = backend_.instance->transform(ops.prepare, "prepare", exec::to_json(spec));
+    } catch (const std::exception &e) {
+        throw host_error(e.what());
+    }
+    try {
+        return exec::exec_plan_from_json(plan_json);
+    } catch (const std::exception &e) {
+        throw runtime_error("the backend '" + backend_.plugin->name() +
+                            "' returned an invalid exec plan: " + e.what());
+    }
+}
+
+void Session::choose_observer(const exec::ExecPlan &plan) {
+    if (observer_chosen_) {
+        return;
+    }
+    observer_chosen_ = true;
+    const auto &wanted = runtime_.config.observer;
+    if (wanted == "none") {
+        no_audit_reason_ = "the audit is switched off (audit.observer = \"none\")";
+        return;
+    }
+    if (plan.confinement == "opt-out") {
+        if (wanted != "auto") {
+            // A trace of an unconfined call would be no evidence of anything.
+            throw usage_error("--observer " + wanted + ": the backend '" + backend_.plugin->name() +
+                              "' confines nothing, so there is nothing to audit");
+        }
+        no_audit_reason_ =
+            "the backend '" + backend_.plugin->name() + "' confines nothing, so nothing is audited";
+        return;
+    }
+    observer_ = plugins::select_observer(runtime_.registry, runtime_.config);
+    phase("observer selected and probed");
+}
+
+exec::ExecPlan Session::wrap(const exec::ExecPlan &plan,
+                             const std::filesystem::path &trace_dir) const {
+    const auto &ops = std::get<tea_observer_ops>(observer_.plugin->ops());
+    const nlohmann::json request{{"plan", nlohmann::json::parse(exec::to_json(plan))},
+                                 {"traceDir", bytes::to_json(trace_dir.string())}};
+    std::string text;
+    try {
+        text = observer_.instance->transform(ops.wrap, "wrap", request.dump());
+    } catch (const std::exception &e) {
+        throw host_error(e.what());
+    }
+    exec::ExecPlan wrapped;
+    try {
+        wrapped = exec::exec_plan_from_json(text);
+    } catch (const std::exception &e) {
+        throw runtime_error("the observer '" + observer_.plugin->name() +
+                            "' returned an invalid exec plan: " + e.what());
+    }
+    // An observer changes how the plan runs, never what the confinement recorded or lends.
+    wrapped.confinement = plan.confinement;
+    wrapped.lend = plan.lend;
+    wrapped.report_json = plan.report_json;
+    wrapped.audit = plan.audit;
+    return wrapped;
+}
+
+audit::Observation Session::collect(const exec::ExecPlan &plan,
+                                    const std::filesystem::path &trace_dir) const {
+    const auto &ops = std::get<tea_observer_ops>(observer_.plugin->ops());
+    nlohmann::json request{{"traceDir", bytes::to_json(trace_dir.string())},
+                           {"initialCwd", bytes::to_json(plan.cwd)}};
+    if (!plan.audit.target_start.empty()) {
+        request["targetStart"] = bytes::to_json(plan.audit.target_start);
+    }
+    try {
+        return audit::observation_from_json(
+            observer_.instance->transform(ops.collect, "collect", request.dump()));
+    } catch (const std::exception &e) {
+        // An observer that cannot say what it saw fails the command: no list is evidence.
+        throw host_error("the observer '" + observer_.plugin->name() +
+                         "' could not report the call: " + e.what());
+    }
+}
+
+// Runs a prepared plan: wrapped by the observer when `observed`, with the call's directories lent
+// to the sandbox identity for the call's duration only.
+Session::Executed Session::execute(const exec::LaunchSpec &spec, const exec::ExecPlan &plan,
+                                   fs::RunDirectory &run_dir, const exec::RunOptions &run,
+                                   bool observed) {
+    Executed out;
+    std::filesystem::path trace_dir;
+    exec::ExecPlan to_run = plan;
+    if (observed) {
+        trace_dir = run_dir.make_directory("trace-");
+        to_run = wrap(plan, trace_dir);
+        phase("plan wrapped by the observer");
+    }
+    exec::OwnershipLoan loan;
+    if (plan.lend.requested) {
+        std::vector<std::filesystem::path> trees(plan.lend.paths.begin(), plan.lend.paths.end());
+        // Each tree once: a second loan of the same tree would record the first loan's owner
+        // as the one to give back.
+        std::sort(trees.begin(), trees.end());
+        trees.erase(std::unique(trees.begin(), trees.end()), trees.end());
+        std::vector<std::filesystem::path> kept(spec.withhold.begin(), spec.withhold.end());
+        loan = exec::OwnershipLoan{trees, plan.lend.uid, plan.lend.gid, kept};
+        if (loan.skipped_hard_links() > 0) {
+            spdlog::warn(
+                "{} files with several hard links stay owned by their owner and are not "
+                "writable by the target",
+                loan.skipped_hard_links());
+        }
+    }
+    if (const int sig = Signals::instance().pending(); sig != 0) {
+        out.result.interrupted_by = sig;
+        return out;
+    }
+    phase("ownership lent");
+    out.result = exec::run_call(to_run, run);
+    phase("call ended");
+    loan.restore();
+    if (observed) {
+        out.observation = collect(plan, trace_dir);
+        if (out.result.started && !out.observation->target_started) {
+            // The trace never shows the target's side starting: either nothing ran (bwrap
+            // failed) or the observer saw nothing. Neither is an audit of the target.
+            out.observation->complete = false;
+            out.observation->reason += out.observation->reason.empty() ? "" : "; ";
+            out.observation->reason += "the trace does not show the target starting";
+        }
+    }
+    return out;
+}
+
+// Before the first audited call: a traced, confined reader of a probe file must be seen reading
+// it, or the audit's empty list would be no evidence of anything.
+void Session::confirm_observer(const exec::ExecPlan &sample, const exec::LaunchSpec &call) {
+    if (observer_confirmed_) {
+        return;
+    }
+    const auto stamp =
+        confirmation_stamp(wrap(sample, private_root_ / "unused"), backend_, observer_);
+    if (stamp_present(stamp)) {
+        observer_confirmed_ = true;
+        return;
+    }
+    fs::RunDirectory run_dir{private_root_};
+    exec::LaunchSpec spec;
+    spec.temp_dir = run_dir.make_directory("tmp-").string();
+    spec.home = run_dir.make_directory("tea-evaluate-target-home-").string();
+    // The call's own workspace and withheld paths, so the probe lends and covers nothing the
+    // call itself would not; the probe only reads its file in the home.
+    spec.workspace = call.workspace;
+    spec.cwd = call.workspace;
+    spec.withhold = call.withhold;
+    const auto probe = spec.home + "/" + kProbeFile;
+    std::ofstream{probe} << "probe\n";
+    spec.argv = {"cat", probe};
+    spec.env = {"PATH=/usr/bin:/bin", "LANG=C"};
+    spec.runtime_prefix = runtime_.paths.prefix.string();
+    spec.helper_dir = runtime_.paths.helper_dir.string();
+    const auto plan = prepare(spec);
+    check_lend(plan, spec);
+    exec::RunOptions run;
+    run.timeout = std::chrono::seconds{30};
+    run.kill_grace = runtime_.config.call.kill_grace;
+    run.signal_fd = Signals::instance().fd();
+    const auto executed = execute(spec, plan, run_dir, run, true);
+    if (executed.result.interrupted_by != 0) {
+        throw Error{static_cast<ExitCode>(128 + executed.result.interrupted_by),
+                    "interrupted while confirming the observer"};
+    }
+    const bool seen =
+        executed.observation &&
+        std::any_of(executed.observation->events.begin(), executed.observation->events.end(),
+                    [&probe](const audit::ObservedAccess &e) {
+                        return e.success && e.access == audit::Access::read &&
+                               e.path_resolved == probe;
+                    });
+    if (!seen) {
+        std::string why = "call status " + std::to_string(executed.result.status());
+        if (!executed.result.started) {
+            why = executed.result.start_error;
+        } else if (executed.observation && !executed.observation->reason.empty()) {
+            why += "; " + executed.observation->reason;
+        }
+        throw host_error(
+            "the observer '" + observer_.plugin->name() +
+            "' did not see a confined process read its probe file (" + why +
+            "), so its audit cannot be trusted on this host. Tracing may be forbidden (the "
+            "kernel.yama.ptrace_scope sysctl, a container without ptrace or seccomp); repair "
+            "it, or run unaudited on purpose with --observer none.");
+    }
+    write_stamp(stamp);
+    observer_confirmed_ = true;
+    phase("observer confirmed");
+}
+
+CallOutcome Session::call(exec::LaunchSpec spec, const exec::RunOptions &run) {
+    fs::RunDirectory run_dir{private_root_};
+    check_call_paths(spec, private_root_);
+    spec.temp_dir = run_dir.make_directory("tmp-").string();
+    spec.home = run_dir.make_directory("tea-evaluate-target-home-").string();
+    phase("private directories made");
+    const auto plan = prepare(spec);
+    phase("plan prepared");
+    check_lend(plan, spec);
+    if (plan.confinement == "opt-out") {
+        if (backend_.chosen_by_auto) {
+            // "auto" must never downgrade to an unconfined call.
+            throw host_error("the backend '" + backend_.plugin->name() +
+                             "' chosen by confinement.backend = \"auto\" confines nothing; "
+                             "select it by name if that is what you want");
+        }
+        spdlog::warn(
+            "backend '{}' confines nothing: the target runs with your files, network "
+            "and identity{}",
+            backend_.plugin->name(),
+            spec.withhold.empty() ? "" : ", and --withhold is not enforced");
+    }
+    choose_observer(plan);
+    const bool observed = static_cast<bool>(observer_.plugin);
+    if (observed) {
+        confirm_observer(plan, spec);
+    }
+    auto executed = execute(spec, plan, run_dir, run, observed);
+    CallOutcome outcome;
+    outcome.result = executed.result;
+    outcome.confinement = plan.confinement;
+    outcome.report_json = plan.report_json;
+    outcome.status = call_status(outcome.result, run);
+    if (executed.observation) {
+        outcome.audit =
+            audit::judge_observation(*executed.observation, call_grants(spec, plan, private_root_),
+                                     observer_.plugin->name());
+        phase("audit judged");
+    } else {
+        outcome.audit.why_not =
+            no_audit_reason_.empty() ? "no observer watched the call" : no_audit_reason_;
+    }
+    run_dir.remove();
+    phase("cleaned up");
+    return outcome;
+}
+
+}  // namespace tea::cli

@@ -1,0 +1,89 @@
+// One confined, audited call, as exec and preflight run it: the backend's plan, the observer
+// around it, the sandbox identity's loan of the call's directories, the run, the judged audit and
+// the cleanup, in that order, with nothing left behind whatever fails.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "audit/observation.hpp"
+#include "cli/runtime.hpp"
+#include "exec/call_runner.hpp"
+#include "exec/exec_plan.hpp"
+#include "fs/private_dirs.hpp"
+#include "plugins/selection.hpp"
+
+namespace tea::cli {
+
+// What exec and preflight take from the command line about the call.
+struct CallOptions {
+    std::optional<std::filesystem::path> workspace;  // default: the current directory
+    std::vector<std::string> withhold;
+    std::vector<std::string> system_paths;  // --system-path: declared read grants
+    std::optional<std::int64_t> timeout_ms;
+    bool clean_env = false;
+    std::vector<std::string> env;  // NAME=VALUE or NAME (the host's value)
+    std::vector<std::string> command;
+};
+
+struct CallOutcome {
+    exec::CallResult result;
+    std::string confinement;
+    std::string report_json = "{}";
+    audit::AuditResult audit;
+    int status = 0;  // the exit status the command reports for the call
+};
+
+class Session {
+   public:
+    // Loads the configuration and plugins and selects the backend (exit 2 or 12 when it cannot).
+    explicit Session(const CommonOptions &common);
+
+    // The call's launch spec; the workspace defaults to the current directory. Exit 2 for a
+    // workspace that is no directory or an option that is not absolute once resolved.
+    [[nodiscard]] exec::LaunchSpec launch_spec(const CallOptions &options) const;
+
+    // Runs one call in a run directory of its own (a fresh temp directory and home). The
+    // observer is chosen and confirmed before the first audited call.
+    CallOutcome call(exec::LaunchSpec spec, const exec::RunOptions &run);
+
+    [[nodiscard]] const Runtime &runtime() const { return runtime_; }
+    [[nodiscard]] const std::string &backend_name() const;
+
+    // The runner's options for a call: the timeout asked for, the configured grace and output
+    // caps, and the runtime's signal descriptor. Output is kept, not copied anywhere.
+    [[nodiscard]] exec::RunOptions run_options(const CallOptions &options) const;
+
+    // Logs the time since the session started (at -vv).
+    void phase(const char *what) const;
+
+   private:
+    struct Executed {
+        exec::CallResult result;
+        std::optional<audit::Observation> observation;
+    };
+    Executed execute(const exec::LaunchSpec &spec, const exec::ExecPlan &plan,
+                     fs::RunDirectory &run_dir, const exec::RunOptions &run, bool observed);
+    void choose_observer(const exec::ExecPlan &plan);
+    void confirm_observer(const exec::ExecPlan &sample, const exec::LaunchSpec &call);
+    [[nodiscard]] exec::ExecPlan prepare(const exec::LaunchSpec &spec) const;
+    [[nodiscard]] exec::ExecPlan wrap(const exec::ExecPlan &plan,
+                                      const std::filesystem::path &trace_dir) const;
+    [[nodiscard]] audit::Observation collect(const exec::ExecPlan &plan,
+                                             const std::filesystem::path &trace_dir) const;
+
+    std::chrono::steady_clock::time_point started_;
+    Runtime runtime_;
+    plugins::Selected backend_;
+    plugins::Selected observer_;
+    bool observer_chosen_ = false;
+    bool observer_confirmed_ = false;
+    std::string no_audit_reason_;
+    std::filesystem::path private_root_;
+};
+
+}  // namespace tea::cli

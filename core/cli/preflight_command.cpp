@@ -1,0 +1,179 @@
+// preflight: runs the call on pristine copies of the workspace (the legs, each with a new home)
+// and names every path outside the grants that each leg opened, which every real run would open
+// too. Exit 3 when there is one, 12 when the host cannot confine or audit the call at all.
+#include <spdlog/spdlog.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <tea/json_bytes.hpp>
+
+#include "cli/commands.hpp"
+#include "fs/private_dirs.hpp"
+#include "util/error.hpp"
+
+namespace tea::cli {
+namespace {
+
+namespace stdfs = std::filesystem;
+
+// A directory for the legs' workspaces, removed with the object. Not under the private root:
+// the confinement covers that root, and a workspace must stay visible to the target.
+class LegsDirectory {
+   public:
+    LegsDirectory() {
+        std::error_code ec;
+        auto base = stdfs::temp_directory_path(ec);
+        if (ec) {
+            base = "/tmp";
+        }
+        std::string pattern = (base / "tea-evaluate-preflight-XXXXXX").string();
+        if (::mkdtemp(pattern.data()) == nullptr) {
+            throw runtime_error("cannot make a directory for the preflight legs under " +
+                                base.string() + ": " + errno_text(errno));
+        }
+        path_ = pattern;
+        // Searchable, not listable: the sandbox identity must reach the leg's workspace.
+        ::chmod(path_.c_str(), 0711);
+    }
+    LegsDirectory(const LegsDirectory &) = delete;
+    LegsDirectory &operator=(const LegsDirectory &) = delete;
+    ~LegsDirectory() { fs::remove_tree(path_); }
+    [[nodiscard]] const stdfs::path &path() const { return path_; }
+
+   private:
+    stdfs::path path_;
+};
+
+// Copies the pristine workspace: directories, regular files and links as links (never followed,
+// so a link to a secret copies as a link, not as the secret). Other kinds are left out.
+std::size_t copy_workspace(const stdfs::path &from, const stdfs::path &to) {
+    std::size_t skipped = 0;
+    stdfs::create_directory(to);
+    stdfs::permissions(to, stdfs::status(from).permissions());
+    for (auto it = stdfs::recursive_directory_iterator{from}; it != stdfs::end(it); ++it) {
+        const auto rel = it->path().lexically_relative(from);
+        const auto dest = to / rel;
+        const auto status = it->symlink_status();
+        if (stdfs::is_symlink(status)) {
+            stdfs::copy_symlink(it->path(), dest);
+        } else if (stdfs::is_directory(status)) {
+            stdfs::create_directory(dest);
+            stdfs::permissions(dest, status.permissions());
+        } else if (stdfs::is_regular_file(status)) {
+            stdfs::copy_file(it->path(), dest);
+        } else {
+            ++skipped;  // fifos, sockets, devices: nothing a pristine checkout holds
+        }
+    }
+    return skipped;
+}
+
+}  // namespace
+
+int preflight_command(const CommonOptions &common, const PreflightOptions &options) {
+    if (options.command.empty()) {
+        throw usage_error(
+            "preflight: no command given (usage: tea-evaluate preflight [options] -- CMD ARGS...)");
+    }
+    if (options.legs < 2) {
+        // One leg cannot tell a path the target always opens from one it happened to open.
+        throw usage_error("--legs: expected at least 2");
+    }
+    Session session{common};
+    const auto pristine = session.launch_spec(options);
+    LegsDirectory legs_dir;
+
+    const auto run = session.run_options(options);
+
+    std::map<std::string, std::size_t> seen;  // path -> legs that listed it
+    std::map<std::string, audit::Finding> first;
+    nlohmann::json legs = nlohmann::json::array();
+    bool incomplete = false;
+    for (int leg = 1; leg <= options.legs; ++leg) {
+        auto spec = pristine;
+        const auto workspace = legs_dir.path() / ("leg-" + std::to_string(leg));
+        std::size_t skipped = 0;
+        try {
+            skipped = copy_workspace(pristine.workspace, workspace);
+        } catch (const stdfs::filesystem_error &e) {
+            throw runtime_error("cannot copy the workspace " + pristine.workspace + " for leg " +
+                                std::to_string(leg) + ": " + e.what());
+        }
+        if (skipped > 0) {
+            spdlog::warn("leg {}: {} special files of the workspace were not copied", leg, skipped);
+        }
+        spec.workspace = workspace.string();
+        spec.cwd = spec.workspace;
+        const auto outcome = session.call(std::move(spec), run);
+        if (outcome.result.interrupted_by != 0) {
+            return 128 + outcome.result.interrupted_by;
+        }
+        if (!outcome.audit.audited) {
+            throw host_error("preflight needs an audited call, and this one was not: " +
+                             outcome.audit.why_not);
+        }
+        std::cerr << "tea-evaluate: preflight leg " << leg << ": status " << outcome.status << ", "
+                  << outcome.audit.findings.size() << " path"
+                  << (outcome.audit.findings.size() == 1 ? "" : "s") << " outside the grants"
+                  << (outcome.audit.complete ? "" : ", audit INCOMPLETE: " + outcome.audit.reason)
+                  << '\n';
+        incomplete = incomplete || !outcome.audit.complete;
+        for (const auto &f : outcome.audit.findings) {
+            ++seen[f.path];
+            first.emplace(f.path, f);
+        }
+        legs.push_back(
+            {{"leg", leg}, {"status", outcome.status}, {"audit", audit::to_json(outcome.audit)}});
+    }
+
+    audit::AuditResult every;
+    every.audited = true;
+    every.complete = !incomplete;
+    std::vector<std::string> some;
+    for (const auto &[path, n] : seen) {
+        if (n == static_cast<std::size_t>(options.legs)) {
+            every.findings.push_back(first.at(path));
+        } else {
+            some.push_back(path);
+        }
+    }
+    if (!every.findings.empty()) {
+        std::cerr << "tea-evaluate: preflight: every leg opened " << every.findings.size()
+                  << " path" << (every.findings.size() == 1 ? "" : "s")
+                  << " outside the grants; every trial will too (declare what the target "
+                     "legitimately reads with --system-path):\n";
+        for (const auto &f : every.findings) {
+            std::cerr << "  " << f.path << "  (" << f.reason << ")\n";
+        }
+    }
+    if (!some.empty()) {
+        std::cerr << "tea-evaluate: preflight: opened by some legs only:\n";
+        for (const auto &p : some) {
+            std::cerr << "  " << p << '\n';
+        }
+    }
+    if (common.json) {
+        nlohmann::json paths = nlohmann::json::array();
+        for (const auto &f : every.findings) {
+            paths.push_back(bytes::to_json(f.path));
+        }
+        std::cout << nlohmann::json{{"backend", session.backend_name()},
+                                    {"legs", std::move(legs)},
+                                    {"everyLeg", std::move(paths)},
+                                    {"someLegs", bytes::list_to_json(some)},
+                                    {"complete", !incomplete}}
+                         .dump()
+                  << '\n';
+    }
+    if (incomplete) {
+        spdlog::error("preflight: the audit of a leg is incomplete, so it proves nothing");
+    }
+    return every.findings.empty() && !incomplete ? 0 : static_cast<int>(ExitCode::invalid);
+}
+
+}  // namespace tea::cli

@@ -1,0 +1,348 @@
+// The strace observer: runs a call's whole plan under `strace -f` and turns the trace into the
+// access events the core's judge decides on.
+//
+// wrap   puts strace in front of the plan's argv, tracing only the calls the judge needs
+//        (seccomp-bpf lets every other syscall run at full speed), writing the trace into the
+//        directory the core names (beneath the run's private parent, out of the target's view).
+// collect parses that trace as a stream. Events before the plan's targetStart exec belong to
+//        the confinement's own set-up (bwrap mounting the view the target gets) and are not the
+//        target's; the helper's own work between that exec and its exec of the target is not
+//        either. Everything after is reported, merged into distinct events with a count.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <tea/json_bytes.hpp>
+#include <tea/plugin.hpp>
+#include <unordered_map>
+#include <vector>
+
+#include "strace_parser.hpp"
+
+namespace {
+
+using nlohmann::json;
+
+constexpr int kMinMajor = 6;
+constexpr int kMinMinor = 1;
+constexpr const char *kTraceFile = "trace";
+// Distinct events a call may report before the audit gives up as lossy: a target that touches
+// millions of distinct paths must not exhaust the runtime's memory.
+constexpr std::size_t kDefaultMaxDistinct = std::size_t{1} << 20;
+
+std::string find_on_path(const std::string &name) {
+    if (name.find('/') != std::string::npos) {
+        return ::access(name.c_str(), X_OK) == 0 ? name : std::string{};
+    }
+    // A fixed list, not the invoker's PATH: a planted "strace" earlier on PATH would be the
+    // program that decides what the audit sees.
+    for (const char *dir : {"/usr/bin", "/bin", "/usr/local/bin"}) {
+        std::string candidate = std::string{dir} + "/" + name;
+        if (::access(candidate.c_str(), X_OK) == 0) {
+            return candidate;
+        }
+    }
+    return {};
+}
+
+// Runs `program -V` with no environment and returns the first line it printed.
+std::string version_line(const std::string &program) {
+    std::array<int, 2> out{};
+    if (::pipe2(out.data(), O_CLOEXEC) != 0) {
+        throw tea::sdk::Unavailable(std::string{"pipe: "} + std::strerror(errno));
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+    std::string arg0 = program;
+    std::string arg1 = "-V";
+    std::array<char *, 3> argv{arg0.data(), arg1.data(), nullptr};
+    std::array<char *, 1> envp{nullptr};
+    pid_t pid = 0;
+    const int rc =
+        ::posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(out[1]);
+    std::string text;
+    if (rc == 0) {
+        std::array<char, 512> buf{};
+        ssize_t n = 0;
+        while ((n = ::read(out[0], buf.data(), buf.size())) > 0 || (n < 0 && errno == EINTR)) {
+            if (n > 0 && text.size() < 4096) {
+                text.append(buf.data(), static_cast<std::size_t>(n));
+            }
+        }
+        int status = 0;
+        while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+    }
+    ::close(out[0]);
+    if (rc != 0) {
+        throw tea::sdk::Unavailable(program + " cannot be started: " + std::strerror(rc));
+    }
+    return text.substr(0, text.find('\n'));
+}
+
+// "strace -- version 6.1" -> {6, 1}; {-1, -1} when the line says no version.
+std::pair<int, int> parse_version(std::string_view line) {
+    const auto at = line.find("version ");
+    if (at == std::string_view::npos) {
+        return {-1, -1};
+    }
+    int major = -1;
+    int minor = -1;
+    if (std::sscanf(std::string{line.substr(at + 8)}.c_str(), "%d.%d", &major, &minor) != 2) {
+        return {-1, -1};
+    }
+    return {major, minor};
+}
+
+// The judge's names are the parser's, except that a chdir names a file without reading it.
+std::string_view access_name(tea::strace::AccessKind kind) {
+    return kind == tea::strace::AccessKind::ChangeDir ? "other" : tea::strace::to_string(kind);
+}
+
+bool is_exec(const tea::strace::AccessEvent &e) {
+    return e.kind == tea::strace::AccessKind::Exec;
+}
+
+class StraceObserver {
+   public:
+    StraceObserver(tea::sdk::Host /*host*/, std::string_view config_json) {
+        const auto config = json::parse(config_json, nullptr, false);
+        if (!config.is_object()) {
+            throw tea::sdk::Invalid("[plugin.strace]: expected a table");
+        }
+        for (const auto &[key, value] : config.items()) {
+            if (key == "strace") {
+                if (!value.is_string() || value.get<std::string>().empty()) {
+                    throw tea::sdk::Invalid(
+                        "[plugin.strace] strace: expected a program name or "
+                        "an absolute path");
+                }
+                strace_name_ = value.get<std::string>();
+            } else if (key == "max_distinct_events") {
+                if (!value.is_number_unsigned() || value.get<std::uint64_t>() == 0) {
+                    throw tea::sdk::Invalid(
+                        "[plugin.strace] max_distinct_events: expected a positive integer");
+                }
+                max_distinct_ = value.get<std::size_t>();
+            } else {
+                throw tea::sdk::Invalid("[plugin.strace] " + key +
+                                        ": unknown key (known: strace, max_distinct_events)");
+            }
+        }
+    }
+
+    void probe() {
+        strace_ = find_on_path(strace_name_);
+        if (strace_.empty()) {
+            throw tea::sdk::Unavailable(
+                "strace (" + strace_name_ +
+                ") is not installed; the audit needs strace 6.1 or later: apt-get install strace");
+        }
+        const auto line = version_line(strace_);
+        const auto [major, minor] = parse_version(line);
+        if (major < kMinMajor || (major == kMinMajor && minor < kMinMinor)) {
+            throw tea::sdk::Unavailable(
+                strace_ + " reports \"" + line +
+                "\"; the audit needs strace 6.1 or later (for --seccomp-bpf and "
+                "--decode-pids=pidns): apt-get install strace from Debian 12 or newer");
+        }
+    }
+
+    std::string wrap(std::string_view request_text) {
+        const auto request = json::parse(request_text);
+        auto plan = request.at("plan");
+        const auto trace_dir = tea::bytes::from_json(request.at("traceDir"), "traceDir");
+        if (trace_dir.empty() || trace_dir[0] != '/') {
+            throw tea::sdk::Invalid("traceDir: expected an absolute path");
+        }
+        if (strace_.empty()) {
+            probe();
+        }
+        std::vector<std::string> argv{strace_,
+                                      "-f",
+                                      "--seccomp-bpf",
+                                      "--decode-pids=pidns",
+                                      "--decode-fds=path",
+                                      "-qq",
+                                      "-e",
+                                      "signal=none",
+                                      "-e",
+                                      "trace=" + std::string{tea::strace::traced_syscalls()},
+                                      "-o",
+                                      trace_dir + "/" + kTraceFile,
+                                      "--"};
+        const auto inner = tea::bytes::list_from_json(plan.at("argv"), "plan.argv");
+        argv.insert(argv.end(), inner.begin(), inner.end());
+        plan["argv"] = tea::bytes::list_to_json(argv);
+        return plan.dump();
+    }
+
+    std::string collect(std::string_view request_text) {
+        const auto request = json::parse(request_text);
+        const auto trace_dir = tea::bytes::from_json(request.at("traceDir"), "traceDir");
+        const auto initial_cwd = tea::bytes::from_json(request.at("initialCwd"), "initialCwd");
+        const auto target_start = request.contains("targetStart")
+                                      ? tea::bytes::from_json(request["targetStart"], "targetStart")
+                                      : std::string{};
+        Collector c{target_start, max_distinct_};
+        const auto path = trace_dir + "/" + kTraceFile;
+        // O_NOFOLLOW: the trace is the runtime's own file; a link there is not its trace.
+        const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) {
+            return json{
+                {"complete", false},
+                {"reason", "no trace was written (" + path + ": " + std::strerror(errno) + ")"},
+                {"targetStarted", false},
+                {"events", json::array()}}
+                .dump();
+        }
+        tea::strace::Parser parser{initial_cwd};
+        const auto sink = [&c](const tea::strace::AccessEvent &e) { c.take(e); };
+        std::vector<char> buf(std::size_t{1} << 20);
+        std::string read_error;
+        for (;;) {
+            const ssize_t n = ::read(fd, buf.data(), buf.size());
+            if (n < 0 && errno == EINTR) {
+                continue;
+            }
+            if (n < 0) {
+                read_error = std::string{"reading the trace: "} + std::strerror(errno);
+                break;
+            }
+            if (n == 0) {
+                break;
+            }
+            parser.feed(std::string_view{buf.data(), static_cast<std::size_t>(n)}, sink);
+        }
+        ::close(fd);
+        parser.finish(sink);
+
+        std::string reason = read_error;
+        auto add_reason = [&reason](const std::string &r) {
+            if (!r.empty()) {
+                reason += reason.empty() ? "" : "; ";
+                reason += r;
+            }
+        };
+        if (parser.lossy()) {
+            add_reason("the trace could not be read to the end: " + parser.lossy_reason());
+        }
+        if (c.overflow > 0) {
+            add_reason(std::to_string(c.overflow) + " accesses beyond " +
+                       std::to_string(max_distinct_) + " distinct ones were not kept");
+        }
+        json events = json::array();
+        for (const auto &e : c.events) {
+            events.push_back({{"pid", e.pid},
+                              {"syscall", e.syscall},
+                              {"asked", tea::bytes::to_json(e.asked)},
+                              {"resolved", tea::bytes::to_json(e.resolved)},
+                              {"access", e.access},
+                              {"ok", e.ok},
+                              {"error", e.error},
+                              {"count", e.count}});
+        }
+        return json{{"complete", reason.empty()},
+                    {"reason", reason},
+                    {"targetStarted", target_start.empty() || c.started},
+                    {"lines", parser.lines()},
+                    {"events", std::move(events)}}
+            .dump();
+    }
+
+   private:
+    struct Event {
+        int pid = 0;
+        std::string syscall;
+        std::string asked;
+        std::string resolved;
+        std::string access;
+        bool ok = false;
+        std::string error;
+        std::uint64_t count = 0;
+    };
+
+    // Separates the confinement's set-up from the target and merges repeated accesses.
+    struct Collector {
+        std::string target_start;
+        std::size_t max_distinct;
+        bool started = false;
+        // The process that ran the in-sandbox helper, until it executes the target.
+        int helper_pid = 0;
+        std::vector<Event> events;
+        std::unordered_map<std::string, std::size_t> index;
+        std::uint64_t overflow = 0;
+
+        Collector(std::string start, std::size_t max)
+            : target_start{std::move(start)}, max_distinct{max} {
+            started = target_start.empty();
+        }
+
+        void take(const tea::strace::AccessEvent &e) {
+            if (!started) {
+                // Nothing of the target exists before this exec: these are the mechanism's own
+                // accesses (bwrap reading the host to build the view). Only the first such exec
+                // counts; a target cannot run before it to fake one.
+                if (is_exec(e) && e.success && e.path_asked == target_start) {
+                    started = true;
+                    helper_pid = e.pid;
+                }
+                return;
+            }
+            if (helper_pid != 0 && e.pid == helper_pid) {
+                if (!is_exec(e)) {
+                    return;  // the helper's own work before it hands over to the target
+                }
+                if (e.success) {
+                    helper_pid = 0;  // from here on this process is the target
+                }
+                // Each exec attempt (a PATH search) is the target's: it is judged.
+            }
+            std::string key;
+            key.reserve(e.syscall.size() + e.path_lexical.size() + e.path_resolved.size() +
+                        e.error.size() + 8);
+            key += e.syscall;
+            key += '\0';
+            key += e.path_lexical;
+            key += '\0';
+            key += e.path_resolved;
+            key += '\0';
+            key += access_name(e.kind);
+            key += '\0';
+            key += e.error;
+            key += e.success ? '1' : '0';
+            if (const auto it = index.find(key); it != index.end()) {
+                ++events[it->second].count;
+                return;
+            }
+            if (events.size() >= max_distinct) {
+                ++overflow;
+                return;
+            }
+            index.emplace(std::move(key), events.size());
+            events.push_back(Event{e.pid, e.syscall, e.path_lexical, e.path_resolved,
+                                   std::string{access_name(e.kind)}, e.success, e.error, 1});
+        }
+    };
+
+    std::string strace_name_ = "strace";
+    std::string strace_;
+    std::size_t max_distinct_ = kDefaultMaxDistinct;
+};
+
+}  // namespace
+
+TEA_SDK_OBSERVER_PLUGIN(StraceObserver, "strace", "1.0.0")

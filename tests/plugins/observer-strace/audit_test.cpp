@@ -1,0 +1,242 @@
+// The audit end to end: the real tea-evaluate, real bwrap and real strace. Each listing rule is
+// shown on a real process, with its control: the same read unobserved (--observer none, or the
+// opt-out backend) is never claimed as observed, and a read the audit must not list is shown to
+// have happened.
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "../backend-bubblewrap/harness.hpp"
+
+namespace tea::test::bwrap {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+class Audit : public Confinement {
+   protected:
+    void SetUp() override {
+        Confinement::SetUp();
+        if (IsSkipped() || HasFatalFailure()) {
+            return;
+        }
+        if (::access("/usr/bin/strace", X_OK) != 0) {
+            GTEST_SKIP() << "strace is not installed (apt-get install strace)";
+        }
+        // A host directory outside every grant, readable by every identity.
+        outside_ = base() / "outside";
+        fs::create_directory(outside_);
+        fs::permissions(outside_, fs::perms{0755});
+        make_file(outside_ / "id_rsa", "PRIVATE KEY " + random_token() + "\n", 0644);
+        make_file(workspace() / "notes.txt", "workspace notes\n", 0644);
+    }
+
+    // `tea-evaluate exec --json [options] -- command`; the record is stdout, the target's
+    // output stderr.
+    std::pair<Result, json> audited(const std::vector<std::string> &command,
+                                    std::vector<std::string> options = {},
+                                    const std::vector<std::string> &withhold = {}) {
+        options.insert(options.begin(), "--json");
+        const auto r = run({.command = command, .withhold = withhold, .options = options});
+        auto record = json::parse(r.out, nullptr, false);
+        EXPECT_FALSE(record.is_discarded()) << r;
+        return {r, record};
+    }
+
+    static bool lists(const json &record, const std::string &path) {
+        if (!record.contains("audit") || !record["audit"].contains("findings")) {
+            return false;
+        }
+        for (const auto &f : record["audit"]["findings"]) {
+            if (f.value("path", "") == path) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    [[nodiscard]] std::string key() const { return (outside_ / "id_rsa").string(); }
+
+    fs::path outside_;
+};
+
+class AuditEitherIdentity : public Audit, public ::testing::WithParamInterface<Identity> {
+   protected:
+    void SetUp() override {
+        Audit::SetUp();
+        if (!IsSkipped() && !HasFatalFailure() && GetParam() == Identity::unprivileged) {
+            become_unprivileged();
+        }
+    }
+};
+
+TEST_P(AuditEitherIdentity, ReadOutsideTheGrantsIsListedAndStrictExits3) {
+    const auto [r, record] = audited({"cat", key()}, {"--strict"});
+    EXPECT_EQ(r.status, 3) << r;
+    EXPECT_NE(r.err.find("PRIVATE KEY"), std::string::npos) << "the read happened" << r;
+    EXPECT_TRUE(record["audit"]["audited"].get<bool>()) << r;
+    EXPECT_TRUE(record["audit"]["complete"].get<bool>()) << r;
+    EXPECT_TRUE(lists(record, key())) << r;
+    EXPECT_EQ(record["callStatus"], 0) << r;
+
+    // Control: the same read, unobserved, is not claimed as observed.
+    const auto [u, unobserved] = audited({"cat", key()}, {"--observer", "none"});
+    EXPECT_EQ(u.status, 0) << u;
+    EXPECT_NE(u.err.find("PRIVATE KEY"), std::string::npos) << u;
+    EXPECT_FALSE(unobserved["audit"]["audited"].get<bool>()) << u;
+    EXPECT_FALSE(lists(unobserved, key())) << u;
+}
+
+TEST_P(AuditEitherIdentity, WorkspaceReadIsNotListed) {
+    const auto [r, record] = audited({"cat", (workspace() / "notes.txt").string()}, {"--strict"});
+    EXPECT_EQ(r.status, 0) << r;
+    EXPECT_NE(r.err.find("workspace notes"), std::string::npos) << r;
+    EXPECT_TRUE(record["audit"]["complete"].get<bool>()) << r;
+    EXPECT_TRUE(record["audit"]["findings"].empty()) << r;
+    EXPECT_GT(record["audit"]["events"].get<int>(), 0) << "the observer saw the call" << r;
+}
+
+INSTANTIATE_TEST_SUITE_P(Identities, AuditEitherIdentity,
+                         ::testing::Values(Identity::invoker, Identity::unprivileged));
+
+TEST_F(Audit, DeclaredSystemPathIsNotListed) {
+    const auto [r, record] = audited({"cat", key()}, {"--strict", "--system-path", outside_});
+    EXPECT_EQ(r.status, 0) << r;
+    EXPECT_NE(r.err.find("PRIVATE KEY"), std::string::npos) << r;
+    EXPECT_FALSE(lists(record, key())) << r;
+    // Control: without the declaration the same read is listed.
+    const auto [c, control] = audited({"cat", key()});
+    EXPECT_TRUE(lists(control, key())) << c;
+}
+
+TEST_F(Audit, WithheldFolderIsListedEvenThoughTheReadFailed) {
+    const auto [r, record] =
+        audited({"cat", secret_file().string()}, {"--strict"}, {withheld().string()});
+    EXPECT_EQ(r.status, 3) << r;
+    EXPECT_EQ(r.err.find(secret()), std::string::npos) << "the secret stayed hidden" << r;
+    EXPECT_EQ(record["callStatus"], 1) << "cat failed" << r;
+    EXPECT_TRUE(lists(record, secret_file().string())) << r;
+    // Even under a declared system path, the withheld folder is listed.
+    const auto [d, declared] = audited({"cat", secret_file().string()},
+                                       {"--system-path", workspace()}, {withheld().string()});
+    EXPECT_TRUE(lists(declared, secret_file().string())) << d;
+}
+
+TEST_F(Audit, MissingFileAndMetadataProbeAreNotListed) {
+    const auto missing = (outside_ / "missing").string();
+    const auto [r, record] =
+        audited({"sh", "-c", "cat \"$1\"; test -e \"$2\" && echo EXISTS", "sh", missing, key()},
+                {"--strict"});
+    EXPECT_EQ(r.status, 0) << r;
+    EXPECT_NE(r.err.find("EXISTS"), std::string::npos) << "the probe saw the file" << r;
+    EXPECT_TRUE(record["audit"]["complete"].get<bool>()) << r;
+    EXPECT_TRUE(record["audit"]["findings"].empty()) << r;
+}
+
+TEST_F(Audit, EveryKindOfProcessIsSeenAlike) {
+    const auto file = key();
+    const std::vector<std::pair<std::string, std::vector<std::string>>> cases{
+        {"shell", {"sh", "-c", "read line < \"$1\"; echo \"$line\"", "sh", file}},
+        {"python",
+         {"/usr/bin/python3", "-I", "-c", "import sys; print(open(sys.argv[1]).read())", file}},
+        {"node with an empty environment",
+         {"env", "-i", "/usr/bin/node", "-e",
+          "process.stdout.write(require('fs').readFileSync(process.argv[1]))", file}},
+        {"native", {"/usr/bin/head", "-c", "11", file}},
+    };
+    for (const auto &[name, command] : cases) {
+        const auto [r, record] = audited(command);
+        EXPECT_EQ(r.status, 0) << name << r;
+        EXPECT_NE(r.err.find("PRIVATE KEY"), std::string::npos) << name << r;
+        EXPECT_TRUE(lists(record, file)) << name << r;
+    }
+}
+
+TEST_F(Audit, LinkInTheWorkspaceReportsWhereItLeads) {
+    fs::create_symlink(key(), workspace() / "innocent.txt");
+    const auto [r, record] = audited({"cat", (workspace() / "innocent.txt").string()});
+    EXPECT_NE(r.err.find("PRIVATE KEY"), std::string::npos) << r;
+    EXPECT_TRUE(lists(record, key())) << r;
+    EXPECT_FALSE(lists(record, (workspace() / "innocent.txt").string())) << r;
+}
+
+TEST_F(Audit, OptOutIsNeverReportedAsAudited) {
+    Call call{.backend = Backend::opt_out, .command = {"cat", key()}, .options = {"--json"}};
+    const auto r = run(call);
+    const auto record = json::parse(r.out, nullptr, false);
+    ASSERT_FALSE(record.is_discarded()) << r;
+    EXPECT_EQ(r.status, 0) << r;
+    EXPECT_NE(r.err.find("PRIVATE KEY"), std::string::npos) << r;
+    EXPECT_FALSE(record["audit"]["audited"].get<bool>()) << r;
+    EXPECT_FALSE(record["audit"].contains("findings")) << "no list, not an empty one" << r;
+    call.options = {"--strict"};
+    EXPECT_EQ(run(call).status, 3) << "--strict cannot pass unaudited";
+}
+
+// A stand-in for strace that answers -V as told and runs the command untraced.
+std::string fake_strace(const fs::path &dir, const std::string &version) {
+    const auto path = dir / ("strace-" + random_token());
+    make_file(path,
+              "#!/bin/sh\nif [ \"$1\" = -V ]; then echo 'strace -- version " + version +
+                  "'; exit 0; fi\nwhile [ \"$1\" != -- ]; do shift; done\nshift\nexec \"$@\"\n",
+              0755);
+    return path.string();
+}
+
+TEST_F(Audit, AnObserverThatSeesNothingIsRefused) {
+    const auto blind = fake_strace(base(), "6.1");
+    const auto r =
+        run({.command = {"cat", key()}, .config = "[plugin.strace]\nstrace = \"" + blind + "\"\n"});
+    EXPECT_EQ(r.status, 12) << r;
+    EXPECT_NE(r.err.find("did not see"), std::string::npos) << r;
+    EXPECT_EQ(r.err.find("PRIVATE KEY"), std::string::npos) << "nothing ran unaudited" << r;
+}
+
+TEST_F(Audit, AnOldOrMissingStraceIsRefusedByVersion) {
+    const auto old = fake_strace(base(), "5.10");
+    const auto r =
+        run({.command = {"true"}, .config = "[plugin.strace]\nstrace = \"" + old + "\"\n"});
+    EXPECT_EQ(r.status, 12) << r;
+    EXPECT_NE(r.err.find("version 5.10"), std::string::npos) << r;
+    EXPECT_NE(r.err.find("apt-get install strace"), std::string::npos) << r;
+    const auto missing =
+        run({.command = {"true"}, .config = "[plugin.strace]\nstrace = \"/nonexistent/strace\"\n"});
+    EXPECT_EQ(missing.status, 12) << missing;
+    EXPECT_NE(missing.err.find("not installed"), std::string::npos) << missing;
+}
+
+TEST_F(Audit, PreflightNamesWhatEveryLegOpened) {
+    make_file(outside_ / "sometimes", "x\n", 0644);
+    // The first leg alone also reads "sometimes": only "id_rsa" is opened by every leg.
+    const std::string script =
+        "case \"$PWD\" in *leg-1) cat \"$2\" >/dev/null;; esac; cat \"$1\" >/dev/null";
+    const auto r =
+        run({.command = {"sh", "-c", script, "sh", key(), (outside_ / "sometimes").string()},
+             .subcommand = "preflight",
+             .options = {"--json"}});
+    EXPECT_EQ(r.status, 3) << r;
+    const auto record = json::parse(r.out, nullptr, false);
+    ASSERT_FALSE(record.is_discarded()) << r;
+    EXPECT_EQ(record["everyLeg"], json::array({key()})) << r;
+    EXPECT_EQ(record["someLegs"], json::array({(outside_ / "sometimes").string()})) << r;
+    EXPECT_EQ(record["legs"].size(), 2U) << r;
+    // Two legs, two homes.
+    EXPECT_NE(r.err.find("leg 2"), std::string::npos) << r;
+
+    // Control: a target that stays in its workspace passes.
+    const auto clean = run({.command = {"cat", "notes.txt"}, .subcommand = "preflight"});
+    EXPECT_EQ(clean.status, 0) << clean;
+}
+
+TEST_F(Audit, PreflightRefusesAnUnauditedCall) {
+    const auto r =
+        run({.command = {"true"}, .subcommand = "preflight", .options = {"--observer", "none"}});
+    EXPECT_EQ(r.status, 12) << r;
+    EXPECT_NE(r.err.find("audit"), std::string::npos) << r;
+}
+
+}  // namespace
+}  // namespace tea::test::bwrap
