@@ -10,7 +10,7 @@ namespace {
 
 using nlohmann::json;
 
-Access access_from(const std::string &name) {
+bool access_from(const std::string &name, Access *out) {
     static constexpr std::pair<std::string_view, Access> table[] = {
         {"read", Access::read},     {"write", Access::write},       {"exec", Access::exec},
         {"list", Access::list},     {"readlink", Access::readlink}, {"create", Access::create},
@@ -18,72 +18,268 @@ Access access_from(const std::string &name) {
     };
     for (const auto &[n, a] : table) {
         if (n == name) {
-            return a;
+            *out = a;
+            return true;
         }
     }
-    throw std::invalid_argument("events[].access: unknown access '" + name + "'");
+    return false;
 }
 
-const json &member(const json &doc, const char *name, const std::string &where) {
-    if (!doc.is_object() || !doc.contains(name)) {
-        throw std::invalid_argument(where + name + ": missing");
+// Reads the observation as a stream of SAX events rather than a document tree: a busy call
+// reports tens of thousands of events, and a tree of them cost more than the judging.
+class Reader : public nlohmann::json_sax<json> {
+   public:
+    explicit Reader(Observation &out) : out_{out} {}
+
+    // The first problem found, in the form "events[3].count: expected ...".
+    std::string error;
+
+    bool null() override { return value_error("null"); }
+    bool boolean(bool v) override {
+        if (depth_ == 1 && key_ == "complete") {
+            out_.complete = v;
+            seen_complete_ = true;
+            return true;
+        }
+        if (depth_ == 1 && key_ == "targetStarted") {
+            out_.target_started = v;
+            return true;
+        }
+        if (in_event() && key_ == "ok") {
+            event_.success = v;
+            have_ |= kOk;
+            return true;
+        }
+        return value_error("true or false");
     }
-    return doc[name];
-}
+    bool number_integer(number_integer_t v) override {
+        if (in_event() && key_ == "pid" && v >= 0 && v <= 0x7fffffff) {
+            event_.pid = static_cast<int>(v);
+            have_ |= kPid;
+            return true;
+        }
+        return value_error("a negative number");
+    }
+    bool number_unsigned(number_unsigned_t v) override {
+        if (in_event() && key_ == "pid" && v <= 0x7fffffff) {
+            event_.pid = static_cast<int>(v);
+            have_ |= kPid;
+            return true;
+        }
+        if (in_event() && key_ == "count") {
+            if (v == 0) {
+                return fail("count: expected a positive integer");
+            }
+            count_ = v;
+            return true;
+        }
+        if (depth_ == 1 && key_ != "complete" && key_ != "events" && key_ != "targetStarted") {
+            return true;  // "lines" and other counters for diagnostics
+        }
+        return value_error("a number");
+    }
+    bool number_float(number_float_t /*v*/, const string_t & /*s*/) override {
+        return value_error("a fraction");
+    }
+    bool string(string_t &v) override {
+        if (depth_ == 1 && key_ == "reason") {
+            out_.reason = std::move(v);
+            return true;
+        }
+        if (depth_ == 1 && key_ != "complete" && key_ != "events" && key_ != "targetStarted") {
+            return true;
+        }
+        if (in_base64_) {
+            auto decoded = bytes::base64_decode(v);
+            if (!decoded || key_ != "base64") {
+                return fail(field_ +
+                            ": expected a string or {\"base64\": \"...\"} with valid "
+                            "base64");
+            }
+            return take_bytes(std::move(*decoded));
+        }
+        if (in_event()) {
+            if (key_ == "syscall") {
+                event_.syscall = std::move(v);
+                have_ |= kSyscall;
+                return true;
+            }
+            if (key_ == "access") {
+                if (!access_from(v, &event_.access)) {
+                    return fail("access: unknown access '" + v + "'");
+                }
+                have_ |= kAccess;
+                return true;
+            }
+            if (key_ == "asked" || key_ == "resolved" || key_ == "error") {
+                field_ = key_;
+                return take_bytes(std::move(v));
+            }
+        }
+        return value_error("a string");
+    }
+    bool binary(binary_t & /*v*/) override { return value_error("binary"); }
+    bool start_object(std::size_t /*n*/) override {
+        ++depth_;
+        if (depth_ == 1) {
+            return true;
+        }
+        if (depth_ == 3 && events_open_ && key_ == "" && in_array_) {
+            event_ = ObservedAccess{};
+            count_ = 1;
+            have_ = 0;
+            return true;
+        }
+        if (depth_ == 4 && events_open_ && in_array_ &&
+            (key_ == "asked" || key_ == "resolved" || key_ == "error")) {
+            in_base64_ = true;
+            field_ = key_;
+            key_.clear();
+            return true;
+        }
+        return value_error("an object");
+    }
+    bool key(string_t &k) override {
+        key_ = std::move(k);
+        return true;
+    }
+    bool end_object() override {
+        if (in_base64_ && depth_ == 4) {
+            in_base64_ = false;
+            if (!base64_done_) {
+                return fail(field_ + ": expected a string or {\"base64\": \"...\"}");
+            }
+            base64_done_ = false;
+            key_ = field_;
+            --depth_;
+            return true;
+        }
+        if (in_event()) {
+            for (const auto &[bit, name] : kRequired) {
+                if ((have_ & bit) == 0) {
+                    return fail(std::string{name} + ": missing");
+                }
+            }
+            out_.events.push_back(std::move(event_));
+            out_.counts.push_back(count_);
+            key_.clear();
+        }
+        --depth_;
+        return true;
+    }
+    bool start_array(std::size_t /*n*/) override {
+        ++depth_;
+        if (depth_ == 1) {
+            return fail("the observation is not a JSON object");
+        }
+        if (depth_ == 2 && key_ == "events" && !events_open_) {
+            events_open_ = true;
+            in_array_ = true;
+            seen_events_ = true;
+            key_.clear();
+            return true;
+        }
+        return value_error("an array");
+    }
+    bool end_array() override {
+        --depth_;
+        in_array_ = false;
+        return true;
+    }
+    bool parse_error(std::size_t /*position*/, const std::string & /*last_token*/,
+                     const nlohmann::detail::exception & /*ex*/) override {
+        if (error.empty()) {
+            error = "the observation is not a JSON object";
+        }
+        return false;
+    }
+
+    void check_end() {
+        if (!error.empty()) {
+            return;
+        }
+        if (!seen_complete_) {
+            error = "complete: missing";
+        } else if (!seen_events_) {
+            error = "events: missing";
+        }
+    }
+
+   private:
+    static constexpr unsigned kPid = 1;
+    static constexpr unsigned kOk = 2;
+    static constexpr unsigned kAccess = 4;
+    static constexpr unsigned kSyscall = 8;
+    static constexpr unsigned kAsked = 16;
+    static constexpr unsigned kResolved = 32;
+    static constexpr std::pair<unsigned, const char *> kRequired[] = {
+        {kPid, "pid"},         {kOk, "ok"},       {kAccess, "access"},
+        {kSyscall, "syscall"}, {kAsked, "asked"}, {kResolved, "resolved"}};
+
+    [[nodiscard]] bool in_event() const { return events_open_ && depth_ == 3 && in_array_; }
+
+    bool take_bytes(std::string v) {
+        if (in_base64_) {
+            base64_done_ = true;
+        }
+        if (field_ == "asked") {
+            event_.path_asked = std::move(v);
+            have_ |= kAsked;
+        } else if (field_ == "resolved") {
+            event_.path_resolved = std::move(v);
+            have_ |= kResolved;
+        } else {
+            event_.error = std::move(v);
+        }
+        return true;
+    }
+    bool value_error(const char *found) {
+        const std::string where = key_;
+        if (depth_ <= 1 && key_ == "complete") {
+            return fail("complete: expected true or false");
+        }
+        if (depth_ <= 1 && key_ == "events") {
+            return fail("events: expected an array");
+        }
+        if (depth_ == 0) {
+            return fail("the observation is not a JSON object");
+        }
+        return fail((where.empty() ? std::string{"value"} : where) + ": unexpected " + found);
+    }
+    bool fail(const std::string &what) {
+        if (error.empty()) {
+            const bool event_field = events_open_ && depth_ >= 3;
+            error =
+                event_field ? "events[" + std::to_string(out_.events.size()) + "]." + what : what;
+        }
+        return false;
+    }
+
+    Observation &out_;
+    int depth_ = 0;
+    std::string key_;
+    std::string field_;
+    bool events_open_ = false;
+    bool in_array_ = false;
+    bool in_base64_ = false;
+    bool base64_done_ = false;
+    bool seen_complete_ = false;
+    bool seen_events_ = false;
+    ObservedAccess event_;
+    std::uint64_t count_ = 1;
+    unsigned have_ = 0;
+};
 
 }  // namespace
 
 Observation observation_from_json(std::string_view text) {
-    const auto doc = json::parse(text, nullptr, false);
-    if (doc.is_discarded() || !doc.is_object()) {
-        throw std::invalid_argument("the observation is not a JSON object");
-    }
     Observation o;
-    const auto &complete = member(doc, "complete", "");
-    if (!complete.is_boolean()) {
-        throw std::invalid_argument("complete: expected true or false");
-    }
-    o.complete = complete.get<bool>();
-    if (doc.contains("reason") && doc["reason"].is_string()) {
-        o.reason = doc["reason"].get<std::string>();
-    }
-    o.target_started = doc.value("targetStarted", false);
-    const auto &events = member(doc, "events", "");
-    if (!events.is_array()) {
-        throw std::invalid_argument("events: expected an array");
-    }
-    o.events.reserve(events.size());
-    o.counts.reserve(events.size());
-    for (std::size_t i = 0; i < events.size(); ++i) {
-        const auto where = "events[" + std::to_string(i) + "].";
-        const auto &e = events[i];
-        ObservedAccess a;
-        const auto &pid = member(e, "pid", where);
-        const auto &ok = member(e, "ok", where);
-        const auto &access = member(e, "access", where);
-        const auto &syscall = member(e, "syscall", where);
-        if (!pid.is_number_integer() || !ok.is_boolean() || !access.is_string() ||
-            !syscall.is_string()) {
-            throw std::invalid_argument(where + "pid/ok/access/syscall: wrong type");
-        }
-        a.pid = pid.get<int>();
-        a.syscall = syscall.get<std::string>();
-        a.path_asked = bytes::from_json(member(e, "asked", where), where + "asked");
-        a.path_resolved = bytes::from_json(member(e, "resolved", where), where + "resolved");
-        a.access = access_from(access.get<std::string>());
-        a.success = ok.get<bool>();
-        if (e.contains("error") && e["error"].is_string()) {
-            a.error = e["error"].get<std::string>();
-        }
-        std::uint64_t count = 1;
-        if (e.contains("count")) {
-            if (!e["count"].is_number_unsigned() || e["count"].get<std::uint64_t>() == 0) {
-                throw std::invalid_argument(where + "count: expected a positive integer");
-            }
-            count = e["count"].get<std::uint64_t>();
-        }
-        o.events.push_back(std::move(a));
-        o.counts.push_back(count);
+    Reader reader{o};
+    const bool ok = json::sax_parse(text, &reader);
+    reader.check_end();
+    if (!ok || !reader.error.empty()) {
+        throw std::invalid_argument(reader.error.empty() ? "the observation is not a JSON object"
+                                                         : reader.error);
     }
     return o;
 }

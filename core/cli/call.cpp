@@ -1,16 +1,14 @@
 #include "cli/call.hpp"
 
-#include <fcntl.h>
 #include <spdlog/spdlog.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <tea/json_bytes.hpp>
+#include <tea/stamp.hpp>
 
 #include "exec/environment.hpp"
 #include "exec/ownership.hpp"
@@ -143,82 +141,26 @@ audit::Grants call_grants(const exec::LaunchSpec &spec, const exec::ExecPlan &pl
     return g;
 }
 
-std::string read_line(const char *path) {
-    std::ifstream in{path};
-    std::string line;
-    std::getline(in, line);
-    return line;
-}
-
-// Where a confirmed observer is remembered: one file per boot and per everything the
-// confirmation depends on (the programs the wrapped plan starts, the plugins, the identity, the
-// kernel's ptrace policy). A stamp only ever skips the confirmation; each call still checks that
-// its own trace shows the target starting.
+// Where a confirmed observer is remembered: per boot and per everything the confirmation
+// depends on (the programs the wrapped plan starts, the plugins, the identity, the kernel's
+// ptrace policy). A stamp only ever skips the confirmation; each call still checks that its own
+// trace shows the target starting.
 std::filesystem::path confirmation_stamp(const exec::ExecPlan &wrapped,
                                          const plugins::Selected &backend,
                                          const plugins::Selected &observer) {
     std::string key;
-    auto file_key = [&key](const std::string &path) {
-        struct stat st {};
-        if (!path.empty() && path[0] == '/' && ::stat(path.c_str(), &st) == 0 &&
-            S_ISREG(st.st_mode)) {
-            key += path + ":" + std::to_string(st.st_ino) + ":" + std::to_string(st.st_size) + ":" +
-                   std::to_string(st.st_mtim.tv_sec) + ":" + std::to_string(st.st_mtim.tv_nsec) +
-                   ";";
-        }
-    };
     for (const auto &a : wrapped.argv) {
-        file_key(a);
+        key += stamp::file_key(a);
     }
     for (const auto &f : wrapped.files) {
-        file_key(f.path);
+        key += stamp::file_key(f.path);
     }
-    file_key(backend.plugin->manifest().library.string());
-    file_key(observer.plugin->manifest().library.string());
+    key += stamp::file_key(backend.plugin->manifest().library.string());
+    key += stamp::file_key(observer.plugin->manifest().library.string());
     key += backend.plugin->name() + ";" + observer.plugin->name() + ";";
-    key += read_line("/proc/sys/kernel/random/boot_id") + ";";
-    key += read_line("/proc/sys/kernel/yama/ptrace_scope") + ";";
-    key += std::to_string(::geteuid());
-    std::uint64_t hash = 1469598103934665603ULL;  // FNV-1a: a name, not a secret
-    for (const char c : key) {
-        hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
-    }
-    std::filesystem::path dir;
-    const char *cache = std::getenv("XDG_CACHE_HOME");  // NOLINT(concurrency-mt-unsafe)
-    const char *home = std::getenv("HOME");             // NOLINT(concurrency-mt-unsafe)
-    if (::geteuid() == 0) {
-        dir = "/var/cache/tea-evaluate";
-    } else if (cache != nullptr && cache[0] == '/') {
-        dir = std::filesystem::path{cache} / "tea-evaluate";
-    } else if (home != nullptr && home[0] == '/') {
-        dir = std::filesystem::path{home} / ".cache" / "tea-evaluate";
-    } else {
-        return {};
-    }
-    char name[64];
-    std::snprintf(name, sizeof name, "audit-confirmed-%016llx",
-                  static_cast<unsigned long long>(hash));
-    return dir / name;
-}
-
-bool stamp_present(const std::filesystem::path &stamp) {
-    struct stat st {};
-    // Only a regular file of this user counts: another user cannot vouch for our audit.
-    return !stamp.empty() && ::lstat(stamp.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
-           st.st_uid == ::geteuid();
-}
-
-void write_stamp(const std::filesystem::path &stamp) {
-    if (stamp.empty()) {
-        return;
-    }
-    std::error_code ec;
-    std::filesystem::create_directories(stamp.parent_path(), ec);
-    ::chmod(stamp.parent_path().c_str(), 0700);
-    const int fd = ::open(stamp.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd >= 0) {
-        ::close(fd);
-    }
+    key += stamp::boot_id();
+    key += stamp::first_line("/proc/sys/kernel/yama/ptrace_scope");
+    return stamp::path_for("audit-confirmed", key);
 }
 
 }  // namespace
@@ -439,7 +381,7 @@ void Session::confirm_observer(const exec::ExecPlan &sample, const exec::LaunchS
     }
     const auto stamp =
         confirmation_stamp(wrap(sample, private_root_ / "unused"), backend_, observer_);
-    if (stamp_present(stamp)) {
+    if (stamp::present(stamp)) {
         observer_confirmed_ = true;
         return;
     }
@@ -490,7 +432,7 @@ void Session::confirm_observer(const exec::ExecPlan &sample, const exec::LaunchS
             "kernel.yama.ptrace_scope sysctl, a container without ptrace or seccomp); repair "
             "it, or run unaudited on purpose with --observer none.");
     }
-    write_stamp(stamp);
+    stamp::write(stamp);
     observer_confirmed_ = true;
     phase("observer confirmed");
 }

@@ -23,6 +23,7 @@
 #include <string_view>
 #include <tea/json_bytes.hpp>
 #include <tea/plugin.hpp>
+#include <tea/stamp.hpp>
 #include <unordered_map>
 #include <vector>
 
@@ -112,6 +113,34 @@ std::string_view access_name(tea::strace::AccessKind kind) {
     return kind == tea::strace::AccessKind::ChangeDir ? "other" : tea::strace::to_string(kind);
 }
 
+// Appends a byte string as a JSON value: a string when it is UTF-8, {"base64": ...} otherwise,
+// as tea/json_bytes.hpp reads it. Written by hand: an audit of a busy call carries tens of
+// thousands of events, and building a JSON tree for each cost more than tracing them.
+void append_json_bytes(std::string &out, std::string_view bytes) {
+    if (!tea::bytes::is_valid_utf8(bytes)) {
+        out += R"({"base64":")";
+        out += tea::bytes::base64_encode(bytes);
+        out += "\"}";
+        return;
+    }
+    static constexpr char hex[] = "0123456789abcdef";
+    out += '"';
+    for (const char c : bytes) {
+        const auto u = static_cast<unsigned char>(c);
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += c;
+        } else if (u < 0x20) {
+            out += "\\u00";
+            out += hex[u >> 4U];
+            out += hex[u & 0xFU];
+        } else {
+            out += c;
+        }
+    }
+    out += '"';
+}
+
 bool is_exec(const tea::strace::AccessEvent &e) {
     return e.kind == tea::strace::AccessKind::Exec;
 }
@@ -151,6 +180,13 @@ class StraceObserver {
                 "strace (" + strace_name_ +
                 ") is not installed; the audit needs strace 6.1 or later: apt-get install strace");
         }
+        // Running strace costs a process per command: a version once found good is remembered
+        // for this very binary (its inode, size and time) until the next boot.
+        const auto stamp = tea::stamp::path_for(
+            "strace-version", tea::stamp::file_key(strace_) + tea::stamp::boot_id());
+        if (tea::stamp::present(stamp)) {
+            return;
+        }
         const auto line = version_line(strace_);
         const auto [major, minor] = parse_version(line);
         if (major < kMinMajor || (major == kMinMajor && minor < kMinMinor)) {
@@ -159,6 +195,7 @@ class StraceObserver {
                 "\"; the audit needs strace 6.1 or later (for --seccomp-bpf and "
                 "--decode-pids=pidns): apt-get install strace from Debian 12 or newer");
         }
+        tea::stamp::write(stamp);
     }
 
     std::string wrap(std::string_view request_text) {
@@ -171,19 +208,7 @@ class StraceObserver {
         if (strace_.empty()) {
             probe();
         }
-        std::vector<std::string> argv{strace_,
-                                      "-f",
-                                      "--seccomp-bpf",
-                                      "--decode-pids=pidns",
-                                      "--decode-fds=path",
-                                      "-qq",
-                                      "-e",
-                                      "signal=none",
-                                      "-e",
-                                      "trace=" + std::string{tea::strace::traced_syscalls()},
-                                      "-o",
-                                      trace_dir + "/" + kTraceFile,
-                                      "--"};
+        auto argv = tea::strace::strace_command(strace_, trace_dir + "/" + kTraceFile);
         const auto inner = tea::bytes::list_from_json(plan.at("argv"), "plan.argv");
         argv.insert(argv.end(), inner.begin(), inner.end());
         plan["argv"] = tea::bytes::list_to_json(argv);
@@ -244,23 +269,47 @@ class StraceObserver {
             add_reason(std::to_string(c.overflow) + " accesses beyond " +
                        std::to_string(max_distinct_) + " distinct ones were not kept");
         }
-        json events = json::array();
-        for (const auto &e : c.events) {
-            events.push_back({{"pid", e.pid},
-                              {"syscall", e.syscall},
-                              {"asked", tea::bytes::to_json(e.asked)},
-                              {"resolved", tea::bytes::to_json(e.resolved)},
-                              {"access", e.access},
-                              {"ok", e.ok},
-                              {"error", e.error},
-                              {"count", e.count}});
+        std::string out;
+        out.reserve(256 + c.events.size() * 160);
+        out += R"({"complete":)";
+        out += reason.empty() ? "true" : "false";
+        // The reason quotes trace text, which may hold any byte; the record keeps it readable.
+        for (char &ch : reason) {
+            const auto u = static_cast<unsigned char>(ch);
+            if (u < 0x20 || u >= 0x7f) {
+                ch = '?';
+            }
         }
-        return json{{"complete", reason.empty()},
-                    {"reason", reason},
-                    {"targetStarted", target_start.empty() || c.started},
-                    {"lines", parser.lines()},
-                    {"events", std::move(events)}}
-            .dump();
+        out += R"(,"reason":)";
+        append_json_bytes(out, reason);
+        out += R"(,"targetStarted":)";
+        out += target_start.empty() || c.started ? "true" : "false";
+        out += R"(,"lines":)";
+        out += std::to_string(parser.lines());
+        out += R"(,"events":[)";
+        for (std::size_t i = 0; i < c.events.size(); ++i) {
+            const auto &e = c.events[i];
+            out += i == 0 ? "{" : ",{";
+            out += R"("pid":)";
+            out += std::to_string(e.pid);
+            out += R"(,"syscall":)";
+            append_json_bytes(out, e.syscall);
+            out += R"(,"asked":)";
+            append_json_bytes(out, e.asked);
+            out += R"(,"resolved":)";
+            append_json_bytes(out, e.resolved);
+            out += R"(,"access":")";
+            out += e.access;
+            out += R"(","ok":)";
+            out += e.ok ? "true" : "false";
+            out += R"(,"error":)";
+            append_json_bytes(out, e.error);
+            out += R"(,"count":)";
+            out += std::to_string(e.count);
+            out += '}';
+        }
+        out += "]}";
+        return out;
     }
 
    private:
@@ -269,7 +318,7 @@ class StraceObserver {
         std::string syscall;
         std::string asked;
         std::string resolved;
-        std::string access;
+        std::string_view access;  // one of access_name's literals
         bool ok = false;
         std::string error;
         std::uint64_t count = 0;
@@ -284,6 +333,7 @@ class StraceObserver {
         int helper_pid = 0;
         std::vector<Event> events;
         std::unordered_map<std::string, std::size_t> index;
+        std::string scratch;
         std::uint64_t overflow = 0;
 
         Collector(std::string start, std::size_t max)
@@ -311,9 +361,8 @@ class StraceObserver {
                 }
                 // Each exec attempt (a PATH search) is the target's: it is judged.
             }
-            std::string key;
-            key.reserve(e.syscall.size() + e.path_lexical.size() + e.path_resolved.size() +
-                        e.error.size() + 8);
+            auto &key = scratch;  // reused: most events repeat one already seen
+            key.clear();
             key += e.syscall;
             key += '\0';
             key += e.path_lexical;
@@ -332,9 +381,9 @@ class StraceObserver {
                 ++overflow;
                 return;
             }
-            index.emplace(std::move(key), events.size());
+            index.emplace(key, events.size());
             events.push_back(Event{e.pid, e.syscall, e.path_lexical, e.path_resolved,
-                                   std::string{access_name(e.kind)}, e.success, e.error, 1});
+                                   access_name(e.kind), e.success, e.error, 1});
         }
     };
 

@@ -669,6 +669,23 @@ std::string_view traced_syscalls() {
     return kTracedSyscalls;
 }
 
+std::vector<std::string> strace_command(const std::string &strace, const std::string &trace_file) {
+    // -qq: no attach/exit chatter; signal=none: no signal lines, which carry no file access.
+    return {strace,
+            "-f",
+            "--seccomp-bpf",
+            "--decode-pids=pidns",
+            "--decode-fds=path",
+            "-qq",
+            "-e",
+            "signal=none",
+            "-e",
+            "trace=" + std::string{kTracedSyscalls},
+            "-o",
+            trace_file,
+            "--"};
+}
+
 std::string_view to_string(AccessKind kind) {
     switch (kind) {
         case AccessKind::Read:

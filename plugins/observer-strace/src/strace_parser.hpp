@@ -20,6 +20,10 @@ namespace tea::strace {
 // strace's `?` prefix, so the same list is accepted on x86-64 and on arm64.
 std::string_view traced_syscalls();
 
+// The command that produces the text this parser reads: `strace` (a path) with the options above,
+// writing to trace_file, up to and including the "--" after which the traced command follows.
+std::vector<std::string> strace_command(const std::string &strace, const std::string &trace_file);
+
 // What a call did to the path it names.
 enum class AccessKind : std::uint8_t {
     Read,       // opened for reading (a directory opened for reading included)

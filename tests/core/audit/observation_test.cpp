@@ -57,6 +57,33 @@ TEST(Observation, RefusesMalformedDocumentsNamingTheField) {
             "events[0].asked");
 }
 
+TEST(Observation, HostileDocumentsAreRefusedNeverCrash) {
+    const std::string event =
+        R"({"pid": 1, "ok": true, "access": "read", "syscall": "x", "asked": "/a", "resolved": "/a"})";
+    const std::vector<std::string> texts{
+        std::string{"7"},
+        std::string{"\"x\""},
+        std::string{"null"},
+        std::string(100000, '['),
+        std::string(100000, '{'),
+        R"({"complete": true, "events": [[]]})",
+        R"({"complete": true, "events": [)" + event + R"(], "events": []})",
+        R"({"complete": true, "events": [{"pid": 1, "asked": {"base64": "YQ==", "x": 1}}]})",
+        R"({"complete": true, "events": [{"pid": 1, "asked": {}}]})",
+        R"({"complete": true, "events": [{"pid": -1}]})",
+        R"({"complete": true, "events": [{"pid": 1.5}]})",
+        R"({"complete": true, "events": [{"argv": ["a"]}]})",
+        R"({"complete": true, "events": [)" + event.substr(0, event.size() - 1),
+    };
+    for (const auto &text : texts) {
+        EXPECT_THROW((void)observation_from_json(text), std::invalid_argument)
+            << text.substr(0, 80);
+    }
+    // Counters the runtime does not read are accepted at the top level.
+    EXPECT_NO_THROW((void)observation_from_json(R"({"complete": true, "lines": 12, "events": [)" +
+                                                event + "]}"));
+}
+
 TEST(Observation, JudgedResultListsOutsideReadsAndCountsEveryRepeat) {
     Observation o;
     o.complete = true;
