@@ -124,7 +124,7 @@ class Reader : public nlohmann::json_sax<json> {
         if (depth_ == 1) {
             return true;
         }
-        if (depth_ == 3 && events_open_ && key_ == "" && in_array_) {
+        if (depth_ == 3 && events_open_ && key_.empty() && in_array_) {
             event_ = ObservedAccess{};
             count_ = 1;
             have_ = 0;

@@ -373,6 +373,29 @@ Session::Executed Session::execute(const exec::LaunchSpec &spec, const exec::Exe
     return out;
 }
 
+// Runs the plan, and once more with a fresh plan when the trace shows that the confinement ended
+// before the target's side started: nothing of the target ran, so a second attempt is safe. The
+// usual cause is a host socket that went away between the backend's scan and bwrap binding over
+// it, which another process on a busy host may do at any time.
+Session::Executed Session::execute_with_retry(const exec::LaunchSpec &spec, exec::ExecPlan &plan,
+                                              fs::RunDirectory &run_dir,
+                                              const exec::RunOptions &run, bool observed) {
+    auto executed = execute(spec, plan, run_dir, run, observed);
+    const auto &r = executed.result;
+    if (executed.observation && !executed.observation->target_started && r.started &&
+        r.interrupted_by == 0 && !r.timed_out && r.status() != 0 &&
+        !plan.audit.target_start.empty()) {
+        spdlog::warn(
+            "the confinement ended (status {}) before the target started; trying once more "
+            "with a fresh plan",
+            r.status());
+        plan = prepare(spec);
+        check_lend(plan, spec);
+        executed = execute(spec, plan, run_dir, run, observed);
+    }
+    return executed;
+}
+
 // Before the first audited call: a traced, confined reader of a probe file must be seen reading
 // it, or the audit's empty list would be no evidence of anything.
 void Session::confirm_observer(const exec::ExecPlan &sample, const exec::LaunchSpec &call) {
@@ -400,13 +423,13 @@ void Session::confirm_observer(const exec::ExecPlan &sample, const exec::LaunchS
     spec.env = {"PATH=/usr/bin:/bin", "LANG=C"};
     spec.runtime_prefix = runtime_.paths.prefix.string();
     spec.helper_dir = runtime_.paths.helper_dir.string();
-    const auto plan = prepare(spec);
+    auto plan = prepare(spec);
     check_lend(plan, spec);
     exec::RunOptions run;
     run.timeout = std::chrono::seconds{30};
     run.kill_grace = runtime_.config.call.kill_grace;
     run.signal_fd = Signals::instance().fd();
-    const auto executed = execute(spec, plan, run_dir, run, true);
+    const auto executed = execute_with_retry(spec, plan, run_dir, run, true);
     if (executed.result.interrupted_by != 0) {
         throw Error{static_cast<ExitCode>(128 + executed.result.interrupted_by),
                     "interrupted while confirming the observer"};
@@ -443,7 +466,7 @@ CallOutcome Session::call(exec::LaunchSpec spec, const exec::RunOptions &run) {
     spec.temp_dir = run_dir.make_directory("tmp-").string();
     spec.home = run_dir.make_directory("tea-evaluate-target-home-").string();
     phase("private directories made");
-    const auto plan = prepare(spec);
+    auto plan = prepare(spec);
     phase("plan prepared");
     check_lend(plan, spec);
     if (plan.confinement == "opt-out") {
@@ -464,7 +487,7 @@ CallOutcome Session::call(exec::LaunchSpec spec, const exec::RunOptions &run) {
     if (observed) {
         confirm_observer(plan, spec);
     }
-    auto executed = execute(spec, plan, run_dir, run, observed);
+    auto executed = execute_with_retry(spec, plan, run_dir, run, observed);
     CallOutcome outcome;
     outcome.result = executed.result;
     outcome.confinement = plan.confinement;

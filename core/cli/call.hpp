@@ -68,6 +68,9 @@ class Session {
     };
     Executed execute(const exec::LaunchSpec &spec, const exec::ExecPlan &plan,
                      fs::RunDirectory &run_dir, const exec::RunOptions &run, bool observed);
+    Executed execute_with_retry(const exec::LaunchSpec &spec, exec::ExecPlan &plan,
+                                fs::RunDirectory &run_dir, const exec::RunOptions &run,
+                                bool observed);
     void choose_observer(const exec::ExecPlan &plan);
     void confirm_observer(const exec::ExecPlan &sample, const exec::LaunchSpec &call);
     [[nodiscard]] exec::ExecPlan prepare(const exec::LaunchSpec &spec) const;

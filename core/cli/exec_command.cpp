@@ -28,7 +28,7 @@ std::string printable(const std::string &path) {
         const auto u = static_cast<unsigned char>(c);
         if (u < 0x20 || u == 0x7f || c == '\\') {
             char buf[8];
-            std::snprintf(buf, sizeof buf, "\\x%02x", u);
+            (void)std::snprintf(buf, sizeof buf, "\\x%02x", u);
             out += buf;
         } else {
             out += c;

@@ -17,10 +17,10 @@
 #include <array>
 #include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <tea/json_bytes.hpp>
 #include <tea/plugin.hpp>
 #include <tea/stamp.hpp>
@@ -59,7 +59,7 @@ std::string find_on_path(const std::string &name) {
 std::string version_line(const std::string &program) {
     std::array<int, 2> out{};
     if (::pipe2(out.data(), O_CLOEXEC) != 0) {
-        throw tea::sdk::Unavailable(std::string{"pipe: "} + std::strerror(errno));
+        throw tea::sdk::Unavailable(std::string{"pipe: "} + std::generic_category().message(errno));
     }
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
@@ -89,7 +89,8 @@ std::string version_line(const std::string &program) {
     }
     ::close(out[0]);
     if (rc != 0) {
-        throw tea::sdk::Unavailable(program + " cannot be started: " + std::strerror(rc));
+        throw tea::sdk::Unavailable(program +
+                                    " cannot be started: " + std::generic_category().message(rc));
     }
     return text.substr(0, text.find('\n'));
 }
@@ -215,7 +216,7 @@ class StraceObserver {
         return plan.dump();
     }
 
-    std::string collect(std::string_view request_text) {
+    std::string collect(std::string_view request_text) const {
         const auto request = json::parse(request_text);
         const auto trace_dir = tea::bytes::from_json(request.at("traceDir"), "traceDir");
         const auto initial_cwd = tea::bytes::from_json(request.at("initialCwd"), "initialCwd");
@@ -227,11 +228,11 @@ class StraceObserver {
         // O_NOFOLLOW: the trace is the runtime's own file; a link there is not its trace.
         const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0) {
-            return json{
-                {"complete", false},
-                {"reason", "no trace was written (" + path + ": " + std::strerror(errno) + ")"},
-                {"targetStarted", false},
-                {"events", json::array()}}
+            return json{{"complete", false},
+                        {"reason", "no trace was written (" + path + ": " +
+                                       std::generic_category().message(errno) + ")"},
+                        {"targetStarted", false},
+                        {"events", json::array()}}
                 .dump();
         }
         tea::strace::Parser parser{initial_cwd};
@@ -244,7 +245,8 @@ class StraceObserver {
                 continue;
             }
             if (n < 0) {
-                read_error = std::string{"reading the trace: "} + std::strerror(errno);
+                read_error =
+                    std::string{"reading the trace: "} + std::generic_category().message(errno);
                 break;
             }
             if (n == 0) {

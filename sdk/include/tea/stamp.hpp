@@ -79,7 +79,7 @@ inline std::filesystem::path path_for(std::string_view prefix, std::string_view 
     mix(key);
     mix(std::to_string(::geteuid()));
     char name[24];
-    std::snprintf(name, sizeof name, "%016llx", static_cast<unsigned long long>(hash));
+    (void)std::snprintf(name, sizeof name, "%016llx", static_cast<unsigned long long>(hash));
     return dir / (std::string{prefix} + "-" + name);
 }
 

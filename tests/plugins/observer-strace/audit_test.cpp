@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -206,6 +207,40 @@ TEST_F(Audit, AnOldOrMissingStraceIsRefusedByVersion) {
         run({.command = {"true"}, .config = "[plugin.strace]\nstrace = \"/nonexistent/strace\"\n"});
     EXPECT_EQ(missing.status, 12) << missing;
     EXPECT_NE(missing.err.find("not installed"), std::string::npos) << missing;
+}
+
+TEST_F(Audit, AConfinementThatFailsBeforeTheTargetStartsIsTriedOnceMore) {
+    // A stand-in for strace whose 1st and 3rd runs fail the way bwrap does when a host socket
+    // vanished between the scan and the bind: before anything of the target ran.
+    const auto counter = base() / "runs";
+    const auto flaky = base() / "flaky-strace";
+    make_file(flaky,
+              "#!/bin/sh\nif [ \"$1\" = -V ]; then exec /usr/bin/strace -V; fi\n"
+              "n=$(cat '" +
+                  counter.string() + "' 2>/dev/null || echo 0); n=$((n+1)); echo $n >'" +
+                  counter.string() +
+                  "'\ncase $n in 1|3) echo 'bwrap: Can'\\''t create file at /tmp/gone.sock' >&2; "
+                  "exit 1;; esac\nexec /usr/bin/strace \"$@\"\n",
+              0755);
+    const auto r = run({.command = {"cat", key()},
+                        .config = "[plugin.strace]\nstrace = \"" + flaky.string() + "\"\n"});
+    EXPECT_EQ(r.status, 0) << r;
+    EXPECT_NE(r.out.find("PRIVATE KEY"), std::string::npos) << r;
+    EXPECT_NE(r.err.find(key()), std::string::npos) << "still audited" << r;
+    std::ifstream in{counter};
+    int runs = 0;
+    in >> runs;
+    EXPECT_EQ(runs, 4) << "the confirmation and the call each tried twice" << r;
+
+    // Control: a confinement that never starts the target is not retried forever.
+    const auto broken = base() / "broken-strace";
+    make_file(broken,
+              "#!/bin/sh\nif [ \"$1\" = -V ]; then exec /usr/bin/strace -V; fi\n"
+              "echo 'bwrap: nothing works' >&2; exit 1\n",
+              0755);
+    const auto b = run({.command = {"cat", key()},
+                        .config = "[plugin.strace]\nstrace = \"" + broken.string() + "\"\n"});
+    EXPECT_EQ(b.status, 12) << b;
 }
 
 TEST_F(Audit, PreflightNamesWhatEveryLegOpened) {
