@@ -163,6 +163,40 @@ std::filesystem::path confirmation_stamp(const exec::ExecPlan &wrapped,
     return stamp::path_for("audit-confirmed", key);
 }
 
+// Whether `path` is `dir` or lies beneath it, by whole components.
+bool beneath(const std::string &path, const std::string &dir) {
+    return !dir.empty() && path.size() >= dir.size() && path.compare(0, dir.size(), dir) == 0 &&
+           (path.size() == dir.size() || path[dir.size()] == '/');
+}
+
+// A target can plant a link in its workspace or home and execute or write through it. An exec
+// and a refused open return no descriptor, so the trace holds only the link's own path, which
+// lies inside a grant. Such accesses are judged by where the link leads, read on the host once
+// the call has ended (before the home is removed). Best effort: a target that re-points the
+// link before it exits is judged by the new target (docs/audit.md).
+void resolve_planted_links(audit::Observation &observation, const exec::LaunchSpec &spec) {
+    for (auto &e : observation.events) {
+        const bool ran = e.access == audit::Access::exec && e.success;
+        const bool refused_write =
+            !e.success &&
+            (e.access == audit::Access::write || e.access == audit::Access::create ||
+             e.access == audit::Access::remove) &&
+            (e.error == "EROFS" || e.error == "EACCES" || e.error == "EPERM");
+        if ((!ran && !refused_write) ||
+            (!e.path_resolved.empty() && e.path_resolved != e.path_asked)) {
+            continue;
+        }
+        if (!beneath(e.path_asked, spec.workspace) && !beneath(e.path_asked, spec.home)) {
+            continue;
+        }
+        std::error_code ec;
+        const auto real = std::filesystem::weakly_canonical(e.path_asked, ec);
+        if (!ec && real.string() != e.path_asked) {
+            e.path_resolved = real.string();
+        }
+    }
+}
+
 }  // namespace
 
 Session::Session(const CommonOptions &common)
@@ -221,6 +255,12 @@ exec::LaunchSpec Session::launch_spec(const CallOptions &options) const {
             throw usage_error("--system-path /: a grant of the whole file system is refused");
         }
         spec.system_paths.push_back(normal);
+        // A declared path that is a link grants where it leads too: the audit judges real paths.
+        std::error_code link_error;
+        const auto real = std::filesystem::weakly_canonical(normal, link_error).string();
+        if (!link_error && real != normal && real != "/") {
+            spec.system_paths.push_back(real);
+        }
     }
     spec.runtime_prefix = runtime_.paths.prefix.string();
     spec.helper_dir = runtime_.paths.helper_dir.string();
@@ -494,6 +534,7 @@ CallOutcome Session::call(exec::LaunchSpec spec, const exec::RunOptions &run) {
     outcome.report_json = plan.report_json;
     outcome.status = call_status(outcome.result, run);
     if (executed.observation) {
+        resolve_planted_links(*executed.observation, spec);
         outcome.audit =
             audit::judge_observation(*executed.observation, call_grants(spec, plan, private_root_),
                                      observer_.plugin->name());

@@ -20,6 +20,10 @@ int exec_command(const CommonOptions &common, const ExecOptions &options);
 int preflight_command(const CommonOptions &common, const PreflightOptions &options);
 int plugins_command(const CommonOptions &common);
 
+// A path as one line of a human list: control bytes and backslashes escaped (\xNN), so a
+// hostile file name cannot forge lines of the report.
+std::string printable(const std::string &path);
+
 // The audit's list in human form, on stderr: what was listed, or why nothing can be said.
 void print_audit(const audit::AuditResult &audit);
 

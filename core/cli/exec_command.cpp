@@ -20,6 +20,8 @@ exec::StdinSpec call_stdin() {
     return {exec::StdinSpec::Kind::inherit, {}};
 }
 
+}  // namespace
+
 // A path as one line of the human list: control bytes (a newline in a file name) escaped, so
 // a hostile name cannot forge lines of the report.
 std::string printable(const std::string &path) {
@@ -36,8 +38,6 @@ std::string printable(const std::string &path) {
     }
     return out;
 }
-
-}  // namespace
 
 void print_audit(const audit::AuditResult &audit) {
     if (!audit.audited) {

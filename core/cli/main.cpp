@@ -57,8 +57,9 @@ int run(int argc, char **argv) {
     };
     auto *exec_cmd = app.add_subcommand("exec", "Run one confined, audited call of a command");
     call_options(exec_cmd, exec);
-    exec_cmd->add_flag("--strict", exec.strict,
-                       "Exit 3 when the audit lists a path outside the grants");
+    exec_cmd->add_flag(
+        "--strict", exec.strict,
+        "Exit 3 when the audit lists a path outside the grants, is incomplete, or did not run");
     auto *preflight_cmd = app.add_subcommand(
         "preflight",
         "Run the call on pristine copies of the workspace and name each path outside the grants "

@@ -109,6 +109,14 @@ int preflight_command(const CommonOptions &common, const PreflightOptions &optio
         }
         spec.workspace = workspace.string();
         spec.cwd = spec.workspace;
+        // A withheld folder inside the workspace was copied with it: withhold the copy too, or
+        // the leg would hand the target what every real run hides.
+        for (const auto &w : pristine.withhold) {
+            const auto rel = stdfs::path{w}.lexically_relative(pristine.workspace);
+            if (!rel.empty() && *rel.begin() != "..") {
+                spec.withhold.push_back((workspace / rel).lexically_normal().string());
+            }
+        }
         const auto outcome = session.call(std::move(spec), run);
         if (outcome.result.interrupted_by != 0) {
             return 128 + outcome.result.interrupted_by;
@@ -123,7 +131,13 @@ int preflight_command(const CommonOptions &common, const PreflightOptions &optio
                   << (outcome.audit.complete ? "" : ", audit INCOMPLETE: " + outcome.audit.reason)
                   << '\n';
         incomplete = incomplete || !outcome.audit.complete;
-        for (const auto &f : outcome.audit.findings) {
+        for (auto f : outcome.audit.findings) {
+            // A path in the leg's copy stands for the same path in the pristine workspace, so
+            // that the legs can be compared and the report names what a run would touch.
+            const auto rel = stdfs::path{f.path}.lexically_relative(workspace);
+            if (!rel.empty() && *rel.begin() != "..") {
+                f.path = (stdfs::path{pristine.workspace} / rel).lexically_normal().string();
+            }
             ++seen[f.path];
             first.emplace(f.path, f);
         }
@@ -148,13 +162,13 @@ int preflight_command(const CommonOptions &common, const PreflightOptions &optio
                   << " outside the grants; every trial will too (declare what the target "
                      "legitimately reads with --system-path):\n";
         for (const auto &f : every.findings) {
-            std::cerr << "  " << f.path << "  (" << f.reason << ")\n";
+            std::cerr << "  " << printable(f.path) << "  (" << f.reason << ")\n";
         }
     }
     if (!some.empty()) {
         std::cerr << "tea-evaluate: preflight: opened by some legs only:\n";
         for (const auto &p : some) {
-            std::cerr << "  " << p << '\n';
+            std::cerr << "  " << printable(p) << '\n';
         }
     }
     if (common.json) {

@@ -155,7 +155,10 @@ class StraceObserver {
         }
         for (const auto &[key, value] : config.items()) {
             if (key == "strace") {
-                if (!value.is_string() || value.get<std::string>().empty()) {
+                // A relative path would name a different program from every directory.
+                if (!value.is_string() || value.get<std::string>().empty() ||
+                    (value.get<std::string>().find('/') != std::string::npos &&
+                     value.get<std::string>()[0] != '/')) {
                     throw tea::sdk::Invalid(
                         "[plugin.strace] strace: expected a program name or "
                         "an absolute path");

@@ -164,6 +164,39 @@ TEST_F(Audit, LinkInTheWorkspaceReportsWhereItLeads) {
     EXPECT_FALSE(lists(record, (workspace() / "innocent.txt").string())) << r;
 }
 
+TEST_F(Audit, ExecAndRefusedWriteThroughAPlantedLinkAreJudgedByTheTarget) {
+    // A binary outside the grants, reached through a link in the workspace.
+    const auto tool = outside_ / "tool";
+    fs::copy_file("/usr/bin/true", tool);
+    fs::permissions(tool, fs::perms{0755});
+    fs::create_symlink(tool, workspace() / "tool");
+    fs::create_symlink("/etc/hostname", workspace() / "hostname-link");
+    const auto [r, record] =
+        audited({"sh", "-c", "./tool && echo RAN; echo x > hostname-link || echo REFUSED"});
+    EXPECT_NE(r.err.find("RAN"), std::string::npos) << r;
+    EXPECT_NE(r.err.find("REFUSED"), std::string::npos) << r;
+    EXPECT_TRUE(lists(record, tool.string())) << "executing reads the binary" << r;
+    EXPECT_TRUE(lists(record, "/etc/hostname")) << "the write the confinement refused" << r;
+    EXPECT_FALSE(lists(record, (workspace() / "tool").string())) << r;
+}
+
+TEST_F(Audit, ASystemPathThatIsALinkGrantsWhereItLeads) {
+    fs::create_symlink(outside_, base() / "declared");
+    const auto [r, record] =
+        audited({"cat", key()}, {"--strict", "--system-path", base() / "declared"});
+    EXPECT_EQ(r.status, 0) << r;
+    EXPECT_FALSE(lists(record, key())) << r;
+}
+
+TEST_F(Audit, PreflightWithholdsTheCopyOfAWithheldFolder) {
+    const auto r = run({.command = {"cat", ".tea/secret"},
+                        .withhold = {withheld().string()},
+                        .subcommand = "preflight"});
+    EXPECT_EQ(r.status, 3) << r;
+    EXPECT_EQ(r.err.find(secret()), std::string::npos) << "the copy stayed hidden" << r;
+    EXPECT_NE(r.err.find(".tea/secret"), std::string::npos) << "and was listed" << r;
+}
+
 TEST_F(Audit, OptOutIsNeverReportedAsAudited) {
     Call call{.backend = Backend::opt_out, .command = {"cat", key()}, .options = {"--json"}};
     const auto r = run(call);
