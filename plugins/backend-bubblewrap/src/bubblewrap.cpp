@@ -400,9 +400,11 @@ class Bubblewrap {
 
         const auto helper = helper_path();
         const auto bwrap = find_program(settings_.bwrap);
-        std::vector<std::string> argv = identity_prefix(helper, identity);
-        argv.insert(argv.end(), {bwrap, "--args", std::to_string(args_fd), "--", helper_in_sandbox,
-                                 "confine", "--env-fd", std::to_string(env_fd)});
+        // As root, the runtime itself drops to the sandbox identity in the child it
+        // starts bwrap in (runAs below): no helper process is started for that.
+        std::vector<std::string> argv{
+            bwrap,     "--args",   std::to_string(args_fd), "--", helper_in_sandbox,
+            "confine", "--env-fd", std::to_string(env_fd)};
         auto limit = [&](const char *option, std::uint64_t spec_value, std::uint64_t fallback) {
             const auto v = spec_value != 0 ? spec_value : fallback;
             if (v != 0) {
@@ -425,6 +427,8 @@ class Bubblewrap {
                   {"confinement", "bubblewrap"},
                   {"report", report}};
         if (identity.dropped) {
+            // Host root's files would belong to a bwrap started as root (uid-isolation).
+            plan["runAs"] = {{"uid", identity.uid}, {"gid", identity.gid}};
             plan["lend"] = {
                 {"uid", identity.uid},
                 {"gid", identity.gid},
