@@ -114,6 +114,11 @@ void walk(int dir_fd, const std::string &dir, std::size_t depth, const SocketSca
                 }
                 type = S_ISSOCK(st.st_mode) ? DT_SOCK : S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
             }
+            // Only a socket or a directory to descend into gets a path built.
+            const bool descend = type == DT_DIR && depth + 1 < options.max_depth;
+            if (type != DT_SOCK && !descend) {
+                continue;
+            }
             std::string path = dir;
             if (path.back() != '/') {
                 path += '/';
@@ -121,12 +126,12 @@ void walk(int dir_fd, const std::string &dir, std::size_t depth, const SocketSca
             path += name;
             if (type == DT_SOCK) {
                 paths.insert(std::move(path));
-            } else if (type == DT_DIR && depth + 1 < options.max_depth) {
-                const Fd child{::openat(dir_fd, entry->d_name,
-                                        O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)};
-                if (child.get() >= 0) {  // no permission to read it: skipped, as before
-                    walk(child.get(), path, depth + 1, options, budget, paths);
-                }
+                continue;
+            }
+            const Fd child{
+                ::openat(dir_fd, entry->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)};
+            if (child.get() >= 0) {  // no permission to read it: skipped, as before
+                walk(child.get(), path, depth + 1, options, budget, paths);
             }
         }
     }
