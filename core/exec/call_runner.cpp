@@ -342,6 +342,13 @@ int spawn_as_child(void *arg) {
         ::syscall(SYS_setresuid, s.uid, s.uid, s.uid) != 0) {
         fail("changing the identity");
     }
+    // The uid change empties the effective and permitted sets but keeps the
+    // inheritable one, which the host may have set: emptied too.
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    std::array<__user_cap_data_struct, 2> no_caps{};
+    if (::syscall(SYS_capset, &header, no_caps.data()) != 0) {
+        fail("clearing the capability sets");
+    }
     if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
         fail("setting no_new_privs");
     }

@@ -3,10 +3,13 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/capability.h>
 #include <signal.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -277,11 +280,32 @@ TEST_F(CallRunner, PlanFileFromPathIsReadOnly) {
     EXPECT_EQ(read(dir_ / "stdout"), "from a path\nrefused\n");
 }
 
+// CAP_NET_RAW in the test's inheritable set for its lifetime.
+class InheritableNetRaw {
+   public:
+    InheritableNetRaw() {
+        ::syscall(SYS_capget, &header_, saved_.data());
+        auto raised = saved_;
+        raised[0].inheritable |= 1U << CAP_NET_RAW;
+        EXPECT_EQ(::syscall(SYS_capset, &header_, raised.data()), 0);
+    }
+    InheritableNetRaw(const InheritableNetRaw &) = delete;
+    InheritableNetRaw &operator=(const InheritableNetRaw &) = delete;
+    ~InheritableNetRaw() { ::syscall(SYS_capset, &header_, saved_.data()); }
+
+   private:
+    __user_cap_header_struct header_{_LINUX_CAPABILITY_VERSION_3, 0};
+    std::array<__user_cap_data_struct, 2> saved_{};
+};
+
 TEST_F(CallRunner, RunAsDropsToTheIdentityWithNoCapabilityLeft) {
     if (::geteuid() != 0) {
         GTEST_SKIP() << "only a runtime running as root can run a plan as another identity";
     }
     fs::permissions(dir_, fs::perms{0755});
+    // A runtime started with an inheritable capability (capsh --inh, an older
+    // container runtime) must not pass it on.
+    const InheritableNetRaw inheritable;
     const std::string probe =
         "grep -E '^(Uid|Gid|Groups|Cap[A-Za-z]+|NoNewPrivs):' /proc/self/status";
     auto as_nobody = plan({"sh", "-c", probe});
@@ -307,6 +331,7 @@ TEST_F(CallRunner, RunAsDropsToTheIdentityWithNoCapabilityLeft) {
     const auto control_out = read(dir_ / "stdout");
     EXPECT_NE(control_out.find("Uid:\t0\t0\t0\t0"), std::string::npos) << control_out;
     EXPECT_EQ(control_out.find("CapEff:\t0000000000000000"), std::string::npos) << control_out;
+    EXPECT_EQ(control_out.find("CapInh:\t0000000000000000"), std::string::npos) << control_out;
 }
 
 TEST_F(CallRunner, RunAsKeepsTheSpawnContract) {
