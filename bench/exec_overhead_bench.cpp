@@ -2,17 +2,13 @@
 // configuration, plugin loading, socket scan, directories, helper, bwrap)
 // against bare execution and raw bwrap with the same namespaces, in one run,
 // interleaved, reporting medians and ratios. Not a test: it asserts nothing.
+// The calls are unaudited (--observer none): audit_overhead_bench measures the audit.
 //
 //   exec_overhead_bench [--rounds N]
-#include <fcntl.h>
 #include <pwd.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -22,46 +18,10 @@
 #include <string>
 #include <vector>
 
-extern char **environ;  // NOLINT
+#include "bench_support.hpp"
 
-namespace {
-
-double run_ms(const std::vector<std::string> &argv, const std::string &cwd) {
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addchdir_np(&fa, cwd.c_str());
-    std::vector<char *> args;
-    for (const auto &a : argv) {
-        args.push_back(const_cast<char *>(a.c_str()));  // NOLINT
-    }
-    args.push_back(nullptr);
-    const auto start = std::chrono::steady_clock::now();
-    pid_t pid = -1;
-    if (::posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ) != 0) {
-        std::fprintf(stderr, "cannot start %s\n", args[0]);
-        std::exit(1);
-    }
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    const auto ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    posix_spawn_file_actions_destroy(&fa);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        std::fprintf(stderr, "%s failed (status %d)\n", argv[0].c_str(), status);
-        std::exit(1);
-    }
-    return ms;
-}
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.size() % 2 == 1 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
-
-}  // namespace
+using tea::bench::median;
+using tea::bench::run_ms;
 
 int main(int argc, char **argv) {
     int rounds = 30;
@@ -108,10 +68,10 @@ int main(int argc, char **argv) {
         {"bare true", {"true"}},
         {"raw bwrap true", with(raw, {"true"})},
         {"tea exec opt-out true", {tea, "exec", "--backend", "opt-out", "--", "true"}},
-        {"tea exec true", {tea, "exec", "--", "true"}},
+        {"tea exec true", {tea, "exec", "--observer", "none", "--", "true"}},
         {"bare cat", {"cat", file}},
         {"raw bwrap cat", with(raw, {"cat", file})},
-        {"tea exec cat", {tea, "exec", "--", "cat", file}},
+        {"tea exec cat", {tea, "exec", "--observer", "none", "--", "cat", file}},
     };
     // Warm up, so the first round's cold caches do not count (and the backend's probe is
     // remembered).

@@ -14,6 +14,12 @@ function(tea_add_plugin)
     VISIBILITY_INLINES_HIDDEN ON)
   # Plugins resolve every symbol at link time: an undefined one is a build error, not a load error.
   target_link_options(${target} PRIVATE -Wl,--no-undefined)
+  # Each plugin carries its own libstdc++, hidden (--exclude-libs), so loading one
+  # does not load libstdc++.so: no C++ type crosses the plugin boundary.
+  if(NOT TEA_SANITIZE)
+    target_link_options(${target} PRIVATE -static-libstdc++ -static-libgcc -Wl,--exclude-libs,ALL
+                        -Wl,-z,pack-relative-relocs -Wl,--as-needed -Wl,-O1)
+  endif()
   set(TEA_MANIFEST_NAME "${P_NAME}")
   set(TEA_MANIFEST_KIND "${P_KIND}")
   set(TEA_MANIFEST_LIBRARY "lib${target}.so")

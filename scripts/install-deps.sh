@@ -4,7 +4,7 @@
 set -euo pipefail
 packages=(
   g++ clang cmake ninja-build pkg-config git python3 curl openssl
-  libboost-dev libtomlplusplus-dev nlohmann-json3-dev libgit2-dev libspdlog-dev
+  libboost-dev libtomlplusplus-dev nlohmann-json3-dev libgit2-dev libspdlog-dev libfmt-dev
   libcli11-dev libgtest-dev libseccomp-dev
   bubblewrap strace util-linux
 )

@@ -340,6 +340,7 @@ exec::ExecPlan Session::wrap(const exec::ExecPlan &plan,
     // An observer changes how the plan runs, never what the confinement recorded or lends.
     wrapped.confinement = plan.confinement;
     wrapped.lend = plan.lend;
+    wrapped.run_as = plan.run_as;
     wrapped.report_json = plan.report_json;
     wrapped.audit = plan.audit;
     return wrapped;
@@ -373,6 +374,15 @@ Session::Executed Session::execute(const exec::LaunchSpec &spec, const exec::Exe
     exec::ExecPlan to_run = plan;
     if (observed) {
         trace_dir = run_dir.make_directory("trace-");
+        if (plan.run_as.requested) {
+            // The observer runs as the identity the plan drops to (the runner drops before the
+            // first exec), so that identity writes the trace. No target reaches the directory:
+            // every confined view covers the private root.
+            if (::chown(trace_dir.c_str(), plan.run_as.uid, plan.run_as.gid) != 0) {
+                throw runtime_error("cannot hand the trace directory " + trace_dir.string() +
+                                    " to the sandbox identity: " + errno_text(errno));
+            }
+        }
         to_run = wrap(plan, trace_dir);
         phase("plan wrapped by the observer");
     }

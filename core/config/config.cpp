@@ -1,13 +1,12 @@
 #include "config/config.hpp"
 
-#include <toml++/toml.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 
 #include "util/error.hpp"
+#include "util/toml.hpp"
 
 namespace tea::config {
 namespace {

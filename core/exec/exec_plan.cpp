@@ -121,6 +121,9 @@ std::string to_json(const ExecPlan &plan) {
                        {"gid", plan.lend.gid},
                        {"paths", bytes::list_to_json(plan.lend.paths)}};
     }
+    if (plan.run_as.requested) {
+        doc["runAs"] = {{"uid", plan.run_as.uid}, {"gid", plan.run_as.gid}};
+    }
     return doc.dump();
 }
 
@@ -128,7 +131,8 @@ ExecPlan exec_plan_from_json(std::string_view text) {
     const json doc = parse_object(text, "the exec plan");
     for (const auto &[key, value] : doc.items()) {
         if (key != "argv" && key != "env" && key != "cwd" && key != "files" &&
-            key != "confinement" && key != "lend" && key != "report" && key != "audit") {
+            key != "confinement" && key != "lend" && key != "runAs" && key != "report" &&
+            key != "audit") {
             throw std::invalid_argument(key + ": unknown field of an exec plan");
         }
     }
@@ -203,6 +207,20 @@ ExecPlan exec_plan_from_json(std::string_view text) {
         plan.lend.uid = lend["uid"].get<unsigned>();
         plan.lend.gid = lend["gid"].get<unsigned>();
         plan.lend.paths = bytes::list_from_json(field(lend, "paths"), "lend.paths");
+    }
+    if (doc.contains("runAs")) {
+        const auto &run_as = doc["runAs"];
+        auto id = [&](const char *key) {
+            if (!run_as.is_object() || !run_as.contains(key) || !run_as[key].is_number_unsigned() ||
+                run_as[key].get<std::uint64_t>() == 0 ||
+                run_as[key].get<std::uint64_t>() > 0xFFFFFFFEU) {
+                // Root's uid or gid would give the target the host's files back.
+                throw std::invalid_argument(
+                    "runAs: expected {\"uid\", \"gid\"}, each an unprivileged id (1..4294967294)");
+            }
+            return run_as[key].get<unsigned>();
+        };
+        plan.run_as = RunAs{true, id("uid"), id("gid")};
     }
     if (doc.contains("files")) {
         const auto &files = doc["files"];

@@ -59,6 +59,15 @@ struct AuditHints {
     std::vector<std::string> writable;
 };
 
+// The unprivileged identity the plan's process runs as, when the runtime is
+// root: the runner drops to it in the child, before the exec (no helper process
+// is needed for that), with no capability left and no_new_privs set.
+struct RunAs {
+    bool requested = false;
+    unsigned uid = 0;  // never 0
+    unsigned gid = 0;  // never 0
+};
+
 struct ExecPlan {
     std::vector<std::string> argv;
     std::vector<std::string> env;  // exact environment of the process the runner starts
@@ -66,6 +75,7 @@ struct ExecPlan {
     std::vector<PlanFile> files;
     std::string confinement;  // what the plan provides: "opt-out", "bubblewrap", ...
     Lend lend;
+    RunAs run_as;
     std::string report_json = "{}";  // the backend's notes for the call's record (an object)
     AuditHints audit;
 };

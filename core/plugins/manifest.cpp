@@ -1,12 +1,11 @@
 #include "plugins/manifest.hpp"
 
-#include <toml++/toml.h>
-
 #include <algorithm>
 #include <charconv>
 #include <stdexcept>
 
 #include "config/config.hpp"
+#include "util/toml.hpp"
 
 namespace tea::plugins {
 namespace {

@@ -1,83 +1,31 @@
 #include "seccomp_filter.hpp"
 
 #include <errno.h>
-#include <linux/sched.h>
-#include <seccomp.h>
-#include <sys/ioctl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
-#include <array>
-#include <memory>
+#include <iterator>
+
+#include "seccomp_program.hpp"  // generated from seccomp_rules.cpp at build time
 
 namespace tea::helper {
-namespace {
-
-struct FilterDeleter {
-    void operator()(void *ctx) const { seccomp_release(ctx); }
-};
-
-// Syscalls refused with EPERM, each for the door it would open.
-constexpr std::array<const char *, 28> refused{
-    // io_uring performs file operations the audit's tracer never sees.
-    "io_uring_setup", "io_uring_enter", "io_uring_register",
-    // Kernel attack surface no evaluated tool needs.
-    "perf_event_open", "bpf", "userfaultfd",
-    // The kernel keyring is shared state outside every namespace.
-    "keyctl", "add_key", "request_key",
-    // Mounts could uncover what the sandbox covers (the evaluation folder).
-    "mount", "umount2", "pivot_root", "move_mount", "open_tree", "fsopen", "fsconfig", "fsmount",
-    "fspick", "mount_setattr",
-    // Entering or making namespaces undoes the confinement's own.
-    "setns", "unshare",
-    // Privileged operations, refused outright rather than left to capability checks.
-    "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load", "acct",
-    "reboot"};
-
-}  // namespace
 
 int install_seccomp_filter() {
-    std::unique_ptr<void, FilterDeleter> ctx{seccomp_init(SCMP_ACT_ALLOW)};
-    if (!ctx) {
-        return -ENOMEM;
+    sock_fprog program{
+        static_cast<unsigned short>(std::size(generated::seccomp_program)),
+        const_cast<sock_filter *>(generated::seccomp_program),  // NOLINT: the kernel's signature
+    };
+    // As libseccomp's seccomp_load does: seccomp(2), or prctl where it is missing.
+    if (::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0U, &program) == 0) {
+        return 0;
     }
-    // A syscall from another ABI (int 0x80 on x86_64) would dodge every rule.
-    int rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
-    for (const char *name : refused) {
-        const int nr = seccomp_syscall_resolve_name(name);
-        if (nr == __NR_SCMP_ERROR) {
-            continue;  // not a syscall on this architecture
-        }
-        if (rc == 0) {
-            rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(EPERM), nr, 0);
-        }
+    if (errno == ENOSYS && ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program, 0, 0) == 0) {
+        return 0;
     }
-    // clone3 takes its flags through a pointer no filter can read: answer ENOSYS
-    // so the C library falls back to clone, whose flags are checked below.
-    if (rc == 0) {
-        rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
-    }
-    // A new namespace of any kind from clone, nested user namespaces above all.
-    constexpr std::array<unsigned long, 7> namespace_flags{
-        CLONE_NEWUSER, CLONE_NEWNS,  CLONE_NEWPID,   CLONE_NEWNET,
-        CLONE_NEWUTS,  CLONE_NEWIPC, CLONE_NEWCGROUP};
-    for (const unsigned long flag : namespace_flags) {
-        if (rc == 0) {
-            rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
-                                  SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag));
-        }
-    }
-    // Terminal injection. The kernel reads the request as 32 bits, so compare
-    // only those: a request with high bits set must not slip past.
-    for (const unsigned long request :
-         {static_cast<unsigned long>(TIOCSTI), static_cast<unsigned long>(TIOCLINUX)}) {
-        if (rc == 0) {
-            rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
-                                  SCMP_A1(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFUL, request));
-        }
-    }
-    if (rc == 0) {
-        rc = seccomp_load(ctx.get());
-    }
-    return rc;
+    return -errno;
 }
 
 }  // namespace tea::helper

@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <tea/json_bytes.hpp>
 #include <tea/plugin.hpp>
@@ -233,7 +234,7 @@ class Bubblewrap {
             throw tea::sdk::Unavailable("the sandbox helper is missing (" + helper +
                                         "); reinstall the bubblewrap plugin");
         }
-        const auto identity = tea::bwrap::sandbox_identity(settings_.sandbox_user);
+        const auto identity = sandbox_identity();
         const auto stamp = probe_stamp(bwrap, helper, identity);
         std::error_code ec;
         struct stat st {};
@@ -295,7 +296,7 @@ class Bubblewrap {
         if (spec.argv.empty()) {
             throw tea::sdk::Invalid("the launch spec has no argv");
         }
-        const auto identity = tea::bwrap::sandbox_identity(settings_.sandbox_user);
+        const auto identity = sandbox_identity();
         check_path(spec.workspace, "workspace");
         check_path(spec.cwd, "working directory");
         check_path(spec.temp_dir, "temp directory");
@@ -399,9 +400,11 @@ class Bubblewrap {
 
         const auto helper = helper_path();
         const auto bwrap = find_program(settings_.bwrap);
-        std::vector<std::string> argv = identity_prefix(helper, identity);
-        argv.insert(argv.end(), {bwrap, "--args", std::to_string(args_fd), "--", helper_in_sandbox,
-                                 "confine", "--env-fd", std::to_string(env_fd)});
+        // As root, the runtime itself drops to the sandbox identity in the child it
+        // starts bwrap in (runAs below): no helper process is started for that.
+        std::vector<std::string> argv{
+            bwrap,     "--args",   std::to_string(args_fd), "--", helper_in_sandbox,
+            "confine", "--env-fd", std::to_string(env_fd)};
         auto limit = [&](const char *option, std::uint64_t spec_value, std::uint64_t fallback) {
             const auto v = spec_value != 0 ? spec_value : fallback;
             if (v != 0) {
@@ -426,6 +429,8 @@ class Bubblewrap {
                   {"audit",
                    {{"targetStart", helper_in_sandbox}, {"writable", json::array({temp_mount})}}}};
         if (identity.dropped) {
+            // Host root's files would belong to a bwrap started as root (uid-isolation).
+            plan["runAs"] = {{"uid", identity.uid}, {"gid", identity.gid}};
             plan["lend"] = {
                 {"uid", identity.uid},
                 {"gid", identity.gid},
@@ -435,6 +440,14 @@ class Bubblewrap {
     }
 
    private:
+    // The account database is read once per process, not once per probe and call.
+    const Identity &sandbox_identity() const {
+        if (!identity_) {
+            identity_ = tea::bwrap::sandbox_identity(settings_.sandbox_user);
+        }
+        return *identity_;
+    }
+
     // Where a successful probe is remembered: one file per boot and per
     // everything the probe's answer depends on.
     static std::string probe_stamp(const std::string &bwrap, const std::string &helper,
@@ -616,6 +629,7 @@ class Bubblewrap {
 
     tea::sdk::Host host_;
     Settings settings_;
+    mutable std::optional<Identity> identity_;  // a cache: the account, once looked up
 };
 
 }  // namespace

@@ -1,52 +1,163 @@
 #include "host_sockets.hpp"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
+#include <array>
+#include <cerrno>
+#include <cstring>
 #include <set>
-#include <sstream>
 
 namespace tea::bwrap {
 namespace {
 
 namespace fs = std::filesystem;
 
-void from_proc(std::set<std::string> &paths) {
-    std::ifstream in{"/proc/net/unix"};
-    std::string line;
-    std::getline(in, line);  // header
-    while (std::getline(in, line)) {
-        // Num RefCount Protocol Flags Type St Inode [Path]; the path may hold spaces.
-        std::istringstream fields{line};
-        std::string skip;
-        for (int i = 0; i < 7 && fields >> skip; ++i) {
+// A descriptor closed when it leaves scope.
+class Fd {
+   public:
+    explicit Fd(int fd) : fd_(fd) {}
+    Fd(const Fd &) = delete;
+    Fd &operator=(const Fd &) = delete;
+    ~Fd() {
+        if (fd_ >= 0) {
+            ::close(fd_);
         }
-        std::string path;
-        std::getline(fields >> std::ws, path);
-        if (!path.empty() && path[0] == '/') {  // '@' marks an abstract socket: no file
-            paths.insert(path);
+    }
+    [[nodiscard]] int get() const { return fd_; }
+
+   private:
+    int fd_;
+};
+
+void from_proc(std::set<std::string> &paths) {
+    const Fd fd{::open("/proc/net/unix", O_RDONLY | O_CLOEXEC)};
+    if (fd.get() < 0) {
+        return;
+    }
+    std::string text;
+    // Left uninitialised: read fills it.
+    std::array<char, 16384> buffer;  // NOLINT(cppcoreguidelines-pro-type-member-init)
+    for (;;) {
+        const auto n = ::read(fd.get(), buffer.data(), buffer.size());
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            break;
+        }
+        text.append(buffer.data(), static_cast<std::size_t>(n));
+    }
+    // Num RefCount Protocol Flags Type St Inode [Path]; the path may hold spaces.
+    std::size_t line_start = text.find('\n');  // past the header
+    while (line_start != std::string::npos && line_start + 1 < text.size()) {
+        const std::size_t begin = line_start + 1;
+        std::size_t end = text.find('\n', begin);
+        if (end == std::string::npos) {
+            end = text.size();
+        }
+        std::size_t at = begin;
+        auto skip_spaces = [&] {
+            while (at < end && (text[at] == ' ' || text[at] == '\t')) {
+                ++at;
+            }
+        };
+        for (int field = 0; field < 7; ++field) {
+            skip_spaces();
+            while (at < end && text[at] != ' ' && text[at] != '\t') {
+                ++at;
+            }
+        }
+        skip_spaces();
+        if (at < end && text[at] == '/') {  // '@' marks an abstract socket: no file
+            paths.emplace(text, at, end - at);
+        }
+        line_start = end < text.size() ? end : std::string::npos;
+    }
+}
+
+// One directory, read with getdents64 through a descriptor relative to its
+// parent: the entry types come with the names, so only an entry of unknown
+// type costs a stat, and no link is ever followed below the top.
+void walk(int dir_fd, const std::string &dir, std::size_t depth, const SocketScanOptions &options,
+          std::size_t &budget, std::set<std::string> &paths) {
+    // Left uninitialised: getdents64 fills it (32 KiB: a directory of ten
+    // thousand entries takes a few calls, not forty).
+    // NOLINTNEXTLINE(cppcoreguidelines-pro-type-member-init)
+    alignas(dirent64) std::array<char, 32768> buffer;
+    for (;;) {
+        const auto n = ::syscall(SYS_getdents64, dir_fd, buffer.data(), buffer.size());
+        if (n <= 0) {
+            return;
+        }
+        for (long offset = 0; offset < n;) {
+            const auto *entry = reinterpret_cast<const dirent64 *>(  // NOLINT: the kernel's layout
+                buffer.data() + offset);
+            offset += entry->d_reclen;
+            const std::string_view name{entry->d_name};
+            if (name == "." || name == "..") {
+                continue;
+            }
+            if (budget == 0) {
+                return;
+            }
+            --budget;
+            unsigned char type = entry->d_type;
+            if (type == DT_UNKNOWN) {
+                struct stat st {};
+                if (::fstatat(dir_fd, entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+                    continue;
+                }
+                type = S_ISSOCK(st.st_mode) ? DT_SOCK : S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
+            }
+            // Only a socket or a directory to descend into gets a path built.
+            const bool descend = type == DT_DIR && depth + 1 < options.max_depth;
+            if (type != DT_SOCK && !descend) {
+                continue;
+            }
+            std::string path = dir;
+            if (path.back() != '/') {
+                path += '/';
+            }
+            path += name;
+            if (type == DT_SOCK) {
+                paths.insert(std::move(path));
+                continue;
+            }
+            const Fd child{
+                ::openat(dir_fd, entry->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)};
+            if (child.get() >= 0) {  // no permission to read it: skipped, as before
+                walk(child.get(), path, depth + 1, options, budget, paths);
+            }
         }
     }
 }
 
-void walk(const fs::path &dir, std::size_t depth, const SocketScanOptions &options,
-          std::size_t &budget, std::set<std::string> &paths) {
-    std::error_code ec;
-    for (fs::directory_iterator it{dir, fs::directory_options::skip_permission_denied, ec}, end;
-         !ec && it != end && budget > 0; it.increment(ec)) {
-        --budget;
-        const auto status = it->symlink_status(ec);
-        if (ec) {
-            continue;
-        }
-        if (fs::is_socket(status)) {
-            paths.insert(it->path().string());
-        } else if (fs::is_directory(status) && depth + 1 < options.max_depth) {
-            walk(it->path(), depth + 1, options, budget, paths);
-        }
+// A configured directory that is a symbolic link to another configured
+// directory (/var/run -> /run): its sockets are found under the other, and a
+// mask placed there is what the link shows inside the sandbox too, since the
+// sandbox sees the host's / with the link in it. A second walk would only mask
+// every socket twice. A bind mount of the same directory is not a link and is
+// walked: a mask on one mount point would not show on the other.
+bool is_link_to_walked(const fs::path &dir, const std::vector<fs::path> &directories) {
+    struct stat st {};
+    if (::lstat(dir.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) {
+        return false;
     }
+    std::error_code ec;
+    const auto target = fs::canonical(dir, ec);
+    if (ec) {
+        return false;
+    }
+    return std::any_of(directories.begin(), directories.end(), [&](const fs::path &other) {
+        struct stat other_st {};
+        return other != dir && ::lstat(other.c_str(), &other_st) == 0 &&
+               S_ISDIR(other_st.st_mode) && other.lexically_normal() == target;
+    });
 }
 
 }  // namespace
@@ -56,7 +167,15 @@ SocketScan scan_host_sockets(const SocketScanOptions &options, const Identity &s
     from_proc(paths);
     std::size_t budget = options.max_entries;
     for (const auto &dir : options.directories) {
-        walk(dir, 0, options, budget, paths);
+        if (is_link_to_walked(dir, options.directories)) {
+            continue;
+        }
+        // The top itself may be a link (/var/run on a host where /run is not
+        // configured): followed, as the sandbox follows it too.
+        const Fd top{::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+        if (top.get() >= 0) {
+            walk(top.get(), dir.string(), 0, options, budget, paths);
+        }
     }
     SocketScan scan;
     const uid_t self = ::getuid();

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <tea/plugin.hpp>
 #include <vector>
 
@@ -15,8 +16,12 @@ Identity sandbox_identity(const std::string &sandbox_user) {
     }
     passwd entry{};
     passwd *found = nullptr;
-    std::vector<char> buffer(16384);
-    ::getpwnam_r(sandbox_user.c_str(), &entry, buffer.data(), buffer.size(), &found);
+    std::vector<char> buffer(1024);
+    while (::getpwnam_r(sandbox_user.c_str(), &entry, buffer.data(), buffer.size(), &found) ==
+               ERANGE &&
+           buffer.size() < (std::size_t{1} << 20U)) {
+        buffer.resize(buffer.size() * 4);
+    }
     if (found == nullptr) {
         throw sdk::Unavailable(
             "tea-evaluate runs as root, and the target must then run as the unprivileged "

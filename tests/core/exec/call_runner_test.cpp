@@ -3,10 +3,13 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/capability.h>
 #include <signal.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -275,6 +278,98 @@ TEST_F(CallRunner, PlanFileFromPathIsReadOnly) {
     const auto r = run_call(p, capture());
     EXPECT_EQ(r.exit_code, 0);
     EXPECT_EQ(read(dir_ / "stdout"), "from a path\nrefused\n");
+}
+
+// CAP_NET_RAW in the test's inheritable set for its lifetime.
+class InheritableNetRaw {
+   public:
+    InheritableNetRaw() {
+        ::syscall(SYS_capget, &header_, saved_.data());
+        auto raised = saved_;
+        raised[0].inheritable |= 1U << CAP_NET_RAW;
+        EXPECT_EQ(::syscall(SYS_capset, &header_, raised.data()), 0);
+    }
+    InheritableNetRaw(const InheritableNetRaw &) = delete;
+    InheritableNetRaw &operator=(const InheritableNetRaw &) = delete;
+    ~InheritableNetRaw() { ::syscall(SYS_capset, &header_, saved_.data()); }
+
+   private:
+    __user_cap_header_struct header_{_LINUX_CAPABILITY_VERSION_3, 0};
+    std::array<__user_cap_data_struct, 2> saved_{};
+};
+
+TEST_F(CallRunner, RunAsDropsToTheIdentityWithNoCapabilityLeft) {
+    if (::geteuid() != 0) {
+        GTEST_SKIP() << "only a runtime running as root can run a plan as another identity";
+    }
+    fs::permissions(dir_, fs::perms{0755});
+    // A runtime started with an inheritable capability (capsh --inh, an older
+    // container runtime) must not pass it on.
+    const InheritableNetRaw inheritable;
+    const std::string probe =
+        "grep -E '^(Uid|Gid|Groups|Cap[A-Za-z]+|NoNewPrivs):' /proc/self/status";
+    auto as_nobody = plan({"sh", "-c", probe});
+    as_nobody.run_as = {true, 64991, 64992};
+    const auto r = run_call(as_nobody, capture());
+    ASSERT_TRUE(r.started) << r.start_error;
+    EXPECT_EQ(r.exit_code, 0) << read(dir_ / "stderr");
+    const auto out = read(dir_ / "stdout");
+    EXPECT_NE(out.find("Uid:\t64991\t64991\t64991\t64991"), std::string::npos) << out;
+    EXPECT_NE(out.find("Gid:\t64992\t64992\t64992\t64992"), std::string::npos) << out;
+    EXPECT_NE(out.find("Groups:\t \n"), std::string::npos) << out;
+    for (const char *set : {"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"}) {
+        EXPECT_NE(out.find(std::string{set} + ":\t0000000000000000"), std::string::npos)
+            << set << "\n"
+            << out;
+    }
+    EXPECT_NE(out.find("NoNewPrivs:\t1"), std::string::npos) << out;
+
+    // The control: the same probe without runAs runs as root with capabilities.
+    fs::remove(dir_ / "stdout");
+    fs::remove(dir_ / "stderr");
+    const auto control = run_call(plan({"sh", "-c", probe}), capture());
+    const auto control_out = read(dir_ / "stdout");
+    EXPECT_NE(control_out.find("Uid:\t0\t0\t0\t0"), std::string::npos) << control_out;
+    EXPECT_EQ(control_out.find("CapEff:\t0000000000000000"), std::string::npos) << control_out;
+    EXPECT_EQ(control_out.find("CapInh:\t0000000000000000"), std::string::npos) << control_out;
+}
+
+TEST_F(CallRunner, RunAsKeepsTheSpawnContract) {
+    if (::geteuid() != 0) {
+        GTEST_SKIP() << "only a runtime running as root can run a plan as another identity";
+    }
+    fs::permissions(dir_, fs::perms{0755});
+    // Its own process group, a clean signal mask, the plan's files, the plan's
+    // environment and working directory, exactly as through posix_spawn.
+    auto p = plan({"sh", "-c",
+                   "ps -o pid=,pgid= -p $$; grep -E '^Sig(Blk|Ign):' /proc/self/status; "
+                   "cat <&7; echo; echo \"$ONLY\"; pwd"},
+                  {"PATH=/usr/bin:/bin", "ONLY=this"});
+    p.files = {{7, "plan file", {}}};
+    p.run_as = {true, 64991, 64992};
+    const auto r = run_call(p, capture());
+    ASSERT_TRUE(r.started) << r.start_error;
+    EXPECT_EQ(r.exit_code, 0) << read(dir_ / "stderr");
+    const auto out = read(dir_ / "stdout");
+    std::istringstream first{out};
+    pid_t pid = 0;
+    pid_t pgid = 0;
+    first >> pid >> pgid;
+    EXPECT_EQ(pid, pgid) << out;
+    EXPECT_NE(out.find("SigBlk:\t0000000000000000"), std::string::npos) << out;
+    EXPECT_NE(out.find("SigIgn:\t0000000000000000"), std::string::npos) << out;
+    EXPECT_NE(out.find("plan file\nthis\n" + dir_.string()), std::string::npos) << out;
+}
+
+TEST_F(CallRunner, RunAsAProgramThatCannotBeExecutedIsNotStarted) {
+    if (::geteuid() != 0) {
+        GTEST_SKIP() << "only a runtime running as root can run a plan as another identity";
+    }
+    auto p = plan({"/nonexistent/program"});
+    p.run_as = {true, 64991, 64992};
+    const auto r = run_call(p, capture());
+    EXPECT_FALSE(r.started);
+    EXPECT_EQ(r.start_errno, ENOENT) << r.start_error;
 }
 
 }  // namespace

@@ -45,6 +45,20 @@ TEST(ExecPlan, LaunchSpecRoundTrips) {
     EXPECT_EQ(back.helper_dir, spec.helper_dir);
 }
 
+TEST(ExecPlan, RunAsRoundTrips) {
+    ExecPlan plan;
+    plan.argv = {"/usr/bin/bwrap"};
+    plan.cwd = "/";
+    plan.confinement = "bubblewrap";
+    plan.run_as = {true, 999, 995};
+    const auto back = exec_plan_from_json(to_json(plan));
+    EXPECT_TRUE(back.run_as.requested);
+    EXPECT_EQ(back.run_as.uid, 999U);
+    EXPECT_EQ(back.run_as.gid, 995U);
+    plan.run_as = {};
+    EXPECT_FALSE(exec_plan_from_json(to_json(plan)).run_as.requested);
+}
+
 void expect_refused(const std::string &json, const std::string &field) {
     try {
         (void)exec_plan_from_json(json);
@@ -75,6 +89,16 @@ TEST(ExecPlan, RefusesMalformedPlans) {
         "files[1].fd");
     expect_refused(R"({"argv": [{"base64": "!!"}], "env": [])" + ok_tail, "argv[0]");
     expect_refused(R"({"argv": [7], "env": [])" + ok_tail, "argv[0]");
+    // Root's ids would hand the target the host's files: never a plan's identity.
+    expect_refused(R"({"argv": ["a"], "env": [], "runAs": {"uid": 0, "gid": 5})" + ok_tail,
+                   "runAs");
+    expect_refused(R"({"argv": ["a"], "env": [], "runAs": {"uid": 5, "gid": 0})" + ok_tail,
+                   "runAs");
+    expect_refused(R"({"argv": ["a"], "env": [], "runAs": {"uid": 5})" + ok_tail, "runAs");
+    expect_refused(R"({"argv": ["a"], "env": [], "runAs": {"uid": -1, "gid": 5})" + ok_tail,
+                   "runAs");
+    expect_refused(R"({"argv": ["a"], "env": [], "runAs": {"uid": 4294967295, "gid": 5})" + ok_tail,
+                   "runAs");
 }
 
 TEST(ExecPlan, AuditHintsRoundTripAndAreChecked) {

@@ -63,6 +63,37 @@ unix("OWN", sys.argv[2])
     EXPECT_TRUE(control.has("OWN-OK")) << control;
 }
 
+TEST_F(Confinement, UnixSocketInRunIsRefusedByBothItsNames) {
+    // /var/run is a link to /run on this kind of host: the walk masks the socket
+    // once, under /run, and the link inside the sandbox leads to that mask.
+    if (!fs::is_symlink("/var/run") || fs::canonical("/var/run") != "/run") {
+        GTEST_SKIP() << "/var/run is not a link to /run on this host";
+    }
+    const auto dir = fs::path{"/run"} / ("tea-bwt-" + random_token());
+    fs::create_directories(dir);
+    // Removed after the listener (declared before it), whatever the test does.
+    struct RemoveDir {
+        fs::path path;
+        ~RemoveDir() {
+            std::error_code ec;
+            fs::remove_all(path, ec);
+        }
+    } const remove_dir{dir};
+    fs::permissions(dir, fs::perms{0755});
+    const auto host = Listener::unix_path(dir / "host.sock");
+    const auto probe = python(
+        std::string{connect_probe} + R"PY(
+unix("RUN", sys.argv[1])
+unix("VARRUN", sys.argv[2])
+)PY",
+        {(dir / "host.sock").string(), ("/var" / dir.relative_path() / "host.sock").string()});
+    const auto [confined, control] = run_both({.command = probe});
+    EXPECT_TRUE(confined.has("RUN-DENIED:ECONNREFUSED")) << confined;
+    EXPECT_TRUE(confined.has("VARRUN-DENIED:ECONNREFUSED")) << confined;
+    EXPECT_TRUE(control.has("RUN-OK")) << control;
+    EXPECT_TRUE(control.has("VARRUN-OK")) << control;
+}
+
 TEST_F(Confinement, UnixSocketWithANewlineInItsPathIsRefused) {
     const auto dir = base() / "odd\nname";
     fs::create_directories(dir);
