@@ -22,6 +22,7 @@
 #include <sstream>
 #include <tea/json_bytes.hpp>
 #include <tea/plugin.hpp>
+#include <tea/stamp.hpp>
 
 #include "host_sockets.hpp"
 #include "identity.hpp"
@@ -236,12 +237,9 @@ class Bubblewrap {
         }
         const auto identity = sandbox_identity();
         const auto stamp = probe_stamp(bwrap, helper, identity);
-        std::error_code ec;
-        struct stat st {};
         // A stamp only ever skips this check, never the confinement: if the host
         // changed since, bwrap itself fails the call and says why.
-        if (!stamp.empty() && ::lstat(stamp.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
-            st.st_uid == ::geteuid()) {
+        if (tea::stamp::present(stamp)) {
             return;
         }
         // Confine a trivial process with the namespaces every call gets: a host can
@@ -281,14 +279,7 @@ class Bubblewrap {
                 "kernel.apparmor_restrict_unprivileged_userns=0 or a profile for bwrap; or run "
                 "unconfined on purpose (\"confinement\": false, or --backend opt-out)");
         }
-        if (!stamp.empty()) {
-            fs::create_directories(fs::path{stamp}.parent_path(), ec);
-            ::chmod(fs::path{stamp}.parent_path().c_str(), 0700);
-            const int fd = ::open(stamp.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-            if (fd >= 0) {
-                ::close(fd);
-            }
-        }
+        tea::stamp::write(stamp);
     }
 
     std::string prepare(std::string_view text) {
@@ -452,49 +443,16 @@ class Bubblewrap {
     // everything the probe's answer depends on.
     static std::string probe_stamp(const std::string &bwrap, const std::string &helper,
                                    const Identity &identity) {
-        std::string key;
-        auto file_key = [&](const std::string &path) {
-            struct stat st {};
-            if (::stat(path.c_str(), &st) == 0) {
-                key += path + ":" + std::to_string(st.st_ino) + ":" + std::to_string(st.st_size) +
-                       ":" + std::to_string(st.st_mtim.tv_sec) + ":" +
-                       std::to_string(st.st_mtim.tv_nsec) + ";";
-            }
-        };
-        auto read_key = [&](const char *path) {
-            std::ifstream in{path};
-            std::string line;
-            std::getline(in, line);
-            key += line + ";";
-        };
-        file_key(bwrap);
-        file_key(helper);
-        read_key("/proc/sys/kernel/random/boot_id");
-        read_key("/proc/sys/kernel/unprivileged_userns_clone");
-        read_key("/proc/sys/user/max_user_namespaces");
-        read_key("/proc/sys/user/max_net_namespaces");
-        read_key("/proc/sys/kernel/apparmor_restrict_unprivileged_userns");
-        key += std::to_string(::geteuid()) + ":" + std::to_string(identity.uid) + ":" +
-               std::to_string(identity.gid);
-        std::uint64_t hash = 1469598103934665603ULL;  // FNV-1a: a name, not a secret
-        for (const char c : key) {
-            hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+        std::string key =
+            tea::stamp::file_key(bwrap) + tea::stamp::file_key(helper) + tea::stamp::boot_id();
+        for (const char *sysctl :
+             {"/proc/sys/kernel/unprivileged_userns_clone", "/proc/sys/user/max_user_namespaces",
+              "/proc/sys/user/max_net_namespaces",
+              "/proc/sys/kernel/apparmor_restrict_unprivileged_userns"}) {
+            key += tea::stamp::first_line(sysctl) + ";";
         }
-        const char *cache = std::getenv("XDG_CACHE_HOME");  // NOLINT(concurrency-mt-unsafe)
-        const char *home = std::getenv("HOME");             // NOLINT(concurrency-mt-unsafe)
-        fs::path dir;
-        if (::geteuid() == 0) {
-            dir = "/var/cache/tea-evaluate";
-        } else if (cache != nullptr && cache[0] == '/') {
-            dir = fs::path{cache} / "tea-evaluate";
-        } else if (home != nullptr && home[0] == '/') {
-            dir = fs::path{home} / ".cache" / "tea-evaluate";
-        } else {
-            return {};
-        }
-        std::ostringstream name;
-        name << "bubblewrap-probe-" << std::hex << hash;
-        return (dir / name.str()).string();
+        key += std::to_string(identity.uid) + ":" + std::to_string(identity.gid);
+        return tea::stamp::path_for("bubblewrap-probe", key).string();
     }
 
     static std::string join_nul(const std::vector<std::string> &items) {
