@@ -1,5 +1,6 @@
 #include "audit/observation.hpp"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <tea/json_bytes.hpp>
@@ -71,6 +72,13 @@ class Reader : public nlohmann::json_sax<json> {
                 return fail("count: expected a positive integer");
             }
             count_ = v;
+            return true;
+        }
+        if (depth_ == 1 && key_ == "distinct") {
+            // A hint, capped: a hostile number must not make the runtime reserve gigabytes.
+            const auto n = static_cast<std::size_t>(std::min<number_unsigned_t>(v, 1U << 20U));
+            out_.events.reserve(n);
+            out_.counts.reserve(n);
             return true;
         }
         if (depth_ == 1 && key_ != "complete" && key_ != "events" && key_ != "targetStarted") {

@@ -274,8 +274,9 @@ class StraceObserver {
             add_reason(std::to_string(c.overflow) + " accesses beyond " +
                        std::to_string(max_distinct_) + " distinct ones were not kept");
         }
+        c.finish_counts();
         std::string out;
-        out.reserve(256 + c.events.size() * 160);
+        out.reserve(256 + reason.size() + c.body.size());
         out += R"({"complete":)";
         out += reason.empty() ? "true" : "false";
         // The reason quotes trace text, which may hold any byte; the record keeps it readable.
@@ -291,44 +292,15 @@ class StraceObserver {
         out += target_start.empty() || c.started ? "true" : "false";
         out += R"(,"lines":)";
         out += std::to_string(parser.lines());
+        out += R"(,"distinct":)";
+        out += std::to_string(c.counts.size());
         out += R"(,"events":[)";
-        for (std::size_t i = 0; i < c.events.size(); ++i) {
-            const auto &e = c.events[i];
-            out += i == 0 ? "{" : ",{";
-            out += R"("pid":)";
-            out += std::to_string(e.pid);
-            out += R"(,"syscall":)";
-            append_json_bytes(out, e.syscall);
-            out += R"(,"asked":)";
-            append_json_bytes(out, e.asked);
-            out += R"(,"resolved":)";
-            append_json_bytes(out, e.resolved);
-            out += R"(,"access":")";
-            out += e.access;
-            out += R"(","ok":)";
-            out += e.ok ? "true" : "false";
-            out += R"(,"error":)";
-            append_json_bytes(out, e.error);
-            out += R"(,"count":)";
-            out += std::to_string(e.count);
-            out += '}';
-        }
+        out += c.body;
         out += "]}";
         return out;
     }
 
    private:
-    struct Event {
-        int pid = 0;
-        std::string syscall;
-        std::string asked;
-        std::string resolved;
-        std::string_view access;  // one of access_name's literals
-        bool ok = false;
-        std::string error;
-        std::uint64_t count = 0;
-    };
-
     // Separates the confinement's set-up from the target and merges repeated accesses.
     struct Collector {
         std::string target_start;
@@ -336,10 +308,15 @@ class StraceObserver {
         bool started = false;
         // The process that ran the in-sandbox helper, until it executes the target.
         int helper_pid = 0;
-        std::vector<Event> events;
-        std::unordered_map<std::string, std::size_t> index;
+        // The events array's text, each distinct event written once at first sight with a
+        // blank count field that finish_counts fills in: no copy of an event is kept.
+        std::string body;
+        std::unordered_map<std::string, std::size_t> index;  // event key -> its slot
+        std::vector<std::uint64_t> counts;                   // per slot
+        std::vector<std::size_t> count_at;                   // per slot: offset in body
         std::string scratch;
         std::uint64_t overflow = 0;
+        static constexpr std::size_t kCountWidth = 20;  // digits of the largest uint64
 
         Collector(std::string start, std::size_t max)
             : target_start{std::move(start)}, max_distinct{max} {
@@ -379,16 +356,41 @@ class StraceObserver {
             key += e.error;
             key += e.success ? '1' : '0';
             if (const auto it = index.find(key); it != index.end()) {
-                ++events[it->second].count;
+                ++counts[it->second];
                 return;
             }
-            if (events.size() >= max_distinct) {
+            if (counts.size() >= max_distinct) {
                 ++overflow;
                 return;
             }
-            index.emplace(key, events.size());
-            events.push_back(Event{e.pid, e.syscall, e.path_lexical, e.path_resolved,
-                                   access_name(e.kind), e.success, e.error, 1});
+            index.emplace(key, counts.size());
+            body += counts.empty() ? "{" : ",{";
+            body += R"("pid":)";
+            body += std::to_string(e.pid);
+            body += R"(,"syscall":)";
+            append_json_bytes(body, e.syscall);
+            body += R"(,"asked":)";
+            append_json_bytes(body, e.path_lexical);
+            body += R"(,"resolved":)";
+            append_json_bytes(body, e.path_resolved);
+            body += R"(,"access":")";
+            body += access_name(e.kind);
+            body += R"(","ok":)";
+            body += e.success ? "true" : "false";
+            body += R"(,"error":)";
+            append_json_bytes(body, e.error);
+            body += R"(,"count":)";
+            count_at.push_back(body.size());
+            body.append(kCountWidth, ' ');  // JSON allows the blanks left after the number
+            body += '}';
+            counts.push_back(1);
+        }
+
+        void finish_counts() {
+            for (std::size_t i = 0; i < counts.size(); ++i) {
+                const auto digits = std::to_string(counts[i]);
+                body.replace(count_at[i], digits.size(), digits);
+            }
         }
     };
 
