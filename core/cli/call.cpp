@@ -183,6 +183,21 @@ std::filesystem::path confirmation_stamp(const exec::ExecPlan &wrapped,
     return stamp::path_for("audit-confirmed", key);
 }
 
+// Hands the route to the identity the target runs as: the socket (still 0600) becomes its, and
+// the directory (0710) searchable by its group alone. No other user of the host can borrow the
+// route, and another user's call cannot even reach the socket's path, so it never has to mask a
+// socket that goes away when this call ends.
+void hand_route(const std::string &socket, const exec::Lend &lend) {
+    const auto dir = std::filesystem::path{socket}.parent_path();
+    if (::fchownat(AT_FDCWD, socket.c_str(), lend.uid, lend.gid, AT_SYMLINK_NOFOLLOW) != 0 ||
+        ::fchownat(AT_FDCWD, dir.c_str(), static_cast<uid_t>(-1), lend.gid, AT_SYMLINK_NOFOLLOW) !=
+            0 ||
+        ::chmod(dir.c_str(), 0710) != 0) {
+        throw host_error("cannot hand the egress socket " + socket +
+                         " to the sandbox identity: " + errno_text(errno));
+    }
+}
+
 }  // namespace
 
 Session::Session(const CommonOptions &common)
@@ -483,10 +498,6 @@ std::unique_ptr<egress::Session> Session::open_route(const EgressRequest &reques
         phase("egress plugin selected and probed");
     }
     const auto dir = run_dir.make_directory("egress-");
-    // Search only: the sandbox identity reaches the socket by its exact path, lists nothing.
-    if (::chmod(dir.c_str(), 0711) != 0) {
-        throw host_error("cannot set the mode of " + dir.string() + ": " + errno_text(errno));
-    }
     auto route =
         std::make_unique<egress::Session>(*egress_.instance, request.entry, request.items, dir);
     phase("egress route opened");
@@ -524,13 +535,7 @@ CallOutcome Session::call(exec::LaunchSpec spec, const exec::RunOptions &run,
     phase("plan prepared");
     check_lend(plan, spec);
     if (route && plan.lend.requested) {
-        // The socket stays 0600: only the identity the target runs as (and root) may connect, so
-        // no other user of the host borrows the call's route.
-        if (::fchownat(AT_FDCWD, route->route().socket.c_str(), plan.lend.uid, plan.lend.gid,
-                       AT_SYMLINK_NOFOLLOW) != 0) {
-            throw host_error("cannot hand the egress socket " + route->route().socket +
-                             " to the sandbox identity: " + errno_text(errno));
-        }
+        hand_route(route->route().socket, plan.lend);
     }
     if (plan.confinement == "opt-out") {
         if (backend_.chosen_by_auto) {
