@@ -6,6 +6,7 @@
 // side: a refused port next to the allowed one, a plain request with no route next to the same
 // request through a tunnel, a direct connect that finds nothing next to the same connect
 // unconfined.
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <filesystem>
@@ -22,6 +23,23 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+
+// relay_sockets(): the socket each shim relay visible from inside carries connections to, read
+// from the relay's command line (the shim's, run as descriptor 13 by the backend).
+constexpr const char *relay_finder = R"PY(
+def relay_sockets():
+    found = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open("/proc/" + pid + "/cmdline", "rb") as f:
+                    argv = f.read().split(b"\0")
+            except OSError:
+                continue
+            if argv[0] == b"/proc/self/fd/13" and b"--socket" in argv:
+                found.append(argv[argv.index(b"--socket") + 1].decode())
+    return found
+)PY";
 
 class Egress : public Confinement {
    protected:
@@ -110,6 +128,19 @@ TEST_F(Egress, CurlReachesAnAllowedHostThroughTheProxy) {
     EXPECT_NE(r.out.find("tea-tls-ok"), std::string::npos) << r;
 }
 
+TEST_F(Egress, CurlReachesAnAllowedHostWhenAnUnprivilegedUserRunsTheCall) {
+    // No identity to drop to: the socket stays the invoker's, in a directory only it may enter.
+    become_unprivileged();
+    const int port = serve("tls");
+    const auto r = run({.command = curl(https_url(port)), .options = {"--egress", allow(port)}});
+    EXPECT_EQ(r.status, 0) << r;
+    EXPECT_NE(r.out.find("tea-tls-ok"), std::string::npos) << r;
+    // The control: the same call without the item has no route.
+    const auto none = run({.command = curl(https_url(port))});
+    EXPECT_NE(none.status, 0) << none;
+    EXPECT_EQ(none.out.find("tea-tls-ok"), std::string::npos) << none;
+}
+
 TEST_F(Egress, AnotherPortIsRefusedWith403AndRecorded) {
     const int allowed = serve("tls");
     const int other = serve("tls");
@@ -172,19 +203,10 @@ report("DIRECT", lambda: socket.create_connection(("127.0.0.1", int(sys.argv[1])
 }
 
 TEST_F(Egress, WithoutEgressThereIsNoProxyVariableAndNoShim) {
-    const auto probe = python(R"PY(
+    const auto probe = python(std::string{relay_finder} + R"PY(
 for name in ("HTTPS_PROXY", "https_proxy", "NODE_USE_ENV_PROXY"):
     print(name + "=" + os.environ.get(name, "<unset>"), flush=True)
-relays = 0
-for pid in os.listdir("/proc"):
-    if pid.isdigit():
-        try:
-            with open("/proc/" + pid + "/cmdline", "rb") as f:
-                argv = f.read().split(b"\0")
-        except OSError:
-            continue
-        relays += argv[0] == b"/proc/self/fd/13" and b"--socket" in argv
-print("RELAYS:" + str(relays), flush=True)
+print("RELAYS:" + str(len(relay_sockets())), flush=True)
 )PY");
     // The host's own proxy setting must not reach a target that has no route.
     const auto none = run({.command = probe,
@@ -231,6 +253,68 @@ TEST_F(Egress, TheRelayRunsAsTheSandboxIdentityAndEndsWithTheCall) {
     for (const auto &e : fs::directory_iterator(private_root(), ec)) {
         EXPECT_EQ(e.path().filename().string().rfind("run-", 0), std::string::npos)
             << e.path() << " was left behind\n"
+            << r;
+    }
+}
+
+TEST_F(Egress, TheTargetCanReachTheSocketButNotReplaceIt) {
+    // The socket's path, from the relay's command line (the target is told only the port).
+    const auto probe = python(std::string{relay_finder} + R"PY(
+path = relay_sockets()[0]
+st = os.stat(path)
+print("MODE:%o" % (st.st_mode & 0o777), flush=True)
+print("OWNER:%d" % st.st_uid, flush=True)
+def connect():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(5)
+    s.connect(path)
+    s.close()
+report("CONNECT", connect)
+report("UNLINK", lambda: os.unlink(path))
+report("PLANT", lambda: open(os.path.join(os.path.dirname(path), "planted"), "w").close())
+report("RENAME", lambda: os.rename(path, path + ".moved"))
+)PY");
+    const auto r = run({.command = probe, .options = {"--egress", "example.invalid:443"}});
+    EXPECT_EQ(r.status, 0) << r;
+    EXPECT_EQ(r.value("MODE"), "600") << r;
+    EXPECT_EQ(r.value("OWNER"), std::to_string(sandbox_uid())) << r;
+    EXPECT_TRUE(r.has("CONNECT-OK")) << r;  // the positive control: the route is usable
+    EXPECT_TRUE(r.has("UNLINK-DENIED:EROFS")) << r;
+    EXPECT_TRUE(r.has("PLANT-DENIED:EROFS")) << r;
+    EXPECT_TRUE(r.has("RENAME-DENIED:EROFS")) << r;
+}
+
+TEST_F(Egress, AnItemSpelledOtherwiseStopsTheCallBeforeAnythingRuns) {
+    const auto marker = workspace() / "ran";
+    const std::vector<std::string> touch{"/usr/bin/touch", marker.string()};
+    for (const char *bad : {"*.example.com:443", "exa mple.com:443", "example.com",
+                            "example.com:70000", "::1:443", "example.com:443=not-an-address"}) {
+        const auto r = run({.command = touch, .options = {"--egress", bad}});
+        EXPECT_EQ(r.status, 2) << bad << "\n" << r;
+        EXPECT_NE(r.err.find("egress"), std::string::npos) << bad << "\n" << r;
+        EXPECT_FALSE(fs::exists(marker)) << bad;
+    }
+    // Positive control: a well-spelled item, and the same command runs.
+    const auto ok = run({.command = touch, .options = {"--egress", "api.example.com:443"}});
+    EXPECT_EQ(ok.status, 0) << ok;
+    EXPECT_TRUE(fs::exists(marker)) << ok;
+}
+
+TEST_F(Egress, ASignalEndsTheRouteWithTheCall) {
+    const auto marker = sleep_marker();
+    auto call =
+        start({.command = {"/bin/sleep", marker}, .options = {"--egress", "example.invalid:443"}});
+    ASSERT_TRUE(eventually([&] {
+        return !relays().empty() && !processes_running({"/bin/sleep", marker}).empty();
+    })) << "the relay was never seen running";
+    ::kill(call.pid(), SIGTERM);
+    const auto r = call.wait();
+    EXPECT_EQ(r.status, 128 + SIGTERM) << r;
+    EXPECT_TRUE(eventually([&] { return relays().empty(); })) << "a relay outlived its call";
+    std::error_code ec;
+    for (const auto &e : fs::directory_iterator(private_root(), ec)) {
+        EXPECT_EQ(e.path().filename().string().rfind("run-", 0), std::string::npos)
+            << e.path() << " (and the socket in it) was left behind\n"
             << r;
     }
 }
