@@ -55,8 +55,8 @@ class Egress : public Confinement {
         key_ = dir / "key.pem";
         const auto made = run_direct({"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048",
                                       "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1", "-addext",
-                                      "subjectAltName=IP:127.0.0.1", "-keyout", key_.string(),
-                                      "-out", cert_.string()});
+                                      "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout",
+                                      key_.string(), "-out", cert_.string()});
         ASSERT_EQ(made.status, 0) << made;
         fs::permissions(cert_, fs::perms{0644});
     }
@@ -187,6 +187,65 @@ TEST_F(Egress, PlainHttpWithoutATunnelHasNoRoute) {
              .options = {"--egress", allow(port)}});
     EXPECT_EQ(tunnelled.status, 0) << tunnelled;
     EXPECT_NE(tunnelled.out.find("tea-plain-ok"), std::string::npos) << tunnelled;
+}
+
+TEST_F(Egress, PythonUrllibReachesAnAllowedHostThroughTheProxy) {
+    const int port = serve("tls");
+    // urllib reads https_proxy/HTTPS_PROXY itself and opens the CONNECT tunnel.
+    const auto probe = python(R"PY(
+import ssl, urllib.request
+context = ssl.create_default_context(cafile=sys.argv[2])
+report("URLLIB", lambda: urllib.request.urlopen(sys.argv[1], context=context, timeout=20).read().decode().strip())
+)PY",
+                              {https_url(port), cert_.string()});
+    const auto r = run({.command = probe, .options = {"--egress", allow(port)}});
+    EXPECT_TRUE(r.has("URLLIB-OK:tea-tls-ok")) << r;
+    // The control: the same client without the item finds no route.
+    const auto none = run({.command = probe});
+    EXPECT_FALSE(none.has("URLLIB-OK")) << none;
+}
+
+TEST_F(Egress, ARequestThatIsNoConnectGets405AndIsRecorded) {
+    const int port = serve("plain");
+    const auto url = "http://127.0.0.1:" + std::to_string(port) + "/";
+    // Without -p, curl asks the proxy itself for the URL (GET http://...), which it refuses.
+    const auto refused =
+        run({.command = {"/bin/sh", "-c",
+                         "exec /usr/bin/curl -sS -f --max-time 20 -x \"$HTTPS_PROXY\" " + url},
+             .options = {"--json", "--egress", allow(port)}});
+    EXPECT_NE(refused.status, 0) << refused;
+    const auto doc = record(refused);
+    ASSERT_TRUE(doc.is_object()) << refused;
+    ASSERT_EQ(doc["egressRefusals"].size(), 1U) << doc;
+    EXPECT_EQ(doc["egressRefusals"][0]["status"], 405) << doc;
+    // The control: the same proxy and URL through a tunnel.
+    const auto tunnelled =
+        run({.command = {"/bin/sh", "-c",
+                         "exec /usr/bin/curl -sS -f --max-time 20 -p -x \"$HTTPS_PROXY\" " + url},
+             .options = {"--json", "--egress", allow(port)}});
+    EXPECT_EQ(tunnelled.status, 0) << tunnelled;
+    EXPECT_TRUE(record(tunnelled)["egressRefusals"].empty()) << tunnelled;
+}
+
+TEST_F(Egress, ANameThatResolvesToAnAddressTheItemDoesNotNameIsRefused) {
+    const int port = serve("tls");
+    const auto url = "https://localhost:" + std::to_string(port) + "/";
+    const auto item = "localhost:" + std::to_string(port);
+    const auto refused =
+        run({.command = curl(url), .options = {"--json", "--egress", item + "=192.0.2.1"}});
+    EXPECT_NE(refused.status, 0) << refused;
+    const auto doc = record(refused);
+    ASSERT_TRUE(doc.is_object()) << refused;
+    ASSERT_EQ(doc["egressRefusals"].size(), 1U) << doc;
+    EXPECT_EQ(doc["egressRefusals"][0]["status"], 403) << doc;
+    EXPECT_EQ(doc["egressRefusals"][0]["host"], "localhost") << doc;
+    EXPECT_NE(doc["egressRefusals"][0].value("address", "").find("127.0.0.1"), std::string::npos)
+        << doc;
+    // The control: the item names the address the name resolves to.
+    const auto allowed =
+        run({.command = curl(url), .options = {"--egress", item + "=127.0.0.1,::1"}});
+    EXPECT_EQ(allowed.status, 0) << allowed;
+    EXPECT_NE(allowed.out.find("tea-tls-ok"), std::string::npos) << allowed;
 }
 
 TEST_F(Egress, ADirectConnectFromInsideFindsNothing) {
