@@ -149,8 +149,9 @@ int connect_proxy(const std::string &path) {
     sockaddr_un a{};
     a.sun_family = AF_UNIX;
     std::memcpy(a.sun_path, path.data(), path.size());
-    if (::connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0 && errno != EINPROGRESS &&
-        errno != EAGAIN) {
+    // A Unix connect completes at once or not at all: EAGAIN (the proxy's backlog is full) is a
+    // refusal, and the client sees its connection closed.
+    if (::connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0) {
         ::close(fd);
         return -1;
     }

@@ -205,6 +205,40 @@ report("URLLIB", lambda: urllib.request.urlopen(sys.argv[1], context=context, ti
     EXPECT_FALSE(none.has("URLLIB-OK")) << none;
 }
 
+TEST_F(Egress, ManyConnectionsAndABulkTransferCrossTheRelayIntact) {
+    const int port = serve("tls");
+    // 32 requests at once, then 32 MiB in one response, each byte checked.
+    const auto probe = python(R"PY(
+import ssl, threading, urllib.request
+context = ssl.create_default_context(cafile=sys.argv[2])
+def get(path):
+    return urllib.request.urlopen(sys.argv[1] + path, context=context, timeout=60).read()
+results = []
+def one():
+    try:
+        results.append(get(""))
+    except Exception as e:
+        results.append(repr(e).encode())
+threads = [threading.Thread(target=one) for _ in range(32)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print("PARALLEL:%d" % sum(r == b"tea-tls-ok\n" for r in results), flush=True)
+size = 32 * 1024 * 1024
+data = get("bytes/%d" % size)
+expected = bytes(i % 251 for i in range(251 * 256))
+intact = len(data) == size and all(
+    data[i:i + len(expected)] == expected[:min(len(expected), size - i)]
+    for i in range(0, size, len(expected)))
+print("BULK:%d:%s" % (len(data), intact), flush=True)
+)PY",
+                              {https_url(port), cert_.string()});
+    const auto r = run({.command = probe, .options = {"--egress", allow(port)}});
+    EXPECT_EQ(r.value("PARALLEL"), "32") << r;
+    EXPECT_EQ(r.value("BULK"), "33554432:True") << r;
+}
+
 TEST_F(Egress, ARequestThatIsNoConnectGets405AndIsRecorded) {
     const int port = serve("plain");
     const auto url = "http://127.0.0.1:" + std::to_string(port) + "/";

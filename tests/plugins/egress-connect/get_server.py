@@ -3,7 +3,8 @@
 #   get_server.py tls PORT_FILE CERT KEY    HTTPS with the given certificate
 #   get_server.py plain PORT_FILE           plain HTTP
 #
-# Every GET gets "tea-<kind>-ok\n". Once listening it prints the port on stdout and, unless
+# Every GET gets "tea-<kind>-ok\n", but GET /bytes/N, which gets N bytes (i % 251 for byte i, so a
+# lost, doubled or reordered chunk shows). Once listening it prints the port on stdout and, unless
 # PORT_FILE is "-", writes it to PORT_FILE (whole, by a rename).
 import http.server
 import os
@@ -16,6 +17,18 @@ body = ("tea-" + kind + "-ok\n").encode()
 
 class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
+        if self.path.startswith("/bytes/"):
+            size = int(self.path[len("/bytes/"):])
+            self.send_response(200)
+            self.send_header("Content-Length", str(size))
+            self.end_headers()
+            chunk = bytes(i % 251 for i in range(251 * 256))
+            sent = 0
+            while sent < size:
+                part = chunk[: min(len(chunk), size - sent)]
+                self.wfile.write(part)
+                sent += len(part)
+            return
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
