@@ -211,7 +211,11 @@ Spec parse_spec(std::string_view text) {
         const auto &egress = doc.at("egress");
         s.egress_socket = b::from_json(egress.at("socket"), "egress.socket");
         s.egress_shim = b::from_json(egress.at("shim"), "egress.shim");
-        s.egress_port = egress.at("port").get<std::uint16_t>();
+        const auto port = egress.at("port").get<std::uint64_t>();
+        if (port == 0 || port > 65535) {
+            throw tea::sdk::Invalid("egress.port: expected a port from 1 to 65535");
+        }
+        s.egress_port = static_cast<std::uint16_t>(port);
     }
     return s;
 }
