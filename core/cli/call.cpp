@@ -1,9 +1,12 @@
 #include "cli/call.hpp"
 
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -19,6 +22,23 @@ namespace tea::cli {
 namespace {
 
 constexpr const char *kProbeFile = "tea-evaluate-audit-probe";
+
+// The variables a route gives the target. A call without a route loses any the host held: a
+// host's proxy setting would name a proxy the confined target cannot reach, and a client that
+// trusted it would fail in ways that look like the route's.
+constexpr std::array<const char *, 3> kRouteVariables{"HTTPS_PROXY", "https_proxy",
+                                                      "NODE_USE_ENV_PROXY"};
+
+void route_environment(std::vector<std::string> &env, const egress::Route *route) {
+    for (const char *name : kRouteVariables) {
+        exec::unset_variable(env, name);
+    }
+    if (route != nullptr) {
+        for (const auto &[name, value] : route->env) {
+            exec::set_variable(env, name, value);  // the runtime's value replaces the host's
+        }
+    }
+}
 
 std::filesystem::path absolute_path(const std::filesystem::path &p, const char *option) {
     std::error_code ec;
@@ -194,6 +214,21 @@ void resolve_planted_links(audit::Observation &observation, const exec::LaunchSp
         if (!ec && real.string() != e.path_asked) {
             e.path_resolved = real.string();
         }
+    }
+}
+
+// Hands the route to the identity the target runs as: the socket (still 0600) becomes its, and
+// the directory (0710) searchable by its group alone. No other user of the host can borrow the
+// route, and another user's call cannot even reach the socket's path, so it never has to mask a
+// socket that goes away when this call ends.
+void hand_route(const std::string &socket, const exec::Lend &lend) {
+    const auto dir = std::filesystem::path{socket}.parent_path();
+    if (::fchownat(AT_FDCWD, socket.c_str(), lend.uid, lend.gid, AT_SYMLINK_NOFOLLOW) != 0 ||
+        ::fchownat(AT_FDCWD, dir.c_str(), static_cast<uid_t>(-1), lend.gid, AT_SYMLINK_NOFOLLOW) !=
+            0 ||
+        ::chmod(dir.c_str(), 0710) != 0) {
+        throw host_error("cannot hand the egress socket " + socket +
+                         " to the sandbox identity: " + errno_text(errno));
     }
 }
 
@@ -510,15 +545,71 @@ void Session::confirm_observer(const exec::ExecPlan &sample, const exec::LaunchS
     phase("observer confirmed");
 }
 
-CallOutcome Session::call(exec::LaunchSpec spec, const exec::RunOptions &run) {
+EgressRequest Session::egress_request(const CallOptions &options) {
+    EgressRequest request;
+    for (const auto &text : options.egress) {
+        request.items.push_back(egress::parse_item(text));
+    }
+    if (!options.command.empty()) {
+        request.entry = std::filesystem::path{options.command.front()}.filename().string();
+    }
+    if (request.entry.empty()) {
+        request.entry = "exec";
+    }
+    return request;
+}
+
+// The call's route out, served for the call's duration from a directory of its own beneath the
+// run's private parent; nullptr for a call that lists no host.
+std::unique_ptr<egress::Session> Session::open_route(const EgressRequest &request,
+                                                     fs::RunDirectory &run_dir) {
+    if (request.items.empty()) {
+        return nullptr;
+    }
+    if (!egress_.plugin) {
+        egress_ = plugins::select_egress(runtime_.registry, runtime_.config);
+        phase("egress plugin selected and probed");
+    }
+    const auto dir = run_dir.make_directory("egress-");
+    auto route =
+        std::make_unique<egress::Session>(*egress_.instance, request.entry, request.items, dir);
+    phase("egress route opened");
+    return route;
+}
+
+CallOutcome Session::call(exec::LaunchSpec spec, const exec::RunOptions &run,
+                          const EgressRequest &route_request) {
     fs::RunDirectory run_dir{private_root_};
     check_call_paths(spec, private_root_);
     spec.temp_dir = run_dir.make_directory("tmp-").string();
     spec.home = run_dir.make_directory("tea-evaluate-target-home-").string();
     phase("private directories made");
+    const auto call_env = spec.env;
+    auto route = open_route(route_request, run_dir);
+    if (route) {
+        spec.egress = {route->route().socket, route->route().port, route->route().shim};
+    }
+    route_environment(spec.env, route ? &route->route() : nullptr);
     auto plan = prepare(spec);
+    if (plan.confinement == "opt-out" && (route || spec.env != call_env)) {
+        // An unconfined target has the host's network: there is no route to give it, and its
+        // environment stays exactly the call's.
+        if (route) {
+            spdlog::warn(
+                "backend '{}' confines nothing: --egress is ignored, the target has the "
+                "host's network",
+                backend_.plugin->name());
+        }
+        route.reset();
+        spec.egress = {};
+        spec.env = call_env;
+        plan = prepare(spec);
+    }
     phase("plan prepared");
     check_lend(plan, spec);
+    if (route && plan.lend.requested) {
+        hand_route(route->route().socket, plan.lend);
+    }
     if (plan.confinement == "opt-out") {
         if (backend_.chosen_by_auto) {
             // "auto" must never downgrade to an unconfined call.
@@ -543,6 +634,12 @@ CallOutcome Session::call(exec::LaunchSpec spec, const exec::RunOptions &run) {
     outcome.confinement = plan.confinement;
     outcome.report_json = plan.report_json;
     outcome.status = call_status(outcome.result, run);
+    if (route) {
+        outcome.egress = route_request.items;
+        outcome.egress_records = route->close();
+        route.reset();
+        phase("egress route closed");
+    }
     if (executed.observation) {
         resolve_planted_links(*executed.observation, spec);
         outcome.audit =

@@ -6,12 +6,14 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "audit/observation.hpp"
 #include "cli/runtime.hpp"
+#include "egress/egress.hpp"
 #include "exec/call_runner.hpp"
 #include "exec/exec_plan.hpp"
 #include "fs/private_dirs.hpp"
@@ -26,8 +28,15 @@ struct CallOptions {
     std::vector<std::string> system_paths;  // --system-path: declared read grants
     std::optional<std::int64_t> timeout_ms;
     bool clean_env = false;
-    std::vector<std::string> env;  // NAME=VALUE or NAME (the host's value)
+    std::vector<std::string> env;     // NAME=VALUE or NAME (the host's value)
+    std::vector<std::string> egress;  // --egress HOST:PORT[=ADDR,...]
     std::vector<std::string> command;
+};
+
+// The hosts a call may reach through the egress plugin's route; none: no route at all.
+struct EgressRequest {
+    std::string entry;  // the name refusals give (the registry entry; for exec, the command)
+    std::vector<egress::Item> items;
 };
 
 struct CallOutcome {
@@ -35,7 +44,9 @@ struct CallOutcome {
     std::string confinement;
     std::string report_json = "{}";
     audit::AuditResult audit;
-    int status = 0;  // the exit status the command reports for the call
+    int status = 0;                     // the exit status the command reports for the call
+    std::vector<egress::Item> egress;   // the items the call's route admitted (empty: no route)
+    std::string egress_records = "{}";  // the egress plugin's records of the call
 };
 
 class Session {
@@ -49,7 +60,12 @@ class Session {
 
     // Runs one call in a run directory of its own (a fresh temp directory and home). The
     // observer is chosen and confirmed before the first audited call.
-    CallOutcome call(exec::LaunchSpec spec, const exec::RunOptions &run);
+    // A call that lists egress items gets a route out for its duration.
+    CallOutcome call(exec::LaunchSpec spec, const exec::RunOptions &run,
+                     const EgressRequest &route_request = {});
+
+    // The --egress items of the options (exit 2 for a malformed one).
+    [[nodiscard]] static EgressRequest egress_request(const CallOptions &options);
 
     [[nodiscard]] const Runtime &runtime() const { return runtime_; }
     [[nodiscard]] const std::string &backend_name() const;
@@ -76,6 +92,8 @@ class Session {
     [[nodiscard]] exec::ExecPlan prepare(const exec::LaunchSpec &spec) const;
     [[nodiscard]] exec::ExecPlan wrap(const exec::ExecPlan &plan,
                                       const std::filesystem::path &trace_dir) const;
+    std::unique_ptr<egress::Session> open_route(const EgressRequest &request,
+                                                fs::RunDirectory &run_dir);
     [[nodiscard]] audit::Observation collect(const exec::ExecPlan &plan,
                                              const std::filesystem::path &trace_dir) const;
 
@@ -83,6 +101,7 @@ class Session {
     Runtime runtime_;
     plugins::Selected backend_;
     plugins::Selected observer_;
+    plugins::Selected egress_;
     bool observer_chosen_ = false;
     bool observer_confirmed_ = false;
     std::string no_audit_reason_;

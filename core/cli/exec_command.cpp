@@ -39,6 +39,51 @@ std::string printable(const std::string &path) {
     return out;
 }
 
+namespace {
+
+// The route's refusals, one line each, on stderr: what the target asked for and why it was not
+// given it. Every field is the plugin's and may hold what a hostile target sent, so each is
+// escaped as a path is.
+void print_egress_refusals(const std::string &records_json) {
+    const auto records = nlohmann::json::parse(records_json, nullptr, false);
+    if (!records.is_object() || !records.contains("refusals") || !records["refusals"].is_array() ||
+        records["refusals"].empty()) {
+        return;
+    }
+    const auto text = [](const nlohmann::json &doc, const char *key) {
+        return doc.contains(key) && doc[key].is_string() ? printable(doc[key].get<std::string>())
+                                                         : std::string{};
+    };
+    const auto number = [](const nlohmann::json &doc, const char *key) {
+        return doc.contains(key) && doc[key].is_number_unsigned() ? doc[key].get<std::uint64_t>()
+                                                                  : std::uint64_t{0};
+    };
+    std::cerr << "tea-evaluate: egress: the proxy refused " << records["refusals"].size()
+              << " distinct request" << (records["refusals"].size() == 1 ? "" : "s") << ":\n";
+    for (const auto &r : records["refusals"]) {
+        std::cerr << "  " << number(r, "status") << ' ' << text(r, "host") << ':'
+                  << number(r, "port") << "  (" << text(r, "reason");
+        if (const auto address = text(r, "address"); !address.empty()) {
+            std::cerr << "; resolved to " << address;
+        }
+        std::cerr << "; " << number(r, "count") << "x)\n";
+    }
+    if (const auto omitted = number(records, "omitted"); omitted > 0) {
+        std::cerr << "  ... and " << omitted << " more refused requests not kept\n";
+    }
+}
+
+// exec --json's egressRefusals: the records' refusals (an empty list for a call without a route).
+nlohmann::json egress_refusals(const std::string &records_json) {
+    const auto records = nlohmann::json::parse(records_json, nullptr, false);
+    if (records.is_object() && records.contains("refusals") && records["refusals"].is_array()) {
+        return records["refusals"];
+    }
+    return nlohmann::json::array();
+}
+
+}  // namespace
+
 void print_audit(const audit::AuditResult &audit) {
     if (!audit.audited) {
         std::cerr << "tea-evaluate: audit: none (" << audit.why_not << ")\n";
@@ -74,13 +119,14 @@ int exec_command(const CommonOptions &common, const ExecOptions &options) {
     }
     Session session{common};
     auto spec = session.launch_spec(options);
+    const auto route_request = Session::egress_request(options);
 
     auto run = session.run_options(options);
     // With --json stdout carries the record alone, so the target's output goes to stderr.
     run.out.tee_fd = common.json ? STDERR_FILENO : STDOUT_FILENO;
     run.err.tee_fd = STDERR_FILENO;
     run.in = call_stdin();
-    const auto outcome = session.call(std::move(spec), run);
+    const auto outcome = session.call(std::move(spec), run, route_request);
     const auto &result = outcome.result;
 
     int status = outcome.status;
@@ -98,8 +144,9 @@ int exec_command(const CommonOptions &common, const ExecOptions &options) {
     if (!common.quiet || violation) {
         print_audit(outcome.audit);
     }
+    print_egress_refusals(outcome.egress_records);
     if (common.json) {
-        const nlohmann::json record{
+        nlohmann::json record{
             {"backend", session.backend_name()},
             {"confinement", outcome.confinement},
             {"started", result.started},
@@ -115,7 +162,13 @@ int exec_command(const CommonOptions &common, const ExecOptions &options) {
             {"callStatus", outcome.status},
             {"backendReport", nlohmann::json::parse(outcome.report_json)},
             {"audit", audit::to_json(outcome.audit)},
+            {"egress", nlohmann::json::parse(egress::items_to_json(outcome.egress))},
+            {"egressRefusals", egress_refusals(outcome.egress_records)},
         };
+        if (const auto records = nlohmann::json::parse(outcome.egress_records, nullptr, false);
+            records.is_object() && records.contains("omitted")) {
+            record["egressRefusalsOmitted"] = records["omitted"];
+        }
         std::cout << record.dump() << '\n';
     }
     return status;

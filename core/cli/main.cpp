@@ -51,6 +51,10 @@ int run(int argc, char **argv) {
         cmd->add_option("--env", o.env,
                         "Add NAME=VALUE, or NAME with the invoker's value (repeatable)")
             ->allow_extra_args(false);
+        cmd->add_option("--egress", o.egress,
+                        "Let the target reach HOST:PORT[=ADDR,...] through the egress proxy "
+                        "(repeatable; an IPv6 host in brackets)")
+            ->allow_extra_args(false);
         cmd->add_option("command", o.command, "The command and its arguments, after --")
             ->required();
         cmd->positionals_at_end();

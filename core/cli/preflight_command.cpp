@@ -86,6 +86,7 @@ int preflight_command(const CommonOptions &common, const PreflightOptions &optio
     }
     Session session{common};
     const auto pristine = session.launch_spec(options);
+    const auto route_request = Session::egress_request(options);
     LegsDirectory legs_dir;
 
     const auto run = session.run_options(options);
@@ -117,7 +118,7 @@ int preflight_command(const CommonOptions &common, const PreflightOptions &optio
                 spec.withhold.push_back((workspace / rel).lexically_normal().string());
             }
         }
-        const auto outcome = session.call(std::move(spec), run);
+        const auto outcome = session.call(std::move(spec), run, route_request);
         if (outcome.result.interrupted_by != 0) {
             return 128 + outcome.result.interrupted_by;
         }

@@ -105,10 +105,12 @@ class LayerReader {
                 plugins(table(value, name));
             } else if (name == "call") {
                 call(table(value, name));
+            } else if (name == "egress") {
+                egress(table(value, name));
             } else if (name == "plugin") {
                 plugin_tables(table(value, name));
             } else {
-                unknown(key, name, "confinement, audit, plugins, call, plugin");
+                unknown(key, name, "confinement, audit, plugins, call, egress, plugin");
             }
         }
     }
@@ -196,6 +198,17 @@ class LayerReader {
                 }
             } else {
                 unknown(key, path, "observer, auto_order");
+            }
+        }
+    }
+    void egress(const toml::table &t) {
+        for (const auto &[key, value] : t) {
+            const std::string name{key.str()};
+            const std::string path = "egress." + name;
+            if (name == "plugin") {
+                config_.egress = plugin_name(string(value, path), path, value);
+            } else {
+                unknown(key, path, "plugin");
             }
         }
     }

@@ -26,6 +26,7 @@ struct Config {
     std::string observer;                             // "auto", "none" or an observer's name
     std::vector<std::string> observer_order;          // what "auto" tries, first installed wins
     std::vector<std::filesystem::path> plugin_paths;  // extra manifest directories
+    std::string egress;  // the egress plugin serving calls that list hosts
     CallSettings call;
     nlohmann::json plugin_tables = nlohmann::json::object();  // name -> table as JSON
     std::vector<std::string> layers;  // where each layer came from, in order

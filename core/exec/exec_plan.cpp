@@ -69,6 +69,11 @@ std::string to_json(const LaunchSpec &spec) {
          {{"prefix", bytes::to_json(spec.runtime_prefix)},
           {"helperDir", bytes::to_json(spec.helper_dir)}}},
     };
+    if (!spec.egress.socket.empty()) {
+        doc["egress"] = {{"socket", bytes::to_json(spec.egress.socket)},
+                         {"port", spec.egress.port},
+                         {"shim", bytes::to_json(spec.egress.shim)}};
+    }
     return doc.dump();
 }
 
@@ -97,6 +102,17 @@ LaunchSpec launch_spec_from_json(std::string_view text) {
     }
     spec.runtime_prefix = bytes::from_json(field(runtime, "prefix"), "runtime.prefix");
     spec.helper_dir = bytes::from_json(field(runtime, "helperDir"), "runtime.helperDir");
+    if (doc.contains("egress")) {
+        const auto &egress = doc["egress"];
+        if (!egress.is_object() || !field(egress, "port").is_number_unsigned() ||
+            egress["port"].get<std::uint64_t>() < 1 ||
+            egress["port"].get<std::uint64_t>() > 65535) {
+            throw std::invalid_argument("egress: expected {\"socket\", \"port\", \"shim\"}");
+        }
+        spec.egress.socket = bytes::from_json(field(egress, "socket"), "egress.socket");
+        spec.egress.port = egress["port"].get<std::uint16_t>();
+        spec.egress.shim = bytes::from_json(field(egress, "shim"), "egress.shim");
+    }
     return spec;
 }
 

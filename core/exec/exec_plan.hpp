@@ -16,6 +16,14 @@ struct Limits {
     std::uint64_t processes = 0;
 };
 
+// The call's route out (see core/egress/egress.hpp), for the backend to carry into its
+// confinement: a call that lists no egress host has an empty socket and gets no route.
+struct EgressRoute {
+    std::string socket;      // the proxy's Unix socket; its directory is bound read-only
+    std::uint16_t port = 0;  // the loopback port the shim listens on
+    std::string shim;        // the shim the plan runs in front of the target
+};
+
 struct LaunchSpec {
     std::vector<std::string> argv;
     std::vector<std::string> env;           // exact, "NAME=VALUE"
@@ -29,6 +37,7 @@ struct LaunchSpec {
     Limits limits;
     std::string runtime_prefix;  // the runtime's installation
     std::string helper_dir;      // where the runtime's helper executables are
+    EgressRoute egress;
 };
 
 // A descriptor the runner sets up for the child: the plan's bytes in a

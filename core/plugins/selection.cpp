@@ -116,4 +116,13 @@ Selected select_observer(const Registry &registry, const config::Config &config)
         "with --observer none.");
 }
 
+Selected select_egress(const Registry &registry, const config::Config &config) {
+    if (config.egress.empty()) {
+        throw usage_error(
+            "the call lists egress hosts, but no egress plugin is configured (set "
+            "egress.plugin)");
+    }
+    return select_named(registry, config, config.egress, Kind::egress);
+}
+
 }  // namespace tea::plugins

@@ -34,4 +34,9 @@ Selected select_backend(const Registry &registry, const config::Config &config);
 // installed, since an audit that was expected must not silently go missing.
 Selected select_observer(const Registry &registry, const config::Config &config);
 
+// The configured egress plugin (egress.plugin), created and probed. Exit 2 when it is missing or
+// refused; exit 12 when it cannot work on this host: a call that lists hosts never runs without
+// the route it asked for, nor with one nobody decides on.
+Selected select_egress(const Registry &registry, const config::Config &config);
+
 }  // namespace tea::plugins

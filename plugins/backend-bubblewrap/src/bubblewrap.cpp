@@ -40,6 +40,9 @@ constexpr int args_fd = 11;  // bwrap's arguments, so no command line limits or 
 constexpr int helper_fd = 12;
 constexpr const char *helper_in_sandbox = "/proc/self/fd/12";
 constexpr const char *temp_mount = "/dev/tea-evaluate-tmp";
+// The egress shim, open, for the same reason as the helper (a call that lists egress hosts only).
+constexpr int shim_fd = 13;
+constexpr const char *shim_in_sandbox = "/proc/self/fd/13";
 
 struct Settings {
     std::string bwrap = "bwrap";
@@ -185,6 +188,8 @@ struct Spec {
     std::vector<std::string> argv, env, withhold, read_only, system_paths;
     std::string cwd, workspace, temp_dir, home;
     std::uint64_t cpu = 0, fsize = 0, nproc = 0;
+    std::string egress_socket, egress_shim;  // empty: the call has no route out
+    std::uint16_t egress_port = 0;
 };
 
 Spec parse_spec(std::string_view text) {
@@ -204,6 +209,16 @@ Spec parse_spec(std::string_view text) {
     s.cpu = limits.value("cpuSeconds", std::uint64_t{0});
     s.fsize = limits.value("fileSizeBytes", std::uint64_t{0});
     s.nproc = limits.value("processes", std::uint64_t{0});
+    if (doc.contains("egress")) {
+        const auto &egress = doc.at("egress");
+        s.egress_socket = b::from_json(egress.at("socket"), "egress.socket");
+        s.egress_shim = b::from_json(egress.at("shim"), "egress.shim");
+        const auto port = egress.at("port").get<std::uint64_t>();
+        if (port == 0 || port > 65535) {
+            throw tea::sdk::Invalid("egress.port: expected a port from 1 to 65535");
+        }
+        s.egress_port = static_cast<std::uint16_t>(port);
+    }
     return s;
 }
 
@@ -359,6 +374,11 @@ class Bubblewrap {
         const auto private_root = fs::path{spec.home}.parent_path().parent_path().string();
         add({"--size", "65536", "--tmpfs", private_root});
         add({"--bind", spec.home, spec.home});
+        const auto egress_dir = egress_directory(spec, private_root);
+        if (!egress_dir.empty()) {
+            // Read-only: the target may connect to the proxy's socket, never replace it.
+            add({"--ro-bind", egress_dir, egress_dir});
+        }
         add({"--remount-ro", private_root});
         for (const auto &w : spec.withhold) {
             std::error_code ec;
@@ -393,9 +413,14 @@ class Bubblewrap {
         const auto bwrap = find_program(settings_.bwrap);
         // As root, the runtime itself drops to the sandbox identity in the child it
         // starts bwrap in (runAs below): no helper process is started for that.
-        std::vector<std::string> argv{
-            bwrap,     "--args",   std::to_string(args_fd), "--", helper_in_sandbox,
-            "confine", "--env-fd", std::to_string(env_fd)};
+        std::vector<std::string> argv{bwrap, "--args", std::to_string(args_fd), "--"};
+        if (!egress_dir.empty()) {
+            // In front of the helper, so its listener exists before the target starts and its
+            // relay lives in the call's namespaces, ending with them.
+            argv.insert(argv.end(), {shim_in_sandbox, "--port", std::to_string(spec.egress_port),
+                                     "--socket", spec.egress_socket, "--"});
+        }
+        argv.insert(argv.end(), {helper_in_sandbox, "confine", "--env-fd", std::to_string(env_fd)});
         auto limit = [&](const char *option, std::uint64_t spec_value, std::uint64_t fallback) {
             const auto v = spec_value != 0 ? spec_value : fallback;
             if (v != 0) {
@@ -419,6 +444,10 @@ class Bubblewrap {
                   {"report", report},
                   {"audit",
                    {{"targetStart", helper_in_sandbox}, {"writable", json::array({temp_mount})}}}};
+        if (!egress_dir.empty()) {
+            plan["files"].push_back(
+                {{"fd", shim_fd}, {"path", tea::bytes::to_json(spec.egress_shim)}});
+        }
         if (identity.dropped) {
             // Host root's files would belong to a bwrap started as root (uid-isolation).
             plan["runAs"] = {{"uid", identity.uid}, {"gid", identity.gid}};
@@ -453,6 +482,24 @@ class Bubblewrap {
         }
         key += std::to_string(identity.uid) + ":" + std::to_string(identity.gid);
         return tea::stamp::path_for("bubblewrap-probe", key).string();
+    }
+
+    // The directory of the call's egress socket, or "" for a call without egress. It must be a
+    // private directory of the call: a socket elsewhere would bind a host directory into view.
+    static std::string egress_directory(const Spec &spec, const std::string &private_root) {
+        if (spec.egress_socket.empty()) {
+            return {};
+        }
+        check_path(spec.egress_socket, "egress socket");
+        check_path(spec.egress_shim, "egress shim");
+        auto dir = fs::path{spec.egress_socket}.parent_path().string();
+        if (spec.egress_port == 0 || !inside(dir, private_root) ||
+            fs::path{dir}.lexically_normal() == fs::path{private_root}.lexically_normal()) {
+            throw tea::sdk::Invalid("the egress socket " + spec.egress_socket +
+                                    " must lie in a private directory of the call under " +
+                                    private_root);
+        }
+        return dir;
     }
 
     static std::string join_nul(const std::vector<std::string> &items) {

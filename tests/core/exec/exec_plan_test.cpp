@@ -121,6 +121,24 @@ TEST(ExecPlan, AuditHintsRoundTripAndAreChecked) {
     expect_refused(head + R"("audit": {"targetStart": "a\u0000b"}})", "audit.targetStart");
 }
 
+TEST(ExecPlan, LaunchSpecCarriesTheEgressRouteOnlyWhenThereIsOne) {
+    LaunchSpec spec;
+    spec.argv = {"true"};
+    spec.cwd = spec.workspace = "/w";
+    EXPECT_EQ(to_json(spec).find("egress"), std::string::npos);
+    EXPECT_TRUE(launch_spec_from_json(to_json(spec)).egress.socket.empty());
+    spec.egress = {"/p/run-a/egress-b/connect.sock", 3128, "/usr/libexec/tea-evaluate/shim"};
+    const auto back = launch_spec_from_json(to_json(spec));
+    EXPECT_EQ(back.egress.socket, spec.egress.socket);
+    EXPECT_EQ(back.egress.port, 3128);
+    EXPECT_EQ(back.egress.shim, spec.egress.shim);
+    auto doc = nlohmann::json::parse(to_json(spec));
+    doc["egress"]["port"] = 0;
+    EXPECT_THROW((void)launch_spec_from_json(doc.dump()), std::invalid_argument);
+    doc["egress"] = "x";
+    EXPECT_THROW((void)launch_spec_from_json(doc.dump()), std::invalid_argument);
+}
+
 TEST(Base64, DecodesOnlyStrictInput) {
     EXPECT_EQ(bytes::base64_decode("aGk="), "hi");
     EXPECT_EQ(bytes::base64_decode(""), "");

@@ -403,27 +403,10 @@ class TlsServer {
             error_ = "openssl req failed: " + made.err;
             return;
         }
-        std::ofstream(d / "server.py") << R"(import http.server, ssl, sys
-class Handler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = b"tea-tls-ok\n"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *args):
-        pass
-server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-context.load_cert_chain(sys.argv[1], sys.argv[2])
-server.socket = context.wrap_socket(server.socket, server_side=True)
-print(server.server_address[1], flush=True)
-server.serve_forever()
-)";
         const fs::path out = d / "server.out";
-        pid_ =
-            spawn({"python3", (d / "server.py").string(), cert_.string(), (d / "key.pem").string()},
-                  out, d / "server.err");
+        pid_ = spawn({"python3", TEA_EGRESS_GET_SERVER, "tls", "-", cert_.string(),
+                      (d / "key.pem").string()},
+                     out, d / "server.err");
         const auto deadline = Clock::now() + 10s;
         while (Clock::now() < deadline) {
             const std::string text = slurp(out);

@@ -1,0 +1,333 @@
+// tea-egress-shim: the loopback end of a call's egress route, run by the backend's plan inside
+// the confinement, in front of the sandbox helper.
+//
+//   tea-egress-shim --port P --socket S -- PROGRAM ARGS...
+//
+// It listens on 127.0.0.1:P (and [::1]:P when the namespace has IPv6), detaches a relay that
+// carries each accepted connection to the Unix socket S (the runtime's CONNECT proxy), and
+// execs PROGRAM. The relay is a grandchild, so the program never sees it as its child; it lives
+// in the call's pid namespace, so it ends when the namespace's first process does. It holds no
+// privilege the target lacks: the same identity, no capability, and the only place it connects
+// to is S, which the target could reach itself; it exists because HTTPS clients speak to a
+// proxy over TCP.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace {
+
+constexpr std::size_t kMaxPairs = 256;  // connections carried at once; more wait in the backlog
+constexpr std::size_t kBufferBytes = std::size_t{64} * 1024;
+
+// strerror's buffer is only shared between threads, and the shim has one.
+std::string error_text(int error) {
+    return std::strerror(error);  // NOLINT(concurrency-mt-unsafe)
+}
+
+[[noreturn]] void fail(const std::string &message) {
+    const std::string line = "tea-egress-shim: " + message + "\n";
+    (void)!::write(STDERR_FILENO, line.data(), line.size());
+    ::_exit(125);
+}
+
+struct Options {
+    std::uint16_t port = 0;
+    std::string socket;
+    char **program = nullptr;
+};
+
+Options parse(int argc, char **argv) {
+    Options o;
+    int i = 1;
+    for (; i < argc; ++i) {
+        const std::string_view a{argv[i]};
+        if (a == "--") {
+            ++i;
+            break;
+        }
+        if (i + 1 >= argc) {
+            fail("option " + std::string{a} + " needs a value");
+        }
+        const std::string v{argv[++i]};
+        if (a == "--port") {
+            char *end = nullptr;
+            const long n = std::strtol(v.c_str(), &end, 10);
+            if (end == v.c_str() || *end != '\0' || n < 1 || n > 65535) {
+                fail("--port: expected a port from 1 to 65535");
+            }
+            o.port = static_cast<std::uint16_t>(n);
+        } else if (a == "--socket") {
+            o.socket = v;
+        } else {
+            fail("unknown option " + std::string{a} +
+                 " (usage: tea-egress-shim --port P --socket S -- PROGRAM ARGS...)");
+        }
+    }
+    if (o.port == 0 || o.socket.empty() || i >= argc) {
+        fail("usage: tea-egress-shim --port P --socket S -- PROGRAM ARGS...");
+    }
+    if (o.socket.size() >= sizeof(sockaddr_un::sun_path)) {
+        fail("--socket: the path is too long for a Unix socket");
+    }
+    o.program = argv + i;
+    return o;
+}
+
+int listen_on(int family, std::uint16_t port) {
+    const int fd = ::socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        return -1;
+    }
+    const int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    int rc = -1;
+    if (family == AF_INET) {
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(port);
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        rc = ::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a);
+    } else {
+        ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+        sockaddr_in6 a{};
+        a.sin6_family = AF_INET6;
+        a.sin6_port = htons(port);
+        a.sin6_addr = in6addr_loopback;
+        rc = ::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a);
+    }
+    if (rc != 0 || ::listen(fd, 128) != 0) {
+        const int saved = errno;
+        ::close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
+// One direction of a pair: bytes read from `from` waiting to be written to `to`.
+struct Flow {
+    std::array<char, kBufferBytes> buffer{};
+    std::size_t start = 0;
+    std::size_t end = 0;
+    bool eof = false;   // `from` reached its end
+    bool shut = false;  // `to` was shut for writing after the last byte
+    [[nodiscard]] bool empty() const { return start == end; }
+};
+
+struct Pair {
+    int client = -1;  // the TCP connection from the target
+    int proxy = -1;   // the Unix connection to the proxy
+    Flow up;          // client -> proxy
+    Flow down;        // proxy -> client
+    bool broken = false;
+};
+
+int connect_proxy(const std::string &path) {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        return -1;
+    }
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::memcpy(a.sun_path, path.data(), path.size());
+    // A Unix connect completes at once or not at all: EAGAIN (the proxy's backlog is full) is a
+    // refusal, and the client sees its connection closed.
+    if (::connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0) {
+        ::close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+// Reads what fits from `from` into the flow, then writes what it holds to `to`.
+void move(Flow &f, int from, int to, bool &broken) {
+    if (!f.eof && f.end < f.buffer.size()) {
+        const auto n = ::recv(from, f.buffer.data() + f.end, f.buffer.size() - f.end, 0);
+        if (n > 0) {
+            f.end += static_cast<std::size_t>(n);
+        } else if (n == 0) {
+            f.eof = true;
+        } else if (errno != EAGAIN && errno != EINTR) {
+            broken = true;
+            return;
+        }
+    }
+    while (!f.empty()) {
+        const auto n = ::send(to, f.buffer.data() + f.start, f.end - f.start, MSG_NOSIGNAL);
+        if (n > 0) {
+            f.start += static_cast<std::size_t>(n);
+        } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+            break;
+        } else {
+            broken = true;
+            return;
+        }
+    }
+    if (f.empty()) {
+        f.start = f.end = 0;
+        if (f.eof && !f.shut) {
+            ::shutdown(to, SHUT_WR);
+            f.shut = true;
+        }
+    }
+}
+
+short wanted(const Flow &out, const Flow &in) {
+    short events = 0;
+    if (!out.eof && out.end < out.buffer.size()) {
+        events |= POLLIN;
+    }
+    if (!in.empty()) {
+        events |= POLLOUT;
+    }
+    return events;
+}
+
+[[noreturn]] void relay(const std::vector<int> &listeners, const std::string &socket) {
+    std::vector<std::unique_ptr<Pair>> pairs;
+    std::vector<pollfd> fds;
+    for (;;) {
+        fds.clear();
+        for (const int l : listeners) {
+            fds.push_back({l, static_cast<short>(pairs.size() < kMaxPairs ? POLLIN : 0), 0});
+        }
+        for (const auto &p : pairs) {
+            fds.push_back({p->client, wanted(p->up, p->down), 0});
+            fds.push_back({p->proxy, wanted(p->down, p->up), 0});
+        }
+        if (::poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) {
+            ::_exit(1);
+        }
+        const std::size_t polled = pairs.size();
+        for (std::size_t i = 0; i < listeners.size(); ++i) {
+            if ((fds[i].revents & POLLIN) == 0) {
+                continue;
+            }
+            const int client =
+                ::accept4(listeners[i], nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+            if (client < 0) {
+                continue;
+            }
+            const int proxy = connect_proxy(socket);
+            if (proxy < 0) {
+                // No proxy: the client sees its connection closed, as with no route at all.
+                ::close(client);
+                continue;
+            }
+            auto p = std::make_unique<Pair>();
+            p->client = client;
+            p->proxy = proxy;
+            pairs.push_back(std::move(p));
+        }
+        for (std::size_t k = 0; k < pairs.size(); ++k) {
+            Pair &p = *pairs[k];
+            // An error on either side ends the pair: polling it again would only spin.
+            if (k < polled && ((fds[listeners.size() + 2 * k].revents |
+                                fds[listeners.size() + 2 * k + 1].revents) &
+                               POLLERR) != 0) {
+                p.broken = true;
+                continue;
+            }
+            move(p.up, p.client, p.proxy, p.broken);
+            if (!p.broken) {
+                move(p.down, p.proxy, p.client, p.broken);
+            }
+        }
+        std::erase_if(pairs, [](const std::unique_ptr<Pair> &p) {
+            const bool done = p->broken || (p->up.shut && p->down.shut);
+            if (done) {
+                ::close(p->client);
+                ::close(p->proxy);
+            }
+            return done;
+        });
+    }
+}
+
+// Detaches the relay: a child forks the relay and exits at once, so the relay's parent is the
+// namespace's first process and the program exec'd next never has it as its child.
+void detach(const std::vector<int> &listeners, const std::string &socket) {
+    const pid_t child = ::fork();
+    if (child < 0) {
+        fail(std::string{"fork: "} + error_text(errno));
+    }
+    if (child == 0) {
+        const pid_t relay_pid = ::fork();
+        if (relay_pid != 0) {
+            ::_exit(relay_pid < 0 ? 1 : 0);
+        }
+        ::setsid();
+        // No new privileges: nothing the relay could exec would gain any.
+        ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+        // The call's stdout and stderr stay with the target: a relay holding them open would
+        // keep the call's output from ending.
+        const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (null >= 0) {
+            ::dup2(null, STDIN_FILENO);
+            ::dup2(null, STDOUT_FILENO);
+            ::dup2(null, STDERR_FILENO);
+        }
+        // Every descriptor the call handed down (the helper, its environment) stays out of
+        // the relay; the listeners are close-on-exec and the relay never execs.
+        int low = 3;
+        for (const int l : listeners) {
+            if (l > low) {
+                ::syscall(SYS_close_range, static_cast<unsigned>(low), static_cast<unsigned>(l - 1),
+                          0U);
+            }
+            low = l + 1;
+        }
+        ::syscall(SYS_close_range, static_cast<unsigned>(low), ~0U, 0U);
+        (void)::signal(SIGPIPE, SIG_IGN);
+        relay(listeners, socket);
+    }
+    int status = 0;
+    while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        fail("could not start the relay");
+    }
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    const Options options = parse(argc, argv);
+    std::vector<int> listeners;
+    const int v4 = listen_on(AF_INET, options.port);
+    if (v4 < 0) {
+        // Without the loopback listener the proxy variables would name nothing: stop the call.
+        fail("cannot listen on 127.0.0.1:" + std::to_string(options.port) + ": " +
+             error_text(errno));
+    }
+    listeners.push_back(v4);
+    if (const int v6 = listen_on(AF_INET6, options.port); v6 >= 0) {
+        listeners.push_back(v6);
+    }
+    std::sort(listeners.begin(), listeners.end());
+    detach(listeners, options.socket);
+    for (const int l : listeners) {
+        ::close(l);
+    }
+    ::execv(options.program[0], options.program);
+    fail(std::string{"cannot run "} + options.program[0] + ": " + error_text(errno));
+}
