@@ -4,7 +4,6 @@
 // run, interleaved, reporting medians and ratios. Not a test: it asserts nothing.
 //
 //   audit_overhead_bench [--rounds N] [--files N]
-#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -63,22 +62,7 @@ int main(int argc, char **argv) {
     const std::string trace =
         ws + "/../" + std::filesystem::path{ws}.filename().string() + ".trace";
 
-    // Raw bwrap as the identity tea-evaluate would run it as.
-    std::vector<std::string> raw;
-    if (::geteuid() == 0) {
-        passwd *pw = ::getpwnam("tea-sandbox");
-        if (pw == nullptr) {
-            std::fprintf(stderr, "run scripts/install-deps.sh first (no tea-sandbox account)\n");
-            return 1;
-        }
-        raw = {helper,  "drop",
-               "--uid", std::to_string(pw->pw_uid),
-               "--gid", std::to_string(pw->pw_gid),
-               "--"};
-    }
-    raw = with(raw, {"bwrap", "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net",
-                     "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent", "--new-session",
-                     "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--"});
+    const auto raw = tea::bench::raw_bwrap(helper);
     const auto strace = tea::strace::strace_command("strace", trace);
     const std::vector<std::string> tea_audited{tea, "exec", "--system-path", tree, "--"};
     const std::vector<std::string> tea_unaudited{

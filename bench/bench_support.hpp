@@ -3,6 +3,7 @@
 #pragma once
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -53,6 +54,31 @@ inline double run_ms(const std::vector<std::string> &argv, const std::string &cw
 inline double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v.size() % 2 == 1 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+// Raw bwrap with the namespaces every confined call gets, as the identity tea-evaluate would run
+// it as (as root: the sandbox account, through the helper's drop), up to and including "--".
+// Exits the benchmark when root has no sandbox account.
+inline std::vector<std::string> raw_bwrap(const std::string &helper) {
+    std::vector<std::string> argv;
+    if (::geteuid() == 0) {
+        passwd *pw = ::getpwnam("tea-sandbox");
+        if (pw == nullptr) {
+            std::fprintf(stderr, "run scripts/install-deps.sh first (no tea-sandbox account)\n");
+            std::exit(1);
+        }
+        argv = {helper,  "drop",
+                "--uid", std::to_string(pw->pw_uid),
+                "--gid", std::to_string(pw->pw_gid),
+                "--"};
+    }
+    for (const char *a :
+         {"bwrap", "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net",
+          "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent", "--new-session",
+          "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--"}) {
+        argv.emplace_back(a);
+    }
+    return argv;
 }
 
 }  // namespace tea::bench

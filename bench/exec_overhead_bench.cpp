@@ -5,7 +5,6 @@
 // The calls are unaudited (--observer none): audit_overhead_bench measures the audit.
 //
 //   exec_overhead_bench [--rounds N]
-#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -40,26 +39,7 @@ int main(int argc, char **argv) {
         std::ofstream out{file};
         out << std::string(1 << 20, 'x');
     }
-    // Raw bwrap as the identity tea-evaluate would run it as.
-    std::vector<std::string> raw_prefix;
-    if (::geteuid() == 0) {
-        passwd *pw = ::getpwnam("tea-sandbox");
-        if (pw == nullptr) {
-            std::fprintf(stderr, "run scripts/install-deps.sh first (no tea-sandbox account)\n");
-            return 1;
-        }
-        raw_prefix = {helper,  "drop",
-                      "--uid", std::to_string(pw->pw_uid),
-                      "--gid", std::to_string(pw->pw_gid),
-                      "--"};
-    }
-    std::vector<std::string> raw = raw_prefix;
-    for (const char *a :
-         {"bwrap", "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net",
-          "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent", "--new-session",
-          "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--"}) {
-        raw.emplace_back(a);
-    }
+    const auto raw = tea::bench::raw_bwrap(helper);
     auto with = [](std::vector<std::string> base, std::initializer_list<std::string> more) {
         base.insert(base.end(), more);
         return base;
