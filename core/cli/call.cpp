@@ -166,11 +166,15 @@ audit::Grants call_grants(const exec::LaunchSpec &spec, const exec::ExecPlan &pl
 // ptrace policy). A stamp only ever skips the confirmation; each call still checks that its own
 // trace shows the target starting.
 std::filesystem::path confirmation_stamp(const exec::ExecPlan &wrapped,
+                                         const std::size_t target_args,
                                          const plugins::Selected &backend,
                                          const plugins::Selected &observer) {
     std::string key;
-    for (const auto &a : wrapped.argv) {
-        key += stamp::file_key(a);
+    // The programs the runtime starts, not the target's own command (which ends the argv):
+    // a script the target runs changing is no reason to confirm the observer again.
+    const auto runtime_args = wrapped.argv.size() - std::min(target_args, wrapped.argv.size());
+    for (std::size_t i = 0; i < runtime_args; ++i) {
+        key += stamp::file_key(wrapped.argv[i]);
     }
     for (const auto &f : wrapped.files) {
         key += stamp::file_key(f.path);
@@ -181,12 +185,6 @@ std::filesystem::path confirmation_stamp(const exec::ExecPlan &wrapped,
     key += stamp::boot_id();
     key += stamp::first_line("/proc/sys/kernel/yama/ptrace_scope");
     return stamp::path_for("audit-confirmed", key);
-}
-
-// Whether `path` is `dir` or lies beneath it, by whole components.
-bool beneath(const std::string &path, const std::string &dir) {
-    return !dir.empty() && path.size() >= dir.size() && path.compare(0, dir.size(), dir) == 0 &&
-           (path.size() == dir.size() || path[dir.size()] == '/');
 }
 
 // A target can plant a link in its workspace or home and execute or write through it. An exec
@@ -206,7 +204,7 @@ void resolve_planted_links(audit::Observation &observation, const exec::LaunchSp
             (!e.path_resolved.empty() && e.path_resolved != e.path_asked)) {
             continue;
         }
-        if (!beneath(e.path_asked, spec.workspace) && !beneath(e.path_asked, spec.home)) {
+        if (!contains(spec.workspace, e.path_asked) && !contains(spec.home, e.path_asked)) {
             continue;
         }
         std::error_code ec;
@@ -487,8 +485,8 @@ void Session::confirm_observer(const exec::ExecPlan &sample, const exec::LaunchS
     if (observer_confirmed_) {
         return;
     }
-    const auto stamp =
-        confirmation_stamp(wrap(sample, private_root_ / "unused"), backend_, observer_);
+    const auto stamp = confirmation_stamp(wrap(sample, private_root_ / "unused"), call.argv.size(),
+                                          backend_, observer_);
     if (stamp::present(stamp)) {
         observer_confirmed_ = true;
         return;
