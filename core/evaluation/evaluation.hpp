@@ -1,0 +1,98 @@
+// The evaluation folder: evaluation.json, its registry of targets, the probes and the evaluator,
+// read into one model and checked as a whole (docs/evaluation-format.md is the format's reference).
+//
+// Loading never stops at the first problem: every problem found is reported, each with the file,
+// the entry or probe, and the field, so `check` can name them all at once. A model that holds any
+// problem is never run.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tea::evaluation {
+
+// One thing wrong with the evaluation. Rendered as "<file>:<line>:<column>: <where>: <message>",
+// the line and column only for a JSON syntax error, <where> only when the problem lies in an
+// entry, a probe or the evaluator ("entry 'greeter' field 'egress[1].host'").
+struct Problem {
+    std::filesystem::path file;
+    std::size_t line = 0;    // 1-based; 0 when not a syntax error
+    std::size_t column = 0;  // 1-based; 0 when not a syntax error
+    std::string where;       // the entry, probe or evaluator and the field; may be empty
+    std::string message;
+};
+std::string to_string(const Problem &problem);
+
+struct EgressItem {
+    std::string host;  // as written; an IPv6 address without brackets
+    std::uint16_t port = 0;
+    std::vector<std::string> addresses;  // the resolved addresses allowed; empty: any
+};
+
+// A registry entry. Only "command" entries run today; the kind keeps the model open for tool
+// servers and HTTP services.
+struct Entry {
+    std::string interface_id;  // unique; names the entry in probes and records
+    std::string kind = "command";
+    std::string executable;  // the name the target is known by (records, progress)
+    std::string target;      // the program, relative to the project root (and so the workspace)
+    // The argument prefixes a probe of this entry may start with; [[]] allows any arguments.
+    std::vector<std::vector<std::string>> subcommand_paths;
+    // Artifact name -> path relative to the workspace, copied (bounded, links not followed) for
+    // the evaluator after the trial's calls.
+    std::map<std::string, std::string> artifacts;
+    std::vector<std::string> environment_keys;  // host variables the target is given
+    std::int64_t max_elapsed_ms = 0;            // > 0: the call's timeout
+    std::vector<int> infrastructure_exit_codes;
+    std::vector<std::string> system_paths;  // absolute, normalised
+    std::vector<EgressItem> egress;
+    std::optional<std::string> login;
+};
+
+// One call of a trial: probes/<name>.json.
+struct Probe {
+    std::string name;  // the file's stem; probes run in name order
+    std::filesystem::path file;
+    std::string entry;              // an Entry's interface_id
+    std::vector<std::string> args;  // after the target
+    std::string stdin_text;         // what the call reads on stdin (empty: nothing)
+    // Files written into the workspace before the call: workspace-relative path -> content.
+    std::map<std::string, std::string> files;
+};
+
+struct Evaluator {
+    // command[0] is relative to the evaluation folder and lies inside the project; the rest are
+    // its arguments.
+    std::vector<std::string> command;
+    std::int64_t max_elapsed_ms = 60000;
+};
+
+struct Evaluation {
+    std::filesystem::path folder;        // the evaluation folder, absolute and canonical
+    std::filesystem::path project_root;  // "project" in evaluation.json, default "..", canonical
+    bool confinement = true;
+    int trials = 1;
+    std::vector<Entry> registry;   // in file order
+    std::vector<Probe> probes;     // in name order
+    std::filesystem::path probes_dir;  // absolute
+    Evaluator evaluator;
+
+    [[nodiscard]] const Entry *entry(const std::string &interface_id) const;
+    // The evaluator's program, absolute.
+    [[nodiscard]] std::filesystem::path evaluator_program() const;
+};
+
+struct Loaded {
+    Evaluation evaluation;
+    std::vector<Problem> problems;  // empty: the evaluation may run
+};
+
+// Reads and checks the folder. Never throws for anything the folder holds: a missing file, bad
+// JSON, a hostile path are problems. Throws only for a failure of the host (out of memory).
+Loaded load(const std::filesystem::path &folder);
+
+}  // namespace tea::evaluation
