@@ -1,0 +1,1018 @@
+#include "evaluation/evaluation.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <system_error>
+
+#include "util/fd.hpp"
+
+namespace tea::evaluation {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr std::size_t kMaxFileBytes = std::size_t{16} << 20U;
+constexpr std::size_t kMaxStdinBytes = std::size_t{1} << 20U;
+constexpr std::size_t kMaxProbeFilesBytes = std::size_t{16} << 20U;
+constexpr std::int64_t kMaxCallMs = 86'400'000;
+constexpr std::size_t kMaxIdLength = 64;
+constexpr std::size_t kMaxHostBytes = 253;
+
+// Where problems go: one file, and in it one entry, probe or the evaluator (the prefix).
+class Report {
+   public:
+    Report(std::vector<Problem> &problems, fs::path file, std::string prefix = {})
+        : problems_(&problems), file_(std::move(file)), prefix_(std::move(prefix)) {}
+
+    [[nodiscard]] Report within(std::string prefix) const {
+        return {*problems_, file_, std::move(prefix)};
+    }
+    [[nodiscard]] const fs::path &file() const { return file_; }
+
+    // A problem in `field` (a path such as "egress[1].host"; empty: the place as a whole).
+    void operator()(const std::string &field, std::string message) const {
+        std::string where = prefix_;
+        if (!field.empty()) {
+            where += (where.empty() ? "" : " ") + ("field '" + field + "'");
+        }
+        problems_->push_back({file_, 0, 0, std::move(where), std::move(message)});
+    }
+    void syntax(std::size_t line, std::size_t column, std::string message) const {
+        problems_->push_back({file_, line, column, {}, std::move(message)});
+    }
+
+   private:
+    std::vector<Problem> *problems_;
+    fs::path file_;
+    std::string prefix_;
+};
+
+// One JSON object's fields, each taken by name; whatever is not taken is an unknown field.
+class Fields {
+   public:
+    Fields(const json &object, const Report &report) : object_(object), report_(report) {}
+
+    const json *take(const std::string &key) {
+        taken_.insert(key);
+        const auto it = object_.find(key);
+        return it == object_.end() ? nullptr : &*it;
+    }
+    const json *require(const std::string &key) {
+        const auto *value = take(key);
+        if (value == nullptr) {
+            report_(key, "is required");
+        }
+        return value;
+    }
+    void refuse_unknown(const std::string &field_prefix = {}) const {
+        for (const auto &item : object_.items()) {
+            if (taken_.count(item.key()) == 0) {
+                report_(field_prefix + item.key(), "is unknown: not a field of this format");
+            }
+        }
+    }
+
+   private:
+    const json &object_;
+    const Report &report_;
+    std::set<std::string> taken_;
+};
+
+std::string in_quotes(const std::string &text) {
+    return "'" + text + "'";
+}
+
+std::optional<std::string> text(const Report &report, const std::string &field, const json &v) {
+    if (!v.is_string()) {
+        report(field, "must be a string");
+        return std::nullopt;
+    }
+    auto s = v.get<std::string>();
+    // A NUL ends a string at every system call and in every record reader, so what was checked
+    // would not be what runs.
+    if (s.find('\0') != std::string::npos) {
+        report(field, "holds a NUL byte");
+        return std::nullopt;
+    }
+    return s;
+}
+
+std::optional<std::vector<std::string>> texts(const Report &report, const std::string &field,
+                                              const json &v) {
+    if (!v.is_array()) {
+        report(field, "must be an array of strings");
+        return std::nullopt;
+    }
+    std::vector<std::string> out;
+    bool ok = true;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        auto s = text(report, field + "[" + std::to_string(i) + "]", v[i]);
+        ok = ok && s.has_value();
+        if (s) {
+            out.push_back(std::move(*s));
+        }
+    }
+    return ok ? std::optional{std::move(out)} : std::nullopt;
+}
+
+std::optional<std::int64_t> integer(const Report &report, const std::string &field, const json &v,
+                                    std::int64_t min, std::int64_t max) {
+    const auto refuse = [&] {
+        report(field,
+               "must be an integer from " + std::to_string(min) + " to " + std::to_string(max));
+        return std::nullopt;
+    };
+    // An unsigned number above the range would wrap when read as signed.
+    if (!v.is_number_integer() ||
+        (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(max))) {
+        return refuse();
+    }
+    const auto n = v.get<std::int64_t>();
+    if (n < min || n > max) {
+        return refuse();
+    }
+    return n;
+}
+
+// A timeout in milliseconds: the one number whose refusal says what "not positive" means.
+std::optional<std::int64_t> milliseconds(const Report &report, const std::string &field,
+                                         const json &v) {
+    const bool positive = (v.is_number_unsigned() && v.get<std::uint64_t>() > 0) ||
+                          (v.is_number_integer() && v.get<std::int64_t>() > 0);
+    if (!positive) {
+        report(field, "must be a positive integer (milliseconds)");
+        return std::nullopt;
+    }
+    return integer(report, field, v, 1, kMaxCallMs);
+}
+
+bool name_like(const std::string &s) {
+    return !s.empty() && s.size() <= kMaxIdLength && std::all_of(s.begin(), s.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               c == '.' || c == '_' || c == '-';
+    });
+}
+
+bool check_name(const Report &report, const std::string &field, const std::string &s) {
+    if (!name_like(s)) {
+        report(field, in_quotes(s) + " is not a name: 1 to 64 of the characters A-Z a-z 0-9 . _ -");
+        return false;
+    }
+    return true;
+}
+
+// Paths reach the confinement as bind-mount arguments, environment values and records; a
+// control character could forge a record's line, a quote or backslash could change how a
+// mount option or a shell-quoted plan is split. None can be carried faithfully, so none is taken.
+std::optional<std::string> uncarriable(const std::string &path) {
+    for (const char c : path) {
+        const auto u = static_cast<unsigned char>(c);
+        if (u < 0x20 || u == 0x7f) {
+            return std::string{"holds a control character; the confinement cannot carry it"};
+        }
+        if (c == '\'' || c == '"') {
+            return std::string{"holds a quote; the confinement cannot carry it"};
+        }
+        if (c == '\\') {
+            return std::string{"holds a backslash; the confinement cannot carry it"};
+        }
+    }
+    return std::nullopt;
+}
+
+bool check_carriable(const Report &report, const std::string &field, const std::string &path) {
+    if (auto why = uncarriable(path)) {
+        report(field, std::move(*why));
+        return false;
+    }
+    return true;
+}
+
+// A path inside the workspace or the project: relative, and made only of named components, so
+// it can never climb out of the directory it is joined to.
+bool check_relative(const Report &report, const std::string &field, const std::string &path) {
+    if (!check_carriable(report, field, path)) {
+        return false;
+    }
+    if (path.empty()) {
+        report(field, "is empty");
+        return false;
+    }
+    if (path.front() == '/') {
+        report(field, in_quotes(path) + " is absolute; write it relative");
+        return false;
+    }
+    std::size_t start = 0;
+    while (start <= path.size()) {
+        const auto end = std::min(path.find('/', start), path.size());
+        const auto component = path.substr(start, end - start);
+        if (component.empty() || component == "." || component == "..") {
+            // A ".." climbs out of the directory the path is joined to.
+            report(field, in_quotes(path) +
+                              " must be made of named components (no empty, '.' or '..' one)");
+            return false;
+        }
+        start = end + 1;
+    }
+    return true;
+}
+
+// Whether canonical `inner` lies inside canonical `outer` (strictly: not `outer` itself).
+bool inside(const fs::path &outer, const fs::path &inner, bool strictly) {
+    const auto rel = inner.lexically_relative(outer);
+    if (rel.empty() || *rel.begin() == "..") {
+        return false;
+    }
+    return !strictly || rel != ".";
+}
+
+// The path with every symbolic link followed (what the kernel will open), or nothing.
+std::optional<fs::path> resolved(const fs::path &path) {
+    std::error_code ec;
+    auto out = fs::weakly_canonical(path, ec);
+    if (ec) {
+        return std::nullopt;
+    }
+    return out;
+}
+
+bool regular_file(const fs::path &path) {
+    std::error_code ec;
+    return fs::is_regular_file(path, ec);
+}
+
+// Reads a file of at most kMaxFileBytes. A fifo or device is refused after an open that cannot
+// block, so a planted fifo cannot hang the check; an oversized file is refused without reading.
+std::optional<std::string> read_bounded(const fs::path &path, std::string &content) {
+    const UniqueFd fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)};
+    if (!fd) {
+        return "cannot be opened: " + std::generic_category().message(errno);
+    }
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+        return std::string{"is not a regular file"};
+    }
+    if (static_cast<std::size_t>(st.st_size) > kMaxFileBytes) {
+        return "is " + std::to_string(st.st_size) + " bytes; the limit is 16 MiB";
+    }
+    content.clear();
+    char buffer[65536];
+    for (;;) {
+        const auto n = ::read(fd.get(), buffer, sizeof buffer);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0) {
+            return "cannot be read: " + std::generic_category().message(errno);
+        }
+        if (n == 0) {
+            return std::nullopt;
+        }
+        content.append(buffer, static_cast<std::size_t>(n));
+        // The file may grow after fstat.
+        if (content.size() > kMaxFileBytes) {
+            return std::string{"is over 16 MiB"};
+        }
+    }
+}
+
+// nlohmann's byte offset as the 1-based line and column an editor shows.
+std::pair<std::size_t, std::size_t> line_and_column(const std::string &content, std::size_t byte) {
+    std::size_t line = 1;
+    std::size_t column = 0;
+    for (std::size_t i = 0; i < byte; ++i) {
+        if (i < content.size() && content[i] == '\n' && i + 1 < byte) {
+            ++line;
+            column = 0;
+        } else {
+            ++column;
+        }
+    }
+    return {line, std::max<std::size_t>(column, 1)};
+}
+
+// The parse error's own words, without nlohmann's "[json.exception...] ... column N: " lead.
+std::string parse_message(const std::string &what) {
+    const auto column = what.find("column ");
+    const auto colon = what.find(": ", column == std::string::npos ? 0 : column);
+    return colon == std::string::npos ? what : what.substr(colon + 2);
+}
+
+// Parses a JSON file into `doc`, true when it holds an object; a syntax error or a duplicate key
+// is a problem. A duplicate is refused because readers disagree on which copy wins: a check could
+// pass one value and a run use the other.
+bool parse_file(const Report &report, std::optional<json> &doc) {
+    std::string content;
+    if (auto why = read_bounded(report.file(), content)) {
+        report({}, std::move(*why));
+        return false;
+    }
+    std::vector<std::set<std::string>> open_objects;
+    std::vector<std::string> duplicates;
+    const json::parser_callback_t watch = [&](int /*depth*/, json::parse_event_t event,
+                                              json &parsed) {
+        if (event == json::parse_event_t::object_start) {
+            open_objects.emplace_back();
+        } else if (event == json::parse_event_t::object_end && !open_objects.empty()) {
+            open_objects.pop_back();
+        } else if (event == json::parse_event_t::key && !open_objects.empty() &&
+                   parsed.is_string() &&
+                   !open_objects.back().insert(parsed.get<std::string>()).second) {
+            duplicates.push_back(parsed.get<std::string>());
+        }
+        return true;
+    };
+    try {
+        doc = json::parse(content, watch);
+    } catch (const json::parse_error &e) {
+        const auto [line, column] = line_and_column(content, e.byte);
+        report.syntax(line, column, parse_message(e.what()));
+        return false;
+    }
+    for (const auto &key : duplicates) {
+        report({}, "the key " + in_quotes(key) + " appears twice in one object");
+    }
+    if (!doc->is_object()) {
+        report({}, "must hold a JSON object");
+        return false;
+    }
+    return true;
+}
+
+// ---- registry entries ----
+
+bool check_host(const Report &report, const std::string &field, const std::string &host) {
+    if (host.empty()) {
+        report(field, "is empty");
+        return false;
+    }
+    if (host.front() == '[') {
+        report(field, in_quotes(host) +
+                          " is spelled otherwise than a URL's host appears in this field: write "
+                          "the address without brackets");
+        return false;
+    }
+    // A wildcard would admit hosts nobody listed (any subdomain an attacker registers).
+    if (host.find('*') != std::string::npos) {
+        report(field, in_quotes(host) + " holds a wildcard; list each host the target may reach");
+        return false;
+    }
+    if (host.find(':') != std::string::npos) {
+        in6_addr address{};
+        if (::inet_pton(AF_INET6, host.c_str(), &address) != 1) {
+            report(field, in_quotes(host) + " is neither a host name nor an IPv6 address");
+            return false;
+        }
+    } else if (host.size() > kMaxHostBytes) {
+        report(field, "is " + std::to_string(host.size()) + " bytes; a host name is at most 253");
+        return false;
+    }
+    for (const char c : host) {
+        const bool allowed = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                             (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_' || c == ':';
+        if (!allowed) {
+            report(field, in_quotes(host) +
+                              " holds a character other than letters, digits, '.', '-' and '_'");
+            return false;
+        }
+    }
+    // The proxy compares the host a request names, which a URL always spells in lowercase: an
+    // uppercase item would never match, or match only a client that does not normalise.
+    if (std::any_of(host.begin(), host.end(), [](char c) { return c >= 'A' && c <= 'Z'; })) {
+        report(field, in_quotes(host) +
+                          " is spelled otherwise than a URL spells it: write it in lowercase");
+        return false;
+    }
+    if (host.find(':') == std::string::npos &&
+        (host.front() == '.' || host.back() == '.' || host.find("..") != std::string::npos)) {
+        report(field, in_quotes(host) + " has an empty label (a leading, trailing or double '.')");
+        return false;
+    }
+    return true;
+}
+
+bool ip_literal(const std::string &s) {
+    in_addr v4{};
+    in6_addr v6{};
+    return ::inet_pton(AF_INET, s.c_str(), &v4) == 1 || ::inet_pton(AF_INET6, s.c_str(), &v6) == 1;
+}
+
+void read_egress(const Report &report, const json &v, Entry &entry) {
+    if (!v.is_array()) {
+        report("egress", "must be an array of {host, port, addresses}");
+        return;
+    }
+    std::set<std::pair<std::string, std::int64_t>> seen;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        const auto at = "egress[" + std::to_string(i) + "]";
+        if (!v[i].is_object()) {
+            report(at, "must be an object {host, port, addresses}");
+            continue;
+        }
+        Fields f{v[i], report};
+        EgressItem item;
+        bool ok = true;
+        if (const auto *h = f.require("host")) {
+            const auto host = text(report, at + ".host", *h);
+            ok = host && check_host(report, at + ".host", *host) && ok;
+            item.host = host.value_or("");
+        } else {
+            ok = false;
+        }
+        if (const auto *p = f.require("port")) {
+            const auto port = integer(report, at + ".port", *p, 1, 65535);
+            ok = port.has_value() && ok;
+            item.port = static_cast<std::uint16_t>(port.value_or(0));
+        } else {
+            ok = false;
+        }
+        if (const auto *a = f.take("addresses")) {
+            if (auto list = texts(report, at + ".addresses", *a)) {
+                for (std::size_t k = 0; k < list->size(); ++k) {
+                    if (!ip_literal((*list)[k])) {
+                        report(at + ".addresses[" + std::to_string(k) + "]",
+                               in_quotes((*list)[k]) + " is not an IPv4 or IPv6 address");
+                    }
+                }
+                item.addresses = std::move(*list);
+            }
+        }
+        f.refuse_unknown(at + ".");
+        if (ok && !seen.emplace(item.host, item.port).second) {
+            report(at,
+                   "lists " + item.host + " port " + std::to_string(item.port) + " a second time");
+        }
+        entry.egress.push_back(std::move(item));
+    }
+}
+
+void read_system_paths(const Report &report, const json &v, Entry &entry) {
+    auto list = texts(report, "systemPaths", v);
+    if (!list) {
+        return;
+    }
+    for (std::size_t i = 0; i < list->size(); ++i) {
+        const auto field = "systemPaths[" + std::to_string(i) + "]";
+        const auto &p = (*list)[i];
+        if (!check_carriable(report, field, p)) {
+            continue;
+        }
+        if (p.empty() || p.front() != '/') {
+            report(field, in_quotes(p) + " is relative; a system path is absolute");
+            continue;
+        }
+        auto normal = fs::path{p}.lexically_normal().string();
+        while (normal.size() > 1 && normal.back() == '/') {
+            normal.pop_back();
+        }
+        // Granting "/" would let the target read the whole host, the grading material included.
+        if (normal == "/") {
+            report(field, "grants the whole file system; name the directories the target reads");
+            continue;
+        }
+        entry.system_paths.push_back(normal);
+    }
+}
+
+void read_environment_keys(const Report &report, const json &v, Entry &entry) {
+    auto list = texts(report, "environmentKeys", v);
+    if (!list) {
+        return;
+    }
+    static const std::set<std::string> runtime_owned{
+        "HOME",           "TMPDIR",        "TMP",         "TEMP",        "XDG_CONFIG_HOME",
+        "XDG_CACHE_HOME", "XDG_DATA_HOME", "HTTPS_PROXY", "https_proxy", "NODE_USE_ENV_PROXY"};
+    std::set<std::string> seen;
+    for (std::size_t i = 0; i < list->size(); ++i) {
+        const auto field = "environmentKeys[" + std::to_string(i) + "]";
+        const auto &key = (*list)[i];
+        const bool well_formed = !key.empty() && !(key.front() >= '0' && key.front() <= '9') &&
+                                 std::all_of(key.begin(), key.end(), [](char c) {
+                                     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                                            (c >= '0' && c <= '9') || c == '_';
+                                 });
+        if (!well_formed) {
+            report(field, in_quotes(key) + " is not a variable name ([A-Za-z_][A-Za-z0-9_]*)");
+        } else if (runtime_owned.count(key) != 0) {
+            // The host's value would point the target at the user's own home, temp or proxy.
+            report(field, in_quotes(key) + " is set by the runtime; it replaces any host value");
+        } else if (!seen.insert(key).second) {
+            report(field, in_quotes(key) + " is listed twice");
+        } else {
+            entry.environment_keys.push_back(key);
+        }
+    }
+}
+
+void read_exit_codes(const Report &report, const json &v, Entry &entry) {
+    if (!v.is_array()) {
+        report("infrastructureExitCodes", "must be an array of integers from 1 to 255");
+        return;
+    }
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        const auto field = "infrastructureExitCodes[" + std::to_string(i) + "]";
+        const auto code = integer(report, field, v[i], 1, 255);
+        if (!code) {
+            continue;
+        }
+        const auto c = static_cast<int>(*code);
+        if (std::find(entry.infrastructure_exit_codes.begin(),
+                      entry.infrastructure_exit_codes.end(),
+                      c) != entry.infrastructure_exit_codes.end()) {
+            report(field, std::to_string(c) + " is listed twice");
+            continue;
+        }
+        entry.infrastructure_exit_codes.push_back(c);
+    }
+}
+
+void read_subcommand_paths(const Report &report, const json &v, Entry &entry) {
+    if (!v.is_array() || v.empty()) {
+        report("subcommandPaths",
+               "must be a non-empty array of arrays of strings (leave it out to allow any "
+               "arguments)");
+        return;
+    }
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        if (auto path = texts(report, "subcommandPaths[" + std::to_string(i) + "]", v[i])) {
+            entry.subcommand_paths.push_back(std::move(*path));
+        }
+    }
+}
+
+void read_artifacts(const Report &report, const json &v, Entry &entry) {
+    if (!v.is_object()) {
+        report("artifacts", "must be an object of name -> workspace-relative path");
+        return;
+    }
+    for (const auto &item : v.items()) {
+        const auto field = "artifacts." + item.key();
+        const auto path = text(report, field, item.value());
+        if (check_name(report, field, item.key()) && path && check_relative(report, field, *path)) {
+            entry.artifacts.emplace(item.key(), *path);
+        }
+    }
+}
+
+struct Project {
+    std::optional<fs::path> root;  // canonical; empty when it could not be established
+};
+
+// Where the target lies: relative, inside the project, a regular file. A target that leads out of
+// the project (by ".." or a link) would run a host program the workspace's checkout does not hold.
+std::optional<fs::path> read_target(const Report &report, const json &v, const Project &project,
+                                    Entry &entry) {
+    auto target = text(report, "target", v);
+    if (!target || !check_relative(report, "target", *target)) {
+        return std::nullopt;
+    }
+    entry.target = *target;
+    if (!project.root) {
+        return std::nullopt;
+    }
+    auto where = resolved(*project.root / *target);
+    if (!where || !inside(*project.root, *where, true)) {
+        report("target",
+               in_quotes(*target) + " leads outside the project " + project.root->string());
+        return std::nullopt;
+    }
+    if (!regular_file(*where)) {
+        report("target", in_quotes(*target) + " is not a regular file in the project");
+    }
+    return where;
+}
+
+struct EntrySeen {
+    std::string name;                    // how problems name the entry
+    std::optional<fs::path> target;      // resolved, for the cross-entry check
+    std::set<std::string> system_paths;  // normalised
+};
+
+EntrySeen read_entry(const Report &file_report, const json &v, std::size_t index,
+                     const Project &project, Evaluation &evaluation) {
+    EntrySeen seen{"registry[" + std::to_string(index) + "]", {}, {}};
+    if (!v.is_object()) {
+        file_report.within(seen.name)({}, "must be an object");
+        return seen;
+    }
+    Entry entry;
+    // The entry is named by its id once the id is a valid one, so hostile ids never name things.
+    if (const auto it = v.find("interfaceId");
+        it != v.end() && it->is_string() && name_like(it->get<std::string>())) {
+        seen.name = "entry '" + it->get<std::string>() + "'";
+    }
+    const auto report = file_report.within(seen.name);
+    Fields f{v, report};
+    if (const auto *id = f.require("interfaceId")) {
+        if (auto s = text(report, "interfaceId", *id); s && check_name(report, "interfaceId", *s)) {
+            if (evaluation.entry(*s) != nullptr) {
+                report("interfaceId", in_quotes(*s) + " names an earlier entry too");
+            }
+            entry.interface_id = *s;
+        }
+    }
+    if (const auto *kind = f.take("kind")) {
+        if (auto s = text(report, "kind", *kind)) {
+            if (*s == "toolServer" || *s == "http") {
+                report("kind", in_quotes(*s) + " entries are not supported yet by this build");
+            } else if (*s != "command") {
+                report("kind", in_quotes(*s) + " is not a kind (command, toolServer, http)");
+            }
+            entry.kind = *s;
+        }
+    }
+    if (const auto *exe = f.require("executable")) {
+        if (auto s = text(report, "executable", *exe); s && check_name(report, "executable", *s)) {
+            entry.executable = *s;
+        }
+    }
+    if (const auto *t = f.require("target")) {
+        seen.target = read_target(report, *t, project, entry);
+    }
+    if (const auto *p = f.take("subcommandPaths")) {
+        read_subcommand_paths(report, *p, entry);
+    } else {
+        entry.subcommand_paths = {{}};
+    }
+    if (const auto *a = f.take("artifacts")) {
+        read_artifacts(report, *a, entry);
+    }
+    if (const auto *e = f.take("environmentKeys")) {
+        read_environment_keys(report, *e, entry);
+    }
+    if (const auto *m = f.require("maxElapsedMs")) {
+        entry.max_elapsed_ms = milliseconds(report, "maxElapsedMs", *m).value_or(0);
+    }
+    if (const auto *c = f.take("infrastructureExitCodes")) {
+        read_exit_codes(report, *c, entry);
+    }
+    if (const auto *s = f.take("systemPaths")) {
+        read_system_paths(report, *s, entry);
+    }
+    if (const auto *e = f.take("egress")) {
+        read_egress(report, *e, entry);
+    }
+    if (const auto *l = f.take("login")) {
+        if (auto s = text(report, "login", *l)) {
+            if (*s != "claude") {
+                report("login", in_quotes(*s) + " is not a login this build knows (claude)");
+            }
+            entry.login = *s;
+        }
+    }
+    if (f.take("network") != nullptr) {
+        report("network",
+               "was removed; list the hosts the target may reach in 'egress' "
+               "([{\"host\": ..., \"port\": ...}])");
+    }
+    f.refuse_unknown();
+    seen.system_paths = {entry.system_paths.begin(), entry.system_paths.end()};
+    evaluation.registry.push_back(std::move(entry));
+    return seen;
+}
+
+// Two entries that start the same program with different system paths would grant it different
+// reads depending on which entry a probe names; the grants of one program are one decision.
+void check_shared_targets(const Report &report, const std::vector<EntrySeen> &entries) {
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+        for (std::size_t k = i + 1; k < entries.size(); ++k) {
+            const auto &a = entries[i];
+            const auto &b = entries[k];
+            if (a.target && b.target && *a.target == *b.target &&
+                a.system_paths != b.system_paths) {
+                report.within(b.name)("systemPaths",
+                                      "starts the same target as " + a.name +
+                                          " with different systemPaths; give both the same list");
+            }
+        }
+    }
+}
+
+void read_registry(const Report &report, const json &v, const Project &project,
+                   Evaluation &evaluation) {
+    if (!v.is_array() || v.empty()) {
+        report("registry", "must be a non-empty array of entries");
+        return;
+    }
+    std::vector<EntrySeen> seen;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        seen.push_back(read_entry(report, v[i], i, project, evaluation));
+    }
+    check_shared_targets(report, seen);
+}
+
+// ---- the evaluator ----
+
+// The grader runs outside the confinement with the evaluation folder readable: a program outside
+// the project (by ".." or a link) is one that neither the project nor its history holds.
+void check_evaluator_program(const Report &report, const std::string &program,
+                             const Project &project, const fs::path &folder) {
+    const std::string field = "command[0]";
+    if (!check_carriable(report, field, program)) {
+        return;
+    }
+    if (program.empty() || program.front() == '/') {
+        report(field, in_quotes(program) + " must be a path relative to the evaluation folder");
+        return;
+    }
+    const auto where = resolved(folder / program);
+    if (!where) {
+        report(field, in_quotes(program) + " cannot be resolved");
+    } else if (project.root && !inside(*project.root, *where, true)) {
+        report(field, in_quotes(program) + " leads outside the project " + project.root->string());
+    } else if (!regular_file(*where)) {
+        report(field, in_quotes(program) + " is not a regular file");
+    }
+}
+
+void read_evaluator(const Report &file_report, const json &v, const Project &project,
+                    Evaluation &evaluation) {
+    const auto report = file_report.within("evaluator");
+    if (!v.is_object()) {
+        report({}, "must be an object {command, maxElapsedMs}");
+        return;
+    }
+    Fields f{v, report};
+    if (const auto *c = f.require("command")) {
+        auto command = texts(report, "command", *c);
+        if (command && command->empty()) {
+            report("command", "must name the evaluator's program");
+        } else if (command) {
+            check_evaluator_program(report, command->front(), project, evaluation.folder);
+            evaluation.evaluator.command = std::move(*command);
+        }
+    }
+    if (const auto *m = f.take("maxElapsedMs")) {
+        evaluation.evaluator.max_elapsed_ms = milliseconds(report, "maxElapsedMs", *m).value_or(0);
+    }
+    f.refuse_unknown();
+}
+
+// ---- probes ----
+
+bool matches_a_path(const std::vector<std::string> &args, const Entry &entry) {
+    return std::any_of(
+        entry.subcommand_paths.begin(), entry.subcommand_paths.end(), [&](const auto &path) {
+            return path.size() <= args.size() && std::equal(path.begin(), path.end(), args.begin());
+        });
+}
+
+std::string list_of(const std::vector<std::vector<std::string>> &paths) {
+    std::string out;
+    for (const auto &path : paths) {
+        out += out.empty() ? "[" : ", [";
+        for (std::size_t i = 0; i < path.size(); ++i) {
+            out += (i == 0 ? "" : " ") + path[i];
+        }
+        out += "]";
+    }
+    return out;
+}
+
+void read_probe_files(const Report &report, const json &v, Probe &probe) {
+    if (!v.is_object()) {
+        report("files", "must be an object of workspace-relative path -> content");
+        return;
+    }
+    std::size_t total = 0;
+    for (const auto &item : v.items()) {
+        const auto field = "files." + item.key();
+        const auto content = text(report, field, item.value());
+        if (!check_relative(report, field, item.key()) || !content) {
+            continue;
+        }
+        total += content->size();
+        probe.files.emplace(item.key(), *content);
+    }
+    if (total > kMaxProbeFilesBytes) {
+        report("files", "hold " + std::to_string(total) + " bytes; the limit is 16 MiB");
+    }
+}
+
+void read_probe(const Report &file_report, const std::string &name, const json &doc,
+                bool registry_known, Evaluation &evaluation) {
+    Probe probe;
+    probe.name = name;
+    probe.file = file_report.file();
+    const auto report = file_report.within("probe '" + name + "'");
+    Fields f{doc, report};
+    const Entry *entry = nullptr;
+    if (const auto *e = f.require("entry")) {
+        if (auto s = text(report, "entry", *e)) {
+            probe.entry = *s;
+            entry = evaluation.entry(*s);
+            if (!name_like(*s) || (entry == nullptr && registry_known)) {
+                report("entry", in_quotes(*s) + " names no entry of the registry");
+            }
+        }
+    }
+    if (const auto *a = f.take("args")) {
+        probe.args = texts(report, "args", *a).value_or(std::vector<std::string>{});
+    }
+    if (entry != nullptr && !entry->subcommand_paths.empty() &&
+        !matches_a_path(probe.args, *entry)) {
+        report("args", "start with none of the entry's subcommandPaths (" +
+                           list_of(entry->subcommand_paths) + ")");
+    }
+    if (const auto *s = f.take("stdin")) {
+        if (auto in = text(report, "stdin", *s)) {
+            if (in->size() > kMaxStdinBytes) {
+                report("stdin", "is " + std::to_string(in->size()) + " bytes; the limit is 1 MiB");
+            }
+            probe.stdin_text = std::move(*in);
+        }
+    }
+    if (const auto *files = f.take("files")) {
+        read_probe_files(report, *files, probe);
+    }
+    f.refuse_unknown();
+    evaluation.probes.push_back(std::move(probe));
+}
+
+void read_probes(const Report &report, const fs::path &dir, bool registry_known,
+                 Evaluation &evaluation, std::vector<Problem> &problems) {
+    std::error_code ec;
+    std::vector<std::pair<std::string, fs::path>> found;
+    fs::directory_iterator it{dir, ec};
+    for (; !ec && it != fs::directory_iterator{}; it.increment(ec)) {
+        const auto &path = it->path();
+        if (path.extension() == ".json") {
+            found.emplace_back(path.stem().string(), path);
+        }
+    }
+    if (ec) {
+        report("probes", "the directory " + dir.string() + " cannot be read: " + ec.message());
+        return;
+    }
+    if (found.empty()) {
+        report("probes", "the directory " + dir.string() + " holds no probe (*.json)");
+        return;
+    }
+    std::sort(found.begin(), found.end());
+    for (const auto &[name, path] : found) {
+        const Report probe_report{problems, path};
+        if (!name_like(name)) {
+            probe_report({}, "the probe's name " + in_quotes(name) +
+                                 " is not 1 to 64 of the characters A-Z a-z 0-9 . _ -");
+            continue;
+        }
+        std::optional<json> doc;
+        if (parse_file(probe_report, doc)) {
+            read_probe(probe_report, name, *doc, registry_known, evaluation);
+        }
+    }
+}
+
+// ---- evaluation.json ----
+
+void read_project(const Report &report, const json *v, Evaluation &evaluation, Project &project) {
+    std::string written = "..";
+    if (v != nullptr) {
+        auto s = text(report, "project", *v);
+        if (!s || !check_carriable(report, "project", *s)) {
+            return;
+        }
+        written = *s;
+    }
+    std::error_code ec;
+    auto root = fs::canonical(evaluation.folder / written, ec);
+    if (ec || !fs::is_directory(root, ec)) {
+        report("project", in_quotes(written) + " is not a directory");
+        return;
+    }
+    if (auto why = uncarriable(root.string())) {
+        report("project", "the project root " + root.string() + " " + *why);
+        return;
+    }
+    if (!inside(root, evaluation.folder, true)) {
+        report("project", "the evaluation folder " + evaluation.folder.string() +
+                              " does not lie inside the project root " + root.string());
+        return;
+    }
+    evaluation.project_root = root;
+    project.root = root;
+}
+
+// The probes directory; inside the evaluation folder, where the target never looks.
+fs::path read_probes_dir(const Report &report, const json *v, const Evaluation &evaluation) {
+    std::string written = "probes";
+    if (v != nullptr) {
+        auto s = text(report, "probes", *v);
+        if (!s || !check_carriable(report, "probes", *s)) {
+            return {};
+        }
+        written = *s;
+    }
+    const auto dir = resolved(evaluation.folder / written);
+    if (!dir || !inside(evaluation.folder, *dir, true)) {
+        report("probes", in_quotes(written) + " does not lie inside the evaluation folder");
+        return {};
+    }
+    return *dir;
+}
+
+void read_settings(const Report &report, Fields &f, Evaluation &evaluation) {
+    if (const auto *c = f.take("confinement")) {
+        if (c->is_boolean()) {
+            evaluation.confinement = c->get<bool>();
+        } else {
+            report("confinement", "must be true or false");
+        }
+    }
+    if (const auto *t = f.take("trials")) {
+        evaluation.trials = static_cast<int>(integer(report, "trials", *t, 1, 1000).value_or(1));
+    }
+}
+
+}  // namespace
+
+std::string to_string(const Problem &problem) {
+    std::string out;
+    if (!problem.file.empty()) {
+        out += problem.file.string() + ":";
+        if (problem.line != 0) {
+            out += std::to_string(problem.line) + ":" + std::to_string(problem.column) + ":";
+        }
+        out += " ";
+    }
+    if (!problem.where.empty()) {
+        out += problem.where + ": ";
+    }
+    return out + problem.message;
+}
+
+const Entry *Evaluation::entry(const std::string &interface_id) const {
+    const auto it = std::find_if(registry.begin(), registry.end(),
+                                 [&](const Entry &e) { return e.interface_id == interface_id; });
+    return it == registry.end() ? nullptr : &*it;
+}
+
+std::filesystem::path Evaluation::evaluator_program() const {
+    if (evaluator.command.empty()) {
+        return {};
+    }
+    return (folder / evaluator.command.front()).lexically_normal();
+}
+
+Loaded load(const std::filesystem::path &folder) {
+    Loaded out;
+    auto &problems = out.problems;
+    auto &evaluation = out.evaluation;
+    std::error_code ec;
+    const auto absolute = fs::absolute(folder, ec);
+    const Report folder_report{problems, absolute / "evaluation.json"};
+
+    // TMPDIR reaches every bind mount and environment the runtime builds.
+    if (const char *tmp = std::getenv("TMPDIR"); tmp != nullptr) {  // NOLINT(concurrency-mt-unsafe)
+        if (auto why = uncarriable(tmp)) {
+            Report{problems, {}, "TMPDIR"}({}, std::move(*why));
+        }
+    }
+    if (auto why = uncarriable(absolute.string())) {
+        folder_report({}, "the evaluation folder's path " + *why);
+        return out;
+    }
+    evaluation.folder = fs::canonical(absolute, ec);
+    if (ec || !fs::is_directory(evaluation.folder, ec)) {
+        folder_report({}, "the evaluation folder " + absolute.string() + " is not a directory");
+        return out;
+    }
+    if (auto why = uncarriable(evaluation.folder.string())) {
+        folder_report({}, "the evaluation folder's path " + *why);
+        return out;
+    }
+    const Report report{problems, evaluation.folder / "evaluation.json"};
+
+    std::optional<json> doc;
+    const bool object = parse_file(report, doc);
+    const json empty = json::object();
+    Fields f{object ? *doc : empty, report};
+    Project project;
+    read_settings(report, f, evaluation);
+    read_project(report, f.take("project"), evaluation, project);
+    bool registry_known = false;
+    if (const auto *r = object ? f.require("registry") : nullptr) {
+        read_registry(report, *r, project, evaluation);
+        registry_known = r->is_array();
+    }
+    if (const auto *e = object ? f.require("evaluator") : nullptr) {
+        read_evaluator(report, *e, project, evaluation);
+    }
+    evaluation.probes_dir = read_probes_dir(report, f.take("probes"), evaluation);
+    f.refuse_unknown();
+    if (!evaluation.probes_dir.empty()) {
+        read_probes(report, evaluation.probes_dir, registry_known, evaluation, problems);
+    }
+    return out;
+}
+
+}  // namespace tea::evaluation

@@ -1,0 +1,551 @@
+#include "evaluation/evaluation.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "support/process.hpp"
+
+namespace tea::evaluation {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// A project with a target and an evaluation folder (.tea) holding a valid evaluation; each test
+// changes one thing and looks for the problem it makes.
+class EvaluationTest : public ::testing::Test {
+   protected:
+    void SetUp() override {
+        root_ = test::make_temp_dir("tea-evaluation-test");
+        project_ = fs::path{root_} / "project";
+        folder_ = project_ / ".tea";
+        fs::create_directories(folder_ / "probes");
+        fs::create_directories(folder_ / "evaluator");
+        fs::create_directories(project_ / "bin");
+        put(project_ / "bin/greet.sh", "#!/bin/sh\necho hello\n");
+        put(folder_ / "evaluator/grade.sh", "#!/bin/sh\necho '{\"verdict\":\"pass\"}'\n");
+        put(folder_ / "probes/01-hello.json",
+            R"({"entry": "greeter", "args": ["hello", "world"], "stdin": "hi\n",
+                "files": {"in/name.txt": "Ada"}})");
+        put(folder_ / "probes/00-bye.json", R"({"entry": "greeter", "args": ["bye"]})");
+        put(folder_ / "probes/README.md", "not a probe");
+        doc_ = json::parse(R"({
+            "trials": 3,
+            "confinement": true,
+            "registry": [{
+                "interfaceId": "greeter",
+                "executable": "greet",
+                "target": "bin/greet.sh",
+                "subcommandPaths": [["hello"], ["bye"]],
+                "artifacts": {"greeting": "out/greeting.txt"},
+                "environmentKeys": ["LANG"],
+                "maxElapsedMs": 5000,
+                "infrastructureExitCodes": [75],
+                "systemPaths": ["/usr/share/zoneinfo/"],
+                "egress": [{"host": "api.example.com", "port": 443, "addresses": ["192.0.2.1"]}],
+                "login": "claude"
+            }],
+            "evaluator": {"command": ["evaluator/grade.sh", "--strict"], "maxElapsedMs": 30000}
+        })");
+    }
+    void TearDown() override { fs::remove_all(root_); }
+
+    static void put(const fs::path &path, const std::string &content) {
+        fs::create_directories(path.parent_path());
+        test::write_file(path.string(), content);
+    }
+    json &entry() { return doc_["registry"][0]; }
+    Loaded load_doc() {
+        put(folder_ / "evaluation.json", doc_.dump(2));
+        return load(folder_);
+    }
+    Loaded load_text(const std::string &text) {
+        put(folder_ / "evaluation.json", text);
+        return load(folder_);
+    }
+
+    std::string root_;
+    fs::path project_;
+    fs::path folder_;
+    json doc_;
+};
+
+std::string all(const Loaded &loaded) {
+    std::string out;
+    for (const auto &p : loaded.problems) {
+        out += to_string(p) + "\n";
+    }
+    return out.empty() ? "(no problems)" : out;
+}
+
+// A problem in the file named `file` (its file name), whose where holds `where` and whose
+// message holds `message`.
+::testing::AssertionResult has(const Loaded &loaded, const std::string &file,
+                               const std::string &where, const std::string &message) {
+    for (const auto &p : loaded.problems) {
+        if (p.file.filename() == file && p.where.find(where) != std::string::npos &&
+            p.message.find(message) != std::string::npos) {
+            return ::testing::AssertionSuccess();
+        }
+    }
+    return ::testing::AssertionFailure() << "no problem in " << file << " at '" << where
+                                         << "' saying '" << message << "' among:\n"
+                                         << all(loaded);
+}
+
+constexpr const char *kEval = "evaluation.json";
+
+TEST_F(EvaluationTest, ValidFolderLoadsWithItsValues) {
+    const auto loaded = load_doc();
+    ASSERT_TRUE(loaded.problems.empty()) << all(loaded);
+    const auto &e = loaded.evaluation;
+    EXPECT_EQ(e.folder, fs::canonical(folder_));
+    EXPECT_EQ(e.project_root, fs::canonical(project_));
+    EXPECT_EQ(e.trials, 3);
+    EXPECT_TRUE(e.confinement);
+    ASSERT_EQ(e.registry.size(), 1U);
+    const auto &r = e.registry[0];
+    EXPECT_EQ(r.interface_id, "greeter");
+    EXPECT_EQ(r.kind, "command");
+    EXPECT_EQ(r.executable, "greet");
+    EXPECT_EQ(r.target, "bin/greet.sh");
+    EXPECT_EQ(r.subcommand_paths, (std::vector<std::vector<std::string>>{{"hello"}, {"bye"}}));
+    EXPECT_EQ(r.artifacts.at("greeting"), "out/greeting.txt");
+    EXPECT_EQ(r.environment_keys, std::vector<std::string>{"LANG"});
+    EXPECT_EQ(r.max_elapsed_ms, 5000);
+    EXPECT_EQ(r.infrastructure_exit_codes, std::vector<int>{75});
+    EXPECT_EQ(r.system_paths, std::vector<std::string>{"/usr/share/zoneinfo"});
+    ASSERT_EQ(r.egress.size(), 1U);
+    EXPECT_EQ(r.egress[0].host, "api.example.com");
+    EXPECT_EQ(r.egress[0].port, 443);
+    EXPECT_EQ(r.egress[0].addresses, std::vector<std::string>{"192.0.2.1"});
+    EXPECT_EQ(r.login, "claude");
+    EXPECT_EQ(e.entry("greeter"), &r);
+    EXPECT_EQ(e.entry("nobody"), nullptr);
+    // Probes in name order; README.md is not one.
+    ASSERT_EQ(e.probes.size(), 2U);
+    EXPECT_EQ(e.probes[0].name, "00-bye");
+    EXPECT_EQ(e.probes[1].name, "01-hello");
+    EXPECT_EQ(e.probes[1].entry, "greeter");
+    EXPECT_EQ(e.probes[1].args, (std::vector<std::string>{"hello", "world"}));
+    EXPECT_EQ(e.probes[1].stdin_text, "hi\n");
+    EXPECT_EQ(e.probes[1].files.at("in/name.txt"), "Ada");
+    EXPECT_EQ(e.probes[1].file, fs::canonical(folder_ / "probes/01-hello.json"));
+    EXPECT_EQ(e.probes_dir, fs::canonical(folder_ / "probes"));
+    EXPECT_EQ(e.evaluator.command, (std::vector<std::string>{"evaluator/grade.sh", "--strict"}));
+    EXPECT_EQ(e.evaluator.max_elapsed_ms, 30000);
+    EXPECT_EQ(e.evaluator_program(), fs::canonical(folder_ / "evaluator/grade.sh"));
+}
+
+TEST_F(EvaluationTest, DefaultsApplyWhenFieldsAreLeftOut) {
+    const auto loaded = load_text(R"({
+        "registry": [{"interfaceId": "greeter", "executable": "greet", "target": "bin/greet.sh",
+                      "maxElapsedMs": 1000}],
+        "evaluator": {"command": ["evaluator/grade.sh"]}})");
+    ASSERT_TRUE(loaded.problems.empty()) << all(loaded);
+    const auto &e = loaded.evaluation;
+    EXPECT_EQ(e.trials, 1);
+    EXPECT_TRUE(e.confinement);
+    EXPECT_EQ(e.project_root, fs::canonical(project_));
+    EXPECT_EQ(e.registry[0].subcommand_paths, std::vector<std::vector<std::string>>{{}});
+    EXPECT_EQ(e.evaluator.max_elapsed_ms, 60000);
+    EXPECT_FALSE(e.registry[0].login.has_value());
+}
+
+TEST_F(EvaluationTest, SyntaxErrorHasLineAndColumn) {
+    const auto loaded = load_text("{\n  \"trials\": 1,\n  oops\n}\n");
+    ASSERT_EQ(loaded.problems.size(), 1U) << all(loaded);
+    const auto &p = loaded.problems[0];
+    EXPECT_EQ(p.file, fs::canonical(folder_) / kEval);
+    EXPECT_EQ(p.line, 3U);
+    EXPECT_EQ(p.column, 3U);
+    EXPECT_NE(to_string(p).find("evaluation.json:3:3: "), std::string::npos) << to_string(p);
+}
+
+TEST_F(EvaluationTest, SyntaxErrorInAProbe) {
+    put(folder_ / "probes/00-bye.json", "{\"entry\": \"greeter\",\n\"args\": [}");
+    const auto loaded = load_doc();
+    ASSERT_EQ(loaded.problems.size(), 1U) << all(loaded);
+    EXPECT_EQ(loaded.problems[0].file.filename(), "00-bye.json");
+    EXPECT_EQ(loaded.problems[0].line, 2U);
+    EXPECT_EQ(loaded.problems[0].column, 10U);
+}
+
+TEST_F(EvaluationTest, UnknownFieldsAreRefusedEverywhere) {
+    doc_["colour"] = "blue";
+    entry()["timeout"] = 5;
+    entry()["egress"][0]["scheme"] = "https";
+    doc_["evaluator"]["shell"] = true;
+    put(folder_ / "probes/00-bye.json", R"({"entry": "greeter", "env": {}})");
+    const auto loaded = load_doc();
+    EXPECT_TRUE(has(loaded, kEval, "field 'colour'", "unknown"));
+    EXPECT_TRUE(has(loaded, kEval, "entry 'greeter' field 'timeout'", "unknown"));
+    EXPECT_TRUE(has(loaded, kEval, "entry 'greeter' field 'egress[0].scheme'", "unknown"));
+    EXPECT_TRUE(has(loaded, kEval, "evaluator field 'shell'", "unknown"));
+    EXPECT_TRUE(has(loaded, "00-bye.json", "probe '00-bye' field 'env'", "unknown"));
+}
+
+TEST_F(EvaluationTest, NetworkIsRemovedInFavourOfEgress) {
+    entry()["network"] = true;
+    const auto loaded = load_doc();
+    EXPECT_TRUE(has(loaded, kEval, "entry 'greeter' field 'network'", "was removed"));
+    EXPECT_TRUE(has(loaded, kEval, "entry 'greeter' field 'network'", "'egress'"));
+}
+
+TEST_F(EvaluationTest, EntryWithoutAnIdIsNamedByItsIndex) {
+    entry().erase("interfaceId");
+    const auto loaded = load_doc();
+    EXPECT_TRUE(has(loaded, kEval, "registry[0] field 'interfaceId'", "required"));
+}
+
+// One egress item per test case: the host or port, and the message its refusal must carry.
+struct EgressCase {
+    json item;
+    std::string field;
+    std::string message;
+};
+
+TEST_F(EvaluationTest, EgressItemsAreRefused) {
+    const std::vector<EgressCase> cases{
+        {{{"host", "API.example.com"}, {"port", 443}}, "egress[0].host", "otherwise than a URL"},
+        {{{"host", "*.example.com"}, {"port", 443}}, "egress[0].host", "wildcard"},
+        {{{"host", "api.*"}, {"port", 443}}, "egress[0].host", "wildcard"},
+        {{{"host", std::string(250, 'a') + ".com"}, {"port", 443}}, "egress[0].host", "254 bytes"},
+        {{{"host", "api.exa mple.com"}, {"port", 443}}, "egress[0].host", "character other"},
+        {{{"host", "api/example.com"}, {"port", 443}}, "egress[0].host", "character other"},
+        {{{"host", "[2001:db8::1]"}, {"port", 443}}, "egress[0].host", "without brackets"},
+        {{{"host", "2001:db8::zz"}, {"port", 443}}, "egress[0].host", "IPv6"},
+        {{{"host", ".example.com"}, {"port", 443}}, "egress[0].host", "empty label"},
+        {{{"host", "a..b"}, {"port", 443}}, "egress[0].host", "empty label"},
+        {{{"host", "api.example.com"}, {"port", 0}}, "egress[0].port", "1 to 65535"},
+        {{{"host", "api.example.com"}, {"port", 70000}}, "egress[0].port", "1 to 65535"},
+        {{{"host", "api.example.com"}, {"port", "443"}}, "egress[0].port", "integer"},
+        {{{"host", "api.example.com"}, {"port", 443}, {"addresses", {"10.0.0.300"}}},
+         "egress[0].addresses[0]",
+         "not an IPv4 or IPv6"},
+    };
+    for (const auto &c : cases) {
+        entry()["egress"] = json::array({c.item});
+        const auto loaded = load_doc();
+        EXPECT_TRUE(has(loaded, kEval, "entry 'greeter' field '" + c.field + "'", c.message))
+            << c.item.dump();
+    }
+}
+
+TEST_F(EvaluationTest, EgressHostAndPortTwiceIsRefused) {
+    entry()["egress"] = json::parse(R"([{"host": "a.example", "port": 443},
+                                        {"host": "a.example", "port": 80},
+                                        {"host": "a.example", "port": 443}])");
+    const auto loaded = load_doc();
+    ASSERT_EQ(loaded.problems.size(), 1U) << all(loaded);
+    EXPECT_TRUE(has(loaded, kEval, "entry 'greeter' field 'egress[2]'", "second time"));
+}
+
+TEST_F(EvaluationTest, EgressAcceptsIpv6AndLiteralHosts) {
+    entry()["egress"] = json::parse(R"([{"host": "2001:db8::1", "port": 443,
+                                         "addresses": ["2001:db8::1"]},
+                                        {"host": "192.0.2.7", "port": 8080},
+                                        {"host": "my_host-1.internal", "port": 1}])");
+    const auto loaded = load_doc();
+    EXPECT_TRUE(loaded.problems.empty()) << all(loaded);
+    EXPECT_EQ(loaded.evaluation.registry[0].egress[0].host, "2001:db8::1");
+}
+
+TEST_F(EvaluationTest, SameTargetWithOtherSystemPathsIsRefused) {
+    // The same set, spelled otherwise, is the same grant.
+    auto same = entry();
+    same["interfaceId"] = "greeter-2";
+    same["systemPaths"] = json::array({"/usr/share/zoneinfo", "/usr/share/zoneinfo/."});
+    doc_["registry"].push_back(same);
+    const auto accepted = load_doc();
+    EXPECT_TRUE(accepted.problems.empty()) << all(accepted);
+
+    auto other = entry();
+    other["interfaceId"] = "greeter-3";
+    other["systemPaths"] = json::array({"/opt/data"});
+    doc_["registry"].push_back(other);
+    const auto loaded = load_doc();
+    EXPECT_TRUE(has(loaded, kEval, "entry 'greeter-3' field 'systemPaths'", "entry 'greeter'"));
+    EXPECT_TRUE(has(loaded, kEval, "entry 'greeter-3' field 'systemPaths'", "entry 'greeter-2'"));
+}
+
+TEST_F(EvaluationTest, SystemPathsMustBeAbsoluteAndNotTheRoot) {
+    entry()["systemPaths"] = json::array({"usr/share", "/", "/opt/../"});
+    const auto loaded = load_doc();
+    EXPECT_TRUE(has(loaded, kEval, "entry 'greeter' field 'systemPaths[0]'", "relative"));
+    EXPECT_TRUE(has(loaded, kEval, "entry 'greeter' field 'systemPaths[1]'", "whole file system"));
+    EXPECT_TRUE(has(loaded, kEval, "entry 'greeter' field 'systemPaths[2]'", "whole file system"));
+}
+
+TEST_F(EvaluationTest, TargetOutsideTheProjectIsRefused) {
+    put(fs::path{root_} / "outside.sh", "#!/bin/sh\n");
+    entry()["target"] = "../outside.sh";
+    EXPECT_TRUE(has(load_doc(), kEval, "entry 'greeter' field 'target'", "'..'"));
+    entry()["target"] = "/bin/sh";
+    EXPECT_TRUE(has(load_doc(), kEval, "entry 'greeter' field 'target'", "absolute"));
+    fs::create_symlink(fs::path{root_} / "outside.sh", project_ / "bin/link.sh");
+    entry()["target"] = "bin/link.sh";
+    EXPECT_TRUE(has(load_doc(), kEval, "entry 'greeter' field 'target'", "leads outside"));
+    entry()["target"] = "bin/missing.sh";
+    EXPECT_TRUE(has(load_doc(), kEval, "entry 'greeter' field 'target'", "not a regular file"));
+    // A link that stays inside the project is followed and accepted.
+    fs::create_symlink("greet.sh", project_ / "bin/alias.sh");
+    entry()["target"] = "bin/alias.sh";
+    const auto inside = load_doc();
+    EXPECT_TRUE(inside.problems.empty()) << all(inside);
+}
+
+TEST_F(EvaluationTest, EvaluatorOutsideTheProjectIsRefused) {
+    put(fs::path{root_} / "grade-outside.sh", "#!/bin/sh\n");
+    doc_["evaluator"]["command"] = json::array({"../../grade-outside.sh"});
+    EXPECT_TRUE(has(load_doc(), kEval, "evaluator field 'command[0]'", "leads outside"));
+    fs::create_symlink(fs::path{root_} / "grade-outside.sh", folder_ / "evaluator/link.sh");
+    doc_["evaluator"]["command"] = json::array({"evaluator/link.sh"});
+    EXPECT_TRUE(has(load_doc(), kEval, "evaluator field 'command[0]'", "leads outside"));
+    doc_["evaluator"]["command"] = json::array({"/bin/true"});
+    EXPECT_TRUE(has(load_doc(), kEval, "evaluator field 'command[0]'", "relative"));
+    doc_["evaluator"]["command"] = json::array();
+    EXPECT_TRUE(has(load_doc(), kEval, "evaluator field 'command'", "program"));
+    // Elsewhere in the project is fine.
+    doc_["evaluator"]["command"] = json::array({"../bin/greet.sh"});
+    const auto loaded = load_doc();
+    EXPECT_TRUE(loaded.problems.empty()) << all(loaded);
+}
+
+TEST_F(EvaluationTest, MaxElapsedMsMustBePositive) {
+    for (const json &bad : {json(0), json(-5), json(1.5), json("100")}) {
+        entry()["maxElapsedMs"] = bad;
+        doc_["evaluator"]["maxElapsedMs"] = bad;
+        const auto loaded = load_doc();
+        EXPECT_TRUE(has(loaded, kEval, "entry 'greeter' field 'maxElapsedMs'", "positive")) << bad;
+        EXPECT_TRUE(has(loaded, kEval, "evaluator field 'maxElapsedMs'", "positive")) << bad;
+    }
+    entry()["maxElapsedMs"] = 86'400'001;
+    EXPECT_TRUE(has(load_doc(), kEval, "entry 'greeter' field 'maxElapsedMs'", "86400000"));
+    entry().erase("maxElapsedMs");
+    EXPECT_TRUE(has(load_doc(), kEval, "entry 'greeter' field 'maxElapsedMs'", "required"));
+}
+
+TEST_F(EvaluationTest, ProbeNamingAnUnknownEntryIsRefused) {
+    put(folder_ / "probes/00-bye.json", R"({"entry": "greter", "args": ["bye"]})");
+    EXPECT_TRUE(has(load_doc(), "00-bye.json", "probe '00-bye' field 'entry'", "'greter'"));
+}
+
+TEST_F(EvaluationTest, ProbeArgsMustStartWithASubcommandPath) {
+    put(folder_ / "probes/00-bye.json", R"({"entry": "greeter", "args": ["delete", "bye"]})");
+    put(folder_ / "probes/02-empty.json", R"({"entry": "greeter"})");
+    const auto loaded = load_doc();
+    EXPECT_TRUE(has(loaded, "00-bye.json", "probe '00-bye' field 'args'", "[hello], [bye]"));
+    EXPECT_TRUE(has(loaded, "02-empty.json", "probe '02-empty' field 'args'", "subcommandPaths"));
+    EXPECT_EQ(loaded.problems.size(), 2U) << all(loaded);
+}
+
+TEST_F(EvaluationTest, ProbeLimitsAndPaths) {
+    json probe{{"entry", "greeter"},
+               {"args", {"bye"}},
+               {"stdin", std::string((1U << 20U) + 1, 'x')},
+               {"files", {{"../escape", "x"}, {"a//b", "y"}, {"/etc/passwd", "z"}}}};
+    put(folder_ / "probes/00-bye.json", probe.dump());
+    put(folder_ / "probes/bad name.json", "{}");
+    const auto loaded = load_doc();
+    EXPECT_TRUE(has(loaded, "00-bye.json", "field 'stdin'", "1 MiB"));
+    EXPECT_TRUE(has(loaded, "00-bye.json", "field 'files.../escape'", "'..'"));
+    EXPECT_TRUE(has(loaded, "00-bye.json", "field 'files.a//b'", "named components"));
+    EXPECT_TRUE(has(loaded, "00-bye.json", "field 'files./etc/passwd'", "absolute"));
+    EXPECT_TRUE(has(loaded, "bad name.json", "", "probe's name"));
+}
+
+TEST_F(EvaluationTest, DuplicateKeysAreRefused) {
+    const auto loaded = load_text(R"({"trials": 1, "trials": 2,
+        "registry": [{"interfaceId": "greeter", "executable": "greet", "target": "bin/greet.sh",
+                      "maxElapsedMs": 1000, "maxElapsedMs": 2000}],
+        "evaluator": {"command": ["evaluator/grade.sh"]}})");
+    EXPECT_TRUE(has(loaded, kEval, "", "'trials' appears twice"));
+    EXPECT_TRUE(has(loaded, kEval, "", "'maxElapsedMs' appears twice"));
+    // The same key in two different objects is no duplicate.
+    EXPECT_EQ(loaded.problems.size(), 2U) << all(loaded);
+}
+
+TEST_F(EvaluationTest, EveryProblemIsReportedAtOnce) {
+    doc_["trials"] = 0;
+    entry()["network"] = "none";
+    entry()["egress"][0]["host"] = "*.example.com";
+    entry()["systemPaths"] = json::array({"relative"});
+    doc_["evaluator"]["maxElapsedMs"] = -1;
+    put(folder_ / "probes/00-bye.json", R"({"entry": "nobody"})");
+    const auto loaded = load_doc();
+    EXPECT_EQ(loaded.problems.size(), 6U) << all(loaded);
+    EXPECT_TRUE(has(loaded, kEval, "field 'trials'", "1 to 1000"));
+    EXPECT_TRUE(has(loaded, kEval, "field 'network'", "removed"));
+    EXPECT_TRUE(has(loaded, kEval, "field 'egress[0].host'", "wildcard"));
+    EXPECT_TRUE(has(loaded, kEval, "field 'systemPaths[0]'", "relative"));
+    EXPECT_TRUE(has(loaded, kEval, "evaluator field 'maxElapsedMs'", "positive"));
+    EXPECT_TRUE(has(loaded, "00-bye.json", "field 'entry'", "'nobody'"));
+}
+
+TEST_F(EvaluationTest, EntryFieldRefusals) {
+    entry()["kind"] = "toolServer";
+    entry()["environmentKeys"] = json::array({"HOME", "1BAD", "LANG", "LANG"});
+    entry()["infrastructureExitCodes"] = json::array({0, 75, 75, 256});
+    entry()["artifacts"] = json::object({{"bad name", "out"}, {"ok", "../up"}});
+    entry()["login"] = "github";
+    entry()["executable"] = "greet me";
+    entry()["subcommandPaths"] = json::array();
+    auto twin = entry();
+    twin["kind"] = "ftp";
+    doc_["registry"].push_back(twin);
+    const auto loaded = load_doc();
+    const std::string g = "entry 'greeter' field ";
+    EXPECT_TRUE(has(loaded, kEval, g + "'kind'", "not supported yet by this build"));
+    EXPECT_TRUE(has(loaded, kEval, g + "'environmentKeys[0]'", "set by the runtime"));
+    EXPECT_TRUE(has(loaded, kEval, g + "'environmentKeys[1]'", "variable name"));
+    EXPECT_TRUE(has(loaded, kEval, g + "'environmentKeys[3]'", "twice"));
+    EXPECT_TRUE(has(loaded, kEval, g + "'infrastructureExitCodes[0]'", "1 to 255"));
+    EXPECT_TRUE(has(loaded, kEval, g + "'infrastructureExitCodes[2]'", "twice"));
+    EXPECT_TRUE(has(loaded, kEval, g + "'infrastructureExitCodes[3]'", "1 to 255"));
+    EXPECT_TRUE(has(loaded, kEval, g + "'artifacts.bad name'", "not a name"));
+    EXPECT_TRUE(has(loaded, kEval, g + "'artifacts.ok'", "'..'"));
+    EXPECT_TRUE(has(loaded, kEval, g + "'login'", "'github'"));
+    EXPECT_TRUE(has(loaded, kEval, g + "'executable'", "not a name"));
+    EXPECT_TRUE(has(loaded, kEval, g + "'subcommandPaths'", "non-empty"));
+    EXPECT_TRUE(has(loaded, kEval, "registry[1] field 'interfaceId'", "earlier entry") ||
+                has(loaded, kEval, "entry 'greeter' field 'interfaceId'", "earlier entry"));
+    EXPECT_TRUE(has(loaded, kEval, g + "'kind'", "'ftp' is not a kind"));
+}
+
+TEST_F(EvaluationTest, HostileStringsAreProblemsNotCrashes) {
+    entry()["target"] = "bin/greet.sh\nfake: line";
+    entry()["systemPaths"] = json::array({"/opt/it's"});
+    entry()["artifacts"] = json::object({{"out", std::string("a\0b", 3)}});
+    entry()["executable"] = "a\\b";
+    auto loaded = load_doc();
+    EXPECT_TRUE(has(loaded, kEval, "entry 'greeter' field 'target'", "control character"));
+    EXPECT_TRUE(has(loaded, kEval, "entry 'greeter' field 'systemPaths[0]'", "quote"));
+    EXPECT_TRUE(has(loaded, kEval, "entry 'greeter' field 'artifacts.out'", "NUL"));
+    EXPECT_TRUE(has(loaded, kEval, "entry 'greeter' field 'executable'", "not a name"));
+
+    // Bytes that are not UTF-8 are refused by the parser, with their place.
+    loaded = load_text("{\"trials\": 1, \"project\": \"\xff\xfe..\"}");
+    ASSERT_EQ(loaded.problems.size(), 1U) << all(loaded);
+    EXPECT_EQ(loaded.problems[0].line, 1U);
+    EXPECT_NE(loaded.problems[0].message.find("UTF-8"), std::string::npos) << all(loaded);
+
+    // A hostile interface id never names the entry.
+    doc_ = json::parse(R"({"registry": [{"interfaceId": "x\ny"}],
+                           "evaluator": {"command": ["evaluator/grade.sh"]}})");
+    loaded = load_doc();
+    EXPECT_TRUE(has(loaded, kEval, "registry[0] field 'interfaceId'", "not a name"));
+}
+
+TEST_F(EvaluationTest, OversizedFileIsRefusedUnread) {
+    std::string big(16U << 20U, ' ');
+    big += "{}";
+    const auto loaded = load_text(big);
+    EXPECT_TRUE(has(loaded, kEval, "", "16 MiB"));
+}
+
+TEST_F(EvaluationTest, MissingPiecesAreProblems) {
+    fs::remove_all(folder_ / "probes");
+    auto loaded = load_doc();
+    EXPECT_TRUE(has(loaded, kEval, "field 'probes'", "cannot be read"));
+    fs::create_directories(folder_ / "probes");
+    loaded = load_doc();
+    EXPECT_TRUE(has(loaded, kEval, "field 'probes'", "no probe"));
+    doc_["probes"] = "../bin";
+    EXPECT_TRUE(has(load_doc(), kEval, "field 'probes'", "inside the evaluation folder"));
+    fs::remove(folder_ / "evaluation.json");
+    loaded = load(folder_);
+    EXPECT_TRUE(has(loaded, kEval, "", "cannot be opened"));
+    loaded = load(folder_ / "nowhere");
+    EXPECT_TRUE(has(loaded, kEval, "", "not a directory"));
+    doc_ = json::array();
+    EXPECT_TRUE(has(load_doc(), kEval, "", "JSON object"));
+}
+
+TEST_F(EvaluationTest, FolderMustLieInsideTheProject) {
+    doc_["project"] = ".";
+    EXPECT_TRUE(has(load_doc(), kEval, "field 'project'", "inside the project root"));
+    doc_["project"] = "missing";
+    EXPECT_TRUE(has(load_doc(), kEval, "field 'project'", "not a directory"));
+}
+
+TEST_F(EvaluationTest, HostilePathsOfTheFolderAndTmpdir) {
+    const auto quoted = project_ / "it's";
+    fs::create_directories(quoted);
+    EXPECT_TRUE(has(load(quoted), kEval, "", "quote"));
+
+    const char *old = std::getenv("TMPDIR");  // NOLINT(concurrency-mt-unsafe)
+    const std::string saved = old == nullptr ? "" : old;
+    ::setenv("TMPDIR", "/tmp/a\nb", 1);  // NOLINT(concurrency-mt-unsafe)
+    const auto loaded = load_doc();
+    if (old == nullptr) {
+        ::unsetenv("TMPDIR");  // NOLINT(concurrency-mt-unsafe)
+    } else {
+        ::setenv("TMPDIR", saved.c_str(), 1);  // NOLINT(concurrency-mt-unsafe)
+    }
+    EXPECT_TRUE(has(loaded, "", "TMPDIR", "control character"));
+}
+
+// Random damage to a valid evaluation never makes load() throw: byte edits (mostly syntax
+// errors) and value swaps (which reach every field's checks).
+TEST_F(EvaluationTest, RandomMutationsNeverThrow) {
+    put(folder_ / "evaluation.json", doc_.dump(2));
+    const auto valid = doc_.dump(2);
+    std::mt19937 rng{20240611};
+    const std::vector<json> values{json(nullptr),
+                                   json(true),
+                                   json(-1),
+                                   json(0),
+                                   json(1U << 31U),
+                                   json(1e300),
+                                   json("x"),
+                                   json("../../etc"),
+                                   json("/"),
+                                   json("a\nb"),
+                                   json(std::string(300, 'a')),
+                                   json::array(),
+                                   json::array({1, "a"}),
+                                   json::object()};
+    const auto pick = [&](std::size_t n) {
+        return std::uniform_int_distribution<std::size_t>{0, n - 1}(rng);
+    };
+    for (int round = 0; round < 2000; ++round) {
+        std::string text;
+        if (round % 2 == 0) {
+            text = valid;
+            for (std::size_t k = 0, edits = 1 + pick(4); k < edits; ++k) {
+                const auto at = pick(text.size());
+                switch (pick(3)) {
+                    case 0:
+                        text[at] = static_cast<char>(pick(256));
+                        break;
+                    case 1:
+                        text.erase(at, 1 + pick(8));
+                        break;
+                    default:
+                        text.insert(at, 1, "{}[]\",:0\\"[pick(9)]);
+                }
+            }
+        } else {
+            auto doc = doc_;
+            const auto flat = doc.flatten();
+            auto it = flat.begin();
+            std::advance(it, static_cast<std::ptrdiff_t>(pick(flat.size())));
+            auto pointer = json::json_pointer{it.key()};
+            if (pick(2) == 0 && !pointer.empty()) {
+                pointer = pointer.parent_pointer();
+            }
+            doc[pointer] = values[pick(values.size())];
+            text = doc.dump();
+        }
+        put(folder_ / "evaluation.json", text);
+        EXPECT_NO_THROW((void)load(folder_)) << text;
+    }
+}
+
+}  // namespace
+}  // namespace tea::evaluation
