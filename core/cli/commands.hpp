@@ -19,6 +19,9 @@ struct PreflightOptions : CallOptions {
 int exec_command(const CommonOptions &common, const ExecOptions &options);
 int preflight_command(const CommonOptions &common, const PreflightOptions &options);
 int plugins_command(const CommonOptions &common);
+// Loads and checks the evaluation folder; starts nothing and loads no plugin. Exit 0, or 2 with
+// every problem named.
+int check_command(const CommonOptions &common, const std::string &eval_dir);
 
 // A path as one line of a human list: control bytes and backslashes escaped (\xNN), so a
 // hostile file name cannot forge lines of the report.

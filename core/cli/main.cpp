@@ -33,6 +33,10 @@ int run(int argc, char **argv) {
     app.add_flag("-v,--verbose", common.verbose, "More log output (repeatable)");
     app.add_flag("-q,--quiet", common.quiet, "Log errors only");
 
+    std::string check_dir;
+    auto *check_cmd = app.add_subcommand(
+        "check", "Check an evaluation folder and name every problem in it (starts nothing)");
+    check_cmd->add_option("EVAL_DIR", check_dir, "The evaluation folder")->required();
     auto *plugins = app.add_subcommand("plugins",
                                        "List the plugins found, their kind, ABI and "
                                        "whether each is available on this host");
@@ -79,6 +83,9 @@ int run(int argc, char **argv) {
     }
     tea::log::init(common.quiet ? -1 : common.verbose);
 
+    if (*check_cmd) {
+        return check_command(common, check_dir);
+    }
     if (*plugins) {
         return plugins_command(common);
     }

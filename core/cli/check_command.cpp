@@ -1,0 +1,41 @@
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hpp"
+#include "evaluation/evaluation.hpp"
+#include "util/error.hpp"
+
+namespace tea::cli {
+
+int check_command(const CommonOptions &common, const std::string &eval_dir) {
+    const auto loaded = evaluation::load(eval_dir);
+    // Every problem quotes what the folder holds: escaped, so a hostile name cannot forge lines.
+    for (const auto &problem : loaded.problems) {
+        std::cerr << printable(evaluation::to_string(problem)) << '\n';
+    }
+    if (common.json) {
+        auto problems = nlohmann::json::array();
+        for (const auto &p : loaded.problems) {
+            problems.push_back({{"file", p.file.string()},
+                                {"line", p.line},
+                                {"column", p.column},
+                                {"where", p.where},
+                                {"message", p.message}});
+        }
+        const nlohmann::json doc{{"ok", loaded.problems.empty()}, {"problems", problems}};
+        // A file name need not be UTF-8; the record replaces what JSON cannot carry.
+        std::cout << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+    }
+    if (!loaded.problems.empty()) {
+        throw usage_error("check: " + std::to_string(loaded.problems.size()) + " problem(s) in " +
+                          printable(eval_dir));
+    }
+    if (!common.json) {
+        const auto &e = loaded.evaluation;
+        std::cout << "ok: " << e.registry.size() << " entries, " << e.probes.size() << " probes, "
+                  << e.trials << " trials, confinement " << (e.confinement ? "on" : "off") << '\n';
+    }
+    return static_cast<int>(ExitCode::ok);
+}
+
+}  // namespace tea::cli

@@ -1,0 +1,108 @@
+// tea-evaluate check as a user runs it: exit 0 with a summary, or exit 2 with a line a problem.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "support/process.hpp"
+
+namespace tea {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A project holding one evaluation folder, .tea; the test writes evaluation.json.
+class CheckCli : public ::testing::Test {
+   protected:
+    void SetUp() override {
+        project_ = test::make_temp_dir("tea-check-cli");
+        eval_ = project_ + "/.tea";
+        fs::create_directories(eval_ + "/probes");
+        test::write_file(project_ + "/tool.sh", "#!/bin/sh\n");
+        test::write_file(eval_ + "/grade.sh", "#!/bin/sh\n");
+        test::write_file(eval_ + "/probes/first.json", R"({"entry": "tool", "args": ["run"]})");
+    }
+    void TearDown() override { fs::remove_all(project_); }
+
+    void evaluation(const std::string &egress_host) const {
+        test::write_file(eval_ + "/evaluation.json", R"({"trials": 2, "confinement": false,
+            "registry": [{"interfaceId": "tool", "executable": "tool", "target": "tool.sh",
+                          "maxElapsedMs": 1000,
+                          "egress": [{"host": ")" + egress_host +
+                                                         R"(", "port": 443}]}],
+            "evaluator": {"command": ["grade.sh"]}})");
+    }
+    test::Outcome check(std::initializer_list<std::string> extra = {}) const {
+        std::vector<std::string> argv{TEA_EVALUATE_BIN};
+        argv.insert(argv.end(), extra);
+        argv.insert(argv.end(), {"check", eval_});
+        // No configuration and no plugin directory of the developer's may count.
+        return test::run(argv, test::environment_with({"XDG_CONFIG_HOME=/nonexistent-tea-test",
+                                                       "HOME=/nonexistent-tea-test"}));
+    }
+
+    std::string project_;
+    std::string eval_;
+};
+
+TEST_F(CheckCli, GoodEvaluationExitsZeroWithASummary) {
+    evaluation("api.example.com");
+    const auto o = check();
+    EXPECT_EQ(o.status, 0) << o.err;
+    EXPECT_EQ(o.out, "ok: 1 entries, 1 probes, 2 trials, confinement off\n");
+    EXPECT_EQ(o.err, "");
+    const auto j = check({"--json"});
+    EXPECT_EQ(j.status, 0) << j.err;
+    const auto doc = nlohmann::json::parse(j.out);
+    EXPECT_EQ(doc["ok"], true);
+    EXPECT_TRUE(doc["problems"].empty());
+}
+
+TEST_F(CheckCli, BadEvaluationExitsTwoNamingEveryProblem) {
+    evaluation("*.Example.com");
+    test::write_file(eval_ + "/probes/second.json", "{\"entry\": \"tool\",\n  \"args\" [] }");
+    const auto o = check();
+    EXPECT_EQ(o.status, 2);
+    EXPECT_EQ(o.out, "");
+    const auto canonical = fs::canonical(eval_).string();
+    EXPECT_NE(o.err.find(canonical +
+                         "/evaluation.json: entry 'tool' field 'egress[0].host': '*.Example.com' "
+                         "holds a wildcard"),
+              std::string::npos)
+        << o.err;
+    EXPECT_NE(o.err.find(canonical + "/probes/second.json:2:10: "), std::string::npos) << o.err;
+    EXPECT_NE(o.err.find("tea-evaluate: check: 2 problem(s) in " + eval_ + "\n"), std::string::npos)
+        << o.err;
+
+    const auto j = check({"--json"});
+    EXPECT_EQ(j.status, 2);
+    const auto doc = nlohmann::json::parse(j.out);
+    EXPECT_EQ(doc["ok"], false);
+    ASSERT_EQ(doc["problems"].size(), 2U) << j.out;
+    const auto &host = doc["problems"][0];
+    EXPECT_EQ(host["file"], canonical + "/evaluation.json");
+    EXPECT_EQ(host["where"], "entry 'tool' field 'egress[0].host'");
+    EXPECT_EQ(host["line"], 0);
+    const auto &syntax = doc["problems"][1];
+    EXPECT_EQ(syntax["file"], canonical + "/probes/second.json");
+    EXPECT_EQ(syntax["line"], 2);
+    EXPECT_EQ(syntax["column"], 10);
+}
+
+TEST_F(CheckCli, HostileInputCannotForgeLines) {
+    evaluation(R"(a\nfake.json: ok\u0007)");
+    const auto o = check();
+    EXPECT_EQ(o.status, 2);
+    EXPECT_EQ(o.err.find("\nfake.json"), std::string::npos) << o.err;
+    EXPECT_NE(o.err.find("a\\x0afake.json: ok\\x07"), std::string::npos) << o.err;
+}
+
+TEST_F(CheckCli, MissingFolderAndMissingArgument) {
+    const auto o = test::run({TEA_EVALUATE_BIN, "check", project_ + "/nowhere"}, {});
+    EXPECT_EQ(o.status, 2);
+    EXPECT_NE(o.err.find("not a directory"), std::string::npos) << o.err;
+    EXPECT_EQ(test::run({TEA_EVALUATE_BIN, "check"}, {}).status, 2);
+}
+
+}  // namespace
+}  // namespace tea
