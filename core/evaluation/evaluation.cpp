@@ -337,6 +337,12 @@ bool parse_file(const Report &report, std::optional<json> &doc) {
         const auto [line, column] = line_and_column(content, e.byte);
         report.syntax(line, column, parse_message(e.what()));
         return false;
+    } catch (const json::exception &e) {
+        // A number beyond a double's range is refused as out_of_range, without a position.
+        const std::string what = e.what();
+        const auto lead = what.find("] ");
+        report({}, lead == std::string::npos ? what : what.substr(lead + 2));
+        return false;
     }
     for (const auto &key : duplicates) {
         report({}, "the key " + in_quotes(key) + " appears twice in one object");
@@ -597,14 +603,16 @@ struct EntrySeen {
     std::set<std::string> system_paths;  // normalised
 };
 
+// Reads registry[index] and appends it to the registry (an empty entry when it is no object).
 EntrySeen read_entry(const Report &file_report, const json &v, std::size_t index,
                      const Project &project, Evaluation &evaluation) {
     EntrySeen seen{"registry[" + std::to_string(index) + "]", {}, {}};
+    Entry entry;
     if (!v.is_object()) {
         file_report.within(seen.name)({}, "must be an object");
+        evaluation.registry.push_back(std::move(entry));
         return seen;
     }
-    Entry entry;
     // The entry is named by its id once the id is a valid one, so hostile ids never name things.
     if (const auto it = v.find("interfaceId");
         it != v.end() && it->is_string() && name_like(it->get<std::string>())) {
@@ -614,9 +622,6 @@ EntrySeen read_entry(const Report &file_report, const json &v, std::size_t index
     Fields f{v, report};
     if (const auto *id = f.require("interfaceId")) {
         if (auto s = text(report, "interfaceId", *id); s && check_name(report, "interfaceId", *s)) {
-            if (evaluation.entry(*s) != nullptr) {
-                report("interfaceId", in_quotes(*s) + " names an earlier entry too");
-            }
             entry.interface_id = *s;
         }
     }
@@ -683,16 +688,16 @@ EntrySeen read_entry(const Report &file_report, const json &v, std::size_t index
 // Two entries that start the same program with different system paths would grant it different
 // reads depending on which entry a probe names; the grants of one program are one decision.
 void check_shared_targets(const Report &report, const std::vector<EntrySeen> &entries) {
-    for (std::size_t i = 0; i < entries.size(); ++i) {
-        for (std::size_t k = i + 1; k < entries.size(); ++k) {
-            const auto &a = entries[i];
-            const auto &b = entries[k];
-            if (a.target && b.target && *a.target == *b.target &&
-                a.system_paths != b.system_paths) {
-                report.within(b.name)("systemPaths",
-                                      "starts the same target as " + a.name +
+    std::map<fs::path, const EntrySeen *> first;  // by target: the first entry naming it
+    for (const auto &entry : entries) {
+        if (!entry.target) {
+            continue;
+        }
+        const auto [it, added] = first.emplace(*entry.target, &entry);
+        if (!added && it->second->system_paths != entry.system_paths) {
+            report.within(entry.name)("systemPaths",
+                                      "starts the same target as " + it->second->name +
                                           " with different systemPaths; give both the same list");
-            }
         }
     }
 }
@@ -704,8 +709,14 @@ void read_registry(const Report &report, const json &v, const Project &project,
         return;
     }
     std::vector<EntrySeen> seen;
+    std::set<std::string> ids;
     for (std::size_t i = 0; i < v.size(); ++i) {
         seen.push_back(read_entry(report, v[i], i, project, evaluation));
+        const auto &id = evaluation.registry.back().interface_id;
+        if (!id.empty() && !ids.insert(id).second) {
+            report.within(seen.back().name)("interfaceId",
+                                            in_quotes(id) + " names an earlier entry too");
+        }
     }
     check_shared_targets(report, seen);
 }
