@@ -3,7 +3,8 @@
 # example need and the machine does not have yet. Needs root (or sudo).
 set -euo pipefail
 packages=(
-  g++ clang libclang-rt-14-dev cmake ninja-build pkg-config git python3 curl openssl
+  g++ clang libclang-rt-14-dev cmake ninja-build pkg-config git python3 python3-jsonschema curl
+  openssl
   libboost-dev libtomlplusplus-dev nlohmann-json3-dev libgit2-dev libspdlog-dev libfmt-dev
   libcli11-dev libgtest-dev libseccomp-dev
   bubblewrap strace util-linux

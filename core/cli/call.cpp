@@ -157,7 +157,8 @@ audit::Grants call_grants(const exec::LaunchSpec &spec, const exec::ExecPlan &pl
     g.system_paths = spec.system_paths;
     g.always_listed = spec.withhold;
     g.always_listed.push_back(private_root.string());
-    g.always_listed_exceptions = {spec.temp_dir, spec.home};
+    // A trial's workspace may lie in a run directory beneath the private root, beside its home.
+    g.always_listed_exceptions = {spec.temp_dir, spec.home, spec.workspace};
     return g;
 }
 
@@ -232,9 +233,16 @@ void hand_route(const std::string &socket, const exec::Lend &lend) {
 
 }  // namespace
 
-Session::Session(const CommonOptions &common)
+Session::Session(const CommonOptions &common, bool opt_out)
     : started_{std::chrono::steady_clock::now()}, runtime_{load_runtime(common)} {
     phase("configuration and plugins loaded");
+    if (opt_out) {
+        if (common.backend && *common.backend != runtime_.config.opt_out_backend) {
+            spdlog::warn("the evaluation opts out of confinement: --backend {} is not used",
+                         *common.backend);
+        }
+        runtime_.config.backend = runtime_.config.opt_out_backend;
+    }
     backend_ = plugins::select_backend(runtime_.registry, runtime_.config);
     phase("backend selected and probed");
     private_root_ = fs::open_private_root(fs::default_private_root());
@@ -249,6 +257,10 @@ void Session::phase(const char *what) const {
         "{} after {:.2f} ms", what,
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started_)
             .count());
+}
+
+std::string Session::observer_name() const {
+    return observer_.plugin != nullptr ? observer_.plugin->name() : std::string{};
 }
 
 const std::string &Session::backend_name() const {
@@ -474,6 +486,13 @@ Session::Executed Session::execute_with_retry(const exec::LaunchSpec &spec, exec
             r.status());
         plan = prepare(spec);
         check_lend(plan, spec);
+        for (const auto *stream : {&run.out, &run.err}) {
+            // The runner creates output files afresh; nothing of the target reached them.
+            if (!stream->file.empty()) {
+                std::error_code ec;
+                std::filesystem::remove(stream->file, ec);
+            }
+        }
         executed = execute(spec, plan, run_dir, run, observed);
     }
     return executed;
@@ -580,7 +599,14 @@ CallOutcome Session::call(exec::LaunchSpec spec, const exec::RunOptions &run,
     fs::RunDirectory run_dir{private_root_};
     check_call_paths(spec, private_root_);
     spec.temp_dir = run_dir.make_directory("tmp-").string();
-    spec.home = run_dir.make_directory("tea-evaluate-target-home-").string();
+    if (spec.home.empty()) {
+        spec.home = run_dir.make_directory("tea-evaluate-target-home-").string();
+    } else if (std::filesystem::path{spec.home}.lexically_normal().parent_path().parent_path() !=
+               private_root_.lexically_normal()) {
+        // A home elsewhere would escape the cover the confinement lays over the private root.
+        throw runtime_error("the home " + spec.home + " does not lie beneath the private root " +
+                            private_root_.string());
+    }
     phase("private directories made");
     const auto call_env = spec.env;
     auto route = open_route(route_request, run_dir);
@@ -615,11 +641,15 @@ CallOutcome Session::call(exec::LaunchSpec spec, const exec::RunOptions &run,
                              "' chosen by confinement.backend = \"auto\" confines nothing; "
                              "select it by name if that is what you want");
         }
-        spdlog::warn(
-            "backend '{}' confines nothing: the target runs with your files, network "
-            "and identity{}",
-            backend_.plugin->name(),
-            spec.withhold.empty() ? "" : ", and --withhold is not enforced");
+        if (!opt_out_warned_) {
+            // Once per session: a run of many calls says it once, not once per call.
+            spdlog::warn(
+                "backend '{}' confines nothing: the target runs with your files, network "
+                "and identity{}",
+                backend_.plugin->name(),
+                spec.withhold.empty() ? "" : ", and nothing is withheld");
+            opt_out_warned_ = true;
+        }
     }
     choose_observer(plan);
     const bool observed = static_cast<bool>(observer_.plugin);
@@ -639,6 +669,8 @@ CallOutcome Session::call(exec::LaunchSpec spec, const exec::RunOptions &run,
         phase("egress route closed");
     }
     if (executed.observation) {
+        outcome.target_never_started =
+            executed.result.started && !executed.observation->target_started;
         resolve_planted_links(*executed.observation, spec);
         outcome.audit =
             audit::judge_observation(*executed.observation, call_grants(spec, plan, private_root_),
@@ -651,6 +683,24 @@ CallOutcome Session::call(exec::LaunchSpec spec, const exec::RunOptions &run,
     run_dir.remove();
     phase("cleaned up");
     return outcome;
+}
+
+exec::CallResult Session::grade(exec::LaunchSpec spec, const exec::RunOptions &run,
+                                std::string *confinement) {
+    spec.role = "grader";
+    const auto plan = prepare(spec);
+    if (plan.lend.requested || plan.run_as.requested) {
+        // A grader keeps the invoking identity; a plan that hands it anything is not a grader's.
+        throw runtime_error("the backend '" + backend_name() +
+                            "' answered a grader's launch spec with a target's plan");
+    }
+    *confinement = plan.confinement;
+    if (const int sig = Signals::instance().pending(); sig != 0) {
+        exec::CallResult interrupted;
+        interrupted.interrupted_by = sig;
+        return interrupted;
+    }
+    return exec::run_call(plan, run);
 }
 
 }  // namespace tea::cli

@@ -44,7 +44,10 @@ struct CallOutcome {
     std::string confinement;
     std::string report_json = "{}";
     audit::AuditResult audit;
-    int status = 0;                     // the exit status the command reports for the call
+    int status = 0;  // the exit status the command reports for the call
+    // The audit shows the confinement ending before the target started (bwrap refused a bind,
+    // say): nothing of the target ran, so its status is the infrastructure's, not the target's.
+    bool target_never_started = false;
     std::vector<egress::Item> egress;   // the items the call's route admitted (empty: no route)
     std::string egress_records = "{}";  // the egress plugin's records of the call
 };
@@ -52,22 +55,35 @@ struct CallOutcome {
 class Session {
    public:
     // Loads the configuration and plugins and selects the backend (exit 2 or 12 when it cannot).
-    explicit Session(const CommonOptions &common);
+    // An opted-out session takes confinement.opt_out_backend, whatever --backend says: the
+    // evaluation, not the command line, decides that its targets run unconfined.
+    explicit Session(const CommonOptions &common, bool opt_out = false);
 
     // The call's launch spec; the workspace defaults to the current directory. Exit 2 for a
     // workspace that is no directory or an option that is not absolute once resolved.
     [[nodiscard]] exec::LaunchSpec launch_spec(const CallOptions &options) const;
 
-    // Runs one call in a run directory of its own (a fresh temp directory and home). The
-    // observer is chosen and confirmed before the first audited call.
+    // Runs one call in a run directory of its own (a fresh temp directory and, unless the spec
+    // names one, a fresh home; a home the caller names must lie in a run directory beneath the
+    // private root). The observer is chosen and confirmed before the first audited call.
     // A call that lists egress items gets a route out for its duration.
     CallOutcome call(exec::LaunchSpec spec, const exec::RunOptions &run,
                      const EgressRequest &route_request = {});
+
+    // Runs a process of the evaluation layer (an evaluator) through the backend's grader view:
+    // outside every target's confinement, unaudited, as the invoking user, with the spec's
+    // read_only paths (the evaluation folder, the git directory) read-only. The plan's
+    // confinement is stored in *confinement.
+    exec::CallResult grade(exec::LaunchSpec spec, const exec::RunOptions &run,
+                           std::string *confinement);
 
     // The --egress items of the options (exit 2 for a malformed one).
     [[nodiscard]] static EgressRequest egress_request(const CallOptions &options);
 
     [[nodiscard]] const Runtime &runtime() const { return runtime_; }
+    [[nodiscard]] const std::filesystem::path &private_root() const { return private_root_; }
+    // The observer's name once chosen ("" when calls are not audited).
+    [[nodiscard]] std::string observer_name() const;
     [[nodiscard]] const std::string &backend_name() const;
 
     // The runner's options for a call: the timeout asked for, the configured grace and output
@@ -104,6 +120,7 @@ class Session {
     plugins::Selected egress_;
     bool observer_chosen_ = false;
     bool observer_confirmed_ = false;
+    bool opt_out_warned_ = false;
     std::string no_audit_reason_;
     std::filesystem::path private_root_;
 };

@@ -1,6 +1,7 @@
 // The subcommands of tea-evaluate. Each returns the process exit status.
 #pragma once
 
+#include <filesystem>
 #include <string>
 
 #include "cli/call.hpp"
@@ -16,7 +17,20 @@ struct PreflightOptions : CallOptions {
     int legs = 2;  // pristine-workspace legs, each with a new home
 };
 
+struct RunCommandOptions {
+    std::filesystem::path evaluation;  // EVAL_DIR
+};
+
+struct ScoreOptions {
+    std::filesystem::path run_dir;  // EVAL_DIR/runs/<run-id>
+};
+
 int exec_command(const CommonOptions &common, const ExecOptions &options);
+int run_command(const CommonOptions &common, const RunCommandOptions &options);
+// preflight EVAL_DIR: every probe's call on pristine workspaces, in `legs` legs.
+int preflight_evaluation(const CommonOptions &common, const std::filesystem::path &folder,
+                         int legs);
+int score_command(const CommonOptions &common, const ScoreOptions &options);
 int preflight_command(const CommonOptions &common, const PreflightOptions &options);
 int plugins_command(const CommonOptions &common);
 // Loads and checks the evaluation folder; starts nothing and loads no plugin. Exit 0, or 2 with

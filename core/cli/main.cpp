@@ -75,6 +75,16 @@ int run(int argc, char **argv) {
     call_options(preflight_cmd, preflight);
     preflight_cmd->add_option("--legs", preflight.legs, "How many legs to run (at least 2)");
 
+    RunCommandOptions run_opts;
+    auto *run_cmd = app.add_subcommand(
+        "run", "Run every trial of an evaluation; records go to EVAL_DIR/runs/<run-id>/");
+    run_cmd->add_option("EVAL_DIR", run_opts.evaluation, "The evaluation folder")->required();
+    ScoreOptions score_opts;
+    auto *score_cmd = app.add_subcommand(
+        "score", "Decide a run's verdict from its records; writes RUN_DIR/score.json");
+    score_cmd->add_option("RUN_DIR", score_opts.run_dir, "A run's directory (EVAL_DIR/runs/ID)")
+        ->required();
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError &e) {
@@ -88,6 +98,12 @@ int run(int argc, char **argv) {
     }
     if (*plugins) {
         return plugins_command(common);
+    }
+    if (*run_cmd) {
+        return run_command(common, run_opts);
+    }
+    if (*score_cmd) {
+        return score_command(common, score_opts);
     }
     if (*preflight_cmd) {
         return preflight_command(common, preflight);

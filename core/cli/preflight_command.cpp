@@ -78,11 +78,17 @@ std::size_t copy_workspace(const stdfs::path &from, const stdfs::path &to) {
 int preflight_command(const CommonOptions &common, const PreflightOptions &options) {
     if (options.command.empty()) {
         throw usage_error(
-            "preflight: no command given (usage: tea-evaluate preflight [options] -- CMD ARGS...)");
+            "preflight: nothing to check (usage: tea-evaluate preflight EVAL_DIR, or "
+            "tea-evaluate preflight [options] -- CMD ARGS...)");
     }
     if (options.legs < 2) {
         // One leg cannot tell a path the target always opens from one it happened to open.
         throw usage_error("--legs: expected at least 2");
+    }
+    if (std::error_code ec;
+        options.command.size() == 1 && stdfs::is_directory(options.command.front(), ec)) {
+        // A directory is never a command: it is an evaluation folder.
+        return preflight_evaluation(common, options.command.front(), options.legs);
     }
     Session session{common};
     const auto pristine = session.launch_spec(options);

@@ -180,8 +180,10 @@ class LayerReader {
                 for (const auto &item : config_.backend_order) {
                     plugin_name(item, path, value);
                 }
+            } else if (name == "opt_out_backend") {
+                config_.opt_out_backend = plugin_name(string(value, path), path, value);
             } else {
-                unknown(key, path, "backend, auto_order");
+                unknown(key, path, "backend, auto_order, opt_out_backend");
             }
         }
     }

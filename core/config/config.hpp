@@ -21,8 +21,10 @@ struct CallSettings {
 };
 
 struct Config {
-    std::string backend;                              // "auto" or a backend plugin's name
-    std::vector<std::string> backend_order;           // what "auto" tries, first available wins
+    std::string backend;                     // "auto" or a backend plugin's name
+    std::vector<std::string> backend_order;  // what "auto" tries, first available wins
+    // The backend a run uses when its evaluation sets "confinement": false.
+    std::string opt_out_backend = "opt-out";
     std::string observer;                             // "auto", "none" or an observer's name
     std::vector<std::string> observer_order;          // what "auto" tries, first installed wins
     std::vector<std::filesystem::path> plugin_paths;  // extra manifest directories

@@ -25,6 +25,7 @@ struct EgressRoute {
 };
 
 struct LaunchSpec {
+    std::string role = "target";  // "target" or "grader"
     std::vector<std::string> argv;
     std::vector<std::string> env;           // exact, "NAME=VALUE"
     std::string cwd;                        // where the target starts (inside the workspace)

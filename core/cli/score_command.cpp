@@ -1,0 +1,254 @@
+// score: decides a run's verdict from its records alone, and refuses to call anything a pass
+// that the records cannot prove: a missing or torn record, a manifest that does not match
+// run.json, a path a target reached outside its grants, a trial the audit saw only in part.
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <tea/json_bytes.hpp>
+
+#include "cli/commands.hpp"
+#include "fs/beneath.hpp"
+#include "util/error.hpp"
+
+namespace tea::cli {
+namespace {
+
+namespace stdfs = std::filesystem;
+using nlohmann::json;
+
+constexpr std::uintmax_t kRecordCap = std::uintmax_t{256} << 20U;
+
+// A record as JSON, or a null with *why set: absent, too large, torn.
+json read_record(const stdfs::path &path, std::string *why) {
+    std::error_code ec;
+    const auto status = stdfs::symlink_status(path, ec);
+    if (!stdfs::is_regular_file(status)) {
+        *why = path.filename().string() + " is missing";
+        return nullptr;
+    }
+    if (stdfs::file_size(path, ec) > kRecordCap) {
+        *why = path.filename().string() + " is larger than any record the runtime writes";
+        return nullptr;
+    }
+    std::ifstream in{path, std::ios::binary};
+    auto doc = json::parse(in, nullptr, false);
+    if (doc.is_discarded() || !doc.is_object()) {
+        *why = path.filename().string() + " is not a JSON object (a torn or altered record)";
+        return nullptr;
+    }
+    return doc;
+}
+
+std::set<std::string> string_set(const json &list) {
+    std::set<std::string> out;
+    if (!list.is_array()) return out;
+    for (const auto &item : list) {
+        if (item.is_string()) {
+            out.insert(item.get<std::string>());
+        } else if (item.is_object() && item.contains("path") && item["path"].is_string()) {
+            out.insert(item["path"].get<std::string>());
+        } else {
+            out.insert(item.dump());  // a byte string: compared by its JSON form
+        }
+    }
+    return out;
+}
+
+struct Decision {
+    std::vector<std::string> invalid;  // reasons that make the run Invalid
+    std::vector<std::string> fail;     // the evaluator's reasons for a failed trial
+    bool any_fail = false;
+};
+
+// Whether the record names a file of the run (relative, inside it) and that file exists.
+bool record_file(const stdfs::path &base, const json &name) {
+    if (!name.is_string()) return false;
+    const auto rel = name.get<std::string>();
+    std::error_code ec;
+    return fs::plain_relative(rel) && stdfs::is_regular_file(stdfs::symlink_status(base / rel, ec));
+}
+
+void check_trials(const stdfs::path &run_dir, const json &run, bool opt_out, Decision &d) {
+    const auto &trials = run["trials"];
+    if (!run.contains("trialCount") || !run["trialCount"].is_number_integer() ||
+        run["trialCount"].get<std::int64_t>() != static_cast<std::int64_t>(trials.size())) {
+        d.invalid.emplace_back("run.json records " + std::to_string(trials.size()) +
+                               " trials where the run planned " +
+                               (run.contains("trialCount") ? run["trialCount"].dump() : "?"));
+    }
+    for (const auto &t : trials) {
+        if (!t.is_object() || !t.contains("index") || !t["index"].is_number_integer()) {
+            d.invalid.emplace_back("run.json holds a trial without an index");
+            continue;
+        }
+        const auto index = t["index"].get<int>();
+        const auto name = "trial " + std::to_string(index);
+        const auto dir = run_dir / "trials" / std::to_string(index);
+        const std::string channel = t.value("observedMountsChannel", "");
+        if (channel == "lossy") {
+            d.invalid.push_back(name + " is lossy: its audit may have missed accesses");
+        } else if (channel == "unaudited" && !opt_out) {
+            d.invalid.push_back(name + " was not audited under a confined run");
+        } else if (channel != "complete" && channel != "unaudited") {
+            d.invalid.push_back(name + " has no observedMountsChannel");
+        }
+        if (!t.contains("calls") || !t["calls"].is_array()) {
+            d.invalid.push_back(name + " has no call records");
+            continue;
+        }
+        for (const auto &c : t["calls"]) {
+            const std::string probe = c.is_object() ? c.value("probe", "?") : "?";
+            if (!c.is_object() || !record_file(dir, c.value("stdout", json{})) ||
+                !record_file(dir, c.value("stderr", json{}))) {
+                d.invalid.push_back(name + ", call " + probe + ": its output records are missing");
+                continue;
+            }
+            std::string why;
+            const auto rec_name = c["stdout"].get<std::string>();
+            const auto json_name = rec_name.substr(0, rec_name.size() - 7) + ".json";
+            const auto rec = read_record(dir / json_name, &why);
+            if (rec.is_null()) {
+                d.invalid.push_back(name + ", call " + probe + ": " + why);
+            } else if (rec != c) {
+                d.invalid.push_back(name + ", call " + probe +
+                                    ": its record does not match run.json");
+            }
+            if (c.value("infrastructureError", false)) {
+                d.invalid.push_back(name + ", call " + probe +
+                                    ": an infrastructure error (status " +
+                                    std::to_string(c.value("status", -1)) + "), no verdict");
+            }
+        }
+        std::string why;
+        const auto verdict_file = read_record(dir / "verdict.json", &why);
+        const auto &verdict = t.contains("verdict") ? t["verdict"] : json{};
+        if (verdict_file.is_null()) {
+            d.invalid.push_back(name + ": " + why);
+            continue;
+        }
+        if (verdict_file != verdict) {
+            d.invalid.push_back(name + ": verdict.json does not match run.json");
+            continue;
+        }
+        const std::string v = verdict.value("verdict", "");
+        if (v == "fail") {
+            d.any_fail = true;
+            if (verdict.contains("reasons") && verdict["reasons"].is_array()) {
+                for (const auto &r : verdict["reasons"]) {
+                    if (r.is_string()) d.fail.push_back(name + ": " + r.get<std::string>());
+                }
+            }
+            if (d.fail.empty() || d.fail.back().rfind(name, 0) != 0) {
+                d.fail.push_back(name + ": the evaluator failed it");
+            }
+        } else if (v != "pass") {
+            std::string detail;
+            if (verdict.contains("reasons") && verdict["reasons"].is_array() &&
+                !verdict["reasons"].empty() && verdict["reasons"][0].is_string()) {
+                detail = ": " + verdict["reasons"][0].get<std::string>();
+            }
+            d.invalid.push_back(name + ": the evaluator gave no verdict" + detail);
+        }
+    }
+}
+
+Decision decide(const stdfs::path &run_dir, json *run_out) {
+    Decision d;
+    std::string why;
+    auto run = read_record(run_dir / "run.json", &why);
+    if (run.is_null()) {
+        d.invalid.push_back(why);
+        return d;
+    }
+    *run_out = run;
+    if (run.value("status", "") != "complete") {
+        d.invalid.push_back("the run did not complete (status " + run.value("status", "?") +
+                            (run.contains("interruptedBy")
+                                 ? ", interrupted by signal " + run["interruptedBy"].dump()
+                                 : std::string{}) +
+                            ")");
+    }
+    if (!run.contains("trials") || !run["trials"].is_array() || !run.contains("confinement") ||
+        !run["confinement"].is_string() || !run.contains("runId") || !run["runId"].is_string()) {
+        d.invalid.emplace_back("run.json lacks runId, confinement or trials");
+        return d;
+    }
+    const bool opt_out = run["confinement"] == "opt-out";
+    const auto manifest = read_record(run_dir / "manifest.json", &why);
+    std::set<std::string> trial_observed;
+    for (const auto &t : run["trials"]) {
+        if (t.is_object() && t.contains("observedMounts")) {
+            const auto s = string_set(t["observedMounts"]);
+            trial_observed.insert(s.begin(), s.end());
+        }
+    }
+    if (manifest.is_null()) {
+        d.invalid.push_back(why);
+    } else {
+        const auto manifest_observed = string_set(manifest.value("observedMounts", json{}));
+        if (manifest.value("runId", "") != run["runId"] ||
+            manifest.value("confinement", "") != run["confinement"] ||
+            manifest.value("trials", std::size_t{0}) != run["trials"].size() ||
+            manifest_observed != trial_observed) {
+            d.invalid.emplace_back("manifest.json does not match run.json");
+        }
+        for (const auto &path : manifest_observed) {
+            d.invalid.push_back("mount outside allowlist: " + path);
+        }
+    }
+    check_trials(run_dir, run, opt_out, d);
+    return d;
+}
+
+}  // namespace
+
+int score_command(const CommonOptions &common, const ScoreOptions &options) {
+    std::error_code ec;
+    const auto run_dir = stdfs::absolute(options.run_dir, ec);
+    if (ec || !stdfs::is_directory(run_dir, ec)) {
+        throw usage_error("score: " + options.run_dir.string() + " is not a run directory");
+    }
+    json run;
+    const auto d = decide(run_dir, &run);
+    const std::string verdict = !d.invalid.empty() ? "invalid" : (d.any_fail ? "fail" : "pass");
+    const std::string confinement =
+        run.is_object() && run.contains("confinement") && run["confinement"].is_string()
+            ? run["confinement"].get<std::string>()
+            : "unknown";
+    const bool opt_out = confinement == "opt-out";
+    std::string summary = "score " +
+                          (run.is_object() ? run.value("runId", std::string{"?"}) : "?") + ": " +
+                          (verdict == "invalid" ? "INVALID"
+                           : verdict == "fail"  ? "FAIL"
+                                                : "PASS");
+    if (opt_out) {
+        summary +=
+            " (confinement opt-out: the targets' file system was not sandboxed and nothing "
+            "was audited)";
+    } else {
+        summary += " (confinement " + confinement + ")";
+    }
+    json reasons = json::array();
+    for (const auto &r : verdict == "invalid" ? d.invalid : d.fail) {
+        reasons.push_back(bytes::to_json(r));
+    }
+    const json score{{"schemaVersion", 1},
+                     {"runId", run.is_object() ? run.value("runId", json{}) : json{}},
+                     {"verdict", verdict},
+                     {"reasons", reasons},
+                     {"confinement", confinement},
+                     {"summary", summary}};
+    fs::write_atomically(run_dir / "score.json", score.dump(2) + "\n");
+    std::cerr << "tea-evaluate: " << summary << '\n';
+    for (const auto &r : verdict == "invalid" ? d.invalid : d.fail) {
+        std::cerr << "  " << printable(r) << '\n';
+    }
+    if (common.json) {
+        std::cout << score.dump() << '\n';
+    }
+    if (verdict == "invalid") return static_cast<int>(ExitCode::invalid);
+    return verdict == "fail" ? static_cast<int>(ExitCode::fail) : 0;
+}
+
+}  // namespace tea::cli

@@ -1,0 +1,245 @@
+#include "git/workspace_source.hpp"
+
+#include <fcntl.h>
+#include <git2.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <string_view>
+#include <system_error>
+
+#include "util/fd.hpp"
+
+namespace tea::git {
+namespace {
+
+namespace fs = std::filesystem;
+
+void ensure_libgit2() {
+    static const int init = git_libgit2_init();
+    (void)init;
+}
+
+std::string git_error_text() {
+    const git_error *e = git_error_last();
+    return e != nullptr && e->message != nullptr ? e->message : "unknown libgit2 error";
+}
+
+template <typename T, void (*Free)(T *)>
+struct Deleter {
+    void operator()(T *p) const { Free(p); }
+};
+template <typename T, void (*Free)(T *)>
+using Ptr = std::unique_ptr<T, Deleter<T, Free>>;
+using Repository = Ptr<git_repository, git_repository_free>;
+using Tree = Ptr<git_tree, git_tree_free>;
+using Blob = Ptr<git_blob, git_blob_free>;
+using Object = Ptr<git_object, git_object_free>;
+using Entry = Ptr<git_tree_entry, git_tree_entry_free>;
+
+using Fd = tea::UniqueFd;
+
+[[noreturn]] void fail(const std::string &what) {
+    throw WorkspaceSourceError(what);
+}
+
+std::string errno_message(int e) {
+    return std::error_code(e, std::generic_category()).message();
+}
+
+// A tree entry's name as one path component. A crafted repository could name an entry "..",
+// "a/b" or ".git": any of them would write outside the workspace or plant a git directory.
+bool safe_name(std::string_view name) {
+    if (name.empty() || name == "." || name == ".." || name.find('/') != std::string_view::npos ||
+        name.find('\0') != std::string_view::npos) {
+        return false;
+    }
+    std::string lower{name};
+    for (auto &c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return lower != ".git";
+}
+
+struct Writer {
+    git_repository *repo;
+    const std::vector<std::string> &excluded;
+    Materialized out;
+
+    void write_tree(const git_tree *tree, int dirfd, const std::string &rel) {
+        const std::size_t n = git_tree_entrycount(tree);
+        for (std::size_t i = 0; i < n; ++i) {
+            const git_tree_entry *e = git_tree_entry_byindex(tree, i);
+            const std::string name = git_tree_entry_name(e);
+            const std::string path = rel.empty() ? name : rel + "/" + name;
+            if (!safe_name(name)) fail("the commit holds an entry named '" + path + "', refused");
+            bool skip = false;
+            for (const auto &x : excluded) skip = skip || x == path;
+            if (skip) continue;
+            switch (git_tree_entry_filemode(e)) {
+                case GIT_FILEMODE_TREE: {
+                    if (::mkdirat(dirfd, name.c_str(), 0755) != 0)
+                        fail("cannot make " + path + ": " + errno_message(errno));
+                    const Fd sub{::openat(dirfd, name.c_str(),
+                                          O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)};
+                    if (sub.get() < 0) fail("cannot open " + path + ": " + errno_message(errno));
+                    git_tree *raw = nullptr;
+                    if (git_tree_lookup(&raw, repo, git_tree_entry_id(e)) != 0)
+                        fail("cannot read the tree " + path + ": " + git_error_text());
+                    const Tree subtree{raw};
+                    write_tree(subtree.get(), sub.get(), path);
+                    break;
+                }
+                case GIT_FILEMODE_BLOB:
+                case GIT_FILEMODE_BLOB_EXECUTABLE:
+                case GIT_FILEMODE_LINK: {
+                    git_blob *raw = nullptr;
+                    if (git_blob_lookup(&raw, repo, git_tree_entry_id(e)) != 0)
+                        fail("cannot read " + path + ": " + git_error_text());
+                    const Blob blob{raw};
+                    const auto *data = static_cast<const char *>(git_blob_rawcontent(blob.get()));
+                    const auto size = static_cast<std::size_t>(git_blob_rawsize(blob.get()));
+                    if (git_tree_entry_filemode(e) == GIT_FILEMODE_LINK) {
+                        const std::string target(data, size);
+                        if (target.find('\0') != std::string::npos ||
+                            ::symlinkat(target.c_str(), dirfd, name.c_str()) != 0)
+                            fail("cannot make the link " + path + ": " + errno_message(errno));
+                    } else {
+                        const mode_t mode =
+                            git_tree_entry_filemode(e) == GIT_FILEMODE_BLOB_EXECUTABLE ? 0755
+                                                                                       : 0644;
+                        write_file(dirfd, name, path, data, size, mode);
+                    }
+                    ++out.files;
+                    break;
+                }
+                default:
+                    ++out.skipped;  // a submodule: its commit is not in this repository
+                    break;
+            }
+        }
+    }
+
+    static void write_file(int dirfd, const std::string &name, const std::string &path,
+                           const char *data, std::size_t size, mode_t mode) {
+        const Fd fd{::openat(dirfd, name.c_str(),
+                             O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)};
+        if (fd.get() < 0) fail("cannot write " + path + ": " + errno_message(errno));
+        while (size > 0) {
+            const ssize_t n = ::write(fd.get(), data, size);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) fail("cannot write " + path + ": " + errno_message(errno));
+            data += n;
+            size -= static_cast<std::size_t>(n);
+        }
+        // The umask may have narrowed it; the commit's mode is what the target should see.
+        (void)::fchmod(fd.get(), mode);
+    }
+};
+
+Materialized copy_directory(const WorkspaceSource &source, const fs::path &destination) {
+    Materialized out;
+    const auto &root = source.project_root;
+    for (auto it = fs::recursive_directory_iterator{root}; it != fs::end(it); ++it) {
+        const auto rel = it->path().lexically_relative(root);
+        bool skip = rel == ".git";
+        for (const auto &x : source.excluded) skip = skip || rel == fs::path{x};
+        if (skip) {
+            it.disable_recursion_pending();
+            continue;
+        }
+        const auto dest = destination / rel;
+        const auto status = it->symlink_status();
+        if (fs::is_symlink(status)) {
+            fs::copy_symlink(it->path(), dest);  // a link stays a link: never copy what it names
+            ++out.files;
+        } else if (fs::is_directory(status)) {
+            fs::create_directory(dest);
+            fs::permissions(dest, status.permissions());
+        } else if (fs::is_regular_file(status)) {
+            fs::copy_file(it->path(), dest);
+            ++out.files;
+        } else {
+            ++out.skipped;  // fifos, sockets, devices
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+WorkspaceSource open_workspace_source(const fs::path &project_root,
+                                      const std::vector<std::string> &excluded) {
+    ensure_libgit2();
+    WorkspaceSource source;
+    std::error_code ec;
+    source.project_root = fs::canonical(project_root, ec);
+    if (ec) fail("the project " + project_root.string() + " cannot be opened: " + ec.message());
+    source.excluded = excluded;
+    git_repository *raw = nullptr;
+    const int opened = git_repository_open_ext(&raw, source.project_root.c_str(), 0, nullptr);
+    if (opened == GIT_ENOTFOUND) return source;  // no repository: a clean copy of the folder
+    if (opened != 0) {
+        fail("the project's git repository cannot be opened: " + git_error_text());
+    }
+    const Repository repo{raw};
+    const char *workdir = git_repository_workdir(repo.get());
+    if (workdir == nullptr) fail("the project's repository is bare; it has no work tree");
+    source.git = true;
+    source.worktree = fs::canonical(workdir, ec);
+    source.git_dir = fs::canonical(git_repository_commondir(repo.get()), ec);
+    const auto prefix = source.project_root.lexically_relative(source.worktree);
+    source.prefix = prefix == "." ? "" : prefix.string();
+    git_object *head = nullptr;
+    if (git_revparse_single(&head, repo.get(), "HEAD^{commit}") != 0) {
+        fail("the project's repository " + source.worktree.string() +
+             " has no commit to evaluate (HEAD: " + git_error_text() + ")");
+    }
+    const Object commit{head};
+    char hex[GIT_OID_HEXSZ + 1] = {};
+    git_oid_tostr(hex, sizeof hex, git_object_id(commit.get()));
+    source.commit = hex;
+    return source;
+}
+
+Materialized materialize(const WorkspaceSource &source, const fs::path &destination) {
+    ensure_libgit2();
+    if (!source.git) {
+        try {
+            return copy_directory(source, destination);
+        } catch (const fs::filesystem_error &e) {
+            fail(std::string{"cannot copy the project: "} + e.what());
+        }
+    }
+    git_repository *raw = nullptr;
+    if (git_repository_open(&raw, source.worktree.c_str()) != 0)
+        fail("cannot open the project's repository: " + git_error_text());
+    const Repository repo{raw};
+    git_oid oid;
+    if (git_oid_fromstr(&oid, source.commit.c_str()) != 0) fail("bad commit id " + source.commit);
+    git_object *commit_raw = nullptr;
+    if (git_object_lookup(&commit_raw, repo.get(), &oid, GIT_OBJECT_COMMIT) != 0)
+        fail("cannot read commit " + source.commit + ": " + git_error_text());
+    const Object commit{commit_raw};
+    git_object *root_raw = nullptr;
+    if (git_object_peel(&root_raw, commit.get(), GIT_OBJECT_TREE) != 0)
+        fail("cannot read the tree of " + source.commit + ": " + git_error_text());
+    Object tree{root_raw};
+    if (!source.prefix.empty()) {
+        git_object *sub = nullptr;
+        if (git_object_lookup_bypath(&sub, tree.get(), source.prefix.c_str(), GIT_OBJECT_TREE) !=
+            0) {
+            fail("the project folder " + source.prefix + " is not in commit " + source.commit +
+                 " (commit it first)");
+        }
+        tree.reset(sub);
+    }
+    const Fd dir{::open(destination.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)};
+    if (dir.get() < 0) fail("cannot open " + destination.string() + ": " + errno_message(errno));
+    Writer writer{repo.get(), source.excluded, {}};
+    writer.write_tree(reinterpret_cast<const git_tree *>(tree.get()), dir.get(), "");
+    return writer.out;
+}
+
+}  // namespace tea::git

@@ -1,0 +1,47 @@
+// Where a trial's workspace comes from: the evaluated commit of the project's git repository, or,
+// for a project in no repository, a clean copy of the project's directory.
+//
+// Each trial starts from the same source, fresh: files are written from the commit's objects (no
+// index, no .git, no filters), so nothing a previous trial or the host's working tree holds leaks
+// into the next workspace. The evaluation folder is never written into a workspace: a copy there
+// would hand the target the grading material the confinement withholds at its real path.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace tea::git {
+
+class WorkspaceSourceError : public std::runtime_error {
+   public:
+    using std::runtime_error::runtime_error;
+};
+
+struct WorkspaceSource {
+    std::filesystem::path project_root;  // canonical
+    bool git = false;
+    std::string commit;                 // the evaluated commit (git only)
+    std::filesystem::path git_dir;      // the repository's common git directory (git only)
+    std::filesystem::path worktree;     // the repository's work tree (git only)
+    std::string prefix;                 // the project root inside the work tree ("" at its root)
+    std::vector<std::string> excluded;  // project-relative paths never written (the eval folder)
+};
+
+// Opens the repository holding project_root, if any, and resolves HEAD to the evaluated commit.
+// Throws WorkspaceSourceError naming the project (a repository with no commit, say).
+WorkspaceSource open_workspace_source(const std::filesystem::path &project_root,
+                                      const std::vector<std::string> &excluded);
+
+struct Materialized {
+    std::size_t files = 0;
+    std::size_t skipped = 0;  // submodules, special files: not part of a workspace
+};
+
+// Writes the source into destination, an existing empty directory. Never follows a link it
+// writes and refuses entry names that would leave the directory. Throws WorkspaceSourceError.
+Materialized materialize(const WorkspaceSource &source, const std::filesystem::path &destination);
+
+}  // namespace tea::git
