@@ -7,12 +7,16 @@
 
 namespace tea::cli {
 
-int check_command(const CommonOptions &common, const std::string &eval_dir) {
-    const auto loaded = evaluation::load(eval_dir);
+void print_problems(const std::vector<evaluation::Problem> &problems) {
     // Every problem quotes what the folder holds: escaped, so a hostile name cannot forge lines.
-    for (const auto &problem : loaded.problems) {
+    for (const auto &problem : problems) {
         std::cerr << printable(evaluation::to_string(problem)) << '\n';
     }
+}
+
+int check_command(const CommonOptions &common, const std::string &eval_dir) {
+    const auto loaded = evaluation::load(eval_dir);
+    print_problems(loaded.problems);
     if (common.json) {
         auto problems = nlohmann::json::array();
         for (const auto &p : loaded.problems) {

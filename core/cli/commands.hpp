@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cli/call.hpp"
+#include "evaluation/evaluation.hpp"
 #include "cli/runtime.hpp"
 
 namespace tea::cli {
@@ -35,6 +36,8 @@ int preflight_command(const CommonOptions &common, const PreflightOptions &optio
 int plugins_command(const CommonOptions &common);
 // Loads and checks the evaluation folder; starts nothing and loads no plugin. Exit 0, or 2 with
 // every problem named.
+// One escaped line per problem of an evaluation, on stderr.
+void print_problems(const std::vector<evaluation::Problem> &problems);
 int check_command(const CommonOptions &common, const std::string &eval_dir);
 
 // A path as one line of a human list: control bytes and backslashes escaped (\xNN), so a

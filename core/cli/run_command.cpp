@@ -482,15 +482,6 @@ bool run_trial(RunState &state, int index, fs::RunDirectory &private_dir, Progre
     return true;
 }
 
-void print_problems(const std::vector<evaluation::Problem> &problems, const stdfs::path &folder) {
-    for (const auto &p : problems) {
-        std::cerr << "tea-evaluate: " << printable(evaluation::to_string(p)) << '\n';
-    }
-    std::cerr << "tea-evaluate: " << problems.size() << " problem"
-              << (problems.size() == 1 ? "" : "s") << " in " << printable(folder.string())
-              << "; nothing was run\n";
-}
-
 // The evaluation loaded, its session opened and its source found; every target checked to be in
 // the evaluated commit before anything runs.
 struct Opened {
@@ -503,7 +494,10 @@ std::optional<Opened> open_evaluation(const CommonOptions &common, const stdfs::
     auto loaded = evaluation::load(folder);
     if (!loaded.problems.empty()) {
         // A malformed evaluation never starts a target.
-        print_problems(loaded.problems, folder);
+        print_problems(loaded.problems);
+        std::cerr << "tea-evaluate: " << loaded.problems.size() << " problem"
+                  << (loaded.problems.size() == 1 ? "" : "s") << " in "
+                  << printable(folder.string()) << "; nothing was run\n";
         return std::nullopt;
     }
     Opened o{std::move(loaded.evaluation), nullptr, {}};
