@@ -394,12 +394,21 @@ class Bubblewrap {
         if (fs::is_directory("/run/user")) {
             add({"--size", "4096", "--tmpfs", "/run/user", "--remount-ro", "/run/user"});
         }
-        add({"--bind", spec.workspace, spec.workspace});
-        add({"--bind", spec.temp_dir, temp_mount});
-        // The private root: an empty read-only cover with only this call's home bound back.
+        // The private root: an empty read-only cover with only this call's home (and a workspace
+        // of the call's run directory) bound back.
         const auto private_root = fs::path{spec.home}.parent_path().parent_path().string();
+        const bool workspace_in_root = workspace_under_private_root(spec, private_root);
+        if (!workspace_in_root) {
+            // Before the cover: a workspace that held the private root must never uncover it.
+            add({"--bind", spec.workspace, spec.workspace});
+        }
+        add({"--bind", spec.temp_dir, temp_mount});
         add({"--size", "65536", "--tmpfs", private_root});
         add({"--bind", spec.home, spec.home});
+        if (workspace_in_root) {
+            // After the cover, or the cover would hide it; the run's other directories stay hidden.
+            add({"--bind", spec.workspace, spec.workspace});
+        }
         const auto egress_dir = egress_directory(spec, private_root);
         if (!egress_dir.empty()) {
             // Read-only: the target may connect to the proxy's socket, never replace it.
@@ -581,6 +590,22 @@ class Bubblewrap {
                 "the read-only path " + path + " passes through a symbolic link (it resolves to " +
                 (ec ? ec.message() : real.string()) + "); name the real path");
         }
+    }
+
+    // Whether the workspace lies under the private root. It may only lie in this call's run
+    // directory: anywhere else under the root, binding it back would uncover the root itself or
+    // another run's home.
+    static bool workspace_under_private_root(const Spec &spec, const std::string &private_root) {
+        if (!inside(spec.workspace, private_root)) {
+            return false;
+        }
+        const auto run_dir = normal(fs::path{spec.home}.parent_path().string());
+        if (!inside(spec.workspace, run_dir.string()) || normal(spec.workspace) == run_dir) {
+            throw tea::sdk::Unavailable(
+                "the workspace " + spec.workspace + " lies under the private root " + private_root +
+                " but not inside this call's run directory " + run_dir.string());
+        }
+        return true;
     }
 
     // The account database is read once per process, not once per probe and call.

@@ -124,6 +124,70 @@ if os.path.dirname(os.path.dirname(home)) == root:
     EXPECT_NE(listed->find(other.run_dir().filename().string()), std::string::npos) << control;
 }
 
+// A trial's workspace in its run directory, beside the home (as a trial set lays one out): bound
+// back over the private root's cover, while the run's other directories stay under it.
+TEST_P(EitherIdentity, WorkspaceInTheRunDirectoryIsWritableAndItsSiblingsStayHidden) {
+    // The private root and its parents as the runtime would make them, for whoever runs the call.
+    const auto root = private_root();
+    for (const auto &dir : {root.parent_path().parent_path(), root.parent_path(), root}) {
+        if (!fs::exists(dir)) {
+            const bool is_root = call_uid() == 0;
+            ASSERT_EQ(::mkdir(dir.c_str(), dir == root ? (is_root ? 0711 : 0700) : 0755), 0) << dir;
+            ASSERT_EQ(::chown(dir.c_str(), call_uid(), call_gid()), 0) << dir;
+        }
+    }
+    const auto run_dir = root / ("run-" + random_token(12));
+    struct Cleanup {
+        fs::path dir;
+        ~Cleanup() {
+            std::error_code ec;
+            fs::remove_all(dir, ec);
+        }
+    } cleanup{run_dir};
+    ASSERT_EQ(::mkdir(run_dir.c_str(), 0711), 0);
+    const auto made = [&](const std::string &prefix, unsigned mode) {
+        auto dir = run_dir / (prefix + random_token(12));
+        fs::create_directory(dir);
+        fs::permissions(dir, static_cast<fs::perms>(mode));
+        return dir;
+    };
+    tea::exec::LaunchSpec spec;
+    spec.home = made("tea-evaluate-target-home-", 0700).string();
+    spec.temp_dir = made("tmp-", 0700).string();
+    spec.workspace = spec.cwd = made("workspace-", 0700).string();
+    // Readable by everyone: only the cover can hide it.
+    const auto sibling = made("sibling-", 0755);
+    make_file(sibling / "secret", secret() + "\n", 0644);
+    hand_to_caller(run_dir);
+
+    spec.argv = python(R"PY(
+def write(path):
+    with open(path, "w") as f:
+        f.write("written")
+report("WRITE", lambda: write(sys.argv[1] + "/result"))
+report("SIBLING", lambda: open(sys.argv[2]).read().strip())
+report("RUN-HOLDS", lambda: ",".join(sorted(os.listdir(sys.argv[3]))))
+)PY",
+                       {spec.workspace, (sibling / "secret").string(), run_dir.string()});
+    spec.env = {"PATH=/usr/bin:/bin", "LANG=C.UTF-8"};
+    const auto confined = run_spec(spec);
+
+    EXPECT_EQ(confined.status, 0) << confined;
+    EXPECT_TRUE(confined.has("WRITE-OK")) << confined;
+    EXPECT_EQ(read_file(fs::path{spec.workspace} / "result"), "written");
+    EXPECT_TRUE(confined.has("SIBLING-DENIED:ENOENT")) << confined;
+    const auto name = [](const std::string &p) { return fs::path{p}.filename().string(); };
+    const auto expected = std::min(name(spec.home), name(spec.workspace)) + "," +
+                          std::max(name(spec.home), name(spec.workspace));
+    EXPECT_EQ(confined.value("RUN-HOLDS-OK"), expected) << "no temp directory, no sibling\n"
+                                                        << confined;
+
+    // Control: the sibling is there on the host, and the same call unconfined reads it.
+    EXPECT_TRUE(fs::exists(sibling / "secret"));
+    const auto control = run_spec(spec, Backend::opt_out);
+    EXPECT_EQ(control.value("SIBLING-OK"), secret()) << control;
+}
+
 TEST_F(Confinement, WithheldFolderOfAConcurrentCallIsNotLentToTheSandbox) {
     if (::geteuid() != 0) {
         GTEST_SKIP() << "only root's calls lend their directories to the sandbox identity";
