@@ -2,6 +2,7 @@
 // host, other runs' homes, the private root, the temp directory, /proc/sys and
 // /sys, and a descriptor the runtime was handed.
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -137,14 +138,20 @@ TEST_P(EitherIdentity, WorkspaceInTheRunDirectoryIsWritableAndItsSiblingsStayHid
         }
     }
     const auto run_dir = root / ("run-" + random_token(12));
-    struct Cleanup {
+    // A live run's lock, held for the test: the runtime's reclaim in a call of another test
+    // sharing this private root leaves the directory alone.
+    struct LiveRun {
         fs::path dir;
-        ~Cleanup() {
+        int lock = -1;
+        ~LiveRun() {
+            ::close(lock);
             std::error_code ec;
             fs::remove_all(dir, ec);
         }
-    } cleanup{run_dir};
+    } live{run_dir};
     ASSERT_EQ(::mkdir(run_dir.c_str(), 0711), 0);
+    live.lock = ::open((run_dir / "lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    ASSERT_TRUE(live.lock >= 0 && ::flock(live.lock, LOCK_EX | LOCK_NB) == 0);
     const auto made = [&](const std::string &prefix, unsigned mode) {
         auto dir = run_dir / (prefix + random_token(12));
         fs::create_directory(dir);
@@ -186,6 +193,22 @@ report("RUN-HOLDS", lambda: ",".join(sorted(os.listdir(sys.argv[3]))))
     EXPECT_TRUE(fs::exists(sibling / "secret"));
     const auto control = run_spec(spec, Backend::opt_out);
     EXPECT_EQ(control.value("SIBLING-OK"), secret()) << control;
+
+    // Bound back anywhere else under the root, a workspace would uncover the run directory
+    // itself, the root, or another run: refused before anything runs.
+    const OtherRun other{root, "x"};
+    const std::pair<fs::path, std::string> refusals[] = {
+        {run_dir, "lies inside the workspace"},
+        {root, "lies inside the workspace"},
+        {other.run_dir(), "not inside this call's run directory"},
+        {other.secret_file().parent_path(), "not inside this call's run directory"}};
+    for (const auto &[elsewhere, reason] : refusals) {
+        auto moved = spec;
+        moved.workspace = moved.cwd = elsewhere.string();
+        const auto refused = run_spec(moved, Backend::bubblewrap, true);
+        EXPECT_EQ(refused.status, 12) << refused;
+        EXPECT_NE(refused.err.find(reason), std::string::npos) << refused;
+    }
 }
 
 TEST_F(Confinement, WithheldFolderOfAConcurrentCallIsNotLentToTheSandbox) {
