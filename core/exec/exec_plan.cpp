@@ -52,6 +52,7 @@ void no_nul(const std::string &s, const std::string &where) {
 
 std::string to_json(const LaunchSpec &spec) {
     json doc{
+        {"role", spec.role},
         {"argv", bytes::list_to_json(spec.argv)},
         {"env", bytes::list_to_json(spec.env)},
         {"cwd", bytes::to_json(spec.cwd)},
@@ -80,6 +81,14 @@ std::string to_json(const LaunchSpec &spec) {
 LaunchSpec launch_spec_from_json(std::string_view text) {
     const json doc = parse_object(text, "the launch spec");
     LaunchSpec spec;
+    if (doc.contains("role")) {
+        const auto &role = doc["role"];
+        // A role a backend does not know must never fall back to some other view.
+        if (!role.is_string() || (role != "target" && role != "grader")) {
+            throw std::invalid_argument(R"(role: expected "target" or "grader")");
+        }
+        spec.role = role.get<std::string>();
+    }
     spec.argv = bytes::list_from_json(field(doc, "argv"), "argv");
     spec.env = bytes::list_from_json(field(doc, "env"), "env");
     spec.cwd = bytes::from_json(field(doc, "cwd"), "cwd");

@@ -25,7 +25,9 @@ struct EgressRoute {
 };
 
 struct LaunchSpec {
-    std::string role = "target";  // "target" or "grader"
+    // "target": the full confinement. "grader": the evaluator's view, outside the target's
+    // confinement, with only the read_only paths protected (see docs/plugin-authoring.md).
+    std::string role = "target";
     std::vector<std::string> argv;
     std::vector<std::string> env;           // exact, "NAME=VALUE"
     std::string cwd;                        // where the target starts (inside the workspace)

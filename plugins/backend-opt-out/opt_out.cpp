@@ -24,11 +24,22 @@ class OptOut {
 
     std::string prepare(std::string_view spec_json) {
         const auto spec = nlohmann::json::parse(spec_json);
-        const nlohmann::json plan{{"argv", spec.at("argv")},
-                                  {"env", spec.at("env")},
-                                  {"cwd", spec.at("cwd")},
-                                  {"files", nlohmann::json::array()},
-                                  {"confinement", "opt-out"}};
+        const auto role = spec.value("role", nlohmann::json("target"));
+        // Even a backend that confines nothing says so for the role it was given, never another.
+        if (role != "target" && role != "grader") {
+            throw tea::sdk::Invalid(
+                R"(role: expected "target" or "grader", got )" +
+                role.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace));
+        }
+        nlohmann::json plan{{"argv", spec.at("argv")},
+                            {"env", spec.at("env")},
+                            {"cwd", spec.at("cwd")},
+                            {"files", nlohmann::json::array()},
+                            {"confinement", "opt-out"}};
+        if (role == "grader") {
+            // The record must not suggest that the evaluation folder or git directory was guarded.
+            plan["report"] = {{"role", "grader"}, {"graderView", "not applied"}};
+        }
         return plan.dump();
     }
 };

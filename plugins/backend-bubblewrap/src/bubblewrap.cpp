@@ -136,6 +136,15 @@ std::string helper_path() {
     return (prefix / "libexec" / "tea-evaluate" / "tea-sandbox-helper").string();
 }
 
+// The path folded lexically, without a trailing separator ("/a/b/" names /a/b).
+fs::path normal(const std::string &path) {
+    auto p = fs::path{path}.lexically_normal();
+    if (!p.has_filename() && p != p.root_path()) {
+        p = p.parent_path();
+    }
+    return p;
+}
+
 bool inside(const std::string &path, const std::string &dir) {
     if (dir.empty()) {
         return false;
@@ -185,6 +194,7 @@ void set_env(std::vector<std::string> &env, std::string_view name, const std::st
 }
 
 struct Spec {
+    std::string role;  // "target" or "grader"
     std::vector<std::string> argv, env, withhold, read_only, system_paths;
     std::string cwd, workspace, temp_dir, home;
     std::uint64_t cpu = 0, fsize = 0, nproc = 0;
@@ -196,6 +206,16 @@ Spec parse_spec(std::string_view text) {
     const auto doc = json::parse(text);
     Spec s;
     namespace b = tea::bytes;
+    s.role = "target";  // a spec from before roles existed
+    if (doc.contains("role")) {
+        const auto &role = doc["role"];
+        // An unknown role must never run under some other view than the one it asked for.
+        if (!role.is_string() || (role != "target" && role != "grader")) {
+            throw tea::sdk::Invalid(R"(role: expected "target" or "grader", got )" +
+                                    role.dump(-1, ' ', true, json::error_handler_t::replace));
+        }
+        s.role = role.get<std::string>();
+    }
     s.argv = b::list_from_json(doc.at("argv"), "argv");
     s.env = b::list_from_json(doc.at("env"), "env");
     s.cwd = b::from_json(doc.at("cwd"), "cwd");
@@ -242,8 +262,7 @@ class Bubblewrap {
     void probe() const {
         const auto bwrap = find_program(settings_.bwrap);
         if (bwrap.empty()) {
-            throw tea::sdk::Unavailable("bubblewrap (" + settings_.bwrap +
-                                        ") is not installed: apt-get install bubblewrap");
+            throw tea::sdk::Unavailable(bwrap_missing());
         }
         const auto helper = helper_path();
         if (helper.empty() || ::access(helper.c_str(), X_OK) != 0) {
@@ -302,6 +321,13 @@ class Bubblewrap {
         if (spec.argv.empty()) {
             throw tea::sdk::Invalid("the launch spec has no argv");
         }
+        return spec.role == "grader" ? prepare_grader(spec) : prepare_target(spec);
+    }
+
+   private:
+    // The target's view: every namespace of its own, the host read-only, only the call's
+    // directories writable, the withheld paths and the private root covered.
+    std::string prepare_target(const Spec &spec) const {
         const auto identity = sandbox_identity();
         check_path(spec.workspace, "workspace");
         check_path(spec.cwd, "working directory");
@@ -368,12 +394,21 @@ class Bubblewrap {
         if (fs::is_directory("/run/user")) {
             add({"--size", "4096", "--tmpfs", "/run/user", "--remount-ro", "/run/user"});
         }
-        add({"--bind", spec.workspace, spec.workspace});
-        add({"--bind", spec.temp_dir, temp_mount});
-        // The private root: an empty read-only cover with only this call's home bound back.
+        // The private root: an empty read-only cover with only this call's home (and a workspace
+        // of the call's run directory) bound back.
         const auto private_root = fs::path{spec.home}.parent_path().parent_path().string();
+        const bool workspace_in_root = workspace_under_private_root(spec, private_root);
+        if (!workspace_in_root) {
+            // Before the cover: a workspace that held the private root must never uncover it.
+            add({"--bind", spec.workspace, spec.workspace});
+        }
+        add({"--bind", spec.temp_dir, temp_mount});
         add({"--size", "65536", "--tmpfs", private_root});
         add({"--bind", spec.home, spec.home});
+        if (workspace_in_root) {
+            // After the cover, or the cover would hide it; the run's other directories stay hidden.
+            add({"--bind", spec.workspace, spec.workspace});
+        }
         const auto egress_dir = egress_directory(spec, private_root);
         if (!egress_dir.empty()) {
             // Read-only: the target may connect to the proxy's socket, never replace it.
@@ -410,10 +445,9 @@ class Bubblewrap {
         }
 
         const auto helper = helper_path();
-        const auto bwrap = find_program(settings_.bwrap);
         // As root, the runtime itself drops to the sandbox identity in the child it
         // starts bwrap in (runAs below): no helper process is started for that.
-        std::vector<std::string> argv{bwrap, "--args", std::to_string(args_fd), "--"};
+        std::vector<std::string> argv = bwrap_command();
         if (!egress_dir.empty()) {
             // In front of the helper, so its listener exists before the target starts and its
             // relay lives in the call's namespaces, ending with them.
@@ -438,7 +472,7 @@ class Bubblewrap {
                   {"cwd", "/"},
                   {"files",
                    {{{"fd", env_fd}, {"content", tea::bytes::to_json(join_nul(env))}},
-                    {{"fd", args_fd}, {"content", tea::bytes::to_json(join_nul(a))}},
+                    args_file(a),
                     {{"fd", helper_fd}, {"path", tea::bytes::to_json(helper)}}}},
                   {"confinement", "bubblewrap"},
                   {"report", report},
@@ -459,7 +493,121 @@ class Bubblewrap {
         return plan.dump();
     }
 
-   private:
+    // The evaluator's view: the host as it is (its network, its identity, every place the uid may
+    // write), with only the read-only paths (the evaluation folder, the git directory) protected.
+    std::string prepare_grader(const Spec &spec) const {
+        check_path(spec.workspace, "workspace");
+        check_path(spec.cwd, "working directory");
+        if (!spec.temp_dir.empty()) {
+            check_path(spec.temp_dir, "temp directory");
+        }
+        if (!spec.home.empty()) {
+            check_path(spec.home, "home");
+        }
+        // A grader runs outside the target's confinement: withholding or a route out would be
+        // promises this view does not keep, so they are refused rather than dropped.
+        if (!spec.withhold.empty()) {
+            throw tea::sdk::Invalid("a grader's launch spec withholds nothing (withhold: " +
+                                    spec.withhold.front() + "); list it in readOnly instead");
+        }
+        if (!spec.egress_socket.empty()) {
+            throw tea::sdk::Invalid("a grader keeps the host's network and takes no egress route");
+        }
+        for (const auto &r : spec.read_only) {
+            check_path(r, "read-only");
+            check_protected_path(r);
+            if (inside(spec.workspace, r)) {
+                throw tea::sdk::Invalid("the grader's working directory " + spec.workspace +
+                                        " lies inside the read-only path " + r +
+                                        ", so it could not write it");
+            }
+        }
+
+        std::vector<std::string> a;
+        if (::geteuid() != 0) {
+            // An unprivileged bwrap may mount only in a user namespace of its own. As root none is
+            // made: the grader keeps the invoking identity, with no capability left.
+            a.emplace_back("--unshare-user");
+        }
+        a.insert(a.end(), {"--unshare-pid", "--die-with-parent",
+                           // A new session: no controlling terminal to push input into.
+                           "--new-session",
+                           // Without a capability the grader cannot remount a read-only bind.
+                           "--cap-drop", "ALL", "--dev-bind", "/", "/", "--proc", "/proc"});
+        for (const auto &r : spec.read_only) {
+            // Recursive and read-only: the grader cannot rewrite evidence, move a ref, change the
+            // repository's configuration or plant a hook, nor below in a submount.
+            a.insert(a.end(), {"--ro-bind", r, r});
+        }
+        a.insert(a.end(), {"--chdir", spec.cwd});
+
+        auto argv = bwrap_command();
+        argv.insert(argv.end(), spec.argv.begin(), spec.argv.end());
+        // No helper, seccomp, socket mask, lend or runAs: the grader is code the team trusts,
+        // run as the invoking user; only the evidence and the grading material are guarded.
+        const json plan{{"argv", tea::bytes::list_to_json(argv)},
+                        {"env", tea::bytes::list_to_json(spec.env)},
+                        {"cwd", "/"},
+                        {"files", json::array({args_file(a)})},
+                        {"confinement", "bubblewrap"},
+                        {"report", {{"role", "grader"}}}};
+        return plan.dump();
+    }
+
+    // bwrap, reading its arguments from args_fd: no command line limits them or shows them.
+    std::vector<std::string> bwrap_command() const {
+        auto bwrap = find_program(settings_.bwrap);
+        if (bwrap.empty()) {
+            throw tea::sdk::Unavailable(bwrap_missing());
+        }
+        return {std::move(bwrap), "--args", std::to_string(args_fd), "--"};
+    }
+
+    std::string bwrap_missing() const {
+        return "bubblewrap (" + settings_.bwrap + ") is not installed: apt-get install bubblewrap";
+    }
+
+    static json args_file(const std::vector<std::string> &a) {
+        return {{"fd", args_fd}, {"content", tea::bytes::to_json(join_nul(a))}};
+    }
+
+    // A read-only path must be the directory or file itself: a link, or a path through one,
+    // could be swapped between this check and bwrap's mount, leaving the real one writable.
+    static void check_protected_path(const std::string &path) {
+        std::error_code ec;
+        const auto status = fs::symlink_status(path, ec);
+        if (ec || !fs::exists(status)) {
+            throw tea::sdk::Unavailable("the read-only path " + path +
+                                        " does not exist, so it cannot be protected");
+        }
+        if (fs::is_symlink(status)) {
+            throw tea::sdk::Unavailable("the read-only path " + path +
+                                        " is a symbolic link; name the place it leads to");
+        }
+        const auto real = fs::canonical(path, ec);
+        if (ec || real != normal(path)) {
+            throw tea::sdk::Unavailable(
+                "the read-only path " + path + " passes through a symbolic link (it resolves to " +
+                (ec ? ec.message() : real.string()) + "); name the real path");
+        }
+    }
+
+    // Whether the workspace lies under the private root. It may only lie in this call's run
+    // directory: anywhere else under the root, binding it back would uncover the root itself or
+    // another run's home.
+    static bool workspace_under_private_root(const Spec &spec, const std::string &private_root) {
+        if (!inside(spec.workspace, private_root)) {
+            return false;
+        }
+        const auto run_dir = normal(fs::path{spec.home}.parent_path().string());
+        if (!inside(spec.workspace, run_dir.string()) || normal(spec.workspace) == run_dir) {
+            throw tea::sdk::Unavailable(
+                "the workspace " + spec.workspace + " lies under the private root " + private_root +
+                " but not inside this call's run directory " + run_dir.string());
+        }
+        return true;
+    }
+
     // The account database is read once per process, not once per probe and call.
     const Identity &sandbox_identity() const {
         if (!identity_) {

@@ -121,6 +121,40 @@ TEST(ExecPlan, AuditHintsRoundTripAndAreChecked) {
     expect_refused(head + R"("audit": {"targetStart": "a\u0000b"}})", "audit.targetStart");
 }
 
+TEST(ExecPlan, LaunchSpecRoleRoundTripsAndDefaultsToTarget) {
+    LaunchSpec spec;
+    spec.argv = {"true"};
+    spec.cwd = spec.workspace = "/w";
+    EXPECT_EQ(launch_spec_from_json(to_json(spec)).role, "target");
+    spec.role = "grader";
+    spec.read_only = {"/w/.tea", "/w/.git"};
+    const auto back = launch_spec_from_json(to_json(spec));
+    EXPECT_EQ(back.role, "grader");
+    EXPECT_EQ(back.read_only, spec.read_only);
+
+    // A spec written before the role existed is a target's.
+    auto doc = nlohmann::json::parse(to_json(spec));
+    doc.erase("role");
+    EXPECT_EQ(launch_spec_from_json(doc.dump()).role, "target");
+}
+
+TEST(ExecPlan, LaunchSpecRefusesAnUnknownRole) {
+    LaunchSpec spec;
+    spec.argv = {"true"};
+    spec.cwd = spec.workspace = "/w";
+    auto doc = nlohmann::json::parse(to_json(spec));
+    for (const auto &role : {nlohmann::json("judge"), nlohmann::json(""), nlohmann::json("Grader"),
+                             nlohmann::json(1), nlohmann::json(nullptr)}) {
+        doc["role"] = role;
+        try {
+            (void)launch_spec_from_json(doc.dump());
+            ADD_FAILURE() << "accepted the role " << role.dump();
+        } catch (const std::invalid_argument &e) {
+            EXPECT_EQ(std::string{e.what()}.rfind("role:", 0), 0U) << e.what();
+        }
+    }
+}
+
 TEST(ExecPlan, LaunchSpecCarriesTheEgressRouteOnlyWhenThereIsOne) {
     LaunchSpec spec;
     spec.argv = {"true"};

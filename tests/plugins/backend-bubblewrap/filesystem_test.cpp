@@ -2,6 +2,7 @@
 // host, other runs' homes, the private root, the temp directory, /proc/sys and
 // /sys, and a descriptor the runtime was handed.
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -122,6 +123,92 @@ if os.path.dirname(os.path.dirname(home)) == root:
     const auto listed = control.value("ROOT");
     ASSERT_TRUE(listed) << control;
     EXPECT_NE(listed->find(other.run_dir().filename().string()), std::string::npos) << control;
+}
+
+// A trial's workspace in its run directory, beside the home (as a trial set lays one out): bound
+// back over the private root's cover, while the run's other directories stay under it.
+TEST_P(EitherIdentity, WorkspaceInTheRunDirectoryIsWritableAndItsSiblingsStayHidden) {
+    // The private root and its parents as the runtime would make them, for whoever runs the call.
+    const auto root = private_root();
+    for (const auto &dir : {root.parent_path().parent_path(), root.parent_path(), root}) {
+        if (!fs::exists(dir)) {
+            const bool is_root = call_uid() == 0;
+            ASSERT_EQ(::mkdir(dir.c_str(), dir == root ? (is_root ? 0711 : 0700) : 0755), 0) << dir;
+            ASSERT_EQ(::chown(dir.c_str(), call_uid(), call_gid()), 0) << dir;
+        }
+    }
+    const auto run_dir = root / ("run-" + random_token(12));
+    // A live run's lock, held for the test: the runtime's reclaim in a call of another test
+    // sharing this private root leaves the directory alone.
+    struct LiveRun {
+        fs::path dir;
+        int lock = -1;
+        ~LiveRun() {
+            ::close(lock);
+            std::error_code ec;
+            fs::remove_all(dir, ec);
+        }
+    } live{run_dir};
+    ASSERT_EQ(::mkdir(run_dir.c_str(), 0711), 0);
+    live.lock = ::open((run_dir / "lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    ASSERT_TRUE(live.lock >= 0 && ::flock(live.lock, LOCK_EX | LOCK_NB) == 0);
+    const auto made = [&](const std::string &prefix, unsigned mode) {
+        auto dir = run_dir / (prefix + random_token(12));
+        fs::create_directory(dir);
+        fs::permissions(dir, static_cast<fs::perms>(mode));
+        return dir;
+    };
+    tea::exec::LaunchSpec spec;
+    spec.home = made("tea-evaluate-target-home-", 0700).string();
+    spec.temp_dir = made("tmp-", 0700).string();
+    spec.workspace = spec.cwd = made("workspace-", 0700).string();
+    // Readable by everyone: only the cover can hide it.
+    const auto sibling = made("sibling-", 0755);
+    make_file(sibling / "secret", secret() + "\n", 0644);
+    hand_to_caller(run_dir);
+
+    spec.argv = python(R"PY(
+def write(path):
+    with open(path, "w") as f:
+        f.write("written")
+report("WRITE", lambda: write(sys.argv[1] + "/result"))
+report("SIBLING", lambda: open(sys.argv[2]).read().strip())
+report("RUN-HOLDS", lambda: ",".join(sorted(os.listdir(sys.argv[3]))))
+)PY",
+                       {spec.workspace, (sibling / "secret").string(), run_dir.string()});
+    spec.env = {"PATH=/usr/bin:/bin", "LANG=C.UTF-8"};
+    const auto confined = run_spec(spec);
+
+    EXPECT_EQ(confined.status, 0) << confined;
+    EXPECT_TRUE(confined.has("WRITE-OK")) << confined;
+    EXPECT_EQ(read_file(fs::path{spec.workspace} / "result"), "written");
+    EXPECT_TRUE(confined.has("SIBLING-DENIED:ENOENT")) << confined;
+    const auto name = [](const std::string &p) { return fs::path{p}.filename().string(); };
+    const auto expected = std::min(name(spec.home), name(spec.workspace)) + "," +
+                          std::max(name(spec.home), name(spec.workspace));
+    EXPECT_EQ(confined.value("RUN-HOLDS-OK"), expected) << "no temp directory, no sibling\n"
+                                                        << confined;
+
+    // Control: the sibling is there on the host, and the same call unconfined reads it.
+    EXPECT_TRUE(fs::exists(sibling / "secret"));
+    const auto control = run_spec(spec, Backend::opt_out);
+    EXPECT_EQ(control.value("SIBLING-OK"), secret()) << control;
+
+    // Bound back anywhere else under the root, a workspace would uncover the run directory
+    // itself, the root, or another run: refused before anything runs.
+    const OtherRun other{root, "x"};
+    const std::pair<fs::path, std::string> refusals[] = {
+        {run_dir, "lies inside the workspace"},
+        {root, "lies inside the workspace"},
+        {other.run_dir(), "not inside this call's run directory"},
+        {other.secret_file().parent_path(), "not inside this call's run directory"}};
+    for (const auto &[elsewhere, reason] : refusals) {
+        auto moved = spec;
+        moved.workspace = moved.cwd = elsewhere.string();
+        const auto refused = run_spec(moved, Backend::bubblewrap, true);
+        EXPECT_EQ(refused.status, 12) << refused;
+        EXPECT_NE(refused.err.find(reason), std::string::npos) << refused;
+    }
 }
 
 TEST_F(Confinement, WithheldFolderOfAConcurrentCallIsNotLentToTheSandbox) {

@@ -432,6 +432,48 @@ std::pair<Result, Result> Confinement::run_both(Call call) {
     return {std::move(confined), std::move(control)};
 }
 
+Result Confinement::run_spec(const std::string &spec_json, Backend backend, bool plan_only) {
+    const auto file = base_ / ("spec-" + std::to_string(++specs_) + ".json");
+    make_file(file, spec_json, 0644);
+    std::vector<std::string> argv = launcher_;
+    argv.emplace_back(TEA_PLAN_CALL_BIN);
+    if (plan_only) {
+        argv.emplace_back("--plan-only");
+    }
+    argv.insert(argv.end(),
+                {backend == Backend::opt_out ? "opt-out" : "bubblewrap", file.string()});
+    return Process{argv, base_env_, {}, base_}.wait();
+}
+
+Result Confinement::run_spec(const tea::exec::LaunchSpec &spec, Backend backend, bool plan_only) {
+    return run_spec(tea::exec::to_json(spec), backend, plan_only);
+}
+
+tea::exec::LaunchSpec Confinement::grader_spec(std::vector<std::string> command,
+                                               std::vector<std::string> read_only) const {
+    tea::exec::LaunchSpec spec;
+    spec.role = "grader";
+    spec.argv = std::move(command);
+    spec.env = {"PATH=/usr/bin:/bin", "LANG=C.UTF-8"};
+    spec.workspace = workspace_.string();
+    spec.cwd = workspace_.string();
+    spec.read_only = std::move(read_only);
+    const auto prefix = fs::path{TEA_EVALUATE_BIN}.parent_path().parent_path();
+    spec.runtime_prefix = prefix.string();
+    spec.helper_dir = (prefix / "libexec/tea-evaluate").string();
+    return spec;
+}
+
+void Confinement::hand_to_caller(const fs::path &path) {
+    if (call_uid_ == ::geteuid()) {
+        return;
+    }
+    const auto chown =
+        run_direct({"/bin/chown", "-R", std::to_string(call_uid_) + ":" + std::to_string(call_gid_),
+                    path.string()});
+    ASSERT_EQ(chown.status, 0) << chown;
+}
+
 Result Confinement::run_direct(const std::vector<std::string> &argv,
                                const std::vector<std::pair<int, int>> &inherit) {
     return Process{argv, base_env_, inherit, base_}.wait();

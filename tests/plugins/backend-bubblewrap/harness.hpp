@@ -22,6 +22,8 @@
 #include <utility>
 #include <vector>
 
+#include "exec/exec_plan.hpp"
+
 namespace tea::test::bwrap {
 
 enum class Backend { bubblewrap, opt_out };
@@ -136,6 +138,19 @@ class Confinement : public ::testing::Test {
     Process start(const Call &call);
     // The same call under bubblewrap, then under opt-out.
     std::pair<Result, Result> run_both(Call call);
+    // Prepares a launch spec (JSON) with a backend of the build and runs the plan as the calls'
+    // identity, as the runtime's session would (plan_call.cpp): for the views the command line
+    // does not offer. With plan_only the plan is printed instead; a refusal exits 12.
+    Result run_spec(const std::string &spec_json, Backend backend = Backend::bubblewrap,
+                    bool plan_only = false);
+    Result run_spec(const tea::exec::LaunchSpec &spec, Backend backend = Backend::bubblewrap,
+                    bool plan_only = false);
+    // A grader's launch spec: the fixture's workspace as its working directory, PATH and LANG.
+    [[nodiscard]] tea::exec::LaunchSpec grader_spec(std::vector<std::string> command,
+                                                    std::vector<std::string> read_only) const;
+    // Hands a tree the test made to the calls' identity (a no-op when that is the test's own).
+    void hand_to_caller(const std::filesystem::path &path);
+
     // Runs a command directly, not through tea-evaluate, as the calls' identity.
     Result run_direct(const std::vector<std::string> &argv,
                       const std::vector<std::pair<int, int>> &inherit = {});
@@ -170,6 +185,7 @@ class Confinement : public ::testing::Test {
     gid_t call_gid_ = 0;
     uid_t sandbox_uid_ = 0;
     int configs_ = 0;
+    int specs_ = 0;
 };
 
 // The subset of protections shown both for the invoking user and for an
