@@ -517,7 +517,13 @@ void Session::confirm_observer(const exec::ExecPlan &sample, const exec::LaunchS
     // The call's own workspace and withheld paths, so the probe lends and covers nothing the
     // call itself would not; the probe only reads its file in the home.
     spec.workspace = call.workspace;
-    spec.cwd = call.workspace;
+    if (contains(private_root_, call.workspace)) {
+        // A trial's workspace lives beside its home in the run's directory; the probe's home is
+        // elsewhere, so it takes an empty workspace beside its own home instead.
+        spec.workspace = run_dir.make_directory("workspace-").string();
+        ::chmod(spec.workspace.c_str(), 0755);
+    }
+    spec.cwd = spec.workspace;
     spec.withhold = call.withhold;
     const auto probe = spec.home + "/" + kProbeFile;
     std::ofstream{probe} << "probe\n";

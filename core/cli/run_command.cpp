@@ -39,6 +39,7 @@ namespace stdfs = std::filesystem;
 using nlohmann::json;
 
 constexpr std::uint64_t kArtifactCap = std::uint64_t{16} << 20U;  // per artifact
+constexpr std::size_t kPathsShown = 50;  // on the terminal; the records keep every one
 constexpr std::uint64_t kVerdictCap = std::uint64_t{1} << 20U;    // the evaluator's answer
 
 std::string utc_now() {
@@ -646,7 +647,13 @@ int run_command(const CommonOptions &common, const RunCommandOptions &options) {
     save_run(state);
 
     std::cerr << "tea-evaluate: " << state.run["summary"].get<std::string>() << '\n';
+    std::size_t shown = 0;
     for (const auto &path : summary.observed) {
+        if (++shown > kPathsShown) {
+            std::cerr << "  ... and " << summary.observed.size() - kPathsShown
+                      << " more (manifest.json lists every one)\n";
+            break;
+        }
         std::cerr << "  " << printable(path) << "  (" << state.observed_reason[path] << ")\n";
     }
     std::cerr << "tea-evaluate: records: " << printable(state.records.string()) << '\n';

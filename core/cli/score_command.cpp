@@ -17,6 +17,7 @@ namespace {
 namespace stdfs = std::filesystem;
 using nlohmann::json;
 
+constexpr std::size_t kReasonsShown = 50;
 constexpr std::uintmax_t kRecordCap = std::uintmax_t{256} << 20U;
 
 // A record as JSON, or a null with *why set: absent, too large, torn.
@@ -241,8 +242,14 @@ int score_command(const CommonOptions &common, const ScoreOptions &options) {
                      {"summary", summary}};
     fs::write_atomically(run_dir / "score.json", score.dump(2) + "\n");
     std::cerr << "tea-evaluate: " << summary << '\n';
-    for (const auto &r : verdict == "invalid" ? d.invalid : d.fail) {
-        std::cerr << "  " << printable(r) << '\n';
+    const auto &listed = verdict == "invalid" ? d.invalid : d.fail;
+    for (std::size_t i = 0; i < listed.size(); ++i) {
+        if (i == kReasonsShown) {
+            // score.json keeps every reason; the terminal gets the first ones.
+            std::cerr << "  ... and " << listed.size() - i << " more (score.json lists every one)\n";
+            break;
+        }
+        std::cerr << "  " << printable(listed[i]) << '\n';
     }
     if (common.json) {
         std::cout << score.dump() << '\n';
