@@ -1,16 +1,27 @@
 #!/usr/bin/env bash
-# The main job: set up, build, and run the example on the embedded default
-# configuration.
+# The main job: set up, build, and evaluate the quickstart example end to end (check, run, score)
+# on the embedded default configuration.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 cmake --preset release >/dev/null
 cmake --build --preset release
-# A fresh workspace the sandbox identity can reach, whatever directory the
-# repository lives in.
-workspace=$(mktemp -d /tmp/tea-example-XXXXXX)
-trap 'rm -rf "$workspace"' EXIT
-cp -R examples/hello/. "$workspace/"
-chmod 755 "$workspace"
-build/release/bin/tea-evaluate exec --workspace "$workspace" --withhold "$workspace/secret" \
-  -- sh probe.sh
+bin="$PWD/build/release/bin/tea-evaluate"
+
+# The example is a project of its own: a fresh git repository holding examples/quickstart, in a
+# directory the sandbox identity can reach whatever directory this repository lives in. It is
+# kept afterwards, so its records can be read (the path is printed at the end).
+project=$(mktemp -d /tmp/tea-quickstart-XXXXXX)
+chmod 755 "$project"
+cp -R examples/quickstart/. "$project/"
+rm -rf "$project/.tea/runs"
+git -C "$project" init -q
+git -C "$project" add -A
+git -C "$project" -c user.name=tea-evaluate -c user.email=example@tea-evaluate.invalid \
+  commit -q -m "quickstart"
+
+"$bin" check "$project/.tea"
+run_dir=$("$bin" --json run "$project/.tea" |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["runDir"])')
+"$bin" score "$run_dir"
+echo "records: $run_dir (run.json, manifest.json, score.json, trials/)"

@@ -652,8 +652,7 @@ CallOutcome Session::call(exec::LaunchSpec spec, const exec::RunOptions &run,
             spdlog::warn(
                 "backend '{}' confines nothing: the target runs with your files, network "
                 "and identity{}",
-                backend_.plugin->name(),
-                spec.withhold.empty() ? "" : ", and nothing is withheld");
+                backend_.plugin->name(), spec.withhold.empty() ? "" : ", and nothing is withheld");
             opt_out_warned_ = true;
         }
     }

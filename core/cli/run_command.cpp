@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <ctime>
@@ -40,7 +41,7 @@ using nlohmann::json;
 
 constexpr std::uint64_t kArtifactCap = std::uint64_t{16} << 20U;  // per artifact
 constexpr std::size_t kPathsShown = 50;  // on the terminal; the records keep every one
-constexpr std::uint64_t kVerdictCap = std::uint64_t{1} << 20U;    // the evaluator's answer
+constexpr std::uint64_t kVerdictCap = std::uint64_t{1} << 20U;  // the evaluator's answer
 
 std::string utc_now() {
     const std::time_t t = std::time(nullptr);
@@ -647,8 +648,18 @@ int run_command(const CommonOptions &common, const RunCommandOptions &options) {
     save_run(state);
 
     std::cerr << "tea-evaluate: " << state.run["summary"].get<std::string>() << '\n';
+    // The withheld inputs first: a reach into the grading material matters more than a stray read.
+    std::vector<std::string> withheld_first = summary.observed;
+    std::vector<stdfs::path> withheld{ev.folder, session.private_root()};
+    if (source.git) withheld.push_back(source.git_dir);
+    std::stable_partition(withheld_first.begin(), withheld_first.end(), [&](const auto &path) {
+        return std::any_of(withheld.begin(), withheld.end(), [&](const stdfs::path &w) {
+            const auto rel = stdfs::path{path}.lexically_relative(w);
+            return !rel.empty() && *rel.begin() != "..";
+        });
+    });
     std::size_t shown = 0;
-    for (const auto &path : summary.observed) {
+    for (const auto &path : withheld_first) {
         if (++shown > kPathsShown) {
             std::cerr << "  ... and " << summary.observed.size() - kPathsShown
                       << " more (manifest.json lists every one)\n";

@@ -1,6 +1,7 @@
 // score: decides a run's verdict from its records alone, and refuses to call anything a pass
 // that the records cannot prove: a missing or torn record, a manifest that does not match
 // run.json, a path a target reached outside its grants, a trial the audit saw only in part.
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -194,7 +195,24 @@ Decision decide(const stdfs::path &run_dir, json *run_out) {
             manifest_observed != trial_observed) {
             d.invalid.emplace_back("manifest.json does not match run.json");
         }
-        for (const auto &path : manifest_observed) {
+        // The withheld inputs (the forbidden inputs' paths) first: a reach into the grading
+        // material matters more than a stray read.
+        std::vector<std::string> withheld;
+        if (manifest.contains("forbiddenInputs") && manifest["forbiddenInputs"].is_array()) {
+            for (const auto &f : manifest["forbiddenInputs"]) {
+                if (f.is_object() && f.contains("path") && f["path"].is_string()) {
+                    withheld.push_back(f["path"].get<std::string>());
+                }
+            }
+        }
+        std::vector<std::string> paths(manifest_observed.begin(), manifest_observed.end());
+        std::stable_partition(paths.begin(), paths.end(), [&](const std::string &path) {
+            return std::any_of(withheld.begin(), withheld.end(), [&](const std::string &w) {
+                const auto rel = stdfs::path{path}.lexically_relative(w);
+                return !rel.empty() && *rel.begin() != "..";
+            });
+        });
+        for (const auto &path : paths) {
             d.invalid.push_back("mount outside allowlist: " + path);
         }
     }
@@ -246,7 +264,8 @@ int score_command(const CommonOptions &common, const ScoreOptions &options) {
     for (std::size_t i = 0; i < listed.size(); ++i) {
         if (i == kReasonsShown) {
             // score.json keeps every reason; the terminal gets the first ones.
-            std::cerr << "  ... and " << listed.size() - i << " more (score.json lists every one)\n";
+            std::cerr << "  ... and " << listed.size() - i
+                      << " more (score.json lists every one)\n";
             break;
         }
         std::cerr << "  " << printable(listed[i]) << '\n';

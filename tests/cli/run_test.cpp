@@ -1,0 +1,427 @@
+// run and score end to end: real bubblewrap, real strace, real git repositories, the
+// tea-evaluate binary as a user runs it. Each protection is shown holding, with a control that
+// shows the same probe succeeding without it.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "support/process.hpp"
+
+namespace tea {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const fs::path kSource{TEA_SOURCE_DIR};
+
+// A project of its own: a temp directory every identity can reach, a private root and a
+// configuration directory of its own, so neither the developer's files nor another test count.
+class Project {
+   public:
+    explicit Project(const std::string &name) {
+        base_ = test::make_temp_dir("tea-run-test-" + name);
+        ::chmod(base_.c_str(), 0755);
+        root_ = base_ / "project";
+        fs::create_directories(root_);
+    }
+    Project(const Project &) = delete;
+    Project &operator=(const Project &) = delete;
+    ~Project() {
+        std::error_code ec;
+        fs::remove_all(base_, ec);
+    }
+
+    // Copies an example (its files and its .tea) into the project.
+    void copy_example(const std::string &example) {
+        fs::copy(kSource / "examples" / example, root_,
+                 fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+        std::error_code ec;
+        fs::remove_all(root_ / ".tea" / "runs", ec);
+    }
+    void write(const std::string &rel, const std::string &content, bool executable = false) {
+        fs::create_directories((root_ / rel).parent_path());
+        test::write_file((root_ / rel).string(), content);
+        if (executable) ::chmod((root_ / rel).c_str(), 0755);
+    }
+    void commit() {
+        for (const std::vector<std::string> &argv :
+             {std::vector<std::string>{"git", "init", "-q", root_.string()},
+              {"git", "-C", root_.string(), "add", "-A"},
+              {"git", "-C", root_.string(), "-c", "user.name=t", "-c", "user.email=t@t", "commit",
+               "-q", "-m", "fixture"}}) {
+            const auto o = test::run(argv, test::environment_with({}));
+            ASSERT_EQ(o.status, 0) << argv[1] << ": " << o.err;
+        }
+    }
+
+    [[nodiscard]] std::vector<std::string> env() const {
+        return test::environment_with(
+            {"XDG_CONFIG_HOME=/nonexistent-tea-test",
+             "TEA_EVALUATE_PRIVATE_ROOT=" + (base_ / "private").string()});
+    }
+    [[nodiscard]] test::Outcome tea(std::vector<std::string> args) const {
+        args.insert(args.begin(), TEA_EVALUATE_BIN);
+        return test::run(args, env());
+    }
+    [[nodiscard]] test::Outcome run() const { return tea({"--json", "run", eval().string()}); }
+    [[nodiscard]] fs::path eval() const { return root_ / ".tea"; }
+    [[nodiscard]] const fs::path &root() const { return root_; }
+    [[nodiscard]] fs::path private_root() const { return base_ / "private"; }
+    [[nodiscard]] std::size_t leftover_run_dirs() const {
+        std::size_t n = 0;
+        std::error_code ec;
+        for (const auto &e : fs::directory_iterator(private_root(), ec)) {
+            n += e.path().filename().string().rfind("run-", 0) == 0 ? 1U : 0U;
+        }
+        return n;
+    }
+
+   private:
+    fs::path base_;
+    fs::path root_;
+};
+
+fs::path run_dir_of(const test::Outcome &o) {
+    const auto doc = json::parse(o.out, nullptr, false);
+    if (!doc.is_object() || !doc.contains("runDir")) return {};
+    return doc["runDir"].get<std::string>();
+}
+
+json read_json(const fs::path &p) {
+    std::ifstream in{p};
+    return json::parse(in, nullptr, false);
+}
+
+// Validates a record against its JSON Schema in docs/schema with python3-jsonschema.
+void expect_schema_valid(const fs::path &record, const std::string &schema) {
+    const auto o = test::run(
+        {"/usr/bin/python3", "-c",
+         "import json,sys,jsonschema\n"
+         "jsonschema.validate(json.load(open(sys.argv[1])), json.load(open(sys.argv[2])))\n",
+         record.string(), (kSource / "docs" / "schema" / schema).string()},
+        test::environment_with({}));
+    EXPECT_EQ(o.status, 0) << record << " does not match " << schema << ":\n" << o.err;
+}
+
+void write_simple_evaluation(Project &p, const std::string &evaluation_extra = "",
+                             const std::string &target = "#!/bin/sh\necho ok\n",
+                             const std::string &grader = "") {
+    p.write("bin/t", target, true);
+    p.write(".tea/evaluation.json",
+            R"({"registry": [{"interfaceId": "t", "executable": "t", "target": "bin/t",
+                 "maxElapsedMs": 60000}],
+                "evaluator": {"command": ["evaluator/grade.sh"]})" +
+                evaluation_extra + "}");
+    p.write(".tea/probes/only.json", R"({"entry": "t"})");
+    p.write(".tea/evaluator/grade.sh",
+            grader.empty() ? "#!/bin/sh\necho '{\"verdict\": \"pass\"}'\n" : grader, true);
+}
+
+TEST(Run, QuickstartPassesAndItsRecordsMatchTheirSchemas) {
+    Project p{"pass"};
+    p.copy_example("quickstart");
+    p.commit();
+    const auto check = p.tea({"check", p.eval().string()});
+    ASSERT_EQ(check.status, 0) << check.err;
+    const auto run = p.run();
+    ASSERT_EQ(run.status, 0) << run.err;
+    const auto dir = run_dir_of(run);
+    ASSERT_FALSE(dir.empty()) << run.out;
+    const auto record = read_json(dir / "run.json");
+    EXPECT_EQ(record["status"], "complete");
+    EXPECT_EQ(record["confinement"], "bubblewrap");
+    EXPECT_EQ(record["observer"], "strace");
+    ASSERT_EQ(record["trials"].size(), 2U);
+    for (const auto &t : record["trials"]) {
+        EXPECT_EQ(t["observedMountsChannel"], "complete");
+        EXPECT_EQ(t["calls"].size(), 3U);
+        EXPECT_EQ(t["verdict"]["verdict"], "pass") << t["verdict"].dump();
+        EXPECT_EQ(t["artifacts"]["wordcount"]["report"]["status"], "copied");
+    }
+    expect_schema_valid(dir / "run.json", "run.schema.json");
+    expect_schema_valid(dir / "manifest.json", "manifest.schema.json");
+
+    const auto score = p.tea({"score", dir.string()});
+    EXPECT_EQ(score.status, 0) << score.err;
+    EXPECT_NE(score.err.find("PASS"), std::string::npos) << score.err;
+    expect_schema_valid(dir / "score.json", "score.schema.json");
+    EXPECT_EQ(read_json(dir / "score.json")["verdict"], "pass");
+    EXPECT_EQ(p.leftover_run_dirs(), 0U);
+
+    // Torn, missing and altered records are never a pass. Each case starts from the good run.
+    const auto pristine = dir.parent_path() / "pristine";
+    fs::copy(dir, pristine, fs::copy_options::recursive);
+    const auto mutate = [&](const std::function<void(const fs::path &)> &change,
+                            const std::string &expect) {
+        fs::remove_all(dir);
+        fs::copy(pristine, dir, fs::copy_options::recursive);
+        change(dir);
+        const auto s = p.tea({"score", dir.string()});
+        EXPECT_EQ(s.status, 3) << expect << "\n" << s.err;
+        EXPECT_NE(s.err.find(expect), std::string::npos) << s.err;
+        EXPECT_EQ(read_json(dir / "score.json")["verdict"], "invalid");
+    };
+    mutate([](const fs::path &d) { fs::resize_file(d / "run.json", 100); }, "torn");
+    mutate([](const fs::path &d) { fs::remove(d / "manifest.json"); }, "manifest.json is missing");
+    mutate(
+        [](const fs::path &d) {
+            auto m = read_json(d / "manifest.json");
+            m["trials"] = 1;
+            test::write_file((d / "manifest.json").string(), m.dump());
+        },
+        "does not match run.json");
+    mutate([](const fs::path &d) { fs::remove(d / "trials" / "2" / "verdict.json"); },
+           "verdict.json is missing");
+    mutate(
+        [](const fs::path &d) {
+            for (const auto &e : fs::directory_iterator(d / "trials" / "1" / "calls")) {
+                if (e.path().extension() == ".json") {
+                    test::write_file(e.path().string(), "{\"status\": 0");
+                    break;
+                }
+            }
+        },
+        "torn");
+}
+
+TEST(Run, WrongAnswersScoreFail) {
+    Project p{"fail"};
+    p.copy_example("quickstart");
+    p.write("bin/wordcount", "#!/bin/sh\necho 0\n", true);
+    p.commit();
+    const auto run = p.run();
+    ASSERT_EQ(run.status, 0) << run.err;  // nothing outside the grants: the run itself is sound
+    const auto score = p.tea({"score", run_dir_of(run).string()});
+    EXPECT_EQ(score.status, 1) << score.err;
+    EXPECT_NE(score.err.find("FAIL"), std::string::npos) << score.err;
+    EXPECT_NE(score.err.find("count-file: printed '0', expected '9'"), std::string::npos)
+        << score.err;
+}
+
+TEST(Run, LeakyTargetMakesTheRunExit3AndTheScoreInvalid) {
+    Project p{"leaky"};
+    p.copy_example("leaky-target");
+    p.commit();
+    const auto run = p.run();
+    EXPECT_EQ(run.status, 3) << run.err;
+    // Each attempt is named: the evaluation folder and the private root above the home.
+    EXPECT_NE(run.err.find(p.eval().string()), std::string::npos) << run.err;
+    EXPECT_NE(run.err.find(p.private_root().string()), std::string::npos) << run.err;
+    const auto dir = run_dir_of(run);
+    const auto record = read_json(dir / "run.json");
+    const auto out = test::read_file((dir / "trials" / "1" / "calls" / "01-snoop.stdout").string());
+    // Withheld: the target read nothing of the grading material and reached no host socket.
+    EXPECT_EQ(out.find("READ " + p.eval().string()), std::string::npos) << out;
+    EXPECT_EQ(out.find("CONNECTED"), std::string::npos) << out;
+    EXPECT_NE(out.find("cover " + p.eval().string()), std::string::npos) << out;  // it looked
+    const auto score = p.tea({"score", dir.string()});
+    EXPECT_EQ(score.status, 3) << score.err;
+    EXPECT_NE(score.err.find("mount outside allowlist: " + p.eval().string()), std::string::npos)
+        << score.err;
+    // The evaluator passed the trial; the audit overrides it.
+    EXPECT_EQ(record["trials"][0]["verdict"]["verdict"], "pass");
+}
+
+TEST(Run, EvaluatorCannotWriteTheEvaluationFolderOrTheGitDirectory) {
+    Project p{"grader"};
+    const std::string grader =
+        "#!/bin/sh\n"
+        "r1=$( (echo x > \"$TEA_EVALUATION_DIR/planted\") 2>&1 && echo WROTE)\n"
+        "r2=$( (echo x > \"$TEA_RUN_DIR/forged\") 2>&1 && echo WROTE)\n"
+        "r3=$( (echo x > \"$TEA_EVALUATION_DIR/../.git/hooks/pre-commit\") 2>&1 && echo WROTE)\n"
+        "r4=$( (echo x > ./scratch && cat ./scratch) 2>&1)\n"
+        "printf '{\"verdict\": \"pass\", \"reasons\": [\"%s\", \"%s\", \"%s\", \"%s\"]}\\n' "
+        "\"$(echo $r1 | tr -d '\"')\" \"$(echo $r2 | tr -d '\"')\" \"$(echo $r3 | tr -d '\"')\" "
+        "\"$r4\"\n";
+    write_simple_evaluation(p, "", "#!/bin/sh\necho ok\n", grader);
+    p.commit();
+    const auto run = p.run();
+    ASSERT_EQ(run.status, 0) << run.err;
+    const auto verdict = read_json(run_dir_of(run) / "trials" / "1" / "verdict.json");
+    ASSERT_EQ(verdict["reasons"].size(), 4U) << verdict.dump();
+    for (std::size_t i = 0; i < 3; ++i) {
+        EXPECT_NE(verdict["reasons"][i].get<std::string>().find("Read-only file system"),
+                  std::string::npos)
+            << verdict.dump();
+    }
+    EXPECT_FALSE(fs::exists(p.eval() / "planted"));
+    EXPECT_FALSE(fs::exists(run_dir_of(run) / "forged"));
+    EXPECT_FALSE(fs::exists(p.root() / ".git" / "hooks" / "pre-commit"));
+    // Control: the grader writes its own working directory.
+    EXPECT_EQ(verdict["reasons"][3], "x") << verdict.dump();
+    // Control: the same writes succeed without the grader's view (the invoking user may write).
+    test::write_file((p.eval() / "planted").string(), "x");
+    EXPECT_TRUE(fs::exists(p.eval() / "planted"));
+}
+
+TEST(Run, OptOutIsRecordedAndSaidEverywhere) {
+    Project p{"optout"};
+    write_simple_evaluation(p, R"(, "confinement": false)");
+    p.commit();
+    const auto run = p.run();
+    ASSERT_EQ(run.status, 0) << run.err;
+    EXPECT_NE(run.err.find("not sandboxed"), std::string::npos) << run.err;
+    const auto dir = run_dir_of(run);
+    const auto record = read_json(dir / "run.json");
+    EXPECT_EQ(record["confinement"], "opt-out");
+    EXPECT_EQ(record["trials"][0]["observedMountsChannel"], "unaudited");
+    EXPECT_NE(record["summary"].get<std::string>().find("not sandboxed"), std::string::npos);
+    const auto manifest = read_json(dir / "manifest.json");
+    for (const auto &f : manifest["forbiddenInputs"]) {
+        EXPECT_NE(f["note"].get<std::string>().find("did not sandbox"), std::string::npos)
+            << f.dump();
+    }
+    const auto score = p.tea({"score", dir.string()});
+    EXPECT_EQ(score.status, 0) << score.err;
+    EXPECT_NE(score.err.find("not sandboxed"), std::string::npos) << score.err;
+    const auto s = read_json(dir / "score.json");
+    EXPECT_EQ(s["confinement"], "opt-out");
+    EXPECT_NE(s["summary"].get<std::string>().find("not sandboxed"), std::string::npos);
+}
+
+TEST(Run, MalformedEvaluationNeverStartsATarget) {
+    Project p{"malformed"};
+    const auto marker = p.root().parent_path() / "target-ran";
+    write_simple_evaluation(p, R"(, "network": true)",
+                            "#!/bin/sh\ntouch " + marker.string() + "\necho ok\n");
+    p.commit();
+    const auto run = p.run();
+    EXPECT_EQ(run.status, 2) << run.err;
+    EXPECT_NE(run.err.find("evaluation.json"), std::string::npos) << run.err;
+    EXPECT_FALSE(fs::exists(marker));
+    EXPECT_FALSE(fs::exists(p.eval() / "runs"));
+    // Control: the marker is written when the evaluation is sound and the target runs unconfined.
+    Project q{"malformed-control"};
+    write_simple_evaluation(q, R"(, "confinement": false)",
+                            "#!/bin/sh\ntouch " + marker.string() + "\necho ok\n");
+    q.commit();
+    EXPECT_EQ(q.run().status, 0);
+    EXPECT_TRUE(fs::exists(marker));
+    fs::remove(marker);
+}
+
+// Starts tea-evaluate run without waiting; returns its pid.
+pid_t spawn_run(const Project &p) {
+    const std::vector<std::string> argv{TEA_EVALUATE_BIN, "-q", "run", p.eval().string()};
+    const auto env = p.env();
+    auto a = test::c_strings(argv);
+    auto e = test::c_strings(env);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+    pid_t pid = -1;
+    EXPECT_EQ(posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, a.data(), e.data()), 0);
+    posix_spawn_file_actions_destroy(&actions);
+    return pid;
+}
+
+// The first call's stdout record of the only run so far, once the target has written to it.
+bool wait_for_start(const Project &p) {
+    for (int i = 0; i < 600; ++i) {
+        std::error_code ec;
+        for (const auto &e : fs::directory_iterator(p.eval() / "runs", ec)) {
+            const auto out = e.path() / "trials" / "1" / "calls" / "01-only.stdout";
+            if (fs::exists(out) && fs::file_size(out, ec) > 0) return true;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds{100});
+    }
+    return false;
+}
+
+fs::path only_run_dir(const Project &p) {
+    for (const auto &e : fs::directory_iterator(p.eval() / "runs")) return e.path();
+    return {};
+}
+
+TEST(Run, SigtermEndsTheCallCleansUpAndRecordsTheInterruption) {
+    Project p{"sigterm"};
+    write_simple_evaluation(p, "", "#!/bin/sh\necho started\nexec sleep 60\n");
+    p.commit();
+    const auto started = std::chrono::steady_clock::now();
+    const pid_t pid = spawn_run(p);
+    ASSERT_TRUE(wait_for_start(p));
+    ASSERT_EQ(::kill(pid, SIGTERM), 0);
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);
+    // The call was ended, not waited for.
+    EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds{50});
+    const auto record = read_json(only_run_dir(p) / "run.json");
+    EXPECT_EQ(record["status"], "interrupted");
+    EXPECT_EQ(record["interruptedBy"], SIGTERM);
+    EXPECT_EQ(p.leftover_run_dirs(), 0U);
+    const auto score = p.tea({"score", only_run_dir(p).string()});
+    EXPECT_EQ(score.status, 3);
+    EXPECT_NE(score.err.find("did not complete"), std::string::npos) << score.err;
+}
+
+TEST(Run, SigkillLeavesNothingTheNextRunDoesNotReclaim) {
+    Project p{"sigkill"};
+    write_simple_evaluation(p, "", "#!/bin/sh\necho started\nexec sleep 60\n");
+    p.commit();
+    const pid_t pid = spawn_run(p);
+    ASSERT_TRUE(wait_for_start(p));
+    ASSERT_EQ(::kill(pid, SIGKILL), 0);
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    // Control: the killed run did leave its private directories behind.
+    EXPECT_GE(p.leftover_run_dirs(), 1U);
+    // The next run (of a target that ends at once) reclaims them.
+    p.write("bin/t", "#!/bin/sh\necho ok\n", true);
+    p.commit();
+    const auto next = p.run();
+    EXPECT_EQ(next.status, 0) << next.err;
+    EXPECT_EQ(p.leftover_run_dirs(), 0U);
+}
+
+// A detector in the spirit of the grading-leak reference: the target scans everything it can see
+// (its workspace, home, temp directory and the project's own path on the host) for the evaluation's
+// grading string. It must find nothing; the positive control plants the string where the target
+// can see it and shows the scan finds it.
+TEST(Run, GradingStringDetectorFindsNothingAndItsControlFindsThePlant) {
+    const std::string secret = "GRADING-STRING-7f3a9c";
+    const auto scan = [&](bool plant) {
+        Project p{plant ? "detector-plant" : "detector"};
+        // The pattern is put together at run time, so the detector does not find itself.
+        const std::string detector = "#!/bin/sh\ns='" + secret.substr(0, 8) + "'; s=\"${s}" +
+                                     secret.substr(8) +
+                                     "\"\n"
+                                     "for d in \"$PWD\" \"$HOME\" \"$TMPDIR\" \"$1\"; do\n"
+                                     "  grep -rla \"$s\" \"$d\" 2>/dev/null | sed 's/^/FOUND /'\n"
+                                     "done\n"
+                                     "exit 0\n";
+        write_simple_evaluation(p, "", detector);
+        p.write(".tea/probes/only.json",
+                R"({"entry": "t", "args": [")" + p.root().string() + R"("]})");
+        p.write(".tea/evaluator/answers.txt", secret + "\n");
+        if (plant) p.write("docs/leaked.txt", secret + "\n");  // outside the evaluation folder
+        p.commit();
+        const auto run = p.run();
+        const auto dir = run_dir_of(run);
+        EXPECT_FALSE(dir.empty()) << run.err;
+        return test::read_file((dir / "trials" / "1" / "calls" / "01-only.stdout").string());
+    };
+    const auto clean = scan(false);
+    EXPECT_EQ(clean.find("FOUND"), std::string::npos) << clean;
+    const auto planted = scan(true);
+    EXPECT_NE(planted.find("FOUND"), std::string::npos) << planted;
+    EXPECT_NE(planted.find("leaked.txt"), std::string::npos) << planted;
+}
+
+}  // namespace
+}  // namespace tea
