@@ -425,3 +425,52 @@ TEST(Run, GradingStringDetectorFindsNothingAndItsControlFindsThePlant) {
 
 }  // namespace
 }  // namespace tea
+
+namespace tea {
+namespace {
+
+// preflight EVAL_DIR: a path every leg opens is named (exit 3); declared in systemPaths, it is
+// not (the control); an opted-out evaluation has nothing to check.
+TEST(Preflight, NamesWhatEveryLegOpensAndAcceptsItOnceDeclared) {
+    Project p{"preflight"};
+    const auto outside = p.root().parent_path() / "toolchain";
+    fs::create_directories(outside);
+    test::write_file((outside / "rules.txt").string(), "rules\n");
+    const auto evaluation = [&](const std::string &system_paths) {
+        p.write(".tea/evaluation.json",
+                R"({"registry": [{"interfaceId": "t", "executable": "t", "target": "bin/t",
+                     "maxElapsedMs": 60000, "systemPaths": [)" +
+                    system_paths + R"(]}], "evaluator": {"command": ["evaluator/grade.sh"]}})");
+    };
+    write_simple_evaluation(p, "", "#!/bin/sh\ncat " + (outside / "rules.txt").string() + "\n");
+    evaluation("");
+    p.commit();
+    const auto named = p.tea({"preflight", p.eval().string()});
+    EXPECT_EQ(named.status, 3) << named.err;
+    EXPECT_NE(named.err.find((outside / "rules.txt").string()), std::string::npos) << named.err;
+    EXPECT_NE(named.err.find("preflight leg 2/2"), std::string::npos) << named.err;
+    EXPECT_FALSE(fs::exists(p.eval() / "runs"));  // a preflight is not a run
+
+    evaluation("\"" + outside.string() + "\"");
+    p.commit();
+    const auto declared = p.tea({"preflight", p.eval().string()});
+    EXPECT_EQ(declared.status, 0) << declared.err;
+
+    // A malformed evaluation is check's exit 2, before anything starts.
+    p.write("bad-eval/evaluation.json", "{\"trials\": ");
+    const auto malformed = p.tea({"preflight", (p.root() / "bad-eval").string()});
+    EXPECT_EQ(malformed.status, 2) << malformed.err;
+    EXPECT_NE(malformed.err.find("evaluation.json:1:"), std::string::npos) << malformed.err;
+}
+
+TEST(Preflight, AnOptedOutEvaluationHasNothingToCheck) {
+    Project p{"preflight-optout"};
+    write_simple_evaluation(p, R"(, "confinement": false)");
+    p.commit();
+    const auto o = p.tea({"preflight", p.eval().string()});
+    EXPECT_EQ(o.status, 0) << o.err;
+    EXPECT_NE(o.err.find("opts out of confinement"), std::string::npos) << o.err;
+}
+
+}  // namespace
+}  // namespace tea
