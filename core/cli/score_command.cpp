@@ -100,10 +100,13 @@ void check_trials(const stdfs::path &run_dir, const json &run, bool opt_out, Dec
             continue;
         }
         for (const auto &c : t["calls"]) {
-            const std::string probe = c.is_object() ? c.value("probe", "?") : "?";
+            std::string call = name;
+            call += ", call ";
+            call += c.is_object() ? c.value("probe", "?") : "?";
+            call += ": ";
             if (!c.is_object() || !record_file(dir, c.value("stdout", json{})) ||
                 !record_file(dir, c.value("stderr", json{}))) {
-                d.invalid.push_back(name + ", call " + probe + ": its output records are missing");
+                d.invalid.push_back(call + "its output records are missing");
                 continue;
             }
             std::string why;
@@ -111,14 +114,12 @@ void check_trials(const stdfs::path &run_dir, const json &run, bool opt_out, Dec
             const auto json_name = rec_name.substr(0, rec_name.size() - 7) + ".json";
             const auto rec = read_record(dir / json_name, &why);
             if (rec.is_null()) {
-                d.invalid.push_back(name + ", call " + probe + ": " + why);
+                d.invalid.push_back(call + why);
             } else if (rec != c) {
-                d.invalid.push_back(name + ", call " + probe +
-                                    ": its record does not match run.json");
+                d.invalid.push_back(call + "its record does not match run.json");
             }
             if (c.value("infrastructureError", false)) {
-                d.invalid.push_back(name + ", call " + probe +
-                                    ": an infrastructure error (status " +
+                d.invalid.push_back(call + "an infrastructure error (status " +
                                     std::to_string(c.value("status", -1)) + "), no verdict");
             }
         }
@@ -126,7 +127,8 @@ void check_trials(const stdfs::path &run_dir, const json &run, bool opt_out, Dec
         const auto verdict_file = read_record(dir / "verdict.json", &why);
         const auto &verdict = t.contains("verdict") ? t["verdict"] : json{};
         if (verdict_file.is_null()) {
-            d.invalid.push_back(name + ": " + why);
+            d.invalid.push_back(name + ": ");
+            d.invalid.back() += why;
             continue;
         }
         if (verdict_file != verdict) {
@@ -150,7 +152,8 @@ void check_trials(const stdfs::path &run_dir, const json &run, bool opt_out, Dec
                 !verdict["reasons"].empty() && verdict["reasons"][0].is_string()) {
                 detail = ": " + verdict["reasons"][0].get<std::string>();
             }
-            d.invalid.push_back(name + ": the evaluator gave no verdict" + detail);
+            d.invalid.push_back(name + ": the evaluator gave no verdict");
+            d.invalid.back() += detail;
         }
     }
 }

@@ -63,7 +63,7 @@ bool safe_name(std::string_view name) {
 }
 
 struct Writer {
-    git_repository *repo;
+    git_repository *repo = nullptr;
     const std::vector<std::string> &excluded;
     Materialized out;
 
@@ -72,8 +72,15 @@ struct Writer {
         for (std::size_t i = 0; i < n; ++i) {
             const git_tree_entry *e = git_tree_entry_byindex(tree, i);
             const std::string name = git_tree_entry_name(e);
-            const std::string path = rel.empty() ? name : rel + "/" + name;
-            if (!safe_name(name)) fail("the commit holds an entry named '" + path + "', refused");
+            std::string path = rel;
+            if (!path.empty()) path += '/';
+            path += name;
+            if (!safe_name(name)) {
+                std::string what = "the commit holds an entry named '";
+                what += path;
+                what += "', refused";
+                fail(what);
+            }
             bool skip = false;
             for (const auto &x : excluded) skip = skip || x == path;
             if (skip) continue;
