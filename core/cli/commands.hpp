@@ -5,8 +5,8 @@
 #include <string>
 
 #include "cli/call.hpp"
-#include "evaluation/evaluation.hpp"
 #include "cli/runtime.hpp"
+#include "evaluation/evaluation.hpp"
 
 namespace tea::cli {
 
@@ -43,6 +43,9 @@ int check_command(const CommonOptions &common, const std::string &eval_dir);
 // A path as one line of a human list: control bytes and backslashes escaped (\xNN), so a
 // hostile file name cannot forge lines of the report.
 std::string printable(const std::string &path);
+
+// The egress route's refusals of a call, one escaped line each, on stderr (nothing when none).
+void print_egress_refusals(const std::string &records_json);
 
 // The audit's list in human form, on stderr: what was listed, or why nothing can be said.
 void print_audit(const audit::AuditResult &audit);

@@ -39,8 +39,6 @@ std::string printable(const std::string &path) {
     return out;
 }
 
-namespace {
-
 // The route's refusals, one line each, on stderr: what the target asked for and why it was not
 // given it. Every field is the plugin's and may hold what a hostile target sent, so each is
 // escaped as a path is.
@@ -72,6 +70,8 @@ void print_egress_refusals(const std::string &records_json) {
         std::cerr << "  ... and " << omitted << " more refused requests not kept\n";
     }
 }
+
+namespace {
 
 // exec --json's egressRefusals: the records' refusals (an empty list for a call without a route).
 nlohmann::json egress_refusals(const std::string &records_json) {

@@ -137,6 +137,7 @@ int preflight_command(const CommonOptions &common, const PreflightOptions &optio
                   << (outcome.audit.findings.size() == 1 ? "" : "s") << " outside the grants"
                   << (outcome.audit.complete ? "" : ", audit INCOMPLETE: " + outcome.audit.reason)
                   << '\n';
+        print_egress_refusals(outcome.egress_records);
         incomplete = incomplete || !outcome.audit.complete;
         for (auto f : outcome.audit.findings) {
             // A path in the leg's copy stands for the same path in the pristine workspace, so

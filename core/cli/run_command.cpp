@@ -438,6 +438,7 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
                             " path(s) outside the grants";
         }
         progress.finish(outcome_text);
+        print_egress_refusals(outcome.egress_records);
     }
 
     return out;
@@ -508,6 +509,19 @@ std::optional<Opened> open_evaluation(const CommonOptions &common, const stdfs::
         o.source = git::open_workspace_source(o.ev.project_root, {excluded});
     } catch (const git::WorkspaceSourceError &e) {
         throw usage_error(e.what());
+    }
+    if (o.ev.confinement) {
+        for (const auto &entry : o.ev.registry) {
+            if (entry.login) {
+                // A confined target has a private home: without an adapter granting the login,
+                // the agent would run without it and fail in ways that look like its own.
+                throw host_error("entry '" + entry.interface_id + "' declares login '" +
+                                 *entry.login +
+                                 "', and this build has no login adapter to grant it to a "
+                                 "confined target; remove the field, or set \"confinement\": "
+                                 "false in evaluation.json to keep your home for the target");
+            }
+        }
     }
     o.session = std::make_unique<Session>(common, !o.ev.confinement);
     return o;

@@ -474,3 +474,78 @@ TEST(Preflight, AnOptedOutEvaluationHasNothingToCheck) {
 
 }  // namespace
 }  // namespace tea
+
+namespace tea {
+namespace {
+
+// An entry's egress in the records: run.json lists the entry's items, a refused request lands in
+// egressRefusals with its trial, the summary names the trial and the manifest notes the entry.
+// Control: the same request from an entry without egress has no route at all (no proxy
+// variable), so nothing is refused or recorded.
+TEST(Run, EgressRefusalsAreRecordedAndNamed) {
+    Project p{"egress"};
+    const std::string target =
+        "#!/bin/sh\n"
+        "if [ -z \"${HTTPS_PROXY:-}\" ]; then echo no-route; exit 0; fi\n"
+        "curl -s -o /dev/null -w '%{http_code}' -p -x \"$HTTPS_PROXY\" "
+        "https://not-listed.invalid:443/ || true\n";
+    write_simple_evaluation(p, "", target);
+    p.write(".tea/evaluation.json",
+            R"({"registry": [{"interfaceId": "t", "executable": "t", "target": "bin/t",
+                 "maxElapsedMs": 60000, "egress": [{"host": "127.0.0.1", "port": 9}]}],
+                "evaluator": {"command": ["evaluator/grade.sh"]}})");
+    p.commit();
+    const auto run = p.run();
+    ASSERT_EQ(run.status, 0) << run.err;
+    EXPECT_NE(run.err.find("not-listed.invalid"), std::string::npos) << run.err;
+    const auto dir = run_dir_of(run);
+    const auto record = read_json(dir / "run.json");
+    ASSERT_EQ(record["egress"].size(), 1U) << record["egress"].dump();
+    EXPECT_EQ(record["egress"][0]["entry"], "t");
+    EXPECT_EQ(record["egress"][0]["items"][0]["port"], 9);
+    ASSERT_EQ(record["egressRefusals"].size(), 1U) << record.dump(2);
+    const auto &refusal = record["egressRefusals"][0];
+    EXPECT_EQ(refusal["trialIndex"], 1);
+    EXPECT_EQ(refusal["refusals"][0]["host"], "not-listed.invalid");
+    EXPECT_EQ(refusal["refusals"][0]["status"], 403);
+    EXPECT_NE(record["summary"].get<std::string>().find("egress refusals in trial 1"),
+              std::string::npos)
+        << record["summary"];
+    bool noted = false;
+    const auto manifest = read_json(dir / "manifest.json");
+    for (const auto &f : manifest["forbiddenInputs"]) {
+        noted = noted || f.value("entry", "") == "t";
+    }
+    EXPECT_TRUE(noted);
+    expect_schema_valid(dir / "run.json", "run.schema.json");
+
+    Project q{"egress-control"};
+    write_simple_evaluation(q, "", target);
+    q.commit();
+    const auto control = q.run();
+    ASSERT_EQ(control.status, 0) << control.err;
+    const auto control_record = read_json(run_dir_of(control) / "run.json");
+    EXPECT_TRUE(control_record["egress"].empty());
+    EXPECT_TRUE(control_record["egressRefusals"].empty());
+    EXPECT_EQ(test::read_file(
+                  (run_dir_of(control) / "trials" / "1" / "calls" / "01-only.stdout").string()),
+              "no-route\n");
+}
+
+// A login the build cannot grant stops a confined run before any target starts (exit 12).
+TEST(Run, ALoginWithoutAnAdapterStopsAConfinedRun) {
+    Project p{"login"};
+    write_simple_evaluation(p);
+    p.write(".tea/evaluation.json",
+            R"({"registry": [{"interfaceId": "t", "executable": "t", "target": "bin/t",
+                 "maxElapsedMs": 60000, "login": "claude"}],
+                "evaluator": {"command": ["evaluator/grade.sh"]}})");
+    p.commit();
+    const auto run = p.run();
+    EXPECT_EQ(run.status, 12) << run.err;
+    EXPECT_NE(run.err.find("login adapter"), std::string::npos) << run.err;
+    EXPECT_FALSE(fs::exists(p.eval() / "runs"));
+}
+
+}  // namespace
+}  // namespace tea
