@@ -271,6 +271,9 @@ json run_evaluator(RunState &state, int index, const stdfs::path &trial_dir,
     if (state.source.git) {
         // No hook, configuration or ref of the project can be planted by the evaluation layer.
         spec.read_only.push_back(state.source.git_dir.string());
+        for (const auto &p : state.source.protected_paths) {
+            spec.read_only.push_back(p.string());  // a husky hooks directory, a .git file
+        }
     }
     spec.runtime_prefix = state.session.runtime().paths.prefix.string();
 

@@ -174,6 +174,38 @@ Materialized copy_directory(const WorkspaceSource &source, const fs::path &desti
     return out;
 }
 
+bool inside(const fs::path &path, const fs::path &dir) {
+    const auto rel = path.lexically_relative(dir);
+    return !rel.empty() && *rel.begin() != "..";
+}
+
+void protect_git_paths(git_repository *repo, WorkspaceSource &source) {
+    std::error_code ec;
+    // A hooks directory outside the git directory: a hook planted there runs on the user's next
+    // git command.
+    git_config *raw = nullptr;
+    if (git_repository_config_snapshot(&raw, repo) == 0) {
+        const Ptr<git_config, git_config_free> config{raw};
+        git_buf value = GIT_BUF_INIT;
+        if (git_config_get_path(&value, config.get(), "core.hooksPath") == 0) {
+            fs::path hooks{std::string(value.ptr, value.size)};
+            git_buf_dispose(&value);
+            if (hooks.is_relative()) hooks = source.worktree / hooks;
+            const auto real = fs::canonical(hooks, ec);
+            if (!ec && fs::is_directory(real, ec) && !inside(real, source.git_dir) &&
+                real != source.git_dir) {
+                source.protected_paths.push_back(real);
+            }
+        }
+    }
+    // A .git file names the repository the checkout belongs to; rewritten, it would point the
+    // user's next git command at another repository.
+    const auto dot_git = source.worktree / ".git";
+    if (fs::is_regular_file(fs::symlink_status(dot_git, ec))) {
+        source.protected_paths.push_back(dot_git);
+    }
+}
+
 }  // namespace
 
 WorkspaceSource open_workspace_source(const fs::path &project_root,
@@ -198,6 +230,7 @@ WorkspaceSource open_workspace_source(const fs::path &project_root,
     source.git_dir = fs::canonical(git_repository_commondir(repo.get()), ec);
     const auto prefix = source.project_root.lexically_relative(source.worktree);
     source.prefix = prefix == "." ? "" : prefix.string();
+    protect_git_paths(repo.get(), source);
     git_object *head = nullptr;
     if (git_revparse_single(&head, repo.get(), "HEAD^{commit}") != 0) {
         fail("the project's repository " + source.worktree.string() +

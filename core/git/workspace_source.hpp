@@ -27,6 +27,11 @@ struct WorkspaceSource {
     std::filesystem::path git_dir;      // the repository's common git directory (git only)
     std::filesystem::path worktree;     // the repository's work tree (git only)
     std::string prefix;                 // the project root inside the work tree ("" at its root)
+    // What else the evaluation layer must not change (git only), each existing and absolute: the
+    // hooks directory core.hooksPath names when it lies outside the git directory (a husky
+    // project's .husky/_), and the work tree's .git when it is a file (a linked worktree or a
+    // submodule), which says which repository the checkout belongs to.
+    std::vector<std::filesystem::path> protected_paths;
     std::vector<std::string> excluded;  // project-relative paths never written (the eval folder)
 };
 

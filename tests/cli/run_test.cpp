@@ -549,3 +549,53 @@ TEST(Run, ALoginWithoutAnAdapterStopsAConfinedRun) {
 
 }  // namespace
 }  // namespace tea
+
+namespace tea {
+namespace {
+
+// The evaluator may write the rest of the project, not what git would run or follow next: a
+// husky-style hooks directory (core.hooksPath outside .git) and a linked worktree's .git file.
+TEST(Run, EvaluatorCannotPlantAHuskyHookOrRepointALinkedWorktree) {
+    Project p{"husky"};
+    const auto main_repo = p.root();
+    const auto worktree = p.root().parent_path() / "linked";
+    const std::string grader =
+        "#!/bin/sh\n"
+        "p=\"$TEA_EVALUATION_DIR/..\"\n"
+        "r1=$( (echo x > \"$p/.husky/_/pre-commit\") 2>&1 && echo WROTE)\n"
+        "r2=$( (echo 'gitdir: /tmp/elsewhere' > \"$p/.git\") 2>&1 && echo WROTE)\n"
+        "r3=$( (echo x > \"$p/docs-scratch\") 2>&1 && echo WROTE)\n"
+        "printf '{\"verdict\": \"pass\", \"reasons\": [\"%s\", \"%s\", \"%s\"]}\\n' "
+        "\"$(echo $r1 | tr -d '\"')\" \"$(echo $r2 | tr -d '\"')\" \"$(echo $r3 | tr -d '\"')\"\n";
+    write_simple_evaluation(p, "", "#!/bin/sh\necho ok\n", grader);
+    p.write(".husky/_/husky.sh", "# hooks\n");
+    p.commit();
+    // The evaluation runs in a linked worktree of the project, whose hooks live in .husky/_.
+    for (const std::vector<std::string> &argv :
+         {std::vector<std::string>{"git", "-C", main_repo.string(), "config", "core.hooksPath",
+                                   ".husky/_"},
+          {"git", "-C", main_repo.string(), "worktree", "add", "-q", "--detach",
+           worktree.string()}}) {
+        const auto o = test::run(argv, test::environment_with({}));
+        ASSERT_EQ(o.status, 0) << o.err;
+    }
+    const auto dot_git_before = test::read_file((worktree / ".git").string());
+    auto o = test::run({TEA_EVALUATE_BIN, "--json", "run", (worktree / ".tea").string()}, p.env());
+    ASSERT_EQ(o.status, 0) << o.err;
+    const auto verdict = read_json(run_dir_of(o) / "trials" / "1" / "verdict.json");
+    ASSERT_EQ(verdict["reasons"].size(), 3U) << verdict.dump();
+    EXPECT_NE(verdict["reasons"][0].get<std::string>().find("Read-only file system"),
+              std::string::npos)
+        << verdict.dump();
+    EXPECT_NE(verdict["reasons"][1].get<std::string>().find("Read-only file system"),
+              std::string::npos)
+        << verdict.dump();
+    EXPECT_FALSE(fs::exists(worktree / ".husky" / "_" / "pre-commit"));
+    EXPECT_EQ(test::read_file((worktree / ".git").string()), dot_git_before);
+    // Control: the rest of the project stays writable to the evaluator.
+    EXPECT_EQ(verdict["reasons"][2], "WROTE") << verdict.dump();
+    EXPECT_TRUE(fs::exists(worktree / "docs-scratch"));
+}
+
+}  // namespace
+}  // namespace tea
