@@ -155,10 +155,15 @@ audit::Grants call_grants(const exec::LaunchSpec &spec, const exec::ExecPlan &pl
         g.runtime = {spec.runtime_prefix};
     }
     g.system_paths = spec.system_paths;
+    // The launch spec's read-only grants (a trial's private repository) are readable; one that
+    // lies under the private root is excepted from it, as the home is.
+    g.system_paths.insert(g.system_paths.end(), spec.read_only.begin(), spec.read_only.end());
     g.always_listed = spec.withhold;
     g.always_listed.push_back(private_root.string());
     // A trial's workspace may lie in a run directory beneath the private root, beside its home.
     g.always_listed_exceptions = {spec.temp_dir, spec.home, spec.workspace};
+    g.always_listed_exceptions.insert(g.always_listed_exceptions.end(), spec.read_only.begin(),
+                                      spec.read_only.end());
     return g;
 }
 

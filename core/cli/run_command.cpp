@@ -30,6 +30,7 @@
 #include "exec/environment.hpp"
 #include "fs/beneath.hpp"
 #include "fs/private_dirs.hpp"
+#include "git/private_repository.hpp"
 #include "git/workspace_source.hpp"
 #include "util/error.hpp"
 
@@ -313,6 +314,36 @@ json run_evaluator(RunState &state, int index, const stdfs::path &trial_dir,
     return record;
 }
 
+// A trial's workspace: for a project at the root of its repository, a checkout attached to a
+// private repository of the evaluated commit's history without the evaluation folder (see
+// git/private_repository.hpp), built once and then reused from the runtime's cache; otherwise a
+// plain checkout (or copy) with no history. Returns the private repository, or an empty path.
+stdfs::path prepare_workspace(const RunState &state, const stdfs::path &workspace,
+                              fs::RunDirectory &private_dir) {
+    const auto &source = state.source;
+    if (!source.git || !source.prefix.empty()) {
+        (void)git::materialize(source, workspace);
+        return {};
+    }
+    const auto repository = private_dir.path() / ("repository-" + fs::random_token(8));
+    const auto cache = state.session.private_root() / "git-cache";
+    if (::mkdir(cache.c_str(), 0700) != 0 && errno != EEXIST) {
+        throw runtime_error("cannot make " + cache.string() + ": " + errno_text(errno));
+    }
+    git::PrivateRepositoryRequest request;
+    request.project_repository = source.worktree;
+    request.commit = source.commit;
+    request.withheld_paths = source.excluded;
+    request.destination = repository;
+    try {
+        (void)git::build_private_repository(request, cache);
+        git::attach_worktree(workspace, repository);
+    } catch (const git::PrivateRepositoryError &e) {
+        throw host_error(e.what());
+    }
+    return repository;
+}
+
 // What a trial's (or a preflight leg's) calls did.
 struct Calls {
     json records = json::array();
@@ -330,7 +361,7 @@ struct Calls {
 // leg in the progress lines; the call records go to trial_dir/calls.
 Calls run_calls(RunState &state, int index, const std::string &label, const stdfs::path &trial_dir,
                 const stdfs::path &workspace, const stdfs::path &home,
-                fs::RunDirectory &private_dir, Progress &progress) {
+                const stdfs::path &repository, fs::RunDirectory &private_dir, Progress &progress) {
     const auto &ev = state.ev;
     Calls out;
     stdfs::create_directories(trial_dir / "calls");
@@ -355,6 +386,19 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
             spec.withhold.push_back(state.source.git_dir.string());
         }
         spec.system_paths = entry->system_paths;
+        if (!repository.empty() && ev.confinement) {
+            // The target's git reads the private repository and can change nothing in it.
+            spec.read_only.push_back(repository.string());
+            // The repository belongs to the runtime, the checkout (lent) to the identity the
+            // target runs as: git's ownership check would refuse one of the two. Inside the
+            // confinement that check guards nothing: what a repository's configuration runs,
+            // runs confined.
+            exec::set_variable(spec.env, "GIT_CONFIG_COUNT", "1");
+            exec::set_variable(spec.env, "GIT_CONFIG_KEY_0", "safe.directory");
+            exec::set_variable(spec.env, "GIT_CONFIG_VALUE_0", "*");
+            // git status must not try to refresh the read-only index.
+            exec::set_variable(spec.env, "GIT_OPTIONAL_LOCKS", "0");
+        }
         spec.runtime_prefix = state.session.runtime().paths.prefix.string();
         spec.helper_dir = state.session.runtime().paths.helper_dir.string();
 
@@ -455,9 +499,10 @@ bool run_trial(RunState &state, int index, fs::RunDirectory &private_dir, Progre
     const auto workspace = private_dir.make_directory("workspace-");
     const auto home = private_dir.make_directory("tea-evaluate-target-home-");
     ::chmod(workspace.c_str(), 0755);
-    (void)git::materialize(state.source, workspace);
+    const auto repository = prepare_workspace(state, workspace, private_dir);
     const auto label = "trial " + std::to_string(index) + "/" + std::to_string(ev.trials);
-    auto calls = run_calls(state, index, label, trial_dir, workspace, home, private_dir, progress);
+    auto calls = run_calls(state, index, label, trial_dir, workspace, home, repository, private_dir,
+                           progress);
     if (calls.interrupted != 0) {
         state.interrupted = calls.interrupted;
         return false;
@@ -469,6 +514,7 @@ bool run_trial(RunState &state, int index, fs::RunDirectory &private_dir, Progre
     json trial{{"index", index}, {"calls", calls.records}};
     trial["artifacts"] = collect_artifacts(state, calls.entries, workspace, trial_dir);
     fs::remove_tree(workspace);
+    if (!repository.empty()) fs::remove_tree(repository);
     fs::remove_tree(home);  // each trial starts with an empty home
 
     trial["observedMountsChannel"] =
@@ -584,7 +630,10 @@ int run_command(const CommonOptions &common, const RunCommandOptions &options) {
                      {"project", ev.project_root.string()},
                      {"source", source.git ? json{{"kind", "git"},
                                                   {"commit", source.commit},
-                                                  {"gitDir", source.git_dir.string()}}
+                                                  {"gitDir", source.git_dir.string()},
+                                                  {"history", source.prefix.empty()
+                                                                  ? "private repository"
+                                                                  : "none"}}
                                            : json{{"kind", "copy"}}},
                      {"confinement", ev.confinement ? session.backend_name() : "opt-out"},
                      {"backend", session.backend_name()},
@@ -724,10 +773,10 @@ int preflight_evaluation(const CommonOptions &common, const stdfs::path &folder,
         const auto workspace = private_dir.make_directory("workspace-");
         const auto home = private_dir.make_directory("tea-evaluate-target-home-");
         ::chmod(workspace.c_str(), 0755);
-        (void)git::materialize(state.source, workspace);
+        const auto repository = prepare_workspace(state, workspace, private_dir);
         const auto label = "preflight leg " + std::to_string(leg) + "/" + std::to_string(legs);
         const auto calls = run_calls(state, leg, label, state.records / std::to_string(leg),
-                                     workspace, home, private_dir, progress);
+                                     workspace, home, repository, private_dir, progress);
         if (calls.interrupted != 0) {
             return 128 + calls.interrupted;
         }
@@ -739,6 +788,7 @@ int preflight_evaluation(const CommonOptions &common, const stdfs::path &folder,
         for (const auto &path : calls.observed) ++seen[path];
         reasons.insert(calls.reasons.begin(), calls.reasons.end());
         fs::remove_tree(workspace);
+        if (!repository.empty()) fs::remove_tree(repository);
         fs::remove_tree(home);
     }
     std::vector<std::string> every;

@@ -599,3 +599,67 @@ TEST(Run, EvaluatorCannotPlantAHuskyHookOrRepointALinkedWorktree) {
 
 }  // namespace
 }  // namespace tea
+
+namespace tea {
+namespace {
+
+// The target's git: the evaluated commit's full history and tags through the private repository,
+// the evaluation folder empty in every commit, no grading string anywhere in the history, and
+// nothing it can commit. Control: the project's own repository does hold the string.
+TEST(Run, TargetGitSeesTheHistoryWithoutTheEvaluationAndCannotCommit) {
+    Project p{"git"};
+    const std::string secret_a = "SECRET-ANSWER-";
+    const std::string target =
+        "#!/bin/sh\n"
+        "echo \"commits=$(git log --all --oneline | wc -l)\"\n"
+        "echo \"describe=$(git describe --tags)\"\n"
+        "echo \"tags=$(git tag -l | tr '\\n' ' ')\"\n"
+        "echo \"evaltree=[$(git ls-tree HEAD .tea/ | wc -l)]\"\n"
+        "s='" +
+        secret_a +
+        "'; s=\"${s}42\"\n"
+        "echo \"secret=$(git log --all -p | grep -c \"$s\")\"\n"
+        "echo \"status=$(git status --porcelain | wc -l)\"\n"
+        "if [ \"${1:-}\" = commit ]; then\n"
+        "  git -c user.name=t -c user.email=t@t commit -q --allow-empty -m x 2>/dev/null"
+        " && echo committed || echo commit-failed\n"
+        "fi\n";
+    write_simple_evaluation(p, "", target);
+    p.write(".tea/probes/only.json", R"({"entry": "t"})");
+    p.write(".tea/evaluator/answers.txt", secret_a + "42\n");
+    p.write("README", "one\n");
+    p.commit();
+    const auto tag = test::run({"git", "-C", p.root().string(), "tag", "-a", "v1", "-m", "one"},
+                               test::environment_with({}));
+    ASSERT_EQ(tag.status, 0) << tag.err;
+    p.write("README", "two\n");
+    p.commit();
+    // Control: the project's own history holds the grading string.
+    const auto own = test::run({"git", "-C", p.root().string(), "log", "--all", "-p"},
+                               test::environment_with({}));
+    ASSERT_NE(own.out.find(secret_a + "42"), std::string::npos);
+
+    const auto run = p.run();
+    ASSERT_EQ(run.status, 0) << run.err;  // reading its history is inside the grants
+    const auto out =
+        test::read_file((run_dir_of(run) / "trials" / "1" / "calls" / "01-only.stdout").string());
+    EXPECT_NE(out.find("commits=2\n"), std::string::npos) << out;
+    EXPECT_NE(out.find("describe=v1-1-g"), std::string::npos) << out;
+    EXPECT_NE(out.find("tags=v1 "), std::string::npos) << out;
+    EXPECT_NE(out.find("evaltree=[0]"), std::string::npos) << out;
+    EXPECT_NE(out.find("secret=0\n"), std::string::npos) << out;
+    EXPECT_NE(out.find("status=0\n"), std::string::npos) << out;
+
+    // A commit fails: the private repository is read-only, and the refused write is listed.
+    p.write(".tea/probes/only.json", R"({"entry": "t", "args": ["commit"]})");
+    p.commit();
+    const auto commit = p.run();
+    EXPECT_EQ(commit.status, 3) << commit.err;
+    const auto commit_out = test::read_file(
+        (run_dir_of(commit) / "trials" / "1" / "calls" / "01-only.stdout").string());
+    EXPECT_NE(commit_out.find("commit-failed"), std::string::npos) << commit_out;
+    EXPECT_NE(commit.err.find("repository-"), std::string::npos) << commit.err;
+}
+
+}  // namespace
+}  // namespace tea

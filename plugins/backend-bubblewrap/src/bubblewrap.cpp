@@ -414,6 +414,21 @@ class Bubblewrap {
             // Read-only: the target may connect to the proxy's socket, never replace it.
             add({"--ro-bind", egress_dir, egress_dir});
         }
+        const auto run_dir = normal(fs::path{spec.home}.parent_path().string()).string();
+        for (const auto &r : spec.read_only) {
+            // A read-only grant in the call's run directory (a trial's private repository) is
+            // bound before the cover turns read-only, since its mount point must be made there.
+            // Anywhere else under the private root it is refused: it would uncover another run.
+            if (inside(r, private_root)) {
+                if (!inside(r, run_dir) || normal(r) == fs::path{run_dir}) {
+                    throw tea::sdk::Invalid("the read-only grant " + r +
+                                            " lies under the private root but not inside this "
+                                            "call's run directory " +
+                                            run_dir);
+                }
+                add({"--ro-bind", r, r});
+            }
+        }
         add({"--remount-ro", private_root});
         for (const auto &w : spec.withhold) {
             std::error_code ec;
@@ -426,7 +441,9 @@ class Bubblewrap {
             }
         }
         for (const auto &r : spec.read_only) {
-            add({"--ro-bind-try", r, r});
+            if (!inside(r, private_root)) {
+                add({"--ro-bind-try", r, r});
+            }
         }
         const auto report = mask_sockets(spec, identity, private_root, a);
         add({"--remount-ro", "/dev", "--chdir", spec.cwd});

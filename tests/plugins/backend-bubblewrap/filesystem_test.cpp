@@ -209,6 +209,29 @@ report("RUN-HOLDS", lambda: ",".join(sorted(os.listdir(sys.argv[3]))))
         EXPECT_EQ(refused.status, 12) << refused;
         EXPECT_NE(refused.err.find(reason), std::string::npos) << refused;
     }
+
+    // A read-only grant in the run directory (a trial's private repository) is uncovered for
+    // reading only; the same sibling was hidden above without it.
+    auto granted = spec;
+    granted.read_only = {sibling.string()};
+    granted.argv = python(R"PY(
+def write(path):
+    with open(path, "w") as f:
+        f.write("written")
+report("READ", lambda: open(sys.argv[1]).read().strip())
+report("WRITE", lambda: write(sys.argv[1]))
+)PY",
+                          {(sibling / "secret").string()});
+    const auto reads = run_spec(granted);
+    EXPECT_EQ(reads.value("READ-OK"), secret()) << reads;
+    EXPECT_TRUE(reads.has("WRITE-DENIED:EROFS")) << reads;
+    EXPECT_EQ(read_file(sibling / "secret"), secret() + "\n");
+    // Elsewhere under the root a read-only grant would uncover another run: refused.
+    granted.read_only = {other.run_dir().string()};
+    const auto refused = run_spec(granted, Backend::bubblewrap, true);
+    EXPECT_EQ(refused.status, 12) << refused;
+    EXPECT_NE(refused.err.find("not inside this call's run directory"), std::string::npos)
+        << refused;
 }
 
 TEST_F(Confinement, WithheldFolderOfAConcurrentCallIsNotLentToTheSandbox) {
