@@ -325,7 +325,7 @@ stdfs::path prepare_workspace(const RunState &state, const stdfs::path &workspac
         (void)git::materialize(source, workspace);
         return {};
     }
-    const auto repository = private_dir.path() / ("repository-" + fs::random_token(8));
+    auto repository = private_dir.path() / ("repository-" + fs::random_token(8));
     const auto cache = state.session.private_root() / "git-cache";
     if (::mkdir(cache.c_str(), 0700) != 0 && errno != EEXIST) {
         throw runtime_error("cannot make " + cache.string() + ": " + errno_text(errno));
@@ -621,30 +621,30 @@ int run_command(const CommonOptions &common, const RunCommandOptions &options) {
         throw runtime_error("cannot make " + state.records.string() + ": " + errno_text(errno));
     }
 
-    state.run = json{{"schemaVersion", 1},
-                     {"runId", state.run_id},
-                     {"status", "running"},
-                     {"startedAt", utc_now()},
-                     {"finishedAt", nullptr},
-                     {"evaluation", ev.folder.string()},
-                     {"project", ev.project_root.string()},
-                     {"source", source.git ? json{{"kind", "git"},
-                                                  {"commit", source.commit},
-                                                  {"gitDir", source.git_dir.string()},
-                                                  {"history", source.prefix.empty()
-                                                                  ? "private repository"
-                                                                  : "none"}}
-                                           : json{{"kind", "copy"}}},
-                     {"confinement", ev.confinement ? session.backend_name() : "opt-out"},
-                     {"backend", session.backend_name()},
-                     {"observer", nullptr},
-                     {"trialCount", ev.trials},
-                     {"trials", json::array()},
-                     {"egress", json::array()},
-                     {"egressRefusals", json::array()},
-                     {"hostSocketTruncation", json::array()},
-                     {"logins", json::array()},
-                     {"manifest", "manifest.json"}};
+    state.run =
+        json{{"schemaVersion", 1},
+             {"runId", state.run_id},
+             {"status", "running"},
+             {"startedAt", utc_now()},
+             {"finishedAt", nullptr},
+             {"evaluation", ev.folder.string()},
+             {"project", ev.project_root.string()},
+             {"source",
+              source.git ? json{{"kind", "git"},
+                                {"commit", source.commit},
+                                {"gitDir", source.git_dir.string()},
+                                {"history", source.prefix.empty() ? "private repository" : "none"}}
+                         : json{{"kind", "copy"}}},
+             {"confinement", ev.confinement ? session.backend_name() : "opt-out"},
+             {"backend", session.backend_name()},
+             {"observer", nullptr},
+             {"trialCount", ev.trials},
+             {"trials", json::array()},
+             {"egress", json::array()},
+             {"egressRefusals", json::array()},
+             {"hostSocketTruncation", json::array()},
+             {"logins", json::array()},
+             {"manifest", "manifest.json"}};
     for (const auto &entry : ev.registry) {
         if (!entry.egress.empty()) {
             std::vector<egress::Item> items;

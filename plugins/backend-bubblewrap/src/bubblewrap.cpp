@@ -421,10 +421,12 @@ class Bubblewrap {
             // Anywhere else under the private root it is refused: it would uncover another run.
             if (inside(r, private_root)) {
                 if (!inside(r, run_dir) || normal(r) == fs::path{run_dir}) {
-                    throw tea::sdk::Invalid("the read-only grant " + r +
-                                            " lies under the private root but not inside this "
-                                            "call's run directory " +
-                                            run_dir);
+                    std::string message = "the read-only grant " + r;
+                    message +=
+                        " lies under the private root but not inside this call's run "
+                        "directory ";
+                    message += run_dir;
+                    throw tea::sdk::Invalid(message);
                 }
                 add({"--ro-bind", r, r});
             }
