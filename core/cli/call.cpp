@@ -17,6 +17,7 @@
 #include "exec/ownership.hpp"
 #include "fs/private_dirs.hpp"
 #include "util/error.hpp"
+#include "util/paths.hpp"
 
 namespace tea::cli {
 namespace {
@@ -67,26 +68,18 @@ std::vector<std::string> call_environment(const CallOptions &options) {
     return env;
 }
 
-// Whether `outer` is `inner` or one of its ancestors.
-bool contains(const std::filesystem::path &outer, const std::filesystem::path &inner) {
-    auto o = outer.lexically_normal();
-    auto i = inner.lexically_normal();
-    auto [oe, ie] = std::mismatch(o.begin(), o.end(), i.begin(), i.end());
-    return oe == o.end() || (std::next(oe) == o.end() && oe->empty());
-}
-
 // Writable directories that would open the runtime itself or the host to the target.
 void check_call_paths(const exec::LaunchSpec &spec, const std::filesystem::path &private_root) {
     const std::filesystem::path workspace{spec.workspace};
     // A workspace over the private root would make every run's home writable.
-    if (contains(workspace, private_root)) {
+    if (within(private_root, workspace)) {
         throw host_error("the workspace " + spec.workspace + " contains the private root " +
                          private_root.string() +
                          ", where the target's home lives; choose a "
                          "smaller workspace");
     }
     for (const auto &w : spec.withhold) {
-        if (contains(w, private_root)) {
+        if (within(private_root, w)) {
             throw host_error("the withheld path " + w + " contains the private root " +
                              private_root.string() + ", where the target's home lives");
         }
@@ -105,7 +98,7 @@ void check_lend(const exec::ExecPlan &plan, const exec::LaunchSpec &spec) {
     }
     for (const std::filesystem::path system :
          {"/", "/etc", "/usr", "/bin", "/lib", "/var/lib", "/root", "/home"}) {
-        if (plan.lend.requested && contains(spec.workspace, system)) {
+        if (plan.lend.requested && within(system, spec.workspace)) {
             throw host_error("the workspace " + spec.workspace + " holds " + system.string() +
                              ", which the runtime will not hand to the sandbox identity; choose a "
                              "project directory as the workspace");
@@ -210,7 +203,7 @@ void resolve_planted_links(audit::Observation &observation, const exec::LaunchSp
             (!e.path_resolved.empty() && e.path_resolved != e.path_asked)) {
             continue;
         }
-        if (!contains(spec.workspace, e.path_asked) && !contains(spec.home, e.path_asked)) {
+        if (!within(e.path_asked, spec.workspace) && !within(e.path_asked, spec.home)) {
             continue;
         }
         std::error_code ec;
@@ -522,7 +515,7 @@ void Session::confirm_observer(const exec::ExecPlan &sample, const exec::LaunchS
     // The call's own workspace and withheld paths, so the probe lends and covers nothing the
     // call itself would not; the probe only reads its file in the home.
     spec.workspace = call.workspace;
-    if (contains(private_root_, call.workspace)) {
+    if (within(call.workspace, private_root_)) {
         // A trial's workspace lives beside its home in the run's directory; the probe's home is
         // elsewhere, so it takes an empty workspace beside its own home instead.
         spec.workspace = run_dir.make_directory("workspace-").string();

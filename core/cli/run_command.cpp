@@ -714,18 +714,12 @@ int run_command(const CommonOptions &common, const RunCommandOptions &options) {
     save_run(state);
 
     std::cerr << "tea-evaluate: " << state.run["summary"].get<std::string>() << '\n';
-    // The withheld inputs first: a reach into the grading material matters more than a stray read.
-    std::vector<std::string> withheld_first = summary.observed;
-    std::vector<stdfs::path> withheld{ev.folder, session.private_root()};
-    if (source.git) withheld.push_back(source.git_dir);
-    std::stable_partition(withheld_first.begin(), withheld_first.end(), [&](const auto &path) {
-        return std::any_of(withheld.begin(), withheld.end(), [&](const stdfs::path &w) {
-            const auto rel = stdfs::path{path}.lexically_relative(w);
-            return !rel.empty() && *rel.begin() != "..";
-        });
-    });
+    std::vector<std::string> withheld_first_paths = summary.observed;
+    std::vector<std::string> withheld{ev.folder.string(), session.private_root().string()};
+    if (source.git) withheld.push_back(source.git_dir.string());
+    withheld_first(withheld_first_paths, withheld);
     std::size_t shown = 0;
-    for (const auto &path : withheld_first) {
+    for (const auto &path : withheld_first_paths) {
         if (++shown > kPathsShown) {
             std::cerr << "  ... and " << summary.observed.size() - kPathsShown
                       << " more (manifest.json lists every one)\n";

@@ -1,9 +1,11 @@
 #include "cli/run_records.hpp"
 
+#include <algorithm>
 #include <tea/json_bytes.hpp>
 
 #include "audit/judge.hpp"
 #include "fs/private_dirs.hpp"
+#include "util/paths.hpp"
 
 namespace tea::cli {
 namespace {
@@ -19,6 +21,13 @@ std::string join(const std::vector<int> &items) {
 }
 
 }  // namespace
+
+void withheld_first(std::vector<std::string> &paths, const std::vector<std::string> &withheld) {
+    std::stable_partition(paths.begin(), paths.end(), [&](const std::string &path) {
+        return std::any_of(withheld.begin(), withheld.end(),
+                           [&](const std::string &w) { return within(path, w); });
+    });
+}
 
 std::string summary_line(const RunSummary &s) {
     std::string line = "run " + s.run_id + ": ";

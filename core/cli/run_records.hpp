@@ -22,6 +22,11 @@ struct RunSummary {
     int interrupted = 0;
 };
 
+// Reorders paths so that those within one of the withheld inputs (the evaluation folder, the git
+// directory, the private root) come first: a reach into the grading material matters more than a
+// stray read, and a long list shown in part must show it.
+void withheld_first(std::vector<std::string> &paths, const std::vector<std::string> &withheld);
+
 // "run <id>: ..." naming every lossy trial, every trial the egress proxy refused a request of,
 // the count of paths outside the grants, and an opted-out run's missing sandbox.
 std::string summary_line(const RunSummary &summary);

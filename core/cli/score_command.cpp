@@ -9,6 +9,7 @@
 #include <tea/json_bytes.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/run_records.hpp"
 #include "fs/beneath.hpp"
 #include "util/error.hpp"
 
@@ -111,7 +112,12 @@ void check_trials(const stdfs::path &run_dir, const json &run, bool opt_out, Dec
             }
             std::string why;
             const auto rec_name = c["stdout"].get<std::string>();
-            const auto json_name = rec_name.substr(0, rec_name.size() - 7) + ".json";
+            constexpr std::string_view suffix = ".stdout";
+            if (!rec_name.ends_with(suffix)) {
+                d.invalid.push_back(call + "its record names no .stdout file");
+                continue;
+            }
+            const auto json_name = rec_name.substr(0, rec_name.size() - suffix.size()) + ".json";
             const auto rec = read_record(dir / json_name, &why);
             if (rec.is_null()) {
                 d.invalid.push_back(call + why);
@@ -198,9 +204,7 @@ Decision decide(const stdfs::path &run_dir, json *run_out) {
             manifest_observed != trial_observed) {
             d.invalid.emplace_back("manifest.json does not match run.json");
         }
-        // The withheld inputs (the forbidden inputs' paths) first: a reach into the grading
-        // material matters more than a stray read.
-        std::vector<std::string> withheld;
+        std::vector<std::string> withheld;  // the forbidden inputs' paths
         if (manifest.contains("forbiddenInputs") && manifest["forbiddenInputs"].is_array()) {
             for (const auto &f : manifest["forbiddenInputs"]) {
                 if (f.is_object() && f.contains("path") && f["path"].is_string()) {
@@ -209,12 +213,7 @@ Decision decide(const stdfs::path &run_dir, json *run_out) {
             }
         }
         std::vector<std::string> paths(manifest_observed.begin(), manifest_observed.end());
-        std::stable_partition(paths.begin(), paths.end(), [&](const std::string &path) {
-            return std::any_of(withheld.begin(), withheld.end(), [&](const std::string &w) {
-                const auto rel = stdfs::path{path}.lexically_relative(w);
-                return !rel.empty() && *rel.begin() != "..";
-            });
-        });
+        withheld_first(paths, withheld);
         for (const auto &path : paths) {
             d.invalid.push_back("mount outside allowlist: " + path);
         }

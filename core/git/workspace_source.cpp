@@ -12,6 +12,7 @@
 #include <system_error>
 
 #include "util/fd.hpp"
+#include "util/paths.hpp"
 
 namespace tea::git {
 namespace {
@@ -174,11 +175,6 @@ Materialized copy_directory(const WorkspaceSource &source, const fs::path &desti
     return out;
 }
 
-bool inside(const fs::path &path, const fs::path &dir) {
-    const auto rel = path.lexically_relative(dir);
-    return !rel.empty() && *rel.begin() != "..";
-}
-
 void protect_git_paths(git_repository *repo, WorkspaceSource &source) {
     std::error_code ec;
     // A hooks directory outside the git directory: a hook planted there runs on the user's next
@@ -192,8 +188,7 @@ void protect_git_paths(git_repository *repo, WorkspaceSource &source) {
             git_buf_dispose(&value);
             if (hooks.is_relative()) hooks = source.worktree / hooks;
             const auto real = fs::canonical(hooks, ec);
-            if (!ec && fs::is_directory(real, ec) && !inside(real, source.git_dir) &&
-                real != source.git_dir) {
+            if (!ec && fs::is_directory(real, ec) && !within(real, source.git_dir)) {
                 source.protected_paths.push_back(real);
             }
         }
