@@ -25,6 +25,8 @@
 #include <unordered_set>
 #include <utility>
 
+#include "git/libgit2.hpp"
+
 namespace tea::git {
 namespace {
 
@@ -37,24 +39,6 @@ constexpr std::string_view kCacheFormat = "tea-private-repository 1";
 
 // ---------------------------------------------------------------------------------------------
 // libgit2 plumbing
-
-void ensure_libgit2() {
-    // Initialised once and never shut down: other threads may still hold libgit2 objects.
-    static const int init = git_libgit2_init();
-    (void)init;
-}
-
-std::string last_git_error() {
-    const git_error *error = git_error_last();
-    return error != nullptr && error->message != nullptr ? error->message : "unknown libgit2 error";
-}
-
-template <typename T, void (*Free)(T *)>
-struct GitDeleter {
-    void operator()(T *p) const { Free(p); }
-};
-template <typename T, void (*Free)(T *)>
-using GitPtr = std::unique_ptr<T, GitDeleter<T, Free>>;
 
 using Repository = GitPtr<git_repository, git_repository_free>;
 using Odb = GitPtr<git_odb, git_odb_free>;

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <system_error>
 
+#include "git/libgit2.hpp"
 #include "util/fd.hpp"
 #include "util/paths.hpp"
 
@@ -19,27 +20,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void ensure_libgit2() {
-    static const int init = git_libgit2_init();
-    (void)init;
-}
-
-std::string git_error_text() {
-    const git_error *e = git_error_last();
-    return e != nullptr && e->message != nullptr ? e->message : "unknown libgit2 error";
-}
-
-template <typename T, void (*Free)(T *)>
-struct Deleter {
-    void operator()(T *p) const { Free(p); }
-};
-template <typename T, void (*Free)(T *)>
-using Ptr = std::unique_ptr<T, Deleter<T, Free>>;
-using Repository = Ptr<git_repository, git_repository_free>;
-using Tree = Ptr<git_tree, git_tree_free>;
-using Blob = Ptr<git_blob, git_blob_free>;
-using Object = Ptr<git_object, git_object_free>;
-using Entry = Ptr<git_tree_entry, git_tree_entry_free>;
+using Repository = GitPtr<git_repository, git_repository_free>;
+using Tree = GitPtr<git_tree, git_tree_free>;
+using Blob = GitPtr<git_blob, git_blob_free>;
+using Object = GitPtr<git_object, git_object_free>;
 
 using Fd = tea::UniqueFd;
 
@@ -94,7 +78,7 @@ struct Writer {
                     if (sub.get() < 0) fail("cannot open " + path + ": " + errno_message(errno));
                     git_tree *raw = nullptr;
                     if (git_tree_lookup(&raw, repo, git_tree_entry_id(e)) != 0)
-                        fail("cannot read the tree " + path + ": " + git_error_text());
+                        fail("cannot read the tree " + path + ": " + last_git_error());
                     const Tree subtree{raw};
                     write_tree(subtree.get(), sub.get(), path);
                     break;
@@ -104,7 +88,7 @@ struct Writer {
                 case GIT_FILEMODE_LINK: {
                     git_blob *raw = nullptr;
                     if (git_blob_lookup(&raw, repo, git_tree_entry_id(e)) != 0)
-                        fail("cannot read " + path + ": " + git_error_text());
+                        fail("cannot read " + path + ": " + last_git_error());
                     const Blob blob{raw};
                     const auto *data = static_cast<const char *>(git_blob_rawcontent(blob.get()));
                     const auto size = static_cast<std::size_t>(git_blob_rawsize(blob.get()));
@@ -181,7 +165,7 @@ void protect_git_paths(git_repository *repo, WorkspaceSource &source) {
     // git command.
     git_config *raw = nullptr;
     if (git_repository_config_snapshot(&raw, repo) == 0) {
-        const Ptr<git_config, git_config_free> config{raw};
+        const GitPtr<git_config, git_config_free> config{raw};
         git_buf value = GIT_BUF_INIT;
         if (git_config_get_path(&value, config.get(), "core.hooksPath") == 0) {
             fs::path hooks{std::string(value.ptr, value.size)};
@@ -215,7 +199,7 @@ WorkspaceSource open_workspace_source(const fs::path &project_root,
     const int opened = git_repository_open_ext(&raw, source.project_root.c_str(), 0, nullptr);
     if (opened == GIT_ENOTFOUND) return source;  // no repository: a clean copy of the folder
     if (opened != 0) {
-        fail("the project's git repository cannot be opened: " + git_error_text());
+        fail("the project's git repository cannot be opened: " + last_git_error());
     }
     const Repository repo{raw};
     const char *workdir = git_repository_workdir(repo.get());
@@ -229,7 +213,7 @@ WorkspaceSource open_workspace_source(const fs::path &project_root,
     git_object *head = nullptr;
     if (git_revparse_single(&head, repo.get(), "HEAD^{commit}") != 0) {
         fail("the project's repository " + source.worktree.string() +
-             " has no commit to evaluate (HEAD: " + git_error_text() + ")");
+             " has no commit to evaluate (HEAD: " + last_git_error() + ")");
     }
     const Object commit{head};
     char hex[GIT_OID_HEXSZ + 1] = {};
@@ -249,17 +233,17 @@ Materialized materialize(const WorkspaceSource &source, const fs::path &destinat
     }
     git_repository *raw = nullptr;
     if (git_repository_open(&raw, source.worktree.c_str()) != 0)
-        fail("cannot open the project's repository: " + git_error_text());
+        fail("cannot open the project's repository: " + last_git_error());
     const Repository repo{raw};
     git_oid oid;
     if (git_oid_fromstr(&oid, source.commit.c_str()) != 0) fail("bad commit id " + source.commit);
     git_object *commit_raw = nullptr;
     if (git_object_lookup(&commit_raw, repo.get(), &oid, GIT_OBJECT_COMMIT) != 0)
-        fail("cannot read commit " + source.commit + ": " + git_error_text());
+        fail("cannot read commit " + source.commit + ": " + last_git_error());
     const Object commit{commit_raw};
     git_object *root_raw = nullptr;
     if (git_object_peel(&root_raw, commit.get(), GIT_OBJECT_TREE) != 0)
-        fail("cannot read the tree of " + source.commit + ": " + git_error_text());
+        fail("cannot read the tree of " + source.commit + ": " + last_git_error());
     Object tree{root_raw};
     if (!source.prefix.empty()) {
         git_object *sub = nullptr;
