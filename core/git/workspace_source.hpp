@@ -23,10 +23,10 @@ class WorkspaceSourceError : public std::runtime_error {
 struct WorkspaceSource {
     std::filesystem::path project_root;  // canonical
     bool git = false;
-    std::string commit;                 // the evaluated commit (git only)
-    std::filesystem::path git_dir;      // the repository's common git directory (git only)
-    std::filesystem::path worktree;     // the repository's work tree (git only)
-    std::string prefix;                 // the project root inside the work tree ("" at its root)
+    std::string commit;              // the evaluated commit (git only)
+    std::filesystem::path git_dir;   // the repository's common git directory (git only)
+    std::filesystem::path worktree;  // the repository's work tree (git only)
+    std::string prefix;              // the project root inside the work tree ("" at its root)
     // What else the evaluation layer must not change (git only), each existing and absolute: the
     // hooks directory core.hooksPath names when it lies outside the git directory (a husky
     // project's .husky/_), and the work tree's .git when it is a file (a linked worktree or a
