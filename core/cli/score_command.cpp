@@ -231,7 +231,15 @@ int score_command(const CommonOptions &common, const ScoreOptions &options) {
         throw usage_error("score: " + options.run_dir.string() + " is not a run directory");
     }
     json run;
-    const auto d = decide(run_dir, &run);
+    Decision d;
+    try {
+        d = decide(run_dir, &run);
+    } catch (const json::exception &e) {
+        // A record whose field has the wrong type (a hand-edited run.json) is no evidence: it
+        // scores Invalid instead of ending score as an internal error.
+        d = Decision{};
+        d.invalid.push_back(std::string{"a record holds a field of the wrong type: "} + e.what());
+    }
     const std::string verdict = !d.invalid.empty() ? "invalid" : (d.any_fail ? "fail" : "pass");
     const std::string confinement =
         run.is_object() && run.contains("confinement") && run["confinement"].is_string()

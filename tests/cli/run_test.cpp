@@ -194,6 +194,14 @@ TEST(Run, QuickstartPassesAndItsRecordsMatchTheirSchemas) {
             }
         },
         "torn");
+    mutate(
+        [](const fs::path &d) {
+            auto r = read_json(d / "run.json");
+            r["trials"][0]["observedMountsChannel"] = 5;
+            r["trials"][0]["calls"][0]["probe"] = json::array();
+            test::write_file((d / "run.json").string(), r.dump());
+        },
+        "wrong type");
 }
 
 TEST(Run, WrongAnswersScoreFail) {
