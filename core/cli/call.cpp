@@ -365,6 +365,16 @@ void Session::choose_observer(const exec::ExecPlan &plan) {
 exec::ExecPlan Session::wrap(const exec::ExecPlan &plan,
                              const std::filesystem::path &trace_dir) const {
     const auto &ops = std::get<tea_observer_ops>(observer_.plugin->ops());
+    // An observer older than ABI 1.1 takes the targetStart process for a launcher and drops what
+    // it does until its next exec: with a plan that starts the target itself, that would be the
+    // target's own accesses, unaudited.
+    if (plan.audit.target_start_is_target && observer_.plugin->abi_minor() < 1) {
+        throw host_error("the observer '" + observer_.plugin->name() + "' (plugin ABI " +
+                         std::to_string(observer_.plugin->abi_major()) + "." +
+                         std::to_string(observer_.plugin->abi_minor()) +
+                         ") cannot audit a plan whose target starts without a launcher (ABI 1.1); "
+                         "upgrade the observer or choose another");
+    }
     const nlohmann::json request{{"plan", nlohmann::json::parse(exec::to_json(plan))},
                                  {"traceDir", bytes::to_json(trace_dir.string())}};
     std::string text;
@@ -384,6 +394,7 @@ exec::ExecPlan Session::wrap(const exec::ExecPlan &plan,
     wrapped.confinement = plan.confinement;
     wrapped.lend = plan.lend;
     wrapped.run_as = plan.run_as;
+    wrapped.child = plan.child;
     wrapped.report_json = plan.report_json;
     wrapped.audit = plan.audit;
     return wrapped;
@@ -396,6 +407,7 @@ audit::Observation Session::collect(const exec::ExecPlan &plan,
                            {"initialCwd", bytes::to_json(plan.cwd)}};
     if (!plan.audit.target_start.empty()) {
         request["targetStart"] = bytes::to_json(plan.audit.target_start);
+        request["targetStartKind"] = plan.audit.target_start_is_target ? "target" : "launcher";
     }
     try {
         return audit::observation_from_json(

@@ -3,12 +3,14 @@
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/close_range.h>
+#include <linux/keyctl.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -275,8 +277,10 @@ struct SpawnAs {
     char *const *envp = nullptr;
     const char *cwd = nullptr;
     std::vector<std::pair<int, int>> dups;  // (from, to)
+    bool drop = false;                      // become uid/gid with no capability (the plan's runAs)
     uid_t uid = 0;
     gid_t gid = 0;
+    ChildSetup setup;
     // Set by the child when it fails, before it exits.
     const char *failed_at = nullptr;
     int error = 0;
@@ -300,33 +304,10 @@ bool identity_holds(const SpawnAs &s) {
            });
 }
 
-int spawn_as_child(void *arg) {
-    auto &s = *static_cast<SpawnAs *>(arg);
-    auto fail = [&](const char *what) {
-        s.failed_at = what;
-        s.error = errno;
-        ::_exit(127);
-    };
-    if (::setpgid(0, 0) != 0) {
-        fail("setpgid");
-    }
-    // As POSIX_SPAWN_SETSIGDEF for every signal: nothing the runtime ignores
-    // stays ignored in the call (the mask stays full until the exec).
-    struct sigaction default_action {};
-    default_action.sa_handler = SIG_DFL;
-    for (int sig = 1; sig < NSIG; ++sig) {
-        ::sigaction(sig, &default_action, nullptr);  // EINVAL for KILL, STOP and libc's own
-    }
-    for (const auto &[from, to] : s.dups) {
-        if (::dup2(from, to) < 0) {
-            fail("placing a descriptor");
-        }
-    }
-    if (::chdir(s.cwd) != 0) {
-        fail("chdir");
-    }
-    // The identity drop (uid-isolation): no capability in any set, no
-    // supplementary group, every id the sandbox's, no_new_privs.
+// The identity drop (uid-isolation): no capability in any set, no supplementary group, every id
+// the sandbox's, no_new_privs; checked, not trusted. Runs in spawn_as's child.
+template <typename Fail>
+void drop_identity(const SpawnAs &s, Fail &fail) {
     for (int cap = 0; cap <= 63; ++cap) {
         if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL) {
             fail("dropping a capability from the bounding set");
@@ -356,6 +337,53 @@ int spawn_as_child(void *arg) {
         errno = EPERM;
         fail("checking the identity");
     }
+}
+
+int spawn_as_child(void *arg) {
+    auto &s = *static_cast<SpawnAs *>(arg);
+    auto fail = [&](const char *what) {
+        s.failed_at = what;
+        s.error = errno;
+        ::_exit(127);
+    };
+    if (::setpgid(0, 0) != 0) {
+        fail("setpgid");
+    }
+    // As POSIX_SPAWN_SETSIGDEF for every signal: nothing the runtime ignores
+    // stays ignored in the call (the mask stays full until the exec).
+    struct sigaction default_action {};
+    default_action.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; ++sig) {
+        ::sigaction(sig, &default_action, nullptr);  // EINVAL for KILL, STOP and libc's own
+    }
+    for (const auto &[from, to] : s.dups) {
+        if (::dup2(from, to) < 0) {
+            fail("placing a descriptor");
+        }
+    }
+    if (::chdir(s.cwd) != 0) {
+        fail("chdir");
+    }
+    if (s.drop) {
+        drop_identity(s, fail);
+    }
+    // After the drop, so that the keyring and the process count belong to the identity that runs.
+    const std::array<std::pair<int, std::uint64_t>, 3> limits{
+        {{RLIMIT_CPU, s.setup.limits.cpu_seconds},
+         {RLIMIT_FSIZE, s.setup.limits.file_size_bytes},
+         {RLIMIT_NPROC, s.setup.limits.processes}}};
+    for (const auto &[resource, value] : limits) {
+        const rlimit limit{value, value};
+        if (value != 0 && ::syscall(SYS_prlimit64, 0, resource, &limit, nullptr) != 0) {
+            fail("setting a resource limit");
+        }
+    }
+    // A fresh anonymous session keyring: no key of the host's session (a login's credentials,
+    // say) is reachable from the call.
+    if (s.setup.new_session_keyring &&
+        ::syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, nullptr) < 0 && errno != ENOSYS) {
+        fail("joining a new session keyring");
+    }
     sigset_t none;
     sigemptyset(&none);
     ::pthread_sigmask(SIG_SETMASK, &none, nullptr);
@@ -364,9 +392,9 @@ int spawn_as_child(void *arg) {
     return 127;
 }
 
-// posix_spawn's work plus the identity drop, in a child that shares the
-// runtime's memory until it execs: no copy of the runtime, and no helper
-// process started only to drop privileges. Returns the child, or throws
+// posix_spawn's work plus the identity drop and the plan's child set-up (limits, keyring), in a
+// child that shares the runtime's memory until it execs: no copy of the runtime, and no helper
+// process started only to drop privileges or set limits. Returns the child, or throws
 // setup_error; an exec that fails is returned as {-1, errno}.
 std::pair<pid_t, int> spawn_as(SpawnAs &request) {
     constexpr std::size_t stack_size = std::size_t{64} * 1024;
@@ -511,14 +539,16 @@ CallResult run_call(const ExecPlan &plan, const RunOptions &options) {
     pid_t pid = -1;
     const auto start = Clock::now();
     int rc = 0;
-    if (plan.run_as.requested) {
+    if (plan.run_as.requested || plan.child.requested()) {
         SpawnAs request;
         request.program = program.c_str();
         request.argv = argv.data();
         request.envp = envp.data();
         request.cwd = plan.cwd.c_str();
+        request.drop = plan.run_as.requested;
         request.uid = plan.run_as.uid;
         request.gid = plan.run_as.gid;
+        request.setup = plan.child;
         if (stdin_fd) {
             request.dups.emplace_back(stdin_fd.get(), 0);
         }

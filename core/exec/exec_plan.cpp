@@ -140,6 +140,15 @@ std::string to_json(const ExecPlan &plan) {
     if (!plan.audit.target_start.empty() || !plan.audit.writable.empty()) {
         doc["audit"] = {{"targetStart", bytes::to_json(plan.audit.target_start)},
                         {"writable", bytes::list_to_json(plan.audit.writable)}};
+        if (plan.audit.target_start_is_target) {
+            doc["audit"]["targetStartKind"] = "target";
+        }
+    }
+    if (plan.child.requested()) {
+        doc["limits"] = {{"cpuSeconds", plan.child.limits.cpu_seconds},
+                         {"fileSizeBytes", plan.child.limits.file_size_bytes},
+                         {"processes", plan.child.limits.processes}};
+        doc["newSessionKeyring"] = plan.child.new_session_keyring;
     }
     if (plan.lend.requested) {
         doc["lend"] = {{"uid", plan.lend.uid},
@@ -157,7 +166,7 @@ ExecPlan exec_plan_from_json(std::string_view text) {
     for (const auto &[key, value] : doc.items()) {
         if (key != "argv" && key != "env" && key != "cwd" && key != "files" &&
             key != "confinement" && key != "lend" && key != "runAs" && key != "report" &&
-            key != "audit") {
+            key != "audit" && key != "limits" && key != "newSessionKeyring") {
             throw std::invalid_argument(key + ": unknown field of an exec plan");
         }
     }
@@ -201,9 +210,17 @@ ExecPlan exec_plan_from_json(std::string_view text) {
             throw std::invalid_argument("audit: expected an object");
         }
         for (const auto &[key, value] : audit.items()) {
-            if (key != "targetStart" && key != "writable") {
+            if (key != "targetStart" && key != "writable" && key != "targetStartKind") {
                 throw std::invalid_argument("audit." + key + ": unknown field");
             }
+        }
+        if (audit.contains("targetStartKind")) {
+            const auto &kind = audit["targetStartKind"];
+            if (kind != "launcher" && kind != "target") {
+                throw std::invalid_argument(
+                    R"(audit.targetStartKind: expected "launcher" or "target")");
+            }
+            plan.audit.target_start_is_target = kind == "target";
         }
         if (audit.contains("targetStart")) {
             plan.audit.target_start = bytes::from_json(audit["targetStart"], "audit.targetStart");
@@ -219,6 +236,26 @@ ExecPlan exec_plan_from_json(std::string_view text) {
                 }
             }
         }
+    }
+    if (doc.contains("limits")) {
+        const auto &limits = doc["limits"];
+        if (!limits.is_object()) {
+            throw std::invalid_argument("limits: expected an object");
+        }
+        for (const auto &[key, value] : limits.items()) {
+            if (key != "cpuSeconds" && key != "fileSizeBytes" && key != "processes") {
+                throw std::invalid_argument("limits." + key + ": unknown field");
+            }
+        }
+        plan.child.limits =
+            Limits{unsigned_field(limits, "cpuSeconds"), unsigned_field(limits, "fileSizeBytes"),
+                   unsigned_field(limits, "processes")};
+    }
+    if (doc.contains("newSessionKeyring")) {
+        if (!doc["newSessionKeyring"].is_boolean()) {
+            throw std::invalid_argument("newSessionKeyring: expected a boolean");
+        }
+        plan.child.new_session_keyring = doc["newSessionKeyring"].get<bool>();
     }
     if (doc.contains("lend")) {
         const auto &lend = doc["lend"];

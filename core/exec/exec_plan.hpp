@@ -66,6 +66,10 @@ struct AuditHints {
     // The path of the exec that starts the target's side of the plan. What the trace shows before
     // its first success is the mechanism's own set-up (bwrap building the view), not the target.
     std::string target_start;
+    // Whether the process that makes the targetStart exec is a launcher whose own work until its
+    // next exec is the mechanism's (the default, "launcher"), or is the target itself ("target",
+    // ABI 1.1): then everything it does after that exec is judged.
+    bool target_start_is_target = false;
     // Places the target may write that the launch spec does not name: the mounts of the call's
     // directories inside the confinement (the temp directory under /dev, say).
     std::vector<std::string> writable;
@@ -80,6 +84,18 @@ struct RunAs {
     unsigned gid = 0;  // never 0
 };
 
+// What the runner applies in the child just before the exec (ABI 1.1), so that a backend needs
+// no helper process of its own for them: resource limits (0 = leave as is) and a fresh anonymous
+// session keyring.
+struct ChildSetup {
+    Limits limits;
+    bool new_session_keyring = false;
+    [[nodiscard]] bool requested() const {
+        return new_session_keyring || limits.cpu_seconds != 0 || limits.file_size_bytes != 0 ||
+               limits.processes != 0;
+    }
+};
+
 struct ExecPlan {
     std::vector<std::string> argv;
     std::vector<std::string> env;  // exact environment of the process the runner starts
@@ -88,6 +104,7 @@ struct ExecPlan {
     std::string confinement;  // what the plan provides: "opt-out", "bubblewrap", ...
     Lend lend;
     RunAs run_as;
+    ChildSetup child;
     std::string report_json = "{}";  // the backend's notes for the call's record (an object)
     AuditHints audit;
 };

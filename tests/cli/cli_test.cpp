@@ -27,7 +27,7 @@ TEST(Cli, PluginsListsOptOutWithItsAbi) {
     const auto o = test::run(cmd({"plugins"}), env());
     EXPECT_EQ(o.status, 0) << o.err;
     EXPECT_NE(o.out.find("opt-out"), std::string::npos) << o.out;
-    EXPECT_NE(o.out.find("ABI 1.0"), std::string::npos) << o.out;
+    EXPECT_NE(o.out.find("ABI 1.1"), std::string::npos) << o.out;
     const auto j = test::run(cmd({"plugins", "--json"}), env());
     const auto doc = nlohmann::json::parse(j.out);
     bool found = false;
@@ -35,7 +35,7 @@ TEST(Cli, PluginsListsOptOutWithItsAbi) {
         if (p["name"] == "opt-out") {
             found = true;
             EXPECT_EQ(p["kind"], "backend");
-            EXPECT_EQ(p["abi"], "1.0");
+            EXPECT_EQ(p["abi"], "1.1");
             EXPECT_EQ(p["available"], true);
         }
     }

@@ -73,11 +73,11 @@ CMAKE
 if "$cmake" -S "$work/v2" -B "$work/v2/build" -DCMAKE_PREFIX_PATH="$prefix" > "$work/v2.out" 2>&1; then
     fail "find_package(TeaSdk 2.0) accepted an ABI 1 SDK"
 fi
-grep -q "1\.0" "$work/v2.out" || fail "the refusal of TeaSdk 2.0 does not say what was found: $(cat "$work/v2.out")"
+grep -q "1\.1" "$work/v2.out" || fail "the refusal of TeaSdk 2.0 does not say what was found: $(cat "$work/v2.out")"
 
 step "build a one-file plugin with pkg-config --cflags tea-sdk"
 export PKG_CONFIG_PATH="$(dirname "$pc")"
-[ "$(pkg-config --modversion tea-sdk)" = "1.0" ] || fail "pkg-config --modversion tea-sdk: $(pkg-config --modversion tea-sdk)"
+[ "$(pkg-config --modversion tea-sdk)" = "1.1" ] || fail "pkg-config --modversion tea-sdk: $(pkg-config --modversion tea-sdk)"
 cflags=$(pkg-config --cflags tea-sdk)
 # The .pc file is relocatable (prefix=${pcfiledir}/...): compare resolved directories.
 include_flag=$(printf '%s\n' $cflags | grep '^-I' | head -n 1)
@@ -110,9 +110,9 @@ TOML
 "$tea" --config "$work/config.toml" plugins > "$work/plugins.out" 2>&1 ||
     fail "tea-evaluate plugins failed: $(cat "$work/plugins.out")"
 cat "$work/plugins.out"
-grep -E "^oot-echo +backend +ABI 1\.0 +available +$oot/plugins.d/libtea-backend-oot-echo\.so$" \
+grep -E "^oot-echo +backend +ABI 1\.1 +available +$oot/plugins.d/libtea-backend-oot-echo\.so$" \
     "$work/plugins.out" > /dev/null || fail "tea-evaluate plugins does not list oot-echo as available"
-grep -E "^oot-pc +login +ABI 1\.0 +available " "$work/plugins.out" > /dev/null ||
+grep -E "^oot-pc +login +ABI 1\.1 +available " "$work/plugins.out" > /dev/null ||
     fail "tea-evaluate plugins does not list oot-pc as available"
 
 cd "$work"

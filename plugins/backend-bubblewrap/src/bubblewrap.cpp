@@ -26,6 +26,7 @@
 
 #include "host_sockets.hpp"
 #include "identity.hpp"
+#include "seccomp_program.hpp"  // generated from helper/seccomp_rules.cpp at build time
 
 namespace {
 
@@ -43,6 +44,8 @@ constexpr const char *temp_mount = "/dev/tea-evaluate-tmp";
 // The egress shim, open, for the same reason as the helper (a call that lists egress hosts only).
 constexpr int shim_fd = 13;
 constexpr const char *shim_in_sandbox = "/proc/self/fd/13";
+// The seccomp program, for bwrap's --seccomp when bwrap starts the target itself.
+constexpr int seccomp_fd = 14;
 
 struct Settings {
     std::string bwrap = "bwrap";
@@ -191,6 +194,65 @@ void set_env(std::vector<std::string> &env, std::string_view name, const std::st
                e[name.size()] == '=';
     });
     env.push_back(std::string{name} + "=" + value);
+}
+
+// The path execvp (bwrap's, with the target's PATH) will name when it starts the target, as the
+// trace shows it: argv0 itself when it holds a slash; otherwise the first PATH entry where the
+// host has an executable regular file of that name (an empty entry is the working directory;
+// glibc's default "/bin:/usr/bin" without PATH). Empty when there is none: the caller then keeps
+// a launcher, whose own "not found" the target's exit status reports. A view that differs from
+// the host (a PATH entry under a withheld folder) makes the exec name another path; the audit
+// then never sees the target start and marks the call incomplete: it fails closed.
+std::string exec_path(const std::string &argv0, const std::vector<std::string> &env,
+                      const std::string &cwd, const Identity &who) {
+    // As the identity that will exec it: root may run what the sandbox account may not reach.
+    const auto executable = [&](const std::string &candidate) {
+        const auto on_host = candidate[0] == '/' ? candidate : cwd + "/" + candidate;
+        struct stat st {};
+        if (::stat(on_host.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+            return false;
+        }
+        if (!who.dropped) {
+            return ::access(on_host.c_str(), X_OK) == 0;
+        }
+        const mode_t run = st.st_uid == who.uid   ? S_IXUSR
+                           : st.st_gid == who.gid ? S_IXGRP
+                                                  : S_IXOTH;
+        return (st.st_mode & run) != 0 &&
+               !tea::bwrap::unreachable_ancestor(fs::path{on_host}.parent_path(), who);
+    };
+    if (argv0.find('/') != std::string::npos) {
+        return executable(argv0) ? argv0 : std::string{};
+    }
+    const bool has_path = std::any_of(
+        env.begin(), env.end(), [](const std::string &e) { return e.rfind("PATH=", 0) == 0; });
+    const std::string path = has_path ? env_value(env, "PATH") : "/bin:/usr/bin";
+    std::size_t begin = 0;
+    for (;;) {
+        const auto end = path.find(':', begin);
+        std::string candidate = path.substr(begin, end == std::string::npos ? end : end - begin);
+        if (candidate.empty()) {
+            candidate = argv0;  // an empty entry: the working directory
+        } else {
+            candidate += '/';
+            candidate += argv0;
+        }
+        if (executable(candidate)) {
+            return candidate;
+        }
+        if (end == std::string::npos) {
+            return {};
+        }
+        begin = end + 1;
+    }
+}
+
+// The seccomp program (compiled from the rules at build time) as bwrap reads it: raw sock_filter
+// records.
+json seccomp_bytes() {
+    const auto &program = tea::helper::generated::seccomp_program;
+    return tea::bytes::to_json(std::string_view{reinterpret_cast<const char *>(program),
+                                                sizeof program});  // NOLINT: raw bytes
 }
 
 struct Spec {
@@ -463,44 +525,75 @@ class Bubblewrap {
             set_env(env, name, temp_mount);
         }
 
-        const auto helper = helper_path();
-        // As root, the runtime itself drops to the sandbox identity in the child it
-        // starts bwrap in (runAs below): no helper process is started for that.
-        std::vector<std::string> argv = bwrap_command();
-        if (!egress_dir.empty()) {
-            // In front of the helper, so its listener exists before the target starts and its
-            // relay lives in the call's namespaces, ending with them.
-            argv.insert(argv.end(), {shim_in_sandbox, "--port", std::to_string(spec.egress_port),
-                                     "--socket", spec.egress_socket, "--"});
-        }
-        argv.insert(argv.end(), {helper_in_sandbox, "confine", "--env-fd", std::to_string(env_fd)});
-        auto limit = [&](const char *option, std::uint64_t spec_value, std::uint64_t fallback) {
-            const auto v = spec_value != 0 ? spec_value : fallback;
-            if (v != 0) {
-                argv.insert(argv.end(), {option, std::to_string(v)});
-            }
+        const auto limit = [](std::uint64_t spec_value, std::uint64_t fallback) {
+            return spec_value != 0 ? spec_value : fallback;
         };
-        limit("--cpu", spec.cpu, settings_.cpu_seconds);
-        limit("--fsize", spec.fsize, settings_.file_size_bytes);
-        limit("--nproc", spec.nproc, settings_.processes);
-        argv.emplace_back("--");
-        argv.insert(argv.end(), spec.argv.begin(), spec.argv.end());
-
-        json plan{{"argv", tea::bytes::list_to_json(argv)},
-                  {"env", json::array()},
+        const std::uint64_t cpu = limit(spec.cpu, settings_.cpu_seconds);
+        const std::uint64_t fsize = limit(spec.fsize, settings_.file_size_bytes);
+        const std::uint64_t nproc = limit(spec.nproc, settings_.processes);
+        // The path bwrap's exec of the target will name, so the audit can tell where the
+        // target starts; empty when the host has no such program (the call then fails to start).
+        const auto start =
+            egress_dir.empty() ? exec_path(spec.argv[0], env, spec.cwd, identity) : "";
+        json plan{{"env", json::array()},
                   {"cwd", "/"},
-                  {"files",
-                   {{{"fd", env_fd}, {"content", tea::bytes::to_json(join_nul(env))}},
-                    args_file(a),
-                    {{"fd", helper_fd}, {"path", tea::bytes::to_json(helper)}}}},
                   {"confinement", "bubblewrap"},
-                  {"report", report},
-                  {"audit",
-                   {{"targetStart", helper_in_sandbox}, {"writable", json::array({temp_mount})}}}};
-        if (!egress_dir.empty()) {
-            plan["files"].push_back(
-                {{"fd", shim_fd}, {"path", tea::bytes::to_json(spec.egress_shim)}});
+                  {"report", report}};
+        std::vector<std::string> argv = bwrap_command();
+        if (!start.empty()) {
+            // bwrap starts the target itself: the runtime's child sets the limits and the
+            // session keyring before bwrap (plan "limits", "newSessionKeyring"), bwrap loads the
+            // seccomp program and sets no_new_privs, and the environment travels as --setenv
+            // pairs in the argument descriptor, never on a command line. bwrap closes the
+            // argument and seccomp descriptors, so the target holds only 0-2.
+            a.emplace_back("--clearenv");
+            for (const auto &e : env) {
+                const auto eq = e.find('=');
+                a.insert(a.end(), {"--setenv", e.substr(0, eq), e.substr(eq + 1)});
+            }
+            a.insert(a.end(), {"--seccomp", std::to_string(seccomp_fd)});
+            argv.insert(argv.end(), spec.argv.begin(), spec.argv.end());
+            plan["files"] = {args_file(a), {{"fd", seccomp_fd}, {"content", seccomp_bytes()}}};
+            plan["limits"] = {{"cpuSeconds", cpu}, {"fileSizeBytes", fsize}, {"processes", nproc}};
+            plan["newSessionKeyring"] = true;
+            plan["audit"] = {{"targetStart", tea::bytes::to_json(start)},
+                             {"targetStartKind", "target"},
+                             {"writable", json::array({temp_mount})}};
+        } else {
+            // A launcher in front of the target: the helper, which takes the environment from a
+            // descriptor, sets the limits and the keyring, closes every other descriptor, loads
+            // the seccomp program and runs the target (with its own error, 127, when there is
+            // no such program); for a call with a route out, the egress shim before it.
+            const auto helper = helper_path();
+            if (!egress_dir.empty()) {
+                // In front of the helper, so its listener exists before the target starts and
+                // its relay lives in the call's namespaces, ending with them.
+                argv.insert(argv.end(),
+                            {shim_in_sandbox, "--port", std::to_string(spec.egress_port),
+                             "--socket", spec.egress_socket, "--"});
+            }
+            argv.insert(argv.end(),
+                        {helper_in_sandbox, "confine", "--env-fd", std::to_string(env_fd)});
+            for (const auto &[option, value] :
+                 {std::pair{"--cpu", cpu}, std::pair{"--fsize", fsize},
+                  std::pair{"--nproc", nproc}}) {
+                if (value != 0) {
+                    argv.insert(argv.end(), {option, std::to_string(value)});
+                }
+            }
+            argv.emplace_back("--");
+            argv.insert(argv.end(), spec.argv.begin(), spec.argv.end());
+            plan["files"] = {{{"fd", env_fd}, {"content", tea::bytes::to_json(join_nul(env))}},
+                             args_file(a),
+                             {{"fd", helper_fd}, {"path", tea::bytes::to_json(helper)}}};
+            plan["audit"] = {{"targetStart", helper_in_sandbox},
+                             {"writable", json::array({temp_mount})}};
+            if (!egress_dir.empty()) {
+                plan["files"].push_back(
+                    {{"fd", shim_fd}, {"path", tea::bytes::to_json(spec.egress_shim)}});
+            }
         }
+        plan["argv"] = tea::bytes::list_to_json(argv);
         if (identity.dropped) {
             // Host root's files would belong to a bwrap started as root (uid-isolation).
             plan["runAs"] = {{"uid", identity.uid}, {"gid", identity.gid}};

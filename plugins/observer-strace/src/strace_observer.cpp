@@ -6,8 +6,9 @@
 //        directory the core names (beneath the run's private parent, out of the target's view).
 // collect parses that trace as a stream. Events before the plan's targetStart exec belong to
 //        the confinement's own set-up (bwrap mounting the view the target gets) and are not the
-//        target's; the helper's own work between that exec and its exec of the target is not
-//        either. Everything after is reported, merged into distinct events with a count.
+//        target's; when that exec starts a launcher (targetStartKind "launcher"), the launcher's
+//        own work until its exec of the target is not either. Everything after is reported,
+//        merged into distinct events with a count.
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/stat.h>
@@ -226,7 +227,10 @@ class StraceObserver {
         const auto target_start = request.contains("targetStart")
                                       ? tea::bytes::from_json(request["targetStart"], "targetStart")
                                       : std::string{};
-        Collector c{target_start, max_distinct_};
+        // "target" (ABI 1.1): the process that makes the targetStart exec is the target itself.
+        const bool start_is_target =
+            request.contains("targetStartKind") && request["targetStartKind"] == "target";
+        Collector c{target_start, start_is_target, max_distinct_};
         const auto path = trace_dir + "/" + kTraceFile;
         // O_NOFOLLOW: the trace is the runtime's own file; a link there is not its trace.
         const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -304,6 +308,7 @@ class StraceObserver {
     // Separates the confinement's set-up from the target and merges repeated accesses.
     struct Collector {
         std::string target_start;
+        bool start_is_target = false;
         std::size_t max_distinct;
         bool started = false;
         // The process that ran the in-sandbox helper, until it executes the target.
@@ -318,8 +323,8 @@ class StraceObserver {
         std::uint64_t overflow = 0;
         static constexpr std::size_t kCountWidth = 20;  // digits of the largest uint64
 
-        Collector(std::string start, std::size_t max)
-            : target_start{std::move(start)}, max_distinct{max} {
+        Collector(std::string start, bool is_target, std::size_t max)
+            : target_start{std::move(start)}, start_is_target{is_target}, max_distinct{max} {
             started = target_start.empty();
         }
 
@@ -328,11 +333,15 @@ class StraceObserver {
                 // Nothing of the target exists before this exec: these are the mechanism's own
                 // accesses (bwrap reading the host to build the view). Only the first such exec
                 // counts; a target cannot run before it to fake one.
-                if (is_exec(e) && e.success && e.path_asked == target_start) {
-                    started = true;
-                    helper_pid = e.pid;
+                if (!is_exec(e) || !e.success || e.path_asked != target_start) {
+                    return;
                 }
-                return;
+                started = true;
+                if (!start_is_target) {
+                    helper_pid = e.pid;  // a launcher: its own work until its next exec is not
+                    return;              // the target's
+                }
+                // The target itself: its exec reads its binary, and is judged as such.
             }
             if (helper_pid != 0 && e.pid == helper_pid) {
                 if (!is_exec(e)) {

@@ -121,6 +121,37 @@ TEST(ExecPlan, AuditHintsRoundTripAndAreChecked) {
     expect_refused(head + R"("audit": {"targetStart": "a\u0000b"}})", "audit.targetStart");
 }
 
+TEST(ExecPlan, ChildSetUpAndTargetStartKindRoundTripAndAreChecked) {
+    ExecPlan plan;
+    plan.argv = {"/usr/bin/bwrap"};
+    plan.cwd = "/";
+    plan.confinement = "bubblewrap";
+    plan.audit.target_start = "/usr/bin/true";
+    plan.audit.target_start_is_target = true;
+    plan.child.limits = {3600, 4096, 64};
+    plan.child.new_session_keyring = true;
+    const auto back = exec_plan_from_json(to_json(plan));
+    EXPECT_TRUE(back.audit.target_start_is_target);
+    EXPECT_EQ(back.child.limits.cpu_seconds, 3600U);
+    EXPECT_EQ(back.child.limits.file_size_bytes, 4096U);
+    EXPECT_EQ(back.child.limits.processes, 64U);
+    EXPECT_TRUE(back.child.new_session_keyring);
+    // A 1.0 plan says nothing of them: a launcher, and nothing set in the child.
+    plan.audit.target_start_is_target = false;
+    plan.child = {};
+    const auto old = exec_plan_from_json(to_json(plan));
+    EXPECT_FALSE(old.audit.target_start_is_target);
+    EXPECT_FALSE(old.child.requested());
+
+    const std::string head = R"({"argv": ["a"], "env": [], "cwd": "/", "confinement": "x", )";
+    expect_refused(head + R"("limits": 5})", "limits: expected an object");
+    expect_refused(head + R"("limits": {"stack": 1}})", "limits.stack");
+    expect_refused(head + R"("limits": {"processes": -1}})", "processes");
+    expect_refused(head + R"("newSessionKeyring": "yes"})", "newSessionKeyring");
+    expect_refused(head + R"("audit": {"targetStart": "/x", "targetStartKind": "self"}})",
+                   "audit.targetStartKind");
+}
+
 TEST(ExecPlan, LaunchSpecRoleRoundTripsAndDefaultsToTarget) {
     LaunchSpec spec;
     spec.argv = {"true"};

@@ -345,6 +345,30 @@ report("FD5-LIST", lambda: ",".join(os.listdir("/proc/self/fd/5")))
     EXPECT_EQ(direct.value("FD5-READ-OK"), secret()) << direct;
 }
 
+TEST_F(Confinement, TheTargetHoldsOnlyTheStandardDescriptors) {
+    // bwrap reads its arguments and the seccomp program from descriptors of the plan; it must
+    // close them, and nothing else of the runtime's or bwrap's may reach the target.
+    const int file = ::open("/etc/hostname", O_RDONLY);
+    ASSERT_GE(file, 0);
+    const auto probe = python(R"PY(
+fds = []
+for n in sorted(os.listdir("/proc/self/fd"), key=int):
+    try:
+        os.readlink("/proc/self/fd/" + n)
+    except OSError:
+        continue  # the listing's own descriptor, closed by now
+    fds.append(n)
+print("FDS:" + ",".join(fds))
+)PY");
+    const auto confined = run({.command = probe, .inherit = {{file, 7}}});
+    // The positive control: a descriptor inherited by a process the test starts is listed.
+    const auto direct = run_direct(probe, {{file, 7}});
+    ::close(file);
+    EXPECT_EQ(confined.value("FDS"), "0,1,2") << confined;
+    EXPECT_NE(("," + direct.value("FDS").value_or("") + ",").find(",7,"), std::string::npos)
+        << direct;
+}
+
 TEST_F(Confinement, TempDirIsWritableAndRemovedAfterTheCall) {
     const auto file = "tea-tmp-" + random_token();
     const auto go = workspace() / "go";

@@ -1,7 +1,10 @@
 // What the target may ask of the kernel: no capabilities, no_new_privs, the
 // seccomp filter's refusals (terminal injection, io_uring, mounts, namespaces).
+#include <linux/keyctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <fstream>
 #include <string>
 
@@ -93,6 +96,40 @@ print("EUID:%d" % os.geteuid())
     if (call_uid() == 0) {
         EXPECT_NE(control.value("CapEff"), none) << control;
     }
+}
+
+TEST_F(Confinement, KeysOfTheHostsSessionKeyringAreUnreachable) {
+    // A key in the runtime's own session keyring, as a login's credentials would be.
+    const std::string description = "tea-test-key-" + std::to_string(::getpid());
+    const std::string payload = "session-secret";
+    const long key = ::syscall(SYS_add_key, "user", description.c_str(), payload.data(),
+                               payload.size(), KEY_SPEC_SESSION_KEYRING);
+    ASSERT_GT(key, 0) << "add_key: " << std::strerror(errno);
+    const auto probe = python(R"PY(
+import ctypes, errno
+libc = ctypes.CDLL(None, use_errno=True)
+def find():
+    serial = libc.syscall(249, b"user", b")PY" +
+                              description + R"PY(", None, 0)  # request_key
+    if serial < 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+    buffer = ctypes.create_string_buffer(64)
+    size = libc.syscall(250, 11, serial, buffer, 64)  # KEYCTL_READ
+    if size < 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+    return buffer.raw[:size].decode()
+report("KEY", find)
+)PY");
+    const auto [confined, control] = run_both({.command = probe});
+    (void)::syscall(SYS_keyctl, KEYCTL_INVALIDATE, key);
+    // Refused twice over: the seccomp filter denies the keyring calls (EPERM), and the call's
+    // session keyring is a fresh one that does not hold the key.
+    EXPECT_TRUE(confined.has("KEY-DENIED:EPERM")) << confined;
+    EXPECT_FALSE(confined.value("KEY-OK")) << confined;
+    // The positive control: the same search, unconfined, finds the key and reads it.
+    EXPECT_EQ(control.value("KEY-OK"), payload) << control;
 }
 
 TEST_F(Confinement, MountsAndNestedUserNamespacesAreRefused) {

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "../backend-bubblewrap/harness.hpp"
+#include "tea_fixtures.h"
 
 namespace tea::test::bwrap {
 namespace {
@@ -102,6 +103,66 @@ TEST_P(AuditEitherIdentity, WorkspaceReadIsNotListed) {
 
 INSTANTIATE_TEST_SUITE_P(Identities, AuditEitherIdentity,
                          ::testing::Values(Identity::invoker, Identity::unprivileged));
+
+// bwrap starts the target itself through its PATH; the backend names the program the exec will
+// find so the audit knows where the target starts. As root, a PATH entry only root can search
+// (root's own bin directories) must be passed over as the sandbox identity's exec passes it over,
+// or the audit would wait for an exec that never comes and call the trace incomplete.
+TEST_F(Audit, TargetFoundThroughPathIsSeenStartingPastAnEntryTheSandboxCannotReach) {
+    const auto hidden = base() / "hidden-bin";
+    const auto shown = base() / "shown-bin";
+    fs::create_directory(hidden);
+    fs::create_directory(shown);
+    fs::permissions(hidden, fs::perms{0700});
+    fs::permissions(shown, fs::perms{0755});
+    make_file(hidden / "tea-path-probe", "#!/bin/sh\necho HIDDEN-RAN\n", 0755);
+    make_file(shown / "tea-path-probe", "#!/bin/sh\nexec cat " + key() + "\n", 0755);
+    const auto r =
+        run({.command = {"tea-path-probe"},
+             .env = {"PATH=" + hidden.string() + ":" + shown.string() + ":/usr/bin:/bin"},
+             .options = {"--json"}});
+    const auto record = json::parse(r.out, nullptr, false);
+    ASSERT_FALSE(record.is_discarded()) << r;
+    EXPECT_TRUE(record["audit"]["complete"].get<bool>()) << r;
+    if (::geteuid() == 0) {
+        // The sandbox identity cannot search hidden-bin: the shown program ran, and its read
+        // outside the grants is the target's, judged and listed.
+        EXPECT_NE(r.err.find("PRIVATE KEY"), std::string::npos) << r;
+        EXPECT_TRUE(lists(record, key())) << r;
+    } else {
+        EXPECT_NE(r.err.find("HIDDEN-RAN"), std::string::npos) << r;
+    }
+}
+
+// An observer of ABI 1.0 takes the targetStart process for a launcher and would drop what it
+// does until its next exec: with a plan whose target starts itself, the target's own accesses.
+TEST_F(Audit, AnObserverOlderThanTheTargetStartHintIsRefused) {
+    const auto dir = base() / "observers.d";
+    fs::create_directory(dir);
+    const auto manifest = [&](const std::string &name, const std::string &abi,
+                              const std::string &library) {
+        make_file(dir / (name + ".toml"),
+                  "name = \"" + name + "\"\nkind = \"observer\"\nabi = \"" + abi +
+                      "\"\nlibrary = \"" + library + "\"\n",
+                  0644);
+    };
+    manifest("observer-abi-1-0", "1.0", TEA_FIXTURE_OBSERVER_ABI_1_0);
+    manifest("good-observer", "1.1", TEA_FIXTURE_GOOD_OBSERVER);
+    const auto config = "[plugins]\npaths = [\"" + dir.string() + "\"]\n";
+    const auto old =
+        run({.command = {"true"}, .config = config, .options = {"--observer", "observer-abi-1-0"}});
+    EXPECT_EQ(old.status, 12) << old;
+    EXPECT_NE(old.err.find("(plugin ABI 1.0) cannot audit a plan whose target starts"),
+              std::string::npos)
+        << old;
+    // The control: an observer of ABI 1.1 gets past the check (this fixture then fails on
+    // its own, since it only echoes what it is given).
+    const auto current =
+        run({.command = {"true"}, .config = config, .options = {"--observer", "good-observer"}});
+    EXPECT_EQ(current.err.find("cannot audit a plan whose target starts"), std::string::npos)
+        << current;
+    EXPECT_NE(current.err.find("good-observer"), std::string::npos) << current;
+}
 
 TEST_F(Audit, DeclaredSystemPathIsNotListed) {
     const auto [r, record] = audited({"cat", key()}, {"--strict", "--system-path", outside_});
