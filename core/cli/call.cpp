@@ -467,6 +467,7 @@ Session::Executed Session::execute(const exec::LaunchSpec &spec, const exec::Exe
     loan.restore();
     if (observed) {
         out.observation = collect(plan, trace_dir);
+        phase("trace collected");
         if (out.result.started && !out.observation->target_started) {
             // The trace never shows the target's side starting: either nothing ran (bwrap
             // failed) or the observer saw nothing. Neither is an audit of the target.

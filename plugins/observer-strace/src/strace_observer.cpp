@@ -17,6 +17,7 @@
 
 #include <array>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -127,19 +128,24 @@ void append_json_bytes(std::string &out, std::string_view bytes) {
     }
     static constexpr char hex[] = "0123456789abcdef";
     out += '"';
-    for (const char c : bytes) {
-        const auto u = static_cast<unsigned char>(c);
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += c;
-        } else if (u < 0x20) {
+    std::size_t run = 0;  // the start of the bytes that need no escape, appended in one piece
+    for (std::size_t i = 0; i < bytes.size(); ++i) {
+        const auto u = static_cast<unsigned char>(bytes[i]);
+        if (u >= 0x20 && u != '"' && u != '\\') {
+            continue;
+        }
+        out.append(bytes.substr(run, i - run));
+        if (u < 0x20) {
             out += "\\u00";
             out += hex[u >> 4U];
             out += hex[u & 0xFU];
         } else {
-            out += c;
+            out += '\\';
+            out += static_cast<char>(u);
         }
+        run = i + 1;
     }
+    out.append(bytes.substr(run));
     out += '"';
 }
 
@@ -326,6 +332,8 @@ class StraceObserver {
         Collector(std::string start, bool is_target, std::size_t max)
             : target_start{std::move(start)}, start_is_target{is_target}, max_distinct{max} {
             started = target_start.empty();
+            index.reserve(1024);
+            body.reserve(std::size_t{64} << 10U);
         }
 
         void take(const tea::strace::AccessEvent &e) {
@@ -375,7 +383,8 @@ class StraceObserver {
             index.emplace(key, counts.size());
             body += counts.empty() ? "{" : ",{";
             body += R"("pid":)";
-            body += std::to_string(e.pid);
+            std::array<char, 16> pid{};
+            body.append(pid.data(), std::to_chars(pid.data(), pid.data() + pid.size(), e.pid).ptr);
             body += R"(,"syscall":)";
             append_json_bytes(body, e.syscall);
             body += R"(,"asked":)";

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tea/json_bytes.hpp>
 
 #include "../backend-bubblewrap/harness.hpp"
 #include "tea_fixtures.h"
@@ -162,6 +163,32 @@ TEST_F(Audit, AnObserverOlderThanTheTargetStartHintIsRefused) {
     EXPECT_EQ(current.err.find("cannot audit a plan whose target starts"), std::string::npos)
         << current;
     EXPECT_NE(current.err.find("good-observer"), std::string::npos) << current;
+}
+
+// The observer writes each event's paths into its JSON answer: quotes, backslashes, control
+// bytes and bytes that are not UTF-8 must come back as the very names the target opened.
+TEST_F(Audit, HostilePathNamesAreListedExactly) {
+    const std::vector<std::string> names = {"a \"quoted\" name", "back\\slash", "line\nbreak",
+                                            "ctrl\x01byte", std::string{"latin\xe9"}};
+    std::vector<std::string> paths;
+    for (const auto &n : names) {
+        paths.push_back((outside_ / n).string());
+        make_file(paths.back(), "x\n", 0644);
+    }
+    std::vector<std::string> command = {"python3", "-c",
+                                        "import sys, os\nfor p in sys.argv[1:]:\n"
+                                        "    open(os.fsencode(p), 'rb').read()\n"};
+    command.insert(command.end(), paths.begin(), paths.end());
+    const auto [r, record] = audited(command);
+    EXPECT_EQ(r.status, 0) << r;
+    EXPECT_TRUE(record["audit"]["complete"].get<bool>()) << r;
+    for (const auto &p : paths) {
+        bool found = false;
+        for (const auto &f : record["audit"]["findings"]) {
+            found = found || tea::bytes::from_json(f["path"], "path") == p;
+        }
+        EXPECT_TRUE(found) << p << "\n" << r;
+    }
 }
 
 TEST_F(Audit, DeclaredSystemPathIsNotListed) {
