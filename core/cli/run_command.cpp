@@ -578,7 +578,19 @@ std::optional<Opened> open_evaluation(const CommonOptions &common, const stdfs::
 
 void check_targets(const Opened &o, fs::RunDirectory &private_dir) {
     const auto check_dir = private_dir.make_directory("check-");
-    (void)git::materialize(o.source, check_dir);
+    try {
+        (void)git::materialize(o.source, check_dir);
+    } catch (const git::MissingObjectsError &e) {
+        // A partial clone's promisor remote is never asked: a confined run reaches no network,
+        // and a fetch on the target's behalf would let it pull whatever the remote serves.
+        throw host_error(std::string{e.what()} +
+                         "; a confined run fetches nothing, so no workspace can be made of "
+                         "commit " +
+                         e.commit() +
+                         ". Bring its objects into your clone once (a git command that reads "
+                         "every file of the commit fetches them: git archive " +
+                         e.commit() + " >/dev/null) and run again");
+    }
     for (const auto &entry : o.ev.registry) {
         std::error_code ec;
         if (!stdfs::is_regular_file(stdfs::symlink_status(check_dir / entry.target, ec))) {

@@ -671,3 +671,134 @@ TEST(Run, TargetGitSeesTheHistoryWithoutTheEvaluationAndCannotCommit) {
 
 }  // namespace
 }  // namespace tea
+
+namespace tea {
+namespace {
+
+// git in dir, as a user runs it; the test fails on a non-zero status.
+std::string git(const fs::path &dir, std::vector<std::string> args) {
+    args.insert(args.begin(),
+                {"git", "-C", dir.string(), "-c", "user.name=t", "-c", "user.email=t@t"});
+    const auto o = test::run(args, test::environment_with({}));
+    EXPECT_EQ(o.status, 0) << args[7] << ": " << o.err;
+    return o.out;
+}
+
+std::string first_line(const std::string &text) {
+    return text.substr(0, text.find('\n'));
+}
+
+// Clones the project's repository with a partial-clone filter, as a user of a large repository
+// does; the source serves filters.
+fs::path partial_clone(const Project &p, const std::string &filter,
+                       const std::vector<std::string> &extra = {}) {
+    (void)git(p.root(), {"config", "uploadpack.allowFilter", "true"});
+    const auto clone = p.root().parent_path() / "clone";
+    std::vector<std::string> argv{"git", "clone", "-q", "--filter=" + filter};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    argv.insert(argv.end(), {"file://" + p.root().string(), clone.string()});
+    const auto o = test::run(argv, test::environment_with({}));
+    EXPECT_EQ(o.status, 0) << o.err;
+    return clone;
+}
+
+// The object ids the clone's history names but does not hold on disk (listing them fetches
+// nothing, unlike `git cat-file -e`).
+std::string missing_objects(const fs::path &clone) {
+    return git(clone, {"rev-list", "--objects", "--missing=print", "HEAD"});
+}
+
+// A partial clone runs confined: the target's git reads the history the clone holds, and an
+// object the clone never fetched ends in git's own error, since the private repository has no
+// remote to fetch it from. Control: the clone's own git, which has the remote, fetches it.
+TEST(Run, PartialCloneRunsConfinedAndTheTargetsGitFetchesNothing) {
+    for (const std::string filter : {"blob:none", "tree:0"}) {
+        SCOPED_TRACE(filter);
+        Project p{filter == "tree:0" ? "partial-tree" : "partial-blob"};
+        const std::string target =
+            "#!/bin/sh\n"
+            "echo \"commits=$(git log --oneline | wc -l)\"\n"
+            "if git show \"$1\" >\"$TMPDIR/shown\" 2>\"$TMPDIR/err\"; then\n"
+            "  echo \"show=ok $(cat \"$TMPDIR/shown\")\"\n"
+            "else\n"
+            "  echo \"show=failed $(head -n 1 \"$TMPDIR/err\")\"\n"
+            "fi\n";
+        p.write("data.txt", "old-data\n");
+        write_simple_evaluation(p, "", target);
+        p.commit();
+        const auto first = first_line(git(p.root(), {"rev-parse", "HEAD"}));
+        const auto old_blob = first_line(git(p.root(), {"rev-parse", first + ":data.txt"}));
+        const auto old_tree = first_line(git(p.root(), {"rev-parse", first + "^{tree}"}));
+        p.write("data.txt", "new-data\n");
+        p.write(".tea/probes/only.json",
+                R"({"entry": "t", "args": [")" + first + R"(:data.txt"]})");
+        p.commit();
+        const auto clone = partial_clone(p, filter);
+        // Control: the clone really lacks the old object on disk.
+        const auto missing = missing_objects(clone);
+        ASSERT_NE(missing.find('?' + (filter == "tree:0" ? old_tree : old_blob)), std::string::npos)
+            << missing;
+
+        const auto run =
+            test::run({TEA_EVALUATE_BIN, "--json", "run", (clone / ".tea").string()}, p.env());
+        ASSERT_EQ(run.status, 0) << run.err;  // nothing was read or fetched outside the grants
+        const auto out = test::read_file(
+            (run_dir_of(run) / "trials" / "1" / "calls" / "01-only.stdout").string());
+        EXPECT_NE(out.find("commits=2\n"), std::string::npos) << out;
+        EXPECT_NE(out.find("show=failed fatal: "), std::string::npos) << out;
+        EXPECT_EQ(out.find("old-data"), std::string::npos) << out;
+        // Nothing fetched it on the run's behalf either.
+        EXPECT_NE(missing_objects(clone).find('?' + (filter == "tree:0" ? old_tree : old_blob)),
+                  std::string::npos);
+
+        // Positive control: the clone's own git, with its promisor remote, fetches and shows it.
+        EXPECT_EQ(git(clone, {"show", first + ":data.txt"}), "old-data\n");
+    }
+}
+
+// A commit whose own files the clone lacks (a partial clone checked out in part) cannot become a
+// workspace without a fetch, which a confined run never makes: run and preflight end with exit 12
+// naming the commit, before any target starts. Control: once the clone holds the objects, it runs.
+TEST(Run, ACommitWhoseObjectsTheCloneLacksIsExit12BeforeAnyTargetStarts) {
+    Project p{"partial-part"};
+    p.write("lib/data.txt", "data\n");
+    write_simple_evaluation(p);
+    p.commit();
+    // Cloned without a checkout, then only the evaluation and the target checked out: the rest
+    // of the commit's files were never fetched.
+    const auto clone = partial_clone(p, "blob:none", {"--no-checkout"});
+    (void)git(clone, {"checkout", "HEAD", "--", ".tea", "bin"});
+    const auto head = first_line(git(clone, {"rev-parse", "HEAD"}));
+    const auto data_blob = first_line(git(p.root(), {"rev-parse", "HEAD:lib/data.txt"}));
+    ASSERT_NE(missing_objects(clone).find('?' + data_blob), std::string::npos);
+
+    const auto eval = clone / ".tea";
+    for (const char *command : {"run", "preflight"}) {
+        SCOPED_TRACE(command);
+        const auto o = test::run({TEA_EVALUATE_BIN, command, eval.string()}, p.env());
+        EXPECT_EQ(o.status, 12) << o.err;
+        EXPECT_NE(o.err.find("lacks objects of commit " + head), std::string::npos) << o.err;
+        EXPECT_NE(o.err.find("lib/data.txt"), std::string::npos) << o.err;
+        EXPECT_NE(o.err.find("fetches nothing"), std::string::npos) << o.err;
+    }
+    // No run was recorded: no target started.
+    std::error_code ec;
+    EXPECT_TRUE(fs::is_empty(eval / "runs", ec) || !fs::exists(eval / "runs")) << ec.message();
+    EXPECT_NE(missing_objects(clone).find('?' + data_blob), std::string::npos);
+
+    // Control: with the commit's objects fetched into the clone the way the message says, the
+    // same evaluation runs.
+    const auto archive = test::run({"git", "-C", clone.string(), "archive", "-o",
+                                    (clone.parent_path() / "archive.tar").string(), "HEAD"},
+                                   test::environment_with({}));
+    ASSERT_EQ(archive.status, 0) << archive.err;
+    ASSERT_EQ(missing_objects(clone).find('?' + data_blob), std::string::npos);
+    const auto run = test::run({TEA_EVALUATE_BIN, "--json", "run", eval.string()}, p.env());
+    EXPECT_EQ(run.status, 0) << run.err;
+    EXPECT_EQ(
+        test::read_file((run_dir_of(run) / "trials" / "1" / "calls" / "01-only.stdout").string()),
+        "ok\n");
+}
+
+}  // namespace
+}  // namespace tea
