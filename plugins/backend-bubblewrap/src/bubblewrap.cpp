@@ -646,9 +646,10 @@ class Bubblewrap {
             // Only what the runtime made for this call: a source elsewhere would show the target a
             // host file the confinement withholds (another run's home, a withheld folder).
             if (!inside(source, run_dir) || normal(source) == fs::path{run_dir}) {
-                throw tea::sdk::Invalid("the read-only source " + source +
-                                        " does not lie inside this call's run directory " +
-                                        run_dir);
+                std::string message = "the read-only source " + source;
+                message += " does not lie inside this call's run directory ";
+                message += run_dir;
+                throw tea::sdk::Invalid(message);
             }
             // Only inside the workspace, which the target may change anyway: elsewhere it would
             // replace a file the target trusts (/etc/passwd, a library) with other content.
@@ -663,8 +664,11 @@ class Bubblewrap {
             std::error_code ec;
             if (fs::is_directory(fs::symlink_status(source, ec)) !=
                 fs::is_directory(fs::symlink_status(destination, ec))) {
-                throw tea::sdk::Invalid("the read-only source " + source + " and its destination " +
-                                        destination + " are not both directories or both files");
+                std::string message = "the read-only source " + source;
+                message += " and its destination ";
+                message += destination;
+                message += " are not both directories or both files";
+                throw tea::sdk::Invalid(message);
             }
         }
     }
