@@ -202,7 +202,8 @@ void protect_git_paths(git_repository *repo, WorkspaceSource &source) {
 }  // namespace
 
 WorkspaceSource open_workspace_source(const fs::path &project_root,
-                                      const std::vector<std::string> &excluded) {
+                                      const std::vector<std::string> &excluded,
+                                      bool require_commit) {
     ensure_libgit2();
     WorkspaceSource source;
     std::error_code ec;
@@ -226,6 +227,7 @@ WorkspaceSource open_workspace_source(const fs::path &project_root,
     protect_git_paths(repo.get(), source);
     git_object *head = nullptr;
     if (git_revparse_single(&head, repo.get(), "HEAD^{commit}") != 0) {
+        if (!require_commit) return source;
         fail("the project's repository " + source.worktree.string() +
              " has no commit to evaluate (HEAD: " + last_git_error() + ")");
     }

@@ -50,9 +50,11 @@ struct WorkspaceSource {
 };
 
 // Opens the repository holding project_root, if any, and resolves HEAD to the evaluated commit.
-// Throws WorkspaceSourceError naming the project (a repository with no commit, say).
+// Throws WorkspaceSourceError naming the project (a repository with no commit, say; without
+// require_commit such a repository is opened with an empty commit).
 WorkspaceSource open_workspace_source(const std::filesystem::path &project_root,
-                                      const std::vector<std::string> &excluded);
+                                      const std::vector<std::string> &excluded,
+                                      bool require_commit = true);
 
 struct Materialized {
     std::size_t files = 0;

@@ -802,3 +802,149 @@ TEST(Run, ACommitWhoseObjectsTheCloneLacksIsExit12BeforeAnyTargetStarts) {
 
 }  // namespace
 }  // namespace tea
+
+namespace tea {
+namespace {
+
+// The lines of the first call's stdout of a run.
+std::string first_call_output(const test::Outcome &run) {
+    return test::read_file(
+        (run_dir_of(run) / "trials" / "1" / "calls" / "01-only.stdout").string());
+}
+
+// A target that prints the history it sees and tries the project's git directory ($1).
+constexpr const char *kHistoryAndGitDir =
+    "#!/bin/sh\n"
+    "echo \"commits=$(git log --oneline | wc -l)\"\n"
+    "echo \"head=$(git rev-parse HEAD)\"\n"
+    "echo \"gitdir=$(ls -A \"$1\" 2>/dev/null | wc -l)\"\n"
+    "cat \"$1/HEAD\" >/dev/null 2>&1 && echo gitdir-head-read || echo gitdir-head-unreadable\n";
+
+void write_history_evaluation(Project &p, const fs::path &git_dir) {
+    write_simple_evaluation(p, "", kHistoryAndGitDir);
+    p.write(".tea/probes/only.json", R"({"entry": "t", "args": [")" + git_dir.string() + R"("]})");
+    p.commit();
+    p.write("README", "two\n");
+    p.commit();
+}
+
+// The project's work tree is a linked worktree or a submodule: the target's history is the
+// checkout's own (same count, same HEAD), and the main repository's git directory is an empty
+// view whose every access is listed (exit 3). Control: on the host it is there and readable.
+void expect_history_without_the_git_dir(const Project &p, const fs::path &project,
+                                        const fs::path &git_dir) {
+    const auto commits = first_line(git(project, {"rev-list", "--count", "HEAD"}));
+    const auto head = first_line(git(project, {"rev-parse", "HEAD"}));
+    const auto run =
+        test::run({TEA_EVALUATE_BIN, "--json", "run", (project / ".tea").string()}, p.env());
+    EXPECT_EQ(run.status, 3) << run.err;  // the target looked at the git directory: listed
+    EXPECT_NE(run.err.find(git_dir.string()), std::string::npos) << run.err;
+    const auto out = first_call_output(run);
+    EXPECT_NE(out.find("commits=" + commits + "\n"), std::string::npos) << out;
+    EXPECT_NE(out.find("head=" + head + "\n"), std::string::npos) << out;
+    EXPECT_NE(out.find("gitdir=0\n"), std::string::npos) << out;
+    EXPECT_NE(out.find("gitdir-head-unreadable"), std::string::npos) << out;
+    // Control: the git directory holds a repository the host reads.
+    EXPECT_TRUE(fs::is_regular_file(git_dir / "HEAD"));
+    EXPECT_FALSE(fs::is_empty(git_dir));
+}
+
+TEST(Run, ALinkedWorktreeGetsItsHistoryAndNotTheMainGitDirectory) {
+    Project p{"linked"};
+    write_history_evaluation(p, p.root() / ".git");
+    const auto linked = p.root().parent_path() / "linked";
+    (void)git(p.root(), {"worktree", "add", "-q", "--detach", linked.string(), "HEAD~1"});
+    expect_history_without_the_git_dir(p, linked, p.root() / ".git");
+
+    // exec in place in the linked worktree: its .git file is shown naming the private repository,
+    // whose history is the worktree's own; a commit fails and the main repository is unchanged.
+    const auto exec =
+        p.tea({"exec", "--backend", "bubblewrap", "--workspace", linked.string(), "--", "sh", "-c",
+               "echo \"commits=$(git log --oneline | wc -l)\"; cat .git; "
+               "git -c user.name=t -c user.email=t@t commit -q --allow-empty -m x "
+               "2>/dev/null && echo committed || echo commit-failed"});
+    EXPECT_EQ(exec.status, 0) << exec.err;
+    EXPECT_NE(exec.out.find("commits=1\n"), std::string::npos) << exec.out;
+    EXPECT_NE(exec.out.find("gitdir: " + p.private_root().string() + "/run-"), std::string::npos)
+        << exec.out;
+    EXPECT_NE(exec.out.find("commit-failed"), std::string::npos) << exec.out;
+    EXPECT_EQ(first_line(git(p.root(), {"rev-list", "--count", "--all"})), "2");
+    EXPECT_NE(test::read_file((linked / ".git").string()).find(p.root().string()),
+              std::string::npos);
+}
+
+TEST(Run, ASubmoduleGetsItsHistoryAndNotItsGitDirectory) {
+    Project p{"submodule"};
+    const auto super = p.root().parent_path() / "super";
+    // Inside the superproject the submodule's git directory is .git/modules/sub.
+    const auto git_dir = super / ".git" / "modules" / "sub";
+    write_history_evaluation(p, git_dir);
+    fs::create_directories(super);
+    (void)git(super, {"init", "-q"});
+    (void)git(super, {"-c", "protocol.file.allow=always", "submodule", "add", "-q",
+                      "file://" + p.root().string(), "sub"});
+    (void)git(super, {"commit", "-q", "-m", "with the submodule"});
+    ASSERT_TRUE(fs::is_regular_file(super / "sub" / ".git"));
+    expect_history_without_the_git_dir(p, super / "sub", git_dir);
+}
+
+}  // namespace
+}  // namespace tea
+
+namespace tea {
+namespace {
+
+// exec in place in a checkout at its repository's root: the target's .git is a private
+// repository of HEAD's history without the --withhold folder, the project's git directory (and
+// its configuration) is out of view, git commit fails, and the work tree's own changes show in
+// git status. Control: unconfined (opt-out), the same script reads the project's repository and
+// commits into it.
+TEST(Exec, ACheckoutAtItsRootGetsAPrivateHistoryAndCannotCommit) {
+    Project p{"exec-git"};
+    p.write(".tea/answers.txt", "SECRET-ANSWER\n");
+    p.write("README", "one\n");
+    p.commit();
+    p.write("README", "two\n");
+    p.commit();
+    (void)git(p.root(), {"config", "tea.marker", "project"});
+    p.write("README", "uncommitted\n");  // exec runs in the user's checkout as it is
+    const std::string script =
+        "echo \"commits=$(git log --oneline | wc -l)\"\n"
+        "echo \"evaltree=$(git ls-tree -r HEAD .tea | wc -l)\"\n"
+        "echo \"show=[$(git show HEAD:.tea/answers.txt 2>/dev/null)]\"\n"
+        "echo \"marker=[$(git config tea.marker)]\"\n"
+        "echo \"status=$(git status --porcelain | tr '\\n' ' ')\"\n"
+        "git -c user.name=t -c user.email=t@t commit -q --allow-empty -m x 2>/dev/null"
+        " && echo committed || echo commit-failed\n";
+    const auto exec = [&](const std::string &backend) {
+        return p.tea({"exec", "--backend", backend, "--workspace", p.root().string(), "--withhold",
+                      p.eval().string(), "--", "sh", "-c", script});
+    };
+    const auto confined = exec("bubblewrap");
+    EXPECT_EQ(confined.status, 0) << confined.err;
+    EXPECT_NE(confined.out.find("commits=2\n"), std::string::npos) << confined.out;
+    EXPECT_NE(confined.out.find("evaltree=0\n"), std::string::npos) << confined.out;
+    EXPECT_NE(confined.out.find("show=[]\n"), std::string::npos) << confined.out;
+    EXPECT_NE(confined.out.find("marker=[]\n"), std::string::npos) << confined.out;
+    EXPECT_NE(confined.out.find("status= M README \n"), std::string::npos) << confined.out;
+    EXPECT_NE(confined.out.find("commit-failed"), std::string::npos) << confined.out;
+    // The project's own git directory was neither read nor written: only the withheld folder,
+    // which git status looked into, is listed.
+    EXPECT_EQ(confined.err.find((p.root() / ".git").string()), std::string::npos) << confined.err;
+    EXPECT_EQ(first_line(git(p.root(), {"rev-list", "--count", "HEAD"})), "2");
+    EXPECT_EQ(test::read_file((p.root() / "README").string()), "uncommitted\n");
+    EXPECT_EQ(p.leftover_run_dirs(), 0U);
+
+    // Control: without the confinement the same script reads the project's repository, the
+    // grading material in its history included, and commits into it.
+    const auto open = exec("opt-out");
+    EXPECT_EQ(open.status, 0) << open.err;
+    EXPECT_NE(open.out.find("evaltree=1\n"), std::string::npos) << open.out;
+    EXPECT_NE(open.out.find("show=[SECRET-ANSWER]\n"), std::string::npos) << open.out;
+    EXPECT_NE(open.out.find("marker=[project]\n"), std::string::npos) << open.out;
+    EXPECT_NE(open.out.find("committed"), std::string::npos) << open.out;
+    EXPECT_EQ(first_line(git(p.root(), {"rev-list", "--count", "HEAD"})), "3");
+}
+
+}  // namespace
+}  // namespace tea
