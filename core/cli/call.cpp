@@ -152,6 +152,16 @@ audit::Grants call_grants(const exec::LaunchSpec &spec, const exec::ExecPlan &pl
     // lies under the private root is excepted from it, as the home is.
     g.system_paths.insert(g.system_paths.end(), spec.read_only.begin(), spec.read_only.end());
     g.always_listed = spec.withhold;
+    // A withheld path the runtime shows something else over (exec's private repository at the
+    // workspace's .git, over the project's git directory) holds what the target reads there; the
+    // bind keeps the path's own content out of view, so reading it is no access to that content.
+    std::erase_if(g.always_listed, [&spec](const std::string &w) {
+        return std::any_of(spec.read_only_over.begin(), spec.read_only_over.end(),
+                           [&w](const exec::ReadOnlyOver &o) {
+                               return std::filesystem::path{o.destination}.lexically_normal() ==
+                                      std::filesystem::path{w}.lexically_normal();
+                           });
+    });
     g.always_listed.push_back(private_root.string());
     // A trial's workspace may lie in a run directory beneath the private root, beside its home.
     g.always_listed_exceptions = {spec.temp_dir, spec.home, spec.workspace};

@@ -6,6 +6,7 @@
 #include <tea/json_bytes.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/target_git.hpp"
 #include "util/error.hpp"
 
 namespace tea::cli {
@@ -119,6 +120,11 @@ int exec_command(const CommonOptions &common, const ExecOptions &options) {
     }
     Session session{common};
     auto spec = session.launch_spec(options);
+    // Lives until the call has ended: it holds the private repository the call reads.
+    const auto git = give_exec_target_git(spec, session.private_root());
+    if (!git.history.empty()) {
+        spdlog::info("the workspace's git directory is withheld; history: {}", git.history);
+    }
     const auto route_request = Session::egress_request(options);
 
     auto run = session.run_options(options);

@@ -26,6 +26,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/run_records.hpp"
+#include "cli/target_git.hpp"
 #include "evaluation/evaluation.hpp"
 #include "exec/environment.hpp"
 #include "fs/beneath.hpp"
@@ -325,18 +326,8 @@ stdfs::path prepare_workspace(const RunState &state, const stdfs::path &workspac
         (void)git::materialize(source, workspace);
         return {};
     }
-    auto repository = private_dir.path() / ("repository-" + fs::random_token(8));
-    const auto cache = state.session.private_root() / "git-cache";
-    if (::mkdir(cache.c_str(), 0700) != 0 && errno != EEXIST) {
-        throw runtime_error("cannot make " + cache.string() + ": " + errno_text(errno));
-    }
-    git::PrivateRepositoryRequest request;
-    request.project_repository = source.worktree;
-    request.commit = source.commit;
-    request.withheld_paths = source.excluded;
-    request.destination = repository;
+    auto repository = build_target_repository(source, source.excluded, private_dir);
     try {
-        (void)git::build_private_repository(request, cache);
         git::attach_worktree(workspace, repository);
     } catch (const git::PrivateRepositoryError &e) {
         throw host_error(e.what());
@@ -387,17 +378,7 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
         }
         spec.system_paths = entry->system_paths;
         if (!repository.empty() && ev.confinement) {
-            // The target's git reads the private repository and can change nothing in it.
-            spec.read_only.push_back(repository.string());
-            // The repository belongs to the runtime, the checkout (lent) to the identity the
-            // target runs as: git's ownership check would refuse one of the two. Inside the
-            // confinement that check guards nothing: what a repository's configuration runs,
-            // runs confined.
-            exec::set_variable(spec.env, "GIT_CONFIG_COUNT", "1");
-            exec::set_variable(spec.env, "GIT_CONFIG_KEY_0", "safe.directory");
-            exec::set_variable(spec.env, "GIT_CONFIG_VALUE_0", "*");
-            // git status must not try to refresh the read-only index.
-            exec::set_variable(spec.env, "GIT_OPTIONAL_LOCKS", "0");
+            grant_target_repository(spec, repository);
         }
         spec.runtime_prefix = state.session.runtime().paths.prefix.string();
         spec.helper_dir = state.session.runtime().paths.helper_dir.string();
@@ -578,7 +559,19 @@ std::optional<Opened> open_evaluation(const CommonOptions &common, const stdfs::
 
 void check_targets(const Opened &o, fs::RunDirectory &private_dir) {
     const auto check_dir = private_dir.make_directory("check-");
-    (void)git::materialize(o.source, check_dir);
+    try {
+        (void)git::materialize(o.source, check_dir);
+    } catch (const git::MissingObjectsError &e) {
+        // A partial clone's promisor remote is never asked: a confined run reaches no network,
+        // and a fetch on the target's behalf would let it pull whatever the remote serves.
+        throw host_error(std::string{e.what()} +
+                         "; a confined run fetches nothing, so no workspace can be made of "
+                         "commit " +
+                         e.commit() +
+                         ". Bring its objects into your clone once (a git command that reads "
+                         "every file of the commit fetches them: git archive " +
+                         e.commit() + " >/dev/null) and run again");
+    }
     for (const auto &entry : o.ev.registry) {
         std::error_code ec;
         if (!stdfs::is_regular_file(stdfs::symlink_status(check_dir / entry.target, ec))) {

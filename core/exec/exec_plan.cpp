@@ -70,6 +70,14 @@ std::string to_json(const LaunchSpec &spec) {
          {{"prefix", bytes::to_json(spec.runtime_prefix)},
           {"helperDir", bytes::to_json(spec.helper_dir)}}},
     };
+    if (!spec.read_only_over.empty()) {
+        json over = json::array();
+        for (const auto &o : spec.read_only_over) {
+            over.push_back({{"source", bytes::to_json(o.source)},
+                            {"destination", bytes::to_json(o.destination)}});
+        }
+        doc["readOnlyOver"] = std::move(over);
+    }
     if (!spec.egress.socket.empty()) {
         doc["egress"] = {{"socket", bytes::to_json(spec.egress.socket)},
                          {"port", spec.egress.port},
@@ -111,6 +119,21 @@ LaunchSpec launch_spec_from_json(std::string_view text) {
     }
     spec.runtime_prefix = bytes::from_json(field(runtime, "prefix"), "runtime.prefix");
     spec.helper_dir = bytes::from_json(field(runtime, "helperDir"), "runtime.helperDir");
+    if (doc.contains("readOnlyOver")) {
+        const auto &over = doc["readOnlyOver"];
+        if (!over.is_array()) {
+            throw std::invalid_argument("readOnlyOver: expected an array");
+        }
+        for (const auto &o : over) {
+            if (!o.is_object()) {
+                throw std::invalid_argument(
+                    "readOnlyOver: expected {\"source\", \"destination\"} items");
+            }
+            spec.read_only_over.push_back(
+                {bytes::from_json(field(o, "source"), "readOnlyOver.source"),
+                 bytes::from_json(field(o, "destination"), "readOnlyOver.destination")});
+        }
+    }
     if (doc.contains("egress")) {
         const auto &egress = doc["egress"];
         if (!egress.is_object() || !field(egress, "port").is_number_unsigned() ||

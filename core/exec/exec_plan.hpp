@@ -24,19 +24,28 @@ struct EgressRoute {
     std::string shim;        // the shim the plan runs in front of the target
 };
 
+// A file or directory the runtime made in the call's run directory, shown to the target
+// read-only in place of an entry of its workspace (exec's private repository over the
+// workspace's .git). A backend binds it after the withheld paths, so it covers one of them.
+struct ReadOnlyOver {
+    std::string source;       // inside the call's run directory
+    std::string destination;  // an existing entry of the same type, inside the workspace
+};
+
 struct LaunchSpec {
     // "target": the full confinement. "grader": the evaluator's view, outside the target's
     // confinement, with only the read_only paths protected (see docs/plugin-authoring.md).
     std::string role = "target";
     std::vector<std::string> argv;
-    std::vector<std::string> env;           // exact, "NAME=VALUE"
-    std::string cwd;                        // where the target starts (inside the workspace)
-    std::string workspace;                  // writable
-    std::string temp_dir;                   // the call's private temp directory (empty: none)
-    std::string home;                       // the trial's private home (empty: none)
-    std::vector<std::string> withhold;      // must be absent from the target's view
-    std::vector<std::string> read_only;     // granted read-only
-    std::vector<std::string> system_paths;  // the entry's declared systemPaths
+    std::vector<std::string> env;              // exact, "NAME=VALUE"
+    std::string cwd;                           // where the target starts (inside the workspace)
+    std::string workspace;                     // writable
+    std::string temp_dir;                      // the call's private temp directory (empty: none)
+    std::string home;                          // the trial's private home (empty: none)
+    std::vector<std::string> withhold;         // must be absent from the target's view
+    std::vector<std::string> read_only;        // granted read-only
+    std::vector<ReadOnlyOver> read_only_over;  // shown over entries of the workspace
+    std::vector<std::string> system_paths;     // the entry's declared systemPaths
     Limits limits;
     std::string runtime_prefix;  // the runtime's installation
     std::string helper_dir;      // where the runtime's helper executables are

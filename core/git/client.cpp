@@ -63,6 +63,11 @@ json call(const char *operation, const json &request) {
     const auto kind = doc.value("kind", std::string{"other"});
     const auto message = doc.contains("message") ? bytes::from_json(doc["message"], "message")
                                                  : std::string{"git module: unknown error"};
+    if (kind == "missing_objects") {
+        throw MissingObjectsError(
+            doc.contains("commit") ? bytes::from_json(doc["commit"], "commit") : std::string{},
+            message);
+    }
     if (kind == "workspace_source") {
         throw WorkspaceSourceError(message);
     }
@@ -75,10 +80,12 @@ json call(const char *operation, const json &request) {
 }  // namespace
 
 WorkspaceSource open_workspace_source(const std::filesystem::path &project_root,
-                                      const std::vector<std::string> &excluded) {
+                                      const std::vector<std::string> &excluded,
+                                      bool require_commit) {
     return wire::source_from_json(
         call("open_workspace_source", json{{"projectRoot", wire::path_to_json(project_root)},
-                                           {"excluded", bytes::list_to_json(excluded)}}));
+                                           {"excluded", bytes::list_to_json(excluded)},
+                                           {"requireCommit", require_commit}}));
 }
 
 Materialized materialize(const WorkspaceSource &source, const std::filesystem::path &destination) {
@@ -92,6 +99,12 @@ PrivateRepositoryResult build_private_repository(const PrivateRepositoryRequest 
     return wire::result_from_json(call(
         "build_private_repository", json{{"request", wire::to_json(request)},
                                          {"cacheDirectory", wire::path_to_json(cache_directory)}}));
+}
+
+void attach_in_place(const std::filesystem::path &work_tree,
+                     const std::filesystem::path &private_repository) {
+    (void)call("attach_in_place", json{{"workTree", wire::path_to_json(work_tree)},
+                                       {"repository", wire::path_to_json(private_repository)}});
 }
 
 void attach_worktree(const std::filesystem::path &checkout_dir,

@@ -19,8 +19,13 @@ json run(std::string_view operation, const json &request) {
     if (operation == "open_workspace_source") {
         std::vector<std::string> excluded =
             tea::bytes::list_from_json(request.at("excluded"), "excluded");
+        const auto &require_commit = request.at("requireCommit");
+        if (!require_commit.is_boolean()) {
+            throw std::invalid_argument("git module: requireCommit is not a boolean");
+        }
         return wire::to_json(tea::git::open_workspace_source(
-            wire::path_from_json(request.at("projectRoot"), "projectRoot"), excluded));
+            wire::path_from_json(request.at("projectRoot"), "projectRoot"), excluded,
+            require_commit.get<bool>()));
     }
     if (operation == "materialize") {
         return wire::to_json(
@@ -31,6 +36,11 @@ json run(std::string_view operation, const json &request) {
         return wire::to_json(tea::git::build_private_repository(
             wire::request_from_json(request.at("request")),
             wire::path_from_json(request.at("cacheDirectory"), "cacheDirectory")));
+    }
+    if (operation == "attach_in_place") {
+        tea::git::attach_in_place(wire::path_from_json(request.at("workTree"), "workTree"),
+                                  wire::path_from_json(request.at("repository"), "repository"));
+        return json::object();
     }
     if (operation == "attach_worktree") {
         tea::git::attach_worktree(wire::path_from_json(request.at("checkout"), "checkout"),
@@ -60,9 +70,14 @@ int call(const char *operation, const char *request, std::size_t request_length,
          std::size_t *out_length) {
     std::string kind = "other";
     std::string message;
+    std::string commit;
     try {
         const auto doc = json::parse(std::string_view{request, request_length});
         return answer(run(operation, doc).dump(), 0, out, out_length);
+    } catch (const tea::git::MissingObjectsError &e) {
+        kind = "missing_objects";
+        message = e.what();
+        commit = e.commit();
     } catch (const tea::git::WorkspaceSourceError &e) {
         kind = "workspace_source";
         message = e.what();
@@ -75,8 +90,11 @@ int call(const char *operation, const char *request, std::size_t request_length,
         message = "git module: unknown error";
     }
     try {
-        return answer(json{{"kind", kind}, {"message", tea::bytes::to_json(message)}}.dump(), 1,
-                      out, out_length);
+        return answer(json{{"kind", kind},
+                           {"message", tea::bytes::to_json(message)},
+                           {"commit", tea::bytes::to_json(commit)}}
+                          .dump(),
+                      1, out, out_length);
     } catch (...) {
         return answer(R"({"kind":"other","message":"git module: out of memory"})", 1, out,
                       out_length);

@@ -1500,7 +1500,9 @@ int add_to_index(const char *root, const git_tree_entry *entry, void *payload) {
     return 0;
 }
 
-void check_out_withholding(const fs::path &repository_dir, const fs::path &checkout) {
+// Writes the repository's index of HEAD's files except the withheld folders; with write_files,
+// writes those files into the work tree too.
+void index_head(const fs::path &repository_dir, const fs::path &checkout, bool write_files) {
     git_repository *raw = nullptr;
     if (git_repository_open_bare(&raw, repository_dir.c_str()) != 0)
         throw std::runtime_error("cannot open it: " + last_git_error());
@@ -1535,10 +1537,17 @@ void check_out_withholding(const fs::path &repository_dir, const fs::path &check
 
     git_checkout_options options = GIT_CHECKOUT_OPTIONS_INIT;
     options.checkout_strategy = GIT_CHECKOUT_FORCE;
-    if (git_checkout_index(raw, index.get(), &options) != 0)
+    if (write_files && git_checkout_index(raw, index.get(), &options) != 0)
         throw std::runtime_error("cannot check out commit " + hex(head) + ": " + last_git_error());
     if (git_index_write(index.get()) != 0)
         throw std::runtime_error("cannot write the index: " + last_git_error());
+}
+
+void configure_work_tree(const fs::path &repository, const fs::path &work_tree) {
+    Config config = open_config(repository / "config");
+    if (git_config_set_bool(config.get(), "core.bare", 0) != 0 ||
+        git_config_set_string(config.get(), "core.worktree", work_tree.c_str()) != 0)
+        throw std::runtime_error("cannot configure the work tree: " + last_git_error());
 }
 
 }  // namespace
@@ -1602,12 +1611,9 @@ void attach_worktree(const std::filesystem::path &checkout_dir,
         refuse("the checkout exists and is not an empty directory");
     }
     try {
-        check_out_withholding(repository, checkout);
+        index_head(repository, checkout, true);
         // Attached last, so a failed checkout leaves the private repository as it was.
-        Config config = open_config(repository / "config");
-        if (git_config_set_bool(config.get(), "core.bare", 0) != 0 ||
-            git_config_set_string(config.get(), "core.worktree", checkout.c_str()) != 0)
-            throw std::runtime_error("cannot configure the work tree: " + last_git_error());
+        configure_work_tree(repository, checkout);
         write_file(checkout / ".git", "gitdir: " + repository.string() + "\n");
     } catch (const std::exception &error) {
         if (created) {
@@ -1616,6 +1622,28 @@ void attach_worktree(const std::filesystem::path &checkout_dir,
             for (const auto &item : fs::directory_iterator(checkout, ec))
                 fs::remove_all(item.path(), ec);
         }
+        fs::remove(repository / "index", ec);
+        refuse(error.what());
+    }
+}
+
+void attach_in_place(const std::filesystem::path &work_tree,
+                     const std::filesystem::path &private_repository) {
+    ensure_libgit2();
+    std::error_code ec;
+    const fs::path tree = fs::canonical(work_tree, ec);
+    const fs::path repository = fs::canonical(private_repository, ec);
+    const auto refuse = [&](const std::string &reason) {
+        throw PrivateRepositoryError("cannot attach the work tree " + work_tree.string() +
+                                     " to the private repository " + private_repository.string() +
+                                     ": " + reason);
+    };
+    if (tree.empty() || !fs::is_directory(tree, ec)) refuse("the work tree is not a directory");
+    if (repository.empty()) refuse("the repository does not exist");
+    try {
+        index_head(repository, tree, false);
+        configure_work_tree(repository, tree);
+    } catch (const std::exception &error) {
         fs::remove(repository / "index", ec);
         refuse(error.what());
     }

@@ -93,4 +93,12 @@ PrivateRepositoryResult build_private_repository(const PrivateRepositoryRequest 
 void attach_worktree(const std::filesystem::path &checkout_dir,
                      const std::filesystem::path &private_repository);
 
+// Makes the private repository describe work_tree, an existing checkout of the same commit that
+// stays as it is (exec's workspace, used in place): an index of HEAD's files except the withheld
+// folders, and the configuration of a non-bare repository with work_tree as its work tree. No file
+// of work_tree is written, not even a `.git`: the caller shows the repository to the target at
+// work_tree/.git. `git status` there lists what the work tree changed since HEAD.
+void attach_in_place(const std::filesystem::path &work_tree,
+                     const std::filesystem::path &private_repository);
+
 }  // namespace tea::git

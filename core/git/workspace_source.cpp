@@ -49,8 +49,22 @@ bool safe_name(std::string_view name) {
 
 struct Writer {
     git_repository *repo = nullptr;
+    const std::string &commit;
     const std::vector<std::string> &excluded;
     Materialized out;
+
+    // A lookup that found nothing is an object the clone lacks; anything else is a damaged
+    // repository. Only the first is the user's to repair by fetching.
+    [[noreturn]] void lookup_failed(int rc, const git_tree_entry *e, const std::string &path) {
+        const std::string error = last_git_error();
+        if (rc == GIT_ENOTFOUND) {
+            char id[GIT_OID_HEXSZ + 1] = {};
+            git_oid_tostr(id, sizeof id, git_tree_entry_id(e));
+            throw MissingObjectsError(commit, "the clone lacks objects of commit " + commit +
+                                                  " on disk (" + path + ": object " + id + ")");
+        }
+        fail("cannot read " + path + ": " + error);
+    }
 
     void write_tree(const git_tree *tree, int dirfd, const std::string &rel) {
         const std::size_t n = git_tree_entrycount(tree);
@@ -77,8 +91,8 @@ struct Writer {
                                           O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)};
                     if (sub.get() < 0) fail("cannot open " + path + ": " + errno_message(errno));
                     git_tree *raw = nullptr;
-                    if (git_tree_lookup(&raw, repo, git_tree_entry_id(e)) != 0)
-                        fail("cannot read the tree " + path + ": " + last_git_error());
+                    if (const int rc = git_tree_lookup(&raw, repo, git_tree_entry_id(e)); rc != 0)
+                        lookup_failed(rc, e, path);
                     const Tree subtree{raw};
                     write_tree(subtree.get(), sub.get(), path);
                     break;
@@ -87,8 +101,8 @@ struct Writer {
                 case GIT_FILEMODE_BLOB_EXECUTABLE:
                 case GIT_FILEMODE_LINK: {
                     git_blob *raw = nullptr;
-                    if (git_blob_lookup(&raw, repo, git_tree_entry_id(e)) != 0)
-                        fail("cannot read " + path + ": " + last_git_error());
+                    if (const int rc = git_blob_lookup(&raw, repo, git_tree_entry_id(e)); rc != 0)
+                        lookup_failed(rc, e, path);
                     const Blob blob{raw};
                     const auto *data = static_cast<const char *>(git_blob_rawcontent(blob.get()));
                     const auto size = static_cast<std::size_t>(git_blob_rawsize(blob.get()));
@@ -188,7 +202,8 @@ void protect_git_paths(git_repository *repo, WorkspaceSource &source) {
 }  // namespace
 
 WorkspaceSource open_workspace_source(const fs::path &project_root,
-                                      const std::vector<std::string> &excluded) {
+                                      const std::vector<std::string> &excluded,
+                                      bool require_commit) {
     ensure_libgit2();
     WorkspaceSource source;
     std::error_code ec;
@@ -212,6 +227,7 @@ WorkspaceSource open_workspace_source(const fs::path &project_root,
     protect_git_paths(repo.get(), source);
     git_object *head = nullptr;
     if (git_revparse_single(&head, repo.get(), "HEAD^{commit}") != 0) {
+        if (!require_commit) return source;
         fail("the project's repository " + source.worktree.string() +
              " has no commit to evaluate (HEAD: " + last_git_error() + ")");
     }
@@ -242,8 +258,14 @@ Materialized materialize(const WorkspaceSource &source, const fs::path &destinat
         fail("cannot read commit " + source.commit + ": " + last_git_error());
     const Object commit{commit_raw};
     git_object *root_raw = nullptr;
-    if (git_object_peel(&root_raw, commit.get(), GIT_OBJECT_TREE) != 0)
+    if (const int rc = git_object_peel(&root_raw, commit.get(), GIT_OBJECT_TREE); rc != 0) {
+        if (rc == GIT_ENOTFOUND) {
+            throw MissingObjectsError(
+                source.commit,
+                "the clone lacks objects of commit " + source.commit + " on disk (its root tree)");
+        }
         fail("cannot read the tree of " + source.commit + ": " + last_git_error());
+    }
     Object tree{root_raw};
     if (!source.prefix.empty()) {
         git_object *sub = nullptr;
@@ -256,7 +278,7 @@ Materialized materialize(const WorkspaceSource &source, const fs::path &destinat
     }
     const Fd dir{::open(destination.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)};
     if (dir.get() < 0) fail("cannot open " + destination.string() + ": " + errno_message(errno));
-    Writer writer{repo.get(), source.excluded, {}};
+    Writer writer{repo.get(), source.commit, source.excluded, {}};
     writer.write_tree(reinterpret_cast<const git_tree *>(tree.get()), dir.get(), "");
     return writer.out;
 }

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tea::git {
@@ -18,6 +19,19 @@ namespace tea::git {
 class WorkspaceSourceError : public std::runtime_error {
    public:
     using std::runtime_error::runtime_error;
+};
+
+// The evaluated commit's own objects are not all on disk: a partial clone (--filter=blob:none,
+// --filter=tree:0) or a sparse checkout that never fetched them. The runtime fetches nothing, so
+// no workspace can be made of the commit; the message names the commit and the first object.
+class MissingObjectsError : public WorkspaceSourceError {
+   public:
+    MissingObjectsError(std::string commit, const std::string &what)
+        : WorkspaceSourceError(what), commit_(std::move(commit)) {}
+    [[nodiscard]] const std::string &commit() const { return commit_; }
+
+   private:
+    std::string commit_;
 };
 
 struct WorkspaceSource {
@@ -36,9 +50,11 @@ struct WorkspaceSource {
 };
 
 // Opens the repository holding project_root, if any, and resolves HEAD to the evaluated commit.
-// Throws WorkspaceSourceError naming the project (a repository with no commit, say).
+// Throws WorkspaceSourceError naming the project (a repository with no commit, say; without
+// require_commit such a repository is opened with an empty commit).
 WorkspaceSource open_workspace_source(const std::filesystem::path &project_root,
-                                      const std::vector<std::string> &excluded);
+                                      const std::vector<std::string> &excluded,
+                                      bool require_commit = true);
 
 struct Materialized {
     std::size_t files = 0;
@@ -46,7 +62,8 @@ struct Materialized {
 };
 
 // Writes the source into destination, an existing empty directory. Never follows a link it
-// writes and refuses entry names that would leave the directory. Throws WorkspaceSourceError.
+// writes and refuses entry names that would leave the directory. Throws WorkspaceSourceError, and
+// MissingObjectsError when an object of the commit is not on disk.
 Materialized materialize(const WorkspaceSource &source, const std::filesystem::path &destination);
 
 }  // namespace tea::git

@@ -671,3 +671,280 @@ TEST(Run, TargetGitSeesTheHistoryWithoutTheEvaluationAndCannotCommit) {
 
 }  // namespace
 }  // namespace tea
+
+namespace tea {
+namespace {
+
+// git in dir, as a user runs it; the test fails on a non-zero status.
+std::string git(const fs::path &dir, std::vector<std::string> args) {
+    args.insert(args.begin(),
+                {"git", "-C", dir.string(), "-c", "user.name=t", "-c", "user.email=t@t"});
+    const auto o = test::run(args, test::environment_with({}));
+    EXPECT_EQ(o.status, 0) << args[7] << ": " << o.err;
+    return o.out;
+}
+
+std::string first_line(const std::string &text) {
+    return text.substr(0, text.find('\n'));
+}
+
+// Clones the project's repository with a partial-clone filter, as a user of a large repository
+// does; the source serves filters.
+fs::path partial_clone(const Project &p, const std::string &filter,
+                       const std::vector<std::string> &extra = {}) {
+    (void)git(p.root(), {"config", "uploadpack.allowFilter", "true"});
+    const auto clone = p.root().parent_path() / "clone";
+    std::vector<std::string> argv{"git", "clone", "-q", "--filter=" + filter};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    argv.insert(argv.end(), {"file://" + p.root().string(), clone.string()});
+    const auto o = test::run(argv, test::environment_with({}));
+    EXPECT_EQ(o.status, 0) << o.err;
+    return clone;
+}
+
+// The object ids the clone's history names but does not hold on disk (listing them fetches
+// nothing, unlike `git cat-file -e`).
+std::string missing_objects(const fs::path &clone) {
+    return git(clone, {"rev-list", "--objects", "--missing=print", "HEAD"});
+}
+
+// A partial clone runs confined: the target's git reads the history the clone holds, and an
+// object the clone never fetched ends in git's own error, since the private repository has no
+// remote to fetch it from. Control: the clone's own git, which has the remote, fetches it.
+TEST(Run, PartialCloneRunsConfinedAndTheTargetsGitFetchesNothing) {
+    for (const std::string filter : {"blob:none", "tree:0"}) {
+        SCOPED_TRACE(filter);
+        Project p{filter == "tree:0" ? "partial-tree" : "partial-blob"};
+        const std::string target =
+            "#!/bin/sh\n"
+            "echo \"commits=$(git log --oneline | wc -l)\"\n"
+            "if git show \"$1\" >\"$TMPDIR/shown\" 2>\"$TMPDIR/err\"; then\n"
+            "  echo \"show=ok $(cat \"$TMPDIR/shown\")\"\n"
+            "else\n"
+            "  echo \"show=failed $(head -n 1 \"$TMPDIR/err\")\"\n"
+            "fi\n";
+        p.write("data.txt", "old-data\n");
+        write_simple_evaluation(p, "", target);
+        p.commit();
+        const auto first = first_line(git(p.root(), {"rev-parse", "HEAD"}));
+        const auto old_blob = first_line(git(p.root(), {"rev-parse", first + ":data.txt"}));
+        const auto old_tree = first_line(git(p.root(), {"rev-parse", first + "^{tree}"}));
+        p.write("data.txt", "new-data\n");
+        p.write(".tea/probes/only.json",
+                R"({"entry": "t", "args": [")" + first + R"(:data.txt"]})");
+        p.commit();
+        const auto clone = partial_clone(p, filter);
+        // Control: the clone really lacks the old object on disk.
+        const auto missing = missing_objects(clone);
+        ASSERT_NE(missing.find('?' + (filter == "tree:0" ? old_tree : old_blob)), std::string::npos)
+            << missing;
+
+        const auto run =
+            test::run({TEA_EVALUATE_BIN, "--json", "run", (clone / ".tea").string()}, p.env());
+        ASSERT_EQ(run.status, 0) << run.err;  // nothing was read or fetched outside the grants
+        const auto out = test::read_file(
+            (run_dir_of(run) / "trials" / "1" / "calls" / "01-only.stdout").string());
+        EXPECT_NE(out.find("commits=2\n"), std::string::npos) << out;
+        EXPECT_NE(out.find("show=failed fatal: "), std::string::npos) << out;
+        EXPECT_EQ(out.find("old-data"), std::string::npos) << out;
+        // Nothing fetched it on the run's behalf either.
+        EXPECT_NE(missing_objects(clone).find('?' + (filter == "tree:0" ? old_tree : old_blob)),
+                  std::string::npos);
+
+        // Positive control: the clone's own git, with its promisor remote, fetches and shows it.
+        EXPECT_EQ(git(clone, {"show", first + ":data.txt"}), "old-data\n");
+    }
+}
+
+// A commit whose own files the clone lacks (a partial clone checked out in part) cannot become a
+// workspace without a fetch, which a confined run never makes: run and preflight end with exit 12
+// naming the commit, before any target starts. Control: once the clone holds the objects, it runs.
+TEST(Run, ACommitWhoseObjectsTheCloneLacksIsExit12BeforeAnyTargetStarts) {
+    Project p{"partial-part"};
+    p.write("lib/data.txt", "data\n");
+    write_simple_evaluation(p);
+    p.commit();
+    // Cloned without a checkout, then only the evaluation and the target checked out: the rest
+    // of the commit's files were never fetched.
+    const auto clone = partial_clone(p, "blob:none", {"--no-checkout"});
+    (void)git(clone, {"checkout", "HEAD", "--", ".tea", "bin"});
+    const auto head = first_line(git(clone, {"rev-parse", "HEAD"}));
+    const auto data_blob = first_line(git(p.root(), {"rev-parse", "HEAD:lib/data.txt"}));
+    ASSERT_NE(missing_objects(clone).find('?' + data_blob), std::string::npos);
+
+    const auto eval = clone / ".tea";
+    for (const char *command : {"run", "preflight"}) {
+        SCOPED_TRACE(command);
+        const auto o = test::run({TEA_EVALUATE_BIN, command, eval.string()}, p.env());
+        EXPECT_EQ(o.status, 12) << o.err;
+        EXPECT_NE(o.err.find("lacks objects of commit " + head), std::string::npos) << o.err;
+        EXPECT_NE(o.err.find("lib/data.txt"), std::string::npos) << o.err;
+        EXPECT_NE(o.err.find("fetches nothing"), std::string::npos) << o.err;
+    }
+    // No run was recorded: no target started.
+    std::error_code ec;
+    EXPECT_TRUE(fs::is_empty(eval / "runs", ec) || !fs::exists(eval / "runs")) << ec.message();
+    EXPECT_NE(missing_objects(clone).find('?' + data_blob), std::string::npos);
+
+    // Control: with the commit's objects fetched into the clone the way the message says, the
+    // same evaluation runs.
+    const auto archive = test::run({"git", "-C", clone.string(), "archive", "-o",
+                                    (clone.parent_path() / "archive.tar").string(), "HEAD"},
+                                   test::environment_with({}));
+    ASSERT_EQ(archive.status, 0) << archive.err;
+    ASSERT_EQ(missing_objects(clone).find('?' + data_blob), std::string::npos);
+    const auto run = test::run({TEA_EVALUATE_BIN, "--json", "run", eval.string()}, p.env());
+    EXPECT_EQ(run.status, 0) << run.err;
+    EXPECT_EQ(
+        test::read_file((run_dir_of(run) / "trials" / "1" / "calls" / "01-only.stdout").string()),
+        "ok\n");
+}
+
+}  // namespace
+}  // namespace tea
+
+namespace tea {
+namespace {
+
+// The lines of the first call's stdout of a run.
+std::string first_call_output(const test::Outcome &run) {
+    return test::read_file(
+        (run_dir_of(run) / "trials" / "1" / "calls" / "01-only.stdout").string());
+}
+
+// A target that prints the history it sees and tries the project's git directory ($1).
+constexpr const char *kHistoryAndGitDir =
+    "#!/bin/sh\n"
+    "echo \"commits=$(git log --oneline | wc -l)\"\n"
+    "echo \"head=$(git rev-parse HEAD)\"\n"
+    "echo \"gitdir=$(ls -A \"$1\" 2>/dev/null | wc -l)\"\n"
+    "cat \"$1/HEAD\" >/dev/null 2>&1 && echo gitdir-head-read || echo gitdir-head-unreadable\n";
+
+void write_history_evaluation(Project &p, const fs::path &git_dir) {
+    write_simple_evaluation(p, "", kHistoryAndGitDir);
+    p.write(".tea/probes/only.json", R"({"entry": "t", "args": [")" + git_dir.string() + R"("]})");
+    p.commit();
+    p.write("README", "two\n");
+    p.commit();
+}
+
+// The project's work tree is a linked worktree or a submodule: the target's history is the
+// checkout's own (same count, same HEAD), and the main repository's git directory is an empty
+// view whose every access is listed (exit 3). Control: on the host it is there and readable.
+void expect_history_without_the_git_dir(const Project &p, const fs::path &project,
+                                        const fs::path &git_dir) {
+    const auto commits = first_line(git(project, {"rev-list", "--count", "HEAD"}));
+    const auto head = first_line(git(project, {"rev-parse", "HEAD"}));
+    const auto run =
+        test::run({TEA_EVALUATE_BIN, "--json", "run", (project / ".tea").string()}, p.env());
+    EXPECT_EQ(run.status, 3) << run.err;  // the target looked at the git directory: listed
+    EXPECT_NE(run.err.find(git_dir.string()), std::string::npos) << run.err;
+    const auto out = first_call_output(run);
+    EXPECT_NE(out.find("commits=" + commits + "\n"), std::string::npos) << out;
+    EXPECT_NE(out.find("head=" + head + "\n"), std::string::npos) << out;
+    EXPECT_NE(out.find("gitdir=0\n"), std::string::npos) << out;
+    EXPECT_NE(out.find("gitdir-head-unreadable"), std::string::npos) << out;
+    // Control: the git directory holds a repository the host reads.
+    EXPECT_TRUE(fs::is_regular_file(git_dir / "HEAD"));
+    EXPECT_FALSE(fs::is_empty(git_dir));
+}
+
+TEST(Run, ALinkedWorktreeGetsItsHistoryAndNotTheMainGitDirectory) {
+    Project p{"linked"};
+    write_history_evaluation(p, p.root() / ".git");
+    const auto linked = p.root().parent_path() / "linked";
+    (void)git(p.root(), {"worktree", "add", "-q", "--detach", linked.string(), "HEAD~1"});
+    expect_history_without_the_git_dir(p, linked, p.root() / ".git");
+
+    // exec in place in the linked worktree: its .git file is shown naming the private repository,
+    // whose history is the worktree's own; a commit fails and the main repository is unchanged.
+    const auto exec =
+        p.tea({"exec", "--backend", "bubblewrap", "--workspace", linked.string(), "--", "sh", "-c",
+               "echo \"commits=$(git log --oneline | wc -l)\"; cat .git; "
+               "git -c user.name=t -c user.email=t@t commit -q --allow-empty -m x "
+               "2>/dev/null && echo committed || echo commit-failed"});
+    EXPECT_EQ(exec.status, 0) << exec.err;
+    EXPECT_NE(exec.out.find("commits=1\n"), std::string::npos) << exec.out;
+    EXPECT_NE(exec.out.find("gitdir: " + p.private_root().string() + "/run-"), std::string::npos)
+        << exec.out;
+    EXPECT_NE(exec.out.find("commit-failed"), std::string::npos) << exec.out;
+    EXPECT_EQ(first_line(git(p.root(), {"rev-list", "--count", "--all"})), "2");
+    EXPECT_NE(test::read_file((linked / ".git").string()).find(p.root().string()),
+              std::string::npos);
+}
+
+TEST(Run, ASubmoduleGetsItsHistoryAndNotItsGitDirectory) {
+    Project p{"submodule"};
+    const auto super = p.root().parent_path() / "super";
+    // Inside the superproject the submodule's git directory is .git/modules/sub.
+    const auto git_dir = super / ".git" / "modules" / "sub";
+    write_history_evaluation(p, git_dir);
+    fs::create_directories(super);
+    (void)git(super, {"init", "-q"});
+    (void)git(super, {"-c", "protocol.file.allow=always", "submodule", "add", "-q",
+                      "file://" + p.root().string(), "sub"});
+    (void)git(super, {"commit", "-q", "-m", "with the submodule"});
+    ASSERT_TRUE(fs::is_regular_file(super / "sub" / ".git"));
+    expect_history_without_the_git_dir(p, super / "sub", git_dir);
+}
+
+}  // namespace
+}  // namespace tea
+
+namespace tea {
+namespace {
+
+// exec in place in a checkout at its repository's root: the target's .git is a private
+// repository of HEAD's history without the --withhold folder, the project's git directory (and
+// its configuration) is out of view, git commit fails, and the work tree's own changes show in
+// git status. Control: unconfined (opt-out), the same script reads the project's repository and
+// commits into it.
+TEST(Exec, ACheckoutAtItsRootGetsAPrivateHistoryAndCannotCommit) {
+    Project p{"exec-git"};
+    p.write(".tea/answers.txt", "SECRET-ANSWER\n");
+    p.write("README", "one\n");
+    p.commit();
+    p.write("README", "two\n");
+    p.commit();
+    (void)git(p.root(), {"config", "tea.marker", "project"});
+    p.write("README", "uncommitted\n");  // exec runs in the user's checkout as it is
+    const std::string script =
+        "echo \"commits=$(git log --oneline | wc -l)\"\n"
+        "echo \"evaltree=$(git ls-tree -r HEAD .tea | wc -l)\"\n"
+        "echo \"show=[$(git show HEAD:.tea/answers.txt 2>/dev/null)]\"\n"
+        "echo \"marker=[$(git config tea.marker)]\"\n"
+        "echo \"status=$(git status --porcelain | tr '\\n' ' ')\"\n"
+        "git -c user.name=t -c user.email=t@t commit -q --allow-empty -m x 2>/dev/null"
+        " && echo committed || echo commit-failed\n";
+    const auto exec = [&](const std::string &backend) {
+        return p.tea({"exec", "--backend", backend, "--workspace", p.root().string(), "--withhold",
+                      p.eval().string(), "--", "sh", "-c", script});
+    };
+    const auto confined = exec("bubblewrap");
+    EXPECT_EQ(confined.status, 0) << confined.err;
+    EXPECT_NE(confined.out.find("commits=2\n"), std::string::npos) << confined.out;
+    EXPECT_NE(confined.out.find("evaltree=0\n"), std::string::npos) << confined.out;
+    EXPECT_NE(confined.out.find("show=[]\n"), std::string::npos) << confined.out;
+    EXPECT_NE(confined.out.find("marker=[]\n"), std::string::npos) << confined.out;
+    EXPECT_NE(confined.out.find("status= M README \n"), std::string::npos) << confined.out;
+    EXPECT_NE(confined.out.find("commit-failed"), std::string::npos) << confined.out;
+    // The project's own git directory was neither read nor written: only the withheld folder,
+    // which git status looked into, is listed.
+    EXPECT_EQ(confined.err.find((p.root() / ".git").string()), std::string::npos) << confined.err;
+    EXPECT_EQ(first_line(git(p.root(), {"rev-list", "--count", "HEAD"})), "2");
+    EXPECT_EQ(test::read_file((p.root() / "README").string()), "uncommitted\n");
+    EXPECT_EQ(p.leftover_run_dirs(), 0U);
+
+    // Control: without the confinement the same script reads the project's repository, the
+    // grading material in its history included, and commits into it.
+    const auto open = exec("opt-out");
+    EXPECT_EQ(open.status, 0) << open.err;
+    EXPECT_NE(open.out.find("evaltree=1\n"), std::string::npos) << open.out;
+    EXPECT_NE(open.out.find("show=[SECRET-ANSWER]\n"), std::string::npos) << open.out;
+    EXPECT_NE(open.out.find("marker=[project]\n"), std::string::npos) << open.out;
+    EXPECT_NE(open.out.find("committed"), std::string::npos) << open.out;
+    EXPECT_EQ(first_line(git(p.root(), {"rev-list", "--count", "HEAD"})), "3");
+}
+
+}  // namespace
+}  // namespace tea

@@ -23,6 +23,7 @@
 #include <tea/json_bytes.hpp>
 #include <tea/plugin.hpp>
 #include <tea/stamp.hpp>
+#include <utility>
 
 #include "host_sockets.hpp"
 #include "identity.hpp"
@@ -258,6 +259,7 @@ json seccomp_bytes() {
 struct Spec {
     std::string role;  // "target" or "grader"
     std::vector<std::string> argv, env, withhold, read_only, system_paths;
+    std::vector<std::pair<std::string, std::string>> read_only_over;  // {source, destination}
     std::string cwd, workspace, temp_dir, home;
     std::uint64_t cpu = 0, fsize = 0, nproc = 0;
     std::string egress_socket, egress_shim;  // empty: the call has no route out
@@ -287,6 +289,21 @@ Spec parse_spec(std::string_view text) {
     s.withhold = b::list_from_json(doc.at("withhold"), "withhold");
     s.read_only = b::list_from_json(doc.at("readOnly"), "readOnly");
     s.system_paths = b::list_from_json(doc.at("systemPaths"), "systemPaths");
+    if (doc.contains("readOnlyOver")) {
+        const auto &over = doc.at("readOnlyOver");
+        if (!over.is_array()) {
+            throw tea::sdk::Invalid("readOnlyOver: expected an array");
+        }
+        for (const auto &o : over) {
+            if (!o.is_object()) {
+                throw tea::sdk::Invalid(
+                    R"(readOnlyOver: expected {"source", "destination"} items)");
+            }
+            s.read_only_over.emplace_back(
+                b::from_json(o.at("source"), "readOnlyOver.source"),
+                b::from_json(o.at("destination"), "readOnlyOver.destination"));
+        }
+    }
     const auto &limits = doc.at("limits");
     s.cpu = limits.value("cpuSeconds", std::uint64_t{0});
     s.fsize = limits.value("fileSizeBytes", std::uint64_t{0});
@@ -477,6 +494,7 @@ class Bubblewrap {
             add({"--ro-bind", egress_dir, egress_dir});
         }
         const auto run_dir = normal(fs::path{spec.home}.parent_path().string()).string();
+        check_read_only_over(spec, run_dir);
         for (const auto &r : spec.read_only) {
             // A read-only grant in the call's run directory (a trial's private repository) is
             // bound before the cover turns read-only, since its mount point must be made there.
@@ -508,6 +526,11 @@ class Bubblewrap {
             if (!inside(r, private_root)) {
                 add({"--ro-bind-try", r, r});
             }
+        }
+        for (const auto &[source, destination] : spec.read_only_over) {
+            // After the withheld paths, since it covers one: the project's git directory at the
+            // workspace's .git is shown as the call's private repository.
+            add({"--ro-bind", source, destination});
         }
         const auto report = mask_sockets(spec, identity, private_root, a);
         add({"--remount-ro", "/dev", "--chdir", spec.cwd});
@@ -625,6 +648,10 @@ class Bubblewrap {
         if (!spec.egress_socket.empty()) {
             throw tea::sdk::Invalid("a grader keeps the host's network and takes no egress route");
         }
+        if (!spec.read_only_over.empty()) {
+            throw tea::sdk::Invalid("a grader sees the host's own files; nothing is shown over " +
+                                    spec.read_only_over.front().second);
+        }
         for (const auto &r : spec.read_only) {
             check_path(r, "read-only");
             check_protected_path(r);
@@ -701,6 +728,41 @@ class Bubblewrap {
             throw tea::sdk::Unavailable(
                 "the read-only path " + path + " passes through a symbolic link (it resolves to " +
                 (ec ? ec.message() : real.string()) + "); name the real path");
+        }
+    }
+
+    // What may be shown read-only in place of an entry of the workspace, and where.
+    static void check_read_only_over(const Spec &spec, const std::string &run_dir) {
+        for (const auto &[source, destination] : spec.read_only_over) {
+            check_path(source, "read-only source");
+            check_path(destination, "read-only destination");
+            // Only what the runtime made for this call: a source elsewhere would show the target a
+            // host file the confinement withholds (another run's home, a withheld folder).
+            if (!inside(source, run_dir) || normal(source) == fs::path{run_dir}) {
+                std::string message = "the read-only source " + source;
+                message += " does not lie inside this call's run directory ";
+                message += run_dir;
+                throw tea::sdk::Invalid(message);
+            }
+            // Only inside the workspace, which the target may change anyway: elsewhere it would
+            // replace a file the target trusts (/etc/passwd, a library) with other content.
+            if (!inside(destination, spec.workspace) ||
+                normal(destination) == normal(spec.workspace)) {
+                throw tea::sdk::Invalid("the read-only destination " + destination +
+                                        " does not lie inside the workspace " + spec.workspace);
+            }
+            // Neither may pass through a link, which could carry the mount elsewhere.
+            check_protected_path(source);
+            check_protected_path(destination);
+            std::error_code ec;
+            if (fs::is_directory(fs::symlink_status(source, ec)) !=
+                fs::is_directory(fs::symlink_status(destination, ec))) {
+                std::string message = "the read-only source " + source;
+                message += " and its destination ";
+                message += destination;
+                message += " are not both directories or both files";
+                throw tea::sdk::Invalid(message);
+            }
         }
     }
 

@@ -204,6 +204,23 @@ TEST(ExecPlan, LaunchSpecCarriesTheEgressRouteOnlyWhenThereIsOne) {
     EXPECT_THROW((void)launch_spec_from_json(doc.dump()), std::invalid_argument);
 }
 
+TEST(ExecPlan, LaunchSpecCarriesReadOnlyOverOnlyWhenThereIsOne) {
+    LaunchSpec spec;
+    spec.argv = {"true"};
+    spec.cwd = spec.workspace = "/w";
+    EXPECT_EQ(to_json(spec).find("readOnlyOver"), std::string::npos);
+    spec.read_only_over = {{"/p/run-a/repository-b", "/w/.git"}};
+    const auto back = launch_spec_from_json(to_json(spec));
+    ASSERT_EQ(back.read_only_over.size(), 1U);
+    EXPECT_EQ(back.read_only_over[0].source, "/p/run-a/repository-b");
+    EXPECT_EQ(back.read_only_over[0].destination, "/w/.git");
+    auto doc = nlohmann::json::parse(to_json(spec));
+    doc["readOnlyOver"][0].erase("destination");
+    EXPECT_THROW((void)launch_spec_from_json(doc.dump()), std::invalid_argument);
+    doc["readOnlyOver"] = "x";
+    EXPECT_THROW((void)launch_spec_from_json(doc.dump()), std::invalid_argument);
+}
+
 TEST(Base64, DecodesOnlyStrictInput) {
     EXPECT_EQ(bytes::base64_decode("aGk="), "hi");
     EXPECT_EQ(bytes::base64_decode(""), "");

@@ -112,8 +112,10 @@ TEST_F(GitModuleTest, OperationErrorsKeepTheirKindAndGoodRequestsAnswer) {
     const fs::path dir = pattern;
     // A repository with no commit: the workspace source refuses it by name.
     ASSERT_EQ(std::system(("git init -q " + dir.string()).c_str()), 0);
-    auto [status, doc] = call("open_workspace_source",
-                              json{{"projectRoot", dir.string()}, {"excluded", {".tea"}}}.dump());
+    auto [status, doc] =
+        call("open_workspace_source",
+             json{{"projectRoot", dir.string()}, {"excluded", {".tea"}}, {"requireCommit", true}}
+                 .dump());
     EXPECT_EQ(status, 1);
     EXPECT_EQ(doc["kind"], "workspace_source") << doc.dump();
     // The positive control: once it has a commit, the same request answers with its source.
@@ -123,7 +125,8 @@ TEST_F(GitModuleTest, OperationErrorsKeepTheirKindAndGoodRequestsAnswer) {
               0);
     std::tie(status, doc) =
         call("open_workspace_source",
-             json{{"projectRoot", dir.string()}, {"excluded", {".tea"}}}.dump());
+             json{{"projectRoot", dir.string()}, {"excluded", {".tea"}}, {"requireCommit", true}}
+                 .dump());
     EXPECT_EQ(status, 0) << doc.dump();
     const auto source = wire::source_from_json(doc);
     EXPECT_TRUE(source.git);

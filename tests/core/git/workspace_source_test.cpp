@@ -96,5 +96,32 @@ TEST_F(WorkspaceSourceTest, ARepositoryWithoutACommitIsNamed) {
     }
 }
 
+// A partial clone checked out in part never fetched the project's other files: the commit cannot
+// be written without a fetch, and the error says which commit, never fetching.
+TEST_F(WorkspaceSourceTest, ACommitWhoseObjectsTheCloneLacksIsNamedAndNothingIsFetched) {
+    const auto clone = base_ / "clone";
+    sh("git -C " + repo_.string() + " config uploadpack.allowFilter true && git clone -q " +
+       "--filter=blob:none --no-checkout file://" + repo_.string() + " " + clone.string() +
+       " && git -C " + clone.string() + " checkout -q HEAD -- proj/bin");
+    const auto source = open_workspace_source(clone / "proj", {".tea"});
+    const auto ws = base_ / "ws";
+    fs::create_directory(ws);
+    try {
+        (void)materialize(source, ws);
+        FAIL() << "expected a refusal";
+    } catch (const MissingObjectsError &e) {
+        EXPECT_EQ(e.commit(), source.commit);
+        EXPECT_NE(std::string{e.what()}.find("lacks objects of commit " + source.commit),
+                  std::string::npos)
+            << e.what();
+    }
+    // Still missing: the refusal fetched nothing.
+    sh("git -C " + clone.string() + " rev-list --objects --missing=print HEAD | grep -q '^?'");
+    // Control: the same commit of the full repository is written.
+    const auto full = base_ / "full";
+    fs::create_directory(full);
+    EXPECT_EQ(materialize(open_workspace_source(repo_ / "proj", {".tea"}), full).files, 3U);
+}
+
 }  // namespace
 }  // namespace tea::git

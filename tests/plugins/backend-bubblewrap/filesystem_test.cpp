@@ -10,6 +10,7 @@
 #include <cctype>
 #include <filesystem>
 #include <string>
+#include <tuple>
 
 #include "harness.hpp"
 #include "support/process.hpp"
@@ -232,6 +233,48 @@ report("WRITE", lambda: write(sys.argv[1]))
     EXPECT_EQ(refused.status, 12) << refused;
     EXPECT_NE(refused.err.find("not inside this call's run directory"), std::string::npos)
         << refused;
+
+    // A directory of the run shown read-only in place of an entry of the workspace (exec's
+    // private repository over the workspace's .git): the target reads the run's directory there
+    // and cannot write it, and the entry's own content is out of reach.
+    const auto entry = fs::path{spec.workspace} / "entry";
+    fs::create_directory(entry);
+    make_file(entry / "own", "own\n", 0644);
+    auto over = spec;
+    over.read_only_over = {{sibling.string(), entry.string()}};
+    over.argv = python(R"PY(
+def write(path):
+    with open(path, "w") as f:
+        f.write("written")
+report("SHOWN", lambda: open(sys.argv[1] + "/secret").read().strip())
+report("OWN", lambda: open(sys.argv[1] + "/own").read().strip())
+report("WRITE", lambda: write(sys.argv[1] + "/secret"))
+)PY",
+                       {entry.string()});
+    const auto shown = run_spec(over);
+    EXPECT_EQ(shown.value("SHOWN-OK"), secret()) << shown;
+    EXPECT_TRUE(shown.has("OWN-DENIED:ENOENT")) << shown;
+    EXPECT_TRUE(shown.has("WRITE-DENIED:EROFS")) << shown;
+    EXPECT_EQ(read_file(sibling / "secret"), secret() + "\n");
+    // Control: without it the entry shows its own content.
+    auto plain = over;
+    plain.read_only_over.clear();
+    const auto own = run_spec(plain);
+    EXPECT_EQ(own.value("OWN-OK"), "own") << own;
+    EXPECT_TRUE(own.has("SHOWN-DENIED:ENOENT")) << own;
+    // Only the run's own directories may be shown, only inside the workspace, and only over an
+    // entry of the same type: anything else is refused before anything runs.
+    const std::tuple<fs::path, fs::path, std::string> misplaced[] = {
+        {other.run_dir(), entry, "does not lie inside this call's run directory"},
+        {sibling, "/etc", "does not lie inside the workspace"},
+        {sibling / "secret", entry, "not both directories or both files"}};
+    for (const auto &[source, destination, reason] : misplaced) {
+        auto moved = over;
+        moved.read_only_over = {{source.string(), destination.string()}};
+        const auto refusal = run_spec(moved, Backend::bubblewrap, true);
+        EXPECT_EQ(refusal.status, 12) << refusal;
+        EXPECT_NE(refusal.err.find(reason), std::string::npos) << refusal;
+    }
 }
 
 TEST_F(Confinement, WithheldFolderOfAConcurrentCallIsNotLentToTheSandbox) {

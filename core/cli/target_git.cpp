@@ -1,0 +1,139 @@
+#include "cli/target_git.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <system_error>
+#include <utility>
+
+#include "exec/environment.hpp"
+#include "fs/beneath.hpp"
+#include "git/private_repository.hpp"
+#include "util/error.hpp"
+#include "util/paths.hpp"
+
+namespace tea::cli {
+
+namespace stdfs = std::filesystem;
+
+stdfs::path build_target_repository(const git::WorkspaceSource &source,
+                                    const std::vector<std::string> &withheld,
+                                    fs::RunDirectory &run_dir) {
+    auto repository = run_dir.path() / ("repository-" + fs::random_token(8));
+    const auto cache = run_dir.private_root() / "git-cache";
+    if (::mkdir(cache.c_str(), 0700) != 0 && errno != EEXIST) {
+        throw runtime_error("cannot make " + cache.string() + ": " + errno_text(errno));
+    }
+    git::PrivateRepositoryRequest request;
+    request.project_repository = source.worktree;
+    request.commit = source.commit;
+    request.withheld_paths = withheld;
+    request.destination = repository;
+    try {
+        (void)git::build_private_repository(request, cache);
+    } catch (const git::PrivateRepositoryError &e) {
+        throw host_error(e.what());
+    }
+    return repository;
+}
+
+void grant_target_repository(exec::LaunchSpec &spec, const stdfs::path &repository) {
+    // The target's git reads the private repository and can change nothing in it.
+    spec.read_only.push_back(repository.string());
+    // The repository belongs to the runtime, the checkout (lent) to the identity the target runs
+    // as: git's ownership check would refuse one of the two. Inside the confinement that check
+    // guards nothing: what a repository's configuration runs, runs confined.
+    exec::set_variable(spec.env, "GIT_CONFIG_COUNT", "1");
+    exec::set_variable(spec.env, "GIT_CONFIG_KEY_0", "safe.directory");
+    exec::set_variable(spec.env, "GIT_CONFIG_VALUE_0", "*");
+    // git status must not try to refresh the read-only index.
+    exec::set_variable(spec.env, "GIT_OPTIONAL_LOCKS", "0");
+}
+
+namespace {
+
+// Whether git's discovery could find a repository holding dir: a `.git` entry in it or an
+// ancestor, or an ancestor that is itself a git directory (HEAD, objects and refs). Only then is
+// the git module loaded: libgit2 costs every exec milliseconds of loading (docs/architecture.md).
+// It may say yes for what is no repository (the module then finds none), never the reverse.
+bool may_be_in_repository(const stdfs::path &dir) {
+    std::error_code ec;
+    for (auto p = dir.lexically_normal();; p = p.parent_path()) {
+        if (stdfs::exists(stdfs::symlink_status(p / ".git", ec)) ||
+            (stdfs::exists(p / "HEAD", ec) && stdfs::is_directory(p / "objects", ec) &&
+             stdfs::is_directory(p / "refs", ec))) {
+            return true;
+        }
+        if (p == p.parent_path()) {
+            return false;
+        }
+    }
+}
+
+}  // namespace
+
+ExecGit give_exec_target_git(exec::LaunchSpec &spec, const stdfs::path &private_root) {
+    const stdfs::path workspace{spec.workspace};
+    if (!may_be_in_repository(workspace)) {
+        return {};
+    }
+    git::WorkspaceSource source;
+    try {
+        source = git::open_workspace_source(workspace, {}, false);
+    } catch (const git::WorkspaceSourceError &e) {
+        throw usage_error("--workspace " + spec.workspace + ": " + e.what());
+    }
+    // A workspace inside the git directory itself is the user's choice to hand it over.
+    if (!source.git || within(workspace, source.git_dir)) return {};
+    const bool covered =
+        std::any_of(spec.withhold.begin(), spec.withhold.end(),
+                    [&](const std::string &w) { return within(source.git_dir, w); });
+    if (!covered) {
+        // The project's history holds what --withhold hides in the work tree (and whatever else
+        // the user keeps there): the target reads history through the private repository only.
+        spec.withhold.push_back(source.git_dir.string());
+    }
+    const auto dot_git = workspace / ".git";
+    std::error_code ec;
+    const auto kind = stdfs::symlink_status(dot_git, ec).type();
+    // Only a checkout at the root of its work tree has a .git the private repository can stand in
+    // for; a link there could carry the bind elsewhere.
+    if (!source.prefix.empty() || source.commit.empty() ||
+        (kind != stdfs::file_type::directory && kind != stdfs::file_type::regular)) {
+        return {"none", nullptr};
+    }
+    auto run_dir = std::make_unique<fs::RunDirectory>(private_root);
+    std::vector<std::string> withheld;
+    for (const auto &w : spec.withhold) {
+        if (within(w, source.worktree) && !within(w, source.git_dir) &&
+            stdfs::path{w} != source.worktree) {
+            withheld.push_back(stdfs::path{w}.lexically_relative(source.worktree).string());
+        }
+    }
+    const auto repository = build_target_repository(source, withheld, *run_dir);
+    try {
+        git::attach_in_place(workspace, repository);
+    } catch (const git::PrivateRepositoryError &e) {
+        throw host_error(e.what());
+    }
+    if (kind == stdfs::file_type::directory) {
+        // The project's git directory is shown as the private repository.
+        spec.read_only_over.push_back({repository.string(), dot_git.string()});
+    } else {
+        // A linked worktree's or submodule's .git file: shown as one naming the private repository.
+        const auto dir = run_dir->make_directory("git-");
+        // bwrap binds it as the sandbox identity: searchable, never listable.
+        ::chmod(dir.c_str(), 0711);
+        const auto file = dir / "dot-git";
+        fs::write_atomically(file, "gitdir: " + repository.string() + "\n");
+        ::chmod(file.c_str(), 0644);
+        spec.read_only_over.push_back({file.string(), dot_git.string()});
+    }
+    grant_target_repository(spec, repository);
+    // The backend's run directory is the home's: the repository must lie beside it.
+    spec.home = run_dir->make_directory("tea-evaluate-target-home-").string();
+    return {"private repository", std::move(run_dir)};
+}
+
+}  // namespace tea::cli
