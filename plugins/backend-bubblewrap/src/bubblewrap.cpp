@@ -556,8 +556,15 @@ class Bubblewrap {
         const std::uint64_t nproc = limit(spec.nproc, settings_.processes);
         // The path bwrap's exec of the target will name, so the audit can tell where the
         // target starts; empty when the host has no such program (the call then fails to start).
-        const auto start =
-            egress_dir.empty() ? exec_path(spec.argv[0], env, spec.cwd, identity) : "";
+        // --setenv carries only NAME=VALUE with a name; an entry without one (a parent may exec
+        // with anything) goes to the target as it is, through the helper.
+        const bool settable = std::all_of(env.begin(), env.end(), [](const std::string &e) {
+            const auto eq = e.find('=');
+            return eq != std::string::npos && eq > 0;
+        });
+        const auto start = egress_dir.empty() && settable
+                               ? exec_path(spec.argv[0], env, spec.cwd, identity)
+                               : std::string{};
         json plan{{"env", json::array()},
                   {"cwd", "/"},
                   {"confinement", "bubblewrap"},

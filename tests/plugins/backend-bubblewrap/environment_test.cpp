@@ -37,6 +37,23 @@ void set(std::vector<std::string> &env, const std::string &name, const std::stri
     }
 }
 
+TEST_F(Confinement, EnvironmentEntriesWithoutANameReachTheTargetAsGiven) {
+    // execve takes any string as an environment entry; bwrap's --setenv takes only a name and a
+    // value, so such an entry must not be rewritten (or make bwrap fail) on its way. (The
+    // opt-out backend's plan is refused for it, so there is no unconfined run to compare.)
+    std::vector<std::string> env = base_env();
+    env.emplace_back("LONE");
+    env.emplace_back("=nameless");
+    const auto confined = run({.command = {"/usr/bin/env", "-0"}, .exact_env = env});
+    ASSERT_EQ(confined.status, 0) << confined;
+    const auto seen = split_nul(confined.out);
+    for (const std::string entry : {"LONE", "=nameless"}) {
+        EXPECT_NE(std::find(seen.begin(), seen.end(), entry), seen.end()) << entry << "\n"
+                                                                          << confined;
+    }
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), std::string{"LONE=LONE"}), 0) << confined;
+}
+
 TEST_P(EitherIdentity, EnvironmentIsExactlyTheInvokersWithTheSandboxsOwnPaths) {
     // Names and values a shell would rewrite or refuse, and bytes that are not UTF-8.
     std::vector<std::string> env = base_env();
