@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <csignal>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <tea/json_bytes.hpp>
@@ -484,6 +485,17 @@ Session::Executed Session::execute(const exec::LaunchSpec &spec, const exec::Exe
             out.observation->complete = false;
             out.observation->reason += out.observation->reason.empty() ? "" : "; ";
             out.observation->reason += "the trace does not show the target starting";
+        }
+        // The plan's limits bind the observer too (it runs in the child that sets them), and
+        // nothing below it dies of them on its own account (bwrap reports its child's signal as
+        // an exit code): a tracer stopped by one leaves a trace that ends early, which a cut
+        // at a line's end would let pass for complete.
+        if (out.result.signal == SIGXFSZ || out.result.signal == SIGXCPU) {
+            out.observation->complete = false;
+            out.observation->reason += out.observation->reason.empty() ? "" : "; ";
+            out.observation->reason += std::string{"the observer was stopped by "} +
+                                       (out.result.signal == SIGXFSZ ? "SIGXFSZ" : "SIGXCPU") +
+                                       ": the call's file-size or CPU limit bound it";
         }
     }
     return out;

@@ -191,6 +191,24 @@ TEST_F(Audit, HostilePathNamesAreListedExactly) {
     }
 }
 
+// strace runs in the child that sets the call's limits, so a trace larger than the file-size
+// limit stops it part-way; what it wrote must not pass for a complete audit.
+TEST_F(Audit, ATraceCutShortByTheCallsLimitsIsIncomplete) {
+    const std::vector<std::string> busy = {
+        "sh", "-c", "for i in $(seq 300); do cat /etc/hostname; done >/dev/null; cat " + key()};
+    const auto small = run({.command = busy,
+                            .config = "[plugin.bubblewrap]\nfile_size_bytes = 8192\n",
+                            .options = {"--json"}});
+    const auto record = json::parse(small.out, nullptr, false);
+    ASSERT_FALSE(record.is_discarded()) << small;
+    EXPECT_FALSE(record["audit"]["complete"].get<bool>()) << small;
+    EXPECT_NE(small.err.find("SIGXFSZ"), std::string::npos) << small;
+    // The positive control: the same call under the default limit is audited to the end.
+    const auto [r, full] = audited(busy);
+    EXPECT_TRUE(full["audit"]["complete"].get<bool>()) << r;
+    EXPECT_TRUE(lists(full, key())) << r;
+}
+
 TEST_F(Audit, DeclaredSystemPathIsNotListed) {
     const auto [r, record] = audited({"cat", key()}, {"--strict", "--system-path", outside_});
     EXPECT_EQ(r.status, 0) << r;
