@@ -2,6 +2,7 @@
 
 #include <pwd.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -41,6 +42,26 @@ Identity sandbox_identity(const std::string &sandbox_user) {
     return Identity{found->pw_uid, found->pw_gid, true};
 }
 
+bool may_search(const struct stat &st, const char *path, const Identity &who) {
+    if (!who.dropped) {
+        return true;  // bubblewrap runs as the caller, who reached the path already
+    }
+    const mode_t search = st.st_uid == who.uid ? S_IXUSR : st.st_gid == who.gid ? S_IXGRP : S_IXOTH;
+    if ((st.st_mode & search) != 0) {
+        return true;
+    }
+    // A named entry of an access ACL could let the sandbox account search what the mode bits
+    // deny it, and a socket taken for unreachable is left unmasked: with an ACL (or when one
+    // cannot be ruled out) the directory counts as searchable.
+    if (st.st_uid != who.uid) {
+        const auto size = ::getxattr(path, "system.posix_acl_access", nullptr, 0);
+        if (size > 0 || (size < 0 && errno != ENODATA && errno != ENOTSUP)) {
+            return true;
+        }
+    }
+    return false;
+}
+
 std::optional<std::filesystem::path> unreachable_ancestor(const std::filesystem::path &path,
                                                           const Identity &who) {
     if (!who.dropped) {
@@ -53,13 +74,7 @@ std::optional<std::filesystem::path> unreachable_ancestor(const std::filesystem:
         if (::stat(current.c_str(), &st) != 0) {
             return std::nullopt;  // missing: nothing to bind there
         }
-        if (!S_ISDIR(st.st_mode)) {
-            continue;
-        }
-        const mode_t search = st.st_uid == who.uid   ? S_IXUSR
-                              : st.st_gid == who.gid ? S_IXGRP
-                                                     : S_IXOTH;
-        if ((st.st_mode & search) == 0) {
+        if (S_ISDIR(st.st_mode) && !may_search(st, current.c_str(), who)) {
             return current;
         }
     }

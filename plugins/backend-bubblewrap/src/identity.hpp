@@ -1,6 +1,7 @@
 // The host identity bubblewrap runs as.
 #pragma once
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <filesystem>
@@ -19,6 +20,10 @@ struct Identity {
 // otherwise the account `sandbox_user`, which must exist and not be root.
 // Throws tea::sdk::Unavailable naming the way out.
 Identity sandbox_identity(const std::string &sandbox_user);
+
+// Whether `who` may search the directory `path` whose status is `st`: by its mode bits, or
+// perhaps through an access ACL, which counts as yes (the safe answer for the socket masks).
+bool may_search(const struct stat &st, const char *path, const Identity &who);
 
 // The first ancestor directory of `path` (or `path` itself) that `who`
 // cannot search, or nullopt when it can reach the path.

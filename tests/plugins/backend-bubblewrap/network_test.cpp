@@ -1,7 +1,12 @@
 // The host's sockets from inside: path sockets outside the workspace,
 // abstract sockets and the host's loopback TCP.
+#include <pwd.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
 #include <filesystem>
 
 #include "harness.hpp"
@@ -106,6 +111,53 @@ unix("ODD", sys.argv[1])
     const auto [confined, control] = run_both({.command = probe});
     EXPECT_TRUE(confined.has("ODD-DENIED:ECONNREFUSED")) << confined;
     EXPECT_TRUE(control.has("ODD-OK")) << control;
+}
+
+TEST_F(Confinement, UnixSocketBehindAnAclTheSandboxMaySearchIsRefused) {
+    if (::geteuid() != 0) {
+        GTEST_SKIP() << "only root's calls run the target as another account, whose reach an ACL "
+                        "can widen past the mode bits";
+    }
+    // Mode 0700 and root's: by the mode bits the sandbox account cannot reach the socket, but a
+    // named ACL entry lets it search the directory. Taking it for unreachable would leave it open.
+    const auto dir = base() / "acl";
+    fs::create_directories(dir);
+    fs::permissions(dir, fs::perms{0700});
+    const auto entry = [](std::uint16_t tag, std::uint16_t perm, std::uint32_t id) {
+        std::string e(8, '\0');
+        std::memcpy(e.data(), &tag, 2);
+        std::memcpy(e.data() + 2, &perm, 2);
+        std::memcpy(e.data() + 4, &id, 4);
+        return e;
+    };
+    constexpr std::uint32_t none = 0xffffffffU;
+    std::string acl{"\x02\0\0\0", 4};  // version 2, then entries in tag order
+    acl += entry(0x01, 7, none) + entry(0x02, 1, sandbox_uid()) + entry(0x04, 0, none) +
+           entry(0x10, 1, none) + entry(0x20, 0, none);
+    if (::setxattr(dir.c_str(), "system.posix_acl_access", acl.data(), acl.size(), 0) != 0) {
+        GTEST_SKIP() << "this file system keeps no ACLs: " << std::strerror(errno);
+    }
+    const auto host = Listener::unix_path(dir / "host.sock");
+    const auto probe = python(std::string{connect_probe} + R"PY(
+unix("ACL", sys.argv[1])
+)PY",
+                              {(dir / "host.sock").string()});
+    // The ACL does open the way: the sandbox account, unconfined, connects.
+    const passwd *account = ::getpwuid(sandbox_uid());
+    ASSERT_NE(account, nullptr);
+    std::vector<std::string> as_sandbox{"/usr/bin/setpriv",
+                                        "--reuid",
+                                        std::to_string(sandbox_uid()),
+                                        "--regid",
+                                        std::to_string(account->pw_gid),
+                                        "--clear-groups",
+                                        "--"};
+    as_sandbox.insert(as_sandbox.end(), probe.begin(), probe.end());
+    const auto direct = run_direct(as_sandbox);
+    EXPECT_TRUE(direct.has("ACL-OK")) << direct;
+    const auto [confined, control] = run_both({.command = probe});
+    EXPECT_TRUE(confined.has("ACL-DENIED:ECONNREFUSED")) << confined;
+    EXPECT_TRUE(control.has("ACL-OK")) << control;
 }
 
 TEST_F(Confinement, AbstractUnixSocketIsUnreachable) {
