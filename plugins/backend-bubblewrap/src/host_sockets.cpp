@@ -1,9 +1,7 @@
 #include "host_sockets.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <set>
+#include <tea/dirents.hpp>
 
 namespace tea::bwrap {
 namespace {
@@ -85,56 +84,40 @@ void from_proc(std::set<std::string> &paths) {
 // type costs a stat, and no link is ever followed below the top.
 void walk(int dir_fd, const std::string &dir, std::size_t depth, const SocketScanOptions &options,
           std::size_t &budget, std::set<std::string> &paths) {
-    // Left uninitialised: getdents64 fills it (32 KiB: a directory of ten
-    // thousand entries takes a few calls, not forty).
-    // NOLINTNEXTLINE(cppcoreguidelines-pro-type-member-init)
-    alignas(dirent64) std::array<char, 32768> buffer;
-    for (;;) {
-        const auto n = ::syscall(SYS_getdents64, dir_fd, buffer.data(), buffer.size());
-        if (n <= 0) {
-            return;
+    tea::dirents::for_each(dir_fd, [&](const dirent64 &entry) {
+        if (budget == 0) {
+            return false;
         }
-        for (long offset = 0; offset < n;) {
-            const auto *entry = reinterpret_cast<const dirent64 *>(  // NOLINT: the kernel's layout
-                buffer.data() + offset);
-            offset += entry->d_reclen;
-            const std::string_view name{entry->d_name};
-            if (name == "." || name == "..") {
-                continue;
+        --budget;
+        unsigned char type = entry.d_type;
+        if (type == DT_UNKNOWN) {
+            struct stat st {};
+            if (::fstatat(dir_fd, entry.d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+                return true;
             }
-            if (budget == 0) {
-                return;
-            }
-            --budget;
-            unsigned char type = entry->d_type;
-            if (type == DT_UNKNOWN) {
-                struct stat st {};
-                if (::fstatat(dir_fd, entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-                    continue;
-                }
-                type = S_ISSOCK(st.st_mode) ? DT_SOCK : S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
-            }
-            // Only a socket or a directory to descend into gets a path built.
-            const bool descend = type == DT_DIR && depth + 1 < options.max_depth;
-            if (type != DT_SOCK && !descend) {
-                continue;
-            }
-            std::string path = dir;
-            if (path.back() != '/') {
-                path += '/';
-            }
-            path += name;
-            if (type == DT_SOCK) {
-                paths.insert(std::move(path));
-                continue;
-            }
-            const Fd child{
-                ::openat(dir_fd, entry->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)};
-            if (child.get() >= 0) {  // no permission to read it: skipped, as before
-                walk(child.get(), path, depth + 1, options, budget, paths);
-            }
+            type = S_ISSOCK(st.st_mode) ? DT_SOCK : S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
         }
-    }
+        // Only a socket or a directory to descend into gets a path built.
+        const bool descend = type == DT_DIR && depth + 1 < options.max_depth;
+        if (type != DT_SOCK && !descend) {
+            return true;
+        }
+        std::string path = dir;
+        if (path.back() != '/') {
+            path += '/';
+        }
+        path += entry.d_name;
+        if (type == DT_SOCK) {
+            paths.insert(std::move(path));
+            return true;
+        }
+        const Fd child{
+            ::openat(dir_fd, entry.d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)};
+        if (child.get() >= 0) {  // no permission to read it: skipped, as before
+            walk(child.get(), path, depth + 1, options, budget, paths);
+        }
+        return true;
+    });
 }
 
 // A configured directory that is a symbolic link to another configured
