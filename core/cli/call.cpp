@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -262,10 +263,13 @@ Session::Session(const CommonOptions &common, bool opt_out)
 }
 
 void Session::phase(const char *what) const {
+    rusage usage{};
+    ::getrusage(RUSAGE_SELF, &usage);
     spdlog::debug(
-        "{} after {:.2f} ms", what,
+        "{} after {:.2f} ms ({} page faults)", what,
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started_)
-            .count());
+            .count(),
+        usage.ru_minflt + usage.ru_majflt);
 }
 
 std::string Session::observer_name() const {
