@@ -20,13 +20,14 @@
 #include <charconv>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <system_error>
 #include <tea/json_bytes.hpp>
 #include <tea/plugin.hpp>
 #include <tea/stamp.hpp>
-#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "strace_parser.hpp"
@@ -248,9 +249,18 @@ class StraceObserver {
                         {"events", json::array()}}
                 .dump();
         }
+        struct stat st {};
+        if (::fstat(fd, &st) == 0 && st.st_size >= 0) {
+            const auto size = static_cast<std::size_t>(st.st_size);
+            c.count_width = std::to_string(size + 1).size();
+            // A distinct access costs about its trace line as JSON; reserved at once, the text is
+            // never moved as it grows (untouched pages cost nothing).
+            c.body.reserve(size + size / 2 + 256);
+        }
+        c.begin();
         tea::strace::Parser parser{initial_cwd};
         const auto sink = [&c](const tea::strace::AccessEvent &e) { c.take(e); };
-        std::vector<char> buf(std::size_t{1} << 20);
+        std::vector<char> buf(std::size_t{256} << 10U);
         std::string read_error;
         for (;;) {
             const ssize_t n = ::read(fd, buf.data(), buf.size());
@@ -285,10 +295,6 @@ class StraceObserver {
                        std::to_string(max_distinct_) + " distinct ones were not kept");
         }
         c.finish_counts();
-        std::string out;
-        out.reserve(256 + reason.size() + c.body.size());
-        out += R"({"complete":)";
-        out += reason.empty() ? "true" : "false";
         // The reason quotes trace text, which may hold any byte; the record keeps it readable.
         for (char &ch : reason) {
             const auto u = static_cast<unsigned char>(ch);
@@ -296,18 +302,20 @@ class StraceObserver {
                 ch = '?';
             }
         }
+        // The events were written in place as they came (a trace of ten thousand distinct
+        // accesses makes megabytes: copying them once more costs more than the parse here);
+        // the rest of the document follows them.
+        std::string &out = c.body;
+        out += R"(],"complete":)";
+        out += reason.empty() ? "true" : "false";
         out += R"(,"reason":)";
         append_json_bytes(out, reason);
         out += R"(,"targetStarted":)";
         out += target_start.empty() || c.started ? "true" : "false";
         out += R"(,"lines":)";
         out += std::to_string(parser.lines());
-        out += R"(,"distinct":)";
-        out += std::to_string(c.counts.size());
-        out += R"(,"events":[)";
-        out += c.body;
-        out += "]}";
-        return out;
+        out += '}';
+        return std::move(out);
     }
 
    private:
@@ -319,22 +327,69 @@ class StraceObserver {
         bool started = false;
         // The process that ran the in-sandbox helper, until it executes the target.
         int helper_pid = 0;
-        // The events array's text, each distinct event written once at first sight with a
-        // blank count field that finish_counts fills in: no copy of an event is kept.
+        // The document's text: the distinct count, then the events array, each distinct event
+        // written once at first sight with a blank count that finish_counts fills in; collect
+        // appends the rest. An event's identity (everything but its pid and count) is looked up
+        // in the text itself, so no second copy of it is kept: on a VM each page a process
+        // touches first costs a fault of 10-20 us, and ten thousand events make megabytes.
         std::string body;
-        std::unordered_map<std::string, std::size_t> index;  // event key -> its slot
-        std::vector<std::uint64_t> counts;                   // per slot
-        std::vector<std::size_t> count_at;                   // per slot: offset in body
+        std::vector<std::uint64_t> counts;  // per slot
+        std::vector<std::size_t> key_at;    // per slot: where its identity starts in body
+        std::vector<std::size_t> count_at;  // per slot: where its identity ends, its count starts
+        std::size_t distinct_at = 0;        // offset of the distinct count
         std::string scratch;
         std::uint64_t overflow = 0;
-        static constexpr std::size_t kCountWidth = 20;  // digits of the largest uint64
+        // The room left for a count: a count never exceeds the trace's lines, nor so its bytes,
+        // so collect narrows it to their digits (20 fits any uint64).
+        std::size_t count_width = 20;
+
+        [[nodiscard]] std::string_view identity(std::size_t slot) const {
+            return std::string_view{body}.substr(key_at[slot], count_at[slot] - key_at[slot]);
+        }
+        // Slots hashed and compared by their identity's text; a text looks one up directly.
+        struct SlotHash {
+            using is_transparent = void;
+            const Collector *c;
+            std::size_t operator()(std::string_view text) const {
+                return std::hash<std::string_view>{}(text);
+            }
+            std::size_t operator()(std::size_t slot) const { return (*this)(c->identity(slot)); }
+        };
+        struct SlotEqual {
+            using is_transparent = void;
+            const Collector *c;
+            [[nodiscard]] std::string_view text(std::string_view t) const { return t; }
+            [[nodiscard]] std::string_view text(std::size_t slot) const {
+                return c->identity(slot);
+            }
+            template <typename A, typename B>
+            bool operator()(const A &a, const B &b) const {
+                return text(a) == text(b);
+            }
+        };
+        std::unordered_set<std::size_t, SlotHash, SlotEqual> index;
 
         Collector(std::string start, bool is_target, std::size_t max)
-            : target_start{std::move(start)}, start_is_target{is_target}, max_distinct{max} {
+            : target_start{std::move(start)},
+              start_is_target{is_target},
+              max_distinct{max},
+              index{1024, SlotHash{this}, SlotEqual{this}} {
             started = target_start.empty();
-            index.reserve(1024);
             body.reserve(std::size_t{64} << 10U);
         }
+
+        // Starts the document, with room for the distinct count; called once count_width is set.
+        void begin() {
+            body += R"({"distinct":)";
+            distinct_at = body.size();
+            body.append(count_width, ' ');
+            body += R"(,"events":[)";
+        }
+        Collector(const Collector &) = delete;
+        Collector &operator=(const Collector &) = delete;
+        Collector(Collector &&) = delete;
+        Collector &operator=(Collector &&) = delete;
+        ~Collector() = default;
 
         void take(const tea::strace::AccessEvent &e) {
             if (!started) {
@@ -360,55 +415,59 @@ class StraceObserver {
                 }
                 // Each exec attempt (a PATH search) is the target's: it is judged.
             }
+            // The identity as the document writes it: JSON strings encode bytes one to one, so
+            // two events share this text exactly when they are the same access.
             auto &key = scratch;  // reused: most events repeat one already seen
             key.clear();
-            key += e.syscall;
-            key += '\0';
-            key += e.path_lexical;
-            key += '\0';
-            key += e.path_resolved;
-            key += '\0';
+            key += R"(,"syscall":)";
+            append_json_bytes(key, e.syscall);
+            key += R"(,"asked":)";
+            append_json_bytes(key, e.path_lexical);
+            key += R"(,"resolved":)";
+            append_json_bytes(key, e.path_resolved);
+            key += R"(,"access":")";
             key += access_name(e.kind);
-            key += '\0';
-            key += e.error;
-            key += e.success ? '1' : '0';
-            if (const auto it = index.find(key); it != index.end()) {
-                ++counts[it->second];
+            key += R"(","ok":)";
+            key += e.success ? "true" : "false";
+            if (!e.error.empty()) {  // optional: absent is no error
+                key += R"(,"error":)";
+                append_json_bytes(key, e.error);
+            }
+            key += R"(,"count":)";
+            if (const auto it = index.find(std::string_view{key}); it != index.end()) {
+                ++counts[*it];
                 return;
             }
             if (counts.size() >= max_distinct) {
                 ++overflow;
                 return;
             }
-            index.emplace(key, counts.size());
             body += counts.empty() ? "{" : ",{";
             body += R"("pid":)";
             std::array<char, 16> pid{};
             body.append(pid.data(), std::to_chars(pid.data(), pid.data() + pid.size(), e.pid).ptr);
-            body += R"(,"syscall":)";
-            append_json_bytes(body, e.syscall);
-            body += R"(,"asked":)";
-            append_json_bytes(body, e.path_lexical);
-            body += R"(,"resolved":)";
-            append_json_bytes(body, e.path_resolved);
-            body += R"(,"access":")";
-            body += access_name(e.kind);
-            body += R"(","ok":)";
-            body += e.success ? "true" : "false";
-            body += R"(,"error":)";
-            append_json_bytes(body, e.error);
-            body += R"(,"count":)";
+            key_at.push_back(body.size());
+            body += key;
             count_at.push_back(body.size());
-            body.append(kCountWidth, ' ');  // JSON allows the blanks left after the number
+            body.append(count_width, ' ');  // JSON allows the blanks left after the number
             body += '}';
             counts.push_back(1);
+            index.insert(counts.size() - 1);
         }
 
         void finish_counts() {
+            const auto put = [this](std::size_t at, std::uint64_t n) {
+                const auto digits = std::to_string(n);
+                if (digits.size() > count_width) {  // cannot happen (see count_width): fail closed
+                    throw std::length_error(
+                        "an access count outgrew the room the trace's size left");
+                }
+                body.replace(at, digits.size(), digits);
+            };
             for (std::size_t i = 0; i < counts.size(); ++i) {
-                const auto digits = std::to_string(counts[i]);
-                body.replace(count_at[i], digits.size(), digits);
+                put(count_at[i], counts[i]);
             }
+            put(distinct_at, counts.size());
         }
     };
 
