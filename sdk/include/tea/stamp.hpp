@@ -17,7 +17,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -54,10 +53,16 @@ inline std::string file_key(const std::string &path) {
 
 // The first line of a small file (a sysctl, the boot id), or "" when it cannot be read.
 inline std::string first_line(const char *path) {
-    std::ifstream in{path};
-    std::string line;
-    std::getline(in, line);
-    return line;
+    // A plain read: a plugin's first stream would set up its own copy of the C++ locale.
+    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return {};
+    }
+    std::string text(256, '\0');
+    const auto n = ::read(fd, text.data(), text.size());
+    ::close(fd);
+    text.resize(n > 0 ? static_cast<std::size_t>(n) : 0U);
+    return text.substr(0, text.find('\n'));
 }
 
 inline std::string boot_id() {

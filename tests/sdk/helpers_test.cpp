@@ -1,0 +1,99 @@
+// The SDK's header-only helpers that read the host: a small file's first line (tea/stamp.hpp)
+// and a directory's entries through its descriptor (tea/dirents.hpp). Built as C++17, the
+// oldest standard the SDK supports.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <tea/dirents.hpp>
+#include <tea/stamp.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+class Helpers : public ::testing::Test {
+   protected:
+    void SetUp() override {
+        std::string pattern = (fs::temp_directory_path() / "tea-sdk-helpers-XXXXXX").string();
+        ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+        dir_ = pattern;
+    }
+    void TearDown() override { fs::remove_all(dir_); }
+    fs::path dir_;
+};
+
+TEST_F(Helpers, FirstLineStopsAtTheFirstNewline) {
+    std::ofstream{dir_ / "f"} << "e44c440d-98fe\nsecond line\n";
+    EXPECT_EQ(tea::stamp::first_line((dir_ / "f").c_str()), "e44c440d-98fe");
+}
+
+TEST_F(Helpers, FirstLineOfAFileWithoutNewlineIsAllOfIt) {
+    std::ofstream{dir_ / "f"} << "96364";
+    EXPECT_EQ(tea::stamp::first_line((dir_ / "f").c_str()), "96364");
+}
+
+TEST_F(Helpers, FirstLineOfAnEmptyOrMissingFileIsEmpty) {
+    std::ofstream{dir_ / "empty"} << "";
+    EXPECT_EQ(tea::stamp::first_line((dir_ / "empty").c_str()), "");
+    EXPECT_EQ(tea::stamp::first_line((dir_ / "missing").c_str()), "");
+}
+
+TEST_F(Helpers, FirstLineOfASysctlIsItsValue) {
+    const auto value = tea::stamp::first_line("/proc/sys/kernel/random/boot_id");
+    EXPECT_EQ(value.size(), 36U) << value;
+}
+
+TEST_F(Helpers, DirentsVisitsEveryEntryButDotAndDotDot) {
+    std::set<std::string> made;
+    for (int i = 0; i < 2000; ++i) {  // more than one getdents64 batch
+        const auto name = "entry-" + std::to_string(i);
+        std::ofstream{dir_ / name} << "";
+        made.insert(name);
+    }
+    fs::create_directory(dir_ / "sub");
+    made.insert("sub");
+    const int fd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    std::set<std::string> seen;
+    bool sub_is_dir = false;
+    EXPECT_TRUE(tea::dirents::for_each(fd, [&](const dirent64 &e) {
+        seen.insert(e.d_name);
+        if (std::string{e.d_name} == "sub") {
+            sub_is_dir = e.d_type == DT_DIR;
+        }
+        return true;
+    }));
+    ::close(fd);
+    EXPECT_EQ(seen, made);
+    EXPECT_TRUE(sub_is_dir);
+}
+
+TEST_F(Helpers, DirentsStopsWhenTheVisitorSaysSo) {
+    for (int i = 0; i < 10; ++i) {
+        std::ofstream{dir_ / std::to_string(i)} << "";
+    }
+    const int fd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    int visited = 0;
+    EXPECT_TRUE(tea::dirents::for_each(fd, [&](const dirent64 &) { return ++visited < 3; }));
+    ::close(fd);
+    EXPECT_EQ(visited, 3);
+}
+
+TEST_F(Helpers, DirentsOfADescriptorThatIsNoDirectoryFails) {
+    std::ofstream{dir_ / "file"} << "x";
+    const int fd = ::open((dir_ / "file").c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    int visited = 0;
+    EXPECT_FALSE(tea::dirents::for_each(fd, [&](const dirent64 &) { return ++visited > 0; }));
+    ::close(fd);
+    EXPECT_EQ(visited, 0);
+}
+
+}  // namespace
