@@ -136,6 +136,17 @@ int exec_command(const CommonOptions &common, const ExecOptions &options) {
     const auto &result = outcome.result;
 
     int status = outcome.status;
+    if (outcome.target_never_started && result.interrupted_by == 0) {
+        // Tried twice, and neither time did the trace show the target starting: the status is
+        // the confinement's (or the observer saw nothing), never the target's, and passing it
+        // on would let a caller read a host failure as the command's own.
+        spdlog::error(
+            "the confinement ended (status {}) before the target started, twice: this host "
+            "cannot confine or observe the call now (the confinement's own message, if any, is "
+            "above; the sandbox account may have reached its process limit)",
+            outcome.status);
+        status = static_cast<int>(ExitCode::no_confine);
+    }
     const bool violation =
         outcome.audit.audited && (!outcome.audit.findings.empty() || !outcome.audit.complete);
     if (options.strict && result.interrupted_by == 0) {
@@ -156,6 +167,7 @@ int exec_command(const CommonOptions &common, const ExecOptions &options) {
             {"backend", session.backend_name()},
             {"confinement", outcome.confinement},
             {"started", result.started},
+            {"targetStarted", result.started && !outcome.target_never_started},
             {"startError", result.start_error},
             {"exitCode", result.exit_code},
             {"signal", result.signal},

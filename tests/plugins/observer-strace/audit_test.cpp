@@ -384,6 +384,34 @@ TEST_F(Audit, AConfinementThatFailsBeforeTheTargetStartsIsTriedOnceMore) {
     EXPECT_EQ(b.status, 12) << b;
 }
 
+TEST_F(Audit, AConfinementThatNeverStartsTheTargetIsAHostFailureNotTheTargetsStatus) {
+    // The confirmation passes (the first run), then every confinement fails before the target
+    // starts, as bwrap does when the sandbox account has reached its process limit.
+    const auto counter = base() / "runs";
+    make_file(counter, "0\n", 0666);
+    const auto failing = base() / "failing-strace";
+    make_file(failing,
+              "#!/bin/sh\nif [ \"$1\" = -V ]; then exec /usr/bin/strace -V; fi\n"
+              "n=$(cat '" +
+                  counter.string() + "' 2>/dev/null || echo 0); n=$((n+1)); echo $n >'" +
+                  counter.string() +
+                  "'\nif [ $n -gt 1 ]; then echo 'bwrap: Creating new namespace failed: "
+                  "Resource temporarily unavailable' >&2; exit 1; fi\n"
+                  "exec /usr/bin/strace \"$@\"\n",
+              0755);
+    const auto r = run({.command = {"cat", key()},
+                        .config = "[plugin.strace]\nstrace = \"" + failing.string() + "\"\n"});
+    EXPECT_EQ(r.status, 12) << r;
+    EXPECT_NE(r.err.find("before the target started, twice"), std::string::npos) << r;
+    EXPECT_EQ(r.out.find("PRIVATE KEY"), std::string::npos) << r;
+    std::ifstream in{counter};
+    int runs = 0;
+    in >> runs;
+    EXPECT_EQ(runs, 3) << "the confirmation once, the call twice" << r;
+    // The control is AConfinementThatFailsBeforeTheTargetStartsIsTriedOnceMore: one failure,
+    // then the target runs and its own status (0) comes back.
+}
+
 TEST_F(Audit, PreflightNamesWhatEveryLegOpened) {
     make_file(outside_ / "sometimes", "x\n", 0644);
     // The first leg alone also reads "sometimes": only "id_rsa" is opened by every leg.
