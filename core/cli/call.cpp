@@ -570,6 +570,9 @@ void Session::confirm_observer(const exec::ExecPlan &sample, const exec::LaunchS
     spec.helper_dir = runtime_.paths.helper_dir.string();
     auto plan = prepare(spec);
     check_lend(plan, spec);
+    // The call's limits are for its target. They would bind strace here too, and a small file
+    // size limit would cut this short trace into a false "cannot observe".
+    plan.child.limits = {};
     exec::RunOptions run;
     run.timeout = std::chrono::seconds{30};
     run.kill_grace = runtime_.config.call.kill_grace;

@@ -209,6 +209,26 @@ TEST_F(Audit, ATraceCutShortByTheCallsLimitsIsIncomplete) {
     EXPECT_TRUE(lists(full, key())) << r;
 }
 
+TEST_F(Audit, TheObserversConfirmationIsNotCutByTheCallsFileSizeLimit) {
+    // A strace of a path of its own, so no stamp remembers a confirmation and this call makes
+    // one, under the same small file-size limit that cuts the call's own trace.
+    const auto own_strace = base() / "strace";
+    make_file(own_strace, "#!/bin/sh\nexec /usr/bin/strace \"$@\"\n", 0755);
+    const std::vector<std::string> busy = {
+        "sh", "-c", "for i in $(seq 300); do cat /etc/hostname; done >/dev/null; cat " + key()};
+    const auto r = run({.command = busy,
+                        .config = "[plugin.bubblewrap]\nfile_size_bytes = 8192\n"
+                                  "[plugin.strace]\nstrace = \"" +
+                                  own_strace.string() + "\"\n",
+                        .options = {"--json"}});
+    EXPECT_EQ(r.err.find("did not see a confined process read its probe file"), std::string::npos)
+        << r;
+    const auto record = json::parse(r.out, nullptr, false);
+    ASSERT_FALSE(record.is_discarded()) << r;
+    EXPECT_FALSE(record["audit"]["complete"].get<bool>()) << r;  // the call's trace is cut
+    EXPECT_NE(r.err.find("SIGXFSZ"), std::string::npos) << r;
+}
+
 TEST_F(Audit, DeclaredSystemPathIsNotListed) {
     const auto [r, record] = audited({"cat", key()}, {"--strict", "--system-path", outside_});
     EXPECT_EQ(r.status, 0) << r;
