@@ -107,10 +107,11 @@ namespace {
 
 // The first subdirectory (a link is not one) of the directory `dir`, read from its start, or
 // nullopt when none is left; every other entry of the batches read is unlinked on the way.
-// `failed` is set when an entry cannot be removed or the directory cannot be read.
+// `failed` is set when the directory cannot be read or an entry cannot be removed.
 std::optional<std::string> next_subdirectory(int dir, bool &failed) {
     std::optional<std::string> sub;
-    failed = !tea::dirents::for_each(dir, [&](const dirent64 &entry) {
+    bool refused = false;
+    const bool read = tea::dirents::for_each(dir, [&](const dirent64 &entry) {
         bool is_dir = entry.d_type == DT_DIR;
         if (entry.d_type == DT_UNKNOWN) {
             struct stat st {};
@@ -122,11 +123,12 @@ std::optional<std::string> next_subdirectory(int dir, bool &failed) {
             return false;
         }
         if (::unlinkat(dir, entry.d_name, 0) != 0 && errno != ENOENT) {
-            failed = true;
+            refused = true;
             return false;
         }
         return true;
-    }) || failed;
+    });
+    failed = !read || refused;
     return failed ? std::nullopt : sub;
 }
 
@@ -161,7 +163,12 @@ void remove_tree(const stdfs::path &path) {
         return;
     }
     ::fchmod(dir, 0700);
-    std::vector<std::string> names;  // from `path` down to `dir`
+    struct Level {
+        std::string name;  // of the directory below `parent`
+        dev_t dev;         // `parent`'s identity, to check ".." against
+        ino_t ino;
+    };
+    std::vector<Level> levels;  // from `path` down to `dir`
     for (;;) {
         bool failed = false;
         const auto sub = next_subdirectory(dir, failed);
@@ -169,32 +176,36 @@ void remove_tree(const stdfs::path &path) {
             break;  // best effort: what is left is reclaimed by a later run
         }
         if (sub) {
-            const int child = open_subdirectory(dir, sub->c_str());
+            struct stat here {};
+            const int child = ::fstat(dir, &here) == 0 ? open_subdirectory(dir, sub->c_str()) : -1;
             if (child < 0) {
                 break;
             }
             ::close(dir);
             dir = child;
-            names.push_back(*sub);
+            levels.push_back(Level{*sub, here.st_dev, here.st_ino});
             continue;
         }
-        if (names.empty()) {
+        if (levels.empty()) {
             break;
         }
-        // Up through "..": the call has ended, so nothing moves the tree meanwhile; the parent
-        // is read again from its start.
+        // Up through "..", which must be the directory we came down from: one renamed meanwhile
+        // would make the next unlink remove a name somewhere else.
         const int parent = ::openat(dir, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         ::close(dir);
         dir = parent;
-        if (dir < 0 || ::unlinkat(dir, names.back().c_str(), AT_REMOVEDIR) != 0) {
+        struct stat up {};
+        if (dir < 0 || ::fstat(dir, &up) != 0 || up.st_dev != levels.back().dev ||
+            up.st_ino != levels.back().ino ||
+            ::unlinkat(dir, levels.back().name.c_str(), AT_REMOVEDIR) != 0) {
             break;
         }
-        names.pop_back();
+        levels.pop_back();
     }
     if (dir >= 0) {
         ::close(dir);
     }
-    if (names.empty()) {
+    if (levels.empty()) {
         ::rmdir(path.c_str());
     }
 }
