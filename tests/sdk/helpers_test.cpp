@@ -13,19 +13,16 @@
 #include <tea/dirents.hpp>
 #include <tea/stamp.hpp>
 
+#include "support/temp_dir.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
 
 class Helpers : public ::testing::Test {
    protected:
-    void SetUp() override {
-        std::string pattern = (fs::temp_directory_path() / "tea-sdk-helpers-XXXXXX").string();
-        ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
-        dir_ = pattern;
-    }
-    void TearDown() override { fs::remove_all(dir_); }
-    fs::path dir_;
+    tea::test::TempDir tmp_{"tea-sdk-helpers"};
+    fs::path dir_ = tmp_.path();
 };
 
 TEST_F(Helpers, FirstLineStopsAtTheFirstNewline) {

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <string>
 
+#include "support/temp_dir.hpp"
 #include "util/error.hpp"
 
 namespace tea::fs {
@@ -21,9 +22,7 @@ namespace stdfs = std::filesystem;
 class Beneath : public ::testing::Test {
    protected:
     void SetUp() override {
-        std::string pattern = (stdfs::temp_directory_path() / "tea-beneath-XXXXXX").string();
-        ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
-        base_ = pattern;
+        base_ = tmp_.path();
         ws_ = base_ / "ws";
         out_ = base_ / "out";
         stdfs::create_directories(ws_);
@@ -31,12 +30,12 @@ class Beneath : public ::testing::Test {
         secret_ = base_ / "secret";
         std::ofstream{secret_} << "grading material";
     }
-    void TearDown() override { stdfs::remove_all(base_); }
     static std::string slurp(const stdfs::path &p) {
         std::ifstream in{p};
         return {std::istreambuf_iterator<char>{in}, {}};
     }
 
+    test::TempDir tmp_{"tea-beneath"};
     stdfs::path base_, ws_, out_, secret_;
 };
 

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "fs/private_dirs.hpp"
+#include "support/temp_dir.hpp"
 
 namespace tea::fs {
 namespace {
@@ -19,20 +20,14 @@ namespace stdfs = std::filesystem;
 class RemoveTree : public ::testing::Test {
    protected:
     void SetUp() override {
-        std::string pattern = (stdfs::temp_directory_path() / "tea-remove-XXXXXX").string();
-        ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
-        base_ = pattern;
+        base_ = tmp_.path();
         tree_ = base_ / "run";
         stdfs::create_directories(tree_);
         outside_ = base_ / "host";
         stdfs::create_directories(outside_);
         std::ofstream{outside_ / "keep"} << "host file";
     }
-    void TearDown() override {
-        std::error_code ec;
-        stdfs::remove_all(base_, ec);
-    }
-
+    test::TempDir tmp_{"tea-remove"};
     stdfs::path base_, tree_, outside_;
 };
 

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "support/temp_dir.hpp"
+
 // libgit2 1.5 leaks a PCRE2 match block each time it opens a repository whose configuration has an
 // [extensions] section (a partial clone): not ours to fix, and the sanitizer build must stay green.
 extern "C" const char *__lsan_default_suppressions();
@@ -64,26 +66,10 @@ void write(const fs::path &path, const std::string &content) {
     std::ofstream(path) << content;
 }
 
-class TempDir {
+// Traversable by the unprivileged user of the permission tests.
+class TempDir : public tea::test::TempDir {
    public:
-    TempDir() {
-        std::string pattern = (fs::temp_directory_path() / "tea-git-test-XXXXXX").string();
-        if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-        path_ = pattern;
-        // Traversable by the unprivileged user of the permission tests.
-        fs::permissions(path_, fs::perms(0755));
-    }
-    TempDir(const TempDir &) = delete;
-    TempDir &operator=(const TempDir &) = delete;
-    ~TempDir() {
-        sh("/", "chmod -R u+w '" + path_.string() + "'");
-        std::error_code ec;
-        fs::remove_all(path_, ec);
-    }
-    const fs::path &path() const { return path_; }
-
-   private:
-    fs::path path_;
+    TempDir() : tea::test::TempDir{"tea-git-test", fs::perms{0755}} {}
 };
 
 const char *const kSecretOld = "GRADING-SECRET-7f3a1c";       // packed in the project

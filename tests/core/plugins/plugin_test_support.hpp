@@ -15,37 +15,12 @@
 #include <vector>
 
 #include "plugins/loader.hpp"
+#include "support/temp_dir.hpp"
 #include "tea_fixtures.h"
 
 namespace tea::plugins::test_support {
 
-// A fresh directory under $TMPDIR (or /tmp), removed with the object.
-class TempDir {
-   public:
-    TempDir() {
-        const char *base = std::getenv("TMPDIR");  // NOLINT(concurrency-mt-unsafe): tests
-        std::string pattern = std::string{base != nullptr && base[0] == '/' ? base : "/tmp"} +
-                              "/tea-plugin-test-XXXXXX";
-        if (::mkdtemp(pattern.data()) == nullptr) {
-            throw std::system_error(errno, std::generic_category(), "mkdtemp " + pattern);
-        }
-        path_ = pattern;
-    }
-    TempDir(const TempDir &) = delete;
-    TempDir &operator=(const TempDir &) = delete;
-    ~TempDir() {
-        std::error_code ec;
-        std::filesystem::remove_all(path_, ec);
-    }
-
-    [[nodiscard]] const std::filesystem::path &path() const { return path_; }
-    [[nodiscard]] std::filesystem::path operator/(const std::string &name) const {
-        return path_ / name;
-    }
-
-   private:
-    std::filesystem::path path_;
-};
+using tea::test::TempDir;
 
 inline std::filesystem::path write_file(const std::filesystem::path &file,
                                         const std::string &text) {

@@ -11,6 +11,7 @@
 #include "audit/observation.hpp"
 #include "plugins/loader.hpp"
 #include "plugins/manifest.hpp"
+#include "support/temp_dir.hpp"
 
 namespace tea::plugins {
 namespace {
@@ -21,17 +22,12 @@ using nlohmann::json;
 class Collect : public ::testing::Test {
    protected:
     void SetUp() override {
-        std::string pattern = (stdfs::temp_directory_path() / "tea-collect-XXXXXX").string();
-        ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
-        dir_ = pattern;
         const stdfs::path library{TEA_STRACE_PLUGIN};
         std::ofstream{dir_ / "strace.toml"} << "name = \"strace\"\nkind = \"observer\"\n"
                                             << "abi = \"1.1\"\nlibrary = \"" << library.string()
                                             << "\"\n";
         plugin_ = load_plugin(read_manifest(dir_ / "strace.toml", library.parent_path()));
     }
-    void TearDown() override { stdfs::remove_all(dir_); }
-
     // collect over `trace` (strace -f lines), every event the target's (no start to wait for).
     audit::Observation collect(const std::string &trace, const std::string &config = "{}") {
         std::ofstream{dir_ / "trace"} << trace;
@@ -48,7 +44,8 @@ class Collect : public ::testing::Test {
                ", O_RDONLY|O_CLOEXEC) = 3<" + resolved + ">\n";
     }
 
-    stdfs::path dir_;
+    test::TempDir tmp_{"tea-collect"};
+    stdfs::path dir_ = tmp_.path();
     std::shared_ptr<const LoadedPlugin> plugin_;
 };
 

@@ -20,6 +20,8 @@
 #include <string_view>
 #include <vector>
 
+#include "support/temp_dir.hpp"
+
 extern char **environ;
 
 namespace {
@@ -806,24 +808,6 @@ TEST(Robustness, MutatedAndRandomInput) {
 
 // ---- a live trace under the installed strace and bwrap -------------------------------------
 
-class TempDir {
-   public:
-    TempDir() {
-        std::string templ = (std::filesystem::temp_directory_path() / "tea-strace-live-XXXXXX");
-        if (mkdtemp(templ.data()) != nullptr) path_ = templ;
-    }
-    ~TempDir() {
-        std::error_code ec;
-        if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-    }
-    TempDir(const TempDir &) = delete;
-    TempDir &operator=(const TempDir &) = delete;
-    const std::string &path() const { return path_; }
-
-   private:
-    std::string path_;
-};
-
 // Runs argv with stdout and stderr to /dev/null; returns the wait status or -1.
 int run(const std::vector<std::string> &args) {
     std::vector<char *> argv;
@@ -855,11 +839,11 @@ TEST(Live, InstalledStraceAndBwrapReportAFileTheTestCreated) {
     probe.push_back("/bin/true");
     if (run(probe) != 0) GTEST_SKIP() << "bwrap cannot create its namespaces on this host";
 
-    TempDir dir;
-    ASSERT_FALSE(dir.path().empty());
+    const tea::test::TempDir tmp{"tea-strace-live"};
+    const std::string dir = tmp.path().string();
     const std::string name = "probe file \"1\".txt";
-    { std::ofstream(dir.path() + "/" + name) << "probe\n"; }
-    const std::string trace = dir.path() + "/trace";
+    { std::ofstream(dir + "/" + name) << "probe\n"; }
+    const std::string trace = dir + "/trace";
     std::vector<std::string> cmd = {strace,
                                     "-f",
                                     "--seccomp-bpf",
@@ -874,7 +858,7 @@ TEST(Live, InstalledStraceAndBwrapReportAFileTheTestCreated) {
     for (const char *arg : {"/bin/sh", "-c", "cd \"$1\" && exec cat \"$2\"", "sh"}) {
         cmd.emplace_back(arg);
     }
-    cmd.push_back(dir.path());
+    cmd.push_back(dir);
     cmd.push_back(name);
     const int status = run(cmd);
     ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
@@ -882,12 +866,12 @@ TEST(Live, InstalledStraceAndBwrapReportAFileTheTestCreated) {
     std::error_code ec;
     const Parsed p = parse(read_file(trace), std::filesystem::current_path(ec).string());
     EXPECT_FALSE(p.lossy) << p.reason;
-    const AccessEvent *e = find_event(p.events, dir.path() + "/" + name, AccessKind::Read);
+    const AccessEvent *e = find_event(p.events, dir + "/" + name, AccessKind::Read);
     ASSERT_NE(e, nullptr) << "the trace does not show the probe file being read";
     EXPECT_EQ(e->path_asked, name);
     EXPECT_TRUE(e->success);
     EXPECT_EQ(e->image, "/usr/bin/cat");
-    EXPECT_TRUE(has_event(p.events, dir.path(), AccessKind::ChangeDir));
+    EXPECT_TRUE(has_event(p.events, dir, AccessKind::ChangeDir));
 }
 
 }  // namespace
