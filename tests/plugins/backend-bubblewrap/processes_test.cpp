@@ -1,6 +1,9 @@
 // Processes a target starts: none outlives the call, however it detaches,
 // and the limits bound how many it makes and how much it writes.
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <filesystem>
 
@@ -11,6 +14,30 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
+
+// The tests that make a hundred processes of the sandbox account, or run calls under a limit of
+// 64, take turns: RLIMIT_NPROC counts every process of the account, so one such test's processes
+// would starve the other's bwrap, which then cannot even make its namespaces.
+class AccountProcessesTurn {
+   public:
+    AccountProcessesTurn()
+        : fd_{::open((fs::temp_directory_path() / "tea-test-sandbox-processes.lock").c_str(),
+                     O_RDWR | O_CREAT | O_CLOEXEC, 0666)} {
+        if (fd_ >= 0) {
+            ::flock(fd_, LOCK_EX);
+        }
+    }
+    AccountProcessesTurn(const AccountProcessesTurn &) = delete;
+    AccountProcessesTurn &operator=(const AccountProcessesTurn &) = delete;
+    ~AccountProcessesTurn() {
+        if (fd_ >= 0) {
+            ::close(fd_);
+        }
+    }
+
+   private:
+    int fd_;
+};
 
 // Waits for `go` to appear, bounded by the call's own timeout.
 constexpr const char *wait_for_go = "while [ ! -e go ]; do sleep 0.05; done";
@@ -130,6 +157,7 @@ TEST_F(Confinement, ProcessesLeftByATimedOutTargetAreEnded) {
 }
 
 TEST_F(Confinement, ProcessLimitIsWhatStopsForking) {
+    const AccountProcessesTurn turn;
     // processes = 64 refuses the 100 children that processes = 4096 allows.
     const auto low = run({.command = python(fork_probe, {"100"}),
                           .config = "[plugin.bubblewrap]\nprocesses = 64\n",
@@ -143,6 +171,7 @@ TEST_F(Confinement, ProcessLimitIsWhatStopsForking) {
 }
 
 TEST_F(Confinement, ForkBombEndsWithTheCallAndTheHostIsFine) {
+    const AccountProcessesTurn turn;
     // Only with the limit shown to hold is a bomb started.
     const auto limit = run({.command = python(fork_probe, {"100"}),
                             .config = "[plugin.bubblewrap]\nprocesses = 64\n",
