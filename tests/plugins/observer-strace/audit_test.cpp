@@ -368,30 +368,44 @@ TEST_F(Audit, AnOldOrMissingStraceIsRefusedByVersion) {
     EXPECT_NE(missing.err.find("not installed"), std::string::npos) << missing;
 }
 
-TEST_F(Audit, AConfinementThatFailsBeforeTheTargetStartsIsTriedOnceMore) {
-    // A stand-in for strace whose 1st and 3rd runs fail the way bwrap does when a host socket
-    // vanished between the scan and the bind: before anything of the target ran.
-    const auto counter = base() / "runs";
+// A stand-in for strace that counts its runs in `counter` and fails those whose number matches
+// the shell pattern `failing` (before running anything, with bwrap's `message`), as a
+// confinement that ends before the target starts; the other runs are the real strace.
+std::filesystem::path counting_strace(const std::filesystem::path &dir, const std::string &failing,
+                                      const std::string &message) {
+    const auto counter = dir / "runs";
     // As root the observer runs as the sandbox identity: it must be able to count.
     make_file(counter, "0\n", 0666);
-    const auto flaky = base() / "flaky-strace";
-    make_file(flaky,
+    auto script = dir / "counting-strace";
+    make_file(script,
               "#!/bin/sh\nif [ \"$1\" = -V ]; then exec /usr/bin/strace -V; fi\n"
               "n=$(cat '" +
                   counter.string() + "' 2>/dev/null || echo 0); n=$((n+1)); echo $n >'" +
-                  counter.string() +
-                  "'\ncase $n in 1|3) echo 'bwrap: Can'\\''t create file at /tmp/gone.sock' >&2; "
-                  "exit 1;; esac\nexec /usr/bin/strace \"$@\"\n",
+                  counter.string() + "'\ncase $n in " + failing + ") echo '" + message +
+                  "' >&2; exit 1;; esac\nexec /usr/bin/strace \"$@\"\n",
               0755);
+    return script;
+}
+
+// How many times counting_strace ran in `dir`.
+int strace_runs(const std::filesystem::path &dir) {
+    std::ifstream in{dir / "runs"};
+    int runs = 0;
+    in >> runs;
+    return runs;
+}
+
+TEST_F(Audit, AConfinementThatFailsBeforeTheTargetStartsIsTriedOnceMore) {
+    // The 1st and 3rd runs fail the way bwrap does when a host socket vanished between the scan
+    // and the bind: before anything of the target ran.
+    const auto flaky =
+        counting_strace(base(), "1|3", "bwrap: Cannot create file at /tmp/gone.sock");
     const auto r = run({.command = {"cat", key()},
                         .config = "[plugin.strace]\nstrace = \"" + flaky.string() + "\"\n"});
     EXPECT_EQ(r.status, 0) << r;
     EXPECT_NE(r.out.find("PRIVATE KEY"), std::string::npos) << r;
     EXPECT_NE(r.err.find(key()), std::string::npos) << "still audited" << r;
-    std::ifstream in{counter};
-    int runs = 0;
-    in >> runs;
-    EXPECT_EQ(runs, 4) << "the confirmation and the call each tried twice" << r;
+    EXPECT_EQ(strace_runs(base()), 4) << "the confirmation and the call each tried twice" << r;
 
     // Control: a confinement that never starts the target is not retried forever.
     const auto broken = base() / "broken-strace";
@@ -407,27 +421,15 @@ TEST_F(Audit, AConfinementThatFailsBeforeTheTargetStartsIsTriedOnceMore) {
 TEST_F(Audit, AConfinementThatNeverStartsTheTargetIsAHostFailureNotTheTargetsStatus) {
     // The confirmation passes (the first run), then every confinement fails before the target
     // starts, as bwrap does when the sandbox account has reached its process limit.
-    const auto counter = base() / "runs";
-    make_file(counter, "0\n", 0666);
-    const auto failing = base() / "failing-strace";
-    make_file(failing,
-              "#!/bin/sh\nif [ \"$1\" = -V ]; then exec /usr/bin/strace -V; fi\n"
-              "n=$(cat '" +
-                  counter.string() + "' 2>/dev/null || echo 0); n=$((n+1)); echo $n >'" +
-                  counter.string() +
-                  "'\nif [ $n -gt 1 ]; then echo 'bwrap: Creating new namespace failed: "
-                  "Resource temporarily unavailable' >&2; exit 1; fi\n"
-                  "exec /usr/bin/strace \"$@\"\n",
-              0755);
+    const auto failing =
+        counting_strace(base(), "[2-9]|[1-9][0-9]*",
+                        "bwrap: Creating new namespace failed: Resource temporarily unavailable");
     const auto r = run({.command = {"cat", key()},
                         .config = "[plugin.strace]\nstrace = \"" + failing.string() + "\"\n"});
     EXPECT_EQ(r.status, 12) << r;
     EXPECT_NE(r.err.find("before the target started, twice"), std::string::npos) << r;
     EXPECT_EQ(r.out.find("PRIVATE KEY"), std::string::npos) << r;
-    std::ifstream in{counter};
-    int runs = 0;
-    in >> runs;
-    EXPECT_EQ(runs, 3) << "the confirmation once, the call twice" << r;
+    EXPECT_EQ(strace_runs(base()), 3) << "the confirmation once, the call twice" << r;
     // The control is AConfinementThatFailsBeforeTheTargetStartsIsTriedOnceMore: one failure,
     // then the target runs and its own status (0) comes back.
 }
