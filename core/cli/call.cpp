@@ -505,18 +505,21 @@ Session::Executed Session::execute(const exec::LaunchSpec &spec, const exec::Exe
     return out;
 }
 
-// Runs the plan, and once more with a fresh plan when the trace shows that the confinement ended
-// before the target's side started: nothing of the target ran, so a second attempt is safe. The
-// usual cause is a host socket that went away between the backend's scan and bwrap binding over
-// it, which another process on a busy host may do at any time.
+// Runs the plan, and once more with a fresh plan when the confinement ended before the target's
+// side started (the plan's setup mark untaken, or a trace without the target's start): nothing
+// of the target ran, so a second attempt is safe. The usual cause is a host socket that went
+// away between the backend's scan and bwrap binding over it, which another process on a busy
+// host may do at any time.
 Session::Executed Session::execute_with_retry(const exec::LaunchSpec &spec, exec::ExecPlan &plan,
                                               fs::RunDirectory &run_dir,
                                               const exec::RunOptions &run, bool observed) {
     auto executed = execute(spec, plan, run_dir, run, observed);
     const auto &r = executed.result;
-    if (executed.observation && !executed.observation->target_started && r.started &&
-        r.interrupted_by == 0 && !r.timed_out && r.status() != 0 &&
-        !plan.audit.target_start.empty()) {
+    const bool trace_shows_no_start = executed.observation &&
+                                      !executed.observation->target_started &&
+                                      !plan.audit.target_start.empty();
+    if (r.started && (trace_shows_no_start || (r.setup_marked && !r.setup_reached)) &&
+        r.interrupted_by == 0 && !r.timed_out && r.status() != 0) {
         spdlog::warn(
             "the confinement ended (status {}) before the target started; trying once more "
             "with a fresh plan",
@@ -713,9 +716,14 @@ CallOutcome Session::call(exec::LaunchSpec spec, const exec::RunOptions &run,
         route.reset();
         phase("egress route closed");
     }
+    // The plan's setup mark left untaken, or a trace without the target's start: the
+    // confinement ended before the target began, so its status is the infrastructure's.
+    outcome.target_never_started =
+        executed.result.started && executed.result.setup_marked && !executed.result.setup_reached;
     if (executed.observation) {
         outcome.target_never_started =
-            executed.result.started && !executed.observation->target_started;
+            outcome.target_never_started ||
+            (executed.result.started && !executed.observation->target_started);
         resolve_planted_links(*executed.observation, spec);
         outcome.audit =
             audit::judge_observation(*executed.observation, call_grants(spec, plan, private_root_),

@@ -8,6 +8,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -476,6 +477,23 @@ CallResult run_call(const ExecPlan &plan, const RunOptions &options) {
     for (const auto &f : plan.files) {
         plan_fds.push_back(f.path.empty() ? sealed_memfd(f.content) : opened_file(f.path));
     }
+    // The setup mark: one byte in a pipe whose write end is closed at once, so nothing but the
+    // plan's mechanism taking it can empty it, and nothing in the call can put it back.
+    UniqueFd mark;
+    if (plan.setup_mark_fd >= 0) {
+        std::array<int, 2> p{};
+        if (::pipe2(p.data(), O_CLOEXEC) != 0) {
+            throw setup_error("pipe2", errno);
+        }
+        const UniqueFd read_end{p[0]};
+        const UniqueFd write_end{p[1]};
+        write_all(write_end.get(), "m", 1);
+        // Above every number a plan may name, as the plan's files are.
+        mark.reset(::fcntl(read_end.get(), F_DUPFD_CLOEXEC, 256));
+        if (!mark) {
+            throw setup_error("fcntl(F_DUPFD_CLOEXEC)", errno);
+        }
+    }
 
     std::array<Capture, 2> captures;
     std::array<UniqueFd, 2> child_ends;
@@ -514,6 +532,11 @@ CallResult run_call(const ExecPlan &plan, const RunOptions &options) {
         setup.check(posix_spawn_file_actions_adddup2(&setup.actions_, plan_fds[i].get(),
                                                      plan.files[i].child_fd),
                     "plan file");
+    }
+    if (mark) {
+        setup.check(
+            posix_spawn_file_actions_adddup2(&setup.actions_, mark.get(), plan.setup_mark_fd),
+            "setup mark");
     }
     setup.check(posix_spawn_file_actions_addchdir_np(&setup.actions_, plan.cwd.c_str()), "chdir");
     sigset_t empty;
@@ -556,6 +579,9 @@ CallResult run_call(const ExecPlan &plan, const RunOptions &options) {
         request.dups.emplace_back(child_ends[1].get(), 2);
         for (std::size_t i = 0; i < plan.files.size(); ++i) {
             request.dups.emplace_back(plan_fds[i].get(), plan.files[i].child_fd);
+        }
+        if (mark) {
+            request.dups.emplace_back(mark.get(), plan.setup_mark_fd);
         }
         std::tie(pid, rc) = spawn_as(request);
     } else {
@@ -680,6 +706,12 @@ CallResult run_call(const ExecPlan &plan, const RunOptions &options) {
     }
     result.out = captures[0].result;
     result.err = captures[1].result;
+    if (mark) {
+        // Read after the whole call has ended: a byte still there was never taken.
+        int unread = 0;
+        result.setup_marked = ::ioctl(mark.get(), FIONREAD, &unread) == 0;
+        result.setup_reached = result.setup_marked && unread == 0;
+    }
     return result;
 }
 

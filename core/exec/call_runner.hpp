@@ -49,6 +49,10 @@ struct CallResult {
     std::chrono::nanoseconds elapsed{0};
     StreamResult out;
     StreamResult err;
+    // For a plan with a setup mark: whether its mechanism took the mark, that is, whether its
+    // confinement stood and the target was about to start. Unmarked plans say nothing.
+    bool setup_marked = false;
+    bool setup_reached = false;
 
     // The shell's convention: the exit code, or 128 + the signal.
     [[nodiscard]] int status() const { return signal != 0 ? 128 + signal : exit_code; }

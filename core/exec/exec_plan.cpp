@@ -181,6 +181,9 @@ std::string to_json(const ExecPlan &plan) {
     if (plan.run_as.requested) {
         doc["runAs"] = {{"uid", plan.run_as.uid}, {"gid", plan.run_as.gid}};
     }
+    if (plan.setup_mark_fd >= 0) {
+        doc["setupMark"] = {{"fd", plan.setup_mark_fd}};
+    }
     return doc.dump();
 }
 
@@ -189,7 +192,7 @@ ExecPlan exec_plan_from_json(std::string_view text) {
     for (const auto &[key, value] : doc.items()) {
         if (key != "argv" && key != "env" && key != "cwd" && key != "files" &&
             key != "confinement" && key != "lend" && key != "runAs" && key != "report" &&
-            key != "audit" && key != "limits" && key != "newSessionKeyring") {
+            key != "audit" && key != "limits" && key != "newSessionKeyring" && key != "setupMark") {
             throw std::invalid_argument(key + ": unknown field of an exec plan");
         }
     }
@@ -307,12 +310,22 @@ ExecPlan exec_plan_from_json(std::string_view text) {
         };
         plan.run_as = RunAs{true, id("uid"), id("gid")};
     }
+    std::set<int> seen;  // the child's descriptors: the plan's files and its setup mark
+    if (doc.contains("setupMark")) {
+        const auto &mark = doc["setupMark"];
+        if (!mark.is_object() || mark.size() != 1 || !mark.contains("fd") ||
+            !mark["fd"].is_number_integer() || mark["fd"].get<std::int64_t>() < 3 ||
+            mark["fd"].get<std::int64_t>() > 255) {
+            throw std::invalid_argument("setupMark: expected {\"fd\"}, a descriptor 3..255");
+        }
+        plan.setup_mark_fd = mark["fd"].get<int>();
+        seen.insert(plan.setup_mark_fd);
+    }
     if (doc.contains("files")) {
         const auto &files = doc["files"];
         if (!files.is_array() || files.size() > 16) {
             throw std::invalid_argument("files: expected an array of at most 16 items");
         }
-        std::set<int> seen;
         for (std::size_t i = 0; i < files.size(); ++i) {
             const auto where = "files[" + std::to_string(i) + "]";
             const auto &f = files[i];

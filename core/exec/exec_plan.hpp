@@ -116,6 +116,10 @@ struct ExecPlan {
     ChildSetup child;
     std::string report_json = "{}";  // the backend's notes for the call's record (an object)
     AuditHints audit;
+    // (ABI 1.2) Where the child finds a pipe holding one byte, which the plan's mechanism reads
+    // once the confinement stands, just before the target starts; -1: the plan has none. A call
+    // that ends with the byte unread never started its target (see CallResult::setup_reached).
+    int setup_mark_fd = -1;
 };
 
 std::string to_json(const LaunchSpec &spec);

@@ -1,6 +1,7 @@
 // The tea-evaluate binary as a user runs it.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <tea/plugin.h>
 
 #include <nlohmann/json.hpp>
 
@@ -27,7 +28,7 @@ TEST(Cli, PluginsListsOptOutWithItsAbi) {
     const auto o = test::run(cmd({"plugins"}), env());
     EXPECT_EQ(o.status, 0) << o.err;
     EXPECT_NE(o.out.find("opt-out"), std::string::npos) << o.out;
-    EXPECT_NE(o.out.find("ABI 1.1"), std::string::npos) << o.out;
+    EXPECT_NE(o.out.find("ABI 1." + std::to_string(TEA_ABI_MINOR)), std::string::npos) << o.out;
     const auto j = test::run(cmd({"plugins", "--json"}), env());
     const auto doc = nlohmann::json::parse(j.out);
     bool found = false;
@@ -35,7 +36,7 @@ TEST(Cli, PluginsListsOptOutWithItsAbi) {
         if (p["name"] == "opt-out") {
             found = true;
             EXPECT_EQ(p["kind"], "backend");
-            EXPECT_EQ(p["abi"], "1.1");
+            EXPECT_EQ(p["abi"], "1." + std::to_string(TEA_ABI_MINOR));
             EXPECT_EQ(p["available"], true);
         }
     }

@@ -30,9 +30,12 @@ step() { echo "--- $*"; }
 rm -rf "$work"
 mkdir -p "$work"
 prefix=$work/prefix
-
 step "install the sdk component into $prefix"
 "$cmake" --install "$build_dir" --prefix "$prefix" --component sdk
+
+# The ABI the installed header declares, MAJOR.MINOR: the SDK's version must be the same.
+abi=$(sed -n 's/^#define TEA_ABI_MAJOR \([0-9]*\)$/\1/p' "$prefix/include/tea/plugin.h").$(sed -n 's/^#define TEA_ABI_MINOR \([0-9]*\)$/\1/p' "$prefix/include/tea/plugin.h")
+[ "$abi" != "." ] || fail "no TEA_ABI_MAJOR/TEA_ABI_MINOR in the installed plugin.h"
 
 step "check the installed layout"
 for header in plugin.h plugin.hpp bytes.hpp json_bytes.hpp; do
@@ -73,11 +76,11 @@ CMAKE
 if "$cmake" -S "$work/v2" -B "$work/v2/build" -DCMAKE_PREFIX_PATH="$prefix" > "$work/v2.out" 2>&1; then
     fail "find_package(TeaSdk 2.0) accepted an ABI 1 SDK"
 fi
-grep -q "1\.1" "$work/v2.out" || fail "the refusal of TeaSdk 2.0 does not say what was found: $(cat "$work/v2.out")"
+grep -qF "$abi" "$work/v2.out" || fail "the refusal of TeaSdk 2.0 does not say what was found: $(cat "$work/v2.out")"
 
 step "build a one-file plugin with pkg-config --cflags tea-sdk"
 export PKG_CONFIG_PATH="$(dirname "$pc")"
-[ "$(pkg-config --modversion tea-sdk)" = "1.1" ] || fail "pkg-config --modversion tea-sdk: $(pkg-config --modversion tea-sdk)"
+[ "$(pkg-config --modversion tea-sdk)" = "$abi" ] || fail "pkg-config --modversion tea-sdk: $(pkg-config --modversion tea-sdk)"
 cflags=$(pkg-config --cflags tea-sdk)
 # The .pc file is relocatable (prefix=${pcfiledir}/...): compare resolved directories.
 include_flag=$(printf '%s\n' $cflags | grep '^-I' | head -n 1)
@@ -110,9 +113,9 @@ TOML
 "$tea" --config "$work/config.toml" plugins > "$work/plugins.out" 2>&1 ||
     fail "tea-evaluate plugins failed: $(cat "$work/plugins.out")"
 cat "$work/plugins.out"
-grep -E "^oot-echo +backend +ABI 1\.1 +available +$oot/plugins.d/libtea-backend-oot-echo\.so$" \
+grep -E "^oot-echo +backend +ABI ${abi} +available +$oot/plugins.d/libtea-backend-oot-echo\.so$" \
     "$work/plugins.out" > /dev/null || fail "tea-evaluate plugins does not list oot-echo as available"
-grep -E "^oot-pc +login +ABI 1\.1 +available " "$work/plugins.out" > /dev/null ||
+grep -E "^oot-pc +login +ABI ${abi} +available " "$work/plugins.out" > /dev/null ||
     fail "tea-evaluate plugins does not list oot-pc as available"
 
 cd "$work"

@@ -47,6 +47,10 @@ constexpr int shim_fd = 13;
 constexpr const char *shim_in_sandbox = "/proc/self/fd/13";
 // The seccomp program, for bwrap's --seccomp when bwrap starts the target itself.
 constexpr int seccomp_fd = 14;
+// The plan's setup mark: bwrap takes its byte (--block-fd) once the view is built and the
+// privileges are dropped, just before the seccomp program and the target's exec, so a call that
+// ends with the byte unread failed in bwrap's set-up, not in the target.
+constexpr int setup_mark_fd = 15;
 
 struct Settings {
     std::string bwrap = "bwrap";
@@ -455,7 +459,8 @@ class Bubblewrap {
              // No nested user namespace: one would give the target back every capability.
              "--disable-userns", "--die-with-parent",
              // A new session: no controlling terminal to push input into.
-             "--new-session", "--cap-drop", "ALL", "--hostname", "tea-sandbox"});
+             "--new-session", "--cap-drop", "ALL", "--hostname", "tea-sandbox", "--block-fd",
+             std::to_string(setup_mark_fd)});
         add({"--ro-bind", "/", "/"});
         add({"--dev", "/dev", "--perms", "1777", "--size", size, "--tmpfs", "/dev/shm"});
         add({"--proc", "/proc"});
@@ -568,7 +573,8 @@ class Bubblewrap {
         json plan{{"env", json::array()},
                   {"cwd", "/"},
                   {"confinement", "bubblewrap"},
-                  {"report", report}};
+                  {"report", report},
+                  {"setupMark", {{"fd", setup_mark_fd}}}};
         std::vector<std::string> argv = bwrap_command();
         if (!start.empty()) {
             // bwrap starts the target itself: the runtime's child sets the limits and the

@@ -193,6 +193,39 @@ TEST_F(CallRunner, PlanFilesAreSealed) {
     EXPECT_EQ(read(dir_ / "stdout"), "refused\n");
 }
 
+TEST_F(CallRunner, TheSetupMarkTellsWhetherTheMechanismGotAsFarAsTheTarget) {
+    auto marked = [&](const std::string &script) {
+        auto p = plan({"sh", "-c", script});
+        p.setup_mark_fd = 9;  // one digit: sh redirects no other
+        fs::remove(dir_ / "stdout");
+        fs::remove(dir_ / "stderr");
+        return run_call(p, capture());
+    };
+    // A launcher that takes the mark and then fails: its failure is the target's side's.
+    const auto a = marked("head -c 1 <&9 >/dev/null; exit 3");
+    EXPECT_EQ(a.exit_code, 3);
+    EXPECT_TRUE(a.setup_marked);
+    EXPECT_TRUE(a.setup_reached);
+    // One that fails before taking it never got that far.
+    const auto b = marked("[ -e /proc/self/fd/9 ] && exit 3; exit 9");
+    EXPECT_EQ(b.exit_code, 3) << "the mark is placed at its descriptor";
+    EXPECT_TRUE(b.setup_marked);
+    EXPECT_FALSE(b.setup_reached);
+    // The mark holds one byte and its write end is nowhere: a second read ends at once, empty
+    // (124 would be a reader left waiting on a writer that could refill it).
+    const auto c = marked(
+        "head -c 1 <&9 >/dev/null; timeout 5 cat <&9 | wc -c; timeout 5 cat <&9 >/dev/null; "
+        "echo $?");
+    EXPECT_EQ(c.exit_code, 0);
+    EXPECT_EQ(read(dir_ / "stdout"), "0\n0\n");
+    // Without a mark the runner says nothing either way.
+    fs::remove(dir_ / "stdout");
+    fs::remove(dir_ / "stderr");
+    const auto d = run_call(plan({"true"}), capture());
+    EXPECT_FALSE(d.setup_marked);
+    EXPECT_FALSE(d.setup_reached);
+}
+
 TEST_F(CallRunner, StdinFromFileOrNullDevice) {
     { std::ofstream{dir_ / "in"} << "from file"; }
     auto o = capture();

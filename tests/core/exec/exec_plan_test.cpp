@@ -152,6 +152,32 @@ TEST(ExecPlan, ChildSetUpAndTargetStartKindRoundTripAndAreChecked) {
                    "audit.targetStartKind");
 }
 
+TEST(ExecPlan, SetupMarkRoundTripsAndIsChecked) {
+    ExecPlan plan;
+    plan.argv = {"/usr/bin/bwrap"};
+    plan.cwd = "/";
+    plan.confinement = "bubblewrap";
+    plan.files = {{11, "args", {}}};
+    plan.setup_mark_fd = 15;
+    EXPECT_EQ(exec_plan_from_json(to_json(plan)).setup_mark_fd, 15);
+    // A plan from before 1.2 has none.
+    plan.setup_mark_fd = -1;
+    EXPECT_EQ(to_json(plan).find("setupMark"), std::string::npos);
+    EXPECT_EQ(exec_plan_from_json(to_json(plan)).setup_mark_fd, -1);
+
+    const std::string head = R"({"argv": ["a"], "env": [], "cwd": "/", "confinement": "x", )";
+    expect_refused(head + R"("setupMark": 15})", "setupMark");
+    expect_refused(head + R"("setupMark": {}})", "setupMark");
+    expect_refused(head + R"("setupMark": {"fd": "15"}})", "setupMark");
+    // 0-2 are the call's own streams.
+    expect_refused(head + R"("setupMark": {"fd": 2}})", "setupMark");
+    expect_refused(head + R"("setupMark": {"fd": 256}})", "setupMark");
+    expect_refused(head + R"("setupMark": {"fd": 15, "bytes": 2}})", "setupMark");
+    // One descriptor cannot be both a file and the mark.
+    expect_refused(head + R"("setupMark": {"fd": 11}, "files": [{"fd": 11, "content": ""}]})",
+                   "files[0].fd");
+}
+
 TEST(ExecPlan, LaunchSpecRoleRoundTripsAndDefaultsToTarget) {
     LaunchSpec spec;
     spec.argv = {"true"};

@@ -75,13 +75,15 @@ std::vector<RefusalCase> refusal_cases() {
          TEA_FIXTURE_ABI_MAJOR_NEXT,
          "abi-major-next",
          "backend",
-         {"was built for plugin ABI 2.1", "this tea-evaluate supports ABI 1.x",
-          "rebuild the plugin"}},
+         {"was built for plugin ABI 2." + std::to_string(TEA_ABI_MINOR),
+          "this tea-evaluate supports ABI 1.x", "rebuild the plugin"}},
         {"abi_minor_next",
          TEA_FIXTURE_ABI_MINOR_NEXT,
          "abi-minor-next",
          "backend",
-         {"needs plugin ABI 1.2", "newer than this tea-evaluate's 1.1", "upgrade tea-evaluate"}},
+         {"needs plugin ABI 1." + std::to_string(TEA_ABI_MINOR + 1),
+          "newer than this tea-evaluate's 1." + std::to_string(TEA_ABI_MINOR),
+          "upgrade tea-evaluate"}},
         {"descriptor_small",
          TEA_FIXTURE_DESCRIPTOR_SMALL,
          "descriptor-small",
@@ -175,7 +177,8 @@ TEST(LoadPlugin, ThrowsTheRefusalForAManifestItIsHanded) {
         FAIL() << "expected a refusal";
     } catch (const std::runtime_error &e) {
         EXPECT_THAT(e.what(), AllOf(HasSubstr(TEA_FIXTURE_ABI_MAJOR_NEXT),
-                                    HasSubstr("was built for plugin ABI 2.1")));
+                                    HasSubstr("was built for plugin ABI 2." +
+                                              std::to_string(TEA_ABI_MINOR))));
     }
 }
 

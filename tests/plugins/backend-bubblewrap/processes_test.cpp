@@ -170,6 +170,25 @@ TEST_F(Confinement, ProcessLimitIsWhatStopsForking) {
     EXPECT_EQ(high.value("FORK-OK"), "100") << high;
 }
 
+TEST_F(Confinement, ABwrapThatCannotMakeItsNamespacesFailsTheHostNotTheTarget) {
+    const AccountProcessesTurn turn;
+    // processes = 1: the bwrap of the sandbox account is its one process, and cannot clone the
+    // sandbox. Unaudited, so only the plan's setup mark can tell this from the target failing.
+    const auto starved = run({.command = {"/bin/sh", "-c", "echo TARGET-RAN"},
+                              .config = "[plugin.bubblewrap]\nprocesses = 1\n",
+                              .options = {"--observer", "none", "--json"}});
+    EXPECT_EQ(starved.status, 12) << starved;
+    EXPECT_FALSE(starved.has("TARGET-RAN")) << starved;
+    EXPECT_NE(starved.err.find("before the target started, twice"), std::string::npos) << starved;
+    EXPECT_NE(starved.out.find(R"("targetStarted":false)"), std::string::npos) << starved;
+    // The control: under the same mechanism a target that fails by itself keeps its status.
+    const auto own = run({.command = {"/bin/sh", "-c", "echo TARGET-RAN; exit 1"},
+                          .options = {"--observer", "none", "--json"}});
+    EXPECT_EQ(own.status, 1) << own;
+    EXPECT_NE(own.err.find("TARGET-RAN"), std::string::npos) << own;
+    EXPECT_NE(own.out.find(R"("targetStarted":true)"), std::string::npos) << own;
+}
+
 TEST_F(Confinement, ForkBombEndsWithTheCallAndTheHostIsFine) {
     const AccountProcessesTurn turn;
     // Only with the limit shown to hold is a bomb started.
