@@ -168,6 +168,12 @@ json read_verdict(const stdfs::path &stdout_file, const exec::CallResult &r, std
         *error = "the evaluator exceeded its maxElapsedMs";
         return nullptr;
     }
+    if (r.setup_marked && !r.setup_reached) {
+        // The grader's view failed to set up: its status is the mechanism's, not the evaluator's.
+        *error = "the evaluator never started: the grader's confinement ended first (status " +
+                 std::to_string(r.status()) + "; its message is in evaluator.stderr)";
+        return nullptr;
+    }
     if (r.status() != 0) {
         *error = "the evaluator exited with status " + std::to_string(r.status());
         return nullptr;

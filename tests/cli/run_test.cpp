@@ -274,6 +274,44 @@ TEST(Run, EvaluatorCannotWriteTheEvaluationFolderOrTheGitDirectory) {
     EXPECT_TRUE(fs::exists(p.eval() / "planted"));
 }
 
+TEST(Run, AGraderWhoseViewFailsToSetUpIsAnErrorThatSaysSo) {
+    Project p{"grader-view"};
+    // The evaluator exits 1 by itself; the run's first trial never gets that far.
+    write_simple_evaluation(p, R"(, "trials": 2)", "#!/bin/sh\necho ok\n", "#!/bin/sh\nexit 1\n");
+    p.commit();
+    // A bwrap that fails to build the grader's view (only a grader's arguments hold --dev-bind)
+    // once, as it would if a read-only path vanished, and is the host's bwrap otherwise.
+    const auto dir = p.root().parent_path();
+    const auto fake = dir / "bwrap";
+    test::write_file(fake.string(),
+                     "#!/bin/sh\n"
+                     "if [ \"$1\" = --args ] && [ ! -e '" +
+                         (dir / "failed").string() +
+                         "' ] && grep -qa -- --dev-bind /proc/self/fd/11; then\n"
+                         "  : >'" +
+                         (dir / "failed").string() +
+                         "'\n"
+                         "  echo \"bwrap: Can't mkdir parents for /gone\" >&2\n"
+                         "  exit 1\n"
+                         "fi\n"
+                         "exec /usr/bin/bwrap \"$@\"\n");
+    ::chmod(fake.c_str(), 0755);
+    const auto config = dir / "config.toml";
+    test::write_file(config.string(), "[plugin.bubblewrap]\nbwrap = \"" + fake.string() + "\"\n");
+    const auto run = p.tea({"--config", config.string(), "--json", "run", p.eval().string()});
+    const auto first = read_json(run_dir_of(run) / "trials" / "1" / "verdict.json");
+    EXPECT_EQ(first["verdict"], "error") << first.dump() << run.err;
+    EXPECT_NE(first.dump().find("the evaluator never started: the grader's confinement ended "
+                                "first (status 1"),
+              std::string::npos)
+        << first.dump();
+    // The control: the evaluator's own failure is named as its own.
+    const auto second = read_json(run_dir_of(run) / "trials" / "2" / "verdict.json");
+    EXPECT_EQ(second["verdict"], "error") << second.dump();
+    EXPECT_NE(second.dump().find("the evaluator exited with status 1"), std::string::npos)
+        << second.dump();
+}
+
 TEST(Run, OptOutIsRecordedAndSaidEverywhere) {
     Project p{"optout"};
     write_simple_evaluation(p, R"(, "confinement": false)");
@@ -693,7 +731,7 @@ std::string first_line(const std::string &text) {
 fs::path partial_clone(const Project &p, const std::string &filter,
                        const std::vector<std::string> &extra = {}) {
     (void)git(p.root(), {"config", "uploadpack.allowFilter", "true"});
-    const auto clone = p.root().parent_path() / "clone";
+    auto clone = p.root().parent_path() / "clone";
     std::vector<std::string> argv{"git", "clone", "-q", "--filter=" + filter};
     argv.insert(argv.end(), extra.begin(), extra.end());
     argv.insert(argv.end(), {"file://" + p.root().string(), clone.string()});

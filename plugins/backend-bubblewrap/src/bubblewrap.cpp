@@ -683,7 +683,7 @@ class Bubblewrap {
         }
         a.insert(a.end(), {"--unshare-pid", "--die-with-parent",
                            // A new session: no controlling terminal to push input into.
-                           "--new-session",
+                           "--new-session", "--block-fd", std::to_string(setup_mark_fd),
                            // Without a capability the grader cannot remount a read-only bind.
                            "--cap-drop", "ALL", "--dev-bind", "/", "/", "--proc", "/proc"});
         for (const auto &r : spec.read_only) {
@@ -702,7 +702,8 @@ class Bubblewrap {
                         {"cwd", "/"},
                         {"files", json::array({args_file(a)})},
                         {"confinement", "bubblewrap"},
-                        {"report", {{"role", "grader"}}}};
+                        {"report", {{"role", "grader"}}},
+                        {"setupMark", {{"fd", setup_mark_fd}}}};
         return plan.dump();
     }
 
