@@ -464,7 +464,15 @@ Session::Executed Session::execute(const exec::LaunchSpec &spec, const exec::Exe
         std::sort(trees.begin(), trees.end());
         trees.erase(std::unique(trees.begin(), trees.end()), trees.end());
         std::vector<std::filesystem::path> kept(spec.withhold.begin(), spec.withhold.end());
-        loan = exec::OwnershipLoan{trees, plan.lend.uid, plan.lend.gid, kept};
+        // What this call's run directory holds goes with it at the call's end: its temp
+        // directory, and a home made for this call alone (a trial's home outlives the call).
+        std::vector<std::filesystem::path> disposable;
+        for (const auto &p : {spec.temp_dir, spec.home}) {
+            if (!p.empty() && std::filesystem::path{p}.parent_path() == run_dir.path()) {
+                disposable.emplace_back(p);
+            }
+        }
+        loan = exec::OwnershipLoan{trees, plan.lend.uid, plan.lend.gid, kept, disposable};
         if (loan.skipped_hard_links() > 0) {
             spdlog::warn(
                 "{} files with several hard links stay owned by their owner and are not "

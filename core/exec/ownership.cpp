@@ -40,7 +40,8 @@ void walk(const stdfs::path &top, const std::vector<stdfs::path> &kept, Fn &&fn)
 }  // namespace
 
 OwnershipLoan::OwnershipLoan(const std::vector<stdfs::path> &trees, uid_t uid, gid_t gid,
-                             const std::vector<stdfs::path> &kept)
+                             const std::vector<stdfs::path> &kept,
+                             const std::vector<stdfs::path> &disposable)
     : kept_(kept) {
     for (const auto &top : trees) {
         if (is_kept(top, kept_)) {
@@ -51,7 +52,7 @@ OwnershipLoan::OwnershipLoan(const std::vector<stdfs::path> &trees, uid_t uid, g
             throw runtime_error("cannot lend " + top.string() +
                                 " to the sandbox identity: not a directory");
         }
-        Tree tree{top, st.st_uid, st.st_gid, {}};
+        Tree tree{top, st.st_uid, st.st_gid, {}, is_kept(top, disposable)};
         tree.entries.push_back({top, st.st_uid, st.st_gid});
         walk(top, kept_, [&](const stdfs::path &p, const struct stat &s) {
             // A hard link shares its inode with a file outside the tree; handing
@@ -80,6 +81,11 @@ OwnershipLoan::~OwnershipLoan() {
 
 void OwnershipLoan::restore() {
     for (auto &tree : trees_) {
+        if (tree.disposable) {
+            // Everything in it goes with it. Until then only the sandbox identity and root may
+            // enter it, and every confined view covers the private root it lies in.
+            continue;
+        }
         std::unordered_map<std::string, std::pair<uid_t, gid_t>> owners;
         owners.reserve(tree.entries.size());
         for (const auto &e : tree.entries) {

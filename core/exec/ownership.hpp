@@ -24,8 +24,13 @@ class OwnershipLoan {
     // target runs as the same identity and sees the host read-only, so a
     // withheld folder lent to it would be readable by the targets of other
     // calls running at the same time.
+    //
+    // A `disposable` tree (one of `trees`) is lent but never given back: the caller removes it
+    // once the call has ended (the call's temp directory, exec's one-call home), so walking it
+    // once more to hand every entry back would only double the work of removing it.
     OwnershipLoan(const std::vector<std::filesystem::path> &trees, uid_t uid, gid_t gid,
-                  const std::vector<std::filesystem::path> &kept = {});
+                  const std::vector<std::filesystem::path> &kept = {},
+                  const std::vector<std::filesystem::path> &disposable = {});
     OwnershipLoan(const OwnershipLoan &) = delete;
     OwnershipLoan &operator=(const OwnershipLoan &) = delete;
     OwnershipLoan(OwnershipLoan &&) = default;
@@ -48,6 +53,7 @@ class OwnershipLoan {
         uid_t uid;
         gid_t gid;
         std::vector<Entry> entries;
+        bool disposable = false;  // lent, not given back: the caller removes it
     };
     std::vector<Tree> trees_;
     std::vector<std::filesystem::path> kept_;
