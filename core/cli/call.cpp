@@ -465,8 +465,9 @@ Session::Executed Session::execute(const exec::LaunchSpec &spec, const exec::Exe
         trees.erase(std::unique(trees.begin(), trees.end()), trees.end());
         std::vector<std::filesystem::path> kept(spec.withhold.begin(), spec.withhold.end());
         // What this call's run directory holds goes with it at the call's end: its temp
-        // directory, and a home made for this call alone (a trial's home outlives the call).
-        std::vector<std::filesystem::path> disposable;
+        // directory, and a home made for this call alone. So do the trees the caller removes
+        // once the call has ended (a trial's workspace and home, after its last call).
+        std::vector<std::filesystem::path> disposable = removed_after_;
         for (const auto &p : {spec.temp_dir, spec.home}) {
             if (!p.empty() && std::filesystem::path{p}.parent_path() == run_dir.path()) {
                 disposable.emplace_back(p);
@@ -652,7 +653,14 @@ std::unique_ptr<egress::Session> Session::open_route(const EgressRequest &reques
 }
 
 CallOutcome Session::call(exec::LaunchSpec spec, const exec::RunOptions &run,
-                          const EgressRequest &route_request) {
+                          const EgressRequest &route_request,
+                          std::vector<std::filesystem::path> removed_after) {
+    // For this call only: a later call must not take its trees as ones to be removed.
+    struct Reset {
+        std::vector<std::filesystem::path> &trees;
+        ~Reset() { trees.clear(); }
+    } const reset{removed_after_};
+    removed_after_ = std::move(removed_after);
     fs::RunDirectory run_dir{private_root_};
     check_call_paths(spec, private_root_);
     spec.temp_dir = run_dir.make_directory("tmp-").string();

@@ -67,8 +67,11 @@ class Session {
     // names one, a fresh home; a home the caller names must lie in a run directory beneath the
     // private root). The observer is chosen and confirmed before the first audited call.
     // A call that lists egress items gets a route out for its duration.
+    // `removed_after`: directories of the spec the caller removes once the call has ended (a
+    // trial's workspace and home); lent to the sandbox identity, they are not given back.
     CallOutcome call(exec::LaunchSpec spec, const exec::RunOptions &run,
-                     const EgressRequest &route_request = {});
+                     const EgressRequest &route_request = {},
+                     std::vector<std::filesystem::path> removed_after = {});
 
     // Runs a process of the evaluation layer (an evaluator) through the backend's grader view:
     // outside every target's confinement, unaudited, as the invoking user, with the spec's
@@ -94,6 +97,8 @@ class Session {
     void phase(const char *what) const;
 
    private:
+    // The removed_after of the call running now (empty between calls).
+    std::vector<std::filesystem::path> removed_after_;
     struct Executed {
         exec::CallResult result;
         std::optional<audit::Observation> observation;

@@ -408,7 +408,10 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
             route.items.push_back({item.host, item.port, item.addresses});
         }
         progress.start(label + ": " + probe.name + " (" + entry->executable + ")");
-        const auto outcome = state.session.call(std::move(spec), run, route);
+        // The trial's workspace and home are removed after its last call (run_trial), and no
+        // call gives them back in between: the next call lends them again, what the runtime
+        // wrote in between (the probes' files) included.
+        const auto outcome = state.session.call(std::move(spec), run, route, {workspace, home});
         const auto &r = outcome.result;
         state.confinement = outcome.confinement;
         if (r.interrupted_by != 0) {
