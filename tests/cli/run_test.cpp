@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "support/fake_bwrap.hpp"
 #include "support/process.hpp"
 
 namespace tea {
@@ -279,25 +280,11 @@ TEST(Run, AGraderWhoseViewFailsToSetUpIsAnErrorThatSaysSo) {
     // The evaluator exits 1 by itself; the run's first trial never gets that far.
     write_simple_evaluation(p, R"(, "trials": 2)", "#!/bin/sh\necho ok\n", "#!/bin/sh\nexit 1\n");
     p.commit();
-    // A bwrap that fails to build the grader's view (only a grader's arguments hold --dev-bind)
-    // once, as it would if a read-only path vanished, and is the host's bwrap otherwise.
-    const auto dir = p.root().parent_path();
-    const auto fake = dir / "bwrap";
-    test::write_file(fake.string(),
-                     "#!/bin/sh\n"
-                     "if [ \"$1\" = --args ] && [ ! -e '" +
-                         (dir / "failed").string() +
-                         "' ] && grep -qa -- --dev-bind /proc/self/fd/11; then\n"
-                         "  : >'" +
-                         (dir / "failed").string() +
-                         "'\n"
-                         "  echo \"bwrap: Can't mkdir parents for /gone\" >&2\n"
-                         "  exit 1\n"
-                         "fi\n"
-                         "exec /usr/bin/bwrap \"$@\"\n");
-    ::chmod(fake.c_str(), 0755);
-    const auto config = dir / "config.toml";
-    test::write_file(config.string(), "[plugin.bubblewrap]\nbwrap = \"" + fake.string() + "\"\n");
+    // A bwrap that fails to build the grader's view once (only a grader's arguments hold
+    // --dev-bind), as it would if a read-only path vanished, and is the host's bwrap otherwise.
+    const auto config = p.root().parent_path() / "config.toml";
+    test::write_file(config.string(),
+                     test::bwrap_failing_once(p.root().parent_path() / "fake-bwrap", "--dev-bind"));
     const auto run = p.tea({"--config", config.string(), "--json", "run", p.eval().string()});
     const auto first = read_json(run_dir_of(run) / "trials" / "1" / "verdict.json");
     EXPECT_EQ(first["verdict"], "error") << first.dump() << run.err;

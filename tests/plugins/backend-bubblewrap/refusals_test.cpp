@@ -1,10 +1,10 @@
 // Calls the backend refuses (exit 12, naming the problem) rather than run
 // less confined than promised.
-#include <algorithm>
 #include <filesystem>
 #include <string>
 
 #include "harness.hpp"
+#include "support/fake_bwrap.hpp"
 #include "support/process.hpp"
 
 namespace tea::test::bwrap {
@@ -80,57 +80,22 @@ TEST_F(Confinement, MissingBubblewrapIsRefusedWithTheWayToInstallIt) {
     EXPECT_EQ(run({.command = {"true"}}).status, 0);
 }
 
-// A bwrap that fails its set-up on the call's first try, as it does when a host socket it masks
-// vanishes after the scan, and is the host's bwrap from then on. Each try is logged.
-std::string bwrap_failing_first_call(const fs::path &dir) {
-    fs::create_directories(dir);
-    fs::permissions(dir, fs::perms::all);  // the sandbox account's bwrap writes its log here
-    const auto fake = dir / "bwrap";
-    const auto log = (dir / "tries").string();
-    const auto failed = (dir / "failed").string();
-    tea::test::write_file(fake.string(),
-                          "#!/bin/sh\n"
-                          "if [ \"$1\" = --args ]; then\n"
-                          "  echo try >>'" +
-                              log +
-                              "'\n"
-                              "  if [ ! -e '" +
-                              failed +
-                              "' ]; then\n"
-                              "    : >'" +
-                              failed +
-                              "'\n"
-                              "    echo \"bwrap: Can't mkdir parents for "
-                              "/tmp/gone.sock\" >&2\n"
-                              "    exit 1\n"
-                              "  fi\n"
-                              "fi\n"
-                              "exec /usr/bin/bwrap \"$@\"\n");
-    fs::permissions(fake, fs::perms{0755});
-    return "[plugin.bubblewrap]\nbwrap = \"" + fake.string() + "\"\n";
-}
-
-std::size_t tries(const fs::path &dir) {
-    const auto log = tea::test::read_file((dir / "tries").string());
-    return static_cast<std::size_t>(std::count(log.begin(), log.end(), '\n'));
-}
-
 TEST_F(Confinement, AnUnauditedCallWhoseConfinementFailsBeforeTheTargetIsTriedOnceMore) {
     const auto dir = base() / "fake-bwrap";
     const auto r = run({.command = {"/bin/sh", "-c", "echo TARGET-RAN"},
-                        .config = bwrap_failing_first_call(dir),
+                        .config = tea::test::bwrap_failing_once(dir),
                         .options = {"--observer", "none"}});
     EXPECT_EQ(r.status, 0) << r;
     EXPECT_TRUE(r.has("TARGET-RAN")) << r;
     EXPECT_NE(r.err.find("trying once more"), std::string::npos) << r;
-    EXPECT_EQ(tries(dir), 2U) << r;
+    EXPECT_EQ(tea::test::bwrap_tries(dir), 2U) << r;
 }
 
 TEST_F(Confinement, ATargetThatFailsByItselfIsNotTriedAgain) {
     // The control of the retry: the same bwrap, already past its one failure, and a target
     // that fails on its own. Its status is its own, and it runs once.
     const auto dir = base() / "fake-bwrap";
-    const auto config = bwrap_failing_first_call(dir);
+    const auto config = tea::test::bwrap_failing_once(dir);
     tea::test::write_file((dir / "failed").string(), "");
     const auto r = run({.command = {"/bin/sh", "-c", "echo TARGET-RAN; exit 1"},
                         .config = config,
@@ -138,7 +103,7 @@ TEST_F(Confinement, ATargetThatFailsByItselfIsNotTriedAgain) {
     EXPECT_EQ(r.status, 1) << r;
     EXPECT_TRUE(r.has("TARGET-RAN")) << r;
     EXPECT_EQ(r.err.find("trying once more"), std::string::npos) << r;
-    EXPECT_EQ(tries(dir), 1U) << r;
+    EXPECT_EQ(tea::test::bwrap_tries(dir), 1U) << r;
 }
 
 }  // namespace
