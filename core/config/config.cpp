@@ -67,8 +67,16 @@ nlohmann::json to_json(const toml::node &node) {
         case toml::node_type::boolean:
             return node.as_boolean()->get();
         default: {
+            // Dates and times, as TOML writes them. Tables and arrays are handled above; the
+            // TOML writer (and its libm use) stays out of the binary (TOML_ENABLE_FORMATTERS=0).
             std::ostringstream text;
-            node.visit([&](const auto &v) { text << v; });
+            if (const auto *d = node.as_date()) {
+                text << d->get();
+            } else if (const auto *t = node.as_time()) {
+                text << t->get();
+            } else if (const auto *dt = node.as_date_time()) {
+                text << dt->get();
+            }
             return text.str();
         }
     }

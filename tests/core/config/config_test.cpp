@@ -70,6 +70,20 @@ TEST(Config, PluginTablesReachThePluginAsMergedJson) {
     EXPECT_EQ(json["inner"]["flag"], true);
 }
 
+TEST(Config, DatesAndTimesReachThePluginAsTheirTomlText) {
+    Builder builder;
+    builder.apply_text(
+        "[plugin.bw]\nday = 1979-05-27\nat = 07:32:00\nstamp = 1979-05-27T07:32:00Z\n"
+        "local = 1979-05-27T07:32:00\nlist = [1979-05-27]\n",
+        "a", "/");
+    const auto json = nlohmann::json::parse(builder.get().plugin_config_json("bw"));
+    EXPECT_EQ(json["day"], "1979-05-27");
+    EXPECT_EQ(json["at"], "07:32:00");
+    EXPECT_EQ(json["stamp"], "1979-05-27T07:32:00Z");
+    EXPECT_EQ(json["local"], "1979-05-27T07:32:00");
+    EXPECT_EQ(json["list"], nlohmann::json::array({"1979-05-27"}));
+}
+
 TEST(Config, RelativePluginPathsResolveAgainstTheFile) {
     Builder builder;
     builder.apply_text("[plugins]\npaths = [\"rel/dir\", \"/abs\"]\n", "f", "/etc/tea");
