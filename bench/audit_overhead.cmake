@@ -3,7 +3,7 @@
 add_executable(bench_open_files ${CMAKE_CURRENT_LIST_DIR}/open_files.c)
 target_link_libraries(bench_open_files PRIVATE tea_c_warnings)
 add_executable(audit_overhead_bench ${CMAKE_CURRENT_LIST_DIR}/audit_overhead_bench.cpp)
-target_link_libraries(audit_overhead_bench PRIVATE tea_strace_parser tea_warnings)
+target_link_libraries(audit_overhead_bench PRIVATE tea_strace_parser tea_core tea_warnings)
 target_include_directories(audit_overhead_bench PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/../plugins/observer-strace/src)
 target_compile_definitions(audit_overhead_bench PRIVATE

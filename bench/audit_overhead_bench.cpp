@@ -3,6 +3,11 @@
 // raw bwrap and bare execution, for a trivial call and for a call that opens 10,000 files, in one
 // run, interleaved, reporting medians and ratios. Not a test: it asserts nothing.
 //
+// One more variant splits the difference: raw strace around raw bwrap given the very arguments
+// the bubblewrap backend plans for the call (planned_call.hpp). What it costs over raw
+// strace+bwrap is the confinement's own set-up, traced; what the audited call costs over it is
+// the runtime's.
+//
 //   audit_overhead_bench [--rounds N] [--files N]
 #include <sys/stat.h>
 #include <unistd.h>
@@ -17,6 +22,7 @@
 #include <vector>
 
 #include "bench_support.hpp"
+#include "planned_call.hpp"
 #include "strace_parser.hpp"
 
 namespace {
@@ -29,9 +35,7 @@ std::vector<std::string> with(std::vector<std::string> base, const std::vector<s
     return base;
 }
 
-}  // namespace
-
-int main(int argc, char **argv) {
+int run(int argc, char **argv) {
     int rounds = 15;
     int files = 10000;
     for (int i = 1; i + 1 < argc; ++i) {
@@ -76,34 +80,51 @@ int main(int argc, char **argv) {
         {"true", {"true"}},
         {"open " + std::to_string(files), {opener, tree, std::to_string(files)}},
     };
-    const std::vector<std::string> kinds{"bare", "raw bwrap", "raw strace+bwrap",
-                                         "tea exec unaudited", "tea exec audited"};
-    auto command_for = [&](const std::string &kind, const std::vector<std::string> &cmd) {
+    const std::vector<std::string> kinds{"bare",
+                                         "raw bwrap",
+                                         "raw strace+bwrap",
+                                         "raw strace, tea's plan",
+                                         "tea exec unaudited",
+                                         "tea exec audited"};
+    // Each workload's plan, its directories where the runtime keeps a call's (removed at the end,
+    // or by a later run's reclaim if this one is cut short).
+    tea::fs::RunDirectory run_dir{tea::fs::open_private_root(tea::fs::default_private_root())};
+    std::map<std::string, tea::bench::PlannedCall> planned;
+    for (const auto &w : workloads) {
+        planned[w.name] = tea::bench::planned_call(tea, helper, work, run_dir, w.command, {tree});
+    }
+    auto command_for = [&](const std::string &kind, const Workload &w) {
         if (kind == "bare") {
-            return cmd;
+            return w.command;
         }
         if (kind == "raw bwrap") {
-            return with(raw, cmd);
+            return with(raw, w.command);
         }
         if (kind == "raw strace+bwrap") {
-            return with(with(strace, raw), cmd);
+            return with(with(strace, raw), w.command);
+        }
+        if (kind == "raw strace, tea's plan") {
+            return with(strace, planned[w.name].argv);
         }
         if (kind == "tea exec unaudited") {
-            return with(tea_unaudited, cmd);
+            return with(tea_unaudited, w.command);
         }
-        return with(tea_audited, cmd);
+        return with(tea_audited, w.command);
+    };
+    auto files_for = [&](const std::string &kind, const Workload &w) {
+        return kind == "raw strace, tea's plan" ? planned[w.name].files : tea::bench::OpenFiles{};
     };
     // Warm up: cold caches, the backend's probe and the observer's confirmation do not count.
     for (const auto &w : workloads) {
         for (const auto &k : kinds) {
-            run_ms(command_for(k, w.command), work);
+            run_ms(command_for(k, w), work, files_for(k, w));
         }
     }
     std::map<std::string, std::vector<double>> times;
     for (int r = 0; r < rounds; ++r) {
         for (const auto &w : workloads) {
             for (const auto &k : kinds) {
-                times[w.name + "|" + k].push_back(run_ms(command_for(k, w.command), work));
+                times[w.name + "|" + k].push_back(run_ms(command_for(k, w), work, files_for(k, w)));
             }
         }
     }
@@ -113,15 +134,21 @@ int main(int argc, char **argv) {
         const double rawb = median(times[w.name + "|raw bwrap"]);
         const double raws = median(times[w.name + "|raw strace+bwrap"]);
         const double unaudited = median(times[w.name + "|tea exec unaudited"]);
-        std::printf("\n%s\n%-22s %10s %9s %11s %13s %13s\n", w.name.c_str(), "variant", "median ms",
+        std::printf("\n%s\n%-24s %10s %9s %11s %13s %13s\n", w.name.c_str(), "variant", "median ms",
                     "x bare", "x raw bwrap", "x raw strace", "x unaudited");
         for (const auto &k : kinds) {
             const double m = median(times[w.name + "|" + k]);
-            std::printf("%-22s %10.2f %9.2f %11.2f %13.2f %13.2f\n", k.c_str(), m, m / bare,
+            std::printf("%-24s %10.2f %9.2f %11.2f %13.2f %13.2f\n", k.c_str(), m, m / bare,
                         m / rawb, m / raws, m / unaudited);
         }
     }
     std::filesystem::remove(trace);
     std::filesystem::remove_all(ws);
     return 0;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    return tea::bench::run_guarded("audit_overhead_bench", [&] { return run(argc, argv); });
 }

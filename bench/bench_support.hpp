@@ -12,21 +12,30 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <string>
+#include <utility>
 #include <vector>
 
 extern char **environ;  // NOLINT
 
 namespace tea::bench {
 
-// Milliseconds from spawn to exit of `argv` run in `cwd`; exits the benchmark when the command
-// fails, since a failing variant would measure nothing.
-inline double run_ms(const std::vector<std::string> &argv, const std::string &cwd) {
+// A file the command finds open, read-only, at a descriptor: {descriptor, path}.
+using OpenFiles = std::vector<std::pair<int, std::string>>;
+
+// Milliseconds from spawn to exit of `argv` run in `cwd`, with `files` open; exits the benchmark
+// when the command fails, since a failing variant would measure nothing.
+inline double run_ms(const std::vector<std::string> &argv, const std::string &cwd,
+                     const OpenFiles &files = {}) {
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    for (const auto &[fd, path] : files) {
+        posix_spawn_file_actions_addopen(&fa, fd, path.c_str(), O_RDONLY, 0);
+    }
     posix_spawn_file_actions_addchdir_np(&fa, cwd.c_str());
     std::vector<char *> args;
     for (const auto &a : argv) {
@@ -49,6 +58,18 @@ inline double run_ms(const std::vector<std::string> &argv, const std::string &cw
         std::exit(1);
     }
     return ms;
+}
+
+// A benchmark's body, with what it throws (a plan the backend refused, say) reported by `name`
+// instead of escaping main.
+template <typename Body>
+int run_guarded(const char *name, Body body) {
+    try {
+        return body();
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "%s: %s\n", name, e.what());
+        return 1;
+    }
 }
 
 inline double median(std::vector<double> v) {

@@ -1,5 +1,5 @@
 add_executable(exec_overhead_bench ${CMAKE_CURRENT_LIST_DIR}/exec_overhead_bench.cpp)
-target_link_libraries(exec_overhead_bench PRIVATE tea_warnings)
+target_link_libraries(exec_overhead_bench PRIVATE tea_core tea_warnings)
 target_compile_definitions(exec_overhead_bench PRIVATE
   TEA_EVALUATE_BIN="$<TARGET_FILE:tea-evaluate>"
   TEA_SANDBOX_HELPER="$<TARGET_FILE:tea-sandbox-helper>")
