@@ -9,6 +9,7 @@ target_include_directories(audit_overhead_bench PRIVATE
 target_compile_definitions(audit_overhead_bench PRIVATE
   TEA_EVALUATE_BIN="$<TARGET_FILE:tea-evaluate>"
   TEA_SANDBOX_HELPER="$<TARGET_FILE:tea-sandbox-helper>"
-  TEA_OPEN_FILES="$<TARGET_FILE:bench_open_files>")
+  TEA_OPEN_FILES="$<TARGET_FILE:bench_open_files>"
+  TEA_PROCESS_FLOOR="$<TARGET_FILE:process_floor>")
 add_dependencies(audit_overhead_bench tea-evaluate tea-backend-bubblewrap tea-observer-strace
-  bench_open_files)
+  bench_open_files process_floor)

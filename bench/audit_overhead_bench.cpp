@@ -6,7 +6,8 @@
 // One more variant splits the difference: raw strace around raw bwrap given the very arguments
 // the bubblewrap backend plans for the call (planned_call.hpp). What it costs over raw
 // strace+bwrap is the confinement's own set-up, traced; what the audited call costs over it is
-// the runtime's.
+// the runtime's. And a floor: the same traced plan started by process_floor, a C parent with no
+// work of its own that takes the plan's identity, waits and reaps as the runtime must.
 //
 //   audit_overhead_bench [--rounds N] [--files N]
 #include <sys/stat.h>
@@ -47,6 +48,7 @@ int run(int argc, char **argv) {
     }
     const std::string tea = TEA_EVALUATE_BIN;
     const std::string helper = TEA_SANDBOX_HELPER;
+    const std::string floor = TEA_PROCESS_FLOOR;
     const std::string opener = TEA_OPEN_FILES;
     char dir_template[] = "/tmp/tea-audit-bench-XXXXXX";
     const std::string ws = ::mkdtemp(dir_template);
@@ -84,6 +86,7 @@ int run(int argc, char **argv) {
                                          "raw bwrap",
                                          "raw strace+bwrap",
                                          "raw strace, tea's plan",
+                                         "floor: strace + plan",
                                          "tea exec unaudited",
                                          "tea exec audited"};
     // Each workload's plan, its directories where the runtime keeps a call's (removed at the end,
@@ -93,6 +96,18 @@ int run(int argc, char **argv) {
     for (const auto &w : workloads) {
         planned[w.name] = tea::bench::planned_call(tea, helper, work, run_dir, w.command, {tree});
     }
+    // The floor's strace runs as the plan's identity, as the observer does: its trace file is that
+    // identity's (the raw rows' strace, started as root, keeps its own).
+    const std::string floor_trace = trace + ".floor";
+    std::ofstream{floor_trace} << "";
+    if (const auto &id = planned.begin()->second.identity; !id.empty()) {
+        if (::chown(floor_trace.c_str(), static_cast<uid_t>(std::stoul(id[1])),
+                    static_cast<gid_t>(std::stoul(id[3]))) != 0) {
+            std::perror(floor_trace.c_str());
+            return 1;
+        }
+    }
+    const auto floor_strace = tea::strace::strace_command("strace", floor_trace);
     auto command_for = [&](const std::string &kind, const Workload &w) {
         if (kind == "bare") {
             return w.command;
@@ -106,13 +121,18 @@ int run(int argc, char **argv) {
         if (kind == "raw strace, tea's plan") {
             return with(strace, planned[w.name].argv);
         }
+        if (kind == "floor: strace + plan") {
+            return tea::bench::floor_argv(floor, planned[w.name], {}, floor_strace);
+        }
         if (kind == "tea exec unaudited") {
             return with(tea_unaudited, w.command);
         }
         return with(tea_audited, w.command);
     };
     auto files_for = [&](const std::string &kind, const Workload &w) {
-        return kind == "raw strace, tea's plan" ? planned[w.name].files : tea::bench::OpenFiles{};
+        return kind == "raw strace, tea's plan" || kind == "floor: strace + plan"
+                   ? planned[w.name].files
+                   : tea::bench::OpenFiles{};
     };
     // Warm up: cold caches, the backend's probe and the observer's confirmation do not count.
     for (const auto &w : workloads) {
@@ -143,6 +163,7 @@ int run(int argc, char **argv) {
         }
     }
     std::filesystem::remove(trace);
+    std::filesystem::remove(floor_trace);
     std::filesystem::remove_all(ws);
     return 0;
 }

@@ -9,6 +9,11 @@
 // same descriptors), started the way the raw baseline is. What it costs over raw bwrap is the
 // confinement's own; what `tea-evaluate exec` costs over it is the runtime's.
 //
+// Two more put a floor under the runtime's part: the same plan started by process_floor, a C
+// parent with no work of its own that waits for the call and reaps what it left, as the runtime
+// must; and the same again making and removing the call's three directories around it. What a
+// runtime that stays around the call cannot avoid, before any configuration, plugin or plan.
+//
 //   exec_overhead_bench [--rounds N]
 #include <sys/stat.h>
 #include <unistd.h>
@@ -41,6 +46,7 @@ int run(int argc, char **argv) {
     }
     const std::string tea = TEA_EVALUATE_BIN;
     const std::string helper = TEA_SANDBOX_HELPER;
+    const std::string floor = TEA_PROCESS_FLOOR;
     char dir_template[] = "/tmp/tea-bench-XXXXXX";
     const std::string ws = ::mkdtemp(dir_template);
     ::chmod(ws.c_str(), 0755);
@@ -67,6 +73,11 @@ int run(int argc, char **argv) {
         {"bare true", {"true"}, {}},
         {"raw bwrap true", with(raw, {"true"}), {}},
         {"raw bwrap, tea's plan, true", planned.argv, planned.files},
+        {"floor: C parent + plan, true", tea::bench::floor_argv(floor, planned, {}), planned.files},
+        {"floor + call's dirs, true",
+         tea::bench::floor_argv(floor, planned,
+                                {"--dirs", tea::fs::default_private_root().string()}),
+         planned.files},
         {"tea exec opt-out true", {tea, "exec", "--backend", "opt-out", "--", "true"}, {}},
         {"tea exec true", {tea, "exec", "--observer", "none", "--", "true"}, {}},
         {"bare cat", {"cat", file}, {}},

@@ -22,8 +22,10 @@
 namespace tea::bench {
 
 struct PlannedCall {
-    std::vector<std::string> argv;  // ends with the call's command
-    OpenFiles files;                // the plan's descriptors, from files
+    std::vector<std::string> argv;      // ends with the call's command
+    OpenFiles files;                    // the plan's descriptors, from files
+    std::vector<std::string> bwrap;     // argv without the helper's drop
+    std::vector<std::string> identity;  // {"--uid", U, "--gid", G} as root, else empty
 };
 
 // The plan for `command` in `ws` (its working directory and workspace), with the call's
@@ -68,11 +70,13 @@ inline PlannedCall planned_call(const std::string &tea_evaluate, const std::stri
     const auto files_dir = run_dir.make_directory("plan-");
     PlannedCall out;
     if (plan.run_as.requested) {
-        out.argv = {helper,  "drop",
-                    "--uid", std::to_string(plan.run_as.uid),
-                    "--gid", std::to_string(plan.run_as.gid),
-                    "--"};
+        out.identity = {"--uid", std::to_string(plan.run_as.uid), "--gid",
+                        std::to_string(plan.run_as.gid)};
+        out.argv = {helper, "drop"};
+        out.argv.insert(out.argv.end(), out.identity.begin(), out.identity.end());
+        out.argv.emplace_back("--");
     }
+    out.bwrap = plan.argv;
     out.argv.insert(out.argv.end(), plan.argv.begin(), plan.argv.end());
     for (const auto &f : plan.files) {
         auto file = f.path;
@@ -88,6 +92,20 @@ inline PlannedCall planned_call(const std::string &tea_evaluate, const std::stri
         out.files.emplace_back(plan.setup_mark_fd, mark);
     }
     return out;
+}
+
+// process_floor (bench/process_floor.c) starting `wrapper` and then the plan's bwrap, taking the
+// plan's identity itself as the runtime does (no helper), with `options` first: the least a
+// runtime that stays around the call costs. Start it with the call's `files`.
+inline std::vector<std::string> floor_argv(const std::string &floor, const PlannedCall &call,
+                                           std::vector<std::string> options,
+                                           const std::vector<std::string> &wrapper = {}) {
+    options.insert(options.begin(), floor);
+    options.insert(options.end(), call.identity.begin(), call.identity.end());
+    options.emplace_back("--");
+    options.insert(options.end(), wrapper.begin(), wrapper.end());
+    options.insert(options.end(), call.bwrap.begin(), call.bwrap.end());
+    return options;
 }
 
 }  // namespace tea::bench
