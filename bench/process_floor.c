@@ -24,14 +24,27 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static void make_dirs(const char *root, char run[], char tmp[], char home[], size_t size) {
-    snprintf(run, size, "%s/run-floor-XXXXXX", root);
+enum { path_room = 4200 };
+
+/* `out` = `dir` + `name`, or exit 1: a path too long is refused, never truncated. */
+static void join(char out[path_room], const char *dir, const char *name) {
+    const int n = snprintf(out, path_room, "%s/%s", dir, name);
+    if (n < 0 || n >= path_room) {
+        fprintf(stderr, "process_floor: %s: too long\n", dir);
+        exit(1);
+    }
+}
+
+/* The three directories, or exit 1. */
+static void make_dirs(const char *root, char run[path_room], char tmp[path_room],
+                      char home[path_room]) {
+    join(run, root, "run-floor-XXXXXX");
     if (mkdtemp(run) == NULL) {
         perror("process_floor: mkdtemp");
         exit(1);
     }
-    snprintf(tmp, size, "%s/tmp", run);
-    snprintf(home, size, "%s/home", run);
+    join(tmp, run, "tmp");
+    join(home, run, "home");
     if (mkdir(tmp, 0700) != 0 || mkdir(home, 0700) != 0) {
         perror("process_floor: mkdir");
         exit(1);
@@ -75,11 +88,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: process_floor [--dirs ROOT] [--uid UID --gid GID] -- COMMAND...\n");
         return 2;
     }
-    char run[4096];
-    char tmp[4200];
-    char home[4200];
+    char run[path_room];
+    char tmp[path_room];
+    char home[path_room];
     if (root != NULL) {
-        make_dirs(root, run, tmp, home, sizeof tmp);
+        make_dirs(root, run, tmp, home);
     }
     if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
         perror("process_floor: prctl");
