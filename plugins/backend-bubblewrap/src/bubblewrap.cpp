@@ -60,6 +60,7 @@ struct Settings {
     std::uint64_t processes = 4096;
     std::uint64_t tmpfs_bytes = std::uint64_t{256} << 20U;
     std::size_t max_socket_masks = 1024;
+    std::size_t socket_walk_entries = 50000;
     std::vector<std::string> socket_dirs{"/run", "/var/run", "/tmp", "/var/tmp"};
     std::vector<std::string> sys_paths{"/sys/devices/system/cpu"};
 };
@@ -105,6 +106,8 @@ Settings parse_settings(std::string_view text) {
             number(key, s.tmpfs_bytes, 4096);
         } else if (key == "max_socket_masks") {
             number(key, s.max_socket_masks, 0);
+        } else if (key == "socket_walk_entries") {
+            number(key, s.socket_walk_entries, 1);
         } else if (key == "socket_dirs") {
             strings(key, s.socket_dirs);
         } else if (key == "sys_paths") {
@@ -113,7 +116,7 @@ Settings parse_settings(std::string_view text) {
             throw tea::sdk::Invalid("plugin.bubblewrap." + key +
                                     ": unknown key (known: bwrap, sandbox_user, cpu_seconds, "
                                     "file_size_bytes, processes, tmpfs_bytes, max_socket_masks, "
-                                    "socket_dirs, sys_paths)");
+                                    "socket_walk_entries, socket_dirs, sys_paths)");
         }
     }
     return s;
@@ -851,7 +854,27 @@ class Bubblewrap {
                       std::vector<std::string> &a) const {
         tea::bwrap::SocketScanOptions options;
         options.directories.assign(settings_.socket_dirs.begin(), settings_.socket_dirs.end());
+        options.max_entries = settings_.socket_walk_entries;
+        // Not walked: where no socket is ever masked (below), so that a workspace the target
+        // filled with entries cannot use up the walk before it reaches a host socket.
+        options.skip = {"/dev",       "/proc",        "/sys",       "/run/user",
+                        private_root, spec.workspace, spec.temp_dir};
+        options.skip.insert(options.skip.end(), spec.withhold.begin(), spec.withhold.end());
         const auto scan = tea::bwrap::scan_host_sockets(options, identity);
+        // A walk cut short may have missed a socket bound in another network namespace, which
+        // /proc/net/unix does not list: refused rather than left reachable.
+        if (!scan.walk_complete) {
+            std::string dirs;
+            for (const auto &d : settings_.socket_dirs) {
+                dirs += (dirs.empty() ? "" : ", ") + d;
+            }
+            throw tea::sdk::Unavailable(
+                "the search for host sockets under " + dirs + " met more than " +
+                std::to_string(settings_.socket_walk_entries) +
+                " entries (three levels deep), so a socket there might be left reachable; "
+                "clear those directories, or raise plugin.bubblewrap.socket_walk_entries or "
+                "narrow plugin.bubblewrap.socket_dirs");
+        }
         std::size_t mandatory = 0;
         std::size_t masked = 0;
         json reachable = json::array();

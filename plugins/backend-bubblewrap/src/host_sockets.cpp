@@ -10,6 +10,7 @@
 #include <cstring>
 #include <set>
 #include <tea/dirents.hpp>
+#include <utility>
 
 namespace tea::bwrap {
 namespace {
@@ -82,13 +83,31 @@ void from_proc(std::set<std::string> &paths) {
 // One directory, read with getdents64 through a descriptor relative to its
 // parent: the entry types come with the names, so only an entry of unknown
 // type costs a stat, and no link is ever followed below the top.
+// The directories a walk leaves out, by device and inode.
+using Skipped = std::set<std::pair<dev_t, ino_t>>;
+
+// The entries a walk may still read, and whether it met one more than it could.
+struct Budget {
+    std::size_t left = 0;
+    bool exhausted = false;
+};
+
+bool skipped(int dir_fd, const Skipped &skip) {
+    struct stat st {};
+    return ::fstat(dir_fd, &st) == 0 && skip.count({st.st_dev, st.st_ino}) != 0;
+}
+
 void walk(int dir_fd, const std::string &dir, std::size_t depth, const SocketScanOptions &options,
-          std::size_t &budget, std::set<std::string> &paths) {
+          const Skipped &skip, Budget &budget, std::set<std::string> &paths) {
+    if (skipped(dir_fd, skip)) {
+        return;
+    }
     tea::dirents::for_each(dir_fd, [&](const dirent64 &entry) {
-        if (budget == 0) {
+        if (budget.left == 0) {
+            budget.exhausted = true;
             return false;
         }
-        --budget;
+        --budget.left;
         unsigned char type = entry.d_type;
         if (type == DT_UNKNOWN) {
             struct stat st {};
@@ -114,7 +133,7 @@ void walk(int dir_fd, const std::string &dir, std::size_t depth, const SocketSca
         const Fd child{
             ::openat(dir_fd, entry.d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)};
         if (child.get() >= 0) {  // no permission to read it: skipped, as before
-            walk(child.get(), path, depth + 1, options, budget, paths);
+            walk(child.get(), path, depth + 1, options, skip, budget, paths);
         }
         return true;
     });
@@ -148,7 +167,14 @@ bool is_link_to_walked(const fs::path &dir, const std::vector<fs::path> &directo
 SocketScan scan_host_sockets(const SocketScanOptions &options, const Identity &sandbox) {
     std::set<std::string> paths;
     from_proc(paths);
-    std::size_t budget = options.max_entries;
+    Skipped skip;
+    for (const auto &dir : options.skip) {
+        struct stat st {};
+        if (::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+            skip.emplace(st.st_dev, st.st_ino);
+        }
+    }
+    Budget budget{options.max_entries};
     for (const auto &dir : options.directories) {
         if (is_link_to_walked(dir, options.directories)) {
             continue;
@@ -157,10 +183,11 @@ SocketScan scan_host_sockets(const SocketScanOptions &options, const Identity &s
         // configured): followed, as the sandbox follows it too.
         const Fd top{::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
         if (top.get() >= 0) {
-            walk(top.get(), dir.string(), 0, options, budget, paths);
+            walk(top.get(), dir.string(), 0, options, skip, budget, paths);
         }
     }
     SocketScan scan;
+    scan.walk_complete = !budget.exhausted;
     const uid_t self = ::getuid();
     for (const auto &p : paths) {
         struct stat st {};

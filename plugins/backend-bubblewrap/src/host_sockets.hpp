@@ -21,13 +21,18 @@ struct HostSocket {
 
 struct SocketScan {
     std::vector<HostSocket> sockets;  // reachable by the sandbox identity, mandatory first
+    bool walk_complete = true;        // false: the walk stopped at max_entries
 };
 
 struct SocketScanOptions {
     std::vector<std::filesystem::path> directories;  // walked for socket files
     std::size_t max_depth = 3;
     std::size_t max_entries = 50000;  // bound on the walk
-    uid_t system_uid_limit = 1000;    // below: a system account
+    // Directories not walked (matched by device and inode, so any name for them counts): the
+    // call's own and those the sandbox covers, whose sockets are never masked. The call's
+    // workspace is the target's to fill; walked, its entries would use up the bound.
+    std::vector<std::filesystem::path> skip;
+    uid_t system_uid_limit = 1000;  // below: a system account
 };
 
 // Sockets bound on the host (/proc/net/unix) plus socket files found under

@@ -1,13 +1,23 @@
 // The host's sockets from inside: path sockets outside the workspace,
 // abstract sockets and the host's loopback TCP.
+#include <fcntl.h>
 #include <pwd.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <sys/xattr.h>
+#include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "harness.hpp"
 
@@ -158,6 +168,132 @@ unix("ACL", sys.argv[1])
     const auto [confined, control] = run_both({.command = probe});
     EXPECT_TRUE(confined.has("ACL-DENIED:ECONNREFUSED")) << confined;
     EXPECT_TRUE(control.has("ACL-OK")) << control;
+}
+
+// A socket served from another network namespace (a container's, say, whose socket file lies in a
+// host directory): connectable through its path from the host, but absent from the host's
+// /proc/net/unix, so only the walk of the socket directories can find it.
+class ForeignNetnsListener {
+   public:
+    explicit ForeignNetnsListener(const fs::path &path) : path_{path} {
+        std::array<int, 2> ready{};
+        if (::pipe2(ready.data(), O_CLOEXEC) != 0) {
+            throw std::runtime_error("pipe2");
+        }
+        pid_ = ::fork();
+        if (pid_ == 0) {
+            ::close(ready[0]);
+            const int flags = ::geteuid() == 0 ? CLONE_NEWNET : CLONE_NEWUSER | CLONE_NEWNET;
+            if (::unshare(flags) != 0) {
+                ::_exit(1);
+            }
+            // Made after the unshare: a socket belongs to the namespace it was made in.
+            const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+            sockaddr_un addr{};
+            addr.sun_family = AF_UNIX;
+            std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+            if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr *>(&addr), sizeof addr) != 0 ||
+                ::listen(fd, 64) != 0 || ::chmod(path.c_str(), 0777) != 0) {
+                ::_exit(1);
+            }
+            (void)!::write(ready[1], "r", 1);
+            for (;;) {
+                ::pause();
+            }
+        }
+        ::close(ready[1]);
+        char byte = 0;
+        const bool up = ::read(ready[0], &byte, 1) == 1;
+        ::close(ready[0]);
+        if (!up) {
+            throw std::runtime_error(
+                "the listener in a network namespace of its own did not start");
+        }
+    }
+    ForeignNetnsListener(const ForeignNetnsListener &) = delete;
+    ForeignNetnsListener &operator=(const ForeignNetnsListener &) = delete;
+    ~ForeignNetnsListener() {
+        if (pid_ > 0) {
+            ::kill(pid_, SIGKILL);
+            ::waitpid(pid_, nullptr, 0);
+        }
+        std::error_code ec;
+        fs::remove(path_, ec);
+    }
+
+   private:
+    fs::path path_;
+    pid_t pid_ = -1;
+};
+
+bool listed_in_proc_net_unix(const fs::path &path) {
+    std::ifstream in{"/proc/net/unix"};
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.size() >= path.string().size() &&
+            line.compare(line.size() - path.string().size(), std::string::npos, path.string()) ==
+                0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// A directory of /var/tmp, which the walk reaches after /tmp; removed with the object.
+struct VarTmpDir {
+    VarTmpDir() {
+        std::string pattern = "/var/tmp/tea-bwt-XXXXXX";
+        if (::mkdtemp(pattern.data()) == nullptr) {
+            throw std::runtime_error("mkdtemp under /var/tmp");
+        }
+        path = pattern;
+        fs::permissions(path, fs::perms{0755});
+    }
+    VarTmpDir(const VarTmpDir &) = delete;
+    VarTmpDir &operator=(const VarTmpDir &) = delete;
+    ~VarTmpDir() {
+        std::error_code ec;
+        fs::remove_all(path, ec);
+    }
+    fs::path path;
+};
+
+// The walk for socket files reads a bounded number of entries (socket_walk_entries). The call's
+// workspace (under /tmp here) is not walked: a target that fills it past the bound can neither
+// stop later calls nor hide a host socket the walk reaches after it.
+TEST_F(Confinement, AWorkspaceFullOfEntriesDoesNotHideAForeignSocketFromTheWalk) {
+    constexpr int bound = 5000;
+    for (int i = 0; i <= bound; ++i) {
+        const int fd = ::open((workspace() / ("f" + std::to_string(i))).c_str(),
+                              O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        ASSERT_GE(fd, 0) << std::strerror(errno);
+        ::close(fd);
+    }
+    const VarTmpDir dir;
+    const auto socket = dir.path / "foreign.sock";
+    const ForeignNetnsListener foreign{socket};
+    ASSERT_FALSE(listed_in_proc_net_unix(socket)) << "the walk alone must find this socket";
+    const auto probe = python(std::string{connect_probe} + R"PY(
+unix("FOREIGN", sys.argv[1])
+)PY",
+                              {socket.string()});
+    const auto [confined, control] = run_both(
+        {.command = probe,
+         .config = "[plugin.bubblewrap]\nsocket_walk_entries = " + std::to_string(bound) + "\n"});
+    EXPECT_EQ(confined.status, 0) << confined;
+    EXPECT_TRUE(confined.has("FOREIGN-DENIED:ECONNREFUSED")) << confined;
+    EXPECT_TRUE(control.has("FOREIGN-OK")) << control;
+}
+
+// A walk cut short by its bound might have passed such a socket by: the call is refused.
+TEST_F(Confinement, ASocketWalkCutShortRefusesTheCall) {
+    const auto short_walk =
+        run({.command = {"true"}, .config = "[plugin.bubblewrap]\nsocket_walk_entries = 1\n"});
+    EXPECT_EQ(short_walk.status, 12) << short_walk;
+    EXPECT_NE(short_walk.err.find("plugin.bubblewrap.socket_walk_entries"), std::string::npos)
+        << short_walk;
+    const auto whole_walk = run({.command = {"true"}});
+    EXPECT_EQ(whole_walk.status, 0) << whole_walk;
 }
 
 TEST_F(Confinement, AbstractUnixSocketIsUnreachable) {
