@@ -80,9 +80,6 @@ void from_proc(std::set<std::string> &paths) {
     }
 }
 
-// One directory, read with getdents64 through a descriptor relative to its
-// parent: the entry types come with the names, so only an entry of unknown
-// type costs a stat, and no link is ever followed below the top.
 // The directories a walk leaves out, by device and inode.
 using Skipped = std::set<std::pair<dev_t, ino_t>>;
 
@@ -97,6 +94,9 @@ bool skipped(int dir_fd, const Skipped &skip) {
     return ::fstat(dir_fd, &st) == 0 && skip.count({st.st_dev, st.st_ino}) != 0;
 }
 
+// One directory, read with getdents64 through a descriptor relative to its
+// parent: the entry types come with the names, so only an entry of unknown
+// type costs a stat, and no link is ever followed below the top.
 void walk(int dir_fd, const std::string &dir, std::size_t depth, const SocketScanOptions &options,
           const Skipped &skip, Budget &budget, std::set<std::string> &paths) {
     if (skipped(dir_fd, skip)) {
