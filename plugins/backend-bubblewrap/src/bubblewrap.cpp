@@ -852,14 +852,16 @@ class Bubblewrap {
 
     json mask_sockets(const Spec &spec, const Identity &identity, const std::string &private_root,
                       std::vector<std::string> &a) const {
+        // Where no socket is masked: fresh in the sandbox, covered already, or the call's own.
+        std::vector<std::string> unmasked{"/dev",       "/proc",        "/sys",       "/run/user",
+                                          private_root, spec.workspace, spec.temp_dir};
+        unmasked.insert(unmasked.end(), spec.withhold.begin(), spec.withhold.end());
         tea::bwrap::SocketScanOptions options;
         options.directories.assign(settings_.socket_dirs.begin(), settings_.socket_dirs.end());
         options.max_entries = settings_.socket_walk_entries;
-        // Not walked: where no socket is ever masked (below), so that a workspace the target
-        // filled with entries cannot use up the walk before it reaches a host socket.
-        options.skip = {"/dev",       "/proc",        "/sys",       "/run/user",
-                        private_root, spec.workspace, spec.temp_dir};
-        options.skip.insert(options.skip.end(), spec.withhold.begin(), spec.withhold.end());
+        // Nor walked, so that a workspace the target filled with entries cannot use up the walk
+        // before it reaches a host socket.
+        options.skip.assign(unmasked.begin(), unmasked.end());
         const auto scan = tea::bwrap::scan_host_sockets(options, identity);
         // A walk cut short may have missed a socket bound in another network namespace, which
         // /proc/net/unix does not list: refused rather than left reachable.
@@ -879,12 +881,8 @@ class Bubblewrap {
         std::size_t masked = 0;
         json reachable = json::array();
         for (const auto &s : scan.sockets) {
-            // Fresh in the sandbox, covered already, or the call's own: nothing to mask.
-            if (inside(s.path, "/dev") || inside(s.path, "/proc") || inside(s.path, "/sys") ||
-                inside(s.path, "/run/user") || inside(s.path, private_root) ||
-                inside(s.path, spec.workspace) || inside(s.path, spec.temp_dir) ||
-                std::any_of(spec.withhold.begin(), spec.withhold.end(),
-                            [&](const std::string &w) { return inside(s.path, w); }) ||
+            if (std::any_of(unmasked.begin(), unmasked.end(),
+                            [&](const std::string &place) { return inside(s.path, place); }) ||
                 tea::bwrap::unreachable_ancestor(s.path, identity)) {
                 continue;
             }
