@@ -357,10 +357,14 @@ TEST_F(Confinement, RootOnlyFileElsewhereIsUnreadable) {
     const int fd = ::mkstemp(path.data());
     ASSERT_GE(fd, 0);
     ::close(fd);
+    // Removed however the test ends: a failed assertion or a throw must not leave it behind.
+    const struct Unlink {
+        std::string path;
+        ~Unlink() { ::unlink(path.c_str()); }
+    } unlink_at_end{path};
     make_file(path, "root-only", 0600);
     const auto probe = python(R"PY(report("READ", lambda: open(sys.argv[1]).read()))PY", {path});
     const auto [confined, control] = run_both({.command = probe});
-    ::unlink(path.c_str());
     EXPECT_TRUE(confined.has("READ-DENIED:EACCES")) << confined;
     EXPECT_EQ(control.value("READ-OK"), "root-only") << control;
 }
