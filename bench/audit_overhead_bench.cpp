@@ -50,9 +50,7 @@ int run(int argc, char **argv) {
     const std::string helper = TEA_SANDBOX_HELPER;
     const std::string floor = TEA_PROCESS_FLOOR;
     const std::string opener = TEA_OPEN_FILES;
-    char dir_template[] = "/tmp/tea-audit-bench-XXXXXX";
-    const std::string ws = ::mkdtemp(dir_template);
-    ::chmod(ws.c_str(), 0755);
+    const std::string ws = tea::bench::scratch_dir("tea-audit-bench");
     // The files lie beside the workspace, not in it: as root the runtime lends the workspace to
     // the sandbox identity file by file, a cost of the workspace's size that is not the audit's.
     // They are declared a system path, so the audit reads them without listing 10,000 paths.
@@ -65,8 +63,9 @@ int run(int argc, char **argv) {
     for (int i = 0; i < files; ++i) {
         std::ofstream{tree + "/f" + std::to_string(i)} << i;
     }
-    const std::string trace =
-        ws + "/../" + std::filesystem::path{ws}.filename().string() + ".trace";
+    // Beside the workspace, named without "..": it is removed after the workspace.
+    const std::string trace = ws + ".trace";
+    tea::bench::remove_at_exit(trace);
 
     const auto raw = tea::bench::raw_bwrap(helper);
     const auto strace = tea::strace::strace_command("strace", trace);
@@ -99,6 +98,7 @@ int run(int argc, char **argv) {
     // The floor's strace runs as the plan's identity, as the observer does: its trace file is that
     // identity's (the raw rows' strace, started as root, keeps its own).
     const std::string floor_trace = trace + ".floor";
+    tea::bench::remove_at_exit(floor_trace);
     std::ofstream{floor_trace} << "";
     if (const auto &id = planned.begin()->second.identity; !id.empty()) {
         if (::chown(floor_trace.c_str(), static_cast<uid_t>(std::stoul(id[1])),
@@ -162,9 +162,6 @@ int run(int argc, char **argv) {
                         m / rawb, m / raws, m / unaudited);
         }
     }
-    std::filesystem::remove(trace);
-    std::filesystem::remove(floor_trace);
-    std::filesystem::remove_all(ws);
     return 0;
 }
 

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <pwd.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
@@ -58,6 +60,36 @@ inline double run_ms(const std::vector<std::string> &argv, const std::string &cw
         std::exit(1);
     }
     return ms;
+}
+
+// Removes `path` (a tree) when the benchmark exits, by returning from main or by std::exit: a
+// failing variant ends the benchmark at once, and its scratch files under /tmp must not stay (the
+// runtime's walk for host sockets reads /tmp on every call).
+inline void remove_at_exit(const std::string &path) {
+    static std::vector<std::string> paths;  // constructed before the handler is registered
+    static const bool registered = std::atexit([] {
+                                       for (const auto &p : paths) {
+                                           std::error_code ec;
+                                           std::filesystem::remove_all(p, ec);
+                                       }
+                                   }) == 0;
+    if (!registered) {
+        std::fprintf(stderr, "cannot register the clean-up of %s\n", path.c_str());
+    }
+    paths.push_back(path);
+}
+
+// A fresh directory /tmp/<prefix>-XXXXXX, mode 0755 (the sandbox identity reaches into it),
+// removed when the benchmark exits.
+inline std::string scratch_dir(const std::string &prefix) {
+    std::string pattern = "/tmp/" + prefix + "-XXXXXX";
+    if (::mkdtemp(pattern.data()) == nullptr) {
+        std::perror("mkdtemp");
+        std::exit(1);
+    }
+    ::chmod(pattern.c_str(), 0755);
+    remove_at_exit(pattern);
+    return pattern;
 }
 
 // A benchmark's body, with what it throws (a plan the backend refused, say) reported by `name`

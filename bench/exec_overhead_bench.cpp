@@ -47,9 +47,7 @@ int run(int argc, char **argv) {
     const std::string tea = TEA_EVALUATE_BIN;
     const std::string helper = TEA_SANDBOX_HELPER;
     const std::string floor = TEA_PROCESS_FLOOR;
-    char dir_template[] = "/tmp/tea-bench-XXXXXX";
-    const std::string ws = ::mkdtemp(dir_template);
-    ::chmod(ws.c_str(), 0755);
+    const std::string ws = tea::bench::scratch_dir("tea-bench");
     const std::string file = ws + "/data";
     {
         std::ofstream out{file};
@@ -104,7 +102,6 @@ int run(int argc, char **argv) {
         const double rawm = median(times[is_cat ? "raw bwrap cat" : "raw bwrap true"]);
         std::printf("%-28s %10.2f %14.2f %14.2f\n", v.name.c_str(), m, m / bare, m / rawm);
     }
-    std::filesystem::remove_all(ws);
     return 0;
 }
 
