@@ -30,11 +30,7 @@ namespace {
 
 using tea::bench::median;
 using tea::bench::run_ms;
-
-std::vector<std::string> with(std::vector<std::string> base, const std::vector<std::string> &more) {
-    base.insert(base.end(), more.begin(), more.end());
-    return base;
-}
+using tea::bench::with;
 
 int run(int argc, char **argv) {
     int rounds = 15;
@@ -100,9 +96,8 @@ int run(int argc, char **argv) {
     const std::string floor_trace = trace + ".floor";
     tea::bench::remove_at_exit(floor_trace);
     std::ofstream{floor_trace} << "";
-    if (const auto &id = planned.begin()->second.identity; !id.empty()) {
-        if (::chown(floor_trace.c_str(), static_cast<uid_t>(std::stoul(id[1])),
-                    static_cast<gid_t>(std::stoul(id[3]))) != 0) {
+    if (const auto &call = planned.begin()->second; call.run_as) {
+        if (::chown(floor_trace.c_str(), call.uid, call.gid) != 0) {
             std::perror(floor_trace.c_str());
             return 1;
         }

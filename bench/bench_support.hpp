@@ -23,6 +23,13 @@ extern char **environ;  // NOLINT
 
 namespace tea::bench {
 
+// `base` followed by `more`.
+inline std::vector<std::string> with(std::vector<std::string> base,
+                                     const std::vector<std::string> &more) {
+    base.insert(base.end(), more.begin(), more.end());
+    return base;
+}
+
 // A file the command finds open, read-only, at a descriptor: {descriptor, path}.
 using OpenFiles = std::vector<std::pair<int, std::string>>;
 

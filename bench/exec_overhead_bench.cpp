@@ -34,6 +34,7 @@
 
 using tea::bench::median;
 using tea::bench::run_ms;
+using tea::bench::with;
 
 namespace {
 
@@ -54,10 +55,6 @@ int run(int argc, char **argv) {
         out << std::string(1 << 20, 'x');
     }
     const auto raw = tea::bench::raw_bwrap(helper);
-    auto with = [](std::vector<std::string> base, std::initializer_list<std::string> more) {
-        base.insert(base.end(), more);
-        return base;
-    };
     // The call's directories where the runtime keeps them, so that the plan covers and binds
     // what a real call's does; removed with the run directory (or by a later run's reclaim).
     tea::fs::RunDirectory run_dir{tea::fs::open_private_root(tea::fs::default_private_root())};

@@ -22,10 +22,20 @@
 namespace tea::bench {
 
 struct PlannedCall {
-    std::vector<std::string> argv;      // ends with the call's command
-    OpenFiles files;                    // the plan's descriptors, from files
-    std::vector<std::string> bwrap;     // argv without the helper's drop
-    std::vector<std::string> identity;  // {"--uid", U, "--gid", G} as root, else empty
+    std::vector<std::string> argv;   // ends with the call's command
+    OpenFiles files;                 // the plan's descriptors, from files
+    std::vector<std::string> bwrap;  // argv without the helper's drop
+    bool run_as = false;             // as root: the plan's identity, uid and gid
+    uid_t uid = 0;
+    gid_t gid = 0;
+    // {"--uid", U, "--gid", G} when run_as, else empty: the options of the helper's drop and of
+    // process_floor alike.
+    [[nodiscard]] std::vector<std::string> identity() const {
+        if (!run_as) {
+            return {};
+        }
+        return {"--uid", std::to_string(uid), "--gid", std::to_string(gid)};
+    }
 };
 
 // The plan for `command` in `ws` (its working directory and workspace), with the call's
@@ -70,14 +80,14 @@ inline PlannedCall planned_call(const std::string &tea_evaluate, const std::stri
     const auto files_dir = run_dir.make_directory("plan-");
     PlannedCall out;
     if (plan.run_as.requested) {
-        out.identity = {"--uid", std::to_string(plan.run_as.uid), "--gid",
-                        std::to_string(plan.run_as.gid)};
-        out.argv = {helper, "drop"};
-        out.argv.insert(out.argv.end(), out.identity.begin(), out.identity.end());
+        out.run_as = true;
+        out.uid = plan.run_as.uid;
+        out.gid = plan.run_as.gid;
+        out.argv = with({helper, "drop"}, out.identity());
         out.argv.emplace_back("--");
     }
     out.bwrap = plan.argv;
-    out.argv.insert(out.argv.end(), plan.argv.begin(), plan.argv.end());
+    out.argv = with(out.argv, plan.argv);
     for (const auto &f : plan.files) {
         auto file = f.path;
         if (file.empty()) {
@@ -101,11 +111,9 @@ inline std::vector<std::string> floor_argv(const std::string &floor, const Plann
                                            std::vector<std::string> options,
                                            const std::vector<std::string> &wrapper = {}) {
     options.insert(options.begin(), floor);
-    options.insert(options.end(), call.identity.begin(), call.identity.end());
+    options = with(options, call.identity());
     options.emplace_back("--");
-    options.insert(options.end(), wrapper.begin(), wrapper.end());
-    options.insert(options.end(), call.bwrap.begin(), call.bwrap.end());
-    return options;
+    return with(with(options, wrapper), call.bwrap);
 }
 
 }  // namespace tea::bench

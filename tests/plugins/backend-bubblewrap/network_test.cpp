@@ -206,6 +206,9 @@ class ForeignNetnsListener {
         const bool up = ::read(ready[0], &byte, 1) == 1;
         ::close(ready[0]);
         if (!up) {
+            if (pid_ > 0) {
+                ::waitpid(pid_, nullptr, 0);  // it exited; the destructor will not run to reap it
+            }
             throw std::runtime_error(
                 "the listener in a network namespace of its own did not start");
         }
