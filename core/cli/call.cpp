@@ -92,6 +92,12 @@ void check_call_paths(const exec::LaunchSpec &spec, const std::filesystem::path 
 // plugin asking for anything else (/etc, say) is refused.
 void check_lend(const exec::ExecPlan &plan, const exec::LaunchSpec &spec) {
     for (const auto &p : plan.lend.paths) {
+        if (std::find(spec.unmade.begin(), spec.unmade.end(), p) != spec.unmade.end() &&
+            std::find(plan.make_dirs.begin(), plan.make_dirs.end(), p) == plan.make_dirs.end()) {
+            // A name with nothing behind it: lending it would chown whatever appears there.
+            throw runtime_error("the backend asked to hand " + p +
+                                " to the sandbox identity, a directory it left unmade");
+        }
         if (p != spec.workspace && p != spec.temp_dir && p != spec.home) {
             throw runtime_error("the backend asked to hand " + p +
                                 " to the sandbox identity; only the workspace, the call's temp "
@@ -241,6 +247,13 @@ void hand_route(const std::string &socket, const exec::Lend &lend) {
     }
 }
 
+// Makes the directories the plan asks for, all of them the call's own (checked by prepare).
+void make_planned_dirs(const exec::ExecPlan &plan, fs::RunDirectory &run_dir) {
+    for (const auto &d : plan.make_dirs) {
+        run_dir.make_named(d);
+    }
+}
+
 }  // namespace
 
 Session::Session(const CommonOptions &common, bool opt_out)
@@ -345,12 +358,37 @@ exec::ExecPlan Session::prepare(const exec::LaunchSpec &spec) const {
     } catch (const std::exception &e) {
         throw host_error(e.what());
     }
+    exec::ExecPlan plan;
     try {
-        return exec::exec_plan_from_json(plan_json);
+        plan = exec::exec_plan_from_json(plan_json);
     } catch (const std::exception &e) {
         throw runtime_error("the backend '" + backend_.plugin->name() +
                             "' returned an invalid exec plan: " + e.what());
     }
+    for (const auto &d : plan.make_dirs) {
+        if (std::find(spec.unmade.begin(), spec.unmade.end(), d) == spec.unmade.end()) {
+            // The host makes only the call's own directories, never a path a plugin names.
+            throw runtime_error("the backend '" + backend_.plugin->name() +
+                                "' returned an invalid exec plan: makeDirs: " + d +
+                                " is not a directory the launch spec left unmade");
+        }
+    }
+    return plan;
+}
+
+exec::ExecPlan Session::prepare_call(exec::LaunchSpec &spec, fs::RunDirectory &run_dir) const {
+    auto plan = prepare(spec);
+    if (!spec.unmade.empty() && !plan.make_dirs_answered) {
+        // A backend built against ABI 1.3 that does not know of unmade directories (silence
+        // would leave its target's TMPDIR or HOME naming nothing): made here, and asked again.
+        for (const auto &d : spec.unmade) {
+            run_dir.make_named(d);
+        }
+        spec.unmade.clear();
+        plan = prepare(spec);
+    }
+    make_planned_dirs(plan, run_dir);
+    return plan;
 }
 
 void Session::choose_observer(const exec::ExecPlan &plan) {
@@ -390,7 +428,10 @@ exec::ExecPlan Session::wrap(const exec::ExecPlan &plan,
                          ") cannot audit a plan whose target starts without a launcher (ABI 1.1); "
                          "upgrade the observer or choose another");
     }
-    const nlohmann::json request{{"plan", nlohmann::json::parse(exec::to_json(plan))},
+    exec::ExecPlan shown = plan;
+    shown.make_dirs_answered = false;  // the host's business, done before the wrap
+    shown.make_dirs.clear();
+    const nlohmann::json request{{"plan", nlohmann::json::parse(exec::to_json(shown))},
                                  {"traceDir", bytes::to_json(trace_dir.string())}};
     std::string text;
     try {
@@ -534,6 +575,12 @@ Session::Executed Session::execute_with_retry(const exec::LaunchSpec &spec, exec
             "with a fresh plan",
             r.status());
         plan = prepare(spec);
+        if (!spec.unmade.empty() && !plan.make_dirs_answered) {
+            throw runtime_error("the backend '" + backend_.plugin->name() +
+                                "' returned an invalid exec plan: makeDirs: missing, though it "
+                                "answered it for the same call before");
+        }
+        make_planned_dirs(plan, run_dir);
         check_lend(plan, spec);
         for (const auto *stream : {&run.out, &run.err}) {
             // The runner creates output files afresh; nothing of the target reached them.
@@ -661,11 +708,29 @@ CallOutcome Session::call(exec::LaunchSpec spec, const exec::RunOptions &run,
         ~Reset() { trees.clear(); }
     } const reset{removed_after_};
     removed_after_ = std::move(removed_after);
-    fs::RunDirectory run_dir{private_root_};
+    // Made on the host only when something needs it: a backend of ABI 1.3 provides the call's
+    // temp directory (and a home made for this call alone) inside its confinement.
+    fs::RunDirectory run_dir{private_root_, fs::RunDirectory::Creation::with_first_directory};
     check_call_paths(spec, private_root_);
-    spec.temp_dir = run_dir.make_directory("tmp-").string();
+    const bool backend_makes = backend_.plugin->abi_minor() >= 3;
+    spec.unmade.clear();
+    if (backend_makes) {
+        spec.temp_dir = run_dir.name_directory("tmp-").string();
+        spec.unmade.push_back(spec.temp_dir);
+    } else {
+        spec.temp_dir = run_dir.make_directory("tmp-").string();
+    }
     if (spec.home.empty()) {
-        spec.home = run_dir.make_directory("tea-evaluate-target-home-").string();
+        // After an audited call the runtime resolves the links a target planted in its home,
+        // so a home the audit may need stays on the host.
+        const bool audited =
+            runtime_.config.observer != "none" && !(observer_chosen_ && !observer_.plugin);
+        if (backend_makes && !audited) {
+            spec.home = run_dir.name_directory("tea-evaluate-target-home-").string();
+            spec.unmade.push_back(spec.home);
+        } else {
+            spec.home = run_dir.make_directory("tea-evaluate-target-home-").string();
+        }
     } else if (std::filesystem::path{spec.home}.lexically_normal().parent_path().parent_path() !=
                private_root_.lexically_normal()) {
         // A home elsewhere would escape the cover the confinement lays over the private root.
@@ -679,7 +744,7 @@ CallOutcome Session::call(exec::LaunchSpec spec, const exec::RunOptions &run,
         spec.egress = {route->route().socket, route->route().port, route->route().shim};
     }
     route_environment(spec.env, route ? &route->route() : nullptr);
-    auto plan = prepare(spec);
+    auto plan = prepare_call(spec, run_dir);
     if (plan.confinement == "opt-out" && (route || spec.env != call_env)) {
         // An unconfined target has the host's network: there is no route to give it, and its
         // environment stays exactly the call's.
@@ -692,7 +757,7 @@ CallOutcome Session::call(exec::LaunchSpec spec, const exec::RunOptions &run,
         route.reset();
         spec.egress = {};
         spec.env = call_env;
-        plan = prepare(spec);
+        plan = prepare_call(spec, run_dir);
     }
     phase("plan prepared");
     check_lend(plan, spec);

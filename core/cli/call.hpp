@@ -108,6 +108,9 @@ class Session {
     Executed execute_with_retry(const exec::LaunchSpec &spec, exec::ExecPlan &plan,
                                 fs::RunDirectory &run_dir, const exec::RunOptions &run,
                                 bool observed);
+    // prepare, with the directories the plan asks for made; a plan that does not answer for
+    // the spec's unmade directories gets them made and is prepared once more.
+    exec::ExecPlan prepare_call(exec::LaunchSpec &spec, fs::RunDirectory &run_dir) const;
     void choose_observer(const exec::ExecPlan &plan);
     void confirm_observer(const exec::ExecPlan &sample, const exec::LaunchSpec &call);
     [[nodiscard]] exec::ExecPlan prepare(const exec::LaunchSpec &spec) const;

@@ -70,6 +70,9 @@ std::string to_json(const LaunchSpec &spec) {
          {{"prefix", bytes::to_json(spec.runtime_prefix)},
           {"helperDir", bytes::to_json(spec.helper_dir)}}},
     };
+    if (!spec.unmade.empty()) {
+        doc["unmade"] = bytes::list_to_json(spec.unmade);
+    }
     if (!spec.read_only_over.empty()) {
         json over = json::array();
         for (const auto &o : spec.read_only_over) {
@@ -106,6 +109,9 @@ LaunchSpec launch_spec_from_json(std::string_view text) {
     spec.withhold = bytes::list_from_json(field(doc, "withhold"), "withhold");
     spec.read_only = bytes::list_from_json(field(doc, "readOnly"), "readOnly");
     spec.system_paths = bytes::list_from_json(field(doc, "systemPaths"), "systemPaths");
+    if (doc.contains("unmade")) {
+        spec.unmade = bytes::list_from_json(doc["unmade"], "unmade");
+    }
     const auto &limits = field(doc, "limits");
     if (!limits.is_object()) {
         throw std::invalid_argument("limits: expected an object");
@@ -184,6 +190,9 @@ std::string to_json(const ExecPlan &plan) {
     if (plan.setup_mark_fd >= 0) {
         doc["setupMark"] = {{"fd", plan.setup_mark_fd}};
     }
+    if (plan.make_dirs_answered) {
+        doc["makeDirs"] = bytes::list_to_json(plan.make_dirs);
+    }
     return doc.dump();
 }
 
@@ -192,7 +201,8 @@ ExecPlan exec_plan_from_json(std::string_view text) {
     for (const auto &[key, value] : doc.items()) {
         if (key != "argv" && key != "env" && key != "cwd" && key != "files" &&
             key != "confinement" && key != "lend" && key != "runAs" && key != "report" &&
-            key != "audit" && key != "limits" && key != "newSessionKeyring" && key != "setupMark") {
+            key != "audit" && key != "limits" && key != "newSessionKeyring" && key != "setupMark" &&
+            key != "makeDirs") {
             throw std::invalid_argument(key + ": unknown field of an exec plan");
         }
     }
@@ -309,6 +319,13 @@ ExecPlan exec_plan_from_json(std::string_view text) {
             return run_as[key].get<unsigned>();
         };
         plan.run_as = RunAs{true, id("uid"), id("gid")};
+    }
+    if (doc.contains("makeDirs")) {
+        plan.make_dirs_answered = true;
+        plan.make_dirs = bytes::list_from_json(doc["makeDirs"], "makeDirs");
+        for (const auto &d : plan.make_dirs) {
+            no_nul(d, "makeDirs");
+        }
     }
     std::set<int> seen;  // the child's descriptors: the plan's files and its setup mark
     if (doc.contains("setupMark")) {

@@ -37,11 +37,16 @@ struct LaunchSpec {
     // confinement, with only the read_only paths protected (see docs/plugin-authoring.md).
     std::string role = "target";
     std::vector<std::string> argv;
-    std::vector<std::string> env;              // exact, "NAME=VALUE"
-    std::string cwd;                           // where the target starts (inside the workspace)
-    std::string workspace;                     // writable
-    std::string temp_dir;                      // the call's private temp directory (empty: none)
-    std::string home;                          // the trial's private home (empty: none)
+    std::vector<std::string> env;  // exact, "NAME=VALUE"
+    std::string cwd;               // where the target starts (inside the workspace)
+    std::string workspace;         // writable
+    std::string temp_dir;          // the call's private temp directory (empty: none)
+    std::string home;              // the trial's private home (empty: none)
+    // (ABI 1.3) Which of temp_dir and home the host left unmade: each names a directory of the
+    // call's run directory that does not exist on the host. The backend provides it inside its
+    // confinement (empty, private to the call, gone when the call ends) or names it in the plan's
+    // make_dirs for the host to make. Sent only to a backend built for ABI 1.3 or later.
+    std::vector<std::string> unmade;
     std::vector<std::string> withhold;         // must be absent from the target's view
     std::vector<std::string> read_only;        // granted read-only
     std::vector<ReadOnlyOver> read_only_over;  // shown over entries of the workspace
@@ -116,6 +121,10 @@ struct ExecPlan {
     ChildSetup child;
     std::string report_json = "{}";  // the backend's notes for the call's record (an object)
     AuditHints audit;
+    // (ABI 1.3) Which of the spec's unmade directories the host must make before the call;
+    // answered (possibly empty) by every plan for a spec that has unmade directories.
+    bool make_dirs_answered = false;
+    std::vector<std::string> make_dirs;
     // (ABI 1.2) Where the child finds a pipe holding one byte, which the plan's mechanism reads
     // once the confinement stands, just before the target starts; -1: the plan has none. A call
     // that ends with the byte unread never started its target (see CallResult::setup_reached).

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstdlib>
@@ -229,8 +230,14 @@ int reclaim_leftovers(const stdfs::path &root) {
     return reclaimed;
 }
 
-RunDirectory::RunDirectory(const stdfs::path &private_root) : root_(private_root) {
-    path_ = root_ / ("run-" + random_token());
+RunDirectory::RunDirectory(const stdfs::path &private_root, Creation creation)
+    : root_(private_root), path_(root_ / ("run-" + random_token())) {
+    if (creation == Creation::now) {
+        create();
+    }
+}
+
+void RunDirectory::create() {
     if (::mkdir(path_.c_str(), 0711) != 0) {
         throw host_error("cannot create the run's private directory " + path_.string() + ": " +
                          errno_text(errno));
@@ -249,19 +256,40 @@ RunDirectory::~RunDirectory() {
 }
 
 void RunDirectory::remove() {
-    if (!path_.empty()) {
+    if (!path_.empty() && made()) {
         remove_tree(path_);
-        path_.clear();
         lock_.reset();
     }
+    path_.clear();
 }
 
 stdfs::path RunDirectory::make_directory(const std::string &prefix) {
-    auto dir = path_ / (prefix + random_token());
+    auto dir = name_directory(prefix);
+    make_named(dir);
+    return dir;
+}
+
+stdfs::path RunDirectory::name_directory(const std::string &prefix) const {
+    return path_ / (prefix + random_token());
+}
+
+void RunDirectory::make_named(const stdfs::path &dir) {
+    if (path_.empty() || dir.parent_path() != path_ || !dir.has_filename() ||
+        dir.filename() == "." || dir.filename() == ".." || dir.filename() == "lock") {
+        // Only a name of this run's own: anything else would make a directory elsewhere.
+        throw runtime_error("cannot make " + dir.string() + ": not a directory of the run's " +
+                            (path_.empty() ? std::string{"removed directory"} : path_.string()));
+    }
+    if (std::find(named_made_.begin(), named_made_.end(), dir) != named_made_.end()) {
+        return;
+    }
+    if (!made()) {
+        create();
+    }
     if (::mkdir(dir.c_str(), 0700) != 0) {
         throw host_error("cannot create " + dir.string() + ": " + errno_text(errno));
     }
-    return dir;
+    named_made_.push_back(dir);
 }
 
 }  // namespace tea::fs

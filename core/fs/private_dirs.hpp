@@ -13,6 +13,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "util/fd.hpp"
 
@@ -32,7 +33,11 @@ int reclaim_leftovers(const std::filesystem::path &root);
 
 class RunDirectory {
    public:
-    explicit RunDirectory(const std::filesystem::path &private_root);
+    // When the directory itself is made: at once, or with the first directory made in it (a
+    // call whose backend makes its directories inside the confinement needs none on the host).
+    enum class Creation { now, with_first_directory };
+    explicit RunDirectory(const std::filesystem::path &private_root,
+                          Creation creation = Creation::now);
     RunDirectory(const RunDirectory &) = delete;
     RunDirectory &operator=(const RunDirectory &) = delete;
     ~RunDirectory();
@@ -41,13 +46,24 @@ class RunDirectory {
     [[nodiscard]] const std::filesystem::path &private_root() const { return root_; }
     // A fresh directory, mode 0700, named <prefix><random>.
     std::filesystem::path make_directory(const std::string &prefix);
+    // A name <prefix><random> in this run directory, for a directory not made yet.
+    [[nodiscard]] std::filesystem::path name_directory(const std::string &prefix) const;
+    // Makes the directory `dir` (a name_directory answer), mode 0700; nothing when this run
+    // directory has made it already. Throws tea::Error naming it when `dir` is not a name of
+    // this run directory or cannot be made.
+    void make_named(const std::filesystem::path &dir);
+    // Whether the run directory exists on the host.
+    [[nodiscard]] bool made() const { return lock_.valid(); }
     // Removes the whole run directory now (also done by the destructor).
     void remove();
 
    private:
+    void create();
+
     std::filesystem::path root_;
     std::filesystem::path path_;
     UniqueFd lock_;
+    std::vector<std::filesystem::path> named_made_;
 };
 
 // Removes a tree without following links and without leaving it when a

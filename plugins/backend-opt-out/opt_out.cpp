@@ -36,6 +36,11 @@ class OptOut {
                             {"cwd", spec.at("cwd")},
                             {"files", nlohmann::json::array()},
                             {"confinement", "opt-out"}};
+        if (spec.contains("unmade")) {
+            // The target keeps the host's environment, so nothing of it names the call's
+            // directories: there is nothing to make.
+            plan["makeDirs"] = nlohmann::json::array();
+        }
         if (role == "grader") {
             // The record must not suggest that the evaluation folder or git directory was guarded.
             plan["report"] = {{"role", "grader"}, {"graderView", "not applied"}};

@@ -59,6 +59,7 @@ struct Settings {
     std::uint64_t file_size_bytes = std::uint64_t{4} << 30U;
     std::uint64_t processes = 4096;
     std::uint64_t tmpfs_bytes = std::uint64_t{256} << 20U;
+    std::uint64_t call_dir_bytes = std::uint64_t{1} << 30U;
     std::size_t max_socket_masks = 1024;
     std::size_t socket_walk_entries = 50000;
     std::vector<std::string> socket_dirs{"/run", "/var/run", "/tmp", "/var/tmp"};
@@ -104,6 +105,8 @@ Settings parse_settings(std::string_view text) {
             number(key, s.processes, 0);
         } else if (key == "tmpfs_bytes") {
             number(key, s.tmpfs_bytes, 4096);
+        } else if (key == "call_dir_bytes") {
+            number(key, s.call_dir_bytes, 4096);
         } else if (key == "max_socket_masks") {
             number(key, s.max_socket_masks, 0);
         } else if (key == "socket_walk_entries") {
@@ -115,7 +118,8 @@ Settings parse_settings(std::string_view text) {
         } else {
             throw tea::sdk::Invalid("plugin.bubblewrap." + key +
                                     ": unknown key (known: bwrap, sandbox_user, cpu_seconds, "
-                                    "file_size_bytes, processes, tmpfs_bytes, max_socket_masks, "
+                                    "file_size_bytes, processes, tmpfs_bytes, call_dir_bytes, "
+                                    "max_socket_masks, "
                                     "socket_walk_entries, socket_dirs, sys_paths)");
         }
     }
@@ -268,6 +272,7 @@ struct Spec {
     std::vector<std::string> argv, env, withhold, read_only, system_paths;
     std::vector<std::pair<std::string, std::string>> read_only_over;  // {source, destination}
     std::string cwd, workspace, temp_dir, home;
+    std::vector<std::string> unmade;  // (ABI 1.3) of temp_dir and home, those not on the host
     std::uint64_t cpu = 0, fsize = 0, nproc = 0;
     std::string egress_socket, egress_shim;  // empty: the call has no route out
     std::uint16_t egress_port = 0;
@@ -296,6 +301,14 @@ Spec parse_spec(std::string_view text) {
     s.withhold = b::list_from_json(doc.at("withhold"), "withhold");
     s.read_only = b::list_from_json(doc.at("readOnly"), "readOnly");
     s.system_paths = b::list_from_json(doc.at("systemPaths"), "systemPaths");
+    if (doc.contains("unmade")) {
+        s.unmade = b::list_from_json(doc.at("unmade"), "unmade");
+        for (const auto &u : s.unmade) {
+            if (u.empty() || (u != s.temp_dir && u != s.home)) {
+                throw tea::sdk::Invalid("unmade: " + u + " is neither the tempDir nor the home");
+            }
+        }
+    }
     if (doc.contains("readOnlyOver")) {
         const auto &over = doc.at("readOnlyOver");
         if (!over.is_array()) {
@@ -444,7 +457,14 @@ class Bubblewrap {
             throw tea::sdk::Unavailable("the home " + spec.home + " lies inside the workspace " +
                                         spec.workspace + "; it must not");
         }
+        // The call's directories that exist only inside the sandbox, each a tmpfs of its own.
+        const auto unmade = [&](const std::string &p) {
+            return std::find(spec.unmade.begin(), spec.unmade.end(), p) != spec.unmade.end();
+        };
         for (const auto &p : {spec.workspace, spec.cwd, spec.temp_dir, spec.home}) {
+            if (unmade(p)) {
+                continue;  // made by bwrap, by the sandbox identity, inside the view
+            }
             if (const auto blocked =
                     tea::bwrap::unreachable_ancestor(fs::path{p}.parent_path(), identity)) {
                 throw tea::sdk::Unavailable(
@@ -489,9 +509,20 @@ class Bubblewrap {
             // Before the cover: a workspace that held the private root must never uncover it.
             add({"--bind", spec.workspace, spec.workspace});
         }
-        add({"--bind", spec.temp_dir, temp_mount});
+        const auto call_dir_size = std::to_string(settings_.call_dir_bytes);
+        // An unmade directory is a tmpfs of its own, sized: it vanishes with the call's mount
+        // namespace (even when the runtime is killed), and a target filling it fills memory up
+        // to the size, never the host's disk.
+        auto call_dir = [&](const std::string &host, const std::string &mount) {
+            if (unmade(host)) {
+                add({"--perms", "0700", "--size", call_dir_size, "--tmpfs", mount});
+            } else {
+                add({"--bind", host, mount});
+            }
+        };
+        call_dir(spec.temp_dir, temp_mount);
         add({"--size", "65536", "--tmpfs", private_root});
-        add({"--bind", spec.home, spec.home});
+        call_dir(spec.home, spec.home);
         if (workspace_in_root) {
             // After the cover, or the cover would hide it; the run's other directories stay hidden.
             add({"--bind", spec.workspace, spec.workspace});
@@ -636,10 +667,18 @@ class Bubblewrap {
         if (identity.dropped) {
             // Host root's files would belong to a bwrap started as root (uid-isolation).
             plan["runAs"] = {{"uid", identity.uid}, {"gid", identity.gid}};
-            plan["lend"] = {
-                {"uid", identity.uid},
-                {"gid", identity.gid},
-                {"paths", tea::bytes::list_to_json({spec.workspace, spec.temp_dir, spec.home})}};
+            std::vector<std::string> lent{spec.workspace};
+            for (const auto &p : {spec.temp_dir, spec.home}) {
+                if (!unmade(p)) {
+                    lent.push_back(p);
+                }
+            }
+            plan["lend"] = {{"uid", identity.uid},
+                            {"gid", identity.gid},
+                            {"paths", tea::bytes::list_to_json(lent)}};
+        }
+        if (!spec.unmade.empty()) {
+            plan["makeDirs"] = json::array();  // every one is provided inside the view
         }
         return plan.dump();
     }

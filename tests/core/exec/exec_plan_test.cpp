@@ -178,6 +178,34 @@ TEST(ExecPlan, SetupMarkRoundTripsAndIsChecked) {
                    "files[0].fd");
 }
 
+TEST(ExecPlan, UnmadeDirectoriesAndMakeDirsRoundTrip) {
+    LaunchSpec spec;
+    spec.argv = {"true"};
+    spec.temp_dir = "/r/run-a/tmp-b";
+    spec.home = "/r/run-a/tea-evaluate-target-home-c";
+    // A spec whose directories are all made says nothing of them, as before 1.3.
+    EXPECT_EQ(to_json(spec).find("unmade"), std::string::npos);
+    spec.unmade = {spec.temp_dir, spec.home};
+    EXPECT_EQ(launch_spec_from_json(to_json(spec)).unmade, spec.unmade);
+
+    ExecPlan plan;
+    plan.argv = {"/usr/bin/bwrap"};
+    plan.cwd = "/";
+    plan.confinement = "bubblewrap";
+    EXPECT_FALSE(exec_plan_from_json(to_json(plan)).make_dirs_answered);
+    // An empty answer is an answer: the backend provides every unmade directory itself.
+    plan.make_dirs_answered = true;
+    const auto empty = exec_plan_from_json(to_json(plan));
+    EXPECT_TRUE(empty.make_dirs_answered);
+    EXPECT_TRUE(empty.make_dirs.empty());
+    plan.make_dirs = {spec.home};
+    EXPECT_EQ(exec_plan_from_json(to_json(plan)).make_dirs, plan.make_dirs);
+
+    const std::string head = R"({"argv": ["a"], "env": [], "cwd": "/", "confinement": "x", )";
+    expect_refused(head + R"("makeDirs": "/r"})", "makeDirs");
+    expect_refused(head + R"("makeDirs": [1]})", "makeDirs");
+}
+
 TEST(ExecPlan, LaunchSpecRoleRoundTripsAndDefaultsToTarget) {
     LaunchSpec spec;
     spec.argv = {"true"};

@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <string>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "harness.hpp"
 #include "support/process.hpp"
@@ -416,43 +418,130 @@ print("FDS:" + ",".join(fds))
         << direct;
 }
 
-TEST_F(Confinement, TempDirIsWritableAndRemovedAfterTheCall) {
+// The file system and mount point of a path, as the target sees them (its mountinfo).
+constexpr const char *mount_of = R"PY(
+def mount_of(path):
+    best = ("", "")
+    for line in open("/proc/self/mountinfo"):
+        left, right = line.split(" - ", 1)
+        point = left.split()[4]
+        if path == point or path.startswith(point.rstrip("/") + "/"):
+            if len(point) >= len(best[0]):
+                best = (point, right.split()[0])
+    return best[1] + ":" + best[0]
+)PY";
+
+// Every path under `root` whose name is `name`, read while the tree may change.
+std::vector<fs::path> find_named(const fs::path &root, const std::string &name) {
+    std::vector<fs::path> found;
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it{root, ec}, end; !ec && it != end; it.increment(ec)) {
+        if (it->path().filename() == name) {
+            found.push_back(it->path());
+        }
+    }
+    return found;
+}
+
+TEST_F(Confinement, TempDirIsATmpfsOfTheCallThatNeverReachesTheHost) {
     const auto file = "tea-tmp-" + random_token();
+    const auto ready = workspace() / ("ready-" + random_token());
     const auto go = workspace() / "go";
-    auto call = start({.command = python(R"PY(
-print("TMPDIR:" + os.environ.get("TMPDIR", ""), flush=True)
-report("TMP-WRITE", lambda: open(os.path.join(os.environ["TMPDIR"], sys.argv[1]), "w").write("t"))
+    auto call = start({.command = python(std::string{mount_of} + R"PY(
+tmp = os.environ.get("TMPDIR", "")
+print("TMPDIR:" + tmp, flush=True)
+report("TMP-WRITE", lambda: open(os.path.join(tmp, sys.argv[1]), "w").write("t"))
+report("TMP-LIST", lambda: ",".join(sorted(os.listdir(tmp))))
+report("TMP-MOUNT", lambda: mount_of(tmp))
+open(sys.argv[3], "w").write(sys.argv[1])  # the same name, in the workspace
 wait_for(sys.argv[2])
 )PY",
-                                         {file, go.string()}),
+                                         {file, go.string(), ready.string()}),
                        .timeout_ms = 30000});
-    // While the call runs, its temp directory is a host directory under the private root.
-    fs::path seen;
-    const bool found = eventually([&] {
-        // The tree changes under the walk: errors end this round, the next one retries.
-        std::error_code ec;
-        for (fs::recursive_directory_iterator it{private_root(), ec}, end; !ec && it != end;
-             it.increment(ec)) {
-            if (it->path().filename() == file) {
-                seen = it->path();
-                return true;
-            }
-        }
-        return false;
-    });
+    ASSERT_TRUE(eventually([&] { return fs::exists(ready); })) << call.wait();
+    // While the call runs and holds its file: nowhere on the host's side of the private root,
+    // though the same walk finds the workspace's file of that name (the control).
+    const auto in_private_root = find_named(private_root(), file);
+    const auto in_workspace_copy = find_named(workspace(), fs::path{ready}.filename().string());
     make_file(go, "", 0644);
     const auto r = call.wait();
     EXPECT_EQ(r.status, 0) << r;
     EXPECT_EQ(r.value("TMPDIR"), "/dev/tea-evaluate-tmp") << r;
     EXPECT_TRUE(r.has("TMP-WRITE-OK")) << r;
-    ASSERT_TRUE(found) << "the temp file never appeared under " << private_root() << "\n" << r;
-    EXPECT_TRUE(named_by_the_runtime(seen.parent_path().filename().string(), "tmp-")) << seen;
-    // After: the whole run directory is gone, temp directory and home with it.
-    EXPECT_FALSE(fs::exists(seen.parent_path().parent_path())) << seen;
+    EXPECT_EQ(r.value("TMP-LIST-OK"), file) << r;
+    EXPECT_EQ(r.value("TMP-MOUNT-OK"), "tmpfs:/dev/tea-evaluate-tmp") << r;
+    EXPECT_TRUE(in_private_root.empty()) << in_private_root.front();
+    EXPECT_EQ(in_workspace_copy.size(), 1U) << "the walk finds a file it should";
     std::error_code ec;
     for (const auto &entry : fs::directory_iterator{private_root(), ec}) {
         ADD_FAILURE() << "left behind: " << entry.path();
     }
+    // The next call gets a temp directory of its own: empty.
+    const auto next = run({.command = python(R"PY(
+report("TMP-LIST", lambda: ",".join(sorted(os.listdir(os.environ["TMPDIR"]))))
+)PY")});
+    EXPECT_EQ(next.value("TMP-LIST-OK"), "") << next;
+}
+
+TEST_F(Confinement, TempDirIsCappedAtItsSize) {
+    // 2 MiB into the temp directory and into the workspace.
+    const auto probe = python(R"PY(
+block = b"x" * (2 << 20)
+report("TMP-BIG", lambda: open(os.path.join(os.environ["TMPDIR"], "big"), "wb").write(block))
+report("WS-BIG", lambda: open("big-" + sys.argv[1], "wb").write(block))
+)PY",
+                              {random_token()});
+    const auto capped =
+        run({.command = probe, .config = "[plugin.bubblewrap]\ncall_dir_bytes = 1048576\n"});
+    const auto uncapped = run({.command = probe});
+    EXPECT_EQ(capped.status, 0) << capped;
+    EXPECT_TRUE(capped.has("TMP-BIG-DENIED:ENOSPC")) << capped;
+    EXPECT_TRUE(capped.has("WS-BIG-OK")) << capped;
+    // Control: the same write, under the default size.
+    EXPECT_TRUE(uncapped.has("TMP-BIG-OK")) << uncapped;
+}
+
+// An unaudited exec's home, made for its one call, is a tmpfs like the temp directory; an audited
+// one stays on the host, where the audit reads the links planted in it after the call.
+TEST_F(Confinement, UnauditedExecHomeLivesOnlyInsideTheCall) {
+    const auto ready = workspace() / ("ready-" + random_token());
+    const auto go = workspace() / ("go-" + random_token());
+    const auto probe = python(std::string{mount_of} + R"PY(
+home = os.environ["HOME"]
+report("HOME-WRITE", lambda: open(os.path.join(home, "written"), "w").write("h"))
+report("HOME-MOUNT", lambda: mount_of(home).split(":")[0])
+open(sys.argv[1], "w").write("ready")
+wait_for(sys.argv[2])
+)PY",
+                              {ready.string(), go.string()});
+    auto observe = [&](const std::vector<std::string> &options) {
+        fs::remove(ready);
+        fs::remove(go);
+        auto call = start({.command = probe, .timeout_ms = 30000, .options = options});
+        const bool started = eventually([&] { return fs::exists(ready); });
+        // What the host holds under the private root while the call runs.
+        std::vector<std::string> held;
+        std::error_code ec;
+        for (const auto &entry : fs::directory_iterator{private_root(), ec}) {
+            held.push_back(entry.path().filename().string());
+        }
+        make_file(go, "", 0644);
+        auto r = call.wait();
+        EXPECT_TRUE(started) << r;
+        return std::pair{r, held};
+    };
+    const auto [unaudited, unaudited_held] = observe({"--observer", "none"});
+    const auto [audited, audited_held] = observe({});
+    EXPECT_EQ(unaudited.status, 0) << unaudited;
+    EXPECT_TRUE(unaudited.has("HOME-WRITE-OK")) << unaudited;
+    EXPECT_EQ(unaudited.value("HOME-MOUNT-OK"), "tmpfs") << unaudited;
+    EXPECT_TRUE(unaudited_held.empty()) << "the host held " << unaudited_held.front();
+    // Control: the audited call's home is a host directory, and the same look finds its run.
+    EXPECT_EQ(audited.status, 0) << audited;
+    EXPECT_TRUE(audited.has("HOME-WRITE-OK")) << audited;
+    EXPECT_NE(audited.value("HOME-MOUNT-OK"), "tmpfs") << audited;
+    ASSERT_EQ(audited_held.size(), 1U) << audited;
+    EXPECT_TRUE(named_by_the_runtime(audited_held.front(), "run-")) << audited_held.front();
 }
 
 TEST_F(Confinement, LeftoverOfAKilledRunIsReclaimedAndALiveRunIsNot) {
