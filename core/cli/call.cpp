@@ -93,7 +93,8 @@ void check_call_paths(const exec::LaunchSpec &spec, const std::filesystem::path 
 void check_lend(const exec::ExecPlan &plan, const exec::LaunchSpec &spec) {
     for (const auto &p : plan.lend.paths) {
         if (std::find(spec.unmade.begin(), spec.unmade.end(), p) != spec.unmade.end() &&
-            std::find(plan.make_dirs.begin(), plan.make_dirs.end(), p) == plan.make_dirs.end()) {
+            (!plan.make_dirs || std::find(plan.make_dirs->begin(), plan.make_dirs->end(), p) ==
+                                    plan.make_dirs->end())) {
             // A name with nothing behind it: lending it would chown whatever appears there.
             throw runtime_error("the backend asked to hand " + p +
                                 " to the sandbox identity, a directory it left unmade");
@@ -249,7 +250,7 @@ void hand_route(const std::string &socket, const exec::Lend &lend) {
 
 // Makes the directories the plan asks for, all of them the call's own (checked by prepare).
 void make_planned_dirs(const exec::ExecPlan &plan, fs::RunDirectory &run_dir) {
-    for (const auto &d : plan.make_dirs) {
+    for (const auto &d : plan.make_dirs.value_or(std::vector<std::string>{})) {
         run_dir.make_named(d);
     }
 }
@@ -365,7 +366,7 @@ exec::ExecPlan Session::prepare(const exec::LaunchSpec &spec) const {
         throw runtime_error("the backend '" + backend_.plugin->name() +
                             "' returned an invalid exec plan: " + e.what());
     }
-    for (const auto &d : plan.make_dirs) {
+    for (const auto &d : plan.make_dirs.value_or(std::vector<std::string>{})) {
         if (std::find(spec.unmade.begin(), spec.unmade.end(), d) == spec.unmade.end()) {
             // The host makes only the call's own directories, never a path a plugin names.
             throw runtime_error("the backend '" + backend_.plugin->name() +
@@ -378,7 +379,7 @@ exec::ExecPlan Session::prepare(const exec::LaunchSpec &spec) const {
 
 exec::ExecPlan Session::prepare_call(exec::LaunchSpec &spec, fs::RunDirectory &run_dir) const {
     auto plan = prepare(spec);
-    if (!spec.unmade.empty() && !plan.make_dirs_answered) {
+    if (!spec.unmade.empty() && !plan.make_dirs) {
         // A backend built against ABI 1.3 that does not know of unmade directories (silence
         // would leave its target's TMPDIR or HOME naming nothing): made here, and asked again.
         for (const auto &d : spec.unmade) {
@@ -429,8 +430,7 @@ exec::ExecPlan Session::wrap(const exec::ExecPlan &plan,
                          "upgrade the observer or choose another");
     }
     exec::ExecPlan shown = plan;
-    shown.make_dirs_answered = false;  // the host's business, done before the wrap
-    shown.make_dirs.clear();
+    shown.make_dirs.reset();  // the host's business, done before the wrap
     const nlohmann::json request{{"plan", nlohmann::json::parse(exec::to_json(shown))},
                                  {"traceDir", bytes::to_json(trace_dir.string())}};
     std::string text;
@@ -575,7 +575,7 @@ Session::Executed Session::execute_with_retry(const exec::LaunchSpec &spec, exec
             "with a fresh plan",
             r.status());
         plan = prepare(spec);
-        if (!spec.unmade.empty() && !plan.make_dirs_answered) {
+        if (!spec.unmade.empty() && !plan.make_dirs) {
             throw runtime_error("the backend '" + backend_.plugin->name() +
                                 "' returned an invalid exec plan: makeDirs: missing, though it "
                                 "answered it for the same call before");

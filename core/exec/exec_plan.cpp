@@ -190,8 +190,8 @@ std::string to_json(const ExecPlan &plan) {
     if (plan.setup_mark_fd >= 0) {
         doc["setupMark"] = {{"fd", plan.setup_mark_fd}};
     }
-    if (plan.make_dirs_answered) {
-        doc["makeDirs"] = bytes::list_to_json(plan.make_dirs);
+    if (plan.make_dirs) {
+        doc["makeDirs"] = bytes::list_to_json(*plan.make_dirs);
     }
     return doc.dump();
 }
@@ -321,9 +321,8 @@ ExecPlan exec_plan_from_json(std::string_view text) {
         plan.run_as = RunAs{true, id("uid"), id("gid")};
     }
     if (doc.contains("makeDirs")) {
-        plan.make_dirs_answered = true;
         plan.make_dirs = bytes::list_from_json(doc["makeDirs"], "makeDirs");
-        for (const auto &d : plan.make_dirs) {
+        for (const auto &d : *plan.make_dirs) {
             no_nul(d, "makeDirs");
         }
     }

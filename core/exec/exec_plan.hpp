@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -122,9 +123,9 @@ struct ExecPlan {
     std::string report_json = "{}";  // the backend's notes for the call's record (an object)
     AuditHints audit;
     // (ABI 1.3) Which of the spec's unmade directories the host must make before the call;
-    // answered (possibly empty) by every plan for a spec that has unmade directories.
-    bool make_dirs_answered = false;
-    std::vector<std::string> make_dirs;
+    // answered (possibly empty) by every plan for a spec that has unmade directories, absent from
+    // a plan of a backend that does not know of them.
+    std::optional<std::vector<std::string>> make_dirs;
     // (ABI 1.2) Where the child finds a pipe holding one byte, which the plan's mechanism reads
     // once the confinement stands, just before the target starts; -1: the plan has none. A call
     // that ends with the byte unread never started its target (see CallResult::setup_reached).

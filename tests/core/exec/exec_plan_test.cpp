@@ -192,13 +192,13 @@ TEST(ExecPlan, UnmadeDirectoriesAndMakeDirsRoundTrip) {
     plan.argv = {"/usr/bin/bwrap"};
     plan.cwd = "/";
     plan.confinement = "bubblewrap";
-    EXPECT_FALSE(exec_plan_from_json(to_json(plan)).make_dirs_answered);
+    EXPECT_FALSE(exec_plan_from_json(to_json(plan)).make_dirs.has_value());
     // An empty answer is an answer: the backend provides every unmade directory itself.
-    plan.make_dirs_answered = true;
+    plan.make_dirs.emplace();
     const auto empty = exec_plan_from_json(to_json(plan));
-    EXPECT_TRUE(empty.make_dirs_answered);
-    EXPECT_TRUE(empty.make_dirs.empty());
-    plan.make_dirs = {spec.home};
+    ASSERT_TRUE(empty.make_dirs.has_value());
+    EXPECT_TRUE(empty.make_dirs->empty());
+    plan.make_dirs = std::vector<std::string>{spec.home};
     EXPECT_EQ(exec_plan_from_json(to_json(plan)).make_dirs, plan.make_dirs);
 
     const std::string head = R"({"argv": ["a"], "env": [], "cwd": "/", "confinement": "x", )";
