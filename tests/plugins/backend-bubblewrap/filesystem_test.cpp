@@ -453,7 +453,8 @@ print("TMPDIR:" + tmp, flush=True)
 report("TMP-WRITE", lambda: open(os.path.join(tmp, sys.argv[1]), "w").write("t"))
 report("TMP-LIST", lambda: ",".join(sorted(os.listdir(tmp))))
 report("TMP-MOUNT", lambda: mount_of(tmp))
-open(sys.argv[3], "w").write(sys.argv[1])  # the same name, in the workspace
+open(sys.argv[1], "w").write("w")  # the same name, in the workspace (the cwd)
+open(sys.argv[3], "w").write("ready")
 wait_for(sys.argv[2])
 )PY",
                                          {file, go.string(), ready.string()}),
@@ -462,7 +463,7 @@ wait_for(sys.argv[2])
     // While the call runs and holds its file: nowhere on the host's side of the private root,
     // though the same walk finds the workspace's file of that name (the control).
     const auto in_private_root = find_named(private_root(), file);
-    const auto in_workspace_copy = find_named(workspace(), fs::path{ready}.filename().string());
+    const auto in_workspace = find_named(workspace(), file);
     make_file(go, "", 0644);
     const auto r = call.wait();
     EXPECT_EQ(r.status, 0) << r;
@@ -471,7 +472,7 @@ wait_for(sys.argv[2])
     EXPECT_EQ(r.value("TMP-LIST-OK"), file) << r;
     EXPECT_EQ(r.value("TMP-MOUNT-OK"), "tmpfs:/dev/tea-evaluate-tmp") << r;
     EXPECT_TRUE(in_private_root.empty()) << in_private_root.front();
-    EXPECT_EQ(in_workspace_copy.size(), 1U) << "the walk finds a file it should";
+    EXPECT_EQ(in_workspace.size(), 1U) << "the same walk finds the same name where it is";
     std::error_code ec;
     for (const auto &entry : fs::directory_iterator{private_root(), ec}) {
         ADD_FAILURE() << "left behind: " << entry.path();
