@@ -431,6 +431,13 @@ exec::ExecPlan Session::wrap(const exec::ExecPlan &plan,
     }
     exec::ExecPlan shown = plan;
     shown.make_dirs.reset();  // the host's business, done before the wrap
+    // The holder is never wrapped: it builds the confinement, and the observer follows the
+    // process that joins it (the target's side). Shown without it, so no observer can change it.
+    shown.holder.reset();
+    shown.handoff_fd = -1;
+    if (plan.holder) {
+        shown.setup_mark_fd = -1;  // the holder's, not the wrapped process's
+    }
     const nlohmann::json request{{"plan", nlohmann::json::parse(exec::to_json(shown))},
                                  {"traceDir", bytes::to_json(trace_dir.string())}};
     std::string text;
@@ -453,6 +460,20 @@ exec::ExecPlan Session::wrap(const exec::ExecPlan &plan,
     wrapped.child = plan.child;
     wrapped.report_json = plan.report_json;
     wrapped.audit = plan.audit;
+    if (plan.holder) {
+        if (wrapped.setup_mark_fd >= 0 ||
+            std::any_of(wrapped.files.begin(), wrapped.files.end(),
+                        [&](const exec::PlanFile &f) { return f.child_fd == plan.handoff_fd; })) {
+            throw runtime_error("the observer '" + observer_.plugin->name() +
+                                "' returned an invalid exec plan: it uses descriptor " +
+                                std::to_string(wrapped.setup_mark_fd >= 0 ? wrapped.setup_mark_fd
+                                                                          : plan.handoff_fd) +
+                                ", which the host places for the plan's holder");
+        }
+        wrapped.holder = plan.holder;
+        wrapped.handoff_fd = plan.handoff_fd;
+        wrapped.setup_mark_fd = plan.setup_mark_fd;
+    }
     return wrapped;
 }
 
@@ -627,6 +648,7 @@ void Session::confirm_observer(const exec::ExecPlan &sample, const exec::LaunchS
     spec.env = {"PATH=/usr/bin:/bin", "LANG=C"};
     spec.runtime_prefix = runtime_.paths.prefix.string();
     spec.helper_dir = runtime_.paths.helper_dir.string();
+    spec.observed = call.observed;  // the probe runs as the calls it vouches for will
     auto plan = prepare(spec);
     check_lend(plan, spec);
     // The call's limits are for its target. They would bind strace here too, and a small file
@@ -720,11 +742,13 @@ CallOutcome Session::call(exec::LaunchSpec spec, const exec::RunOptions &run,
     } else {
         spec.temp_dir = run_dir.make_directory("tmp-").string();
     }
+    const bool audited =
+        runtime_.config.observer != "none" && !(observer_chosen_ && !observer_.plugin);
+    // A backend of ABI 1.4 may then keep its set-up out of the trace (a holder, see ExecPlan).
+    spec.observed = audited && backend_.plugin->abi_minor() >= 4;
     if (spec.home.empty()) {
         // After an audited call the runtime resolves the links a target planted in its home,
         // so a home the audit may need stays on the host.
-        const bool audited =
-            runtime_.config.observer != "none" && !(observer_chosen_ && !observer_.plugin);
         if (backend_makes && !audited) {
             spec.home = run_dir.name_directory("tea-evaluate-target-home-").string();
             spec.unmade.push_back(spec.home);

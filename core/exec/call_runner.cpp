@@ -13,6 +13,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -207,12 +208,36 @@ void end_orphans(const std::vector<pid_t> &before) {
         if (children.empty()) {
             return;
         }
+        // Reaped in the order they end, not one after the other: the first process of a pid
+        // namespace does not finish exiting until every process of its namespace has been
+        // reaped, and one of those may be an orphan reparented here (a target whose parent
+        // outside the namespace died first). Waiting on the first before reaping the second
+        // would wait for ever.
+        std::vector<UniqueFd> pidfds;
+        std::vector<pollfd> waits;
+        std::vector<pid_t> pids;
         for (const pid_t pid : children) {
             ::kill(pid, SIGKILL);
+            UniqueFd fd{static_cast<int>(::syscall(SYS_pidfd_open, pid, 0))};
+            if (fd) {
+                waits.push_back(pollfd{fd.get(), POLLIN, 0});
+                pids.push_back(pid);
+                pidfds.push_back(std::move(fd));
+            }
         }
-        for (const pid_t pid : children) {
-            int status = 0;
-            while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        while (!waits.empty()) {
+            if (::poll(waits.data(), waits.size(), -1) < 0 && errno != EINTR) {
+                break;
+            }
+            for (std::size_t i = 0; i < waits.size();) {
+                if (waits[i].revents == 0) {
+                    ++i;
+                    continue;
+                }
+                int status = 0;
+                ::waitpid(pids[i], &status, WNOHANG);
+                waits.erase(waits.begin() + static_cast<std::ptrdiff_t>(i));
+                pids.erase(pids.begin() + static_cast<std::ptrdiff_t>(i));
             }
         }
     }
@@ -432,6 +457,82 @@ std::pair<pid_t, int> spawn_as(SpawnAs &request) {
                       request.error);
 }
 
+// One process of a plan: the plan's own or its holder.
+struct ProcessParts {
+    const std::string &program;  // argv[0] resolved
+    const std::vector<std::string> &argv;
+    const std::vector<std::string> &env;
+    const std::string &cwd;
+    const std::vector<PlanFile> &files;
+    std::vector<std::pair<int, int>> dups;  // (runtime's descriptor, the child's number)
+};
+
+// Starts one process of the plan in a process group of its own, with exactly the given
+// descriptors: 0-2, the files and the dups. Returns {pid, 0}, or {-1, errno} when it could not be
+// executed; throws setup_error when the runtime could not set it up.
+std::pair<pid_t, int> start_process(const ExecPlan &plan, const ProcessParts &p) {
+    std::vector<UniqueFd> plan_fds;
+    plan_fds.reserve(p.files.size());
+    auto dups = p.dups;
+    for (const auto &f : p.files) {
+        plan_fds.push_back(f.path.empty() ? sealed_memfd(f.content) : opened_file(f.path));
+        dups.emplace_back(plan_fds.back().get(), f.child_fd);
+    }
+    auto argv = c_strings(p.argv);
+    auto envp = c_strings(p.env);
+    if (plan.run_as.requested || plan.child.requested()) {
+        SpawnAs request;
+        request.program = p.program.c_str();
+        request.argv = argv.data();
+        request.envp = envp.data();
+        request.cwd = p.cwd.c_str();
+        request.drop = plan.run_as.requested;
+        request.uid = plan.run_as.uid;
+        request.gid = plan.run_as.gid;
+        request.setup = plan.child;
+        request.dups = std::move(dups);
+        return spawn_as(request);
+    }
+    SpawnSetup setup;
+    for (const auto &[from, to] : dups) {
+        setup.check(posix_spawn_file_actions_adddup2(&setup.actions_, from, to), "descriptor");
+    }
+    setup.check(posix_spawn_file_actions_addchdir_np(&setup.actions_, p.cwd.c_str()), "chdir");
+    sigset_t empty;
+    sigset_t all;
+    sigemptyset(&empty);
+    sigfillset(&all);
+    setup.check(
+        posix_spawnattr_setflags(
+            &setup.attr_, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF),
+        "spawn flags");
+    setup.check(posix_spawnattr_setpgroup(&setup.attr_, 0), "process group");
+    setup.check(posix_spawnattr_setsigmask(&setup.attr_, &empty), "signal mask");
+    setup.check(posix_spawnattr_setsigdefault(&setup.attr_, &all), "signal defaults");
+    pid_t pid = -1;
+    const int rc = ::posix_spawn(&pid, p.program.c_str(), &setup.actions_, &setup.attr_,
+                                 argv.data(), envp.data());
+    return rc == 0 ? std::pair{pid, 0} : std::pair{pid_t{-1}, rc};
+}
+
+// A plan's holder, ended with its process group (and reaped) however the call ends.
+struct HolderProcess {
+    pid_t pid = -1;
+    HolderProcess() = default;
+    HolderProcess(const HolderProcess &) = delete;
+    HolderProcess &operator=(const HolderProcess &) = delete;
+    ~HolderProcess() { end(); }
+    void signal(int signal_number) const { kill_group(pid, signal_number); }
+    void end() {
+        if (pid > 0) {
+            kill_group(pid, SIGKILL);
+            while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+            }
+            pid = -1;
+        }
+    }
+};
+
 }  // namespace
 
 void become_subreaper() {
@@ -466,17 +567,16 @@ std::string resolve_program(const std::string &name) {
 CallResult run_call(const ExecPlan &plan, const RunOptions &options) {
     CallResult result;
     const std::string program = resolve_program(plan.argv.at(0));
-    if (program.empty()) {
-        result.start_errno = ENOENT;
-        result.start_error = plan.argv[0] + ": command not found";
-        return result;
+    const std::string holder_program = plan.holder ? resolve_program(plan.holder->argv.at(0)) : "";
+    for (const auto *p : {&program, &holder_program}) {
+        if (p->empty() && (p == &program || plan.holder)) {
+            result.start_errno = ENOENT;
+            result.start_error =
+                (p == &program ? plan.argv[0] : plan.holder->argv[0]) + ": command not found";
+            return result;
+        }
     }
 
-    std::vector<UniqueFd> plan_fds;
-    plan_fds.reserve(plan.files.size());
-    for (const auto &f : plan.files) {
-        plan_fds.push_back(f.path.empty() ? sealed_memfd(f.content) : opened_file(f.path));
-    }
     // The setup mark: one byte in a pipe whose write end is closed at once, so nothing but the
     // plan's mechanism taking it can empty it, and nothing in the call can put it back.
     UniqueFd mark;
@@ -492,6 +592,22 @@ CallResult run_call(const ExecPlan &plan, const RunOptions &options) {
         mark.reset(::fcntl(read_end.get(), F_DUPFD_CLOEXEC, 256));
         if (!mark) {
             throw setup_error("fcntl(F_DUPFD_CLOEXEC)", errno);
+        }
+    }
+    // The hand-off between the holder and the plan's process: a socket pair no other process can
+    // reach, so what arrives on it was sent by the holder the runtime started.
+    std::array<UniqueFd, 2> handoff;
+    if (plan.holder) {
+        std::array<int, 2> p{};
+        if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p.data()) != 0) {
+            throw setup_error("socketpair", errno);
+        }
+        for (std::size_t i = 0; i < 2; ++i) {
+            const UniqueFd low{p[i]};
+            handoff[i].reset(::fcntl(low.get(), F_DUPFD_CLOEXEC, 256));
+            if (!handoff[i]) {
+                throw setup_error("fcntl(F_DUPFD_CLOEXEC)", errno);
+            }
         }
     }
 
@@ -519,37 +635,12 @@ CallResult run_call(const ExecPlan &plan, const RunOptions &options) {
     if (options.in.kind != StdinSpec::Kind::inherit && !stdin_fd) {
         throw setup_error("opening the call's stdin", errno);
     }
-
-    SpawnSetup setup;
+    std::vector<std::pair<int, int>> streams;
     if (stdin_fd) {
-        setup.check(posix_spawn_file_actions_adddup2(&setup.actions_, stdin_fd.get(), 0), "stdin");
+        streams.emplace_back(stdin_fd.get(), 0);
     }
-    setup.check(posix_spawn_file_actions_adddup2(&setup.actions_, child_ends[0].get(), 1),
-                "stdout");
-    setup.check(posix_spawn_file_actions_adddup2(&setup.actions_, child_ends[1].get(), 2),
-                "stderr");
-    for (std::size_t i = 0; i < plan.files.size(); ++i) {
-        setup.check(posix_spawn_file_actions_adddup2(&setup.actions_, plan_fds[i].get(),
-                                                     plan.files[i].child_fd),
-                    "plan file");
-    }
-    if (mark) {
-        setup.check(
-            posix_spawn_file_actions_adddup2(&setup.actions_, mark.get(), plan.setup_mark_fd),
-            "setup mark");
-    }
-    setup.check(posix_spawn_file_actions_addchdir_np(&setup.actions_, plan.cwd.c_str()), "chdir");
-    sigset_t empty;
-    sigset_t all;
-    sigemptyset(&empty);
-    sigfillset(&all);
-    setup.check(
-        posix_spawnattr_setflags(
-            &setup.attr_, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF),
-        "spawn flags");
-    setup.check(posix_spawnattr_setpgroup(&setup.attr_, 0), "process group");
-    setup.check(posix_spawnattr_setsigmask(&setup.attr_, &empty), "signal mask");
-    setup.check(posix_spawnattr_setsigdefault(&setup.attr_, &all), "signal defaults");
+    streams.emplace_back(child_ends[0].get(), 1);
+    streams.emplace_back(child_ends[1].get(), 2);
 
     // Whatever a library or plugin opened without O_CLOEXEC stays out of the
     // child: only 0-2 and the plan's files (placed by dup2 above) survive exec.
@@ -557,42 +648,51 @@ CallResult run_call(const ExecPlan &plan, const RunOptions &options) {
 
     const bool reaper = is_subreaper();
     const auto children_before = reaper ? own_children() : std::vector<pid_t>{};
-    auto argv = c_strings(plan.argv);
-    auto envp = c_strings(plan.env);
-    pid_t pid = -1;
+    HolderProcess holder;
     const auto start = Clock::now();
-    int rc = 0;
-    if (plan.run_as.requested || plan.child.requested()) {
-        SpawnAs request;
-        request.program = program.c_str();
-        request.argv = argv.data();
-        request.envp = envp.data();
-        request.cwd = plan.cwd.c_str();
-        request.drop = plan.run_as.requested;
-        request.uid = plan.run_as.uid;
-        request.gid = plan.run_as.gid;
-        request.setup = plan.child;
-        if (stdin_fd) {
-            request.dups.emplace_back(stdin_fd.get(), 0);
+    if (plan.holder) {
+        // Never the call's stdin: the holder reads nothing, and input meant for the target must
+        // not be taken by it.
+        const UniqueFd null{::open("/dev/null", O_RDONLY | O_CLOEXEC)};
+        if (!null) {
+            throw setup_error("opening /dev/null", errno);
         }
-        request.dups.emplace_back(child_ends[0].get(), 1);
-        request.dups.emplace_back(child_ends[1].get(), 2);
-        for (std::size_t i = 0; i < plan.files.size(); ++i) {
-            request.dups.emplace_back(plan_fds[i].get(), plan.files[i].child_fd);
-        }
+        ProcessParts parts{holder_program,
+                           plan.holder->argv,
+                           plan.holder->env,
+                           plan.holder->cwd,
+                           plan.holder->files,
+                           {{null.get(), 0},
+                            {child_ends[0].get(), 1},
+                            {child_ends[1].get(), 2},
+                            {handoff[0].get(), plan.holder->handoff_fd}}};
         if (mark) {
-            request.dups.emplace_back(mark.get(), plan.setup_mark_fd);
+            parts.dups.emplace_back(mark.get(), plan.setup_mark_fd);
         }
-        std::tie(pid, rc) = spawn_as(request);
-    } else {
-        rc = ::posix_spawn(&pid, program.c_str(), &setup.actions_, &setup.attr_, argv.data(),
-                           envp.data());
+        const auto [holder_pid, rc] = start_process(plan, parts);
+        if (rc != 0) {
+            result.start_errno = rc;
+            result.start_error = holder_program + ": " + errno_text(rc);
+            return result;
+        }
+        holder.pid = holder_pid;
     }
+    ProcessParts parts{program, plan.argv, plan.env, plan.cwd, plan.files, streams};
+    if (plan.holder) {
+        parts.dups.emplace_back(handoff[1].get(), plan.handoff_fd);
+    } else if (mark) {
+        parts.dups.emplace_back(mark.get(), plan.setup_mark_fd);
+    }
+    pid_t pid = -1;
+    int rc = 0;
+    std::tie(pid, rc) = start_process(plan, parts);
     for (auto &end : child_ends) {
         end.reset();
     }
+    for (auto &end : handoff) {
+        end.reset();
+    }
     stdin_fd.reset();
-    plan_fds.clear();
     if (rc != 0) {
         result.start_errno = rc;
         result.start_error = program + ": " + errno_text(rc);
@@ -617,6 +717,7 @@ CallResult run_call(const ExecPlan &plan, const RunOptions &options) {
 
     auto begin_ending = [&](Clock::time_point now) {
         kill_group(pid, SIGTERM);
+        holder.signal(SIGTERM);
         if (!kill_at) {
             kill_at = now + options.kill_grace;
         }
@@ -683,6 +784,9 @@ CallResult run_call(const ExecPlan &plan, const RunOptions &options) {
                 result.signal = WTERMSIG(status);
             }
             leader_done = true;
+            // The holder keeps the confinement standing for no one now; ending it ends what is
+            // left inside (its pid 1 dies with it).
+            holder.end();
             if (reaper) {
                 end_orphans(children_before);
             }
@@ -701,6 +805,7 @@ CallResult run_call(const ExecPlan &plan, const RunOptions &options) {
         }
         if (kill_at && now >= *kill_at) {
             kill_group(pid, SIGKILL);
+            holder.signal(SIGKILL);
             kill_at = now + std::chrono::hours{24};  // sent; wait for the exit
         }
     }

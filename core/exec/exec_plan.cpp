@@ -81,6 +81,9 @@ std::string to_json(const LaunchSpec &spec) {
         }
         doc["readOnlyOver"] = std::move(over);
     }
+    if (spec.observed) {
+        doc["observed"] = true;
+    }
     if (!spec.egress.socket.empty()) {
         doc["egress"] = {{"socket", bytes::to_json(spec.egress.socket)},
                          {"port", spec.egress.port},
@@ -111,6 +114,12 @@ LaunchSpec launch_spec_from_json(std::string_view text) {
     spec.system_paths = bytes::list_from_json(field(doc, "systemPaths"), "systemPaths");
     if (doc.contains("unmade")) {
         spec.unmade = bytes::list_from_json(doc["unmade"], "unmade");
+    }
+    if (doc.contains("observed")) {
+        if (!doc["observed"].is_boolean()) {
+            throw std::invalid_argument("observed: expected a boolean");
+        }
+        spec.observed = doc["observed"].get<bool>();
     }
     const auto &limits = field(doc, "limits");
     if (!limits.is_object()) {
@@ -154,18 +163,34 @@ LaunchSpec launch_spec_from_json(std::string_view text) {
     return spec;
 }
 
-std::string to_json(const ExecPlan &plan) {
+namespace {
+
+json files_to_json(const std::vector<PlanFile> &plan_files) {
     json files = json::array();
-    for (const auto &f : plan.files) {
+    for (const auto &f : plan_files) {
         if (f.path.empty()) {
             files.push_back({{"fd", f.child_fd}, {"content", bytes::to_json(f.content)}});
         } else {
             files.push_back({{"fd", f.child_fd}, {"path", bytes::to_json(f.path)}});
         }
     }
+    return files;
+}
+
+}  // namespace
+
+std::string to_json(const ExecPlan &plan) {
     json doc{{"argv", bytes::list_to_json(plan.argv)}, {"env", bytes::list_to_json(plan.env)},
-             {"cwd", bytes::to_json(plan.cwd)},        {"files", files},
+             {"cwd", bytes::to_json(plan.cwd)},        {"files", files_to_json(plan.files)},
              {"confinement", plan.confinement},        {"report", json::parse(plan.report_json)}};
+    if (plan.holder) {
+        doc["holder"] = {{"argv", bytes::list_to_json(plan.holder->argv)},
+                         {"env", bytes::list_to_json(plan.holder->env)},
+                         {"cwd", bytes::to_json(plan.holder->cwd)},
+                         {"files", files_to_json(plan.holder->files)},
+                         {"handoffFd", plan.holder->handoff_fd}};
+        doc["handoffFd"] = plan.handoff_fd;
+    }
     if (!plan.audit.target_start.empty() || !plan.audit.writable.empty()) {
         doc["audit"] = {{"targetStart", bytes::to_json(plan.audit.target_start)},
                         {"writable", bytes::list_to_json(plan.audit.writable)}};
@@ -196,39 +221,90 @@ std::string to_json(const ExecPlan &plan) {
     return doc.dump();
 }
 
-ExecPlan exec_plan_from_json(std::string_view text) {
-    const json doc = parse_object(text, "the exec plan");
-    for (const auto &[key, value] : doc.items()) {
-        if (key != "argv" && key != "env" && key != "cwd" && key != "files" &&
-            key != "confinement" && key != "lend" && key != "runAs" && key != "report" &&
-            key != "audit" && key != "limits" && key != "newSessionKeyring" && key != "setupMark" &&
-            key != "makeDirs") {
-            throw std::invalid_argument(key + ": unknown field of an exec plan");
-        }
+namespace {
+
+// The process a plan (or its holder) starts: argv, env and cwd, each checked, named with prefix.
+void parse_process(const json &doc, const std::string &prefix, std::vector<std::string> &argv,
+                   std::vector<std::string> &env, std::string &cwd) {
+    argv = bytes::list_from_json(field(doc, "argv"), prefix + "argv");
+    if (argv.empty() || argv[0].empty()) {
+        throw std::invalid_argument(prefix + "argv: empty");
     }
-    ExecPlan plan;
-    plan.argv = bytes::list_from_json(field(doc, "argv"), "argv");
-    if (plan.argv.empty() || plan.argv[0].empty()) {
-        throw std::invalid_argument("argv: empty");
+    for (std::size_t i = 0; i < argv.size(); ++i) {
+        no_nul(argv[i], prefix + "argv[" + std::to_string(i) + "]");
     }
-    for (std::size_t i = 0; i < plan.argv.size(); ++i) {
-        no_nul(plan.argv[i], "argv[" + std::to_string(i) + "]");
-    }
-    plan.env = bytes::list_from_json(field(doc, "env"), "env");
-    for (std::size_t i = 0; i < plan.env.size(); ++i) {
-        const auto &entry = plan.env[i];
-        const auto where = "env[" + std::to_string(i) + "]";
+    env = bytes::list_from_json(field(doc, "env"), prefix + "env");
+    for (std::size_t i = 0; i < env.size(); ++i) {
+        const auto &entry = env[i];
+        const auto where = prefix + "env[" + std::to_string(i) + "]";
         no_nul(entry, where);
         const auto eq = entry.find('=');
         if (eq == std::string::npos || eq == 0) {
             throw std::invalid_argument(where + ": expected NAME=VALUE");
         }
     }
-    plan.cwd = bytes::from_json(field(doc, "cwd"), "cwd");
-    no_nul(plan.cwd, "cwd");
-    if (plan.cwd.empty() || plan.cwd[0] != '/') {
-        throw std::invalid_argument("cwd: expected an absolute path");
+    cwd = bytes::from_json(field(doc, "cwd"), prefix + "cwd");
+    no_nul(cwd, prefix + "cwd");
+    if (cwd.empty() || cwd[0] != '/') {
+        throw std::invalid_argument(prefix + "cwd: expected an absolute path");
     }
+}
+
+// A descriptor of the child: 0-2 are the call's own streams; a high number is a mistake, not a
+// need; two uses of one number would have the second overwrite the first.
+int child_fd(const json &value, const std::string &where, std::set<int> &seen) {
+    if (!value.is_number_integer() || value.get<std::int64_t>() < 3 ||
+        value.get<std::int64_t>() > 255 || !seen.insert(value.get<int>()).second) {
+        throw std::invalid_argument(where + ": expected a unique descriptor 3..255");
+    }
+    return value.get<int>();
+}
+
+std::vector<PlanFile> parse_files(const json &doc, const std::string &prefix, std::set<int> &seen) {
+    std::vector<PlanFile> out;
+    if (!doc.contains("files")) {
+        return out;
+    }
+    const auto &files = doc["files"];
+    if (!files.is_array() || files.size() > 16) {
+        throw std::invalid_argument(prefix + "files: expected an array of at most 16 items");
+    }
+    for (std::size_t i = 0; i < files.size(); ++i) {
+        const auto where = prefix + "files[" + std::to_string(i) + "]";
+        const auto &f = files[i];
+        if (!f.is_object() || !f.contains("fd")) {
+            throw std::invalid_argument(where + ".fd: expected an integer");
+        }
+        const int fd = child_fd(f["fd"], where + ".fd", seen);
+        if (f.contains("path")) {
+            auto path = bytes::from_json(f["path"], where + ".path");
+            no_nul(path, where + ".path");
+            if (path.empty() || path[0] != '/' || f.contains("content")) {
+                throw std::invalid_argument(where + ": expected an absolute path or content");
+            }
+            out.push_back(PlanFile{fd, {}, std::move(path)});
+        } else {
+            out.push_back(
+                PlanFile{fd, bytes::from_json(field(f, "content"), where + ".content"), {}});
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+ExecPlan exec_plan_from_json(std::string_view text) {
+    const json doc = parse_object(text, "the exec plan");
+    for (const auto &[key, value] : doc.items()) {
+        if (key != "argv" && key != "env" && key != "cwd" && key != "files" &&
+            key != "confinement" && key != "lend" && key != "runAs" && key != "report" &&
+            key != "audit" && key != "limits" && key != "newSessionKeyring" && key != "setupMark" &&
+            key != "makeDirs" && key != "holder" && key != "handoffFd") {
+            throw std::invalid_argument(key + ": unknown field of an exec plan");
+        }
+    }
+    ExecPlan plan;
+    parse_process(doc, "", plan.argv, plan.env, plan.cwd);
     const auto &confinement = field(doc, "confinement");
     if (!confinement.is_string() || confinement.get<std::string>().empty()) {
         throw std::invalid_argument("confinement: expected a non-empty string");
@@ -326,47 +402,39 @@ ExecPlan exec_plan_from_json(std::string_view text) {
             no_nul(d, "makeDirs");
         }
     }
-    std::set<int> seen;  // the child's descriptors: the plan's files and its setup mark
+    // The descriptors of each process: the plan's files and hand-off end, and the holder's (the
+    // setup mark goes to the holder when there is one, since it builds the confinement).
+    std::set<int> seen;
+    std::set<int> holder_seen;
+    if (doc.contains("holder") != doc.contains("handoffFd")) {
+        throw std::invalid_argument("holder and handoffFd: expected both or neither");
+    }
     if (doc.contains("setupMark")) {
         const auto &mark = doc["setupMark"];
-        if (!mark.is_object() || mark.size() != 1 || !mark.contains("fd") ||
-            !mark["fd"].is_number_integer() || mark["fd"].get<std::int64_t>() < 3 ||
-            mark["fd"].get<std::int64_t>() > 255) {
+        if (!mark.is_object() || mark.size() != 1 || !mark.contains("fd")) {
             throw std::invalid_argument("setupMark: expected {\"fd\"}, a descriptor 3..255");
         }
-        plan.setup_mark_fd = mark["fd"].get<int>();
-        seen.insert(plan.setup_mark_fd);
+        plan.setup_mark_fd =
+            child_fd(mark["fd"], "setupMark.fd", doc.contains("holder") ? holder_seen : seen);
     }
-    if (doc.contains("files")) {
-        const auto &files = doc["files"];
-        if (!files.is_array() || files.size() > 16) {
-            throw std::invalid_argument("files: expected an array of at most 16 items");
+    plan.files = parse_files(doc, "", seen);
+    if (doc.contains("holder")) {
+        const auto &h = doc["holder"];
+        if (!h.is_object()) {
+            throw std::invalid_argument("holder: expected an object");
         }
-        for (std::size_t i = 0; i < files.size(); ++i) {
-            const auto where = "files[" + std::to_string(i) + "]";
-            const auto &f = files[i];
-            if (!f.is_object() || !f.contains("fd") || !f["fd"].is_number_integer()) {
-                throw std::invalid_argument(where + ".fd: expected an integer");
-            }
-            const auto fd = f["fd"].get<std::int64_t>();
-            // 0-2 are the call's own streams; a high number is a mistake, not a need.
-            if (fd < 3 || fd > 255 || !seen.insert(static_cast<int>(fd)).second) {
-                throw std::invalid_argument(where + ".fd: expected a unique descriptor 3..255");
-            }
-            if (f.contains("path")) {
-                auto path = bytes::from_json(f["path"], where + ".path");
-                no_nul(path, where + ".path");
-                if (path.empty() || path[0] != '/' || f.contains("content")) {
-                    throw std::invalid_argument(where + ": expected an absolute path or content");
-                }
-                plan.files.push_back(PlanFile{static_cast<int>(fd), {}, std::move(path)});
-            } else {
-                plan.files.push_back(
-                    PlanFile{static_cast<int>(fd),
-                             bytes::from_json(field(f, "content"), where + ".content"),
-                             {}});
+        for (const auto &[key, value] : h.items()) {
+            if (key != "argv" && key != "env" && key != "cwd" && key != "files" &&
+                key != "handoffFd") {
+                throw std::invalid_argument("holder." + key + ": unknown field");
             }
         }
+        Holder holder;
+        parse_process(h, "holder.", holder.argv, holder.env, holder.cwd);
+        holder.handoff_fd = child_fd(field(h, "handoffFd"), "holder.handoffFd", holder_seen);
+        holder.files = parse_files(h, "holder.", holder_seen);
+        plan.holder = std::move(holder);
+        plan.handoff_fd = child_fd(doc["handoffFd"], "handoffFd", seen);
     }
     return plan;
 }

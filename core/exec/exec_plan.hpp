@@ -56,6 +56,10 @@ struct LaunchSpec {
     std::string runtime_prefix;  // the runtime's installation
     std::string helper_dir;      // where the runtime's helper executables are
     EgressRoute egress;
+    // (ABI 1.4) An observer will wrap the plan: the backend may answer with a holder (see
+    // ExecPlan::holder), so that the tracer follows the target and not the confinement's set-up.
+    // Sent only to a backend built for ABI 1.4 or later, and only when true.
+    bool observed = false;
 };
 
 // A descriptor the runner sets up for the child: the plan's bytes in a
@@ -111,6 +115,20 @@ struct ChildSetup {
     }
 };
 
+// (ABI 1.4) A process the runner starts beside the plan's own, before it and never wrapped by an
+// observer: it builds the confinement and holds it while the plan's process joins it. The two
+// find each other through a socket pair the runner makes, one end at each one's handoff_fd; the
+// holder sends a pidfd of itself once the confinement stands. It runs as the plan's runAs identity
+// with the plan's child set-up, gets the plan's setup mark, shares the call's output streams, and
+// is ended with its process group when the plan's process has ended.
+struct Holder {
+    std::vector<std::string> argv;
+    std::vector<std::string> env;
+    std::string cwd;
+    std::vector<PlanFile> files;
+    int handoff_fd = -1;
+};
+
 struct ExecPlan {
     std::vector<std::string> argv;
     std::vector<std::string> env;  // exact environment of the process the runner starts
@@ -130,6 +148,9 @@ struct ExecPlan {
     // once the confinement stands, just before the target starts; -1: the plan has none. A call
     // that ends with the byte unread never started its target (see CallResult::setup_reached).
     int setup_mark_fd = -1;
+    // (ABI 1.4) The holder, and where the plan's own process finds its end of the hand-off socket.
+    std::optional<Holder> holder;
+    int handoff_fd = -1;
 };
 
 std::string to_json(const LaunchSpec &spec);

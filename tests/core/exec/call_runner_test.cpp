@@ -226,6 +226,83 @@ TEST_F(CallRunner, TheSetupMarkTellsWhetherTheMechanismGotAsFarAsTheTarget) {
     EXPECT_FALSE(d.setup_reached);
 }
 
+// A plan with a holder (ABI 1.4): two processes joined by a socket pair. sh redirects only
+// one-digit descriptors, so the holder's end is 8, the mark 9, and the plan's end 7.
+ExecPlan with_holder(ExecPlan p, const std::string &holder_script) {
+    p.holder = Holder{{"sh", "-c", holder_script}, {"PATH=/usr/bin:/bin"}, p.cwd, {}, 8};
+    p.handoff_fd = 7;
+    return p;
+}
+
+TEST_F(CallRunner, AHolderHandsOverAndEndsWithThePlansProcess) {
+    // The holder says where it is, hands over, and would hold on for far longer than the call.
+    const auto pid_file = (dir_ / "holder.pid").string();
+    auto p = with_holder(plan({"sh", "-c", "read word <&7; echo \"got $word\"; exit 4"}),
+                         "echo $$ > " + pid_file +
+                             "; echo from-holder >&2; echo handed >&8; "
+                             "exec sleep 100");
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto r = run_call(p, capture());
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds{20});
+    EXPECT_TRUE(r.started);
+    EXPECT_EQ(r.exit_code, 4);
+    EXPECT_EQ(read(dir_ / "stdout"), "got handed\n");
+    EXPECT_NE(read(dir_ / "stderr").find("from-holder"), std::string::npos)
+        << "the holder writes to the call's streams";
+    const pid_t holder = std::stoi(read(pid_file));
+    EXPECT_FALSE(alive(holder)) << "the holder outlived the call";
+}
+
+TEST_F(CallRunner, AHolderGetsTheMarkAndNoStdinAndThePlansProcessNeither) {
+    { std::ofstream{dir_ / "in"} << "meant for the target"; }
+    auto o = capture();
+    o.in = {StdinSpec::Kind::file, dir_ / "in"};
+    auto p = with_holder(
+        plan({"sh", "-c",
+              "read word <&7; [ -e /proc/self/fd/9 ] && echo plan-has-mark; [ -e /proc/self/fd/8 ] "
+              "&& echo plan-has-holder-end; cat; echo \" $word\""}),
+        "[ -e /proc/self/fd/7 ] && echo holder-has-plan-end >&2; cat >&2; head -c 1 <&9 "
+        ">/dev/null; "
+        "echo taken >&8; exec sleep 100");
+    p.setup_mark_fd = 9;
+    const auto r = run_call(p, o);
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_EQ(read(dir_ / "stdout"), "meant for the target taken\n");
+    EXPECT_EQ(read(dir_ / "stderr"), "")
+        << "the holder read the call's stdin or saw the plan's end";
+    EXPECT_TRUE(r.setup_marked);
+    EXPECT_TRUE(r.setup_reached) << "the mark goes to the holder";
+}
+
+TEST_F(CallRunner, AHolderThatEndsBeforeHandingOverLeavesThePlansProcessAnEnd) {
+    // The plan's process reads end of file rather than waiting for ever.
+    auto p = with_holder(plan({"sh", "-c", "if read word <&7; then exit 1; fi; exit 7"}), "exit 2");
+    p.setup_mark_fd = 9;
+    const auto r = run_call(p, capture());
+    EXPECT_EQ(r.exit_code, 7);
+    EXPECT_TRUE(r.setup_marked);
+    EXPECT_FALSE(r.setup_reached);
+}
+
+TEST_F(CallRunner, TheTimeoutEndsTheHolderToo) {
+    const auto pid_file = (dir_ / "holder.pid").string();
+    auto p = with_holder(plan({"sh", "-c", "read word <&7; exec sleep 100"}),
+                         "echo $$ > " + pid_file + "; echo go >&8; exec sleep 100");
+    auto o = capture();
+    o.timeout = std::chrono::milliseconds{500};
+    const auto r = run_call(p, o);
+    EXPECT_TRUE(r.timed_out);
+    EXPECT_FALSE(alive(std::stoi(read(pid_file))));
+}
+
+TEST_F(CallRunner, AHolderThatCannotBeFoundStartsNothing) {
+    auto p = with_holder(plan({"sh", "-c", "exit 0"}), "");
+    p.holder->argv = {"tea-no-such-holder-xyz"};
+    const auto r = run_call(p, capture());
+    EXPECT_FALSE(r.started);
+    EXPECT_NE(r.start_error.find("tea-no-such-holder-xyz: command not found"), std::string::npos);
+}
+
 TEST_F(CallRunner, StdinFromFileOrNullDevice) {
     { std::ofstream{dir_ / "in"} << "from file"; }
     auto o = capture();

@@ -178,6 +178,59 @@ TEST(ExecPlan, SetupMarkRoundTripsAndIsChecked) {
                    "files[0].fd");
 }
 
+TEST(ExecPlan, HolderRoundTripsAndIsChecked) {
+    LaunchSpec spec;
+    spec.argv = {"true"};
+    // Said only when true, as a backend before 1.4 never hears of it.
+    EXPECT_EQ(to_json(spec).find("observed"), std::string::npos);
+    spec.observed = true;
+    EXPECT_TRUE(launch_spec_from_json(to_json(spec)).observed);
+
+    ExecPlan plan;
+    plan.argv = {"/proc/self/fd/12", "enter"};
+    plan.cwd = "/";
+    plan.confinement = "bubblewrap";
+    plan.files = {{10, "env", {}}};
+    plan.setup_mark_fd = 15;
+    plan.holder = Holder{{"/usr/bin/bwrap", "--args", "11"}, {}, "/", {{11, "args", {}}}, 16};
+    plan.handoff_fd = 17;
+    const auto back = exec_plan_from_json(to_json(plan));
+    ASSERT_TRUE(back.holder.has_value());
+    EXPECT_EQ(back.holder->argv, plan.holder->argv);
+    EXPECT_EQ(back.holder->handoff_fd, 16);
+    ASSERT_EQ(back.holder->files.size(), 1U);
+    EXPECT_EQ(back.holder->files[0].content, "args");
+    EXPECT_EQ(back.handoff_fd, 17);
+    EXPECT_EQ(back.setup_mark_fd, 15);
+
+    const std::string head = R"({"argv": ["a"], "env": [], "cwd": "/", "confinement": "x", )";
+    const std::string holder = R"("holder": {"argv": ["b"], "env": [], "cwd": "/", )";
+    // Both ends or neither: a holder no one joins, or a process waiting for no holder.
+    expect_refused(head + R"("handoffFd": 17})", "holder and handoffFd");
+    expect_refused(head + holder + R"("handoffFd": 16}})", "holder and handoffFd");
+    expect_refused(head + holder + R"("handoffFd": 2}, "handoffFd": 17})", "holder.handoffFd");
+    expect_refused(head + holder + R"("handoffFd": 16}, "handoffFd": 256})", "handoffFd");
+    expect_refused(head + holder + R"("handoffFd": 16, "runAs": {}}, "handoffFd": 17})",
+                   "holder.runAs");
+    expect_refused(head + R"("holder": {"argv": [], "env": [], "cwd": "/", "handoffFd": 16}, )" +
+                       R"("handoffFd": 17})",
+                   "holder.argv");
+    expect_refused(head + R"("holder": {"argv": ["b"], "env": [], "cwd": "x", "handoffFd": 16}, )" +
+                       R"("handoffFd": 17})",
+                   "holder.cwd");
+    // Within one process a descriptor has one use; the mark is the holder's when there is one.
+    expect_refused(head + holder + R"("handoffFd": 16, "files": [{"fd": 16, "content": ""}]}, )" +
+                       R"("handoffFd": 17})",
+                   "holder.files[0].fd");
+    expect_refused(head + holder + R"("handoffFd": 16}, "handoffFd": 17, "setupMark": {"fd": 16}})",
+                   "holder.handoffFd");
+    expect_refused(head + holder + R"("handoffFd": 16}, "handoffFd": 17, )" +
+                       R"("files": [{"fd": 17, "content": ""}]})",
+                   "handoffFd");
+    // The same number in each of the two processes is two descriptors, and fine.
+    EXPECT_NO_THROW(exec_plan_from_json(head + holder + R"("handoffFd": 16}, "handoffFd": 16})"));
+}
+
 TEST(ExecPlan, UnmadeDirectoriesAndMakeDirsRoundTrip) {
     LaunchSpec spec;
     spec.argv = {"true"};
