@@ -11,6 +11,16 @@
 //       target's exact environment from descriptor N, apply the limits, join a
 //       fresh session keyring, close every other descriptor, load the seccomp
 //       filter and run the target.
+//   tea-sandbox-helper hold --handoff-fd N
+//       Inside the sandbox, as its pid 1 (bwrap --as-pid-1), once the view is
+//       built: send a pidfd of itself over the socket at N, then reap orphans
+//       until the runtime ends the sandbox. Holds the confinement for enter.
+//   tea-sandbox-helper enter --handoff-fd N --env-fd M --cwd DIR -- PROGRAM ARGS...
+//       On the host, as the process an observer traces: take the holder's pidfd
+//       from the socket at N, join every namespace of the sandbox it holds, and
+//       start the target there as confine would, in a new session of its own,
+//       with no capability, dying with this process, whose exit status it becomes;
+//       then end the sandbox (the holder), and what the target left in it.
 //
 // Any failure ends it before the target runs, with a sentence on stderr and
 // exit status 125 (126 or 127 when the target cannot be executed or found).
@@ -20,9 +30,13 @@
 #include <linux/capability.h>
 #include <linux/close_range.h>
 #include <linux/keyctl.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <charconv>
@@ -192,6 +206,41 @@ void set_limit(int resource, unsigned long long value, const char *name) {
     }
 }
 
+void set_limits(unsigned long long cpu, unsigned long long fsize, unsigned long long nproc) {
+    set_limit(RLIMIT_CPU, cpu, "CPU time");
+    set_limit(RLIMIT_FSIZE, fsize, "file size");
+    set_limit(RLIMIT_NPROC, nproc, "process count");
+}
+
+// The last steps before the target, shared by confine and enter: a fresh session keyring,
+// no_new_privs, only 0-2 open, the seccomp filter, then the target with exactly env.
+[[noreturn]] void start_target(std::vector<std::string> &env, char **program) {
+    // A fresh anonymous session keyring: nothing the host's session holds is reachable.
+    if (::syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, nullptr) < 0 && errno != ENOSYS) {
+        fail("cannot join a new session keyring", errno);
+    }
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+        fail("cannot set no_new_privs", errno);
+    }
+    // A descriptor the sandbox inherited (a directory above a cover, say) would
+    // reach past every mount; only the standard streams go on to the target.
+    if (::syscall(SYS_close_range, 3U, ~0U, 0U) != 0) {
+        fail("cannot close inherited descriptors", errno);
+    }
+    if (const int rc = tea::helper::install_seccomp_filter(); rc != 0) {
+        fail("cannot load the seccomp filter", -rc);
+    }
+    static std::vector<char *> envp;
+    envp.reserve(env.size() + 1);
+    for (auto &e : env) {
+        envp.push_back(e.data());
+    }
+    envp.push_back(nullptr);
+    environ = envp.data();  // so that execvp searches the target's own PATH
+    exec_program(program);
+    ::_exit(exit_setup);
+}
+
 int confine(int argc, char **argv) {
     int env_fd = -1;
     const auto args = parse(argc, argv, 2);
@@ -215,40 +264,209 @@ int confine(int argc, char **argv) {
         fail("confine: --env-fd must name a descriptor above 2");
     }
     static std::vector<std::string> env = read_environment(env_fd);
-    set_limit(RLIMIT_CPU, cpu, "CPU time");
-    set_limit(RLIMIT_FSIZE, fsize, "file size");
-    set_limit(RLIMIT_NPROC, nproc, "process count");
-    // A fresh anonymous session keyring: nothing the host's session holds is reachable.
-    if (::syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, nullptr) < 0 && errno != ENOSYS) {
-        fail("cannot join a new session keyring", errno);
+    set_limits(cpu, fsize, nproc);
+    start_target(env, args.program);
+}
+
+int descriptor_option(std::string_view value, const char *option) {
+    const auto fd = number(value, option);
+    if (fd < 3 || fd > 255) {
+        fail(std::string{option} + " must name a descriptor 3..255");
     }
-    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
-        fail("cannot set no_new_privs", errno);
+    return static_cast<int>(fd);
+}
+
+// The hand-off's only shape: one byte, with room for one descriptor.
+struct HandoffMessage {
+    char byte = 'h';
+    iovec iov{&byte, 1};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    msghdr msg{};
+    HandoffMessage() {
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof control;
     }
-    // A descriptor the sandbox inherited (a directory above a cover, say) would
-    // reach past every mount; only the standard streams go on to the target.
+    HandoffMessage(const HandoffMessage &) = delete;
+    HandoffMessage &operator=(const HandoffMessage &) = delete;
+};
+
+int hold(int argc, char **argv) {
+    if (argc != 4 || std::string_view{argv[2]} != "--handoff-fd") {
+        fail("usage: tea-sandbox-helper hold --handoff-fd N");
+    }
+    const int handoff = descriptor_option(argv[3], "--handoff-fd");
+    // Only as the first process of a pid namespace of its own: a pidfd of any other process
+    // would let enter join namespaces that are not the sandbox's.
+    if (::getpid() != 1) {
+        fail("hold: not the first process of a new pid namespace");
+    }
+    // Not dumpable: the target runs as the same uid, and could otherwise ptrace this untraced
+    // process or write its memory through /proc/1/mem, and act outside the audit.
+    if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
+        fail("cannot make the holder undumpable", errno);
+    }
+    const int self = static_cast<int>(::syscall(SYS_pidfd_open, 1, 0U));
+    if (self < 0) {
+        fail("cannot open a pidfd of the holder", errno);
+    }
+    HandoffMessage m;
+    cmsghdr *c = CMSG_FIRSTHDR(&m.msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &self, sizeof self);
+    while (::sendmsg(handoff, &m.msg, MSG_NOSIGNAL) != 1) {
+        if (errno != EINTR) {
+            fail("cannot hand the sandbox over", errno);
+        }
+    }
+    // Nothing inherited stays open here: not the hand-off, not bwrap's argument descriptor.
     if (::syscall(SYS_close_range, 3U, ~0U, 0U) != 0) {
         fail("cannot close inherited descriptors", errno);
     }
-    if (const int rc = tea::helper::install_seccomp_filter(); rc != 0) {
-        fail("cannot load the seccomp filter", -rc);
+    // The orphans of the target are reparented here: reaped as they end, until the runtime ends
+    // the sandbox (the pid namespace's first process ignores every signal sent from inside it).
+    sigset_t children;
+    sigemptyset(&children);
+    sigaddset(&children, SIGCHLD);
+    ::pthread_sigmask(SIG_BLOCK, &children, nullptr);
+    for (;;) {
+        while (::waitpid(-1, nullptr, WNOHANG) > 0) {
+        }
+        siginfo_t info{};
+        ::sigwaitinfo(&children, &info);
     }
-    static std::vector<char *> envp;
-    envp.reserve(env.size() + 1);
-    for (auto &e : env) {
-        envp.push_back(e.data());
+}
+
+// The holder's pidfd, from the hand-off socket; ends the helper when none comes.
+int receive_holder(int handoff) {
+    HandoffMessage m;
+    ssize_t n = 0;
+    while ((n = ::recvmsg(handoff, &m.msg, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {
     }
-    envp.push_back(nullptr);
-    environ = envp.data();  // so that execvp searches the target's own PATH
-    exec_program(args.program);
-    return exit_setup;
+    if (n < 0) {
+        fail("enter: cannot read the hand-off", errno);
+    }
+    const cmsghdr *c = CMSG_FIRSTHDR(&m.msg);
+    if (n == 0 || c == nullptr) {
+        fail("enter: the sandbox ended before it was ready");
+    }
+    // Exactly one descriptor, whole: a truncated or foreign message is no hand-off.
+    if ((m.msg.msg_flags & MSG_CTRUNC) != 0 || c->cmsg_level != SOL_SOCKET ||
+        c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof(int))) {
+        fail("enter: the hand-off did not carry one descriptor");
+    }
+    int pidfd = -1;
+    std::memcpy(&pidfd, CMSG_DATA(c), sizeof pidfd);
+    ::close(handoff);
+    // A pidfd of a live process, or nothing to join.
+    if (::syscall(SYS_pidfd_send_signal, pidfd, 0, nullptr, 0U) != 0) {
+        fail("enter: the sandbox's holder is gone", errno);
+    }
+    return pidfd;
+}
+
+// Every capability gone from every set: what joining the sandbox's user namespace gave.
+void drop_capabilities() {
+    for (int cap = 0; cap <= 63; ++cap) {
+        if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL) {
+            fail("cannot drop capability " + std::to_string(cap) + " from the bounding set", errno);
+        }
+    }
+    if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL) {
+        fail("cannot clear ambient capabilities", errno);
+    }
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct none[2] = {};
+    if (::syscall(SYS_capset, &header, none) != 0) {
+        fail("cannot clear the capability sets", errno);
+    }
+}
+
+int enter(int argc, char **argv) {
+    int handoff = -1;
+    int env_fd = -1;
+    const char *cwd = nullptr;
+    const auto args = parse(argc, argv, 2);
+    for (const auto &[k, v] : args.options) {
+        if (k == "--handoff-fd") {
+            handoff = descriptor_option(v, "--handoff-fd");
+        } else if (k == "--env-fd") {
+            env_fd = descriptor_option(v, "--env-fd");
+        } else if (k == "--cwd") {
+            cwd = v.data();  // an argv string: NUL-terminated
+        } else {
+            fail("enter: unknown option " + std::string{k});
+        }
+    }
+    if (handoff < 0 || env_fd < 0 || cwd == nullptr || cwd[0] != '/') {
+        fail("enter: --handoff-fd, --env-fd and an absolute --cwd are required");
+    }
+    static std::vector<std::string> env = read_environment(env_fd);
+    const int pidfd = receive_holder(handoff);
+    // Every namespace at once, from the holder's pidfd: the view, its pid namespace (for the
+    // child), its network, and the nested user namespace that allows no other.
+    if (::setns(pidfd, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
+                           CLONE_NEWUTS | CLONE_NEWCGROUP) != 0) {
+        fail("enter: cannot join the sandbox", errno);
+    }
+    // A new session: no controlling terminal to push input into. Made here, so that the target
+    // is in it without leading it (as under bwrap --new-session) and cannot acquire a terminal.
+    if (::setsid() < 0) {
+        fail("enter: setsid", errno);
+    }
+    const pid_t child = ::fork();
+    if (child < 0) {
+        fail("enter: fork", errno);
+    }
+    if (child == 0) {
+        // The target ends with this process, whoever ends it.
+        if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) {
+            fail("enter: cannot die with its parent", errno);
+        }
+        if (::chdir(cwd) != 0) {
+            fail(std::string{"enter: cannot change to "} + cwd, errno);
+        }
+        ::close(pidfd);
+        drop_capabilities();
+        start_target(env, args.program);
+    }
+    drop_capabilities();
+    int status = 0;
+    while (::waitpid(child, &status, 0) < 0) {
+        if (errno != EINTR) {
+            fail("enter: waiting for the target", errno);
+        }
+    }
+    // What the target left (a daemon, a double-forked grandchild) ends with it: the holder is the
+    // pid namespace's first process, and the kernel ends the namespace with it. It also lets the
+    // observer end, which waits for every process it traces.
+    if (::syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0U) != 0 && errno != ESRCH) {
+        fail("enter: cannot end the sandbox", errno);
+    }
+    if (WIFSIGNALED(status)) {
+        // Ended as the target was, so that the status the runtime reads is the target's.
+        const int sig = WTERMSIG(status);
+        (void)::signal(sig, SIG_DFL);
+        sigset_t one;
+        sigemptyset(&one);
+        sigaddset(&one, sig);
+        ::pthread_sigmask(SIG_UNBLOCK, &one, nullptr);
+        ::kill(::getpid(), sig);
+        ::_exit(128 + sig);
+    }
+    // _exit: nothing of this process runs after the target (no exit handler, no sanitizer's leak
+    // check, which could not attach to a process that is already traced).
+    ::_exit(WEXITSTATUS(status));
 }
 
 }  // namespace
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fail("usage: tea-sandbox-helper drop|confine ... -- PROGRAM ARGS...");
+        fail("usage: tea-sandbox-helper drop|confine|hold|enter ...");
     }
     const std::string_view mode{argv[1]};
     if (mode == "drop") {
@@ -256,6 +474,12 @@ int main(int argc, char **argv) {
     }
     if (mode == "confine") {
         return confine(argc, argv);
+    }
+    if (mode == "hold") {
+        return hold(argc, argv);
+    }
+    if (mode == "enter") {
+        return enter(argc, argv);
     }
     fail("unknown mode '" + std::string{mode} + "'");
 }

@@ -51,6 +51,10 @@ constexpr int seccomp_fd = 14;
 // privileges are dropped, just before the seccomp program and the target's exec, so a call that
 // ends with the byte unread failed in bwrap's set-up, not in the target.
 constexpr int setup_mark_fd = 15;
+// (ABI 1.4) The hand-off between the holder inside the sandbox and the helper that joins it: the
+// holder's end, and the end of the plan's own process.
+constexpr int holder_handoff_fd = 16;
+constexpr int handoff_fd = 17;
 
 struct Settings {
     std::string bwrap = "bwrap";
@@ -276,6 +280,7 @@ struct Spec {
     std::uint64_t cpu = 0, fsize = 0, nproc = 0;
     std::string egress_socket, egress_shim;  // empty: the call has no route out
     std::uint16_t egress_port = 0;
+    bool observed = false;  // (ABI 1.4) an observer wraps the plan
 };
 
 Spec parse_spec(std::string_view text) {
@@ -337,6 +342,12 @@ Spec parse_spec(std::string_view text) {
             throw tea::sdk::Invalid("egress.port: expected a port from 1 to 65535");
         }
         s.egress_port = static_cast<std::uint16_t>(port);
+    }
+    if (doc.contains("observed")) {
+        if (!doc.at("observed").is_boolean()) {
+            throw tea::sdk::Invalid("observed: expected a boolean");
+        }
+        s.observed = doc.at("observed").get<bool>();
     }
     return s;
 }
@@ -610,7 +621,48 @@ class Bubblewrap {
                   {"report", report},
                   {"setupMark", {{"fd", setup_mark_fd}}}};
         std::vector<std::string> argv = bwrap_command();
-        if (!start.empty()) {
+        if (!start.empty() && spec.observed) {
+            // Audited: bwrap builds the view untraced and the helper holds it as the sandbox's
+            // pid 1; the plan's own process, the helper on the host, joins it and starts the
+            // target, so the observer follows the target and not bwrap's set-up (some 150
+            // traced system calls of mounts and path lookups, each a stop of the tracer).
+            // The environment travels through a descriptor; the seccomp program is the
+            // helper's own copy of the same one.
+            const auto helper = helper_path();
+            a.insert(a.end(),
+                     {"--clearenv", "--as-pid-1", "--seccomp", std::to_string(seccomp_fd)});
+            auto holder = bwrap_command();
+            holder.insert(holder.end(), {helper_in_sandbox, "hold", "--handoff-fd",
+                                         std::to_string(holder_handoff_fd)});
+            plan["holder"] = {{"argv", tea::bytes::list_to_json(holder)},
+                              {"env", json::array()},
+                              {"cwd", "/"},
+                              {"files",
+                               {args_file(a),
+                                {{"fd", seccomp_fd}, {"content", seccomp_bytes()}},
+                                {{"fd", helper_fd}, {"path", tea::bytes::to_json(helper)}}}},
+                              {"handoffFd", holder_handoff_fd}};
+            plan["handoffFd"] = handoff_fd;
+            // Run through its descriptor, as inside: the sandbox identity may not search the
+            // directories the runtime is installed in.
+            argv = {helper_in_sandbox,
+                    "enter",
+                    "--handoff-fd",
+                    std::to_string(handoff_fd),
+                    "--env-fd",
+                    std::to_string(env_fd),
+                    "--cwd",
+                    spec.cwd,
+                    "--"};
+            argv.insert(argv.end(), spec.argv.begin(), spec.argv.end());
+            plan["files"] = {{{"fd", env_fd}, {"content", tea::bytes::to_json(join_nul(env))}},
+                             {{"fd", helper_fd}, {"path", tea::bytes::to_json(helper)}}};
+            plan["limits"] = {{"cpuSeconds", cpu}, {"fileSizeBytes", fsize}, {"processes", nproc}};
+            plan["newSessionKeyring"] = true;
+            plan["audit"] = {{"targetStart", tea::bytes::to_json(start)},
+                             {"targetStartKind", "target"},
+                             {"writable", json::array({temp_mount})}};
+        } else if (!start.empty()) {
             // bwrap starts the target itself: the runtime's child sets the limits and the
             // session keyring before bwrap (plan "limits", "newSessionKeyring"), bwrap loads the
             // seccomp program and sets no_new_privs, and the environment travels as --setenv

@@ -1,0 +1,104 @@
+// An audited call (ABI 1.4): bwrap builds the view untraced and the helper holds it as the
+// sandbox's pid 1, while the traced helper joins it and starts the target. What the target could
+// do with an untraced process of its own uid, and whether joining keeps every protection that
+// bwrap gives the unaudited call's target directly.
+#include <map>
+#include <set>
+#include <string>
+
+#include "harness.hpp"
+
+namespace tea::test::bwrap {
+namespace {
+
+TEST_F(Confinement, TheAuditedTargetCannotReachTheUntracedHolder) {
+    // The same three reaches into a process of the target's uid: its environment (read access),
+    // its memory and a ptrace attach (write access). Against the holder they must fail; against a
+    // child the probe starts itself, the control, the first two succeed (the child is traced by the
+    // observer already, so no one else may attach to it).
+    const auto probe = python(R"PY(
+import ctypes, subprocess
+libc = ctypes.CDLL(None, use_errno=True)
+def reach(name, pid):
+    try:
+        open("/proc/%d/environ" % pid, "rb").read()
+        print(name + "-ENVIRON-OK")
+    except OSError as e:
+        print(name + "-ENVIRON-DENIED:" + errno.errorcode[e.errno])
+    try:
+        open("/proc/%d/mem" % pid, "rb").close()
+        print(name + "-MEM-OK")
+    except OSError as e:
+        print(name + "-MEM-DENIED:" + errno.errorcode[e.errno])
+    if libc.ptrace(16, pid, None, None) == 0:  # PTRACE_ATTACH
+        print(name + "-PTRACE-OK")
+    else:
+        print(name + "-PTRACE-DENIED:" + errno.errorcode[ctypes.get_errno()])
+print("ONE:" + open("/proc/1/cmdline", "rb").read().replace(b"\0", b" ").decode())
+reach("HOLDER", 1)
+child = subprocess.Popen(["sleep", "30"])
+reach("OWN", child.pid)
+child.kill()
+)PY");
+    const auto r = run({.command = probe});
+    ASSERT_EQ(r.status, 0) << r;
+    EXPECT_NE(r.value("ONE").value_or("").find(" hold --handoff-fd "), std::string::npos)
+        << "the audited call's pid 1 is not the holder\n"
+        << r;
+    EXPECT_TRUE(r.has("HOLDER-ENVIRON-DENIED")) << r;
+    EXPECT_TRUE(r.has("HOLDER-MEM-DENIED")) << r;
+    EXPECT_TRUE(r.has("HOLDER-PTRACE-DENIED")) << r;
+    EXPECT_TRUE(r.has("OWN-ENVIRON-OK")) << r;
+    EXPECT_TRUE(r.has("OWN-MEM-OK")) << r;
+}
+
+TEST_P(EitherIdentity, TheJoinedTargetHasWhatBwrapGivesTheUnauditedOne) {
+    // What bwrap sets up for the target it starts itself, and the helper that joins the holder
+    // must set up the same: identity, capabilities, no_new_privs, seccomp, descriptors, session,
+    // pid namespace, network, host name, limits, working directory and environment.
+    const auto probe = python(R"PY(
+import resource, socket
+status = dict(l.rstrip("\n").split(":\t", 1) for l in open("/proc/self/status") if ":\t" in l)
+for key in ("Uid", "Gid", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs", "Seccomp"):
+    print(key + ":" + status[key])
+print("FDS:" + ",".join(sorted(os.listdir("/proc/self/fd"), key=int)[:-1]))
+print("LEADER:%s" % (os.getsid(0) == os.getpid()))
+print("PID:%d" % os.getpid())
+print("NETS:" + ",".join(n for _, n in socket.if_nameindex()))
+print("HOST:" + socket.gethostname())
+for name in ("RLIMIT_CPU", "RLIMIT_FSIZE", "RLIMIT_NPROC"):
+    print(name + ":%s" % (resource.getrlimit(getattr(resource, name)),))
+print("CWD:" + os.getcwd())
+skip = ("HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME")
+print("ENV:" + repr(sorted((k, v) for k, v in os.environb.items() if k.decode() not in skip)))
+)PY");
+    const Call call{.command = probe, .env = {"MULTI=line one\nline two", "my.setting=1"}};
+    const auto audited = run(call);
+    auto unaudited_call = call;
+    unaudited_call.options = {"--observer", "none"};
+    const auto unaudited = run(unaudited_call);
+    ASSERT_EQ(audited.status, 0) << audited;
+    ASSERT_EQ(unaudited.status, 0) << unaudited;
+    for (const char *key : {"Uid", "Gid", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb",
+                            "NoNewPrivs", "Seccomp", "FDS", "LEADER", "PID", "NETS", "HOST",
+                            "RLIMIT_CPU", "RLIMIT_FSIZE", "RLIMIT_NPROC", "CWD", "ENV"}) {
+        ASSERT_TRUE(unaudited.value(key).has_value()) << key << "\n" << unaudited;
+        EXPECT_EQ(audited.value(key), unaudited.value(key)) << key << "\n" << audited;
+    }
+    // And what both hold is the confinement, not a shared mistake.
+    const std::string none = "0000000000000000";
+    EXPECT_EQ(audited.value("CapBnd"), none) << audited;
+    EXPECT_EQ(audited.value("NoNewPrivs"), "1") << audited;
+    EXPECT_EQ(audited.value("Seccomp"), "2") << audited;
+    EXPECT_EQ(audited.value("FDS"), "0,1,2") << audited;
+    // In a session of the confinement's making, which it does not lead: it cannot acquire a
+    // controlling terminal (TerminalInjectionIsRefused shows the host's is out of reach).
+    EXPECT_EQ(audited.value("LEADER"), "False") << audited;
+    EXPECT_EQ(audited.value("NETS"), "lo") << audited;
+    EXPECT_EQ(audited.value("HOST"), "tea-sandbox") << audited;
+    EXPECT_NE(audited.value("ENV").value_or("").find("line one\\nline two"), std::string::npos)
+        << audited;
+}
+
+}  // namespace
+}  // namespace tea::test::bwrap
