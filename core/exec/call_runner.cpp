@@ -568,13 +568,11 @@ CallResult run_call(const ExecPlan &plan, const RunOptions &options) {
     CallResult result;
     const std::string program = resolve_program(plan.argv.at(0));
     const std::string holder_program = plan.holder ? resolve_program(plan.holder->argv.at(0)) : "";
-    for (const auto *p : {&program, &holder_program}) {
-        if (p->empty() && (p == &program || plan.holder)) {
-            result.start_errno = ENOENT;
-            result.start_error =
-                (p == &program ? plan.argv[0] : plan.holder->argv[0]) + ": command not found";
-            return result;
-        }
+    if (program.empty() || (plan.holder && holder_program.empty())) {
+        result.start_errno = ENOENT;
+        result.start_error =
+            (program.empty() ? plan.argv[0] : plan.holder->argv[0]) + ": command not found";
+        return result;
     }
 
     // The setup mark: one byte in a pipe whose write end is closed at once, so nothing but the

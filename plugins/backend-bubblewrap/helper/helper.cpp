@@ -108,6 +108,18 @@ void exec_program(char **program) {
     ::_exit(error == ENOENT ? 127 : 126);
 }
 
+// No capability can come back: the bounding set and the ambient set emptied.
+void clear_bounding_and_ambient() {
+    for (int cap = 0; cap <= 63; ++cap) {
+        if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL) {
+            fail("cannot drop capability " + std::to_string(cap) + " from the bounding set", errno);
+        }
+    }
+    if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL) {
+        fail("cannot clear ambient capabilities", errno);
+    }
+}
+
 int drop(int argc, char **argv) {
     long long uid = -1;
     long long gid = -1;
@@ -125,14 +137,7 @@ int drop(int argc, char **argv) {
     if (uid <= 0 || gid <= 0 || uid > 0xFFFFFFFE || gid > 0xFFFFFFFE) {
         fail("drop: --uid and --gid must name an unprivileged identity");
     }
-    for (int cap = 0; cap <= 63; ++cap) {
-        if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL) {
-            fail("cannot drop capability " + std::to_string(cap) + " from the bounding set", errno);
-        }
-    }
-    if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL) {
-        fail("cannot clear ambient capabilities", errno);
-    }
+    clear_bounding_and_ambient();
     if (::setgroups(0, nullptr) != 0) {
         fail("cannot clear supplementary groups", errno);
     }
@@ -370,14 +375,7 @@ int receive_holder(int handoff) {
 
 // Every capability gone from every set: what joining the sandbox's user namespace gave.
 void drop_capabilities() {
-    for (int cap = 0; cap <= 63; ++cap) {
-        if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL) {
-            fail("cannot drop capability " + std::to_string(cap) + " from the bounding set", errno);
-        }
-    }
-    if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL) {
-        fail("cannot clear ambient capabilities", errno);
-    }
+    clear_bounding_and_ambient();
     __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
     __user_cap_data_struct none[2] = {};
     if (::syscall(SYS_capset, &header, none) != 0) {
