@@ -199,8 +199,10 @@ bool is_subreaper() {
 // what it started, which is reparented in turn. Children the runtime had
 // before the call began are not the call's and are left alone.
 void end_orphans(const std::vector<pid_t> &before) {
-    constexpr int max_rounds = 64;
-    for (int round = 0; round < max_rounds; ++round) {
+    // Every one has been sent SIGKILL by then; the bound only keeps a process that never
+    // finishes dying (stuck in the kernel) from holding the runtime for ever.
+    const auto give_up = Clock::now() + std::chrono::seconds{30};
+    while (Clock::now() < give_up) {
         auto children = own_children();
         std::erase_if(children, [&](pid_t p) {
             return std::find(before.begin(), before.end(), p) != before.end();
@@ -212,7 +214,8 @@ void end_orphans(const std::vector<pid_t> &before) {
         // namespace does not finish exiting until every process of its namespace has been
         // reaped, and one of those may be an orphan reparented here (a target whose parent
         // outside the namespace died first). Waiting on the first before reaping the second
-        // would wait for ever.
+        // would wait for ever. Such an orphan may also arrive after the children were listed:
+        // a wait that sees no end for a moment lists them again (the next round).
         std::vector<UniqueFd> pidfds;
         std::vector<pollfd> waits;
         std::vector<pid_t> pids;
@@ -225,8 +228,10 @@ void end_orphans(const std::vector<pid_t> &before) {
                 pidfds.push_back(std::move(fd));
             }
         }
+        constexpr int relist_ms = 20;
         while (!waits.empty()) {
-            if (::poll(waits.data(), waits.size(), -1) < 0 && errno != EINTR) {
+            const int ready = ::poll(waits.data(), waits.size(), relist_ms);
+            if (ready == 0 || (ready < 0 && errno != EINTR)) {
                 break;
             }
             for (std::size_t i = 0; i < waits.size();) {
@@ -234,8 +239,11 @@ void end_orphans(const std::vector<pid_t> &before) {
                     ++i;
                     continue;
                 }
+                // Blocking: a pidfd turns readable as its process exits, a moment before the
+                // process can be reaped, and a WNOHANG wait in that moment would leave it unreaped.
                 int status = 0;
-                ::waitpid(pids[i], &status, WNOHANG);
+                while (::waitpid(pids[i], &status, 0) < 0 && errno == EINTR) {
+                }
                 waits.erase(waits.begin() + static_cast<std::ptrdiff_t>(i));
                 pids.erase(pids.begin() + static_cast<std::ptrdiff_t>(i));
             }
