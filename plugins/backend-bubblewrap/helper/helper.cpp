@@ -355,11 +355,11 @@ int receive_holder(int handoff) {
         fail("enter: cannot read the hand-off", errno);
     }
     const cmsghdr *c = CMSG_FIRSTHDR(&m.msg);
-    if (n == 0 || c == nullptr) {
+    if (n == 0) {
         fail("enter: the sandbox ended before it was ready");
     }
     // Exactly one descriptor, whole: a truncated or foreign message is no hand-off.
-    if ((m.msg.msg_flags & MSG_CTRUNC) != 0 || c->cmsg_level != SOL_SOCKET ||
+    if (c == nullptr || (m.msg.msg_flags & MSG_CTRUNC) != 0 || c->cmsg_level != SOL_SOCKET ||
         c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof(int))) {
         fail("enter: the hand-off did not carry one descriptor");
     }

@@ -2,6 +2,15 @@
 // sandbox's pid 1, while the traced helper joins it and starts the target. What the target could
 // do with an untraced process of its own uid, and whether joining keeps every protection that
 // bwrap gives the unaudited call's target directly.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstring>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -98,6 +107,103 @@ print("ENV:" + repr(sorted((k, v) for k, v in os.environb.items() if k.decode() 
     EXPECT_EQ(audited.value("HOST"), "tea-sandbox") << audited;
     EXPECT_NE(audited.value("ENV").value_or("").find("line one\\nline two"), std::string::npos)
         << audited;
+}
+
+// A socket pair for a hand-off, the test's end first; closed with the object.
+struct HandOff {
+    std::array<int, 2> ends{-1, -1};
+    HandOff() { EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends.data()), 0); }
+    HandOff(const HandOff &) = delete;
+    HandOff &operator=(const HandOff &) = delete;
+    ~HandOff() {
+        for (const int fd : ends) {
+            if (fd >= 0) {
+                ::close(fd);
+            }
+        }
+    }
+    void close_helpers_end() { ::close(std::exchange(ends[1], -1)); }
+    // One byte, with `fd` as its descriptor when it is not -1.
+    void send(int fd) const {
+        char byte = 'h';
+        iovec iov{&byte, 1};
+        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+        msghdr msg{};
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        if (fd >= 0) {
+            msg.msg_control = control;
+            msg.msg_controllen = sizeof control;
+            cmsghdr *c = CMSG_FIRSTHDR(&msg);
+            c->cmsg_level = SOL_SOCKET;
+            c->cmsg_type = SCM_RIGHTS;
+            c->cmsg_len = CMSG_LEN(sizeof(int));
+            std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+        }
+        EXPECT_EQ(::sendmsg(ends[0], &msg, 0), 1) << std::strerror(errno);
+    }
+};
+
+TEST_F(Confinement, TheHolderHoldsOnlyAsTheFirstProcessOfANewPidNamespace) {
+    // Started anywhere else, its pidfd would lead enter into namespaces that are not a sandbox's.
+    // (The control, the holder working as a sandbox's pid 1, is every audited call, and
+    // TheAuditedTargetCannotReachTheUntracedHolder reads it there.)
+    HandOff h;
+    Process holder({TEA_SANDBOX_HELPER_BIN, "hold", "--handoff-fd", "3"}, base_env(),
+                   {{h.ends[1], 3}}, base());
+    const auto r = holder.wait(std::chrono::seconds{10});
+    h.close_helpers_end();
+    EXPECT_EQ(r.status, 125) << r;
+    EXPECT_NE(r.err.find("not the first process of a new pid namespace"), std::string::npos) << r;
+    char byte = 0;
+    EXPECT_EQ(::recv(h.ends[0], &byte, 1, 0), 0) << "it handed something over";
+}
+
+TEST_F(Confinement, EnterStartsTheTargetOnlyAfterAWholeHandOff) {
+    const auto env_file = base() / "env";
+    make_file(env_file, std::string{"PATH=/usr/bin:/bin"} + '\0', 0644);
+    auto enter = [&](const std::function<void(HandOff &)> &hand) {
+        HandOff h;
+        const int env = ::open(env_file.c_str(), O_RDONLY | O_CLOEXEC);
+        Process p({TEA_SANDBOX_HELPER_BIN, "enter", "--handoff-fd", "3", "--env-fd", "4", "--cwd",
+                   "/", "--", "/bin/sh", "-c", "echo TARGET-RAN"},
+                  base_env(), {{h.ends[1], 3}, {env, 4}}, base());
+        ::close(env);
+        h.close_helpers_end();
+        hand(h);
+        return p.wait(std::chrono::seconds{20});
+    };
+    // No hand-off at all: the sandbox's bwrap failed, say.
+    const auto none = enter([](HandOff &h) { ::close(std::exchange(h.ends[0], -1)); });
+    EXPECT_EQ(none.status, 125) << none;
+    EXPECT_NE(none.err.find("ended before it was ready"), std::string::npos) << none;
+    // A byte without a descriptor.
+    const auto bare = enter([](HandOff &h) { h.send(-1); });
+    EXPECT_EQ(bare.status, 125) << bare;
+    EXPECT_NE(bare.err.find("did not carry one descriptor"), std::string::npos) << bare;
+    // A descriptor that is no live process's pidfd.
+    const int file = ::open("/etc/hostname", O_RDONLY | O_CLOEXEC);
+    const auto foreign = enter([&](HandOff &h) { h.send(file); });
+    ::close(file);
+    EXPECT_EQ(foreign.status, 125) << foreign;
+    EXPECT_NE(foreign.err.find("holder is gone"), std::string::npos) << foreign;
+    for (const auto *r : {&none, &bare, &foreign}) {
+        EXPECT_FALSE(r->has("TARGET-RAN")) << *r;
+    }
+    // The control: the same enter, handed a real holder's pidfd by the holder itself (bwrap with
+    // only the namespaces), runs the target inside, then ends the holder.
+    const auto real = enter([&](HandOff &h) {
+        Process holder({"/usr/bin/bwrap", "--unshare-user", "--unshare-pid", "--unshare-net",
+                        "--as-pid-1", "--die-with-parent", "--ro-bind", "/", "/", "--proc", "/proc",
+                        "--dev", "/dev", "--", TEA_SANDBOX_HELPER_BIN, "hold", "--handoff-fd", "3"},
+                       base_env(), {{h.ends[0], 3}}, base());
+        ::close(std::exchange(h.ends[0], -1));
+        // Until enter, its target done, ends it: the holder does not end by itself.
+        const auto held = holder.wait(std::chrono::seconds{20});
+        EXPECT_EQ(held.status, 128 + SIGKILL) << "enter did not end the sandbox\n" << held;
+    });
+    EXPECT_EQ(real.status, 0) << real;
+    EXPECT_TRUE(real.has("TARGET-RAN")) << real;
 }
 
 }  // namespace
