@@ -366,6 +366,15 @@ exec::ExecPlan Session::prepare(const exec::LaunchSpec &spec) const {
         throw runtime_error("the backend '" + backend_.plugin->name() +
                             "' returned an invalid exec plan: " + e.what());
     }
+    for (const auto &f : plan.files) {
+        if (f.deferred && !spec.staged) {
+            // Only a staged call's process may start before its files are whole.
+            throw runtime_error("the backend '" + backend_.plugin->name() +
+                                "' returned an invalid exec plan: files: descriptor " +
+                                std::to_string(f.child_fd) +
+                                " is deferred in a plan the launch spec asked to be complete");
+        }
+    }
     for (const auto &d : plan.make_dirs.value_or(std::vector<std::string>{})) {
         if (std::find(spec.unmade.begin(), spec.unmade.end(), d) == spec.unmade.end()) {
             // The host makes only the call's own directories, never a path a plugin names.
@@ -548,7 +557,14 @@ Session::Executed Session::execute(const exec::LaunchSpec &spec, const exec::Exe
         return out;
     }
     phase("ownership lent");
-    out.result = exec::run_call(to_run, run);
+    if (staged_ && !observed) {
+        auto started = std::move(*staged_);
+        staged_.reset();
+        out.result = started.finish(to_run);
+    } else {
+        staged_.reset();
+        out.result = exec::run_call(to_run, run);
+    }
     phase("call ended");
     loan.restore();
     if (observed) {
@@ -727,8 +743,12 @@ CallOutcome Session::call(exec::LaunchSpec spec, const exec::RunOptions &run,
     // For this call only: a later call must not take its trees as ones to be removed.
     struct Reset {
         std::vector<std::filesystem::path> &trees;
-        ~Reset() { trees.clear(); }
-    } const reset{removed_after_};
+        std::optional<exec::StartedCall> &staged;
+        ~Reset() {
+            trees.clear();
+            staged.reset();  // a call that failed before its run never runs its staged process
+        }
+    } const reset{removed_after_, staged_};
     removed_after_ = std::move(removed_after);
     // Made on the host only when something needs it: a backend of ABI 1.3 provides the call's
     // temp directory (and a home made for this call alone) inside its confinement.
@@ -763,12 +783,34 @@ CallOutcome Session::call(exec::LaunchSpec spec, const exec::RunOptions &run,
     }
     phase("private directories made");
     const auto call_env = spec.env;
+    // An unaudited call without a route out is started before its plan is complete (ABI 1.5):
+    // the backend names the process, the runner starts it, and the plan's costly part (the host
+    // socket walk) overlaps the process's own start. A traced call is not: its observer wraps
+    // the whole plan.
+    std::optional<exec::ExecPlan> early;
+    if (!audited && route_request.items.empty() && backend_.plugin->abi_minor() >= 5) {
+        route_environment(spec.env, nullptr);
+        spec.staged = true;
+        auto first = prepare(spec);
+        spec.staged = false;
+        if (std::any_of(first.files.begin(), first.files.end(),
+                        [](const exec::PlanFile &f) { return f.deferred; })) {
+            check_lend(first, spec);
+            staged_.emplace(first, run);
+            phase("call started before its plan");
+        } else {
+            early = std::move(first);  // the backend did not stage it: this is its whole plan
+        }
+    }
     auto route = open_route(route_request, run_dir);
     if (route) {
         spec.egress = {route->route().socket, route->route().port, route->route().shim};
     }
     route_environment(spec.env, route ? &route->route() : nullptr);
-    auto plan = prepare_call(spec, run_dir);
+    auto plan = early ? std::move(*early) : prepare_call(spec, run_dir);
+    if (early) {
+        make_planned_dirs(plan, run_dir);
+    }
     if (plan.confinement == "opt-out" && (route || spec.env != call_env)) {
         // An unconfined target has the host's network: there is no route to give it, and its
         // environment stays exactly the call's.

@@ -99,6 +99,9 @@ class Session {
    private:
     // The removed_after of the call running now (empty between calls).
     std::vector<std::filesystem::path> removed_after_;
+    // (ABI 1.5) The call running now, started before its plan was complete; finished by execute,
+    // and killed unfinished when the call fails before that.
+    std::optional<exec::StartedCall> staged_;
     struct Executed {
         exec::CallResult result;
         std::optional<audit::Observation> observation;

@@ -473,7 +473,29 @@ struct ProcessParts {
     const std::string &cwd;
     const std::vector<PlanFile> &files;
     std::vector<std::pair<int, int>> dups;  // (runtime's descriptor, the child's number)
+    // Where the runtime's ends of the deferred files go: (the child's number, the runtime's end).
+    std::vector<std::pair<int, UniqueFd>> *deferred = nullptr;
 };
+
+// A deferred file: a socket pair, one end for the child at a high number (as the other files),
+// the other end the runtime's. A socket rather than a pipe: the runtime writes with MSG_NOSIGNAL,
+// so a process that died before reading costs it an error, never SIGPIPE.
+std::pair<UniqueFd, UniqueFd> deferred_pair() {
+    std::array<int, 2> p{};
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p.data()) != 0) {
+        throw setup_error("socketpair", errno);
+    }
+    const UniqueFd child_low{p[0]};
+    UniqueFd runtime{p[1]};
+    UniqueFd child{::fcntl(child_low.get(), F_DUPFD_CLOEXEC, 256)};
+    if (!child) {
+        throw setup_error("fcntl(F_DUPFD_CLOEXEC)", errno);
+    }
+    // The child only reads: a write back would fill a buffer nobody reads.
+    ::shutdown(child.get(), SHUT_WR);
+    ::fcntl(runtime.get(), F_SETFL, O_NONBLOCK);
+    return {std::move(child), std::move(runtime)};
+}
 
 // Starts one process of the plan in a process group of its own, with exactly the given
 // descriptors: 0-2, the files and the dups. Returns {pid, 0}, or {-1, errno} when it could not be
@@ -483,7 +505,17 @@ std::pair<pid_t, int> start_process(const ExecPlan &plan, const ProcessParts &p)
     plan_fds.reserve(p.files.size());
     auto dups = p.dups;
     for (const auto &f : p.files) {
-        plan_fds.push_back(f.path.empty() ? sealed_memfd(f.content) : opened_file(f.path));
+        if (f.deferred) {
+            if (p.deferred == nullptr) {
+                throw runtime_error("the plan defers descriptor " + std::to_string(f.child_fd) +
+                                    " but was not started as a staged call");
+            }
+            auto [child, runtime] = deferred_pair();
+            plan_fds.push_back(std::move(child));
+            p.deferred->emplace_back(f.child_fd, std::move(runtime));
+        } else {
+            plan_fds.push_back(f.path.empty() ? sealed_memfd(f.content) : opened_file(f.path));
+        }
         dups.emplace_back(plan_fds.back().get(), f.child_fd);
     }
     auto argv = c_strings(p.argv);
@@ -572,20 +604,139 @@ std::string resolve_program(const std::string &name) {
     return {};
 }
 
-CallResult run_call(const ExecPlan &plan, const RunOptions &options) {
+namespace {
+
+// A deferred file's runtime end and what it is to be given.
+struct DeferredFile {
+    int child_fd = -1;
+    UniqueFd fd;
+    std::string content;
+    std::size_t written = 0;
+
+    // Writes what the socket takes now; closes it once all is written or the reader is gone.
+    void write_some() {
+        while (fd && written < content.size()) {
+            const auto n = ::send(fd.get(), content.data() + written, content.size() - written,
+                                  MSG_DONTWAIT | MSG_NOSIGNAL);
+            if (n < 0 && errno == EINTR) {
+                continue;
+            }
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+                return;
+            }
+            if (n <= 0) {
+                fd.reset();  // the reader ended: what it read was short, and it must refuse it
+                return;
+            }
+            written += static_cast<std::size_t>(n);
+        }
+        fd.reset();  // the end of the file: the reader has it whole
+    }
+};
+
+// The first differing part of a process, or nullptr when the complete plan starts the same one.
+const char *differs(const ExecPlan &staged, const ExecPlan &complete) {
+    if (complete.argv != staged.argv) {
+        return "argv";
+    }
+    if (complete.env != staged.env) {
+        return "env";
+    }
+    if (complete.cwd != staged.cwd) {
+        return "cwd";
+    }
+    if (complete.run_as != staged.run_as) {
+        return "runAs";
+    }
+    if (complete.child != staged.child) {
+        return "limits or newSessionKeyring";
+    }
+    if (complete.setup_mark_fd != staged.setup_mark_fd) {
+        return "setupMark";
+    }
+    if (complete.holder || staged.holder || complete.handoff_fd != staged.handoff_fd) {
+        return "holder";
+    }
+    if (complete.lend != staged.lend) {
+        return "lend";
+    }
+    if (complete.confinement != staged.confinement) {
+        return "confinement";
+    }
+    if (complete.files.size() != staged.files.size()) {
+        return "files";
+    }
+    for (const auto &f : staged.files) {
+        const auto same = std::find_if(complete.files.begin(), complete.files.end(),
+                                       [&](const PlanFile &c) { return c.child_fd == f.child_fd; });
+        if (same == complete.files.end() || same->deferred ||
+            (f.deferred ? !same->path.empty() : !(*same == f))) {
+            return "files";
+        }
+    }
+    return nullptr;
+}
+
+}  // namespace
+
+struct StartedCall::State {
+    RunOptions options;
+    ExecPlan staged;
     CallResult result;
+    UniqueFd mark;
+    std::array<Capture, 2> captures;
+    HolderProcess holder;
+    pid_t pid = -1;
+    UniqueFd pidfd;
+    Clock::time_point start;
+    bool reaper = false;
+    std::vector<pid_t> children_before;
+    std::vector<DeferredFile> deferred;
+    bool ended = false;  // waited for, or never started
+
+    State(const ExecPlan &plan, const RunOptions &run_options)
+        : options{run_options}, staged{plan} {}
+    State(const State &) = delete;
+    State &operator=(const State &) = delete;
+    State(State &&) = delete;
+    State &operator=(State &&) = delete;
+
+    // A call never finished: its process is ended before it could act on a part of its plan.
+    ~State() {
+        if (!ended && pid > 0) {
+            kill_group(pid, SIGKILL);
+            while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+            }
+            holder.end();
+            if (reaper) {
+                end_orphans(children_before);
+            }
+        }
+    }
+
+    void start_plan();
+    void wait();
+};
+
+void StartedCall::State::start_plan() {
+    const ExecPlan &plan = staged;
+    if (plan.holder && std::any_of(plan.files.begin(), plan.files.end(),
+                                   [](const PlanFile &f) { return f.deferred; })) {
+        // The holder builds the view before the plan's process joins it: nothing to overlap.
+        throw runtime_error("a plan with a holder cannot defer its files");
+    }
     const std::string program = resolve_program(plan.argv.at(0));
     const std::string holder_program = plan.holder ? resolve_program(plan.holder->argv.at(0)) : "";
     if (program.empty() || (plan.holder && holder_program.empty())) {
         result.start_errno = ENOENT;
         result.start_error =
             (program.empty() ? plan.argv[0] : plan.holder->argv[0]) + ": command not found";
-        return result;
+        ended = true;
+        return;
     }
 
     // The setup mark: one byte in a pipe whose write end is closed at once, so nothing but the
     // plan's mechanism taking it can empty it, and nothing in the call can put it back.
-    UniqueFd mark;
     if (plan.setup_mark_fd >= 0) {
         std::array<int, 2> p{};
         if (::pipe2(p.data(), O_CLOEXEC) != 0) {
@@ -617,7 +768,6 @@ CallResult run_call(const ExecPlan &plan, const RunOptions &options) {
         }
     }
 
-    std::array<Capture, 2> captures;
     std::array<UniqueFd, 2> child_ends;
     const std::array<const OutputSpec *, 2> specs{&options.out, &options.err};
     for (std::size_t i = 0; i < 2; ++i) {
@@ -652,10 +802,11 @@ CallResult run_call(const ExecPlan &plan, const RunOptions &options) {
     // child: only 0-2 and the plan's files (placed by dup2 above) survive exec.
     ::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
 
-    const bool reaper = is_subreaper();
-    const auto children_before = reaper ? own_children() : std::vector<pid_t>{};
-    HolderProcess holder;
-    const auto start = Clock::now();
+    reaper = is_subreaper();
+    if (reaper) {
+        children_before = own_children();
+    }
+    start = Clock::now();
     if (plan.holder) {
         // Never the call's stdin: the holder reads nothing, and input meant for the target must
         // not be taken by it.
@@ -679,40 +830,47 @@ CallResult run_call(const ExecPlan &plan, const RunOptions &options) {
         if (rc != 0) {
             result.start_errno = rc;
             result.start_error = holder_program + ": " + errno_text(rc);
-            return result;
+            ended = true;
+            return;
         }
         holder.pid = holder_pid;
     }
+    std::vector<std::pair<int, UniqueFd>> deferred_ends;
     ProcessParts parts{program, plan.argv, plan.env, plan.cwd, plan.files, streams};
+    parts.deferred = &deferred_ends;
     if (plan.holder) {
         parts.dups.emplace_back(handoff[1].get(), plan.handoff_fd);
     } else if (mark) {
         parts.dups.emplace_back(mark.get(), plan.setup_mark_fd);
     }
-    pid_t pid = -1;
-    int rc = 0;
-    std::tie(pid, rc) = start_process(plan, parts);
-    for (auto &end : child_ends) {
-        end.reset();
+    const auto [started_pid, rc] = start_process(plan, parts);
+    for (auto &[child_fd, end] : deferred_ends) {
+        deferred.push_back(DeferredFile{child_fd, std::move(end), {}, 0});
     }
-    for (auto &end : handoff) {
-        end.reset();
-    }
-    stdin_fd.reset();
     if (rc != 0) {
         result.start_errno = rc;
         result.start_error = program + ": " + errno_text(rc);
-        return result;
+        ended = true;
+        return;
     }
+    pid = started_pid;
     result.started = true;
 
-    UniqueFd pidfd{static_cast<int>(::syscall(SYS_pidfd_open, pid, 0))};
+    pidfd.reset(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
     if (!pidfd) {
+        const int error_number = errno;
         kill_group(pid, SIGKILL);
         ::waitpid(pid, nullptr, 0);
-        throw setup_error("pidfd_open", errno);
+        ended = true;
+        throw setup_error("pidfd_open", error_number);
     }
+}
 
+void StartedCall::State::wait() {
+    ended = true;
+    for (auto &d : deferred) {
+        d.write_some();
+    }
     std::optional<Clock::time_point> deadline;
     if (options.timeout) {
         deadline = start + *options.timeout;
@@ -729,33 +887,39 @@ CallResult run_call(const ExecPlan &plan, const RunOptions &options) {
         }
     };
 
+    std::vector<pollfd> fds;
     for (;;) {
         const bool pipes_open = captures[0].pipe.valid() || captures[1].pipe.valid();
         if (leader_done && !pipes_open) {
             break;
         }
-        std::array<pollfd, 4> fds{};
-        nfds_t count = 0;
-        const int pid_slot = leader_done ? -1 : static_cast<int>(count);
+        fds.clear();
+        const int pid_slot = leader_done ? -1 : static_cast<int>(fds.size());
         if (!leader_done) {
-            fds[count++] = pollfd{pidfd.get(), POLLIN, 0};
+            fds.push_back(pollfd{pidfd.get(), POLLIN, 0});
         }
         std::array<int, 2> pipe_slot{-1, -1};
         for (std::size_t i = 0; i < 2; ++i) {
             if (captures[i].pipe) {
-                pipe_slot[i] = static_cast<int>(count);
-                fds[count++] = pollfd{captures[i].pipe.get(), POLLIN, 0};
+                pipe_slot[i] = static_cast<int>(fds.size());
+                fds.push_back(pollfd{captures[i].pipe.get(), POLLIN, 0});
             }
         }
         const int signal_slot =
-            (!leader_done && options.signal_fd >= 0) ? static_cast<int>(count) : -1;
+            (!leader_done && options.signal_fd >= 0) ? static_cast<int>(fds.size()) : -1;
         if (signal_slot >= 0) {
-            fds[count++] = pollfd{options.signal_fd, POLLIN, 0};
+            fds.push_back(pollfd{options.signal_fd, POLLIN, 0});
+        }
+        const auto deferred_slot = fds.size();
+        for (const auto &d : deferred) {
+            if (d.fd) {
+                fds.push_back(pollfd{d.fd.get(), POLLOUT, 0});
+            }
         }
         auto now = Clock::now();
         const int wait_ms = leader_done ? poll_timeout_ms(now, {drain_until})
                                         : poll_timeout_ms(now, {deadline, kill_at});
-        const int ready = ::poll(fds.data(), count, wait_ms);
+        const int ready = ::poll(fds.data(), fds.size(), wait_ms);
         if (ready < 0 && errno != EINTR) {
             kill_group(pid, SIGKILL);
             throw setup_error("poll", errno);
@@ -765,6 +929,15 @@ CallResult run_call(const ExecPlan &plan, const RunOptions &options) {
         for (std::size_t i = 0; i < 2; ++i) {
             if (pipe_slot[i] >= 0 && fds[static_cast<std::size_t>(pipe_slot[i])].revents != 0) {
                 captures[i].read_some();
+            }
+        }
+        for (std::size_t slot = deferred_slot; slot < fds.size(); ++slot) {
+            if (fds[slot].revents != 0) {
+                for (auto &d : deferred) {
+                    if (d.fd.get() == fds[slot].fd) {
+                        d.write_some();
+                    }
+                }
             }
         }
         if (signal_slot >= 0 &&
@@ -790,6 +963,9 @@ CallResult run_call(const ExecPlan &plan, const RunOptions &options) {
                 result.signal = WTERMSIG(status);
             }
             leader_done = true;
+            for (auto &d : deferred) {
+                d.fd.reset();
+            }
             // The holder keeps the confinement standing for no one now; ending it ends what is
             // left inside (its pid 1 dies with it).
             holder.end();
@@ -823,7 +999,59 @@ CallResult run_call(const ExecPlan &plan, const RunOptions &options) {
         result.setup_marked = ::ioctl(mark.get(), FIONREAD, &unread) == 0;
         result.setup_reached = result.setup_marked && unread == 0;
     }
-    return result;
+}
+
+StartedCall::StartedCall(const ExecPlan &staged, const RunOptions &options)
+    : state_{std::make_unique<State>(staged, options)} {
+    state_->start_plan();
+}
+
+StartedCall::StartedCall(StartedCall &&) noexcept = default;
+StartedCall::~StartedCall() = default;
+
+pid_t StartedCall::pid() const {
+    return state_ ? state_->pid : -1;
+}
+
+CallResult StartedCall::finish(const ExecPlan &complete) {
+    if (!state_) {
+        throw runtime_error("the staged call was already finished");
+    }
+    const auto state = std::move(state_);
+    if (state->ended) {
+        return state->result;  // it never started: nothing of it to continue
+    }
+    // A process started on one plan must not be finished with another's files: the same
+    // mechanism would be handed a view its backend did not describe for that process.
+    if (const char *field = differs(state->staged, complete)) {
+        throw runtime_error(std::string{"the complete plan does not start the process staged "
+                                        "for it ("} +
+                            field + " differs)");
+    }
+    for (auto &d : state->deferred) {
+        const auto f = std::find_if(complete.files.begin(), complete.files.end(),
+                                    [&](const PlanFile &c) { return c.child_fd == d.child_fd; });
+        d.content = f->content;
+    }
+    state->wait();
+    return state->result;
+}
+
+CallResult StartedCall::wait_for_end() {
+    const auto state = std::move(state_);
+    if (!state->ended) {
+        state->wait();
+    }
+    return state->result;
+}
+
+CallResult run_call(const ExecPlan &plan, const RunOptions &options) {
+    if (std::any_of(plan.files.begin(), plan.files.end(),
+                    [](const PlanFile &f) { return f.deferred; })) {
+        throw runtime_error("the plan defers a descriptor's content but is run as a whole");
+    }
+    StartedCall call{plan, options};
+    return call.wait_for_end();
 }
 
 }  // namespace tea::exec

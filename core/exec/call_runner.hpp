@@ -1,9 +1,12 @@
 // The one place that starts a target's processes: it executes an exec plan.
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -64,7 +67,42 @@ struct CallResult {
 // after the grace) and when the leader exits. A runtime that is a child
 // subreaper (see become_subreaper) also ends every orphan the call left behind.
 // Throws tea::Error (exit 125) when the runtime itself cannot set the call up.
+// A plan with deferred files is refused: see StartedCall.
 CallResult run_call(const ExecPlan &plan, const RunOptions &options);
+
+// (ABI 1.5) A call whose process starts before its plan is complete, so that the process's own
+// start overlaps the work the complete plan needs. Started from a plan whose deferred files are
+// sockets the runtime holds the other end of; finished with the complete plan, which must start
+// the same process: the runner then writes each deferred file's content, closes it, and runs the
+// call to its end as run_call does. Destroyed unfinished (the complete plan could not be made, or
+// it differs), it kills the process's group and reaps it: a process never given its files whole
+// sees them end early, and must then refuse to start its target.
+class StartedCall {
+   public:
+    // Throws tea::Error (exit 125) when the runtime cannot set the call up; a process that could
+    // not be executed is reported by finish, as run_call reports it.
+    StartedCall(const ExecPlan &staged, const RunOptions &options);
+    StartedCall(const StartedCall &) = delete;
+    StartedCall &operator=(const StartedCall &) = delete;
+    StartedCall(StartedCall &&) noexcept;
+    StartedCall &operator=(StartedCall &&) = delete;
+    ~StartedCall();
+
+    // The started process; -1 when it could not be executed.
+    [[nodiscard]] pid_t pid() const;
+    // Checks that `complete` starts the very process started (argv, environment, directory,
+    // identity, child set-up, setup mark, every file but the deferred ones' content, lend and
+    // confinement), fills the deferred files and waits for the call's end. Throws tea::Error
+    // naming what differs, and the process is then killed; callable once.
+    CallResult finish(const ExecPlan &complete);
+
+   private:
+    friend CallResult run_call(const ExecPlan &plan, const RunOptions &options);
+    CallResult wait_for_end();
+
+    struct State;
+    std::unique_ptr<State> state_;
+};
 
 // Makes the runtime the reaper of its orphaned descendants, so a process that
 // left the call's group (setsid, double fork) is still found and ended.

@@ -84,6 +84,9 @@ std::string to_json(const LaunchSpec &spec) {
     if (spec.observed) {
         doc["observed"] = true;
     }
+    if (spec.staged) {
+        doc["staged"] = true;
+    }
     if (!spec.egress.socket.empty()) {
         doc["egress"] = {{"socket", bytes::to_json(spec.egress.socket)},
                          {"port", spec.egress.port},
@@ -120,6 +123,12 @@ LaunchSpec launch_spec_from_json(std::string_view text) {
             throw std::invalid_argument("observed: expected a boolean");
         }
         spec.observed = doc["observed"].get<bool>();
+    }
+    if (doc.contains("staged")) {
+        if (!doc["staged"].is_boolean()) {
+            throw std::invalid_argument("staged: expected a boolean");
+        }
+        spec.staged = doc["staged"].get<bool>();
     }
     const auto &limits = field(doc, "limits");
     if (!limits.is_object()) {
@@ -168,7 +177,9 @@ namespace {
 json files_to_json(const std::vector<PlanFile> &plan_files) {
     json files = json::array();
     for (const auto &f : plan_files) {
-        if (f.path.empty()) {
+        if (f.deferred) {
+            files.push_back({{"fd", f.child_fd}, {"deferred", true}});
+        } else if (f.path.empty()) {
             files.push_back({{"fd", f.child_fd}, {"content", bytes::to_json(f.content)}});
         } else {
             files.push_back({{"fd", f.child_fd}, {"path", bytes::to_json(f.path)}});
@@ -260,7 +271,8 @@ int child_fd(const json &value, const std::string &where, std::set<int> &seen) {
     return value.get<int>();
 }
 
-std::vector<PlanFile> parse_files(const json &doc, const std::string &prefix, std::set<int> &seen) {
+std::vector<PlanFile> parse_files(const json &doc, const std::string &prefix, std::set<int> &seen,
+                                  bool may_defer) {
     std::vector<PlanFile> out;
     if (!doc.contains("files")) {
         return out;
@@ -276,7 +288,15 @@ std::vector<PlanFile> parse_files(const json &doc, const std::string &prefix, st
             throw std::invalid_argument(where + ".fd: expected an integer");
         }
         const int fd = child_fd(f["fd"], where + ".fd", seen);
-        if (f.contains("path")) {
+        if (f.contains("deferred")) {
+            // Only the plan's own process can be started early; a holder is never staged.
+            if (!may_defer || f["deferred"] != true || f.size() != 2) {
+                throw std::invalid_argument(
+                    where + (may_defer ? ": expected {\"fd\", \"deferred\": true} alone"
+                                       : ".deferred: a holder's files cannot be deferred"));
+            }
+            out.push_back(PlanFile{fd, {}, {}, true});
+        } else if (f.contains("path")) {
             auto path = bytes::from_json(f["path"], where + ".path");
             no_nul(path, where + ".path");
             if (path.empty() || path[0] != '/' || f.contains("content")) {
@@ -417,7 +437,7 @@ ExecPlan exec_plan_from_json(std::string_view text) {
         plan.setup_mark_fd =
             child_fd(mark["fd"], "setupMark.fd", doc.contains("holder") ? holder_seen : seen);
     }
-    plan.files = parse_files(doc, "", seen);
+    plan.files = parse_files(doc, "", seen, true);
     if (doc.contains("holder")) {
         const auto &h = doc["holder"];
         if (!h.is_object()) {
@@ -432,7 +452,7 @@ ExecPlan exec_plan_from_json(std::string_view text) {
         Holder holder;
         parse_process(h, "holder.", holder.argv, holder.env, holder.cwd);
         holder.handoff_fd = child_fd(field(h, "handoffFd"), "holder.handoffFd", holder_seen);
-        holder.files = parse_files(h, "holder.", holder_seen);
+        holder.files = parse_files(h, "holder.", holder_seen, false);
         plan.holder = std::move(holder);
         plan.handoff_fd = child_fd(doc["handoffFd"], "handoffFd", seen);
     }

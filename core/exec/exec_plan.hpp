@@ -15,6 +15,7 @@ struct Limits {
     std::uint64_t cpu_seconds = 0;
     std::uint64_t file_size_bytes = 0;
     std::uint64_t processes = 0;
+    bool operator==(const Limits &) const = default;
 };
 
 // The call's route out (see core/egress/egress.hpp), for the backend to carry into its
@@ -60,15 +61,26 @@ struct LaunchSpec {
     // ExecPlan::holder), so that the tracer follows the target and not the confinement's set-up.
     // Sent only to a backend built for ABI 1.4 or later, and only when true.
     bool observed = false;
+    // (ABI 1.5) The host starts the plan's process before the plan is complete, so that its
+    // start overlaps the work the complete plan needs: the backend answers with the process as it
+    // will run, the files it cannot fill cheaply marked deferred (see PlanFile), and is then asked
+    // again without this for the complete plan, whose process must be the same. Sent only to a
+    // backend built for ABI 1.5 or later, and only when true.
+    bool staged = false;
 };
 
 // A descriptor the runner sets up for the child: the plan's bytes in a
 // sealed memfd, or an existing file opened read-only by the runtime (so a
 // process that may not search the path's directories can still use it).
+// (ABI 1.5) A deferred file, only in a plan answered to a staged launch spec, is a pipe whose
+// content the runner writes once the complete plan names it; the process may start before then
+// and must not act on what it has read until it reads the pipe's end.
 struct PlanFile {
     int child_fd = -1;
     std::string content;
     std::string path;  // when set, the file is opened instead of content
+    bool deferred = false;
+    bool operator==(const PlanFile &) const = default;
 };
 
 // Directories of the call the plan asks the runtime to hand to the identity
@@ -78,6 +90,7 @@ struct Lend {
     unsigned uid = 0;
     unsigned gid = 0;
     std::vector<std::string> paths;  // each must be the spec's workspace, temp dir or home
+    bool operator==(const Lend &) const = default;
 };
 
 // What the audit needs to know of a confinement; empty for one that confines nothing.
@@ -101,6 +114,7 @@ struct RunAs {
     bool requested = false;
     unsigned uid = 0;  // never 0
     unsigned gid = 0;  // never 0
+    bool operator==(const RunAs &) const = default;
 };
 
 // What the runner applies in the child just before the exec (ABI 1.1), so that a backend needs
@@ -113,6 +127,7 @@ struct ChildSetup {
         return new_session_keyring || limits.cpu_seconds != 0 || limits.file_size_bytes != 0 ||
                limits.processes != 0;
     }
+    bool operator==(const ChildSetup &) const = default;
 };
 
 // (ABI 1.4) A process the runner starts beside the plan's own, before it and never wrapped by an

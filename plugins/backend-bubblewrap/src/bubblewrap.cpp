@@ -281,6 +281,7 @@ struct Spec {
     std::string egress_socket, egress_shim;  // empty: the call has no route out
     std::uint16_t egress_port = 0;
     bool observed = false;  // (ABI 1.4) an observer wraps the plan
+    bool staged = false;    // (ABI 1.5) the host starts the process before the plan is complete
 };
 
 Spec parse_spec(std::string_view text) {
@@ -348,6 +349,12 @@ Spec parse_spec(std::string_view text) {
             throw tea::sdk::Invalid("observed: expected a boolean");
         }
         s.observed = doc.at("observed").get<bool>();
+    }
+    if (doc.contains("staged")) {
+        if (!doc.at("staged").is_boolean()) {
+            throw tea::sdk::Invalid("staged: expected a boolean");
+        }
+        s.staged = doc.at("staged").get<bool>();
     }
     return s;
 }
@@ -485,106 +492,6 @@ class Bubblewrap {
             }
         }
 
-        std::vector<std::string> a;  // bwrap's arguments, passed through a descriptor
-        auto add = [&](std::initializer_list<std::string> items) { a.insert(a.end(), items); };
-        const auto size = std::to_string(settings_.tmpfs_bytes);
-        add({"--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
-             "--unshare-cgroup-try",
-             // No nested user namespace: one would give the target back every capability.
-             "--disable-userns", "--die-with-parent",
-             // A new session: no controlling terminal to push input into.
-             "--new-session", "--cap-drop", "ALL", "--hostname", "tea-sandbox", "--block-fd",
-             std::to_string(setup_mark_fd)});
-        add({"--ro-bind", "/", "/"});
-        add({"--dev", "/dev", "--perms", "1777", "--size", size, "--tmpfs", "/dev/shm"});
-        add({"--proc", "/proc"});
-        // bwrap covers /proc/sys only when it could write there, which an unprivileged
-        // bwrap never can: the knobs of the sandbox's own namespaces (kernel.msgmax,
-        // fs.mqueue.*, kernel.ns_last_pid) stayed writable. The host's /proc/sys, bound
-        // read-only, shows the same knobs: each one answers for the reader's namespaces.
-        add({"--ro-bind", "/proc/sys", "/proc/sys"});
-        // The host's /sys tells a target about devices and the kernel; toolchains need only CPUs.
-        add({"--size", "65536", "--tmpfs", "/sys"});
-        for (const auto &p : settings_.sys_paths) {
-            add({"--ro-bind-try", p, p});
-        }
-        add({"--remount-ro", "/sys"});
-        if (fs::is_directory("/run/user")) {
-            add({"--size", "4096", "--tmpfs", "/run/user", "--remount-ro", "/run/user"});
-        }
-        // The private root: an empty read-only cover with only this call's home (and a workspace
-        // of the call's run directory) bound back.
-        const auto private_root = fs::path{spec.home}.parent_path().parent_path().string();
-        const bool workspace_in_root = workspace_under_private_root(spec, private_root);
-        if (!workspace_in_root) {
-            // Before the cover: a workspace that held the private root must never uncover it.
-            add({"--bind", spec.workspace, spec.workspace});
-        }
-        const auto call_dir_size = std::to_string(settings_.call_dir_bytes);
-        // An unmade directory is a tmpfs of its own, sized: it vanishes with the call's mount
-        // namespace (even when the runtime is killed), and a target filling it fills memory up
-        // to the size, never the host's disk.
-        auto call_dir = [&](const std::string &host, const std::string &mount) {
-            if (unmade(host)) {
-                add({"--perms", "0700", "--size", call_dir_size, "--tmpfs", mount});
-            } else {
-                add({"--bind", host, mount});
-            }
-        };
-        call_dir(spec.temp_dir, temp_mount);
-        add({"--size", "65536", "--tmpfs", private_root});
-        call_dir(spec.home, spec.home);
-        if (workspace_in_root) {
-            // After the cover, or the cover would hide it; the run's other directories stay hidden.
-            add({"--bind", spec.workspace, spec.workspace});
-        }
-        const auto egress_dir = egress_directory(spec, private_root);
-        if (!egress_dir.empty()) {
-            // Read-only: the target may connect to the proxy's socket, never replace it.
-            add({"--ro-bind", egress_dir, egress_dir});
-        }
-        const auto run_dir = normal(fs::path{spec.home}.parent_path().string()).string();
-        check_read_only_over(spec, run_dir);
-        for (const auto &r : spec.read_only) {
-            // A read-only grant in the call's run directory (a trial's private repository) is
-            // bound before the cover turns read-only, since its mount point must be made there.
-            // Anywhere else under the private root it is refused: it would uncover another run.
-            if (inside(r, private_root)) {
-                if (!inside(r, run_dir) || normal(r) == fs::path{run_dir}) {
-                    std::string message = "the read-only grant " + r;
-                    message +=
-                        " lies under the private root but not inside this call's run "
-                        "directory ";
-                    message += run_dir;
-                    throw tea::sdk::Invalid(message);
-                }
-                add({"--ro-bind", r, r});
-            }
-        }
-        add({"--remount-ro", private_root});
-        for (const auto &w : spec.withhold) {
-            std::error_code ec;
-            const auto status = fs::symlink_status(w, ec);
-            if (fs::is_directory(status)) {
-                // An empty read-only file system: a read answers ENOENT, a write EROFS.
-                add({"--size", "4096", "--tmpfs", w, "--remount-ro", w});
-            } else if (fs::exists(status)) {
-                add({"--ro-bind", "/dev/null", w});
-            }
-        }
-        for (const auto &r : spec.read_only) {
-            if (!inside(r, private_root)) {
-                add({"--ro-bind-try", r, r});
-            }
-        }
-        for (const auto &[source, destination] : spec.read_only_over) {
-            // After the withheld paths, since it covers one: the project's git directory at the
-            // workspace's .git is shown as the call's private repository.
-            add({"--ro-bind", source, destination});
-        }
-        const auto report = mask_sockets(spec, identity, private_root, a);
-        add({"--remount-ro", "/dev", "--chdir", spec.cwd});
-
         std::vector<std::string> env = spec.env;
         std::erase_if(env, [](const std::string &e) {
             return e.rfind("NODE_V8_COVERAGE=", 0) == 0;  // a coverage dump would write outside
@@ -612,15 +519,126 @@ class Bubblewrap {
             const auto eq = e.find('=');
             return eq != std::string::npos && eq > 0;
         });
+        const auto private_root = fs::path{spec.home}.parent_path().parent_path().string();
+        const auto egress_dir = egress_directory(spec, private_root);
         const auto start = egress_dir.empty() && settable
                                ? exec_path(spec.argv[0], env, spec.cwd, identity)
                                : std::string{};
+        // Staged (ABI 1.5): bwrap starts the target itself, so its process is known now, and the
+        // runtime starts it before the view exists; the view (with its socket walk, the costly
+        // part) comes in the complete plan, through the argument descriptor bwrap is reading.
+        const bool staged = spec.staged && !start.empty() && !spec.observed;
+        std::vector<std::string> a;  // bwrap's arguments, passed through a descriptor
+        json report = json::object();
+        if (!staged) {
+            auto add = [&](std::initializer_list<std::string> items) { a.insert(a.end(), items); };
+            const auto size = std::to_string(settings_.tmpfs_bytes);
+            // The UTS namespace is the stream's last option (see target_args_file), the host name
+            // on bwrap's own command line (target_bwrap_command).
+            add({"--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net",
+                 "--unshare-cgroup-try",
+                 // No nested user namespace: one would give the target back every capability.
+                 "--disable-userns", "--die-with-parent",
+                 // A new session: no controlling terminal to push input into.
+                 "--new-session", "--cap-drop", "ALL", "--block-fd",
+                 std::to_string(setup_mark_fd)});
+            add({"--ro-bind", "/", "/"});
+            add({"--dev", "/dev", "--perms", "1777", "--size", size, "--tmpfs", "/dev/shm"});
+            add({"--proc", "/proc"});
+            // bwrap covers /proc/sys only when it could write there, which an unprivileged
+            // bwrap never can: the knobs of the sandbox's own namespaces (kernel.msgmax,
+            // fs.mqueue.*, kernel.ns_last_pid) stayed writable. The host's /proc/sys, bound
+            // read-only, shows the same knobs: each one answers for the reader's namespaces.
+            add({"--ro-bind", "/proc/sys", "/proc/sys"});
+            // The host's /sys tells a target about devices and the kernel; toolchains need only
+            // CPUs.
+            add({"--size", "65536", "--tmpfs", "/sys"});
+            for (const auto &p : settings_.sys_paths) {
+                add({"--ro-bind-try", p, p});
+            }
+            add({"--remount-ro", "/sys"});
+            if (fs::is_directory("/run/user")) {
+                add({"--size", "4096", "--tmpfs", "/run/user", "--remount-ro", "/run/user"});
+            }
+            // The private root: an empty read-only cover with only this call's home (and a
+            // workspace of the call's run directory) bound back.
+            const bool workspace_in_root = workspace_under_private_root(spec, private_root);
+            if (!workspace_in_root) {
+                // Before the cover: a workspace that held the private root must never uncover it.
+                add({"--bind", spec.workspace, spec.workspace});
+            }
+            const auto call_dir_size = std::to_string(settings_.call_dir_bytes);
+            // An unmade directory is a tmpfs of its own, sized: it vanishes with the call's mount
+            // namespace (even when the runtime is killed), and a target filling it fills memory up
+            // to the size, never the host's disk.
+            auto call_dir = [&](const std::string &host, const std::string &mount) {
+                if (unmade(host)) {
+                    add({"--perms", "0700", "--size", call_dir_size, "--tmpfs", mount});
+                } else {
+                    add({"--bind", host, mount});
+                }
+            };
+            call_dir(spec.temp_dir, temp_mount);
+            add({"--size", "65536", "--tmpfs", private_root});
+            call_dir(spec.home, spec.home);
+            if (workspace_in_root) {
+                // After the cover, or the cover would hide it; the run's other directories stay
+                // hidden.
+                add({"--bind", spec.workspace, spec.workspace});
+            }
+            if (!egress_dir.empty()) {
+                // Read-only: the target may connect to the proxy's socket, never replace it.
+                add({"--ro-bind", egress_dir, egress_dir});
+            }
+            const auto run_dir = normal(fs::path{spec.home}.parent_path().string()).string();
+            check_read_only_over(spec, run_dir);
+            for (const auto &r : spec.read_only) {
+                // A read-only grant in the call's run directory (a trial's private repository) is
+                // bound before the cover turns read-only, since its mount point must be made there.
+                // Anywhere else under the private root it is refused: it would uncover another run.
+                if (inside(r, private_root)) {
+                    if (!inside(r, run_dir) || normal(r) == fs::path{run_dir}) {
+                        std::string message = "the read-only grant " + r;
+                        message +=
+                            " lies under the private root but not inside this call's run "
+                            "directory ";
+                        message += run_dir;
+                        throw tea::sdk::Invalid(message);
+                    }
+                    add({"--ro-bind", r, r});
+                }
+            }
+            add({"--remount-ro", private_root});
+            for (const auto &w : spec.withhold) {
+                std::error_code ec;
+                const auto status = fs::symlink_status(w, ec);
+                if (fs::is_directory(status)) {
+                    // An empty read-only file system: a read answers ENOENT, a write EROFS.
+                    add({"--size", "4096", "--tmpfs", w, "--remount-ro", w});
+                } else if (fs::exists(status)) {
+                    add({"--ro-bind", "/dev/null", w});
+                }
+            }
+            for (const auto &r : spec.read_only) {
+                if (!inside(r, private_root)) {
+                    add({"--ro-bind-try", r, r});
+                }
+            }
+            for (const auto &[source, destination] : spec.read_only_over) {
+                // After the withheld paths, since it covers one: the project's git directory at the
+                // workspace's .git is shown as the call's private repository.
+                add({"--ro-bind", source, destination});
+            }
+            report = mask_sockets(spec, identity, private_root, a);
+            add({"--remount-ro", "/dev", "--chdir", spec.cwd});
+        }
+
         json plan{{"env", json::array()},
                   {"cwd", "/"},
                   {"confinement", "bubblewrap"},
                   {"report", report},
                   {"setupMark", {{"fd", setup_mark_fd}}}};
-        std::vector<std::string> argv = bwrap_command();
+        std::vector<std::string> argv = target_bwrap_command();
         if (!start.empty() && spec.observed) {
             // Audited: bwrap builds the view untraced and the helper holds it as the sandbox's
             // pid 1; the plan's own process, the helper on the host, joins it and starts the
@@ -631,14 +649,14 @@ class Bubblewrap {
             const auto helper = helper_path();
             a.insert(a.end(),
                      {"--clearenv", "--as-pid-1", "--seccomp", std::to_string(seccomp_fd)});
-            auto holder = bwrap_command();
+            auto holder = target_bwrap_command();
             holder.insert(holder.end(), {helper_in_sandbox, "hold", "--handoff-fd",
                                          std::to_string(holder_handoff_fd)});
             plan["holder"] = {{"argv", tea::bytes::list_to_json(holder)},
                               {"env", json::array()},
                               {"cwd", "/"},
                               {"files",
-                               {args_file(a),
+                               {target_args_file(a),
                                 {{"fd", seccomp_fd}, {"content", seccomp_bytes()}},
                                 {{"fd", helper_fd}, {"path", tea::bytes::to_json(helper)}}}},
                               {"handoffFd", holder_handoff_fd}};
@@ -675,7 +693,9 @@ class Bubblewrap {
             }
             a.insert(a.end(), {"--seccomp", std::to_string(seccomp_fd)});
             argv.insert(argv.end(), spec.argv.begin(), spec.argv.end());
-            plan["files"] = {args_file(a), {{"fd", seccomp_fd}, {"content", seccomp_bytes()}}};
+            plan["files"] = {
+                staged ? json{{"fd", args_fd}, {"deferred", true}} : target_args_file(a),
+                {{"fd", seccomp_fd}, {"content", seccomp_bytes()}}};
             plan["limits"] = {{"cpuSeconds", cpu}, {"fileSizeBytes", fsize}, {"processes", nproc}};
             plan["newSessionKeyring"] = true;
             plan["audit"] = {{"targetStart", tea::bytes::to_json(start)},
@@ -706,7 +726,7 @@ class Bubblewrap {
             argv.emplace_back("--");
             argv.insert(argv.end(), spec.argv.begin(), spec.argv.end());
             plan["files"] = {{{"fd", env_fd}, {"content", tea::bytes::to_json(join_nul(env))}},
-                             args_file(a),
+                             target_args_file(a),
                              {{"fd", helper_fd}, {"path", tea::bytes::to_json(helper)}}};
             plan["audit"] = {{"targetStart", helper_in_sandbox},
                              {"writable", json::array({temp_mount})}};
@@ -816,6 +836,24 @@ class Bubblewrap {
 
     static json args_file(const std::vector<std::string> &a) {
         return {{"fd", args_fd}, {"content", tea::bytes::to_json(join_nul(a))}};
+    }
+
+    // A target's bwrap: the host name on the command line, which bwrap refuses unless the
+    // argument stream, read first, ends with --unshare-uts (target_args_file).
+    std::vector<std::string> target_bwrap_command() const {
+        auto argv = bwrap_command();
+        argv.insert(argv.end() - 1, {"--hostname", "tea-sandbox"});
+        return argv;
+    }
+
+    // A target's argument stream, ending with its only --unshare-uts: a stream cut short (a
+    // runtime killed while writing a staged call's stream, ABI 1.5) lacks it, and bwrap then
+    // refuses the host name on its command line instead of building part of the view. No other
+    // element can stand in for it: bwrap reads an option's values from the stream alone, so
+    // "--unshare-uts" as the value of a --setenv or a path is never taken for the option.
+    static json target_args_file(std::vector<std::string> a) {
+        a.emplace_back("--unshare-uts");
+        return args_file(a);
     }
 
     // A read-only path must be the directory or file itself: a link, or a path through one,

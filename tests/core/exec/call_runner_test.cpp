@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "util/error.hpp"
 #include "util/fd.hpp"
 
 namespace tea::exec {
@@ -480,6 +481,131 @@ TEST_F(CallRunner, RunAsAProgramThatCannotBeExecutedIsNotStarted) {
     const auto r = run_call(p, capture());
     EXPECT_FALSE(r.started);
     EXPECT_EQ(r.start_errno, ENOENT) << r.start_error;
+}
+
+// A staged call (ABI 1.5): started from a plan whose file 8 is deferred (sh redirects one-digit
+// descriptors only), finished with the complete plan.
+ExecPlan staged_plan(ExecPlan p) {
+    p.files = {{8, {}, {}, true}, {5, "fixed", {}}};
+    return p;
+}
+ExecPlan completed(ExecPlan p, std::string content) {
+    p.files = {{8, std::move(content), {}}, {5, "fixed", {}}};
+    return p;
+}
+bool appears(const fs::path &file) {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds{10};
+    while (!fs::exists(file)) {
+        if (std::chrono::steady_clock::now() > give_up) {
+            return false;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds{2});
+    }
+    return true;
+}
+
+TEST_F(CallRunner, AStagedCallRunsBeforeItsPlanIsCompleteAndReadsTheDeferredFileWhole) {
+    const auto started = dir_ / "started";
+    // More than a socket buffer takes at once, so the runner must keep writing while it waits.
+    const std::string content(std::size_t{3} << 20U, 'x');
+    const auto p =
+        plan({"sh", "-c", "echo up > " + started.string() + "; cat <&5; echo; wc -c <&8"});
+    StartedCall call{staged_plan(p), capture()};
+    ASSERT_GT(call.pid(), 0);
+    EXPECT_TRUE(appears(started)) << "the process runs before the plan is complete";
+    const auto r = call.finish(completed(p, content));
+    ASSERT_TRUE(r.started) << r.start_error;
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_EQ(read(dir_ / "stdout"), "fixed\n" + std::to_string(content.size()) + "\n");
+}
+
+TEST_F(CallRunner, AStagedCallNeverFinishedEndsWithoutActingOnItsFile) {
+    const auto started = dir_ / "started";
+    const auto acted = dir_ / "acted";
+    const auto p = plan(
+        {"sh", "-c",
+         "echo up > " + started.string() + "; cat <&8 >/dev/null; echo x > " + acted.string()});
+    pid_t pid = -1;
+    {
+        StartedCall call{staged_plan(p), capture()};
+        pid = call.pid();
+        ASSERT_TRUE(appears(started));
+        EXPECT_TRUE(alive(pid));
+    }
+    // Killed and reaped while it waited for its file, so it never went on.
+    EXPECT_FALSE(alive(pid));
+    EXPECT_EQ(::kill(pid, 0), -1);
+    std::this_thread::sleep_for(std::chrono::milliseconds{50});
+    EXPECT_FALSE(fs::exists(acted));
+    // Control: the same plan finished goes on.
+    fs::remove(started);
+    fs::remove(dir_ / "stdout");
+    fs::remove(dir_ / "stderr");
+    StartedCall call{staged_plan(p), capture()};
+    const auto r = call.finish(completed(p, "content"));
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_TRUE(fs::exists(acted));
+}
+
+TEST_F(CallRunner, AStagedCallRefusesACompletePlanForAnotherProcess) {
+    const auto acted = dir_ / "acted";
+    const auto p = plan({"sh", "-c", "cat <&8 >/dev/null; echo x > " + acted.string()});
+    const auto refuse = [&](const ExecPlan &complete, const std::string &field) {
+        StartedCall call{staged_plan(p), capture()};
+        const pid_t pid = call.pid();
+        try {
+            (void)call.finish(complete);
+            ADD_FAILURE() << field << ": finished";
+        } catch (const Error &e) {
+            EXPECT_NE(std::string{e.what()}.find("(" + field + " differs)"), std::string::npos)
+                << e.what();
+        }
+        EXPECT_FALSE(alive(pid)) << field;
+        fs::remove(dir_ / "stdout");
+        fs::remove(dir_ / "stderr");
+    };
+    auto other_argv = completed(p, "c");
+    other_argv.argv.back() += " ";
+    refuse(other_argv, "argv");
+    auto other_env = completed(p, "c");
+    other_env.env.emplace_back("EXTRA=1");
+    refuse(other_env, "env");
+    auto other_fixed = completed(p, "c");
+    other_fixed.files[1].content = "changed";
+    refuse(other_fixed, "files");
+    auto still_deferred = staged_plan(p);
+    refuse(still_deferred, "files");
+    auto by_path = completed(p, "");
+    by_path.files[0].path = "/etc/hostname";
+    refuse(by_path, "files");
+    auto other_mark = completed(p, "c");
+    other_mark.setup_mark_fd = 9;
+    refuse(other_mark, "setupMark");
+    std::this_thread::sleep_for(std::chrono::milliseconds{50});
+    EXPECT_FALSE(fs::exists(acted));
+}
+
+TEST_F(CallRunner, AStagedProcessThatEndsBeforeReadingLeavesTheCallItsEnd) {
+    // The runtime does not ignore SIGPIPE here: a write to a reader that is gone must not kill it.
+    const auto p = plan({"sh", "-c", "exit 6"});
+    StartedCall call{staged_plan(p), capture()};
+    const auto r = call.finish(completed(p, std::string(std::size_t{4} << 20U, 'y')));
+    EXPECT_EQ(r.exit_code, 6);
+}
+
+TEST_F(CallRunner, ADeferredFileIsRefusedOutsideAStagedCall) {
+    EXPECT_THROW((void)run_call(staged_plan(plan({"true"})), capture()), Error);
+    auto with = with_holder(staged_plan(plan({"true"})), "true");
+    EXPECT_THROW((StartedCall{with, capture()}), Error);
+}
+
+TEST_F(CallRunner, AStagedCallWhoseProgramIsMissingSaysSoAtItsEnd) {
+    const auto p = plan({"tea-no-such-program-here"});
+    StartedCall call{staged_plan(p), capture()};
+    EXPECT_EQ(call.pid(), -1);
+    const auto r = call.finish(completed(p, "c"));
+    EXPECT_FALSE(r.started);
+    EXPECT_EQ(r.start_errno, ENOENT);
 }
 
 }  // namespace

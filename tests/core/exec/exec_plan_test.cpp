@@ -231,6 +231,41 @@ TEST(ExecPlan, HolderRoundTripsAndIsChecked) {
     EXPECT_NO_THROW(exec_plan_from_json(head + holder + R"("handoffFd": 16}, "handoffFd": 16})"));
 }
 
+TEST(ExecPlan, DeferredFilesAndTheStagedSpecRoundTripAndAreChecked) {
+    LaunchSpec spec;
+    spec.argv = {"true"};
+    // Said only when true, as a backend before 1.5 never hears of it.
+    EXPECT_EQ(to_json(spec).find("staged"), std::string::npos);
+    spec.staged = true;
+    EXPECT_TRUE(launch_spec_from_json(to_json(spec)).staged);
+    auto doc = nlohmann::json::parse(to_json(spec));
+    doc["staged"] = "yes";
+    EXPECT_THROW((void)launch_spec_from_json(doc.dump()), std::invalid_argument);
+
+    ExecPlan plan;
+    plan.argv = {"/usr/bin/bwrap", "--args", "11"};
+    plan.cwd = "/";
+    plan.confinement = "bubblewrap";
+    plan.files = {{11, {}, {}, true}, {14, "program", {}}};
+    const auto back = exec_plan_from_json(to_json(plan));
+    ASSERT_EQ(back.files.size(), 2U);
+    EXPECT_TRUE(back.files[0].deferred);
+    EXPECT_EQ(back.files[0].child_fd, 11);
+    EXPECT_FALSE(back.files[1].deferred);
+    EXPECT_EQ(back.files[1].content, "program");
+
+    const std::string head = R"({"argv": ["a"], "env": [], "cwd": "/", "confinement": "x", )";
+    // A deferred file has no content or path of its own yet, and says so with true alone.
+    expect_refused(head + R"("files": [{"fd": 11, "deferred": true, "content": ""}]})", "files[0]");
+    expect_refused(head + R"("files": [{"fd": 11, "deferred": true, "path": "/a"}]})", "files[0]");
+    expect_refused(head + R"("files": [{"fd": 11, "deferred": false}]})", "files[0]");
+    expect_refused(head + R"("files": [{"fd": 11, "deferred": 1}]})", "files[0]");
+    // Only the plan's own process is ever started early.
+    expect_refused(head + R"("holder": {"argv": ["b"], "env": [], "cwd": "/", "handoffFd": 16, )" +
+                       R"("files": [{"fd": 11, "deferred": true}]}, "handoffFd": 17})",
+                   "holder.files[0].deferred");
+}
+
 TEST(ExecPlan, UnmadeDirectoriesAndMakeDirsRoundTrip) {
     LaunchSpec spec;
     spec.argv = {"true"};

@@ -432,7 +432,8 @@ std::pair<Result, Result> Confinement::run_both(Call call) {
     return {std::move(confined), std::move(control)};
 }
 
-Result Confinement::run_spec(const std::string &spec_json, Backend backend, bool plan_only) {
+Result Confinement::run_spec(const std::string &spec_json, Backend backend, bool plan_only,
+                             std::optional<long> staged_cut) {
     const auto file = base_ / ("spec-" + std::to_string(++specs_) + ".json");
     make_file(file, spec_json, 0644);
     std::vector<std::string> argv = launcher_;
@@ -440,13 +441,17 @@ Result Confinement::run_spec(const std::string &spec_json, Backend backend, bool
     if (plan_only) {
         argv.emplace_back("--plan-only");
     }
+    if (staged_cut) {
+        argv.insert(argv.end(), {"--staged", std::to_string(*staged_cut)});
+    }
     argv.insert(argv.end(),
                 {backend == Backend::opt_out ? "opt-out" : "bubblewrap", file.string()});
     return Process{argv, base_env_, {}, base_}.wait();
 }
 
-Result Confinement::run_spec(const tea::exec::LaunchSpec &spec, Backend backend, bool plan_only) {
-    return run_spec(tea::exec::to_json(spec), backend, plan_only);
+Result Confinement::run_spec(const tea::exec::LaunchSpec &spec, Backend backend, bool plan_only,
+                             std::optional<long> staged_cut) {
+    return run_spec(tea::exec::to_json(spec), backend, plan_only, staged_cut);
 }
 
 tea::exec::LaunchSpec Confinement::grader_spec(std::vector<std::string> command,

@@ -141,10 +141,11 @@ class Confinement : public ::testing::Test {
     // Prepares a launch spec (JSON) with a backend of the build and runs the plan as the calls'
     // identity, as the runtime's session would (plan_call.cpp): for the views the command line
     // does not offer. With plan_only the plan is printed instead; a refusal exits 12.
+    // With staged_cut, as a staged call (tea-plan-call --staged CUT).
     Result run_spec(const std::string &spec_json, Backend backend = Backend::bubblewrap,
-                    bool plan_only = false);
+                    bool plan_only = false, std::optional<long> staged_cut = std::nullopt);
     Result run_spec(const tea::exec::LaunchSpec &spec, Backend backend = Backend::bubblewrap,
-                    bool plan_only = false);
+                    bool plan_only = false, std::optional<long> staged_cut = std::nullopt);
     // A grader's launch spec: the fixture's workspace as its working directory, PATH and LANG.
     [[nodiscard]] tea::exec::LaunchSpec grader_spec(std::vector<std::string> command,
                                                     std::vector<std::string> read_only) const;

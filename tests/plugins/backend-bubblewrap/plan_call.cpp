@@ -2,10 +2,14 @@
 // the runtime's session does (the lend honoured, the call runner starting it), for the tests of
 // what the command line cannot ask for yet: a grader's view, a workspace under the private root.
 //
-//   tea-plan-call [--plan-only] BACKEND SPEC_FILE
+//   tea-plan-call [--plan-only] [--staged CUT] BACKEND SPEC_FILE
 //
 // The plan's output is the process's own; its status is the exit status. --plan-only prints the
-// plan instead of running it. A refusal prints "tea-plan-call: <why>" and exits 12.
+// plan instead of running it. --staged runs it as the session runs an unaudited call (ABI 1.5):
+// the backend's staged answer started first, then the complete plan asked for and its deferred
+// files written; with a CUT of 0 or more only that many bytes of each are written, as a runtime
+// killed while writing them would leave them (-1: all of them). With --plan-only it prints the
+// staged answer. A refusal prints "tea-plan-call: <why>" and exits 12.
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +17,7 @@
 #include <exception>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,10 +32,17 @@ namespace {
 
 namespace fs = std::filesystem;
 
-int run(bool plan_only, const std::string &backend, const std::string &spec_file) {
+int run(bool plan_only, std::optional<long> staged_cut, const std::string &backend,
+        const std::string &spec_file) {
     // The spec goes to the backend as written, so that a test can show what the backend
     // itself refuses.
     const auto spec_json = tea::test::read_file(spec_file);
+    std::string staged_json;
+    if (staged_cut) {
+        auto spec = tea::exec::launch_spec_from_json(spec_json);
+        spec.staged = true;
+        staged_json = tea::exec::to_json(spec);
+    }
     const auto paths =
         tea::RuntimePaths::for_prefix(fs::path{TEA_EVALUATE_BIN}.parent_path().parent_path());
     const auto registry =
@@ -38,12 +50,32 @@ int run(bool plan_only, const std::string &backend, const std::string &spec_file
     const auto &plugin = registry.require(backend, tea::plugins::Kind::backend);
     const auto instance = plugin.create("{}");
     const auto &ops = std::get<tea_backend_ops>(plugin.ops());
-    const auto plan_json = instance->transform(ops.prepare, "prepare", spec_json);
+    const auto staged_plan_json =
+        staged_cut ? instance->transform(ops.prepare, "prepare", staged_json) : std::string{};
     if (plan_only) {
-        std::cout << plan_json << '\n';
+        std::cout << (staged_cut ? staged_plan_json
+                                 : instance->transform(ops.prepare, "prepare", spec_json))
+                  << '\n';
         return 0;
     }
-    const auto plan = tea::exec::exec_plan_from_json(plan_json);
+    tea::exec::RunOptions options;
+    options.timeout = std::chrono::seconds{60};
+    options.out.tee_fd = STDOUT_FILENO;
+    options.err.tee_fd = STDERR_FILENO;
+    // Started before the complete plan exists, as the session starts it.
+    std::optional<tea::exec::StartedCall> started;
+    std::vector<int> deferred;
+    if (staged_cut) {
+        const auto staged = tea::exec::exec_plan_from_json(staged_plan_json);
+        for (const auto &f : staged.files) {
+            if (f.deferred) {
+                deferred.push_back(f.child_fd);
+            }
+        }
+        started.emplace(staged, options);
+    }
+    auto plan =
+        tea::exec::exec_plan_from_json(instance->transform(ops.prepare, "prepare", spec_json));
     tea::exec::OwnershipLoan loan;
     if (plan.lend.requested) {
         const auto spec = tea::exec::launch_spec_from_json(spec_json);
@@ -54,11 +86,15 @@ int run(bool plan_only, const std::string &backend, const std::string &spec_file
             trees, plan.lend.uid, plan.lend.gid,
             std::vector<fs::path>(spec.withhold.begin(), spec.withhold.end())};
     }
-    tea::exec::RunOptions options;
-    options.timeout = std::chrono::seconds{60};
-    options.out.tee_fd = STDOUT_FILENO;
-    options.err.tee_fd = STDERR_FILENO;
-    const auto result = tea::exec::run_call(plan, options);
+    if (staged_cut && *staged_cut >= 0) {
+        for (auto &f : plan.files) {
+            if (std::find(deferred.begin(), deferred.end(), f.child_fd) != deferred.end() &&
+                f.content.size() > static_cast<std::size_t>(*staged_cut)) {
+                f.content.resize(static_cast<std::size_t>(*staged_cut));
+            }
+        }
+    }
+    const auto result = started ? started->finish(plan) : tea::exec::run_call(plan, options);
     loan.restore();
     if (!result.started) {
         std::cerr << "tea-plan-call: the plan did not start: " << result.start_error << '\n';
@@ -70,15 +106,22 @@ int run(bool plan_only, const std::string &backend, const std::string &spec_file
 }  // namespace
 
 int main(int argc, char **argv) {
-    const std::vector<std::string> args(argv + 1, argv + argc);
+    std::vector<std::string> args(argv + 1, argv + argc);
     const bool plan_only = !args.empty() && args[0] == "--plan-only";
-    const auto rest = plan_only ? 1U : 0U;
-    if (args.size() != rest + 2) {
-        std::cerr << "usage: tea-plan-call [--plan-only] BACKEND SPEC_FILE\n";
+    if (plan_only) {
+        args.erase(args.begin());
+    }
+    std::optional<long> staged_cut;
+    if (args.size() > 1 && args[0] == "--staged") {
+        staged_cut = std::stol(args[1]);
+        args.erase(args.begin(), args.begin() + 2);
+    }
+    if (args.size() != 2) {
+        std::cerr << "usage: tea-plan-call [--plan-only] [--staged CUT] BACKEND SPEC_FILE\n";
         return 2;
     }
     try {
-        return run(plan_only, args[rest], args[rest + 1]);
+        return run(plan_only, staged_cut, args[0], args[1]);
     } catch (const std::exception &e) {
         std::cerr << "tea-plan-call: " << e.what() << '\n';
         return 12;
