@@ -3,9 +3,14 @@
 #include <gtest/gtest.h>
 #include <tea/plugin.h>
 
+#include <chrono>
+#include <filesystem>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "support/process.hpp"
+#include "support/temp_dir.hpp"
+#include "tea_fixtures.h"
 
 namespace tea {
 namespace {
@@ -232,6 +237,75 @@ TEST(Cli, ASignalEndsTheCallAndCleansUpAndAKillIsReclaimed) {
         EXPECT_EQ(run_dirs(root + "/private"), 0U) << "signal " << sig;
     }
     std::filesystem::remove_all(root);
+}
+
+// Processes whose command line mentions `text`.
+int processes_mentioning(const std::string &text) {
+    int found = 0;
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it{"/proc", ec}, end; !ec && it != end;
+         it.increment(ec)) {
+        std::string cmdline;
+        try {
+            cmdline = test::read_file((it->path() / "cmdline").string());
+        } catch (const std::exception &) {
+            continue;
+        }
+        found += cmdline.find(text) != std::string::npos ? 1 : 0;
+    }
+    return found;
+}
+
+// A backend that stages its calls (ABI 1.5, tests/fixtures/fixture_stager_plugin.cpp): the
+// session starts the staged answer's process before the complete plan exists, fills its deferred
+// descriptor once the complete plan starts the same process, and otherwise kills it unfinished.
+TEST(Cli, AStagedCallIsFinishedOnlyByACompletePlanForTheSameProcess) {
+    const test::TempDir dir{"tea-cli-stager"};
+    const auto manifests = dir.path() / "plugins.d";
+    std::filesystem::create_directory(manifests);
+    test::write_file((manifests / "stager-backend.toml").string(),
+                     "name = \"stager-backend\"\nkind = \"backend\"\nabi = \"1." +
+                         std::to_string(TEA_ABI_MINOR) + "\"\nlibrary = \"" +
+                         TEA_FIXTURE_STAGER_BACKEND + "\"\n");
+    const auto run_mode = [&](const std::string &mode) {
+        const auto workspace = dir.path() / mode;
+        std::filesystem::create_directory(workspace);
+        const auto config = (dir.path() / (mode + ".toml")).string();
+        test::write_file(config, "[plugins]\npaths = [\"" + manifests.string() +
+                                     "\"]\n[plugin.stager-backend]\nmode = \"" + mode + "\"\n");
+        return test::run(
+            cmd({"--config", config, "exec", "--backend", "stager-backend", "--observer", "none",
+                 "--workspace", workspace.string(), "--", "true"}),
+            env());
+    };
+    const auto exists = [&](const std::string &mode, const char *file) {
+        return std::filesystem::exists(dir.path() / mode / file);
+    };
+
+    // The control: the same process, its descriptor filled once the complete plan exists.
+    const auto match = run_mode("match");
+    EXPECT_EQ(match.status, 0) << match.err;
+    EXPECT_TRUE(exists("match", "started"));
+    EXPECT_EQ(test::read_file((dir.path() / "match" / "got").string()), "the view");
+    EXPECT_TRUE(exists("match", "done"));
+
+    // A complete plan for another process, and one that cannot be made: the staged process was
+    // running (the backend waited for it), and it is killed before it reads its descriptor's end.
+    const auto mismatch = run_mode("mismatch");
+    EXPECT_EQ(mismatch.status, 125) << mismatch.err;
+    EXPECT_NE(mismatch.err.find("does not start the process staged for it (argv differs)"),
+              std::string::npos)
+        << mismatch.err;
+    const auto fail = run_mode("fail");
+    EXPECT_EQ(fail.status, 12) << fail.err;
+    EXPECT_NE(fail.err.find("the view cannot be made"), std::string::npos) << fail.err;
+    std::this_thread::sleep_for(std::chrono::milliseconds{200});
+    for (const std::string mode : {"mismatch", "fail"}) {
+        EXPECT_TRUE(exists(mode, "started")) << mode;
+        EXPECT_FALSE(exists(mode, "got")) << mode;
+        EXPECT_FALSE(exists(mode, "done")) << mode;
+        EXPECT_EQ(processes_mentioning((dir.path() / mode).string()), 0) << mode;
+    }
 }
 
 }  // namespace
