@@ -57,9 +57,12 @@ TEST(Cli, ExecPassesOutputAndStatusThrough) {
 }
 
 TEST(Cli, ExecEnvironmentIsExactlyTheInvokers) {
-    // As `env -i FOO=1 tea-evaluate exec --backend opt-out -- /usr/bin/env`.
-    const auto o =
-        test::run(cmd({"exec", "--backend", "opt-out", "--", "/usr/bin/env"}), {"FOO=1"});
+    // As `env -i FOO=1 tea-evaluate exec --backend opt-out -- /usr/bin/env`, in a workspace that
+    // is no git repository (one gets its private repository's GIT_* variables; confinement.md).
+    const test::TempDir workspace{"tea-cli-env"};
+    const auto o = test::run(cmd({"exec", "--backend", "opt-out", "--workspace",
+                                  workspace.path().string(), "--", "/usr/bin/env"}),
+                             {"FOO=1"});
     EXPECT_EQ(o.status, 0) << o.err;
     EXPECT_EQ(o.out, "FOO=1\n");
 }
@@ -213,8 +216,12 @@ std::size_t run_dirs(const std::string &root) {
 TEST(Cli, ASignalEndsTheCallAndCleansUpAndAKillIsReclaimed) {
     const auto root = test::make_temp_dir("tea-cli-signal");
     const auto e = env({"TEA_EVALUATE_PRIVATE_ROOT=" + root + "/private"});
+    // A workspace of its own: the test's directory may hold the private root, which is refused.
+    const auto ws = root + "/ws";
+    std::filesystem::create_directory(ws);
     for (const int sig : {SIGTERM, SIGINT, SIGKILL}) {
-        const pid_t pid = start(cmd({"exec", "--backend", "opt-out", "--", "sleep", "30"}), e);
+        const pid_t pid =
+            start(cmd({"exec", "--backend", "opt-out", "--workspace", ws, "--", "sleep", "30"}), e);
         // Wait until the call's directories exist, so the signal lands mid-call.
         for (int i = 0; i < 200 && run_dirs(root + "/private") == 0; ++i) {
             std::this_thread::sleep_for(std::chrono::milliseconds{10});
@@ -228,7 +235,8 @@ TEST(Cli, ASignalEndsTheCallAndCleansUpAndAKillIsReclaimed) {
         if (sig == SIGKILL) {
             EXPECT_TRUE(WIFSIGNALED(status));
             EXPECT_EQ(run_dirs(root + "/private"), 1U);  // left behind, unlocked
-            const auto next = test::run(cmd({"exec", "--backend", "opt-out", "--", "true"}), e);
+            const auto next = test::run(
+                cmd({"exec", "--backend", "opt-out", "--workspace", ws, "--", "true"}), e);
             EXPECT_EQ(next.status, 0) << next.err;
         } else {
             ASSERT_TRUE(WIFEXITED(status));
