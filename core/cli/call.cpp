@@ -793,23 +793,29 @@ CallOutcome Session::call(exec::LaunchSpec spec, const exec::RunOptions &run,
         spec.staged = true;
         auto first = prepare(spec);
         spec.staged = false;
-        if (std::any_of(first.files.begin(), first.files.end(),
-                        [](const exec::PlanFile &f) { return f.deferred; })) {
+        const bool deferred = std::any_of(first.files.begin(), first.files.end(),
+                                          [](const exec::PlanFile &f) { return f.deferred; });
+        if (deferred && first.confinement != "opt-out") {
             check_lend(first, spec);
             staged_.emplace(first, run);
             phase("call started before its plan");
-        } else {
+        } else if (!deferred && (spec.unmade.empty() || first.make_dirs)) {
             early = std::move(first);  // the backend did not stage it: this is its whole plan
         }
+        // Otherwise asked again below: an unconfined plan is not started early (its environment
+        // may still change), and one silent on the unmade directories is prepared as before.
     }
     auto route = open_route(route_request, run_dir);
     if (route) {
         spec.egress = {route->route().socket, route->route().port, route->route().shim};
     }
     route_environment(spec.env, route ? &route->route() : nullptr);
-    auto plan = early ? std::move(*early) : prepare_call(spec, run_dir);
+    exec::ExecPlan plan;
     if (early) {
+        plan = std::move(*early);
         make_planned_dirs(plan, run_dir);
+    } else {
+        plan = prepare_call(spec, run_dir);
     }
     if (plan.confinement == "opt-out" && (route || spec.env != call_env)) {
         // An unconfined target has the host's network: there is no route to give it, and its
