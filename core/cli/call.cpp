@@ -793,8 +793,7 @@ CallOutcome Session::call(exec::LaunchSpec spec, const exec::RunOptions &run,
         spec.staged = true;
         auto first = prepare(spec);
         spec.staged = false;
-        const bool deferred = std::any_of(first.files.begin(), first.files.end(),
-                                          [](const exec::PlanFile &f) { return f.deferred; });
+        const bool deferred = exec::has_deferred_files(first);
         if (deferred && first.confinement != "opt-out") {
             check_lend(first, spec);
             staged_.emplace(first, run);

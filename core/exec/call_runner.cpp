@@ -59,6 +59,27 @@ void write_all(int fd, const char *data, std::size_t size) {
     }
 }
 
+// The same open file above every descriptor number a plan may name (3..255), so that placing one
+// descriptor at its number in the child never overwrites the source of another.
+UniqueFd above_plan_numbers(UniqueFd low) {
+    UniqueFd high{::fcntl(low.get(), F_DUPFD_CLOEXEC, 256)};
+    if (!high) {
+        throw setup_error("fcntl(F_DUPFD_CLOEXEC)", errno);
+    }
+    return high;
+}
+
+// A connected pair of stream sockets, both ends above the plan's numbers.
+std::array<UniqueFd, 2> socket_pair() {
+    std::array<int, 2> p{};
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p.data()) != 0) {
+        throw setup_error("socketpair", errno);
+    }
+    UniqueFd first{p[0]};
+    UniqueFd second{p[1]};
+    return {above_plan_numbers(std::move(first)), above_plan_numbers(std::move(second))};
+}
+
 // The plan's bytes in a sealed memfd: the child reads exactly what was
 // planned, and nothing can change it after the plan was checked.
 UniqueFd sealed_memfd(const std::string &content) {
@@ -72,13 +93,7 @@ UniqueFd sealed_memfd(const std::string &content) {
         ::lseek(fd.get(), 0, SEEK_SET) != 0) {
         throw setup_error("sealing a plan file", errno);
     }
-    // Above every descriptor number a plan may name, so that placing one
-    // file at its number never overwrites the source of another.
-    UniqueFd high{::fcntl(fd.get(), F_DUPFD_CLOEXEC, 256)};
-    if (!high) {
-        throw setup_error("fcntl(F_DUPFD_CLOEXEC)", errno);
-    }
-    return high;
+    return above_plan_numbers(std::move(fd));
 }
 
 // A file the plan names, open for reading only: what the child gets is a
@@ -88,11 +103,7 @@ UniqueFd opened_file(const std::string &path) {
     if (!fd) {
         throw setup_error("opening " + path + " for the call", errno);
     }
-    UniqueFd high{::fcntl(fd.get(), F_DUPFD_CLOEXEC, 256)};
-    if (!high) {
-        throw setup_error("fcntl(F_DUPFD_CLOEXEC)", errno);
-    }
-    return high;
+    return above_plan_numbers(std::move(fd));
 }
 
 struct Capture {
@@ -477,24 +488,15 @@ struct ProcessParts {
     std::vector<std::pair<int, UniqueFd>> *deferred = nullptr;
 };
 
-// A deferred file: a socket pair, one end for the child at a high number (as the other files),
-// the other end the runtime's. A socket rather than a pipe: the runtime writes with MSG_NOSIGNAL,
-// so a process that died before reading costs it an error, never SIGPIPE.
-std::pair<UniqueFd, UniqueFd> deferred_pair() {
-    std::array<int, 2> p{};
-    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p.data()) != 0) {
-        throw setup_error("socketpair", errno);
-    }
-    const UniqueFd child_low{p[0]};
-    UniqueFd runtime{p[1]};
-    UniqueFd child{::fcntl(child_low.get(), F_DUPFD_CLOEXEC, 256)};
-    if (!child) {
-        throw setup_error("fcntl(F_DUPFD_CLOEXEC)", errno);
-    }
+// A deferred file: a socket pair, one end for the child, the other the runtime's. A socket rather
+// than a pipe: the runtime writes with MSG_NOSIGNAL, so a process that died before reading costs
+// it an error, never SIGPIPE.
+std::array<UniqueFd, 2> deferred_pair() {
+    auto ends = socket_pair();
     // The child only reads: a write back would fill a buffer nobody reads.
-    ::shutdown(child.get(), SHUT_WR);
-    ::fcntl(runtime.get(), F_SETFL, O_NONBLOCK);
-    return {std::move(child), std::move(runtime)};
+    ::shutdown(ends[0].get(), SHUT_WR);
+    ::fcntl(ends[1].get(), F_SETFL, O_NONBLOCK);
+    return ends;
 }
 
 // Starts one process of the plan in a process group of its own, with exactly the given
@@ -510,9 +512,9 @@ std::pair<pid_t, int> start_process(const ExecPlan &plan, const ProcessParts &p)
                 throw runtime_error("the plan defers descriptor " + std::to_string(f.child_fd) +
                                     " but was not started as a staged call");
             }
-            auto [child, runtime] = deferred_pair();
-            plan_fds.push_back(std::move(child));
-            p.deferred->emplace_back(f.child_fd, std::move(runtime));
+            auto ends = deferred_pair();
+            plan_fds.push_back(std::move(ends[0]));
+            p.deferred->emplace_back(f.child_fd, std::move(ends[1]));
         } else {
             plan_fds.push_back(f.path.empty() ? sealed_memfd(f.content) : opened_file(f.path));
         }
@@ -720,8 +722,7 @@ struct StartedCall::State {
 
 void StartedCall::State::start_plan() {
     const ExecPlan &plan = staged;
-    if (plan.holder && std::any_of(plan.files.begin(), plan.files.end(),
-                                   [](const PlanFile &f) { return f.deferred; })) {
+    if (plan.holder && has_deferred_files(plan)) {
         // The holder builds the view before the plan's process joins it: nothing to overlap.
         throw runtime_error("a plan with a holder cannot defer its files");
     }
@@ -742,30 +743,16 @@ void StartedCall::State::start_plan() {
         if (::pipe2(p.data(), O_CLOEXEC) != 0) {
             throw setup_error("pipe2", errno);
         }
-        const UniqueFd read_end{p[0]};
+        UniqueFd read_end{p[0]};
         const UniqueFd write_end{p[1]};
         write_all(write_end.get(), "m", 1);
-        // Above every number a plan may name, as the plan's files are.
-        mark.reset(::fcntl(read_end.get(), F_DUPFD_CLOEXEC, 256));
-        if (!mark) {
-            throw setup_error("fcntl(F_DUPFD_CLOEXEC)", errno);
-        }
+        mark = above_plan_numbers(std::move(read_end));
     }
     // The hand-off between the holder and the plan's process: a socket pair no other process can
     // reach, so what arrives on it was sent by the holder the runtime started.
     std::array<UniqueFd, 2> handoff;
     if (plan.holder) {
-        std::array<int, 2> p{};
-        if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p.data()) != 0) {
-            throw setup_error("socketpair", errno);
-        }
-        for (std::size_t i = 0; i < 2; ++i) {
-            const UniqueFd low{p[i]};
-            handoff[i].reset(::fcntl(low.get(), F_DUPFD_CLOEXEC, 256));
-            if (!handoff[i]) {
-                throw setup_error("fcntl(F_DUPFD_CLOEXEC)", errno);
-            }
-        }
+        handoff = socket_pair();
     }
 
     std::array<UniqueFd, 2> child_ends;
@@ -1046,8 +1033,7 @@ CallResult StartedCall::wait_for_end() {
 }
 
 CallResult run_call(const ExecPlan &plan, const RunOptions &options) {
-    if (std::any_of(plan.files.begin(), plan.files.end(),
-                    [](const PlanFile &f) { return f.deferred; })) {
+    if (has_deferred_files(plan)) {
         throw runtime_error("the plan defers a descriptor's content but is run as a whole");
     }
     StartedCall call{plan, options};

@@ -1,5 +1,6 @@
 #include "exec/exec_plan.hpp"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <stdexcept>
@@ -189,6 +190,11 @@ json files_to_json(const std::vector<PlanFile> &plan_files) {
 }
 
 }  // namespace
+
+bool has_deferred_files(const ExecPlan &plan) {
+    return std::any_of(plan.files.begin(), plan.files.end(),
+                       [](const PlanFile &f) { return f.deferred; });
+}
 
 std::string to_json(const ExecPlan &plan) {
     json doc{{"argv", bytes::list_to_json(plan.argv)}, {"env", bytes::list_to_json(plan.env)},

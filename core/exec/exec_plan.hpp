@@ -168,6 +168,9 @@ struct ExecPlan {
     int handoff_fd = -1;
 };
 
+// Whether the plan's own process has files whose content is not written yet (ABI 1.5).
+bool has_deferred_files(const ExecPlan &plan);
+
 std::string to_json(const LaunchSpec &spec);
 LaunchSpec launch_spec_from_json(std::string_view json);  // throws std::invalid_argument
 std::string to_json(const ExecPlan &plan);
