@@ -307,13 +307,19 @@ TEST(Cli, AStagedCallIsFinishedOnlyByACompletePlanForTheSameProcess) {
     const auto fail = run_mode("fail");
     EXPECT_EQ(fail.status, 12) << fail.err;
     EXPECT_NE(fail.err.find("the view cannot be made"), std::string::npos) << fail.err;
+    const auto deferred = run_mode("deferred");
+    EXPECT_EQ(deferred.status, 125) << deferred.err;
+    EXPECT_NE(deferred.err.find("descriptor 8 is deferred in a plan the launch spec asked to be "
+                                "complete"),
+              std::string::npos)
+        << deferred.err;
     // An unconfined plan is never started early (its environment may still change): the staged
     // answer is set aside and the complete plan runs from its start.
     const auto unconfined = run_mode("unconfined");
     EXPECT_EQ(unconfined.status, 0) << unconfined.err;
     EXPECT_EQ(test::read_file((dir.path() / "unconfined" / "got").string()), "the view");
     std::this_thread::sleep_for(std::chrono::milliseconds{200});
-    for (const std::string mode : {"mismatch", "fail"}) {
+    for (const std::string mode : {"mismatch", "fail", "deferred"}) {
         EXPECT_TRUE(exists(mode, "started")) << mode;
         EXPECT_FALSE(exists(mode, "got")) << mode;
         EXPECT_FALSE(exists(mode, "done")) << mode;

@@ -581,6 +581,22 @@ TEST_F(CallRunner, AStagedCallRefusesACompletePlanForAnotherProcess) {
     auto other_mark = completed(p, "c");
     other_mark.setup_mark_fd = 9;
     refuse(other_mark, "setupMark");
+    auto other_cwd = completed(p, "c");
+    other_cwd.cwd = "/";
+    refuse(other_cwd, "cwd");
+    // Another identity, other limits, another loan: the process started is not the one described.
+    auto other_identity = completed(p, "c");
+    other_identity.run_as = RunAs{true, 65534, 65534};
+    refuse(other_identity, "runAs");
+    auto other_limits = completed(p, "c");
+    other_limits.child.limits.cpu_seconds = 10;
+    refuse(other_limits, "limits or newSessionKeyring");
+    auto other_loan = completed(p, "c");
+    other_loan.lend = Lend{true, 65534, 65534, {dir_.string()}};
+    refuse(other_loan, "lend");
+    auto other_confinement = completed(p, "c");
+    other_confinement.confinement = "another";
+    refuse(other_confinement, "confinement");
     std::this_thread::sleep_for(std::chrono::milliseconds{50});
     EXPECT_FALSE(fs::exists(acted));
 }

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <iostream>
@@ -113,7 +114,12 @@ int main(int argc, char **argv) {
     }
     std::optional<long> staged_cut;
     if (args.size() > 1 && args[0] == "--staged") {
-        staged_cut = std::stol(args[1]);
+        char *end = nullptr;
+        staged_cut = std::strtol(args[1].c_str(), &end, 10);
+        if (args[1].empty() || *end != '\0') {
+            std::cerr << "tea-plan-call: --staged: expected a number of bytes, -1 for all\n";
+            return 2;
+        }
         args.erase(args.begin(), args.begin() + 2);
     }
     if (args.size() != 2) {
