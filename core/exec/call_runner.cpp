@@ -25,7 +25,6 @@
 #include <fstream>
 #include <sstream>
 #include <string_view>
-#include <tuple>
 #include <vector>
 
 #include "util/error.hpp"
