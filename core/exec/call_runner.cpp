@@ -1019,6 +1019,9 @@ CallResult StartedCall::finish(const ExecPlan &complete) {
                                     [&](const PlanFile &c) { return c.child_fd == d.child_fd; });
         d.content = f->content;
     }
+    // The call's time and its timeout count from here, where its process gets the whole plan: a
+    // backend slow to complete the plan must not use up the target's time, nor count in it.
+    state->start = Clock::now();
     state->wait();
     return state->result;
 }

@@ -601,6 +601,32 @@ TEST_F(CallRunner, AStagedCallRefusesACompletePlanForAnotherProcess) {
     EXPECT_FALSE(fs::exists(acted));
 }
 
+TEST_F(CallRunner, AStagedCallsTimeoutCountsFromItsCompletePlan) {
+    // The backend takes longer to complete the plan than the call may run; the target itself runs
+    // well within its time once it has its file.
+    const auto p = plan({"sh", "-c", "cat <&8 >/dev/null; sleep 0.2; echo ran"});
+    auto options = capture();
+    options.timeout = std::chrono::milliseconds{700};
+    {
+        StartedCall call{staged_plan(p), options};
+        std::this_thread::sleep_for(std::chrono::milliseconds{800});
+        const auto r = call.finish(completed(p, "c"));
+        EXPECT_FALSE(r.timed_out);
+        EXPECT_EQ(r.exit_code, 0);
+        EXPECT_EQ(read(dir_ / "stdout"), "ran\n");
+        EXPECT_LT(r.elapsed, std::chrono::milliseconds{700}) << "the plan's wait is not the call's";
+    }
+    // The timeout still holds from there.
+    fs::remove(dir_ / "stdout");
+    fs::remove(dir_ / "stderr");
+    const auto slow = plan({"sh", "-c", "cat <&8 >/dev/null; sleep 30"});
+    options.timeout = std::chrono::milliseconds{300};
+    StartedCall call{staged_plan(slow), options};
+    const auto r = call.finish(completed(slow, "c"));
+    EXPECT_TRUE(r.timed_out);
+    EXPECT_LT(r.elapsed, std::chrono::seconds{10});
+}
+
 TEST_F(CallRunner, AStagedProcessThatEndsBeforeReadingLeavesTheCallItsEnd) {
     // The runtime does not ignore SIGPIPE here: a write to a reader that is gone must not kill it.
     const auto p = plan({"sh", "-c", "exit 6"});
