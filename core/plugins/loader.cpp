@@ -318,32 +318,44 @@ std::shared_ptr<const LoadedPlugin> load_plugin(const Manifest &manifest) {
 Registry Registry::discover(const std::vector<std::filesystem::path> &manifest_dirs,
                             const std::filesystem::path &plugin_libdir) {
     Registry registry;
-    for (const auto &file : list_manifests(manifest_dirs)) {
-        Entry entry;
-        Pending pending;
-        entry.manifest_file = file;
-        try {
-            pending.manifest = read_manifest(file, plugin_libdir);
-            entry.name = pending.manifest.name;
-            entry.kind = pending.manifest.kind;
-            const auto earlier = std::find_if(registry.entries_.begin(), registry.entries_.end(),
-                                              [&](const Entry &e) { return e.name == entry.name; });
-            if (earlier != registry.entries_.end()) {
-                // A later directory must not shadow a plugin silently, nor replace it.
-                entry.refusal = file.string() + ": duplicate plugin name '" + entry.name +
-                                "': already provided by " + earlier->manifest_file.string();
-            }
-        } catch (const std::exception &e) {
-            entry.refusal = e.what();
-        }
-        pending.tried = !entry.refusal.empty();
-        if (!entry.refusal.empty()) {
-            spdlog::debug("plugin refused: {}", entry.refusal);
-        }
-        registry.entries_.push_back(std::move(entry));
-        registry.pending_.push_back(std::move(pending));
-    }
+    registry.files_ = list_manifests(manifest_dirs);
+    registry.plugin_libdir_ = plugin_libdir;
+    // One entry per file, made in place: an entry handed out by find() stays where it is while
+    // later manifests are read.
+    registry.entries_.reserve(registry.files_.size());
+    registry.pending_.reserve(registry.files_.size());
     return registry;
+}
+
+bool Registry::read_next() const {
+    if (entries_.size() == files_.size()) {
+        return false;
+    }
+    const auto &file = files_[entries_.size()];
+    Entry entry;
+    Pending pending;
+    entry.manifest_file = file;
+    try {
+        pending.manifest = read_manifest(file, plugin_libdir_);
+        entry.name = pending.manifest.name;
+        entry.kind = pending.manifest.kind;
+        const auto earlier = std::find_if(entries_.begin(), entries_.end(),
+                                          [&](const Entry &e) { return e.name == entry.name; });
+        if (earlier != entries_.end()) {
+            // A later directory must not shadow a plugin silently, nor replace it.
+            entry.refusal = file.string() + ": duplicate plugin name '" + entry.name +
+                            "': already provided by " + earlier->manifest_file.string();
+        }
+    } catch (const std::exception &e) {
+        entry.refusal = e.what();
+    }
+    pending.tried = !entry.refusal.empty();
+    if (!entry.refusal.empty()) {
+        spdlog::debug("plugin refused: {}", entry.refusal);
+    }
+    entries_.push_back(std::move(entry));
+    pending_.push_back(std::move(pending));
+    return true;
 }
 
 void Registry::load(Entry &entry) const {
@@ -361,6 +373,8 @@ void Registry::load(Entry &entry) const {
 }
 
 const std::vector<Registry::Entry> &Registry::entries() const {
+    while (read_next()) {
+    }
     for (auto &e : entries_) {
         load(e);
     }
@@ -368,8 +382,10 @@ const std::vector<Registry::Entry> &Registry::entries() const {
 }
 
 const Registry::Entry *Registry::find(std::string_view name) const {
-    // The first entry of a name is the one in force; duplicates always come later.
-    for (auto &e : entries_) {
+    // The first entry of a name is the one in force; duplicates always come later, so the
+    // manifests after it need not be read.
+    for (std::size_t i = 0; i < entries_.size() || read_next(); ++i) {
+        auto &e = entries_[i];
         if (e.name == name) {
             load(e);
             return &e;

@@ -102,6 +102,14 @@ std::shared_ptr<const LoadedPlugin> load_plugin(const Manifest &manifest);
 
 class Registry {
    public:
+    Registry() = default;
+    // Not copied: a copy would not keep its entries in place as it reads more manifests.
+    Registry(const Registry &) = delete;
+    Registry &operator=(const Registry &) = delete;
+    Registry(Registry &&) noexcept = default;
+    Registry &operator=(Registry &&) noexcept = default;
+    ~Registry() = default;
+
     struct Entry {
         std::filesystem::path manifest_file;
         std::string name;  // empty when the manifest could not be read
@@ -110,26 +118,34 @@ class Registry {
         std::string refusal;
     };
 
-    // Reads every manifest of dirs, in order, and loads its library. The first
-    // plugin of a name wins; a later one of the same name is refused.
+    // Lists the manifests of dirs, in order. A manifest is read when a command first needs it,
+    // and its library opened when its plugin is first asked for. The first plugin of a name
+    // wins; a later one of the same name is refused.
     static Registry discover(const std::vector<std::filesystem::path> &manifest_dirs,
                              const std::filesystem::path &plugin_libdir);
 
-    // Every entry, each library loaded (for listing and checking them all).
+    // Every entry, each manifest read and each library loaded (for listing and checking them
+    // all).
     [[nodiscard]] const std::vector<Entry> &entries() const;
-    // The loaded plugin of that name and kind. Throws tea::Error (exit 2): no
-    // such plugin, another kind, or the reason it was refused.
+    // The loaded plugin of that name and kind, reading the manifests only as far as its first.
+    // Throws tea::Error (exit 2): no such plugin, another kind, or the reason it was refused.
     [[nodiscard]] const LoadedPlugin &require(std::string_view name, Kind kind) const;
     [[nodiscard]] const Entry *find(std::string_view name) const;
 
    private:
-    // A library is opened when a command first asks for its plugin, so a
+    // A manifest is read, and a library opened, when a command first asks for its plugin, so a
     // call pays only for the plugins it uses.
     void load(Entry &entry) const;
+    // Reads the next manifest into a new entry; false when every one has been read.
+    bool read_next() const;
     struct Pending {
         Manifest manifest;
         bool tried = false;
     };
+    std::vector<std::filesystem::path> files_;  // every manifest, in order
+    std::filesystem::path plugin_libdir_;
+    // One per manifest read so far, in files_ order; capacity reserved for all of them, so an
+    // entry never moves.
     mutable std::vector<Entry> entries_;
     mutable std::vector<Pending> pending_;  // parallel to entries_
 };

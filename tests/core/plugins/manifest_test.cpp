@@ -308,6 +308,42 @@ TEST(Discover, OneBrokenManifestDoesNotHideTheOthers) {
     EXPECT_NE(registry.entries()[1].plugin, nullptr) << registry.entries()[1].refusal;
 }
 
+TEST(Discover, AManifestIsReadOnlyOnceACommandNeedsIt) {
+    const TempDir dir;
+    write_manifest(dir.path(), "good-backend", "backend", good_backend.string());
+    const auto later = write_file(dir / "later.toml", "this is = = not toml");
+    const auto registry = Registry::discover({dir.path()}, "/nonexistent");
+    // The backend's manifest comes first: finding it reads nothing after it.
+    const auto *entry = registry.find("good-backend");
+    ASSERT_NE(entry, nullptr);
+    EXPECT_EQ(entry->refusal, "");
+    // Read only now: what it holds at this point is what the listing shows.
+    write_file(later, manifest_text("good-observer", "observer", TEA_FIXTURE_GOOD_OBSERVER));
+    ASSERT_EQ(registry.entries().size(), 2U);
+    EXPECT_EQ(registry.entries()[1].name, "good-observer");
+    EXPECT_NE(registry.entries()[1].plugin, nullptr) << registry.entries()[1].refusal;
+}
+
+TEST(Discover, AnEntryStaysInPlaceWhileLaterManifestsAreRead) {
+    const TempDir dir;
+    write_manifest(dir.path(), "good-backend", "backend", good_backend.string());
+    for (const char *name : {"h", "i", "j", "k", "l", "m", "n", "o"}) {
+        write_file(dir / (std::string{name} + ".toml"), "not = = toml");
+    }
+    write_file(dir / "z.toml",
+               manifest_text("good-observer", "observer", TEA_FIXTURE_GOOD_OBSERVER));
+    const auto registry = Registry::discover({dir.path()}, "/nonexistent");
+    const auto *first = registry.find("good-backend");
+    ASSERT_NE(first, nullptr);
+    // Reads the nine manifests after it: the first entry must not have moved meanwhile.
+    ASSERT_NE(registry.find("good-observer"), nullptr);
+    EXPECT_EQ(registry.find("no-such-plugin"), nullptr);
+    ASSERT_EQ(registry.entries().size(), 10U);
+    EXPECT_EQ(first, &registry.entries()[0]);
+    EXPECT_EQ(first->name, "good-backend");
+    EXPECT_EQ(&registry.require("good-backend", Kind::backend), first->plugin.get());
+}
+
 TEST(ListManifests, DirectoriesInOrderEachSortedOnlyToml) {
     const TempDir a;
     const TempDir b;
