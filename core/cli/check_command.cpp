@@ -1,8 +1,8 @@
-#include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
 #include "evaluation/evaluation.hpp"
+#include "util/console.hpp"
 #include "util/error.hpp"
 
 namespace tea::cli {
@@ -10,7 +10,7 @@ namespace tea::cli {
 void print_problems(const std::vector<evaluation::Problem> &problems) {
     // Every problem quotes what the folder holds: escaped, so a hostile name cannot forge lines.
     for (const auto &problem : problems) {
-        std::cerr << printable(evaluation::to_string(problem)) << '\n';
+        console::err() << printable(evaluation::to_string(problem)) << '\n';
     }
 }
 
@@ -28,7 +28,7 @@ int check_command(const CommonOptions &common, const std::string &eval_dir) {
         }
         const nlohmann::json doc{{"ok", loaded.problems.empty()}, {"problems", problems}};
         // A file name need not be UTF-8; the record replaces what JSON cannot carry.
-        std::cout << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+        console::out() << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
     }
     if (!loaded.problems.empty()) {
         throw usage_error("check: " + std::to_string(loaded.problems.size()) + " problem(s) in " +
@@ -36,8 +36,9 @@ int check_command(const CommonOptions &common, const std::string &eval_dir) {
     }
     if (!common.json) {
         const auto &e = loaded.evaluation;
-        std::cout << "ok: " << e.registry.size() << " entries, " << e.probes.size() << " probes, "
-                  << e.trials << " trials, confinement " << (e.confinement ? "on" : "off") << '\n';
+        console::out() << "ok: " << e.registry.size() << " entries, " << e.probes.size()
+                       << " probes, " << e.trials << " trials, confinement "
+                       << (e.confinement ? "on" : "off") << '\n';
     }
     return static_cast<int>(ExitCode::ok);
 }

@@ -1,12 +1,12 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include <iostream>
 #include <nlohmann/json.hpp>
 #include <tea/json_bytes.hpp>
 
 #include "cli/commands.hpp"
 #include "cli/target_git.hpp"
+#include "util/console.hpp"
 #include "util/error.hpp"
 
 namespace tea::cli {
@@ -57,18 +57,18 @@ void print_egress_refusals(const std::string &records_json) {
         return doc.contains(key) && doc[key].is_number_unsigned() ? doc[key].get<std::uint64_t>()
                                                                   : std::uint64_t{0};
     };
-    std::cerr << "tea-evaluate: egress: the proxy refused " << records["refusals"].size()
-              << " distinct request" << (records["refusals"].size() == 1 ? "" : "s") << ":\n";
+    console::err() << "tea-evaluate: egress: the proxy refused " << records["refusals"].size()
+                   << " distinct request" << (records["refusals"].size() == 1 ? "" : "s") << ":\n";
     for (const auto &r : records["refusals"]) {
-        std::cerr << "  " << number(r, "status") << ' ' << text(r, "host") << ':'
-                  << number(r, "port") << "  (" << text(r, "reason");
+        console::err() << "  " << number(r, "status") << ' ' << text(r, "host") << ':'
+                       << number(r, "port") << "  (" << text(r, "reason");
         if (const auto address = text(r, "address"); !address.empty()) {
-            std::cerr << "; resolved to " << address;
+            console::err() << "; resolved to " << address;
         }
-        std::cerr << "; " << number(r, "count") << "x)\n";
+        console::err() << "; " << number(r, "count") << "x)\n";
     }
     if (const auto omitted = number(records, "omitted"); omitted > 0) {
-        std::cerr << "  ... and " << omitted << " more refused requests not kept\n";
+        console::err() << "  ... and " << omitted << " more refused requests not kept\n";
     }
 }
 
@@ -87,29 +87,31 @@ nlohmann::json egress_refusals(const std::string &records_json) {
 
 void print_audit(const audit::AuditResult &audit) {
     if (!audit.audited) {
-        std::cerr << "tea-evaluate: audit: none (" << audit.why_not << ")\n";
+        console::err() << "tea-evaluate: audit: none (" << audit.why_not << ")\n";
         return;
     }
     if (!audit.complete) {
-        std::cerr << "tea-evaluate: audit: INCOMPLETE, the list below may miss accesses ("
-                  << audit.reason << ")\n";
+        console::err() << "tea-evaluate: audit: INCOMPLETE, the list below may miss accesses ("
+                       << audit.reason << ")\n";
     }
     if (audit.findings.empty()) {
-        std::cerr << "tea-evaluate: audit (" << audit.observer << "): no path outside the grants"
-                  << (audit.complete ? "" : " was seen") << '\n';
+        console::err() << "tea-evaluate: audit (" << audit.observer
+                       << "): no path outside the grants" << (audit.complete ? "" : " was seen")
+                       << '\n';
         return;
     }
-    std::cerr << "tea-evaluate: audit (" << audit.observer << "): " << audit.findings.size()
-              << " path" << (audit.findings.size() == 1 ? "" : "s") << " outside the grants:\n";
+    console::err() << "tea-evaluate: audit (" << audit.observer << "): " << audit.findings.size()
+                   << " path" << (audit.findings.size() == 1 ? "" : "s")
+                   << " outside the grants:\n";
     for (const auto &f : audit.findings) {
-        std::cerr << "  " << printable(f.path) << "  (" << f.reason;
+        console::err() << "  " << printable(f.path) << "  (" << f.reason;
         for (std::size_t i = 0; i < f.syscalls.size(); ++i) {
-            std::cerr << (i == 0 ? "; " : ", ") << f.syscalls[i];
+            console::err() << (i == 0 ? "; " : ", ") << f.syscalls[i];
         }
-        std::cerr << ")\n";
+        console::err() << ")\n";
     }
     if (audit.omitted > 0) {
-        std::cerr << "  ... and " << audit.omitted << " more accesses not kept\n";
+        console::err() << "  ... and " << audit.omitted << " more accesses not kept\n";
     }
 }
 
@@ -187,7 +189,7 @@ int exec_command(const CommonOptions &common, const ExecOptions &options) {
             records.is_object() && records.contains("omitted")) {
             record["egressRefusalsOmitted"] = records["omitted"];
         }
-        std::cout << record.dump() << '\n';
+        console::out() << record.dump() << '\n';
     }
     return status;
 }

@@ -4,11 +4,27 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+// CLI11 includes <iostream>, and with it a static std::ios_base::Init that builds the standard
+// streams before main (about 0.5 ms per command here; util/console.hpp says why the runtime does
+// without them). With libstdc++ the header's own guard is set first, and the two streams CLI11
+// names are declared as <iostream> would declare them, so nothing builds them. CLI11 writes only
+// to the streams this file passes it (App::exit below); tests/cli checks that the executable
+// builds no standard stream.
+#include <istream>
+#include <ostream>
+#include <sstream>
+#if defined(__GLIBCXX__) && !defined(_GLIBCXX_IOSTREAM)
+#define _GLIBCXX_IOSTREAM 1  // NOLINT(bugprone-reserved-identifier): libstdc++'s <iostream> guard
+namespace std {              // NOLINT(cert-dcl58-cpp): the declarations <iostream> makes
+extern ostream cout;         // NOLINT(readability-redundant-declaration)
+extern ostream cerr;         // NOLINT(readability-redundant-declaration)
+}  // namespace std
+#endif
 #include <CLI/CLI.hpp>
-#include <iostream>
 
 #include "cli/commands.hpp"
 #include "exec/call_runner.hpp"
+#include "util/console.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
 
@@ -89,7 +105,12 @@ int run(int argc, char **argv) {
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError &e) {
-        const int code = app.exit(e);
+        // Never CLI11's defaults, std::cout and std::cerr: nothing builds those (above).
+        std::ostringstream out;
+        std::ostringstream err;
+        const int code = app.exit(e, out, err);
+        tea::console::out() << out.str();
+        tea::console::err() << err.str();
         return code == 0 ? 0 : static_cast<int>(tea::ExitCode::usage);
     }
     tea::log::init(common.quiet ? -1 : common.verbose);
@@ -127,10 +148,10 @@ int main(int argc, char **argv) {
         tea::exec::become_subreaper();
         return run(argc, argv);
     } catch (const tea::Error &e) {
-        std::cerr << "tea-evaluate: " << e.what() << '\n';
+        tea::console::err() << "tea-evaluate: " << e.what() << '\n';
         return static_cast<int>(e.code());
     } catch (const std::exception &e) {
-        std::cerr << "tea-evaluate: internal error: " << e.what() << '\n';
+        tea::console::err() << "tea-evaluate: internal error: " << e.what() << '\n';
         return static_cast<int>(tea::ExitCode::runtime);
     }
 }

@@ -1,8 +1,8 @@
 #include <iomanip>
-#include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "util/console.hpp"
 
 namespace tea::cli {
 
@@ -38,26 +38,26 @@ int plugins_command(const CommonOptions &common) {
         list.push_back(item);
     }
     if (common.json) {
-        std::cout << nlohmann::json{{"plugins", list}}.dump(2) << '\n';
+        console::out() << nlohmann::json{{"plugins", list}}.dump(2) << '\n';
         return 0;
     }
     if (list.empty()) {
-        std::cout << "no plugins found\n";
+        console::out() << "no plugins found\n";
         return 0;
     }
     for (const auto &item : list) {
-        std::cout << std::left << std::setw(14) << item["name"].get<std::string>() << ' '
-                  << std::setw(9) << item["kind"].get<std::string>() << ' ';
+        console::out() << std::left << std::setw(14) << item["name"].get<std::string>() << ' '
+                       << std::setw(9) << item["kind"].get<std::string>() << ' ';
         if (item["loaded"].get<bool>()) {
-            std::cout << "ABI " << item["abi"].get<std::string>() << "  "
-                      << (item["available"].get<bool>() ? "available" : "unavailable") << "  "
-                      << item["library"].get<std::string>() << '\n';
+            console::out() << "ABI " << item["abi"].get<std::string>() << "  "
+                           << (item["available"].get<bool>() ? "available" : "unavailable") << "  "
+                           << item["library"].get<std::string>() << '\n';
             if (!item["available"].get<bool>()) {
-                std::cout << "    reason: " << item["reason"].get<std::string>() << '\n';
+                console::out() << "    reason: " << item["reason"].get<std::string>() << '\n';
             }
         } else {
-            std::cout << "refused  " << item["manifest"].get<std::string>() << '\n'
-                      << "    reason: " << item["reason"].get<std::string>() << '\n';
+            console::out() << "refused  " << item["manifest"].get<std::string>() << '\n'
+                           << "    reason: " << item["reason"].get<std::string>() << '\n';
         }
     }
     return 0;

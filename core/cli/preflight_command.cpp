@@ -6,7 +6,6 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -14,6 +13,7 @@
 
 #include "cli/commands.hpp"
 #include "fs/private_dirs.hpp"
+#include "util/console.hpp"
 #include "util/error.hpp"
 
 namespace tea::cli {
@@ -132,11 +132,12 @@ int preflight_command(const CommonOptions &common, const PreflightOptions &optio
             throw host_error("preflight needs an audited call, and this one was not: " +
                              outcome.audit.why_not);
         }
-        std::cerr << "tea-evaluate: preflight leg " << leg << ": status " << outcome.status << ", "
-                  << outcome.audit.findings.size() << " path"
-                  << (outcome.audit.findings.size() == 1 ? "" : "s") << " outside the grants"
-                  << (outcome.audit.complete ? "" : ", audit INCOMPLETE: " + outcome.audit.reason)
-                  << '\n';
+        console::err() << "tea-evaluate: preflight leg " << leg << ": status " << outcome.status
+                       << ", " << outcome.audit.findings.size() << " path"
+                       << (outcome.audit.findings.size() == 1 ? "" : "s") << " outside the grants"
+                       << (outcome.audit.complete ? ""
+                                                  : ", audit INCOMPLETE: " + outcome.audit.reason)
+                       << '\n';
         print_egress_refusals(outcome.egress_records);
         incomplete = incomplete || !outcome.audit.complete;
         for (auto f : outcome.audit.findings) {
@@ -165,18 +166,18 @@ int preflight_command(const CommonOptions &common, const PreflightOptions &optio
         }
     }
     if (!every.findings.empty()) {
-        std::cerr << "tea-evaluate: preflight: every leg opened " << every.findings.size()
-                  << " path" << (every.findings.size() == 1 ? "" : "s")
-                  << " outside the grants; every trial will too (declare what the target "
-                     "legitimately reads with --system-path):\n";
+        console::err() << "tea-evaluate: preflight: every leg opened " << every.findings.size()
+                       << " path" << (every.findings.size() == 1 ? "" : "s")
+                       << " outside the grants; every trial will too (declare what the target "
+                          "legitimately reads with --system-path):\n";
         for (const auto &f : every.findings) {
-            std::cerr << "  " << printable(f.path) << "  (" << f.reason << ")\n";
+            console::err() << "  " << printable(f.path) << "  (" << f.reason << ")\n";
         }
     }
     if (!some.empty()) {
-        std::cerr << "tea-evaluate: preflight: opened by some legs only:\n";
+        console::err() << "tea-evaluate: preflight: opened by some legs only:\n";
         for (const auto &p : some) {
-            std::cerr << "  " << printable(p) << '\n';
+            console::err() << "  " << printable(p) << '\n';
         }
     }
     if (common.json) {
@@ -184,13 +185,13 @@ int preflight_command(const CommonOptions &common, const PreflightOptions &optio
         for (const auto &f : every.findings) {
             paths.push_back(bytes::to_json(f.path));
         }
-        std::cout << nlohmann::json{{"backend", session.backend_name()},
-                                    {"legs", std::move(legs)},
-                                    {"everyLeg", std::move(paths)},
-                                    {"someLegs", bytes::list_to_json(some)},
-                                    {"complete", !incomplete}}
-                         .dump()
-                  << '\n';
+        console::out() << nlohmann::json{{"backend", session.backend_name()},
+                                         {"legs", std::move(legs)},
+                                         {"everyLeg", std::move(paths)},
+                                         {"someLegs", bytes::list_to_json(some)},
+                                         {"complete", !incomplete}}
+                              .dump()
+                       << '\n';
     }
     if (incomplete) {
         spdlog::error("preflight: the audit of a leg is incomplete, so it proves nothing");

@@ -13,7 +13,6 @@
 #include <ctime>
 #include <fstream>
 #include <iomanip>
-#include <iostream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -33,6 +32,7 @@
 #include "fs/private_dirs.hpp"
 #include "git/private_repository.hpp"
 #include "git/workspace_source.hpp"
+#include "util/console.hpp"
 #include "util/error.hpp"
 
 namespace tea::cli {
@@ -82,7 +82,7 @@ class Progress {
         started_ = std::chrono::steady_clock::now();
         if (quiet_) return;
         if (!tty_) {
-            std::cerr << "tea-evaluate: " << what_ << " ...\n";
+            console::err() << "tea-evaluate: " << what_ << " ...\n";
             return;
         }
         running_ = true;
@@ -103,7 +103,7 @@ class Progress {
         std::ostringstream line;
         line << "tea-evaluate: " << what_ << ": " << outcome << " (" << std::fixed
              << std::setprecision(1) << elapsed << " s)";
-        std::cerr << (tty_ ? "\r\033[K" : "") << line.str() << '\n';
+        console::err() << (tty_ ? "\r\033[K" : "") << line.str() << '\n';
     }
 
    private:
@@ -113,7 +113,7 @@ class Progress {
         std::ostringstream line;
         line << "\r\033[Ktea-evaluate: " << what_ << " " << std::fixed << std::setprecision(1)
              << elapsed << " s";
-        std::cerr << line.str() << std::flush;
+        console::err() << line.str() << std::flush;
     }
     void stop() {
         {
@@ -537,9 +537,9 @@ std::optional<Opened> open_evaluation(const CommonOptions &common, const stdfs::
     if (!loaded.problems.empty()) {
         // A malformed evaluation never starts a target.
         print_problems(loaded.problems);
-        std::cerr << "tea-evaluate: " << loaded.problems.size() << " problem"
-                  << (loaded.problems.size() == 1 ? "" : "s") << " in "
-                  << printable(folder.string()) << "; nothing was run\n";
+        console::err() << "tea-evaluate: " << loaded.problems.size() << " problem"
+                       << (loaded.problems.size() == 1 ? "" : "s") << " in "
+                       << printable(folder.string()) << "; nothing was run\n";
         return std::nullopt;
     }
     Opened o{std::move(loaded.evaluation), nullptr, {}};
@@ -656,12 +656,13 @@ int run_command(const CommonOptions &common, const RunCommandOptions &options) {
         }
     }
     save_run(state);
-    std::cerr << "tea-evaluate: run " << state.run_id << ": " << ev.trials << " trial"
-              << (ev.trials == 1 ? "" : "s") << " of " << ev.probes.size() << " call"
-              << (ev.probes.size() == 1 ? "" : "s") << ", "
-              << (source.git ? "commit " + source.commit.substr(0, 12) : "a copy of the project")
-              << (ev.confinement ? "" : ", confinement OFF (the file system is not sandboxed)")
-              << '\n';
+    console::err() << "tea-evaluate: run " << state.run_id << ": " << ev.trials << " trial"
+                   << (ev.trials == 1 ? "" : "s") << " of " << ev.probes.size() << " call"
+                   << (ev.probes.size() == 1 ? "" : "s") << ", "
+                   << (source.git ? "commit " + source.commit.substr(0, 12)
+                                  : "a copy of the project")
+                   << (ev.confinement ? "" : ", confinement OFF (the file system is not sandboxed)")
+                   << '\n';
 
     Progress progress{common.quiet};
     try {
@@ -715,7 +716,7 @@ int run_command(const CommonOptions &common, const RunCommandOptions &options) {
     state.run["summary"] = summary_line(summary);
     save_run(state);
 
-    std::cerr << "tea-evaluate: " << state.run["summary"].get<std::string>() << '\n';
+    console::err() << "tea-evaluate: " << state.run["summary"].get<std::string>() << '\n';
     std::vector<std::string> withheld_first_paths = summary.observed;
     std::vector<std::string> withheld{ev.folder.string(), session.private_root().string()};
     if (source.git) withheld.push_back(source.git_dir.string());
@@ -723,20 +724,20 @@ int run_command(const CommonOptions &common, const RunCommandOptions &options) {
     std::size_t shown = 0;
     for (const auto &path : withheld_first_paths) {
         if (++shown > kPathsShown) {
-            std::cerr << "  ... and " << summary.observed.size() - kPathsShown
-                      << " more (manifest.json lists every one)\n";
+            console::err() << "  ... and " << summary.observed.size() - kPathsShown
+                           << " more (manifest.json lists every one)\n";
             break;
         }
-        std::cerr << "  " << printable(path) << "  (" << state.observed_reason[path] << ")\n";
+        console::err() << "  " << printable(path) << "  (" << state.observed_reason[path] << ")\n";
     }
-    std::cerr << "tea-evaluate: records: " << printable(state.records.string()) << '\n';
+    console::err() << "tea-evaluate: records: " << printable(state.records.string()) << '\n';
     if (common.json) {
-        std::cout << json{{"runId", state.run_id},
-                          {"runDir", state.records.string()},
-                          {"status", state.run["status"]},
-                          {"summary", state.run["summary"]}}
-                         .dump()
-                  << '\n';
+        console::out() << json{{"runId", state.run_id},
+                               {"runDir", state.records.string()},
+                               {"status", state.run["status"]},
+                               {"summary", state.run["summary"]}}
+                              .dump()
+                       << '\n';
     }
     if (state.interrupted != 0) return 128 + state.interrupted;
     return summary.observed.empty() && summary.lossy.empty() ? 0
@@ -751,8 +752,9 @@ int preflight_evaluation(const CommonOptions &common, const stdfs::path &folder,
     const auto &ev = opened->ev;
     auto &session = *opened->session;
     if (!ev.confinement) {
-        std::cerr << "tea-evaluate: preflight: the evaluation opts out of confinement; its targets "
-                     "run unconfined and unaudited, so there is nothing to check\n";
+        console::err()
+            << "tea-evaluate: preflight: the evaluation opts out of confinement; its targets "
+               "run unconfined and unaudited, so there is nothing to check\n";
         return 0;
     }
     fs::RunDirectory private_dir{session.private_root()};
@@ -792,22 +794,22 @@ int preflight_evaluation(const CommonOptions &common, const stdfs::path &folder,
         if (n == legs) every.push_back(path);
     }
     if (!every.empty()) {
-        std::cerr << "tea-evaluate: preflight: every leg opened " << every.size() << " path"
-                  << (every.size() == 1 ? "" : "s")
-                  << " outside the grants; every trial will too (declare what an entry "
-                     "legitimately reads in its systemPaths):\n";
+        console::err() << "tea-evaluate: preflight: every leg opened " << every.size() << " path"
+                       << (every.size() == 1 ? "" : "s")
+                       << " outside the grants; every trial will too (declare what an entry "
+                          "legitimately reads in its systemPaths):\n";
         for (const auto &path : every) {
-            std::cerr << "  " << printable(path) << "  (" << reasons[path] << ")\n";
+            console::err() << "  " << printable(path) << "  (" << reasons[path] << ")\n";
         }
     } else {
-        std::cerr << "tea-evaluate: preflight: no path outside the grants in every leg\n";
+        console::err() << "tea-evaluate: preflight: no path outside the grants in every leg\n";
     }
     if (incomplete) {
-        std::cerr << "tea-evaluate: preflight: the audit of a leg is incomplete, so it proves "
-                     "nothing\n";
+        console::err() << "tea-evaluate: preflight: the audit of a leg is incomplete, so it proves "
+                          "nothing\n";
     }
     if (common.json) {
-        std::cout
+        console::out()
             << json{{"everyLeg", bytes::list_to_json(every)}, {"complete", !incomplete}}.dump()
             << '\n';
     }

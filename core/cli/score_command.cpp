@@ -3,7 +3,6 @@
 // run.json, a path a target reached outside its grants, a trial the audit saw only in part.
 #include <algorithm>
 #include <fstream>
-#include <iostream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <tea/json_bytes.hpp>
@@ -11,6 +10,7 @@
 #include "cli/commands.hpp"
 #include "cli/run_records.hpp"
 #include "fs/beneath.hpp"
+#include "util/console.hpp"
 #include "util/error.hpp"
 
 namespace tea::cli {
@@ -269,19 +269,19 @@ int score_command(const CommonOptions &common, const ScoreOptions &options) {
                      {"confinement", confinement},
                      {"summary", summary}};
     fs::write_atomically(run_dir / "score.json", score.dump(2) + "\n");
-    std::cerr << "tea-evaluate: " << summary << '\n';
+    console::err() << "tea-evaluate: " << summary << '\n';
     const auto &listed = verdict == "invalid" ? d.invalid : d.fail;
     for (std::size_t i = 0; i < listed.size(); ++i) {
         if (i == kReasonsShown) {
             // score.json keeps every reason; the terminal gets the first ones.
-            std::cerr << "  ... and " << listed.size() - i
-                      << " more (score.json lists every one)\n";
+            console::err() << "  ... and " << listed.size() - i
+                           << " more (score.json lists every one)\n";
             break;
         }
-        std::cerr << "  " << printable(listed[i]) << '\n';
+        console::err() << "  " << printable(listed[i]) << '\n';
     }
     if (common.json) {
-        std::cout << score.dump() << '\n';
+        console::out() << score.dump() << '\n';
     }
     if (verdict == "invalid") return static_cast<int>(ExitCode::invalid);
     return verdict == "fail" ? static_cast<int>(ExitCode::fail) : 0;

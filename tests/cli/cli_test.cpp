@@ -139,6 +139,34 @@ TEST(Cli, UsageErrorsExitTwo) {
     EXPECT_EQ(test::run(cmd({"exec", "--help"}), env()).status, 0);
 }
 
+TEST(Cli, HelpVersionAndUsageErrorsReachTheirStreams) {
+    // CLI11 writes into the streams main hands it, and main passes them on (util/console.hpp).
+    const auto help = test::run(cmd({"exec", "--help"}), env());
+    EXPECT_EQ(help.status, 0);
+    EXPECT_NE(help.out.find("Usage: "), std::string::npos) << help.out;
+    EXPECT_NE(help.out.find("--withhold"), std::string::npos) << help.out;
+    EXPECT_EQ(help.err, "");
+    const auto version = test::run(cmd({"--version"}), env());
+    EXPECT_EQ(version.status, 0);
+    EXPECT_FALSE(version.out.empty());
+    const auto bad = test::run(cmd({"exec", "--no-such-flag", "--", "true"}), env());
+    EXPECT_EQ(bad.status, 2);
+    EXPECT_EQ(bad.out, "");
+    EXPECT_NE(bad.err.find("--no-such-flag"), std::string::npos) << bad.err;
+}
+
+// Every file including <iostream> gets a static object that builds the eight standard streams
+// before main, which costs each exec about 0.5 ms on the VM of bench/README.md; the runtime
+// writes through util/console.hpp instead. A file that includes <iostream> again shows here.
+TEST(Cli, TheExecutableBuildsNoStandardStreamAtStart) {
+    const auto symbols = test::run({"nm", TEA_EVALUATE_BIN}, env());
+    ASSERT_EQ(symbols.status, 0) << symbols.err;
+    // The control: nm read the symbol table (a stripped binary would list nothing).
+    ASSERT_NE(symbols.out.find(" T main\n"), std::string::npos);
+    EXPECT_EQ(symbols.out.find("__ioinit"), std::string::npos)
+        << "a file of tea-evaluate includes <iostream>; write through util/console.hpp";
+}
+
 TEST(Cli, BadConfigNamesFileLineAndKey) {
     const auto dir = test::make_temp_dir("tea-cli-config");
     test::write_file(dir + "/bad.toml", "[confinement]\nbackend = \"opt-out\"\nbakend = 1\n");

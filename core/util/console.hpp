@@ -1,0 +1,62 @@
+// The runtime's own messages on its standard output and error, written without std::cout and
+// std::cerr.
+//
+// Those two are built, with the six other standard streams, by a std::ios_base::Init object that
+// <iostream> places in every file including it, before main runs: about 0.5 ms of every
+// command on the VM measured in bench/README.md ("Two cuts kept (tenth stop)"). The
+// runtime never uses them, so no file of it includes <iostream> (cli/main.cpp keeps CLI11's
+// inclusion of it from building them), and a test checks that the executable builds none.
+//
+//   console::err() << "tea-evaluate: " << what << '\n';
+//
+// A statement's text is formatted into a buffer and handed to stdio whole when the statement
+// ends (then flushed), so a line from the run's progress thread is never cut by another's.
+#pragma once
+
+#include <cstdio>
+#include <ostream>
+#include <sstream>
+#include <string>
+
+namespace tea::console {
+
+class Line {
+   public:
+    explicit Line(std::FILE *to) : to_{to} {}
+    Line(const Line &) = delete;
+    Line &operator=(const Line &) = delete;
+    Line(Line &&) = delete;
+    Line &operator=(Line &&) = delete;
+    ~Line() {
+        const std::string text = buffer_.str();
+        // A closed or full stream loses the message, as it would through std::cerr.
+        (void)std::fwrite(text.data(), 1, text.size(), to_);
+        (void)std::fflush(to_);
+    }
+
+    template <typename T>
+    Line &operator<<(const T &value) {
+        buffer_ << value;
+        return *this;
+    }
+    // std::flush, std::endl and the other manipulators of a whole stream.
+    Line &operator<<(std::ostream &(*manipulator)(std::ostream &)) {
+        manipulator(buffer_);
+        return *this;
+    }
+
+   private:
+    std::ostringstream buffer_;
+    std::FILE *to_;
+};
+
+// One statement's text for standard output (--json documents, listings).
+inline Line out() {
+    return Line{stdout};
+}
+// One statement's text for standard error (messages, summaries, audit lines).
+inline Line err() {
+    return Line{stderr};
+}
+
+}  // namespace tea::console
