@@ -167,6 +167,29 @@ TEST(Cli, TheExecutableBuildsNoStandardStreamAtStart) {
         << "a file of tea-evaluate includes <iostream>; write through util/console.hpp";
 }
 
+// The runtime and every in-tree plugin are linked with full RELRO (CMakeLists.txt): all symbols
+// bound at load, so the address tables are read-only before main and cannot be overwritten.
+TEST(Cli, TheRuntimeAndItsPluginsAreBoundAtLoadWithFullRelro) {
+    std::vector<std::filesystem::path> objects{TEA_EVALUATE_BIN};
+    const auto plugins = std::filesystem::path{TEA_EVALUATE_BIN}.parent_path().parent_path() /
+                         "lib" / "tea-evaluate" / "plugins";
+    for (const auto &entry : std::filesystem::directory_iterator{plugins}) {
+        if (entry.path().extension() == ".so") {
+            objects.push_back(entry.path());
+        }
+    }
+    ASSERT_GE(objects.size(), 2U) << "no plugin found in " << plugins;
+    for (const auto &object : objects) {
+        const auto dynamic = test::run({"readelf", "-dW", object.string()}, env());
+        ASSERT_EQ(dynamic.status, 0) << dynamic.err;
+        // The control: readelf read the dynamic section.
+        ASSERT_NE(dynamic.out.find("(NEEDED)"), std::string::npos) << object;
+        EXPECT_NE(dynamic.out.find("BIND_NOW"), std::string::npos) << object << "\n" << dynamic.out;
+        const auto segments = test::run({"readelf", "-lW", object.string()}, env());
+        EXPECT_NE(segments.out.find("GNU_RELRO"), std::string::npos) << object;
+    }
+}
+
 TEST(Cli, BadConfigNamesFileLineAndKey) {
     const auto dir = test::make_temp_dir("tea-cli-config");
     test::write_file(dir + "/bad.toml", "[confinement]\nbackend = \"opt-out\"\nbakend = 1\n");
