@@ -3,7 +3,7 @@
 //
 // Those two are built, with the six other standard streams, by a std::ios_base::Init object that
 // <iostream> places in every file including it, before main runs: about 0.5 ms of every
-// command on the VM measured in bench/README.md ("Two cuts kept (tenth stop)"). The
+// command on the VM measured in bench/README.md ("Three cuts kept (tenth stop)"). The
 // runtime never uses them, so no file of it includes <iostream> (cli/main.cpp keeps CLI11's
 // inclusion of it from building them), and a test checks that the executable builds none.
 //
