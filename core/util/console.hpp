@@ -16,7 +16,7 @@
 #include <cstdio>
 #include <ostream>
 #include <sstream>
-#include <string>
+#include <string_view>
 
 namespace tea::console {
 
@@ -28,7 +28,8 @@ class Line {
     Line(Line &&) = delete;
     Line &operator=(Line &&) = delete;
     ~Line() {
-        const std::string text = buffer_.str();
+        // A view, not a copy: nothing here allocates, so nothing here can throw.
+        const std::string_view text = buffer_.view();
         // A closed or full stream loses the message, as it would through std::cerr.
         (void)std::fwrite(text.data(), 1, text.size(), to_);
         (void)std::fflush(to_);
