@@ -8,8 +8,9 @@
 // streams before main (about 0.5 ms per command here; util/console.hpp says why the runtime does
 // without them). With libstdc++ the header's own guard is set first, and the two streams CLI11
 // names are declared as <iostream> would declare them, so nothing builds them. CLI11 writes only
-// to the streams this file passes it (App::exit below); tests/cli checks that the executable
-// builds no standard stream.
+// to the streams this file passes it (App::exit below). tests/cli checks that the executable
+// builds no standard stream, and that no source of the runtime writes to one or uses the CLI11
+// features that write to std::cout themselves (deprecated and retired options, AutoTimer).
 #include <istream>
 #include <ostream>
 #include <sstream>

@@ -5,7 +5,8 @@
 // <iostream> places in every file including it, before main runs: about 0.5 ms of every
 // command on the VM measured in bench/README.md ("Three cuts kept (tenth stop)"). The
 // runtime never uses them, so no file of it includes <iostream> (cli/main.cpp keeps CLI11's
-// inclusion of it from building them), and a test checks that the executable builds none.
+// inclusion of it from building them). Tests check that the executable builds none and that no
+// source of the runtime names them: a write to one that was never built would crash.
 //
 //   console::err() << "tea-evaluate: " << what << '\n';
 //

@@ -3,9 +3,13 @@
 #include <gtest/gtest.h>
 #include <tea/plugin.h>
 
+#include <array>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
+#include <string_view>
 #include <thread>
 
 #include "support/process.hpp"
@@ -165,6 +169,35 @@ TEST(Cli, TheExecutableBuildsNoStandardStreamAtStart) {
     ASSERT_NE(symbols.out.find(" T main\n"), std::string::npos);
     EXPECT_EQ(symbols.out.find("__ioinit"), std::string::npos)
         << "a file of tea-evaluate includes <iostream>; write through util/console.hpp";
+}
+
+// What nm cannot see: code that would write to std::cout or std::cerr, which nothing in the
+// runtime builds (util/console.hpp), crashes when it runs. So no source of the runtime names
+// them, nor the CLI11 features that write to std::cout themselves.
+TEST(Cli, NoSourceOfTheRuntimeWritesToAStandardStream) {
+    constexpr std::array<std::string_view, 8> banned{
+        "std::cout",           "std::cerr",        "std::clog",     "std::cin",
+        "#include <iostream>", "deprecate_option", "retire_option", "AutoTimer"};
+    std::size_t files = 0;
+    for (const auto &entry : std::filesystem::recursive_directory_iterator{
+             std::filesystem::path{TEA_SOURCE_DIR} / "core"}) {
+        const auto ext = entry.path().extension();
+        if (ext != ".cpp" && ext != ".hpp") {
+            continue;
+        }
+        ++files;
+        std::ifstream in{entry.path()};
+        std::string line;
+        for (int number = 1; std::getline(in, line); ++number) {
+            const auto code = std::string_view{line}.substr(0, line.find("//"));
+            for (const auto word : banned) {
+                EXPECT_EQ(code.find(word), std::string_view::npos)
+                    << entry.path().string() << ":" << number << " uses " << word
+                    << "; write through util/console.hpp";
+            }
+        }
+    }
+    EXPECT_GT(files, 50U);  // the control: the walk found the runtime's sources
 }
 
 // The runtime and every in-tree plugin are linked with full RELRO (CMakeLists.txt): all symbols
