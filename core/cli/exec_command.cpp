@@ -60,12 +60,13 @@ void print_egress_refusals(const std::string &records_json) {
     console::err() << "tea-evaluate: egress: the proxy refused " << records["refusals"].size()
                    << " distinct request" << (records["refusals"].size() == 1 ? "" : "s") << ":\n";
     for (const auto &r : records["refusals"]) {
-        console::err() << "  " << number(r, "status") << ' ' << text(r, "host") << ':'
-                       << number(r, "port") << "  (" << text(r, "reason");
+        auto line = console::err();  // written whole at the end of the iteration
+        line << "  " << number(r, "status") << ' ' << text(r, "host") << ':' << number(r, "port")
+             << "  (" << text(r, "reason");
         if (const auto address = text(r, "address"); !address.empty()) {
-            console::err() << "; resolved to " << address;
+            line << "; resolved to " << address;
         }
-        console::err() << "; " << number(r, "count") << "x)\n";
+        line << "; " << number(r, "count") << "x)\n";
     }
     if (const auto omitted = number(records, "omitted"); omitted > 0) {
         console::err() << "  ... and " << omitted << " more refused requests not kept\n";
@@ -104,11 +105,12 @@ void print_audit(const audit::AuditResult &audit) {
                    << " path" << (audit.findings.size() == 1 ? "" : "s")
                    << " outside the grants:\n";
     for (const auto &f : audit.findings) {
-        console::err() << "  " << printable(f.path) << "  (" << f.reason;
+        auto line = console::err();  // written whole at the end of the iteration
+        line << "  " << printable(f.path) << "  (" << f.reason;
         for (std::size_t i = 0; i < f.syscalls.size(); ++i) {
-            console::err() << (i == 0 ? "; " : ", ") << f.syscalls[i];
+            line << (i == 0 ? "; " : ", ") << f.syscalls[i];
         }
-        console::err() << ")\n";
+        line << ")\n";
     }
     if (audit.omitted > 0) {
         console::err() << "  ... and " << audit.omitted << " more accesses not kept\n";

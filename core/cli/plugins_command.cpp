@@ -46,18 +46,19 @@ int plugins_command(const CommonOptions &common) {
         return 0;
     }
     for (const auto &item : list) {
-        console::out() << std::left << std::setw(14) << item["name"].get<std::string>() << ' '
-                       << std::setw(9) << item["kind"].get<std::string>() << ' ';
+        auto entry = console::out();  // an entry's lines, written together
+        entry << std::left << std::setw(14) << item["name"].get<std::string>() << ' '
+              << std::setw(9) << item["kind"].get<std::string>() << ' ';
         if (item["loaded"].get<bool>()) {
-            console::out() << "ABI " << item["abi"].get<std::string>() << "  "
-                           << (item["available"].get<bool>() ? "available" : "unavailable") << "  "
-                           << item["library"].get<std::string>() << '\n';
+            entry << "ABI " << item["abi"].get<std::string>() << "  "
+                  << (item["available"].get<bool>() ? "available" : "unavailable") << "  "
+                  << item["library"].get<std::string>() << '\n';
             if (!item["available"].get<bool>()) {
-                console::out() << "    reason: " << item["reason"].get<std::string>() << '\n';
+                entry << "    reason: " << item["reason"].get<std::string>() << '\n';
             }
         } else {
-            console::out() << "refused  " << item["manifest"].get<std::string>() << '\n'
-                           << "    reason: " << item["reason"].get<std::string>() << '\n';
+            entry << "refused  " << item["manifest"].get<std::string>() << '\n'
+                  << "    reason: " << item["reason"].get<std::string>() << '\n';
         }
     }
     return 0;
