@@ -158,6 +158,55 @@ TEST(Cli, HelpVersionAndUsageErrorsReachTheirStreams) {
     EXPECT_NE(bad.err.find("--no-such-flag"), std::string::npos) << bad.err;
 }
 
+// main builds the options of the subcommand the command line names, and of no other: each
+// subcommand still has all of its own, and the top-level help still lists every one.
+TEST(Cli, EverySubcommandKeepsItsOptions) {
+    const std::vector<std::pair<std::string, std::vector<std::string>>> expected{
+        {"check", {"EVAL_DIR TEXT REQUIRED"}},
+        {"exec", {"--workspace", "--withhold", "--egress", "--strict", "command TEXT"}},
+        {"preflight", {"--workspace", "--withhold", "--legs", "command TEXT"}},
+        {"run", {"EVAL_DIR TEXT REQUIRED"}},
+        {"score", {"RUN_DIR TEXT REQUIRED"}}};
+    const auto top = test::run(cmd({"--help"}), env());
+    ASSERT_EQ(top.status, 0) << top.err;
+    for (const auto &[sub, options] : expected) {
+        EXPECT_NE(top.out.find("  " + sub + " "), std::string::npos) << top.out;
+        const auto help = test::run(cmd({sub, "--help"}), env());
+        ASSERT_EQ(help.status, 0) << sub << ": " << help.err;
+        for (const auto &option : options) {
+            EXPECT_NE(help.out.find(option), std::string::npos) << sub << " lacks " << option;
+        }
+    }
+    EXPECT_NE(top.out.find("  plugins "), std::string::npos) << top.out;
+    // Options of one subcommand are not another's.
+    EXPECT_EQ(test::run(cmd({"score", "--legs", "2", "/nonexistent"}), env()).status, 2);
+}
+
+// The subcommand is the first word that is not an option's value: a configuration file named
+// "exec" is --config's, and `run` is still the one whose options are built (the control: the same
+// help, with no --config, shows the same option).
+TEST(Cli, AnOptionValueNamedLikeASubcommandIsNotTakenForOne) {
+    const test::TempDir dir;
+    test::write_file((dir.path() / "exec").string(), "");
+    const auto in_dir = [&](const std::string &args) {
+        return test::run({"/bin/sh", "-c",
+                          "cd '" + dir.path().string() + "' && exec '" +
+                              std::string{TEA_EVALUATE_BIN} + "' " + args},
+                         env());
+    };
+    for (const std::string args : {"run --help", "--config exec run --help",
+                                   "--config=exec run --help", "-v --config exec run --help"}) {
+        const auto help = in_dir(args);
+        EXPECT_EQ(help.status, 0) << args << ": " << help.err;
+        EXPECT_NE(help.out.find("EVAL_DIR TEXT REQUIRED"), std::string::npos)
+            << args << ": " << help.out;
+    }
+    // The file named like a subcommand is read as the configuration it is.
+    const auto listed = in_dir("--config exec plugins");
+    EXPECT_EQ(listed.status, 0) << listed.err;
+    EXPECT_NE(listed.out.find("opt-out"), std::string::npos) << listed.out;
+}
+
 // Every file including <iostream> gets a static object that builds the eight standard streams
 // before main, which costs each exec about 0.5 ms on the VM of bench/README.md; the runtime
 // writes through util/console.hpp instead. A file that includes <iostream> again shows here.
