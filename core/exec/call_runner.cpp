@@ -22,9 +22,11 @@
 #include <array>
 #include <cerrno>
 #include <cstdlib>
-#include <fstream>
+#include <filesystem>
 #include <sstream>
 #include <string_view>
+#include <tea/dirents.hpp>
+#include <tea/read_all.hpp>
 #include <vector>
 
 #include "util/error.hpp"
@@ -186,17 +188,43 @@ void kill_group(pid_t group, int signal_number) {
     }
 }
 
-std::vector<pid_t> own_children() {
-    std::vector<pid_t> out;
-    std::error_code ec;
-    for (std::filesystem::directory_iterator it{"/proc/self/task", ec}, end; !ec && it != end;
-         it.increment(ec)) {
-        std::ifstream in{it->path() / "children"};
-        pid_t pid = 0;
-        while (in >> pid) {
+// The pids in a /proc children file ("12 345 "), appended to out.
+void read_children(int task_dir, const char *tid, std::vector<pid_t> &out) {
+    const std::string name = std::string{tid} + "/children";
+    const UniqueFd fd{::openat(task_dir, name.c_str(), O_RDONLY | O_CLOEXEC)};
+    if (!fd) {
+        return;  // the thread ended meanwhile
+    }
+    const std::string text = tea::read_all(fd.get());
+    pid_t pid = 0;
+    bool in_number = false;
+    for (const char c : text) {
+        if (c >= '0' && c <= '9') {
+            pid = pid * 10 + (c - '0');
+            in_number = true;
+        } else if (in_number) {
             out.push_back(pid);
+            pid = 0;
+            in_number = false;
         }
     }
+    if (in_number) {
+        out.push_back(pid);
+    }
+}
+
+// The runtime's children, those of every one of its threads: read with plain system calls, as
+// this runs twice after every call, on the way out.
+std::vector<pid_t> own_children() {
+    std::vector<pid_t> out;
+    const UniqueFd tasks{::open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+    if (!tasks) {
+        return out;
+    }
+    tea::dirents::for_each(tasks.get(), [&](const dirent64 &entry) {
+        read_children(tasks.get(), entry.d_name, out);
+        return true;
+    });
     return out;
 }
 
@@ -352,8 +380,13 @@ bool identity_holds(const SpawnAs &s) {
 // the sandbox's, no_new_privs; checked, not trusted. Runs in spawn_as's child.
 template <typename Fail>
 void drop_identity(const SpawnAs &s, Fail &fail) {
+    // Capabilities are numbered from 0 up to the kernel's last one without a gap; the first
+    // number past it answers EINVAL, and so do all after it.
     for (int cap = 0; cap <= 63; ++cap) {
-        if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL) {
+        if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0) {
+            if (errno == EINVAL && cap > 0) {
+                break;
+            }
             fail("dropping a capability from the bounding set");
         }
     }

@@ -1,6 +1,6 @@
-// The SDK's header-only helpers that read the host: a small file's first line (tea/stamp.hpp)
-// and a directory's entries through its descriptor (tea/dirents.hpp). Built as C++17, the
-// oldest standard the SDK supports.
+// The SDK's header-only helpers that read the host: a small file's first line (tea/stamp.hpp),
+// a directory's entries through its descriptor (tea/dirents.hpp) and what is left to read from a
+// descriptor (tea/read_all.hpp). Built as C++17, the oldest standard the SDK supports.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 #include <tea/dirents.hpp>
+#include <tea/read_all.hpp>
 #include <tea/stamp.hpp>
 
 #include "support/temp_dir.hpp"
@@ -91,6 +92,41 @@ TEST_F(Helpers, DirentsOfADescriptorThatIsNoDirectoryFails) {
     EXPECT_FALSE(tea::dirents::for_each(fd, [&](const dirent64 &) { return ++visited > 0; }));
     ::close(fd);
     EXPECT_EQ(visited, 0);
+}
+
+TEST_F(Helpers, ReadAllReadsAFileLargerThanItsBufferWhole) {
+    std::string content;
+    for (int i = 0; i < 5000; ++i) {
+        content += std::to_string(i) + ' ';
+    }
+    ASSERT_GT(content.size(), 16384U);
+    std::ofstream{dir_ / "f"} << content;
+    const int fd = ::open((dir_ / "f").c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    EXPECT_EQ(tea::read_all(fd), content);
+    EXPECT_EQ(tea::read_all(fd), "");  // from the offset on: nothing is left
+    ::close(fd);
+}
+
+TEST_F(Helpers, ReadAllReadsAPipeToItsEnd) {
+    int p[2];
+    ASSERT_EQ(::pipe(p), 0);
+    ASSERT_EQ(::write(p[1], "12 345 ", 7), 7);
+    ::close(p[1]);
+    EXPECT_EQ(tea::read_all(p[0]), "12 345 ");
+    ::close(p[0]);
+}
+
+TEST_F(Helpers, ReadAllOfADescriptorThatCannotBeReadIsEmpty) {
+    const int fd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    EXPECT_EQ(tea::read_all(fd), "");  // EISDIR
+    ::close(fd);
+    std::ofstream{dir_ / "empty"} << "";
+    const int empty = ::open((dir_ / "empty").c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(empty, 0);
+    EXPECT_EQ(tea::read_all(empty), "");
+    ::close(empty);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <set>
 #include <tea/dirents.hpp>
+#include <tea/read_all.hpp>
 #include <utility>
 
 namespace tea::bwrap {
@@ -39,19 +40,7 @@ void from_proc(std::set<std::string> &paths) {
     if (fd.get() < 0) {
         return;
     }
-    std::string text;
-    // Left uninitialised: read fills it.
-    std::array<char, 16384> buffer;  // NOLINT(cppcoreguidelines-pro-type-member-init)
-    for (;;) {
-        const auto n = ::read(fd.get(), buffer.data(), buffer.size());
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            break;
-        }
-        text.append(buffer.data(), static_cast<std::size_t>(n));
-    }
+    const std::string text = tea::read_all(fd.get());
     // Num RefCount Protocol Flags Type St Inode [Path]; the path may hold spaces.
     std::size_t line_start = text.find('\n');  // past the header
     while (line_start != std::string::npos && line_start + 1 < text.size()) {
