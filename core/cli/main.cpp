@@ -11,6 +11,7 @@
 // to the streams this file passes it (App::exit below). tests/cli checks that the executable
 // builds no standard stream, and that no source of the runtime writes to one or uses the CLI11
 // features that write to std::cout themselves (deprecated and retired options, AutoTimer).
+#include <array>
 #include <istream>
 #include <ostream>
 #include <sstream>
@@ -31,11 +32,25 @@ extern ostream cerr;         // NOLINT(readability-redundant-declaration)
 
 namespace {
 
+// Every subcommand and what it does, as the top-level help lists them.
+constexpr std::array<std::pair<std::string_view, std::string_view>, 6> kSubcommands{{
+    {"check", "Check an evaluation folder and name every problem in it (starts nothing)"},
+    {"plugins",
+     "List the plugins found, their kind, ABI and whether each is available on this host"},
+    {"exec", "Run one confined, audited call of a command"},
+    {"preflight",
+     "Run the call on pristine copies of the workspace and name each path outside the grants "
+     "that every leg opened (exit 3)"},
+    {"run", "Run every trial of an evaluation; records go to EVAL_DIR/runs/<run-id>/"},
+    {"score", "Decide a run's verdict from its records; writes RUN_DIR/score.json"},
+}};
+
 // The subcommand the command line names: its first word that is neither an option nor the value
-// of one of the app's options; "" when there is none before "--", or the word names no subcommand
-// (CLI11 then refuses the command line as it would anyway). Only that subcommand gets its options:
-// building the others' cost 0.2 to 0.5 ms a command here (bench/README.md).
-std::string named_subcommand(const CLI::App &app, int argc, char **argv) {
+// of one of the app's options; "" when there is none before "--", or the word names no subcommand.
+// Only that subcommand is made, with its options: making the other five and their options cost
+// 0.4 to 0.8 ms of every command here (bench/README.md). With none named (the help, or a command
+// line CLI11 refuses anyway) every subcommand is made, so the help lists them all.
+std::string_view named_subcommand(const CLI::App &app, int argc, char **argv) {
     for (int i = 1; i < argc; ++i) {
         const std::string_view arg{argv[i]};
         if (arg == "--") {
@@ -51,11 +66,12 @@ std::string named_subcommand(const CLI::App &app, int argc, char **argv) {
             }
             continue;
         }
-        const std::string word{arg};
-        const bool known =
-            !app.get_subcommands([&word](const CLI::App *sub) { return sub->check_name(word); })
-                 .empty();
-        return known ? word : std::string{};
+        for (const auto &[name, description] : kSubcommands) {
+            if (arg == name) {
+                return name;
+            }
+        }
+        return {};
     }
     return {};
 }
@@ -80,22 +96,30 @@ int run(int argc, char **argv) {
     app.add_flag("-v,--verbose", common.verbose, "More log output (repeatable)");
     app.add_flag("-q,--quiet", common.quiet, "Log errors only");
 
-    auto *check_cmd = app.add_subcommand(
-        "check", "Check an evaluation folder and name every problem in it (starts nothing)");
-    auto *plugins = app.add_subcommand("plugins",
-                                       "List the plugins found, their kind, ABI and "
-                                       "whether each is available on this host");
-    auto *exec_cmd = app.add_subcommand("exec", "Run one confined, audited call of a command");
-    auto *preflight_cmd = app.add_subcommand(
-        "preflight",
-        "Run the call on pristine copies of the workspace and name each path outside the grants "
-        "that every leg opened (exit 3)");
-    auto *run_cmd = app.add_subcommand(
-        "run", "Run every trial of an evaluation; records go to EVAL_DIR/runs/<run-id>/");
-    auto *score_cmd = app.add_subcommand(
-        "score", "Decide a run's verdict from its records; writes RUN_DIR/score.json");
     const auto named = named_subcommand(app, argc, argv);
-    const auto wanted = [&named](const CLI::App *cmd) { return named == cmd->get_name(); };
+    // The subcommand `name`, made only when the command line names it or names none.
+    const auto subcommand = [&](std::string_view name) -> CLI::App * {
+        if (!named.empty() && named != name) {
+            return nullptr;
+        }
+        for (const auto &[known, description] : kSubcommands) {
+            if (known == name) {
+                return app.add_subcommand(std::string{known}, std::string{description});
+            }
+        }
+        return nullptr;
+    };
+    auto *check_cmd = subcommand("check");
+    auto *plugins = subcommand("plugins");
+    auto *exec_cmd = subcommand("exec");
+    auto *preflight_cmd = subcommand("preflight");
+    auto *run_cmd = subcommand("run");
+    auto *score_cmd = subcommand("score");
+    // Options only for the named one: with none named, no subcommand runs (CLI11 refuses, or
+    // prints the help, which lists subcommands and not their options).
+    const auto wanted = [&named](const CLI::App *cmd) {
+        return cmd != nullptr && named == cmd->get_name();
+    };
 
     std::string check_dir;
     if (wanted(check_cmd)) {
@@ -157,22 +181,27 @@ int run(int argc, char **argv) {
     }
     tea::log::init(common.quiet ? -1 : common.verbose);
 
-    if (*check_cmd) {
+    const auto parsed = [](const CLI::App *cmd) { return cmd != nullptr && cmd->parsed(); };
+    if (parsed(check_cmd)) {
         return check_command(common, check_dir);
     }
-    if (*plugins) {
+    if (parsed(plugins)) {
         return plugins_command(common);
     }
-    if (*run_cmd) {
+    if (parsed(run_cmd)) {
         return run_command(common, run_opts);
     }
-    if (*score_cmd) {
+    if (parsed(score_cmd)) {
         return score_command(common, score_opts);
     }
-    if (*preflight_cmd) {
+    if (parsed(preflight_cmd)) {
         return preflight_command(common, preflight);
     }
-    return exec_command(common, exec);
+    if (parsed(exec_cmd)) {
+        return exec_command(common, exec);
+    }
+    // require_subcommand(1) leaves no other way out of parse.
+    throw tea::usage_error("a subcommand is required");
 }
 
 }  // namespace
