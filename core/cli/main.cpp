@@ -48,8 +48,9 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 6> kSubcomma
 // The subcommand the command line names: its first word that is neither an option nor the value
 // of one of the app's options; "" when there is none before "--", or the word names no subcommand.
 // Only that subcommand is made, with its options: making the other five and their options cost
-// 0.4 to 0.8 ms of every command here (bench/README.md). With none named (the help, or a command
-// line CLI11 refuses anyway) every subcommand is made, so the help lists them all.
+// a few tenths of a millisecond of every command here (bench/README.md, eleventh stop). With none
+// named (the help, or a command line CLI11 refuses anyway) every subcommand is made, so the help
+// lists them all.
 std::string_view named_subcommand(const CLI::App &app, int argc, char **argv) {
     for (int i = 1; i < argc; ++i) {
         const std::string_view arg{argv[i]};
