@@ -277,6 +277,9 @@ Session::Session(const CommonOptions &common, bool opt_out)
 }
 
 void Session::phase(const char *what) const {
+    if (!spdlog::should_log(spdlog::level::debug)) {
+        return;  // measured only when shown
+    }
     rusage usage{};
     ::getrusage(RUSAGE_SELF, &usage);
     spdlog::debug(

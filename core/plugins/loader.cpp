@@ -1,6 +1,7 @@
 #include "plugins/loader.hpp"
 
 #include <elf.h>
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -8,11 +9,11 @@
 #include <boost/dll/shared_library.hpp>
 #include <cstring>
 #include <deque>
-#include <fstream>
 #include <mutex>
 #include <stdexcept>
 
 #include "util/error.hpp"
+#include "util/fd.hpp"
 
 struct tea_host_context {
     std::string plugin_name;
@@ -96,15 +97,26 @@ std::string article(std::string_view kind) {
 
 // A clearer sentence than dlerror's for the commonest mistake: a file that is no ELF object.
 void check_elf_shared_object(const std::filesystem::path &library) {
-    std::ifstream in{library, std::ios::binary};
     Elf64_Ehdr header{};
-    in.read(reinterpret_cast<char *>(&header), sizeof header);
-    const auto got = in.gcount();
+    std::size_t got = 0;
+    // The header alone, through read(2): a stream would fill a buffer of 8 KiB to give 64 bytes.
+    const UniqueFd fd{::open(library.c_str(), O_RDONLY | O_CLOEXEC)};
+    while (fd && got < sizeof header) {
+        const auto n =
+            ::read(fd.get(), reinterpret_cast<char *>(&header) + got, sizeof header - got);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            break;
+        }
+        got += static_cast<std::size_t>(n);
+    }
     if (got < 4 || std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0) {
         throw refusal(library, "is not a shared object (expected an ELF file, found " +
                                    std::to_string(got) + " bytes of something else)");
     }
-    if (static_cast<std::size_t>(got) >= sizeof header && header.e_type != ET_DYN) {
+    if (got >= sizeof header && header.e_type != ET_DYN) {
         throw refusal(library,
                       "is an ELF file but not a shared object (expected type ET_DYN, "
                       "found type " +
