@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <map>
@@ -37,8 +38,11 @@ class LegsDirectory {
                                 base.string() + ": " + errno_text(errno));
         }
         path_ = pattern;
-        // Searchable, not listable: the sandbox identity must reach the leg's workspace.
-        ::chmod(path_.c_str(), 0711);
+        // The legs are copies of a workspace whose own parents may keep other users out: only the
+        // invoker may search this directory, except as root, when the target runs as the sandbox
+        // account and must reach its leg (searchable by everyone then, never listable, and each
+        // leg named unguessably).
+        ::chmod(path_.c_str(), ::geteuid() == 0 ? 0711 : 0700);
     }
     LegsDirectory(const LegsDirectory &) = delete;
     LegsDirectory &operator=(const LegsDirectory &) = delete;
@@ -103,7 +107,10 @@ int preflight_command(const CommonOptions &common, const PreflightOptions &optio
     bool incomplete = false;
     for (int leg = 1; leg <= options.legs; ++leg) {
         auto spec = pristine;
-        const auto workspace = legs_dir.path() / ("leg-" + std::to_string(leg));
+        // A random part: a name a local user could guess would hand them the copy through the
+        // legs' directory when it is searchable by everyone (the runtime is root).
+        const auto workspace =
+            legs_dir.path() / ("leg-" + std::to_string(leg) + "-" + fs::random_token());
         std::size_t skipped = 0;
         try {
             skipped = copy_workspace(pristine.workspace, workspace);

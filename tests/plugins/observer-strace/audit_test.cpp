@@ -2,14 +2,19 @@
 // shown on a real process, with its control: the same read unobserved (--observer none, or the
 // opt-out backend) is never claimed as observed, and a read the audit must not list is shown to
 // have happened.
+#include <fcntl.h>
+#include <grp.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <tea/plugin.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <tea/json_bytes.hpp>
+#include <thread>
 
 #include "../backend-bubblewrap/harness.hpp"
 #include "tea_fixtures.h"
@@ -439,7 +444,7 @@ TEST_F(Audit, PreflightNamesWhatEveryLegOpened) {
     make_file(outside_ / "sometimes", "x\n", 0644);
     // The first leg alone also reads "sometimes": only "id_rsa" is opened by every leg.
     const std::string script =
-        "case \"$PWD\" in *leg-1) cat \"$2\" >/dev/null;; esac; cat \"$1\" >/dev/null";
+        "case \"$PWD\" in *leg-1-*) cat \"$2\" >/dev/null;; esac; cat \"$1\" >/dev/null";
     const auto r =
         run({.command = {"sh", "-c", script, "sh", key(), (outside_ / "sometimes").string()},
              .subcommand = "preflight",
@@ -457,6 +462,88 @@ TEST_F(Audit, PreflightNamesWhatEveryLegOpened) {
     const auto clean = run({.command = {"cat", "notes.txt"}, .subcommand = "preflight"});
     EXPECT_EQ(clean.status, 0) << clean;
 }
+
+// What open(2) of `path` answers an account that is neither the invoker nor the sandbox's: 0, or
+// the errno.
+int open_as_nobody(const fs::path &path) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        constexpr uid_t nobody = 65534;
+        if (::setgroups(0, nullptr) != 0 || ::setresgid(nobody, nobody, nobody) != 0 ||
+            ::setresuid(nobody, nobody, nobody) != 0) {
+            ::_exit(255);
+        }
+        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        ::_exit(fd >= 0 ? 0 : errno);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// The copy of a workspace is out of other users' reach while preflight runs: the invoker's alone
+// when the runtime is unprivileged, and under an unguessable name when it is root (the sandbox
+// account must reach it then, so the legs' directory is searchable by all).
+class AuditPreflightLegs : public AuditEitherIdentity {};
+
+TEST_P(AuditPreflightLegs, ALegsCopyIsOutOfOtherUsersReach) {
+    if (::geteuid() != 0) {
+        GTEST_SKIP() << "acting as another local user needs root";
+    }
+    // A temp directory like /tmp, so the legs' directory is the only thing in the way.
+    const auto tmp = base() / "tmp";
+    fs::create_directory(tmp);
+    fs::permissions(tmp, fs::perms{01777});
+    auto preflight = start({.command = {"sh", "-c", "until [ -e go ]; do sleep 0.05; done"},
+                            .env = {"TMPDIR=" + tmp.string()},
+                            .subcommand = "preflight"});
+    // Leg n's copy, as it appears (leg-n, or leg-n-<random>), once it holds notes.txt.
+    const auto next_leg = [&](int n) -> fs::path {
+        const auto plain = "leg-" + std::to_string(n);
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds{60};
+        while (std::chrono::steady_clock::now() < until) {
+            std::error_code ec;
+            for (const auto &legs : fs::directory_iterator{tmp, ec}) {
+                for (const auto &leg : fs::directory_iterator{legs.path(), ec}) {
+                    const auto name = leg.path().filename().string();
+                    if ((name == plain || name.rfind(plain + "-", 0) == 0) &&
+                        fs::exists(leg.path() / "notes.txt", ec)) {
+                        return leg.path();
+                    }
+                }
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds{20});
+        }
+        return {};
+    };
+    const auto leg = next_leg(1);
+    ASSERT_FALSE(leg.empty()) << preflight.wait(std::chrono::seconds{1});
+    const auto legs = leg.parent_path();
+    EXPECT_EQ(open_as_nobody(legs), EACCES) << "the legs' directory is not listable";
+    const auto guessed = legs / "leg-1" / "notes.txt";  // a name a local user could guess
+    if (GetParam() == Identity::unprivileged) {
+        EXPECT_EQ(open_as_nobody(guessed), EACCES);
+        EXPECT_EQ(open_as_nobody(leg / "notes.txt"), EACCES) << "only the invoker may search";
+        // Control: the same open, with the legs' directory searchable by all, reaches the copy.
+        fs::permissions(legs, fs::perms{0711});
+        EXPECT_EQ(open_as_nobody(leg / "notes.txt"), 0);
+        fs::permissions(legs, fs::perms{0700});
+    } else {
+        EXPECT_EQ(open_as_nobody(guessed), ENOENT);
+        // Control: the copy itself is readable; only its unguessable name keeps it out of reach.
+        EXPECT_EQ(open_as_nobody(leg / "notes.txt"), 0);
+    }
+    make_file(leg / "go", "", 0644);
+    const auto second = next_leg(2);
+    ASSERT_FALSE(second.empty()) << preflight.wait(std::chrono::seconds{1});
+    make_file(second / "go", "", 0644);
+    const auto r = preflight.wait();
+    EXPECT_EQ(r.status, 0) << r;
+    EXPECT_FALSE(fs::exists(legs)) << "the copies are removed at the end";
+}
+
+INSTANTIATE_TEST_SUITE_P(Identities, AuditPreflightLegs,
+                         ::testing::Values(Identity::invoker, Identity::unprivileged));
 
 TEST_F(Audit, PreflightRefusesAnUnauditedCall) {
     const auto r =
