@@ -9,6 +9,7 @@
 #include <tea/plugin.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -481,6 +482,30 @@ int open_as_nobody(const fs::path &path) {
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+// Leg n's copy under a preflight's temp directory `tmp` (leg-n, or leg-n-<random>), once it holds
+// notes.txt, in a legs' directory other than `besides`; empty after a minute without one.
+fs::path wait_for_leg(const fs::path &tmp, int n, const fs::path &besides = {}) {
+    const auto plain = "leg-" + std::to_string(n);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds{60};
+    while (std::chrono::steady_clock::now() < until) {
+        std::error_code ec;
+        for (const auto &legs : fs::directory_iterator{tmp, ec}) {
+            if (legs.path() == besides) {
+                continue;
+            }
+            for (const auto &leg : fs::directory_iterator{legs.path(), ec}) {
+                const auto name = leg.path().filename().string();
+                if ((name == plain || name.rfind(plain + "-", 0) == 0) &&
+                    fs::exists(leg.path() / "notes.txt", ec)) {
+                    return leg.path();
+                }
+            }
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds{20});
+    }
+    return {};
+}
+
 // The copy of a workspace is out of other users' reach while preflight runs: the invoker's alone
 // when the runtime is unprivileged, and under an unguessable name when it is root (the sandbox
 // account must reach it then, so the legs' directory is searchable by all).
@@ -497,26 +522,7 @@ TEST_P(AuditPreflightLegs, ALegsCopyIsOutOfOtherUsersReach) {
     auto preflight = start({.command = {"sh", "-c", "until [ -e go ]; do sleep 0.05; done"},
                             .env = {"TMPDIR=" + tmp.string()},
                             .subcommand = "preflight"});
-    // Leg n's copy, as it appears (leg-n, or leg-n-<random>), once it holds notes.txt.
-    const auto next_leg = [&](int n) -> fs::path {
-        const auto plain = "leg-" + std::to_string(n);
-        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds{60};
-        while (std::chrono::steady_clock::now() < until) {
-            std::error_code ec;
-            for (const auto &legs : fs::directory_iterator{tmp, ec}) {
-                for (const auto &leg : fs::directory_iterator{legs.path(), ec}) {
-                    const auto name = leg.path().filename().string();
-                    if ((name == plain || name.rfind(plain + "-", 0) == 0) &&
-                        fs::exists(leg.path() / "notes.txt", ec)) {
-                        return leg.path();
-                    }
-                }
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds{20});
-        }
-        return {};
-    };
-    const auto leg = next_leg(1);
+    const auto leg = wait_for_leg(tmp, 1);
     ASSERT_FALSE(leg.empty()) << preflight.wait(std::chrono::seconds{1});
     const auto legs = leg.parent_path();
     EXPECT_EQ(open_as_nobody(legs), EACCES) << "the legs' directory is not listable";
@@ -534,7 +540,7 @@ TEST_P(AuditPreflightLegs, ALegsCopyIsOutOfOtherUsersReach) {
         EXPECT_EQ(open_as_nobody(leg / "notes.txt"), 0);
     }
     make_file(leg / "go", "", 0644);
-    const auto second = next_leg(2);
+    const auto second = wait_for_leg(tmp, 2);
     ASSERT_FALSE(second.empty()) << preflight.wait(std::chrono::seconds{1});
     make_file(second / "go", "", 0644);
     const auto r = preflight.wait();
@@ -544,6 +550,43 @@ TEST_P(AuditPreflightLegs, ALegsCopyIsOutOfOtherUsersReach) {
 
 INSTANTIATE_TEST_SUITE_P(Identities, AuditPreflightLegs,
                          ::testing::Values(Identity::invoker, Identity::unprivileged));
+
+// A preflight killed mid-leg leaves its copies; the next preflight of the same user removes them,
+// and leaves a live one's alone.
+TEST_F(Audit, AKilledPreflightsCopiesAreReclaimedByTheNext) {
+    const auto tmp = base() / "tmp";
+    fs::create_directory(tmp);
+    fs::permissions(tmp, fs::perms{01777});
+    const Call waiting{.command = {"sh", "-c", "until [ -e go ]; do sleep 0.05; done"},
+                       .env = {"TMPDIR=" + tmp.string()},
+                       .subcommand = "preflight"};
+    auto killed = start(waiting);
+    const auto killed_leg = wait_for_leg(tmp, 1);
+    ASSERT_FALSE(killed_leg.empty()) << killed.wait(std::chrono::seconds{1});
+    ::kill(killed.pid(), SIGKILL);
+    killed.wait();
+    const auto left = killed_leg.parent_path();
+    ASSERT_TRUE(fs::exists(left / "lock")) << "the kill left the copies";
+
+    auto live = start(waiting);
+    const auto live_leg = wait_for_leg(tmp, 1, left);
+    ASSERT_FALSE(live_leg.empty()) << live.wait(std::chrono::seconds{1});
+    const auto next = run({.command = {"cat", "notes.txt"},
+                           .env = {"TMPDIR=" + tmp.string()},
+                           .subcommand = "preflight"});
+    EXPECT_EQ(next.status, 0) << next;
+    EXPECT_FALSE(fs::exists(left)) << "the killed run's copies are reclaimed";
+    // Control: the live run's copy, in the same temp directory, is still there.
+    EXPECT_TRUE(fs::exists(live_leg / "notes.txt"));
+
+    make_file(live_leg / "go", "", 0644);
+    const auto second = wait_for_leg(tmp, 2, left);
+    ASSERT_FALSE(second.empty()) << live.wait(std::chrono::seconds{1});
+    make_file(second / "go", "", 0644);
+    const auto r = live.wait();
+    EXPECT_EQ(r.status, 0) << r;
+    EXPECT_TRUE(fs::is_empty(tmp)) << "every run's copies are gone";
+}
 
 TEST_F(Audit, PreflightRefusesAnUnauditedCall) {
     const auto r =
