@@ -1,20 +1,16 @@
 // preflight: runs the call on pristine copies of the workspace (the legs, each with a new home)
 // and names every path outside the grants that each leg opened, which every real run would open
 // too. Exit 3 when there is one, 12 when the host cannot confine or audit the call at all.
-#include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <stdlib.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string_view>
-#include <tea/dirents.hpp>
 #include <tea/json_bytes.hpp>
 #include <vector>
 
@@ -30,45 +26,6 @@ namespace {
 namespace stdfs = std::filesystem;
 
 constexpr std::string_view legs_prefix = "tea-evaluate-preflight-";
-// A legs' directory without its lock this long after it was made: its run was killed before it
-// locked it. A younger one may belong to a run between its mkdtemp and its lock.
-constexpr auto unlocked_grace = std::chrono::seconds{60};
-
-// Removes the legs' directories that killed preflights of this user left under `base`: a live
-// run holds the lock in its directory.
-void reclaim_legs(const stdfs::path &base) {
-    const UniqueFd dir{::open(base.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
-    if (!dir) {
-        return;
-    }
-    std::vector<std::string> stale;
-    tea::dirents::for_each(dir.get(), [&](const dirent64 &entry) {
-        const std::string name{entry.d_name};
-        struct stat st {};
-        // Only a directory of this user: another user's run, or a name planted in a shared temp
-        // directory, is never touched.
-        if (name.rfind(legs_prefix, 0) != 0 ||
-            ::fstatat(dir.get(), entry.d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-            !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) {
-            return true;
-        }
-        const UniqueFd lock{
-            ::openat(dir.get(), (name + "/lock").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)};
-        if (lock) {
-            if (::flock(lock.get(), LOCK_EX | LOCK_NB) == 0) {
-                stale.push_back(name);
-            }
-        } else if (std::chrono::system_clock::now() -
-                       std::chrono::system_clock::from_time_t(st.st_mtim.tv_sec) >
-                   unlocked_grace) {
-            stale.push_back(name);
-        }
-        return true;
-    });
-    for (const auto &name : stale) {
-        fs::remove_tree(base / name);
-    }
-}
 
 // A directory for the legs' workspaces, removed with the object, and by the next preflight when
 // this one is killed. Not under the private root: the confinement covers that root, and a
@@ -81,7 +38,7 @@ class LegsDirectory {
         if (ec) {
             base = "/tmp";
         }
-        reclaim_legs(base);
+        fs::reclaim_unlocked(base, legs_prefix);  // the legs of killed preflights
         std::string pattern = (base / (std::string{legs_prefix} + "XXXXXX")).string();
         if (::mkdtemp(pattern.data()) == nullptr) {
             throw runtime_error("cannot make a directory for the preflight legs under " +
@@ -93,9 +50,8 @@ class LegsDirectory {
         // account and must reach its leg (searchable by everyone then, never listable, and each
         // leg named unguessably).
         ::chmod(path_.c_str(), ::geteuid() == 0 ? 0711 : 0700);
-        lock_.reset(::open((path_ / "lock").c_str(),
-                           O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
-        if (!lock_ || ::flock(lock_.get(), LOCK_EX | LOCK_NB) != 0) {
+        lock_ = fs::take_lock(path_);
+        if (!lock_) {
             const int error = errno;
             fs::remove_tree(path_);
             throw runtime_error("cannot lock the preflight legs' directory " + path_.string() +

@@ -9,9 +9,11 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <tea/dirents.hpp>
 #include <vector>
 
@@ -211,23 +213,55 @@ void remove_tree(const stdfs::path &path) {
     }
 }
 
-int reclaim_leftovers(const stdfs::path &root) {
-    int reclaimed = 0;
-    std::error_code ec;
-    for (stdfs::directory_iterator it{root, ec}, end; !ec && it != end; it.increment(ec)) {
-        const auto name = it->path().filename().string();
-        if (name.rfind("run-", 0) != 0 || it->is_symlink(ec) || !it->is_directory(ec)) {
-            continue;
-        }
-        UniqueFd lock{::open((it->path() / "lock").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)};
-        // No lock file: a run killed between mkdir and lock; a held lock: a live run.
-        if (lock && ::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) {
-            continue;
-        }
-        remove_tree(it->path());
-        ++reclaimed;
+int reclaim_unlocked(const stdfs::path &base, std::string_view prefix) {
+    // A directory without its lock this long after it was made: its process was killed before
+    // it locked it.
+    constexpr auto unlocked_grace = std::chrono::seconds{60};
+    const UniqueFd dir{::open(base.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+    if (!dir) {
+        return 0;
     }
-    return reclaimed;
+    std::vector<std::string> stale;
+    tea::dirents::for_each(dir.get(), [&](const dirent64 &entry) {
+        const std::string name{entry.d_name};
+        struct stat st {};
+        // Only a directory of this user: another user's, or a name planted in a shared temp
+        // directory, is never touched.
+        if (name.rfind(prefix, 0) != 0 ||
+            ::fstatat(dir.get(), entry.d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+            !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) {
+            return true;
+        }
+        const UniqueFd lock{
+            ::openat(dir.get(), (name + "/lock").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)};
+        if (lock) {
+            if (::flock(lock.get(), LOCK_EX | LOCK_NB) == 0) {  // a held lock: a live process
+                stale.push_back(name);
+            }
+        } else if (std::chrono::system_clock::now() -
+                       std::chrono::system_clock::from_time_t(st.st_mtim.tv_sec) >
+                   unlocked_grace) {
+            stale.push_back(name);
+        }
+        return true;
+    });
+    for (const auto &name : stale) {
+        remove_tree(base / name);
+    }
+    return static_cast<int>(stale.size());
+}
+
+UniqueFd take_lock(const stdfs::path &dir) {
+    UniqueFd lock{
+        ::open((dir / "lock").c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600)};
+    if (lock && ::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) {
+        lock.reset();
+    }
+    return lock;
+}
+
+int reclaim_leftovers(const stdfs::path &root) {
+    return reclaim_unlocked(root, "run-");
 }
 
 RunDirectory::RunDirectory(const stdfs::path &private_root, Creation creation)
@@ -243,9 +277,8 @@ void RunDirectory::create() {
                          errno_text(errno));
     }
     ::chmod(path_.c_str(), 0711);  // past the umask
-    lock_.reset(
-        ::open((path_ / "lock").c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
-    if (!lock_ || ::flock(lock_.get(), LOCK_EX | LOCK_NB) != 0) {
+    lock_ = take_lock(path_);
+    if (!lock_) {
         remove_tree(path_);
         throw host_error("cannot lock the run's private directory " + path_.string());
     }

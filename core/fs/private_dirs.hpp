@@ -13,6 +13,7 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "util/fd.hpp"
@@ -27,7 +28,18 @@ std::filesystem::path default_private_root();
 // (not a link), and not writable by anyone else. Throws tea::Error (exit 12).
 std::filesystem::path open_private_root(const std::filesystem::path &root);
 
-// Removes every run-* parent under root whose lock is not held.
+// Removes every directory of this user named `prefix`* right under `base` that a killed process
+// left: one whose `lock` file nobody holds, or one without a lock file made more than a minute
+// ago (younger, it may belong to a process between its mkdir and its lock). A live owner holds
+// an exclusive flock on <dir>/lock for as long as it needs the directory. Returns how many were
+// removed.
+int reclaim_unlocked(const std::filesystem::path &base, std::string_view prefix);
+
+// Creates <dir>/lock and holds an exclusive flock on it for the descriptor's life: the mark of a
+// live owner that reclaim_unlocked leaves alone. Invalid when either step fails.
+UniqueFd take_lock(const std::filesystem::path &dir);
+
+// Removes every run-* parent under root whose lock is not held (reclaim_unlocked).
 // Returns how many were reclaimed.
 int reclaim_leftovers(const std::filesystem::path &root);
 

@@ -8,6 +8,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <string>
 #include <tuple>
@@ -557,6 +560,30 @@ TEST_F(Confinement, LeftoverOfAKilledRunIsReclaimedAndALiveRunIsNot) {
     EXPECT_FALSE(fs::exists(killed)) << r;
     // The positive control: the same layout with its lock held is left alone.
     EXPECT_TRUE(fs::exists(live.secret_file()));
+}
+
+// A run directory without its lock is a killed run's only once it is old: a younger one may be a
+// live run's between its mkdir and its lock. And another user's is never touched.
+TEST_F(Confinement, AnUnlockedRunDirectoryIsReclaimedOnlyOnceOldAndOnlyIfItIsOurs) {
+    const auto young = private_root() / "run-nolockyoung01";
+    const auto old = private_root() / "run-nolockold0001";
+    const auto others = private_root() / "run-othersstale01";
+    for (const auto &dir : {young, old, others}) {
+        fs::create_directories(dir / "tmp-abandoned");
+    }
+    make_file(others / "lock", "", 0600);  // unlocked: stale, were it ours
+    const bool root = ::geteuid() == 0;    // only root can make a directory another user's
+    if (root) {
+        ASSERT_EQ(::chown(others.c_str(), 65534, 65534), 0) << std::strerror(errno);
+    }
+    // Made two minutes ago, as far as its time says.
+    const timespec times[2] = {{0, UTIME_OMIT}, {::time(nullptr) - 120, 0}};
+    ASSERT_EQ(::utimensat(AT_FDCWD, old.c_str(), times, 0), 0) << std::strerror(errno);
+    const auto r = run({.command = {"true"}});
+    EXPECT_EQ(r.status, 0) << r;
+    EXPECT_FALSE(fs::exists(old)) << "an old directory without a lock is a killed run's" << r;
+    EXPECT_TRUE(fs::exists(young)) << "a young one may be about to be locked" << r;
+    EXPECT_EQ(fs::exists(others), root) << "another user's is never touched; ours is" << r;
 }
 
 TEST_F(Confinement, ProcSysIsReadOnlyAndSysShowsOnlyDevices) {
