@@ -235,7 +235,7 @@ int reclaim_unlocked(const stdfs::path &base, std::string_view prefix) {
         const UniqueFd lock{
             ::openat(dir.get(), (name + "/lock").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)};
         if (lock) {
-            if (::flock(lock.get(), LOCK_EX | LOCK_NB) == 0) {  // a held lock: a live process
+            if (::flock(lock.get(), LOCK_EX | LOCK_NB) == 0) {  // nobody holds it: a dead owner
                 stale.push_back(name);
             }
         } else if (std::chrono::system_clock::now() -
