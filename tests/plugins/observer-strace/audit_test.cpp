@@ -506,6 +506,36 @@ fs::path wait_for_leg(const fs::path &tmp, int n, const fs::path &besides = {}) 
     return {};
 }
 
+// A temp directory like /tmp under `base`, for a preflight's legs, and a preflight that waits in
+// each leg until a file `go` appears in that leg's workspace.
+fs::path shared_temp_directory(const fs::path &base) {
+    auto tmp = base / "tmp";
+    fs::create_directory(tmp);
+    fs::permissions(tmp, fs::perms{01777});
+    return tmp;
+}
+
+Call waiting_preflight(const fs::path &tmp) {
+    return {.command = {"sh", "-c", "until [ -e go ]; do sleep 0.05; done"},
+            .env = {"TMPDIR=" + tmp.string()},
+            .subcommand = "preflight"};
+}
+
+// Lets a waiting preflight finish: `first` is its leg 1, and its leg 2 lies in a legs' directory
+// other than `besides`.
+Result release_both_legs(Process &preflight, const fs::path &tmp, const fs::path &first,
+                         const fs::path &besides = {}) {
+    make_file(first / "go", "", 0644);
+    const auto second = wait_for_leg(tmp, 2, besides);
+    EXPECT_FALSE(second.empty()) << "no second leg";
+    if (second.empty()) {
+        ::kill(preflight.pid(), SIGKILL);
+    } else {
+        make_file(second / "go", "", 0644);
+    }
+    return preflight.wait();
+}
+
 // The copy of a workspace is out of other users' reach while preflight runs: the invoker's alone
 // when the runtime is unprivileged, and under an unguessable name when it is root (the sandbox
 // account must reach it then, so the legs' directory is searchable by all).
@@ -516,12 +546,8 @@ TEST_P(AuditPreflightLegs, ALegsCopyIsOutOfOtherUsersReach) {
         GTEST_SKIP() << "acting as another local user needs root";
     }
     // A temp directory like /tmp, so the legs' directory is the only thing in the way.
-    const auto tmp = base() / "tmp";
-    fs::create_directory(tmp);
-    fs::permissions(tmp, fs::perms{01777});
-    auto preflight = start({.command = {"sh", "-c", "until [ -e go ]; do sleep 0.05; done"},
-                            .env = {"TMPDIR=" + tmp.string()},
-                            .subcommand = "preflight"});
+    const auto tmp = shared_temp_directory(base());
+    auto preflight = start(waiting_preflight(tmp));
     const auto leg = wait_for_leg(tmp, 1);
     ASSERT_FALSE(leg.empty()) << preflight.wait(std::chrono::seconds{1});
     const auto legs = leg.parent_path();
@@ -539,11 +565,7 @@ TEST_P(AuditPreflightLegs, ALegsCopyIsOutOfOtherUsersReach) {
         // Control: the copy itself is readable; only its unguessable name keeps it out of reach.
         EXPECT_EQ(open_as_nobody(leg / "notes.txt"), 0);
     }
-    make_file(leg / "go", "", 0644);
-    const auto second = wait_for_leg(tmp, 2);
-    ASSERT_FALSE(second.empty()) << preflight.wait(std::chrono::seconds{1});
-    make_file(second / "go", "", 0644);
-    const auto r = preflight.wait();
+    const auto r = release_both_legs(preflight, tmp, leg);
     EXPECT_EQ(r.status, 0) << r;
     EXPECT_FALSE(fs::exists(legs)) << "the copies are removed at the end";
 }
@@ -554,12 +576,8 @@ INSTANTIATE_TEST_SUITE_P(Identities, AuditPreflightLegs,
 // A preflight killed mid-leg leaves its copies; the next preflight of the same user removes them,
 // and leaves a live one's alone.
 TEST_F(Audit, AKilledPreflightsCopiesAreReclaimedByTheNext) {
-    const auto tmp = base() / "tmp";
-    fs::create_directory(tmp);
-    fs::permissions(tmp, fs::perms{01777});
-    const Call waiting{.command = {"sh", "-c", "until [ -e go ]; do sleep 0.05; done"},
-                       .env = {"TMPDIR=" + tmp.string()},
-                       .subcommand = "preflight"};
+    const auto tmp = shared_temp_directory(base());
+    const auto waiting = waiting_preflight(tmp);
     auto killed = start(waiting);
     const auto killed_leg = wait_for_leg(tmp, 1);
     ASSERT_FALSE(killed_leg.empty()) << killed.wait(std::chrono::seconds{1});
@@ -579,11 +597,7 @@ TEST_F(Audit, AKilledPreflightsCopiesAreReclaimedByTheNext) {
     // Control: the live run's copy, in the same temp directory, is still there.
     EXPECT_TRUE(fs::exists(live_leg / "notes.txt"));
 
-    make_file(live_leg / "go", "", 0644);
-    const auto second = wait_for_leg(tmp, 2, left);
-    ASSERT_FALSE(second.empty()) << live.wait(std::chrono::seconds{1});
-    make_file(second / "go", "", 0644);
-    const auto r = live.wait();
+    const auto r = release_both_legs(live, tmp, live_leg, left);
     EXPECT_EQ(r.status, 0) << r;
     EXPECT_TRUE(fs::is_empty(tmp)) << "every run's copies are gone";
 }
