@@ -233,16 +233,23 @@ void resolve_planted_links(audit::Observation &observation, const exec::LaunchSp
     }
 }
 
+// Makes `dir` searchable by the group `gid` of the identity the target runs as, and by nobody else
+// but its owner (0710): that identity can pass through it to what it was handed beneath, and no
+// other user of the host can reach a name inside it, even one it read in `ps` (a call's working
+// directory is on the helper's command line). False, with errno, on failure.
+bool hand_search(const std::filesystem::path &dir, unsigned gid) {
+    return ::fchownat(AT_FDCWD, dir.c_str(), static_cast<uid_t>(-1), gid, AT_SYMLINK_NOFOLLOW) ==
+               0 &&
+           ::chmod(dir.c_str(), 0710) == 0;
+}
+
 // Hands the route to the identity the target runs as: the socket (still 0600) becomes its, and
-// the directory (0710) searchable by its group alone. No other user of the host can borrow the
-// route, and another user's call cannot even reach the socket's path, so it never has to mask a
-// socket that goes away when this call ends.
+// its directory searchable by that identity's group alone. No other user of the host can borrow
+// the route, and another user's call cannot even reach the socket's path, so it never has to
+// mask a socket that goes away when this call ends.
 void hand_route(const std::string &socket, const exec::Lend &lend) {
-    const auto dir = std::filesystem::path{socket}.parent_path();
     if (::fchownat(AT_FDCWD, socket.c_str(), lend.uid, lend.gid, AT_SYMLINK_NOFOLLOW) != 0 ||
-        ::fchownat(AT_FDCWD, dir.c_str(), static_cast<uid_t>(-1), lend.gid, AT_SYMLINK_NOFOLLOW) !=
-            0 ||
-        ::chmod(dir.c_str(), 0710) != 0) {
+        !hand_search(std::filesystem::path{socket}.parent_path(), lend.gid)) {
         throw host_error("cannot hand the egress socket " + socket +
                          " to the sandbox identity: " + errno_text(errno));
     }
@@ -287,6 +294,30 @@ void Session::phase(const char *what) const {
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started_)
             .count(),
         usage.ru_minflt + usage.ru_majflt);
+}
+
+std::vector<std::filesystem::path> Session::searched_directories(
+    const exec::LaunchSpec &spec, const fs::RunDirectory &run_dir) const {
+    auto dirs = searched_by_target_;
+    if (run_dir.made()) {
+        dirs.push_back(run_dir.path());  // the trace, the route's socket, a home made for the call
+    }
+    // The run directory a trial's workspace, home and private repository lie in.
+    for (const auto &p : {spec.workspace, spec.home}) {
+        const auto parent = std::filesystem::path{p}.parent_path();
+        const bool unmade =
+            std::find(spec.unmade.begin(), spec.unmade.end(), p) != spec.unmade.end();
+        if (!p.empty() && !unmade && parent.parent_path() == private_root_) {
+            dirs.push_back(parent);
+        }
+    }
+    std::sort(dirs.begin(), dirs.end());
+    dirs.erase(std::unique(dirs.begin(), dirs.end()), dirs.end());
+    return dirs;
+}
+
+void Session::search_by_target(std::filesystem::path dir) {
+    searched_by_target_.push_back(std::move(dir));
 }
 
 std::string Session::observer_name() const {
@@ -529,6 +560,18 @@ Session::Executed Session::execute(const exec::LaunchSpec &spec, const exec::Exe
         }
         to_run = wrap(plan, trace_dir);
         phase("plan wrapped by the observer");
+    }
+    if (plan.lend.requested || plan.run_as.requested) {
+        // Once the call runs, `ps` shows these directories' names to every local user, who could
+        // read a trial's copy of the project below them: from here on only the target's group
+        // may pass through. Done before anything resolves a path below them as that identity.
+        const unsigned gid = plan.run_as.requested ? plan.run_as.gid : plan.lend.gid;
+        for (const auto &dir : searched_directories(spec, run_dir)) {
+            if (!hand_search(dir, gid)) {
+                throw host_error("cannot make " + dir.string() +
+                                 " searchable by the sandbox identity: " + errno_text(errno));
+            }
+        }
     }
     exec::OwnershipLoan loan;
     if (plan.lend.requested) {

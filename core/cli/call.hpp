@@ -96,9 +96,17 @@ class Session {
     // Logs the time since the session started (at -vv).
     void phase(const char *what) const;
 
+    // A directory of the invoker's above the workspaces of the calls to come, which the target's
+    // identity must search to reach them. A call whose target runs as another identity (the
+    // sandbox account, when the runtime is root) first hands it to that identity's group,
+    // searchable by it alone (0710), as it does its run directories; otherwise it is left as it
+    // is.
+    void search_by_target(std::filesystem::path dir);
+
    private:
     // The removed_after of the call running now (empty between calls).
     std::vector<std::filesystem::path> removed_after_;
+    std::vector<std::filesystem::path> searched_by_target_;  // see search_by_target
     // (ABI 1.5) The call running now, started before its plan was complete; finished by execute,
     // and killed unfinished when the call fails before that.
     std::optional<exec::StartedCall> staged_;
@@ -106,6 +114,10 @@ class Session {
         exec::CallResult result;
         std::optional<audit::Observation> observation;
     };
+    // The directories a call's target identity must pass through: those of search_by_target,
+    // the call's run directory, and the run directory of a trial's workspace or home.
+    [[nodiscard]] std::vector<std::filesystem::path> searched_directories(
+        const exec::LaunchSpec &spec, const fs::RunDirectory &run_dir) const;
     Executed execute(const exec::LaunchSpec &spec, const exec::ExecPlan &plan,
                      fs::RunDirectory &run_dir, const exec::RunOptions &run, bool observed);
     Executed execute_with_retry(const exec::LaunchSpec &spec, exec::ExecPlan &plan,

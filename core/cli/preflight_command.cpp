@@ -46,9 +46,10 @@ class LegsDirectory {
         }
         path_ = pattern;
         // The legs are copies of a workspace whose own parents may keep other users out: only the
-        // invoker may search this directory, except as root, when the target runs as the sandbox
-        // account and must reach its leg (searchable by everyone then, never listable, and each
-        // leg named unguessably).
+        // invoker may search this directory. As root, the target runs as the sandbox account and
+        // must reach its leg: searchable by everyone until the first call hands the directory to
+        // that account's group alone (Session::search_by_target), never listable, and each leg
+        // named unguessably, as a leg's name is shown in `ps` once its call runs.
         ::chmod(path_.c_str(), ::geteuid() == 0 ? 0711 : 0700);
         lock_ = fs::take_lock(path_);
         if (!lock_) {
@@ -113,6 +114,7 @@ int preflight_command(const CommonOptions &common, const PreflightOptions &optio
     const auto pristine = session.launch_spec(options);
     const auto route_request = Session::egress_request(options);
     LegsDirectory legs_dir;
+    session.search_by_target(legs_dir.path());
 
     const auto run = session.run_options(options);
 
@@ -122,8 +124,8 @@ int preflight_command(const CommonOptions &common, const PreflightOptions &optio
     bool incomplete = false;
     for (int leg = 1; leg <= options.legs; ++leg) {
         auto spec = pristine;
-        // A random part: a name a local user could guess would hand them the copy through the
-        // legs' directory when it is searchable by everyone (the runtime is root).
+        // A random part: until its first call, the legs' directory is searchable by everyone when
+        // the runtime is root, and a name another user could guess would hand them the copy.
         const auto workspace =
             legs_dir.path() / ("leg-" + std::to_string(leg) + "-" + fs::random_token());
         std::size_t skipped = 0;

@@ -272,6 +272,9 @@ RunDirectory::RunDirectory(const stdfs::path &private_root, Creation creation)
 }
 
 void RunDirectory::create() {
+    // Searchable by all, never listable, so that the backend finds the paths below it reachable;
+    // a call whose target runs as another identity hands it to that identity's group alone
+    // (0710, Session::execute) before the directory's name is shown anywhere.
     if (::mkdir(path_.c_str(), 0711) != 0) {
         throw host_error("cannot create the run's private directory " + path_.string() + ": " +
                          errno_text(errno));

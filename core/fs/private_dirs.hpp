@@ -2,7 +2,9 @@
 //
 //   <private root>/                      0700 (0711 for root, so the sandbox
 //                                        identity can pass through, never list)
-//     run-<random>/                      a run's private parent, 0711; holds
+//     run-<random>/                      a run's private parent, 0711 (0710 with
+//                                        the target identity's group once a call
+//                                        runs as another identity); holds
 //       lock                             flock held while the run lives
 //       tmp-<random>/                    a call's temp directory
 //       tea-evaluate-target-home-<random>/  a trial's private home

@@ -3,6 +3,7 @@
 // shows the same probe succeeding without it.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <pwd.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
@@ -420,6 +421,52 @@ TEST(Run, SigkillLeavesNothingTheNextRunDoesNotReclaim) {
     const auto next = p.run();
     EXPECT_EQ(next.status, 0) << next.err;
     EXPECT_EQ(p.leftover_run_dirs(), 0U);
+}
+
+// As root, a trial's copy of the project (mode 0755, in the run's directory under the private root)
+// is out of other users' reach while its call runs, though the directory's name is no secret then
+// (the observer's and the helper's command lines show it): the call hands the run's directory to
+// the sandbox account's group alone.
+TEST(Run, ATrialsWorkspaceCopyIsOutOfOtherUsersReach) {
+    if (::geteuid() != 0) {
+        GTEST_SKIP()
+            << "the target runs as the invoker then, and acting as another user needs root";
+    }
+    const auto *sandbox = ::getpwnam("tea-sandbox");
+    ASSERT_NE(sandbox, nullptr) << "scripts/install-deps.sh creates the account tea-sandbox";
+    const uid_t sandbox_uid = sandbox->pw_uid;
+    const gid_t sandbox_gid = sandbox->pw_gid;
+    Project p{"reach"};
+    write_simple_evaluation(p, "", "#!/bin/sh\necho started\nexec sleep 60\n");
+    p.write("notes.txt", "project notes\n");
+    p.commit();
+    const pid_t pid = spawn_run(p);
+    ASSERT_TRUE(wait_for_start(p));
+    fs::path copy;
+    for (const auto &run : fs::directory_iterator(p.private_root())) {
+        std::error_code ec;
+        for (const auto &e : fs::directory_iterator(run.path(), ec)) {
+            if (e.path().filename().string().rfind("workspace-", 0) == 0) {
+                copy = e.path() / "notes.txt";
+            }
+        }
+    }
+    ASSERT_FALSE(copy.empty()) << "no trial workspace under " << p.private_root();
+    const auto run_dir = copy.parent_path().parent_path();
+    struct stat st {};
+    ASSERT_EQ(::stat(run_dir.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777U, 0710U);
+    EXPECT_EQ(st.st_gid, sandbox_gid);
+    EXPECT_EQ(test::open_as(copy.string(), test::kNobody, test::kNobody), EACCES);
+    // Controls: the sandbox account still reaches the copy, and another user would too, were the
+    // run's directory searchable by all as it is until its first call.
+    EXPECT_EQ(test::open_as(copy.string(), sandbox_uid, sandbox_gid), 0);
+    ASSERT_EQ(::chmod(run_dir.c_str(), 0711), 0);
+    EXPECT_EQ(test::open_as(copy.string(), test::kNobody, test::kNobody), 0);
+    ::chmod(run_dir.c_str(), 0710);
+    ASSERT_EQ(::kill(pid, SIGTERM), 0);
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
 }
 
 // A detector in the spirit of the grading-leak reference: the target scans everything it can see

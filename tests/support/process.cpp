@@ -1,6 +1,7 @@
 #include "support/process.hpp"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,6 +14,21 @@
 extern char **environ;  // NOLINT
 
 namespace tea::test {
+
+int open_as(const std::string &path, uid_t uid, gid_t gid) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        if (::setgroups(0, nullptr) != 0 || ::setresgid(gid, gid, gid) != 0 ||
+            ::setresuid(uid, uid, uid) != 0) {
+            ::_exit(255);
+        }
+        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        ::_exit(fd >= 0 ? 0 : errno);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
 
 std::string make_temp_dir(const std::string &prefix) {
     std::string pattern = "/tmp/" + prefix + "-XXXXXX";

@@ -1,6 +1,8 @@
 // Runs a program for a test and collects its status and output.
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 #include <vector>
 
@@ -20,6 +22,11 @@ Outcome run(const std::vector<std::string> &argv, const std::vector<std::string>
 
 // The test process's own environment plus/over the given entries.
 std::vector<std::string> environment_with(const std::vector<std::string> &extra);
+
+// What open(2) of `path` for reading answers the account uid:gid (no supplementary groups), from
+// a child that takes that identity: 0, or the errno. Needs root.
+int open_as(const std::string &path, uid_t uid, gid_t gid);
+constexpr uid_t kNobody = 65534;  // an account that is neither the invoker nor the sandbox's
 
 std::string make_temp_dir(const std::string &prefix);
 void write_file(const std::string &path, const std::string &content);

@@ -289,12 +289,14 @@ void Confinement::SetUp() {
     call_uid_ = ::geteuid();
     call_gid_ = ::getegid();
     sandbox_uid_ = call_uid_;
+    sandbox_gid_ = call_gid_;
     if (call_uid_ == 0) {
         std::vector<char> buffer;
         const auto sandbox = user_entry("tea-sandbox", buffer);
         ASSERT_TRUE(sandbox) << "tea-evaluate runs as root here, and then needs the account "
                                 "tea-sandbox (scripts/install-deps.sh creates it)";
         sandbox_uid_ = sandbox->pw_uid;
+        sandbox_gid_ = sandbox->pw_gid;
     }
     const char *home = std::getenv("HOME");  // NOLINT(concurrency-mt-unsafe)
     // PATH without the invoker's own directories: probes use the system's
@@ -334,6 +336,7 @@ void Confinement::become_unprivileged() {
     call_uid_ = user->pw_uid;
     call_gid_ = user->pw_gid;
     sandbox_uid_ = call_uid_;
+    sandbox_gid_ = call_gid_;
     const fs::path home = user->pw_dir;
     launcher_ = {"/usr/bin/setpriv", "--reuid=" + std::to_string(call_uid_),
                  "--regid=" + std::to_string(call_gid_), "--init-groups", "--"};

@@ -170,6 +170,7 @@ class Confinement : public ::testing::Test {
     [[nodiscard]] uid_t call_uid() const { return call_uid_; }        // who the call runs as
     [[nodiscard]] uid_t sandbox_uid() const { return sandbox_uid_; }  // who the target runs as
     [[nodiscard]] gid_t call_gid() const { return call_gid_; }
+    [[nodiscard]] gid_t sandbox_gid() const { return sandbox_gid_; }
     [[nodiscard]] const std::vector<std::string> &base_env() const { return base_env_; }
     [[nodiscard]] bool unprivileged_user() const { return !launcher_.empty(); }
 
@@ -185,6 +186,7 @@ class Confinement : public ::testing::Test {
     uid_t call_uid_ = 0;
     gid_t call_gid_ = 0;
     uid_t sandbox_uid_ = 0;
+    gid_t sandbox_gid_ = 0;
     int configs_ = 0;
     int specs_ = 0;
 };

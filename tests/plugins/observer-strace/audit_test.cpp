@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "../backend-bubblewrap/harness.hpp"
+#include "support/process.hpp"
 #include "tea_fixtures.h"
 
 namespace tea::test::bwrap {
@@ -464,26 +465,13 @@ TEST_F(Audit, PreflightNamesWhatEveryLegOpened) {
     EXPECT_EQ(clean.status, 0) << clean;
 }
 
-// What open(2) of `path` answers an account that is neither the invoker nor the sandbox's: 0, or
-// the errno.
 int open_as_nobody(const fs::path &path) {
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-        constexpr uid_t nobody = 65534;
-        if (::setgroups(0, nullptr) != 0 || ::setresgid(nobody, nobody, nobody) != 0 ||
-            ::setresuid(nobody, nobody, nobody) != 0) {
-            ::_exit(255);
-        }
-        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-        ::_exit(fd >= 0 ? 0 : errno);
-    }
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return test::open_as(path.string(), test::kNobody, test::kNobody);
 }
 
-// Leg n's copy under a preflight's temp directory `tmp` (leg-n, or leg-n-<random>), once it holds
-// notes.txt, in a legs' directory other than `besides`; empty after a minute without one.
+// Leg n's copy under a preflight's temp directory `tmp` (leg-n, or leg-n-<random>), once its
+// target has started (it wrote `started`), in a legs' directory other than `besides`; empty after
+// a minute without one.
 fs::path wait_for_leg(const fs::path &tmp, int n, const fs::path &besides = {}) {
     const auto plain = "leg-" + std::to_string(n);
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds{60};
@@ -496,7 +484,7 @@ fs::path wait_for_leg(const fs::path &tmp, int n, const fs::path &besides = {}) 
             for (const auto &leg : fs::directory_iterator{legs.path(), ec}) {
                 const auto name = leg.path().filename().string();
                 if ((name == plain || name.rfind(plain + "-", 0) == 0) &&
-                    fs::exists(leg.path() / "notes.txt", ec)) {
+                    fs::exists(leg.path() / "started", ec)) {
                     return leg.path();
                 }
             }
@@ -506,8 +494,8 @@ fs::path wait_for_leg(const fs::path &tmp, int n, const fs::path &besides = {}) 
     return {};
 }
 
-// A temp directory like /tmp under `base`, for a preflight's legs, and a preflight that waits in
-// each leg until a file `go` appears in that leg's workspace.
+// A temp directory like /tmp under `base`, for a preflight's legs, and a preflight whose target, in
+// each leg, writes `started` into its workspace and waits until a file `go` appears there.
 fs::path shared_temp_directory(const fs::path &base) {
     auto tmp = base / "tmp";
     fs::create_directory(tmp);
@@ -516,7 +504,7 @@ fs::path shared_temp_directory(const fs::path &base) {
 }
 
 Call waiting_preflight(const fs::path &tmp) {
-    return {.command = {"sh", "-c", "until [ -e go ]; do sleep 0.05; done"},
+    return {.command = {"sh", "-c", "touch started; until [ -e go ]; do sleep 0.05; done"},
             .env = {"TMPDIR=" + tmp.string()},
             .subcommand = "preflight"};
 }
@@ -537,8 +525,9 @@ Result release_both_legs(Process &preflight, const fs::path &tmp, const fs::path
 }
 
 // The copy of a workspace is out of other users' reach while preflight runs: the invoker's alone
-// when the runtime is unprivileged, and under an unguessable name when it is root (the sandbox
-// account must reach it then, so the legs' directory is searchable by all).
+// when the runtime is unprivileged, and the invoker's and the sandbox account's group's when it is
+// root (the sandbox account must reach it then). Its unguessable name is not enough: once a leg's
+// call runs, `ps` shows the name to every user (the helper's --cwd).
 class AuditPreflightLegs : public AuditEitherIdentity {};
 
 TEST_P(AuditPreflightLegs, ALegsCopyIsOutOfOtherUsersReach) {
@@ -561,9 +550,18 @@ TEST_P(AuditPreflightLegs, ALegsCopyIsOutOfOtherUsersReach) {
         EXPECT_EQ(open_as_nobody(leg / "notes.txt"), 0);
         fs::permissions(legs, fs::perms{0700});
     } else {
-        EXPECT_EQ(open_as_nobody(guessed), ENOENT);
-        // Control: the copy itself is readable; only its unguessable name keeps it out of reach.
+        struct stat st {};
+        ASSERT_EQ(::stat(legs.c_str(), &st), 0);
+        EXPECT_EQ(st.st_mode & 07777U, 0710U);
+        EXPECT_EQ(st.st_gid, sandbox_gid()) << "searchable by the sandbox account's group alone";
+        EXPECT_EQ(open_as_nobody(guessed), EACCES);
+        EXPECT_EQ(open_as_nobody(leg / "notes.txt"), EACCES) << "its real name does not help";
+        // Controls: the sandbox account still reaches its copy, and another user would too,
+        // were the directory searchable by all as it is before the first call.
+        EXPECT_EQ(test::open_as((leg / "notes.txt").string(), sandbox_uid(), sandbox_gid()), 0);
+        fs::permissions(legs, fs::perms{0711});
         EXPECT_EQ(open_as_nobody(leg / "notes.txt"), 0);
+        fs::permissions(legs, fs::perms{0710});
     }
     const auto r = release_both_legs(preflight, tmp, leg);
     EXPECT_EQ(r.status, 0) << r;
