@@ -19,6 +19,7 @@
 #include "exec/ownership.hpp"
 #include "fs/private_dirs.hpp"
 #include "util/error.hpp"
+#include "util/fd.hpp"
 #include "util/paths.hpp"
 
 namespace tea::cli {
@@ -238,9 +239,10 @@ void resolve_planted_links(audit::Observation &observation, const exec::LaunchSp
 // other user of the host can reach a name inside it, even one it read in `ps` (a call's working
 // directory is on the helper's command line). False, with errno, on failure.
 bool hand_search(const std::filesystem::path &dir, unsigned gid) {
-    return ::fchownat(AT_FDCWD, dir.c_str(), static_cast<uid_t>(-1), gid, AT_SYMLINK_NOFOLLOW) ==
-               0 &&
-           ::chmod(dir.c_str(), 0710) == 0;
+    // Through one descriptor of the directory itself: a link put in its place is never followed.
+    const UniqueFd fd{::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)};
+    return fd && ::fchown(fd.get(), static_cast<uid_t>(-1), gid) == 0 &&
+           ::fchmod(fd.get(), 0710) == 0;
 }
 
 // Hands the route to the identity the target runs as: the socket (still 0600) becomes its, and
