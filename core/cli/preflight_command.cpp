@@ -47,9 +47,9 @@ class LegsDirectory {
         path_ = pattern;
         // The legs are copies of a workspace whose own parents may keep other users out: only the
         // invoker may search this directory. As root, the target runs as the sandbox account and
-        // must reach its leg: searchable by everyone until the first call hands the directory to
-        // that account's group alone (Session::search_by_target), never listable, and each leg
-        // named unguessably, as a leg's name is shown in `ps` once its call runs.
+        // must reach its leg: searchable by everyone (never listable, each leg's name unguessable)
+        // until the first call hands the directory to that account's group alone
+        // (Session::search_by_target), since a leg's name shows in `ps` once its call runs.
         ::chmod(path_.c_str(), ::geteuid() == 0 ? 0711 : 0700);
         lock_ = fs::take_lock(path_);
         if (!lock_) {
