@@ -2,10 +2,7 @@
 // shown on a real process, with its control: the same read unobserved (--observer none, or the
 // opt-out backend) is never claimed as observed, and a read the audit must not list is shown to
 // have happened.
-#include <fcntl.h>
-#include <grp.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <tea/plugin.h>
 #include <unistd.h>
 
