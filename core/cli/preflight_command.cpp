@@ -2,7 +2,6 @@
 // and names every path outside the grants that each leg opened, which every real run would open
 // too. Exit 3 when there is one, 12 when the host cannot confine or audit the call at all.
 #include <spdlog/spdlog.h>
-#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -39,29 +38,22 @@ class LegsDirectory {
             base = "/tmp";
         }
         fs::reclaim_unlocked(base, legs_prefix);  // the legs of killed preflights
-        std::string pattern = (base / (std::string{legs_prefix} + "XXXXXX")).string();
-        if (::mkdtemp(pattern.data()) == nullptr) {
-            throw runtime_error("cannot make a directory for the preflight legs under " +
-                                base.string() + ": " + errno_text(errno));
-        }
-        path_ = pattern;
+        path_ = base / (std::string{legs_prefix} + fs::random_token());
         // The legs are copies of a workspace whose own parents may keep other users out: only the
         // invoker may search this directory. As root, the target runs as the sandbox account and
         // must reach its leg: searchable by everyone (never listable, each leg's name unguessable)
         // until the first call hands the directory to that account's group alone
         // (Session::search_by_target), since a leg's name shows in `ps` once its call runs.
-        ::chmod(path_.c_str(), ::geteuid() == 0 ? 0711 : 0700);
-        lock_ = fs::take_lock(path_);
-        if (!lock_) {
-            const int error = errno;
-            fs::remove_tree(path_);
-            throw runtime_error("cannot lock the preflight legs' directory " + path_.string() +
-                                ": " + errno_text(error));
+        try {
+            lock_ = fs::make_locked_directory(path_, ::geteuid() == 0 ? 0711 : 0700);
+        } catch (const Error &e) {
+            throw runtime_error("cannot make a directory for the preflight legs under " +
+                                base.string() + ": " + e.what());
         }
     }
     LegsDirectory(const LegsDirectory &) = delete;
     LegsDirectory &operator=(const LegsDirectory &) = delete;
-    ~LegsDirectory() { fs::remove_tree(path_); }  // the lock is released after
+    ~LegsDirectory() { fs::remove_locked_directory(path_, lock_); }
     [[nodiscard]] const stdfs::path &path() const { return path_; }
 
    private:

@@ -10,6 +10,7 @@
 #include <array>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -221,26 +222,33 @@ int reclaim_unlocked(const stdfs::path &base, std::string_view prefix) {
     if (!dir) {
         return 0;
     }
+    // A directory is made under "." + its name and renamed once locked (make_locked_directory),
+    // and renamed to ".removed-" + its name before it is removed (remove_locked_directory): a
+    // process killed in either step leaves such a name, reclaimed the same way.
+    const std::string staging_prefix = "." + std::string{prefix};
+    const std::string removed_prefix = ".removed-" + std::string{prefix};
     std::vector<std::string> stale;
     tea::dirents::for_each(dir.get(), [&](const dirent64 &entry) {
         const std::string name{entry.d_name};
         struct stat st {};
         // Only a directory of this user: another user's, or a name planted in a shared temp
         // directory, is never touched.
-        if (name.rfind(prefix, 0) != 0 ||
+        const bool removed = name.rfind(removed_prefix, 0) == 0;
+        if ((name.rfind(prefix, 0) != 0 && name.rfind(staging_prefix, 0) != 0 && !removed) ||
             ::fstatat(dir.get(), entry.d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
             !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) {
             return true;
         }
         const UniqueFd lock{
             ::openat(dir.get(), (name + "/lock").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)};
-        if (lock) {
-            if (::flock(lock.get(), LOCK_EX | LOCK_NB) == 0) {  // nobody holds it: a dead owner
-                stale.push_back(name);
-            }
-        } else if (std::chrono::system_clock::now() -
-                       std::chrono::system_clock::from_time_t(st.st_mtim.tv_sec) >
-                   unlocked_grace) {
+        const bool past_grace = std::chrono::system_clock::now() -
+                                    std::chrono::system_clock::from_time_t(st.st_mtim.tv_sec) >
+                                unlocked_grace;
+        // With a lock file, stale when nobody holds it: a dead owner. Without one, a name being
+        // removed lost its lock with the rest (nobody wants it back); another waits the grace.
+        const bool dead_owner =
+            lock ? ::flock(lock.get(), LOCK_EX | LOCK_NB) == 0 : removed || past_grace;
+        if (dead_owner) {
             stale.push_back(name);
         }
         return true;
@@ -260,6 +268,43 @@ UniqueFd take_lock(const stdfs::path &dir) {
     return lock;
 }
 
+UniqueFd make_locked_directory(const stdfs::path &dir, mode_t mode) {
+    const auto staging = dir.parent_path() / ("." + dir.filename().string());
+    if (::mkdir(staging.c_str(), mode) != 0) {
+        throw host_error("cannot create the private directory " + staging.string() + ": " +
+                         errno_text(errno));
+    }
+    ::chmod(staging.c_str(), mode);  // past the umask
+    UniqueFd lock = take_lock(staging);
+    if (!lock) {
+        const int error = errno;
+        remove_tree(staging);
+        throw host_error("cannot lock the private directory " + staging.string() + ": " +
+                         errno_text(error));
+    }
+    // Shown under its name only once locked: a process killed between its mkdir and its flock
+    // would otherwise leave a directory that the next run must spare for a minute as maybe live.
+    // RENAME_NOREPLACE: a name planted meanwhile in a shared directory is never replaced.
+    if (::renameat2(AT_FDCWD, staging.c_str(), AT_FDCWD, dir.c_str(), RENAME_NOREPLACE) != 0) {
+        const int error = errno;
+        remove_tree(staging);
+        throw host_error("cannot create the private directory " + dir.string() + ": " +
+                         errno_text(error));
+    }
+    return lock;
+}
+
+void remove_locked_directory(const stdfs::path &dir, UniqueFd &lock) {
+    // Out of sight under a name of its own first: a process killed while the tree goes (its lock
+    // file may be among the first entries removed) would otherwise leave a name without a lock
+    // that the next run must spare for a minute as maybe a live owner's.
+    const auto removed = dir.parent_path() / (".removed-" + dir.filename().string());
+    const bool renamed =
+        ::renameat2(AT_FDCWD, dir.c_str(), AT_FDCWD, removed.c_str(), RENAME_NOREPLACE) == 0;
+    remove_tree(renamed ? removed : dir);
+    lock.reset();
+}
+
 int reclaim_leftovers(const stdfs::path &root) {
     return reclaim_unlocked(root, "run-");
 }
@@ -275,16 +320,7 @@ void RunDirectory::create() {
     // Searchable by all, never listable, so that the backend finds the paths below it reachable;
     // a call whose target runs as another identity hands it to that identity's group alone
     // (0710, Session::execute) before the directory's name is shown anywhere.
-    if (::mkdir(path_.c_str(), 0711) != 0) {
-        throw host_error("cannot create the run's private directory " + path_.string() + ": " +
-                         errno_text(errno));
-    }
-    ::chmod(path_.c_str(), 0711);  // past the umask
-    lock_ = take_lock(path_);
-    if (!lock_) {
-        remove_tree(path_);
-        throw host_error("cannot lock the run's private directory " + path_.string());
-    }
+    lock_ = make_locked_directory(path_, 0711);
 }
 
 RunDirectory::~RunDirectory() {
@@ -293,8 +329,7 @@ RunDirectory::~RunDirectory() {
 
 void RunDirectory::remove() {
     if (!path_.empty() && made()) {
-        remove_tree(path_);
-        lock_.reset();
+        remove_locked_directory(path_, lock_);
     }
     path_.clear();
 }

@@ -9,9 +9,14 @@
 //       tmp-<random>/                    a call's temp directory
 //       tea-evaluate-target-home-<random>/  a trial's private home
 //
-// A run killed outright leaves its parent behind with no lock held; the next
-// run over the same root removes it.
+// A run's parent is made as .run-<random>, locked, then renamed, so a run-*
+// name always has its lock held by a live run or by nobody. A run killed
+// outright leaves its parent behind with no lock held; the next run over the
+// same root removes it (and the name a kill part way through making or removing
+// it left: .run-* or .removed-run-*).
 #pragma once
+
+#include <sys/types.h>
 
 #include <filesystem>
 #include <string>
@@ -32,7 +37,9 @@ std::filesystem::path open_private_root(const std::filesystem::path &root);
 
 // Removes every directory of this user named `prefix`* right under `base` that a killed process
 // left: one whose `lock` file nobody holds, or one without a lock file made more than a minute
-// ago (younger, it may belong to a process between its mkdir and its lock). A live owner holds
+// ago (younger, it may belong to a process between its mkdir and its lock). The same for the
+// names make_locked_directory and remove_locked_directory use on the way (".`prefix`*", and
+// ".removed-`prefix`*", which goes at once unless its lock is held). A live owner holds
 // an exclusive flock on <dir>/lock for as long as it needs the directory. Returns how many were
 // removed.
 int reclaim_unlocked(const std::filesystem::path &base, std::string_view prefix);
@@ -40,6 +47,15 @@ int reclaim_unlocked(const std::filesystem::path &base, std::string_view prefix)
 // Creates <dir>/lock and holds an exclusive flock on it for the descriptor's life: the mark of a
 // live owner that reclaim_unlocked leaves alone. Invalid when either step fails.
 UniqueFd take_lock(const std::filesystem::path &dir);
+
+// Makes the directory `dir` with mode `mode` and <dir>/lock held (take_lock), so that the name
+// never shows without a live owner's lock: it is made as "." + its name beside it, locked, then
+// renamed, never over an entry already there. Throws tea::Error (exit 12) naming the path.
+UniqueFd make_locked_directory(const std::filesystem::path &dir, mode_t mode);
+
+// Removes `dir`, made by make_locked_directory, and then releases its lock. It is renamed to
+// ".removed-" + its name first, so a kill part way leaves no name the next run must spare.
+void remove_locked_directory(const std::filesystem::path &dir, UniqueFd &lock);
 
 // Removes every run-* parent under root whose lock is not held (reclaim_unlocked).
 // Returns how many were reclaimed.

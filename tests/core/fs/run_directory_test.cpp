@@ -1,9 +1,18 @@
 // A run's private directory: made at once or with its first directory, and only ever asked to
 // make directories of its own.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
+#include <vector>
 
 #include "fs/private_dirs.hpp"
 #include "support/temp_dir.hpp"
@@ -71,6 +80,130 @@ TEST(RunDirectory, MakesNothingOutsideItself) {
     const auto planted = run.path() / "planted";
     stdfs::create_directory(planted);
     EXPECT_THROW(run.make_named(planted), Error);
+}
+
+// Whether some process holds dir/lock (the mark of a live owner).
+bool lock_held(const stdfs::path &dir) {
+    const UniqueFd lock{::open((dir / "lock").c_str(), O_RDONLY | O_CLOEXEC)};
+    return lock && ::flock(lock.get(), LOCK_EX | LOCK_NB) != 0;
+}
+
+std::vector<std::string> names(const stdfs::path &dir) {
+    std::vector<std::string> out;
+    for (const auto &entry : stdfs::directory_iterator{dir}) {
+        out.push_back(entry.path().filename().string());
+    }
+    return out;
+}
+
+TEST(LockedDirectory, AppearsUnderItsNameWithItsLockAlreadyHeld) {
+    const test::TempDir root{"tea-run-dir"};
+    const auto dir = root.path() / "run-abc";
+    {
+        const UniqueFd lock = make_locked_directory(dir, 0711);
+        ASSERT_TRUE(lock.valid());
+        EXPECT_TRUE(lock_held(dir));
+        EXPECT_EQ(names(root.path()), std::vector<std::string>{"run-abc"});  // no staging name
+        struct stat st {};
+        ASSERT_EQ(::stat(dir.c_str(), &st), 0);
+        EXPECT_EQ(st.st_mode & 07777, 0711U);  // the mode asked for, past the umask
+        // A live owner's directory is never reclaimed.
+        EXPECT_EQ(reclaim_unlocked(root.path(), "run-"), 0);
+        EXPECT_TRUE(stdfs::exists(dir));
+    }
+    EXPECT_FALSE(lock_held(dir));
+    EXPECT_EQ(reclaim_unlocked(root.path(), "run-"), 1);
+    EXPECT_TRUE(names(root.path()).empty());
+}
+
+TEST(LockedDirectory, ANameAlreadyThereIsAnErrorAndStaysAsItWas) {
+    const test::TempDir root{"tea-run-dir"};
+    const auto dir = root.path() / "run-abc";
+    stdfs::create_directory(dir);
+    std::ofstream{dir / "planted"} << "x";
+    EXPECT_THROW((void)make_locked_directory(dir, 0700), Error);
+    EXPECT_EQ(names(dir), std::vector<std::string>{"planted"});
+    EXPECT_EQ(names(root.path()), std::vector<std::string>{"run-abc"});  // no staging left
+    // An empty directory planted under the name is not replaced either.
+    const auto empty = root.path() / "run-def";
+    stdfs::create_directory(empty);
+    EXPECT_THROW((void)make_locked_directory(empty, 0700), Error);
+    EXPECT_FALSE(stdfs::exists(empty / "lock"));
+}
+
+TEST(LockedDirectory, AStagingNameAKillLeftIsReclaimedLikeTheName) {
+    const test::TempDir root{"tea-run-dir"};
+    // Killed after its lock: no holder, reclaimed at once.
+    const auto unheld = root.path() / ".run-unheld";
+    stdfs::create_directory(unheld);
+    std::ofstream{unheld / "lock"}.close();
+    // Killed between its mkdir and its lock: spared while it may still be a live owner's...
+    const auto young = root.path() / ".run-young";
+    stdfs::create_directory(young);
+    // ...and reclaimed once older than that.
+    const auto old = root.path() / ".run-old";
+    stdfs::create_directory(old);
+    const timespec long_ago[2] = {{::time(nullptr) - 3600, 0}, {::time(nullptr) - 3600, 0}};
+    ASSERT_EQ(::utimensat(AT_FDCWD, old.c_str(), long_ago, 0), 0);
+    // A live owner's staging name, and another prefix's, are left.
+    const auto held = root.path() / ".run-held";
+    stdfs::create_directory(held);
+    const UniqueFd holder = take_lock(held);
+    ASSERT_TRUE(holder.valid());
+    const auto other = root.path() / ".other-unheld";
+    stdfs::create_directory(other);
+    std::ofstream{other / "lock"}.close();
+
+    // Killed while being removed: its lock file may be gone already; nobody wants it back...
+    const auto removing = root.path() / ".removed-run-x";
+    stdfs::create_directory(removing);
+    // ...unless a live remover still holds its lock.
+    const auto live_removal = root.path() / ".removed-run-y";
+    stdfs::create_directory(live_removal);
+    const UniqueFd remover = take_lock(live_removal);
+    ASSERT_TRUE(remover.valid());
+
+    EXPECT_EQ(reclaim_unlocked(root.path(), "run-"), 3);
+    EXPECT_FALSE(stdfs::exists(removing));
+    EXPECT_TRUE(stdfs::exists(live_removal));
+    EXPECT_FALSE(stdfs::exists(unheld));
+    EXPECT_FALSE(stdfs::exists(old));
+    EXPECT_TRUE(stdfs::exists(young));
+    EXPECT_TRUE(stdfs::exists(held));
+    EXPECT_TRUE(stdfs::exists(other));
+}
+
+// A process killed at any point of making its run directory leaves no run-* name the next run
+// must spare: the name shows only with its lock held, and the lock dies with the process.
+TEST(LockedDirectory, AKillAtAnyMomentLeavesNoNameTheNextRunSpares) {
+    const test::TempDir root{"tea-run-dir"};
+    int reclaimed = 0;
+    for (int round = 0; round < 200; ++round) {
+        const pid_t child = ::fork();
+        ASSERT_GE(child, 0);
+        if (child == 0) {
+            for (;;) {
+                RunDirectory run{root.path()};
+                run.remove();
+            }
+        }
+        // Kill it at a moment spread over the loop's period.
+        const timespec pause{0, 20'000L * (round % 15)};
+        ::nanosleep(&pause, nullptr);
+        ::kill(child, SIGKILL);
+        ::waitpid(child, nullptr, 0);
+        reclaimed += reclaim_leftovers(root.path());
+        for (const auto &name : names(root.path())) {
+            // Only a staging name killed before its lock may stay, for the minute's grace.
+            EXPECT_EQ(name.rfind(".run-", 0), 0U) << name << " left at round " << round;
+            EXPECT_FALSE(stdfs::exists(root.path() / name / "lock")) << name;
+        }
+        for (const auto &name : names(root.path())) {
+            stdfs::remove_all(root.path() / name);
+        }
+    }
+    // The kills did land while a directory existed (not only between two of them).
+    EXPECT_GT(reclaimed, 0);
 }
 
 }  // namespace
