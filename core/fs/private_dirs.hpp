@@ -8,6 +8,8 @@
 //       lock                             flock held while the run lives
 //       tmp-<random>/                    a call's temp directory
 //       tea-evaluate-target-home-<random>/  a trial's private home
+//     socket-walk-cache                  the bubblewrap backend's host-socket
+//                                        walk, kept between calls (0600)
 //
 // A run's parent is made as .run-<random>, locked, then renamed, so a run-*
 // name always has its lock held by a live run or by nobody. A run killed

@@ -991,6 +991,9 @@ class Bubblewrap {
         // Nor walked, so that a workspace the target filled with entries cannot use up the walk
         // before it reaches a host socket.
         options.skip.assign(unmasked.begin(), unmasked.end());
+        // Kept in the private root, which every sandbox covers: a target that could write it
+        // could hide a socket from the next call's walk.
+        options.cache_file = fs::path{private_root} / "socket-walk-cache";
         const auto scan = tea::bwrap::scan_host_sockets(options, identity);
         // A walk cut short may have missed a socket bound in another network namespace, which
         // /proc/net/unix does not list: refused rather than left reachable.

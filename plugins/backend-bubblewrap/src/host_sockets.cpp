@@ -1,14 +1,22 @@
 #include "host_sockets.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <charconv>
+#include <cstdint>
 #include <cstring>
+#include <map>
+#include <optional>
 #include <set>
+#include <string_view>
 #include <tea/dirents.hpp>
 #include <tea/read_all.hpp>
 #include <utility>
@@ -78,55 +86,288 @@ struct Budget {
     bool exhausted = false;
 };
 
-bool skipped(int dir_fd, const Skipped &skip) {
-    struct stat st {};
-    return ::fstat(dir_fd, &st) == 0 && skip.count({st.st_dev, st.st_ino}) != 0;
+// What identifies a directory's content: a name is added or removed only by changing the
+// directory's change and modification times.
+struct DirStamp {
+    std::uint64_t dev = 0;
+    std::uint64_t ino = 0;
+    std::int64_t ctime_s = 0;
+    std::int64_t ctime_ns = 0;
+    std::int64_t mtime_s = 0;
+    std::int64_t mtime_ns = 0;
+    bool operator==(const DirStamp &) const = default;
+};
+
+DirStamp stamp_of(const struct stat &st) {
+    return {st.st_dev,          st.st_ino,         st.st_ctim.tv_sec,
+            st.st_ctim.tv_nsec, st.st_mtim.tv_sec, st.st_mtim.tv_nsec};
 }
 
-// One directory, read with getdents64 through a descriptor relative to its
-// parent: the entry types come with the names, so only an entry of unknown
-// type costs a stat, and no link is ever followed below the top.
-void walk(int dir_fd, const std::string &dir, std::size_t depth, const SocketScanOptions &options,
-          const Skipped &skip, Budget &budget, std::set<std::string> &paths) {
-    if (skipped(dir_fd, skip)) {
+// One directory as a walk found it: how many entries it counted, and the names of its sockets
+// and of its subdirectories (at any depth; the walk decides how deep it goes).
+struct Listing {
+    DirStamp stamp;
+    std::size_t entries = 0;
+    std::vector<std::string> sockets;
+    std::vector<std::string> dirs;
+    bool operator==(const Listing &) const = default;
+};
+
+using WalkCache = std::map<std::string, Listing>;
+
+// The cache file: a header, then per directory its path, its stamp's six numbers, its entry
+// count, its socket and subdirectory counts and names. Every field ends with a NUL, which no
+// path or name holds, so a hostile name (a newline, a quote, non-UTF-8) cannot forge a field.
+constexpr std::string_view cache_magic = "tea-socket-walk-1";
+constexpr std::size_t max_cache_bytes = std::size_t{16} << 20U;
+
+// A listing's numbers in the file's order: its stamp, then its entry count. `visit` writes or
+// reads each in turn.
+template <typename L, typename Visit>
+void numbers_of(L &l, Visit &&visit) {
+    visit(l.stamp.dev);
+    visit(l.stamp.ino);
+    visit(l.stamp.ctime_s);
+    visit(l.stamp.ctime_ns);
+    visit(l.stamp.mtime_s);
+    visit(l.stamp.mtime_ns);
+    visit(l.entries);
+}
+
+std::string serialize(const WalkCache &cache) {
+    std::string out{cache_magic};
+    out += '\0';
+    auto field = [&out](std::string_view f) {
+        out += f;
+        out += '\0';
+    };
+    auto number = [&field](auto n) { field(std::to_string(n)); };
+    for (const auto &[path, l] : cache) {
+        field(path);
+        numbers_of(l, number);
+        number(l.sockets.size());
+        number(l.dirs.size());
+        for (const auto &n : l.sockets) {
+            field(n);
+        }
+        for (const auto &n : l.dirs) {
+            field(n);
+        }
+    }
+    return out;
+}
+
+// The cache a file holds; empty when it is not the user's own private regular file or does not
+// parse as a whole (then nothing is taken from it, and the walk reads every directory).
+WalkCache load_cache(const std::filesystem::path &file) {
+    if (file.empty()) {
+        return {};
+    }
+    const Fd fd{::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)};
+    struct stat st {};
+    // Only what this user alone could have written: another's file could hide a socket.
+    if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
+        st.st_uid != ::geteuid() || (st.st_mode & 0022U) != 0 ||
+        static_cast<std::size_t>(st.st_size) > max_cache_bytes) {
+        return {};
+    }
+    const std::string text = tea::read_all(fd.get());
+    std::size_t at = 0;
+    bool ok = true;
+    auto field = [&]() -> std::string_view {
+        const auto end = text.find('\0', at);
+        if (end == std::string::npos) {
+            ok = false;
+            return {};
+        }
+        std::string_view f{text.data() + at, end - at};
+        at = end + 1;
+        return f;
+    };
+    auto number = [&](auto &n) {
+        const auto f = field();
+        const auto [p, ec] = std::from_chars(f.data(), f.data() + f.size(), n);
+        ok = ok && ec == std::errc{} && p == f.data() + f.size() && !f.empty();
+    };
+    if (field() != cache_magic || !ok) {
+        return {};
+    }
+    WalkCache cache;
+    while (ok && at < text.size()) {
+        const std::string path{field()};
+        Listing l;
+        std::size_t sockets = 0;
+        std::size_t dirs = 0;
+        numbers_of(l, number);
+        number(sockets);
+        number(dirs);
+        // Each name takes at least two bytes: a count larger than what is left is a lie.
+        if (!ok || path.empty() || path[0] != '/' || sockets + dirs > l.entries ||
+            sockets + dirs > (text.size() - at) / 2) {
+            return {};
+        }
+        for (std::size_t i = 0; ok && i < sockets + dirs; ++i) {
+            const std::string name{field()};
+            // One name of the directory: never a path, never "." or "..".
+            if (name.empty() || name == "." || name == ".." ||
+                name.find('/') != std::string::npos) {
+                return {};
+            }
+            (i < sockets ? l.sockets : l.dirs).push_back(name);
+        }
+        cache.emplace(path, std::move(l));
+    }
+    return ok ? cache : WalkCache{};
+}
+
+// Best effort: written whole to <file>.new, then renamed over the file, so a reader sees the
+// old file or the new one, never a part (and one that does not parse only costs a full walk).
+// The .new file is taken under a lock, so two calls never write it at once.
+void save_cache(const std::filesystem::path &file, const WalkCache &cache) {
+    std::error_code ec;
+    std::filesystem::create_directories(file.parent_path(), ec);
+    const auto next = file.string() + ".new";
+    const Fd fd{::open(next.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)};
+    struct stat held {};
+    struct stat named {};
+    if (fd.get() < 0 || ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0 ||
+        // Still the file named .new, not one another call renamed into place meanwhile.
+        ::fstat(fd.get(), &held) != 0 || ::lstat(next.c_str(), &named) != 0 ||
+        held.st_ino != named.st_ino || held.st_dev != named.st_dev || !S_ISREG(held.st_mode) ||
+        held.st_uid != ::geteuid() || ::ftruncate(fd.get(), 0) != 0) {
         return;
     }
-    tea::dirents::for_each(dir_fd, [&](const dirent64 &entry) {
-        if (budget.left == 0) {
-            budget.exhausted = true;
-            return false;
+    const std::string text = serialize(cache);
+    std::size_t done = 0;
+    while (done < text.size()) {
+        const auto n = ::write(fd.get(), text.data() + done, text.size() - done);
+        if (n < 0 && errno == EINTR) {
+            continue;
         }
-        --budget.left;
-        unsigned char type = entry.d_type;
-        if (type == DT_UNKNOWN) {
-            struct stat st {};
-            if (::fstatat(dir_fd, entry.d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-                return true;
-            }
-            type = S_ISSOCK(st.st_mode) ? DT_SOCK : S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
+        if (n <= 0) {
+            ::unlink(next.c_str());
+            return;
         }
-        // Only a socket or a directory to descend into gets a path built.
-        const bool descend = type == DT_DIR && depth + 1 < options.max_depth;
-        if (type != DT_SOCK && !descend) {
-            return true;
-        }
-        std::string path = dir;
-        if (path.back() != '/') {
-            path += '/';
-        }
-        path += entry.d_name;
-        if (type == DT_SOCK) {
-            paths.insert(std::move(path));
-            return true;
-        }
-        const Fd child{
-            ::openat(dir_fd, entry.d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)};
-        if (child.get() >= 0) {  // no permission to read it: skipped, as before
-            walk(child.get(), path, depth + 1, options, skip, budget, paths);
-        }
-        return true;
-    });
+        done += static_cast<std::size_t>(n);
+    }
+    if (::fchmod(fd.get(), 0600) != 0 || ::rename(next.c_str(), file.c_str()) != 0) {
+        ::unlink(next.c_str());
+    }
 }
+
+// File systems whose change times the kernel keeps itself, by statfs magic.
+bool times_kept_by_kernel(int dir_fd) {
+    constexpr std::array<decltype(statfs::f_type), 4> kept{
+        0xEF53,      // ext2, ext3, ext4
+        0x01021994,  // tmpfs
+        0x58465342,  // xfs
+        0x9123683E,  // btrfs
+    };
+    struct statfs fs {};
+    return ::fstatfs(dir_fd, &fs) == 0 &&
+           std::find(kept.begin(), kept.end(), fs.f_type) != kept.end();
+}
+
+struct Walk {
+    const SocketScanOptions &options;
+    const Skipped &skip;
+    const WalkCache &old;
+    WalkCache fresh;
+    Budget budget;
+    std::set<std::string> paths;
+    struct timespec started {};  // CLOCK_REALTIME, the clock of a file's times
+    std::size_t read = 0;
+    std::size_t reused = 0;
+
+    // Whether a directory left alone since before `settle` ahead of the walk.
+    [[nodiscard]] bool settled(const DirStamp &s) const {
+        auto ns = [](std::int64_t sec, std::int64_t nsec) {
+            return std::chrono::nanoseconds{std::chrono::seconds{sec}} +
+                   std::chrono::nanoseconds{nsec};
+        };
+        const auto start = ns(started.tv_sec, started.tv_nsec);
+        return std::max(ns(s.ctime_s, s.ctime_ns), ns(s.mtime_s, s.mtime_ns)) <
+               start - options.settle;
+    }
+
+    // The directory's listing, read with getdents64 through its descriptor: the entry types
+    // come with the names, so only an entry of unknown type costs a stat. Nullopt when the
+    // bound on the walk ran out in it.
+    std::optional<Listing> list(int dir_fd, const DirStamp &stamp) {
+        Listing l;
+        l.stamp = stamp;
+        ++read;
+        tea::dirents::for_each(dir_fd, [&](const dirent64 &entry) {
+            if (budget.left == 0) {
+                budget.exhausted = true;
+                return false;
+            }
+            --budget.left;
+            ++l.entries;
+            unsigned char type = entry.d_type;
+            if (type == DT_UNKNOWN) {
+                struct stat st {};
+                if (::fstatat(dir_fd, entry.d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+                    return true;
+                }
+                type = S_ISSOCK(st.st_mode) ? DT_SOCK : S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
+            }
+            if (type == DT_SOCK) {
+                l.sockets.emplace_back(entry.d_name);
+            } else if (type == DT_DIR) {
+                l.dirs.emplace_back(entry.d_name);
+            }
+            return true;
+        });
+        if (budget.exhausted) {
+            return std::nullopt;
+        }
+        return l;
+    }
+
+    // One directory and, below max_depth, its subdirectories, never following a link below
+    // the top.
+    void walk(int dir_fd, const std::string &dir, std::size_t depth) {
+        struct stat st {};
+        if (budget.exhausted || ::fstat(dir_fd, &st) != 0 ||
+            skip.count({st.st_dev, st.st_ino}) != 0) {
+            return;
+        }
+        const DirStamp stamp = stamp_of(st);
+        std::optional<Listing> listing;
+        const auto kept = old.find(dir);
+        if (kept != old.end() && kept->second.stamp == stamp &&
+            kept->second.entries <= budget.left) {
+            // Unchanged since it was listed: the same entries, counted against the bound as a
+            // listing would count them.
+            listing = kept->second;
+            budget.left -= listing->entries;
+            ++reused;
+        } else {
+            listing = list(dir_fd, stamp);
+            if (!listing) {
+                return;
+            }
+        }
+        if (settled(stamp) && times_kept_by_kernel(dir_fd)) {
+            fresh.emplace(dir, *listing);
+        }
+        const std::string prefix = dir.back() == '/' ? dir : dir + "/";
+        for (const auto &name : listing->sockets) {
+            paths.insert(prefix + name);
+        }
+        if (depth + 1 >= options.max_depth) {
+            return;
+        }
+        for (const auto &name : listing->dirs) {
+            const Fd child{
+                ::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)};
+            if (child.get() >= 0) {  // no permission to read it: skipped, as before
+                walk(child.get(), prefix + name, depth + 1);
+            }
+        }
+    }
+};
 
 // A configured directory that is a symbolic link to another configured
 // directory (/var/run -> /run): its sockets are found under the other, and a
@@ -163,7 +404,9 @@ SocketScan scan_host_sockets(const SocketScanOptions &options, const Identity &s
             skip.emplace(st.st_dev, st.st_ino);
         }
     }
-    Budget budget{options.max_entries};
+    const WalkCache old = load_cache(options.cache_file);
+    Walk w{options, skip, old, {}, Budget{options.max_entries}, std::move(paths)};
+    ::clock_gettime(CLOCK_REALTIME, &w.started);
     for (const auto &dir : options.directories) {
         if (is_link_to_walked(dir, options.directories)) {
             continue;
@@ -172,13 +415,19 @@ SocketScan scan_host_sockets(const SocketScanOptions &options, const Identity &s
         // configured): followed, as the sandbox follows it too.
         const Fd top{::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
         if (top.get() >= 0) {
-            walk(top.get(), dir.string(), 0, options, skip, budget, paths);
+            w.walk(top.get(), dir.string(), 0);
         }
     }
+    // Only a complete walk is kept, and only when it found something else than the file holds.
+    if (!options.cache_file.empty() && !w.budget.exhausted && w.fresh != old) {
+        save_cache(options.cache_file, w.fresh);
+    }
     SocketScan scan;
-    scan.walk_complete = !budget.exhausted;
+    scan.walk_complete = !w.budget.exhausted;
+    scan.directories_read = w.read;
+    scan.directories_reused = w.reused;
     const uid_t self = ::getuid();
-    for (const auto &p : paths) {
+    for (const auto &p : w.paths) {
         struct stat st {};
         // Gone, or behind a directory we cannot search: nobody in the sandbox reaches it.
         if (::lstat(p.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode) ||

@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstddef>
 #include <filesystem>
 #include <string>
@@ -20,8 +21,10 @@ struct HostSocket {
 };
 
 struct SocketScan {
-    std::vector<HostSocket> sockets;  // reachable by the sandbox identity, mandatory first
-    bool walk_complete = true;        // false: the walk stopped at max_entries
+    std::vector<HostSocket> sockets;     // reachable by the sandbox identity, mandatory first
+    bool walk_complete = true;           // false: the walk stopped at max_entries
+    std::size_t directories_read = 0;    // listed with getdents64
+    std::size_t directories_reused = 0;  // taken from the cache, unchanged since
 };
 
 struct SocketScanOptions {
@@ -33,6 +36,16 @@ struct SocketScanOptions {
     // workspace is the target's to fill; walked, its entries would use up the bound.
     std::vector<std::filesystem::path> skip;
     uid_t system_uid_limit = 1000;  // below: a system account
+    // Where the walk keeps what it found in each directory between calls (empty: nowhere). A
+    // directory whose device, inode, change time and modification time are those kept is not
+    // listed again: a name can only be added to a directory by changing both times, and no user
+    // can set a change time. Kept only for a directory on a file system whose times the kernel
+    // itself maintains (ext4, tmpfs, xfs, btrfs: not a FUSE or network one, whose server chooses
+    // them), and left alone for `settle` before the walk (two changes within one clock tick can
+    // share a time). The file must be the user's own, unreachable to every target (the private
+    // root); one that is not, or does not parse, is ignored and the walk reads everything.
+    std::filesystem::path cache_file;
+    std::chrono::nanoseconds settle = std::chrono::seconds{2};
 };
 
 // Sockets bound on the host (/proc/net/unix) plus socket files found under
