@@ -201,9 +201,10 @@ WalkCache load_cache(const std::filesystem::path &file) {
         numbers_of(l, number);
         number(sockets);
         number(dirs);
-        // Each name takes at least two bytes: a count larger than what is left is a lie.
-        if (!ok || path.empty() || path[0] != '/' || sockets + dirs > l.entries ||
-            sockets + dirs > (text.size() - at) / 2) {
+        // Each name takes at least two bytes: a count larger than what is left is a lie. Each
+        // count is checked alone, so two that overflow their sum cannot pass as a small one.
+        const std::size_t room = std::min(l.entries, (text.size() - at) / 2);
+        if (!ok || path.empty() || path[0] != '/' || sockets > room || dirs > room - sockets) {
             return {};
         }
         for (std::size_t i = 0; ok && i < sockets + dirs; ++i) {
@@ -278,6 +279,15 @@ struct Walk {
     struct timespec started {};  // CLOCK_REALTIME, the clock of a file's times
     std::size_t read = 0;
     std::size_t reused = 0;
+    std::map<dev_t, bool> kept_times{};  // times_kept_by_kernel, asked once per device
+
+    [[nodiscard]] bool times_kept(int dir_fd, dev_t dev) {
+        const auto [it, added] = kept_times.try_emplace(dev, false);
+        if (added) {
+            it->second = times_kept_by_kernel(dir_fd);
+        }
+        return it->second;
+    }
 
     // Whether a directory left alone since before `settle` ahead of the walk.
     [[nodiscard]] bool settled(const DirStamp &s) const {
@@ -349,7 +359,7 @@ struct Walk {
                 return;
             }
         }
-        if (settled(stamp) && times_kept_by_kernel(dir_fd)) {
+        if (settled(stamp) && times_kept(dir_fd, st.st_dev)) {
             fresh.emplace(dir, *listing);
         }
         const std::string prefix = dir.back() == '/' ? dir : dir + "/";

@@ -131,12 +131,17 @@ TEST(LockedDirectory, ANameAlreadyThereIsAnErrorAndStaysAsItWas) {
     EXPECT_FALSE(stdfs::exists(empty / "lock"));
 }
 
+// A directory with a lock file nobody holds: what a process killed after its lock leaves.
+void make_unheld(const stdfs::path &dir) {
+    stdfs::create_directory(dir);
+    std::ofstream{dir / "lock"}.close();
+}
+
 TEST(LockedDirectory, AStagingNameAKillLeftIsReclaimedLikeTheName) {
     const test::TempDir root{"tea-run-dir"};
     // Killed after its lock: no holder, reclaimed at once.
     const auto unheld = root.path() / ".run-unheld";
-    stdfs::create_directory(unheld);
-    std::ofstream{unheld / "lock"}.close();
+    make_unheld(unheld);
     // Killed between its mkdir and its lock: spared while it may still be a live owner's...
     const auto young = root.path() / ".run-young";
     stdfs::create_directory(young);
@@ -151,8 +156,7 @@ TEST(LockedDirectory, AStagingNameAKillLeftIsReclaimedLikeTheName) {
     const UniqueFd holder = take_lock(held);
     ASSERT_TRUE(holder.valid());
     const auto other = root.path() / ".other-unheld";
-    stdfs::create_directory(other);
-    std::ofstream{other / "lock"}.close();
+    make_unheld(other);
 
     // Killed while being removed: its lock file may be gone already; nobody wants it back...
     const auto removing = root.path() / ".removed-run-x";

@@ -163,6 +163,22 @@ TEST_F(SocketWalk, ADamagedOrForeignCacheIsIgnoredAndTheWalkReadsEverything) {
     damaged(good + "x");                             // trailing garbage
     damaged("tea-socket-walk-0" + good.substr(17));  // another format
     damaged(std::string{"\0\0\0", 3});               // nothing in it
+    // Counts whose sum overflows to a small number, on a listing whose stamp is the real one:
+    // taken, it would show `a` without its socket.
+    struct stat st {};
+    ASSERT_EQ(::stat((tree_ / "a").c_str(), &st), 0);
+    std::string overflow{"tea-socket-walk-1", 17};
+    overflow += '\0';
+    for (const std::string &f :
+         {(tree_ / "a").string(), std::to_string(st.st_dev), std::to_string(st.st_ino),
+          std::to_string(st.st_ctim.tv_sec), std::to_string(st.st_ctim.tv_nsec),
+          std::to_string(st.st_mtim.tv_sec), std::to_string(st.st_mtim.tv_nsec), std::string{"2"},
+          std::string{"18446744073709551615"}, std::string{"1"}}) {
+        overflow += f;
+        overflow += '\0';
+    }
+    damaged(overflow);
+
     // Writable by others: not this user's alone, ignored.
     stdfs::remove(options_.cache_file);
     std::ofstream{options_.cache_file, std::ios::binary} << good;
