@@ -215,6 +215,7 @@ int main(int argc, char **argv) {
     // process touches for the first time is a fault, which on a VM costs 10-20 us.
     ::mallopt(M_MMAP_THRESHOLD, 64 << 20);   // NOLINT(concurrency-mt-unsafe): no thread yet
     ::mallopt(M_TRIM_THRESHOLD, 256 << 20);  // NOLINT(concurrency-mt-unsafe): no thread yet
+    tea::exec::reserve_descriptor_table();   // before any thread: see its comment
     try {
         tea::cli::Signals::instance().install();
         tea::exec::become_subreaper();

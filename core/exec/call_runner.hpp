@@ -104,6 +104,11 @@ class StartedCall {
     std::unique_ptr<State> state_;
 };
 
+// Grows this process's descriptor table to hold every number the runner uses, while the process
+// has one thread (a growth once threads exist waits for an RCU grace period). Returns the number
+// it reached, already closed again, or -1 when it could not (nothing else depends on it).
+int reserve_descriptor_table();
+
 // Makes the runtime the reaper of its orphaned descendants, so a process that
 // left the call's group (setsid, double fork) is still found and ended.
 void become_subreaper();

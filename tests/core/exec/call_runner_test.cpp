@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 #include <linux/capability.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
@@ -648,6 +650,85 @@ TEST_F(CallRunner, AStagedCallWhoseProgramIsMissingSaysSoAtItsEnd) {
     const auto r = call.finish(completed(p, "c"));
     EXPECT_FALSE(r.started);
     EXPECT_EQ(r.start_errno, ENOENT);
+}
+
+// FDSize in /proc/self/status: how many descriptors the process's table holds now.
+int descriptor_table_size() {
+    std::ifstream status{"/proc/self/status"};
+    std::string line;
+    while (std::getline(status, line)) {
+        if (line.rfind("FDSize:", 0) == 0) {
+            return std::stoi(line.substr(7));
+        }
+    }
+    return -1;
+}
+
+// Runs `body` in a forked child, which starts with a table of the size its open descriptors
+// need; the child's exit status is the body's.
+int in_child(int (*body)()) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        ::_exit(body());
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 100;
+}
+
+// The soft descriptor limit set to `n`, the hard one kept (an unprivileged test may not raise it
+// back); false when the hard limit is below `n`.
+bool set_soft_limit(rlim_t n) {
+    rlimit limit{};
+    if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_max < n) {
+        return false;
+    }
+    limit.rlim_cur = n;
+    return ::setrlimit(RLIMIT_NOFILE, &limit) == 0;
+}
+
+// A descriptor at 256, as the runner's first one is (0-2 may be closed under the test driver).
+UniqueFd at_runner_floor() {
+    const UniqueFd root{::open("/", O_PATH | O_CLOEXEC)};
+    return UniqueFd{::fcntl(root.get(), F_DUPFD_CLOEXEC, 256)};
+}
+
+// A call's first runner descriptor (a call of any plan with a setup mark or a staged file takes
+// one at 256) must find the table already large enough: grown later, with another thread in the
+// process (an egress proxy's), the kernel waits for an RCU grace period first.
+TEST(DescriptorTable, ReservedOnceTheRunnersFirstDescriptorNeedsNoGrowth) {
+    // The control: without the reservation, a descriptor at 256 grows the table.
+    EXPECT_EQ(in_child([] {
+                  const int before = descriptor_table_size();
+                  if (before <= 0 || before > 256) return 1;  // no room to grow: shows nothing
+                  const auto fd = at_runner_floor();
+                  return fd && descriptor_table_size() > before ? 0 : 2;
+              }),
+              0);
+    EXPECT_EQ(in_child([] {
+                  if (!set_soft_limit(1024)) return 4;  // room for all 1024
+                  const int reached = reserve_descriptor_table();
+                  const int after = descriptor_table_size();
+                  if (reached != 1023 || after < 1024) return 1;
+                  if (::fcntl(reached, F_GETFD) != -1) return 2;  // closed again
+                  const auto fd = at_runner_floor();
+                  return fd && descriptor_table_size() == after ? 0 : 3;
+              }),
+              0);
+}
+
+TEST(DescriptorTable, StaysWithinTheDescriptorLimitAndGivesUpBelowTheRunnersNumbers) {
+    EXPECT_EQ(in_child([] {
+                  if (!set_soft_limit(600)) return 1;
+                  return reserve_descriptor_table() == 599 && descriptor_table_size() >= 600 ? 0
+                                                                                             : 2;
+              }),
+              0);
+    EXPECT_EQ(in_child([] {
+                  if (!set_soft_limit(200)) return 1;
+                  return reserve_descriptor_table() == -1 ? 0 : 2;
+              }),
+              0);
 }
 
 }  // namespace
