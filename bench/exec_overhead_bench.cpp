@@ -40,9 +40,12 @@ namespace {
 
 int run(int argc, char **argv) {
     int rounds = 30;
+    std::string other;  // another build's tea-evaluate, timed head to head with this one
     for (int i = 1; i + 1 < argc; ++i) {
         if (std::strcmp(argv[i], "--rounds") == 0) {
             rounds = std::atoi(argv[i + 1]);
+        } else if (std::strcmp(argv[i], "--compare") == 0) {
+            other = argv[i + 1];
         }
     }
     const std::string tea = TEA_EVALUATE_BIN;
@@ -64,7 +67,7 @@ int run(int argc, char **argv) {
         std::vector<std::string> argv;
         tea::bench::OpenFiles files;
     };
-    const std::vector<Variant> variants{
+    std::vector<Variant> variants{
         {"bare true", {"true"}, {}},
         {"raw bwrap true", with(raw, {"true"}), {}},
         {"raw bwrap, tea's plan, true", planned.argv, planned.files},
@@ -79,6 +82,10 @@ int run(int argc, char **argv) {
         {"raw bwrap cat", with(raw, {"cat", file}), {}},
         {"tea exec cat", {tea, "exec", "--observer", "none", "--", "cat", file}, {}},
     };
+    if (!other.empty()) {
+        variants.push_back(
+            {"other exec true", {other, "exec", "--observer", "none", "--", "true"}, {}});
+    }
     // Warm up, so the first round's cold caches do not count (and the backend's probe is
     // remembered).
     for (const auto &v : variants) {
