@@ -631,7 +631,7 @@ int reserve_descriptor_table() {
     if (highest < static_cast<rlim_t>(runner_descriptor_floor)) {
         return -1;  // the runner's descriptors will not fit either; its own error names it
     }
-    // Any open descriptor serves as the source: 0-2 may be closed.
+    // A descriptor of its own to copy: 0-2 may be closed.
     const UniqueFd source{::open("/", O_PATH | O_CLOEXEC)};
     if (!source) {
         return -1;
