@@ -137,6 +137,12 @@ void make_unheld(const stdfs::path &dir) {
     std::ofstream{dir / "lock"}.close();
 }
 
+// A directory whose lock a live owner (this test) holds for as long as the returned descriptor.
+UniqueFd make_held(const stdfs::path &dir) {
+    stdfs::create_directory(dir);
+    return take_lock(dir);
+}
+
 TEST(LockedDirectory, AStagingNameAKillLeftIsReclaimedLikeTheName) {
     const test::TempDir root{"tea-run-dir"};
     // Killed after its lock: no holder, reclaimed at once.
@@ -152,8 +158,7 @@ TEST(LockedDirectory, AStagingNameAKillLeftIsReclaimedLikeTheName) {
     ASSERT_EQ(::utimensat(AT_FDCWD, old.c_str(), long_ago, 0), 0);
     // A live owner's staging name, and another prefix's, are left.
     const auto held = root.path() / ".run-held";
-    stdfs::create_directory(held);
-    const UniqueFd holder = take_lock(held);
+    const UniqueFd holder = make_held(held);
     ASSERT_TRUE(holder.valid());
     const auto other = root.path() / ".other-unheld";
     make_unheld(other);
@@ -163,8 +168,7 @@ TEST(LockedDirectory, AStagingNameAKillLeftIsReclaimedLikeTheName) {
     stdfs::create_directory(removing);
     // ...unless a live remover still holds its lock.
     const auto live_removal = root.path() / ".removed-run-y";
-    stdfs::create_directory(live_removal);
-    const UniqueFd remover = take_lock(live_removal);
+    const UniqueFd remover = make_held(live_removal);
     ASSERT_TRUE(remover.valid());
 
     EXPECT_EQ(reclaim_unlocked(root.path(), "run-"), 3);
