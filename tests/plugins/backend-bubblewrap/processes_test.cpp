@@ -200,7 +200,9 @@ TEST_F(Confinement, ForkBombEndsWithTheCallAndTheHostIsFine) {
     ASSERT_TRUE(limit.has("FORK-DENIED:EAGAIN")) << "the process limit does not hold\n" << limit;
 
     const auto marker = "tea-bomb-" + random_token();
-    const auto bomb = run({.command = {"/bin/sh", "-c", "b(){ b|b& }; b; sleep 30", marker},
+    // The shell becomes the sleep (exec, no fork): once the bomb holds every process the limit
+    // allows, a fork for it would fail and end the call with the shell's status 2 instead.
+    const auto bomb = run({.command = {"/bin/sh", "-c", "b(){ b|b& }; b; exec sleep 30", marker},
                            .timeout_ms = 5000,
                            .config = "[plugin.bubblewrap]\nprocesses = 64\n",
                            // Unaudited: the limit binds strace too, whose start-up fork another
