@@ -4,6 +4,8 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
+#include <string>
 
 #include "util/error.hpp"
 
@@ -34,6 +36,48 @@ TEST(Config, EmbeddedDefaultIsTheBuiltInLayer) {
     EXPECT_TRUE(c.plugin_paths.empty());
     EXPECT_EQ(c.plugin_config_json("anything"), "{}");
     EXPECT_NE(embedded_default().find("[confinement]"), std::string_view::npos);
+}
+
+// Every setting of a configuration, in one comparable value (the layers' names aside).
+std::string settings_of(const Config &c) {
+    std::string out = c.backend + '|' + c.opt_out_backend + '|' + c.observer + '|' + c.egress;
+    for (const auto *list : {&c.backend_order, &c.observer_order}) {
+        out += '|';
+        for (const auto &item : *list) {
+            out += item + ',';
+        }
+    }
+    out += '|';
+    for (const auto &p : c.plugin_paths) {
+        out += p.string() + ',';
+    }
+    out += '|' + std::to_string(c.call.output_cap_bytes) + '|' +
+           std::to_string(c.call.kill_grace.count()) + '|' + c.plugin_tables.dump();
+    return out;
+}
+
+// The binary carries config/default.toml without its comments; the file, read over it as a layer,
+// must change nothing (a setting lost or altered on the way in would show here), and its own
+// settings must be the ones the binary has (a setting the binary kept from elsewhere would too).
+TEST(Config, EmbeddedDefaultIsTheDocumentedFileWithoutItsComments) {
+    std::ifstream in{TEA_DEFAULT_CONFIG_FILE};
+    ASSERT_TRUE(in) << TEA_DEFAULT_CONFIG_FILE;
+    const std::string file{std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
+    ASSERT_NE(file.find("\n# "), std::string::npos) << "the documented file has comments";
+    EXPECT_EQ(embedded_default().find('#'), std::string_view::npos);
+
+    const Builder embedded;
+    Builder both;
+    both.apply_text(file, TEA_DEFAULT_CONFIG_FILE, "/");
+    EXPECT_EQ(settings_of(both.get()), settings_of(embedded.get()));
+    // The comparison sees a difference: the file with one setting changed is not the binary's.
+    auto altered = file;
+    const std::string setting = "plugin = \"connect\"";
+    ASSERT_NE(altered.find(setting), std::string::npos);
+    altered.replace(altered.find(setting), setting.size(), "plugin = \"other\"");
+    Builder changed;
+    changed.apply_text(altered, "changed", "/");
+    EXPECT_NE(settings_of(changed.get()), settings_of(embedded.get()));
 }
 
 TEST(Config, LaterLayersOverrideEarlierOnesKeyByKey) {
