@@ -116,6 +116,18 @@ inline double median(std::vector<double> v) {
     return v.size() % 2 == 1 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
+// Raw bwrap's own arguments: the namespaces every confined call gets, up to and including "--".
+inline std::vector<std::string> raw_bwrap_arguments() {
+    std::vector<std::string> argv;
+    for (const char *a :
+         {"bwrap", "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net",
+          "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent", "--new-session",
+          "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--"}) {
+        argv.emplace_back(a);
+    }
+    return argv;
+}
+
 // Raw bwrap with the namespaces every confined call gets, as the identity tea-evaluate would run
 // it as (as root: the sandbox account, through the helper's drop), up to and including "--".
 // Exits the benchmark when root has no sandbox account.
@@ -132,12 +144,8 @@ inline std::vector<std::string> raw_bwrap(const std::string &helper) {
                 "--gid", std::to_string(pw->pw_gid),
                 "--"};
     }
-    for (const char *a :
-         {"bwrap", "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net",
-          "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent", "--new-session",
-          "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--"}) {
-        argv.emplace_back(a);
-    }
+    const auto bwrap = raw_bwrap_arguments();
+    argv.insert(argv.end(), bwrap.begin(), bwrap.end());
     return argv;
 }
 

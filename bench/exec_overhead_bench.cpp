@@ -9,6 +9,9 @@
 // same descriptors), started the way the raw baseline is. What it costs over raw bwrap is the
 // confinement's own; what `tea-evaluate exec` costs over it is the runtime's.
 //
+// Raw bwrap is also started by process_floor alone (no plan), which waits for the sandbox's init as
+// well: what the promise that nothing of a call outlives it costs even without the runtime's view.
+//
 // Two more put a floor under the runtime's part: the same plan started by process_floor, a C
 // parent with no work of its own that waits for the call and reaps what it left, as the runtime
 // must; and the same again making and removing the call's three directories around it. What a
@@ -70,6 +73,13 @@ int run(int argc, char **argv) {
     std::vector<Variant> variants{
         {"bare true", {"true"}, {}},
         {"raw bwrap true", with(raw, {"true"}), {}},
+        // Raw bwrap waited to its end: started by process_floor, which also reaps the sandbox's
+        // init once it has torn down the namespaces, as the runtime must before a call has ended
+        // (raw bwrap's outer process exits before that).
+        {"raw bwrap to its end, true",
+         with(with(with({floor}, planned.identity()), {"--"}),
+              with(tea::bench::raw_bwrap_arguments(), {"true"})),
+         {}},
         {"raw bwrap, tea's plan, true", planned.argv, planned.files},
         {"floor: C parent + plan, true", tea::bench::floor_argv(floor, planned, {}), planned.files},
         {"floor + call's dirs, true",
