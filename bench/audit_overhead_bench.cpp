@@ -129,6 +129,7 @@ int run(int argc, char **argv) {
                    ? planned[w.name].files
                    : tea::bench::OpenFiles{};
     };
+    const auto pressure_before = tea::bench::cpu_pressure();
     // Warm up: cold caches, the backend's probe and the observer's confirmation do not count.
     for (const auto &w : workloads) {
         for (const auto &k : kinds) {
@@ -144,6 +145,8 @@ int run(int argc, char **argv) {
         }
     }
     std::printf("%d interleaved rounds, workspace %s, euid %d\n", rounds, ws.c_str(), ::geteuid());
+    std::printf("cpu pressure before: %s\ncpu pressure after:  %s\n", pressure_before.c_str(),
+                tea::bench::cpu_pressure().c_str());
     for (const auto &w : workloads) {
         const double bare = median(times[w.name + "|bare"]);
         const double rawb = median(times[w.name + "|raw bwrap"]);

@@ -111,6 +111,23 @@ int run_guarded(const char *name, Body body) {
     }
 }
 
+// The first line of /proc/pressure/cpu ("some avg10=... avg60=... avg300=... total=..."), or
+// "unknown" without PSI. Printed before and after a run: on a shared VM a run measured while the
+// host or the kernel's own workers (each call's network namespace is torn down after it) hold the
+// CPUs is slower throughout, and its ratios drift with it.
+inline std::string cpu_pressure() {
+    const int fd = ::open("/proc/pressure/cpu", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return "unknown";
+    }
+    char buffer[256] = {};
+    const ssize_t n = ::read(fd, buffer, sizeof buffer - 1);
+    ::close(fd);
+    std::string text{buffer, n > 0 ? static_cast<std::size_t>(n) : 0};
+    text = text.substr(0, text.find('\n'));
+    return text.empty() ? "unknown" : text;
+}
+
 inline double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v.size() % 2 == 1 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;

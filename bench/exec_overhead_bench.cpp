@@ -96,6 +96,7 @@ int run(int argc, char **argv) {
         variants.push_back(
             {"other exec true", {other, "exec", "--observer", "none", "--", "true"}, {}});
     }
+    const auto pressure_before = tea::bench::cpu_pressure();
     // Warm up, so the first round's cold caches do not count (and the backend's probe is
     // remembered).
     for (const auto &v : variants) {
@@ -108,6 +109,8 @@ int run(int argc, char **argv) {
         }
     }
     std::printf("%d interleaved rounds, workspace %s, euid %d\n", rounds, ws.c_str(), ::geteuid());
+    std::printf("cpu pressure before: %s\ncpu pressure after:  %s\n", pressure_before.c_str(),
+                tea::bench::cpu_pressure().c_str());
     std::printf("%-28s %10s %14s %14s\n", "variant", "median ms", "x bare", "x raw bwrap");
     for (const auto &v : variants) {
         const bool is_cat = v.name.find("cat") != std::string::npos;
