@@ -45,16 +45,21 @@ constexpr const char *temp_mount = "/dev/tea-evaluate-tmp";
 // The egress shim, open, for the same reason as the helper (a call that lists egress hosts only).
 constexpr int shim_fd = 13;
 constexpr const char *shim_in_sandbox = "/proc/self/fd/13";
-// The seccomp program, for bwrap's --seccomp when bwrap starts the target itself.
+// The seccomp program, for bwrap's --seccomp when bwrap starts the audited call's holder.
 constexpr int seccomp_fd = 14;
-// The plan's setup mark: bwrap takes its byte (--block-fd) once the view is built and the
-// privileges are dropped, just before the seccomp program and the target's exec, so a call that
-// ends with the byte unread failed in bwrap's set-up, not in the target.
+// The plan's setup mark: bwrap (--block-fd) or the view builder takes its byte once the view is
+// built and the privileges are dropped, just before the seccomp program and the exec, so a call
+// that ends with the byte unread failed in the set-up, not in the target.
 constexpr int setup_mark_fd = 15;
 // (ABI 1.4) The hand-off between the holder inside the sandbox and the helper that joins it: the
 // holder's end, and the end of the plan's own process.
 constexpr int holder_handoff_fd = 16;
 constexpr int handoff_fd = 17;
+// The view builder (view/view.cpp), open like the helper, and the view it builds: when bwrap starts
+// the target, the view's mounts are made by the builder inside the namespaces bwrap made.
+constexpr int view_fd = 18;
+constexpr int view_builder_fd = 19;
+constexpr const char *view_builder_in_sandbox = "/proc/self/fd/19";
 
 struct Settings {
     std::string bwrap = "bwrap";
@@ -143,16 +148,24 @@ std::string find_program(const std::string &name) {
     return {};
 }
 
-// The helper ships beside this plugin: <prefix>/lib/tea-evaluate/plugins/x.so
-// and <prefix>/libexec/tea-evaluate/tea-sandbox-helper.
-std::string helper_path() {
+// The helpers ship beside this plugin: <prefix>/lib/tea-evaluate/plugins/x.so
+// and <prefix>/libexec/tea-evaluate/<name>.
+std::string libexec_path(const char *name) {
     Dl_info info{};
-    if (::dladdr(reinterpret_cast<void *>(&helper_path), &info) == 0 || info.dli_fname == nullptr) {
+    if (::dladdr(reinterpret_cast<void *>(&libexec_path), &info) == 0 ||
+        info.dli_fname == nullptr) {
         return {};
     }
     const auto prefix =
         fs::path{info.dli_fname}.parent_path().parent_path().parent_path().parent_path();
-    return (prefix / "libexec" / "tea-evaluate" / "tea-sandbox-helper").string();
+    return (prefix / "libexec" / "tea-evaluate" / name).string();
+}
+
+std::string helper_path() {
+    return libexec_path("tea-sandbox-helper");
+}
+std::string view_builder_path() {
+    return libexec_path("tea-sandbox-view");
 }
 
 // The path folded lexically, without a trailing separator ("/a/b/" names /a/b).
@@ -371,6 +384,45 @@ std::vector<std::string> identity_prefix(const std::string &helper, const Identi
             "--"};
 }
 
+// The namespaces and process options of every target's bwrap. The UTS namespace is not among them:
+// a target's argument stream ends with it (see target_args_file).
+std::vector<std::string> namespace_options() {
+    return {"--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net",
+            "--unshare-cgroup-try", "--die-with-parent",
+            // A new session: no controlling terminal to push input into.
+            "--new-session"};
+}
+
+// What bwrap gives the view builder: the call's uid 0 with the three capabilities it needs, to
+// mount, to map the target's identity onto that uid, and to forbid further user namespaces. The
+// builder drops all three, and every other, before the target starts.
+std::vector<std::string> view_builder_privileges() {
+    return {"--uid",         "0",         "--gid",       "0",         "--cap-add",
+            "CAP_SYS_ADMIN", "--cap-add", "CAP_SETFCAP", "--cap-add", "CAP_SYS_RESOURCE"};
+}
+
+// The view builder's command line before the target's argv: it reads the view at view_fd, takes
+// the setup mark and runs `exec` as `identity`, which the call's uid 0 stands for on the host.
+std::vector<std::string> view_builder_command(const Identity &identity, const std::string &exec) {
+    return {view_builder_in_sandbox,
+            "--view-fd",
+            std::to_string(view_fd),
+            "--setup-mark",
+            std::to_string(setup_mark_fd),
+            "--uid",
+            std::to_string(identity.uid),
+            "--gid",
+            std::to_string(identity.gid),
+            "--exec",
+            exec,
+            "--"};
+}
+
+std::vector<std::string> operator+(std::vector<std::string> a, const std::vector<std::string> &b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+}
+
 class Bubblewrap {
    public:
     Bubblewrap(tea::sdk::Host host, std::string_view config)
@@ -382,12 +434,15 @@ class Bubblewrap {
             throw tea::sdk::Unavailable(bwrap_missing());
         }
         const auto helper = helper_path();
-        if (helper.empty() || ::access(helper.c_str(), X_OK) != 0) {
-            throw tea::sdk::Unavailable("the sandbox helper is missing (" + helper +
-                                        "); reinstall the bubblewrap plugin");
+        const auto view_builder = view_builder_path();
+        for (const auto &program : {helper, view_builder}) {
+            if (program.empty() || ::access(program.c_str(), X_OK) != 0) {
+                throw tea::sdk::Unavailable("the sandbox helper is missing (" + program +
+                                            "); reinstall the bubblewrap plugin");
+            }
         }
         const auto identity = sandbox_identity();
-        const auto stamp = probe_stamp(bwrap, helper, identity);
+        const auto stamp = probe_stamp(bwrap, helper, view_builder, identity);
         // A stamp only ever skips this check, never the confinement: if the host
         // changed since, bwrap itself fails the call and says why.
         if (tea::stamp::present(stamp)) {
@@ -395,32 +450,29 @@ class Bubblewrap {
         }
         // Confine a trivial process with the namespaces every call gets: a host can
         // carry bwrap and still refuse it (user or network namespaces forbidden).
-        std::vector<std::string> argv = identity_prefix(helper, identity);
-        argv.push_back(bwrap);
-        for (const char *a : {
-                 "--unshare-user",
-                 "--unshare-ipc",
-                 "--unshare-pid",
-                 "--unshare-net",
-                 "--unshare-uts",
-                 "--unshare-cgroup-try",
-                 "--disable-userns",
-                 "--die-with-parent",
-                 "--new-session",
-                 "--ro-bind",
-                 "/",
-                 "/",
-                 "--dev",
-                 "/dev",
-                 "--proc",
-                 "/proc",
-                 "--",
-             }) {
-            argv.emplace_back(a);
+        const std::vector<std::string> root{"--ro-bind", "/",      "/",     "--dev",
+                                            "/dev",      "--proc", "/proc", "--"};
+        auto argv = identity_prefix(helper, identity) + std::vector<std::string>{bwrap} +
+                    namespace_options() +
+                    std::vector<std::string>{"--unshare-uts", "--disable-userns"} + root +
+                    std::vector<std::string>{helper_in_sandbox,      "confine", "--env-fd",
+                                             std::to_string(env_fd), "--",      "true"};
+        auto [status, err] = run_probe(argv, {{env_fd, ""}}, {{helper_fd, helper}});
+        if (status == 0) {
+            // The same namespaces as the view builder gets them, with one bind and one remount:
+            // a kernel without the mount API it uses (open_tree, mount_setattr) is refused here.
+            argv = identity_prefix(helper, identity) + std::vector<std::string>{bwrap} +
+                   namespace_options() + std::vector<std::string>{"--unshare-uts"} +
+                   view_builder_privileges() + root +
+                   view_builder_command(identity, find_program("true")) +
+                   std::vector<std::string>{"true"};
+            const std::vector<std::string> view{
+                "--ro-bind", "/dev/null", "/dev/null", "--remount-ro",
+                "/dev",      "--chdir",   "/",         "--end"};
+            std::tie(status, err) =
+                run_probe(argv, {{view_fd, join_nul(view)}, {setup_mark_fd, "m"}},
+                          {{helper_fd, helper}, {view_builder_fd, view_builder}});
         }
-        argv.insert(argv.end(), {helper_in_sandbox, "confine", "--env-fd", std::to_string(env_fd),
-                                 "--", "true"});
-        const auto [status, err] = run_probe(argv, helper);
         if (status != 0) {
             throw tea::sdk::Unavailable(
                 "bubblewrap cannot confine a process on this host (" + err +
@@ -527,24 +579,20 @@ class Bubblewrap {
         // Staged (ABI 1.5): bwrap starts the target itself, so its process is known now, and the
         // runtime starts it before the view exists; the view (with its socket walk, the costly
         // part) comes in the complete plan, through the argument descriptor bwrap is reading.
-        const bool staged = spec.staged && !start.empty() && !spec.observed;
-        std::vector<std::string> a;  // bwrap's arguments, passed through a descriptor
+        // When bwrap starts the target, the view builder makes the view's mounts (view/view.cpp):
+        // bwrap's own binds and remounts each re-read the whole mount table, which was most of
+        // what a call's view cost. Audited calls and calls with a launcher keep bwrap's options.
+        const bool by_view_builder = !start.empty() && !spec.observed;
+        const bool staged = spec.staged && by_view_builder;
+        // The view after the root, /dev and /proc, in bwrap's words, which the view builder
+        // takes too. A staged call's view comes in the complete plan (its socket walk is the
+        // costly part), through the descriptor the builder reads once bwrap has started it.
+        std::vector<std::string> view;
         json report = json::object();
         if (!staged) {
-            auto add = [&](std::initializer_list<std::string> items) { a.insert(a.end(), items); };
-            const auto size = std::to_string(settings_.tmpfs_bytes);
-            // The UTS namespace is the stream's last option (see target_args_file), the host name
-            // on bwrap's own command line (target_bwrap_command).
-            add({"--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net",
-                 "--unshare-cgroup-try",
-                 // No nested user namespace: one would give the target back every capability.
-                 "--disable-userns", "--die-with-parent",
-                 // A new session: no controlling terminal to push input into.
-                 "--new-session", "--cap-drop", "ALL", "--block-fd",
-                 std::to_string(setup_mark_fd)});
-            add({"--ro-bind", "/", "/"});
-            add({"--dev", "/dev", "--perms", "1777", "--size", size, "--tmpfs", "/dev/shm"});
-            add({"--proc", "/proc"});
+            auto add = [&](std::initializer_list<std::string> items) {
+                view.insert(view.end(), items);
+            };
             // bwrap covers /proc/sys only when it could write there, which an unprivileged
             // bwrap never can: the knobs of the sandbox's own namespaces (kernel.msgmax,
             // fs.mqueue.*, kernel.ns_last_pid) stayed writable. The host's /proc/sys, bound
@@ -629,8 +677,24 @@ class Bubblewrap {
                 // workspace's .git is shown as the call's private repository.
                 add({"--ro-bind", source, destination});
             }
-            report = mask_sockets(spec, identity, private_root, a);
+            report = mask_sockets(spec, identity, private_root, view);
             add({"--remount-ro", "/dev", "--chdir", spec.cwd});
+        }
+        // bwrap's own options. The UTS namespace is the stream's last option (see
+        // target_args_file), the host name on bwrap's own command line (target_bwrap_command).
+        std::vector<std::string> a = namespace_options();
+        if (by_view_builder) {
+            a = a + view_builder_privileges();
+        } else {
+            // No nested user namespace: one would give the target back every capability.
+            a.insert(a.end(), {"--disable-userns", "--cap-drop", "ALL", "--block-fd",
+                               std::to_string(setup_mark_fd)});
+        }
+        a.insert(a.end(),
+                 {"--ro-bind", "/", "/", "--dev", "/dev", "--perms", "1777", "--size",
+                  std::to_string(settings_.tmpfs_bytes), "--tmpfs", "/dev/shm", "--proc", "/proc"});
+        if (!by_view_builder) {
+            a.insert(a.end(), view.begin(), view.end());
         }
 
         json plan{{"env", json::array()},
@@ -680,22 +744,27 @@ class Bubblewrap {
             plan["audit"] = {{"targetStart", tea::bytes::to_json(start)},
                              {"targetStartKind", "target"},
                              {"writable", json::array({temp_mount})}};
-        } else if (!start.empty()) {
-            // bwrap starts the target itself: the runtime's child sets the limits and the
-            // session keyring before bwrap (plan "limits", "newSessionKeyring"), bwrap loads the
-            // seccomp program and sets no_new_privs, and the environment travels as --setenv
-            // pairs in the argument descriptor, never on a command line. bwrap closes the
-            // argument and seccomp descriptors, so the target holds only 0-2.
+        } else if (by_view_builder) {
+            // bwrap starts the view builder, which builds the view and becomes the target: the
+            // runtime's child sets the limits and the session keyring before bwrap (plan
+            // "limits", "newSessionKeyring"); the builder drops every capability, sets
+            // no_new_privs, takes the setup mark, closes every descriptor above 2 and loads the
+            // seccomp program (its own copy of the same one). The environment travels as
+            // --setenv pairs in bwrap's argument descriptor, never on a command line.
             a.emplace_back("--clearenv");
             for (const auto &e : env) {
                 const auto eq = e.find('=');
                 a.insert(a.end(), {"--setenv", e.substr(0, eq), e.substr(eq + 1)});
             }
-            a.insert(a.end(), {"--seccomp", std::to_string(seccomp_fd)});
-            argv.insert(argv.end(), spec.argv.begin(), spec.argv.end());
+            argv = argv + view_builder_command(identity, start) + spec.argv;
+            // The view's last element: a view cut short (a runtime killed while writing a staged
+            // call's view) lacks it, and the builder then refuses to build any of it.
+            view.emplace_back("--end");
             plan["files"] = {
-                staged ? json{{"fd", args_fd}, {"deferred", true}} : target_args_file(a),
-                {{"fd", seccomp_fd}, {"content", seccomp_bytes()}}};
+                target_args_file(a),
+                staged ? json{{"fd", view_fd}, {"deferred", true}}
+                       : json{{"fd", view_fd}, {"content", tea::bytes::to_json(join_nul(view))}},
+                {{"fd", view_builder_fd}, {"path", tea::bytes::to_json(view_builder_path())}}};
             plan["limits"] = {{"cpuSeconds", cpu}, {"fileSizeBytes", fsize}, {"processes", nproc}};
             plan["newSessionKeyring"] = true;
             plan["audit"] = {{"targetStart", tea::bytes::to_json(start)},
@@ -939,9 +1008,9 @@ class Bubblewrap {
     // Where a successful probe is remembered: one file per boot and per
     // everything the probe's answer depends on.
     static std::string probe_stamp(const std::string &bwrap, const std::string &helper,
-                                   const Identity &identity) {
-        std::string key =
-            tea::stamp::file_key(bwrap) + tea::stamp::file_key(helper) + tea::stamp::boot_id();
+                                   const std::string &view_builder, const Identity &identity) {
+        std::string key = tea::stamp::file_key(bwrap) + tea::stamp::file_key(helper) +
+                          tea::stamp::file_key(view_builder) + tea::stamp::boot_id();
         for (const char *sysctl :
              {"/proc/sys/kernel/unprivileged_userns_clone", "/proc/sys/user/max_user_namespaces",
               "/proc/sys/user/max_net_namespaces",
@@ -1047,23 +1116,47 @@ class Bubblewrap {
                     {"socketsLeftReachable", reachable}};
     }
 
-    // Runs the probe with a clean signal mask and only 0-2 (plus the helper's
-    // environment at env_fd), and returns its status and what it said.
-    static std::pair<int, std::string> run_probe(const std::vector<std::string> &argv,
-                                                 const std::string &helper) {
+    // Runs the probe with a clean signal mask and only 0-2, plus `contents` (descriptor, bytes)
+    // and `programs` (descriptor, path, opened), and returns its status and what it said.
+    static std::pair<int, std::string> run_probe(
+        const std::vector<std::string> &argv,
+        const std::vector<std::pair<int, std::string>> &contents,
+        const std::vector<std::pair<int, std::string>> &programs) {
         int err_pipe[2];
         if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
             return {-1, "cannot make a pipe"};
         }
-        const int env_mem = ::memfd_create("tea-probe-env", MFD_CLOEXEC);
-        const int helper_file = ::open(helper.c_str(), O_RDONLY | O_CLOEXEC);
+        std::vector<int> opened;
         posix_spawn_file_actions_t fa;
         posix_spawn_file_actions_init(&fa);
         posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
         posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
         posix_spawn_file_actions_adddup2(&fa, err_pipe[1], 2);
-        posix_spawn_file_actions_adddup2(&fa, env_mem, env_fd);
-        posix_spawn_file_actions_adddup2(&fa, helper_file, helper_fd);
+        for (const auto &[fd, content] : contents) {
+            const int mem = ::memfd_create("tea-probe", MFD_CLOEXEC);
+            if (mem < 0 ||
+                ::write(mem, content.data(), content.size()) !=
+                    static_cast<ssize_t>(content.size()) ||
+                ::lseek(mem, 0, SEEK_SET) != 0) {
+                if (mem >= 0) {
+                    ::close(mem);
+                }
+                for (const int o : opened) {
+                    ::close(o);
+                }
+                posix_spawn_file_actions_destroy(&fa);
+                ::close(err_pipe[0]);
+                ::close(err_pipe[1]);
+                return {-1, "cannot write the probe's files"};
+            }
+            opened.push_back(mem);
+            posix_spawn_file_actions_adddup2(&fa, mem, fd);
+        }
+        for (const auto &[fd, path] : programs) {
+            const int file = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+            opened.push_back(file);
+            posix_spawn_file_actions_adddup2(&fa, file, fd);
+        }
         posix_spawnattr_t attr;
         posix_spawnattr_init(&attr);
         sigset_t none;
@@ -1085,8 +1178,11 @@ class Bubblewrap {
         posix_spawn_file_actions_destroy(&fa);
         posix_spawnattr_destroy(&attr);
         ::close(err_pipe[1]);
-        ::close(env_mem);
-        ::close(helper_file);
+        for (const int o : opened) {
+            if (o >= 0) {
+                ::close(o);
+            }
+        }
         if (rc != 0) {
             ::close(err_pipe[0]);
             return {-1,

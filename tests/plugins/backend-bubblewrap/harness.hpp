@@ -146,6 +146,10 @@ class Confinement : public ::testing::Test {
                     bool plan_only = false, std::optional<long> staged_cut = std::nullopt);
     Result run_spec(const tea::exec::LaunchSpec &spec, Backend backend = Backend::bubblewrap,
                     bool plan_only = false, std::optional<long> staged_cut = std::nullopt);
+    // A target's launch spec as an unaudited exec sends it: the fixture's workspace, the call's
+    // temp directory and home provided inside the view (unmade) under the private root, the
+    // withheld folder, PATH and LANG.
+    tea::exec::LaunchSpec target_spec(std::vector<std::string> argv);
     // A grader's launch spec: the fixture's workspace as its working directory, PATH and LANG.
     [[nodiscard]] tea::exec::LaunchSpec grader_spec(std::vector<std::string> command,
                                                     std::vector<std::string> read_only) const;

@@ -1,7 +1,8 @@
 // A call started before its plan is complete (ABI 1.5), against the real bwrap: the runtime starts
-// bwrap as soon as the backend has named its process, and writes the view (bwrap's argument
-// stream) once the complete plan exists. A runtime killed while writing it leaves bwrap a stream
-// cut short, and bwrap must then refuse to start the target rather than build part of the view.
+// bwrap as soon as the backend has named its process, and writes the view (the stream the view
+// builder reads) once the complete plan exists. A runtime killed while writing it leaves the
+// builder a stream cut short, and the builder must then refuse to start the target rather than
+// build part of the view.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,28 +20,8 @@ namespace fs = std::filesystem;
 
 class Staging : public Confinement {
    protected:
-    // A target's launch spec as an unaudited exec sends it: the workspace, the call's temp
-    // directory and home provided inside the view (unmade), under the private root.
     tea::exec::LaunchSpec spec(std::vector<std::string> argv) {
-        const auto root = private_root();
-        for (const auto &dir : {root.parent_path().parent_path(), root.parent_path(), root}) {
-            if (!fs::exists(dir)) {
-                EXPECT_EQ(::mkdir(dir.c_str(), dir == root ? 0711 : 0755), 0) << dir;
-            }
-        }
-        const auto run_dir = root / ("run-" + random_token(12));
-        tea::exec::LaunchSpec s;
-        s.argv = std::move(argv);
-        s.env = {"PATH=/usr/bin:/bin", "LANG=C.UTF-8"};
-        s.workspace = s.cwd = workspace().string();
-        s.temp_dir = (run_dir / ("tmp-" + random_token(12))).string();
-        s.home = (run_dir / ("tea-evaluate-target-home-" + random_token(12))).string();
-        s.unmade = {s.temp_dir, s.home};
-        s.withhold = {withheld().string()};
-        const auto prefix = fs::path{TEA_EVALUATE_BIN}.parent_path().parent_path();
-        s.runtime_prefix = prefix.string();
-        s.helper_dir = (prefix / "libexec/tea-evaluate").string();
-        return s;
+        return target_spec(std::move(argv));
     }
     static tea::exec::ExecPlan plan_of(const Result &r) {
         EXPECT_EQ(r.status, 0) << r;
@@ -54,12 +35,24 @@ class Staging : public Confinement {
         }
         return nullptr;
     }
+    static std::vector<std::string> elements(const std::string &content) {
+        std::vector<std::string> out;
+        std::string::size_type begin = 0;
+        for (auto end = content.find('\0'); end != std::string::npos;
+             end = content.find('\0', begin)) {
+            out.push_back(content.substr(begin, end - begin));
+            begin = end + 1;
+        }
+        EXPECT_EQ(begin, content.size()) << "each element ends with a NUL";
+        return out;
+    }
     static constexpr int args_fd = 11;
+    static constexpr int view_fd = 18;
 };
 
-// The staged answer names the very process of the complete plan, and defers only bwrap's
-// argument stream; that stream ends with its only --unshare-uts, which the host name on bwrap's
-// own command line requires.
+// The staged answer names the very process of the complete plan, and defers only the view; bwrap's
+// argument stream, whole in both, ends with its only --unshare-uts, which the host name on
+// bwrap's own command line requires, and the view with its only --end.
 TEST_F(Staging, TheStagedAnswerNamesTheCompletePlansProcessAndDefersOnlyTheView) {
     const auto s = spec({"/bin/echo", "ran"});
     const auto staged = plan_of(run_spec(s, Backend::bubblewrap, true, -1));
@@ -77,7 +70,7 @@ TEST_F(Staging, TheStagedAnswerNamesTheCompletePlansProcessAndDefersOnlyTheView)
         const auto *other = file(complete, f.child_fd);
         ASSERT_NE(other, nullptr) << f.child_fd;
         EXPECT_FALSE(other->deferred) << "the complete plan defers nothing";
-        if (f.child_fd == args_fd) {
+        if (f.child_fd == view_fd) {
             EXPECT_TRUE(f.deferred);
         } else {
             EXPECT_FALSE(f.deferred) << f.child_fd;
@@ -93,23 +86,22 @@ TEST_F(Staging, TheStagedAnswerNamesTheCompletePlansProcessAndDefersOnlyTheView)
                                                  "tea-sandbox"}));
     const auto *stream = file(complete, args_fd);
     ASSERT_NE(stream, nullptr);
-    std::vector<std::string> elements;
-    std::string::size_type begin = 0;
-    for (auto end = stream->content.find('\0'); end != std::string::npos;
-         end = stream->content.find('\0', begin)) {
-        elements.push_back(stream->content.substr(begin, end - begin));
-        begin = end + 1;
-    }
-    EXPECT_EQ(begin, stream->content.size()) << "each element ends with a NUL";
-    ASSERT_FALSE(elements.empty());
-    EXPECT_EQ(elements.back(), "--unshare-uts");
-    EXPECT_EQ(std::count(elements.begin(), elements.end(), "--unshare-uts"), 1);
-    EXPECT_EQ(std::count(elements.begin(), elements.end(), "--hostname"), 0);
+    const auto args = elements(stream->content);
+    ASSERT_FALSE(args.empty());
+    EXPECT_EQ(args.back(), "--unshare-uts");
+    EXPECT_EQ(std::count(args.begin(), args.end(), "--unshare-uts"), 1);
+    EXPECT_EQ(std::count(args.begin(), args.end(), "--hostname"), 0);
+    const auto *view = file(complete, view_fd);
+    ASSERT_NE(view, nullptr);
+    const auto view_elements = elements(view->content);
+    ASSERT_FALSE(view_elements.empty());
+    EXPECT_EQ(view_elements.back(), "--end");
+    EXPECT_EQ(std::count(view_elements.begin(), view_elements.end(), "--end"), 1);
 }
 
-// Every cut of the stream is refused by bwrap before anything of the target runs: at each
-// element's end (the stream stops between two options or inside an option's values) and inside
-// an element. The control is the whole stream, written the same way, which runs the target.
+// Every cut of the view is refused by the view builder before anything of the target runs: at
+// each element's end (the stream stops between two options or inside an option's values) and
+// inside an element. The control is the whole view, written the same way, which runs the target.
 TEST_F(Staging, AStreamCutShortStartsNoTarget) {
     const auto token = "STAGED-TARGET-RAN-" + random_token();
     const auto s = spec({"/bin/echo", token});
@@ -118,15 +110,14 @@ TEST_F(Staging, AStreamCutShortStartsNoTarget) {
     ASSERT_TRUE(whole.has(token)) << whole;
 
     const auto complete = plan_of(run_spec(s, Backend::bubblewrap, true));
-    const auto *stream = file(complete, args_fd);
+    const auto *stream = file(complete, view_fd);
     ASSERT_NE(stream, nullptr);
     const auto &content = stream->content;
     std::vector<long> cuts{0};
     int element = 0;
-    // The stream is NUL-terminated elements; its last, "--unshare-uts\0", whole or without its
-    // NUL, is the whole stream.
-    ASSERT_GT(content.size(), 15U);
-    const auto last = content.size() - std::string{"--unshare-uts"}.size() - 1;
+    // The stream is NUL-terminated elements; its last, "--end\0", whole, is the whole stream.
+    ASSERT_GT(content.size(), 7U);
+    const auto last = content.size() - std::string{"--end"}.size() - 1;
     for (std::string::size_type at = content.find('\0'); at < last;
          at = content.find('\0', at + 1), ++element) {
         cuts.push_back(static_cast<long>(at));      // the element without its end
@@ -135,9 +126,9 @@ TEST_F(Staging, AStreamCutShortStartsNoTarget) {
             cuts.push_back(static_cast<long>(at) - 2);  // inside the element
         }
     }
-    cuts.push_back(static_cast<long>(content.size()) - 2);  // "--unshare-ut"
+    cuts.push_back(static_cast<long>(content.size()) - 1);  // "--end" without its NUL
+    cuts.push_back(static_cast<long>(content.size()) - 2);  // "--en"
     cuts.push_back(static_cast<long>(last) + 2);            // "--"
-    cuts.push_back(static_cast<long>(last) + 3);            // "--u"
     std::string started;
     for (const long cut : cuts) {
         const auto r = run_spec(s, Backend::bubblewrap, false, cut);

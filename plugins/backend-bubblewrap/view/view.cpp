@@ -1,0 +1,792 @@
+// tea-sandbox-view: builds a call's view inside the namespaces bubblewrap made, then becomes the
+// target with no capability left.
+//
+//   bwrap --unshare-user --uid 0 --gid 0 --cap-add CAP_SYS_ADMIN --cap-add CAP_SETFCAP
+//         --cap-add CAP_SYS_RESOURCE ... --ro-bind / / --dev /dev --proc /proc ...
+//         -- tea-sandbox-view --view-fd V --setup-mark M --uid U --gid G --exec PATH -- ARGV...
+//
+// bwrap leaves it uid 0 in the call's user namespace with those three capabilities. It reads the
+// view from descriptor V: NUL-separated options in bwrap's own words (--bind, --ro-bind,
+// --ro-bind-try, --tmpfs with --size and --perms, --remount-ro, --chdir), ending with "--end". It
+// makes those mounts with plain system calls: bwrap itself re-reads the whole mount table after
+// every bind and every remount, and that re-reading was most of what the view cost. Then it
+// forbids further user namespaces, enters a nested one that maps U and G (the identity the
+// target runs as) to the call's uid 0, drops every capability, sets no_new_privs, takes the
+// setup mark, closes every descriptor above 2, loads the seccomp filter and runs PATH with
+// ARGV and the environment bwrap gave it (PWD set to the --chdir directory).
+//
+// It runs on every call, so it is freestanding: no C library, whose start alone (its CPU probe)
+// costs more on a virtual machine than the whole program does. Any failure ends it before the
+// target runs, with a sentence on stderr and exit status 125 (126 or 127 when the target cannot
+// be executed or found).
+#include <asm/unistd.h>
+#include <linux/capability.h>
+#include <linux/errno.h>
+#include <linux/fcntl.h>
+#include <linux/filter.h>
+#include <linux/mount.h>
+#include <linux/prctl.h>
+#include <linux/sched.h>
+#include <linux/seccomp.h>
+#include <linux/signal.h>
+#include <linux/stat.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "seccomp_program.hpp"  // generated from ../helper/seccomp_rules.cpp at build time
+
+// The few functions a compiler may call on its own for copies and clears.
+extern "C" {
+void *memcpy(void *dest, const void *src, std::size_t n);
+void *memmove(void *dest, const void *src, std::size_t n);
+void *memset(void *dest, int c, std::size_t n);
+int memcmp(const void *a, const void *b, std::size_t n);
+}
+
+namespace {
+
+// ---- system calls -----------------------------------------------------------------------------
+
+#if defined(__x86_64__)
+long raw_syscall(long n, long a = 0, long b = 0, long c = 0, long d = 0, long e = 0, long f = 0) {
+    register long r10 __asm__("r10") = d;
+    register long r8 __asm__("r8") = e;
+    register long r9 __asm__("r9") = f;
+    long ret = 0;
+    __asm__ volatile("syscall"
+                     : "=a"(ret)
+                     : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+                     : "rcx", "r11", "memory");
+    return ret;
+}
+#elif defined(__aarch64__)
+long raw_syscall(long n, long a = 0, long b = 0, long c = 0, long d = 0, long e = 0, long f = 0) {
+    register long x8 __asm__("x8") = n;
+    register long x0 __asm__("x0") = a;
+    register long x1 __asm__("x1") = b;
+    register long x2 __asm__("x2") = c;
+    register long x3 __asm__("x3") = d;
+    register long x4 __asm__("x4") = e;
+    register long x5 __asm__("x5") = f;
+    __asm__ volatile("svc 0"
+                     : "+r"(x0)
+                     : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5)
+                     : "memory");
+    return x0;
+}
+#else
+#error "tea-sandbox-view: system calls are written for x86_64 and aarch64 only"
+#endif
+
+// A system call's result, or the error number it answered (as a positive value in `error`).
+struct Result {
+    long value;
+    int error;
+};
+
+template <typename... T>
+Result call(long n, T... args) {
+    const long r = raw_syscall(n, static_cast<long>(args)...);
+    if (r < 0 && r > -4096) {
+        return {-1, static_cast<int>(-r)};
+    }
+    return {r, 0};
+}
+
+long as_long(const void *p) {
+    return static_cast<long>(reinterpret_cast<std::uintptr_t>(p));
+}
+
+constexpr int exit_setup = 125;
+constexpr int at_fdcwd = -100;
+
+// ---- output -----------------------------------------------------------------------------------
+
+std::size_t length(const char *s) {
+    std::size_t n = 0;
+    while (s[n] != '\0') {
+        ++n;
+    }
+    return n;
+}
+
+bool same(const char *a, const char *b) {
+    std::size_t i = 0;
+    for (; a[i] != '\0' && a[i] == b[i]; ++i) {
+    }
+    return a[i] == b[i];
+}
+
+bool starts_with(const char *s, const char *prefix) {
+    for (std::size_t i = 0; prefix[i] != '\0'; ++i) {
+        if (s[i] != prefix[i]) {
+            return false;
+        }
+    }
+    return true;
+}
+
+// Text built in a fixed buffer, always NUL-terminated: cut short rather than overrun (there is no
+// snprintf here). A Text is a message line, a mount's data or a line of an id map.
+template <std::size_t Room>
+class Text {
+   public:
+    Text &operator<<(const char *s) {
+        for (std::size_t i = 0; s[i] != '\0' && used_ < Room - 1; ++i) {
+            text_[used_++] = s[i];
+        }
+        text_[used_] = '\0';
+        return *this;
+    }
+    Text &operator<<(unsigned long n) {
+        char digits[24];
+        std::size_t k = 0;
+        do {
+            digits[k++] = static_cast<char>('0' + n % 10);
+            n /= 10;
+        } while (n != 0);
+        while (k > 0 && used_ < Room - 1) {
+            text_[used_++] = digits[--k];
+        }
+        text_[used_] = '\0';
+        return *this;
+    }
+    [[nodiscard]] const char *c_str() const { return text_; }
+    [[nodiscard]] bool cut() const { return used_ == Room - 1; }
+    // As a line on stderr.
+    void write_line() {
+        text_[used_] = '\n';
+        (void)call(__NR_write, 2, as_long(text_), used_ + 1);
+        text_[used_] = '\0';
+    }
+
+   private:
+    char text_[Room] = {};
+    std::size_t used_ = 0;
+};
+using Line = Text<1024>;
+
+struct ErrorName {
+    int number;
+    const char *name;
+};
+constexpr ErrorName error_names[] = {
+    {EPERM, "EPERM"},   {ENOENT, "ENOENT"},   {EBADF, "EBADF"},
+    {ENOMEM, "ENOMEM"}, {EACCES, "EACCES"},   {EBUSY, "EBUSY"},
+    {EEXIST, "EEXIST"}, {ENOTDIR, "ENOTDIR"}, {EINVAL, "EINVAL"},
+    {EMFILE, "EMFILE"}, {ENOSPC, "ENOSPC"},   {EROFS, "EROFS"},
+    {ELOOP, "ELOOP"},   {ENOSYS, "ENOSYS"},   {ENAMETOOLONG, "ENAMETOOLONG"},
+};
+
+const char *error_name(int error) {
+    for (const auto &e : error_names) {
+        if (e.number == error) {
+            return e.name;
+        }
+    }
+    return "error";
+}
+
+[[noreturn]] void exit_now(int status) {
+    for (;;) {
+        (void)raw_syscall(__NR_exit_group, status);
+    }
+}
+
+[[noreturn]] void fail(const char *what, const char *path = nullptr, int error = 0,
+                       int status = exit_setup) {
+    Line line;
+    line << "tea-sandbox-view: " << what;
+    if (path != nullptr) {
+        line << " " << path;
+    }
+    if (error != 0) {
+        line << ": " << error_name(error) << " (errno " << static_cast<unsigned long>(error) << ")";
+    }
+    line.write_line();
+    exit_now(status);
+}
+
+// ---- options ----------------------------------------------------------------------------------
+
+bool number(const char *text, unsigned long &out) {
+    unsigned long value = 0;
+    if (text[0] == '\0') {
+        return false;
+    }
+    for (std::size_t i = 0; text[i] != '\0'; ++i) {
+        if (text[i] < '0' || text[i] > '9' || value > (~0UL - 9) / 10) {
+            return false;
+        }
+        value = value * 10 + static_cast<unsigned long>(text[i] - '0');
+    }
+    out = value;
+    return true;
+}
+
+bool octal(const char *text, unsigned long &out) {
+    unsigned long value = 0;
+    if (text[0] == '\0') {
+        return false;
+    }
+    for (std::size_t i = 0; text[i] != '\0'; ++i) {
+        if (text[i] < '0' || text[i] > '7' || value > 07777) {
+            return false;
+        }
+        value = value * 8 + static_cast<unsigned long>(text[i] - '0');
+    }
+    out = value;
+    return value <= 07777;
+}
+
+unsigned long required_number(const char *text, const char *option) {
+    unsigned long value = 0;
+    if (text == nullptr || !number(text, value)) {
+        fail("expected a number after", option);
+    }
+    return value;
+}
+
+// ---- the view's stream ------------------------------------------------------------------------
+
+// Large enough for every mask the backend may ask for (1024 by default) with long paths; bss, so
+// only the part the stream fills is ever touched.
+constexpr std::size_t max_stream = std::size_t{8} << 20U;
+char stream[max_stream + 1];
+
+// The stream's tokens, in order. A stream cut short (a runtime killed while writing it) lacks
+// the final "--end", and is refused before any mount is made.
+struct Tokens {
+    const char *const *items = nullptr;
+    std::size_t count = 0;
+};
+
+constexpr std::size_t max_tokens = 65536;
+const char *tokens[max_tokens];
+
+Tokens read_stream(int fd) {
+    std::size_t used = 0;
+    for (;;) {
+        if (used == max_stream) {
+            fail("the view is larger than 8 MiB");
+        }
+        const Result r = call(__NR_read, fd, as_long(stream + used), max_stream - used);
+        if (r.error == EINTR) {
+            continue;
+        }
+        if (r.error != 0) {
+            fail("cannot read the view", nullptr, r.error);
+        }
+        if (r.value == 0) {
+            break;
+        }
+        used += static_cast<std::size_t>(r.value);
+    }
+    (void)call(__NR_close, fd);
+    stream[used] = '\0';
+    std::size_t count = 0;
+    std::size_t start = 0;
+    while (start < used) {
+        if (count == max_tokens) {
+            fail("the view has too many options");
+        }
+        tokens[count++] = stream + start;
+        start += length(stream + start) + 1;
+    }
+    // Every token NUL-terminated, the last one "--end": nothing was lost on the way.
+    if (count == 0 || stream[used - 1] != '\0' || !same(tokens[count - 1], "--end")) {
+        fail("the view was cut short (no --end): nothing of it was built");
+    }
+    return {tokens, count - 1};
+}
+
+// ---- mounts -----------------------------------------------------------------------------------
+
+// A parent directory chain made as bwrap makes its mount points: what exists stays as it is.
+void make_directories(const char *path, std::size_t upto) {
+    char buffer[4096];
+    if (upto >= sizeof buffer) {
+        fail("path too long:", path);
+    }
+    for (std::size_t i = 1; i <= upto; ++i) {
+        if (i == upto || path[i] == '/') {
+            for (std::size_t k = 0; k < i; ++k) {
+                buffer[k] = path[k];
+            }
+            buffer[i] = '\0';
+            const Result r = call(__NR_mkdirat, at_fdcwd, as_long(buffer), 0755);
+            if (r.error != 0 && r.error != EEXIST) {
+                fail("cannot make the directory", buffer, r.error);
+            }
+        }
+    }
+}
+
+std::size_t parent_length(const char *path) {
+    std::size_t n = length(path);
+    while (n > 0 && path[n - 1] != '/') {
+        --n;
+    }
+    return n > 1 ? n - 1 : 0;
+}
+
+// A mount point for a directory or a file, made when missing.
+void ensure_mount_point(const char *path, bool directory) {
+    struct statx st {};
+    if (call(__NR_statx, at_fdcwd, as_long(path), AT_SYMLINK_NOFOLLOW, STATX_TYPE, as_long(&st))
+            .error == 0) {
+        return;
+    }
+    if (path[0] != '/') {
+        fail("a mount point must be an absolute path:", path);
+    }
+    if (directory) {
+        make_directories(path, length(path));
+        return;
+    }
+    make_directories(path, parent_length(path));
+    const Result fd = call(__NR_openat, at_fdcwd, as_long(path),
+                           O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0444);
+    if (fd.error != 0 && fd.error != EEXIST) {
+        fail("cannot make the mount point", path, fd.error);
+    }
+    if (fd.error == 0) {
+        (void)call(__NR_close, fd.value);
+    }
+}
+
+int set_attributes(int fd, const char *path, unsigned int flags, std::uint64_t set,
+                   std::uint64_t clear) {
+    mount_attr attr{};
+    attr.attr_set = set;
+    attr.attr_clr = clear;
+    return call(__NR_mount_setattr, fd, as_long(path), flags, as_long(&attr), sizeof attr).error;
+}
+
+// A detached copy of the tree at `source`, as the view was before any of this stream's mounts.
+int capture(const char *source, bool optional) {
+    const Result fd = call(__NR_open_tree, at_fdcwd, as_long(source),
+                           OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+    if (fd.error == ENOENT && optional) {
+        return -1;
+    }
+    if (fd.error != 0) {
+        fail("cannot take the tree at", source, fd.error);
+    }
+    return static_cast<int>(fd.value);
+}
+
+// The captured tree at `dest`: never set-user-id, never a device, read-only or writable.
+void attach(int tree, const char *source, const char *dest, bool read_only) {
+    struct statx st {};
+    if (const Result r =
+            call(__NR_statx, tree, as_long(""), AT_EMPTY_PATH, STATX_TYPE, as_long(&st));
+        r.error != 0) {
+        fail("cannot inspect the tree at", source, r.error);
+    }
+    ensure_mount_point(dest, (st.stx_mode & S_IFMT) == S_IFDIR);
+    constexpr std::uint64_t always = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+    if (read_only) {
+        if (const int e = set_attributes(tree, "", AT_EMPTY_PATH | AT_RECURSIVE,
+                                         always | MOUNT_ATTR_RDONLY, 0);
+            e != 0) {
+            fail("cannot make read-only the tree of", source, e);
+        }
+    } else if (const int e = set_attributes(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, always,
+                                            MOUNT_ATTR_RDONLY);
+               e != 0) {
+        // A mount beneath the source that the host itself holds read-only stays read-only (the
+        // kernel locks it so): the top is made writable, what lies below keeps the view's flags.
+        if (e != EPERM || set_attributes(tree, "", AT_EMPTY_PATH, always, MOUNT_ATTR_RDONLY) != 0 ||
+            set_attributes(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, always, 0) != 0) {
+            fail("cannot make writable the tree of", source, e);
+        }
+    }
+    if (const Result r = call(__NR_move_mount, tree, as_long(""), at_fdcwd, as_long(dest),
+                              MOVE_MOUNT_F_EMPTY_PATH);
+        r.error != 0) {
+        fail("cannot mount the tree onto", dest, r.error);
+    }
+    (void)call(__NR_close, tree);
+}
+
+void tmpfs(const char *dest, unsigned long size, unsigned long mode) {
+    ensure_mount_point(dest, true);
+    Text<64> data;
+    data << "mode=0" << ((mode >> 9U) & 7U) << ((mode >> 6U) & 7U) << ((mode >> 3U) & 7U)
+         << (mode & 7U);
+    if (size != 0) {
+        data << ",size=" << size;
+    }
+    if (const Result r = call(__NR_mount, as_long("tmpfs"), as_long(dest), as_long("tmpfs"),
+                              MS_NOSUID | MS_NODEV, as_long(data.c_str()));
+        r.error != 0) {
+        fail("cannot mount a tmpfs on", dest, r.error);
+    }
+}
+
+constexpr std::size_t max_binds = 8192;
+int trees[max_binds];
+
+bool is_bind(const char *op) {
+    return same(op, "--bind") || same(op, "--ro-bind") || same(op, "--ro-bind-try");
+}
+
+// Every option of the stream, applied in order. The sources of binds are taken first, all of
+// them from the view bwrap built: a later cover (the private root's, /sys) must not hide a
+// source bound after it, as bwrap takes every source from the host's tree.
+const char *build_view(Tokens view) {
+    const char *const *t = view.items;
+    const std::size_t n = view.count;
+    std::size_t binds = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        if (is_bind(t[i])) {
+            if (i + 2 >= n) {
+                fail("a bind without its source and destination:", t[i]);
+            }
+            if (binds == max_binds) {
+                fail("the view has too many binds");
+            }
+            // /dev/null, the mask over host sockets, is never covered: taken when bound.
+            trees[binds++] =
+                same(t[i + 1], "/dev/null") ? -2 : capture(t[i + 1], same(t[i], "--ro-bind-try"));
+            i += 2;
+        }
+    }
+    const char *cwd = nullptr;
+    unsigned long size = 0;
+    unsigned long mode = 0755;
+    std::size_t bind = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        const char *op = t[i];
+        const char *first = i + 1 < n ? t[i + 1] : nullptr;
+        const char *second = i + 2 < n ? t[i + 2] : nullptr;
+        if (same(op, "--size")) {
+            size = required_number(first, op);
+            ++i;
+        } else if (same(op, "--perms")) {
+            if (first == nullptr || !octal(first, mode)) {
+                fail("expected an octal mode after --perms");
+            }
+            ++i;
+        } else if (same(op, "--tmpfs")) {
+            if (first == nullptr) {
+                fail("expected a path after --tmpfs");
+            }
+            tmpfs(first, size, mode);
+            size = 0;
+            mode = 0755;
+            ++i;
+        } else if (is_bind(op)) {
+            if (second == nullptr) {
+                fail("a bind without its source and destination:", op);
+            }
+            int tree = trees[bind++];
+            if (tree == -2) {
+                tree = capture(first, false);
+            }
+            if (tree >= 0) {
+                attach(tree, first, second, !same(op, "--bind"));
+            }
+            i += 2;
+        } else if (same(op, "--remount-ro")) {
+            if (first == nullptr) {
+                fail("expected a path after --remount-ro");
+            }
+            if (const int e =
+                    set_attributes(at_fdcwd, first, 0,
+                                   MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0);
+                e != 0) {
+                fail("cannot make read-only", first, e);
+            }
+            ++i;
+        } else if (same(op, "--chdir")) {
+            if (first == nullptr || first[0] != '/') {
+                fail("expected an absolute path after --chdir");
+            }
+            cwd = first;
+            ++i;
+        } else {
+            fail("unknown option in the view:", op);
+        }
+    }
+    if (cwd == nullptr) {
+        fail("the view names no working directory (--chdir)");
+    }
+    // After every mount: the directory the target starts in is the view's, not the one beneath.
+    if (const Result r = call(__NR_chdir, as_long(cwd)); r.error != 0) {
+        fail("cannot change to", cwd, r.error);
+    }
+    return cwd;
+}
+
+// ---- identity ---------------------------------------------------------------------------------
+
+void write_file(const char *path, const char *text) {
+    const Result fd = call(__NR_openat, at_fdcwd, as_long(path), O_WRONLY | O_CLOEXEC);
+    if (fd.error != 0) {
+        fail("cannot open", path, fd.error);
+    }
+    const std::size_t n = length(text);
+    const Result w = call(__NR_write, fd.value, as_long(text), n);
+    (void)call(__NR_close, fd.value);
+    if (w.error != 0 || static_cast<std::size_t>(w.value) != n) {
+        fail("cannot write", path, w.error);
+    }
+}
+
+// The target's identity: a user namespace nested in the call's, where only `uid` and `gid` exist
+// (the call's uid 0, which is the sandbox identity on the host). No capability reaches the call's
+// mount namespace from here, so no cover can be unmounted, and no further user namespace can be
+// made (bwrap's --disable-userns, done here because this program builds the view).
+void enter_target_identity(unsigned long uid, unsigned long gid) {
+    if (const Result r = call(__NR_unshare, CLONE_NEWUSER); r.error != 0) {
+        fail("cannot enter the target's user namespace", nullptr, r.error);
+    }
+    // One line each, "INSIDE OUTSIDE 1": the target's ids onto the call's 0.
+    write_file("/proc/self/setgroups", "deny");
+    write_file("/proc/self/uid_map", (Text<64>{} << uid << " 0 1\n").c_str());
+    write_file("/proc/self/gid_map", (Text<64>{} << gid << " 0 1\n").c_str());
+    // Check rather than trust: a further namespace is refused.
+    if (call(__NR_unshare, CLONE_NEWUSER).error == 0) {
+        fail("a further user namespace could still be made");
+    }
+}
+
+// Every capability gone from every set: what the nested namespace gave, and bwrap's three.
+void drop_capabilities() {
+    for (long cap = 0; cap <= 63; ++cap) {
+        const Result r = call(__NR_prctl, PR_CAPBSET_DROP, cap, 0, 0, 0);
+        if (r.error != 0 && r.error != EINVAL) {
+            fail("cannot empty the bounding set", nullptr, r.error);
+        }
+    }
+    if (const Result r = call(__NR_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+        r.error != 0) {
+        fail("cannot clear the ambient capabilities", nullptr, r.error);
+    }
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct none[2] = {};
+    if (const Result r = call(__NR_capset, as_long(&header), as_long(none)); r.error != 0) {
+        fail("cannot clear the capability sets", nullptr, r.error);
+    }
+    __user_cap_data_struct now[2] = {};
+    if (call(__NR_capget, as_long(&header), as_long(now)).error != 0 || now[0].effective != 0 ||
+        now[0].permitted != 0 || now[0].inheritable != 0 || now[1].effective != 0 ||
+        now[1].permitted != 0 || now[1].inheritable != 0) {
+        fail("the capability drop did not hold");
+    }
+}
+
+// ---- the target -------------------------------------------------------------------------------
+
+constexpr std::size_t max_env = 65536;
+char *target_env[max_env + 1];
+Text<4096 + 5> pwd;
+
+// The environment bwrap passed, with PWD naming the directory the target starts in (bwrap set it
+// to the directory it started this program in, before the view existed).
+char **environment(char **envp, const char *cwd) {
+    pwd << "PWD=" << cwd;
+    if (pwd.cut()) {
+        fail("the working directory's path is too long");
+    }
+    std::size_t count = 0;
+    for (char **e = envp; *e != nullptr; ++e) {
+        if (count == max_env) {
+            fail("the environment has too many entries");
+        }
+        target_env[count++] = starts_with(*e, "PWD=") ? const_cast<char *>(pwd.c_str()) : *e;
+    }
+    target_env[count] = nullptr;
+    return target_env;
+}
+
+void install_seccomp() {
+    sock_fprog program{
+        static_cast<unsigned short>(sizeof tea::helper::generated::seccomp_program /
+                                    sizeof tea::helper::generated::seccomp_program[0]),
+        const_cast<sock_filter *>(tea::helper::generated::seccomp_program),  // NOLINT: kernel API
+    };
+    if (const Result r = call(__NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, as_long(&program));
+        r.error != 0) {
+        fail("cannot load the seccomp filter", nullptr, r.error);
+    }
+}
+
+struct Options {
+    int view_fd = -1;
+    int setup_mark = -1;
+    unsigned long uid = 0;
+    unsigned long gid = 0;
+    const char *exec = nullptr;
+    char **argv = nullptr;
+};
+
+int descriptor(const char *text, const char *option) {
+    const unsigned long fd = required_number(text, option);
+    if (fd < 3 || fd > 255) {
+        fail("a descriptor 3..255 is expected after", option);
+    }
+    return static_cast<int>(fd);
+}
+
+Options parse(int argc, char **argv) {
+    Options o;
+    bool uid = false;
+    bool gid = false;
+    for (int i = 1; i < argc; ++i) {
+        const char *a = argv[i];
+        if (same(a, "--")) {
+            if (i + 1 >= argc) {
+                fail("no program after --");
+            }
+            o.argv = argv + i + 1;
+            break;
+        }
+        if (i + 1 >= argc) {
+            fail("expected a value after", a);
+        }
+        const char *v = argv[++i];
+        if (same(a, "--view-fd")) {
+            o.view_fd = descriptor(v, a);
+        } else if (same(a, "--setup-mark")) {
+            o.setup_mark = descriptor(v, a);
+        } else if (same(a, "--uid")) {
+            o.uid = required_number(v, a);
+            uid = true;
+        } else if (same(a, "--gid")) {
+            o.gid = required_number(v, a);
+            gid = true;
+        } else if (same(a, "--exec")) {
+            o.exec = v;
+        } else {
+            fail("unknown option", a);
+        }
+    }
+    // The target is never the call's uid 0 under another name: that identity held capabilities.
+    if (o.view_fd < 0 || o.setup_mark < 0 || !uid || !gid || o.exec == nullptr ||
+        o.argv == nullptr || o.uid == 0 || o.gid == 0 || o.uid > 0xFFFFFFFEUL ||
+        o.gid > 0xFFFFFFFEUL) {
+        fail(
+            "usage: tea-sandbox-view --view-fd V --setup-mark M --uid U --gid G --exec PATH -- "
+            "ARGV...");
+    }
+    return o;
+}
+
+}  // namespace
+
+extern "C" {
+
+// Through volatile pointers: the compiler must not turn these loops into calls to themselves.
+void *memcpy(void *dest, const void *src, std::size_t n) {
+    auto *d = static_cast<volatile unsigned char *>(dest);
+    const auto *s = static_cast<const unsigned char *>(src);
+    for (std::size_t i = 0; i < n; ++i) {
+        d[i] = s[i];
+    }
+    return dest;
+}
+
+void *memmove(void *dest, const void *src, std::size_t n) {
+    auto *d = static_cast<volatile unsigned char *>(dest);
+    const auto *s = static_cast<const unsigned char *>(src);
+    if (d < s) {
+        for (std::size_t i = 0; i < n; ++i) {
+            d[i] = s[i];
+        }
+    } else {
+        for (std::size_t i = n; i > 0; --i) {
+            d[i - 1] = s[i - 1];
+        }
+    }
+    return dest;
+}
+
+void *memset(void *dest, int c, std::size_t n) {
+    auto *d = static_cast<volatile unsigned char *>(dest);
+    for (std::size_t i = 0; i < n; ++i) {
+        d[i] = static_cast<unsigned char>(c);
+    }
+    return dest;
+}
+
+int memcmp(const void *a, const void *b, std::size_t n) {
+    const auto *x = static_cast<const volatile unsigned char *>(a);
+    const auto *y = static_cast<const volatile unsigned char *>(b);
+    for (std::size_t i = 0; i < n; ++i) {
+        if (x[i] != y[i]) {
+            return x[i] < y[i] ? -1 : 1;
+        }
+    }
+    return 0;
+}
+
+// Called from _start with the initial stack: argc, argv..., NULL, envp..., NULL.
+[[noreturn]] __attribute__((used)) void tea_view_main(long *stack) {
+    const int argc = static_cast<int>(stack[0]);
+    char **argv = reinterpret_cast<char **>(stack + 1);
+    char **envp = argv + argc + 1;
+    const Options o = parse(argc, argv);
+
+    const Tokens view = read_stream(o.view_fd);
+    // A nested user namespace would give the target every capability again, over mounts of its
+    // own: one is allowed in the call's namespace, and this program takes it. Before the view,
+    // which makes /proc/sys read-only.
+    write_file("/proc/sys/user/max_user_namespaces", "1");
+    const char *cwd = build_view(view);
+    enter_target_identity(o.uid, o.gid);
+    drop_capabilities();
+    if (call(__NR_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0).error != 0) {
+        fail("cannot set no_new_privs");
+    }
+    // The namespace change cleared bwrap's --die-with-parent: the target still ends with bwrap.
+    if (call(__NR_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0).error != 0) {
+        fail("cannot die with the sandbox");
+    }
+    // The setup mark, taken only now that the whole view stands: a call that ends with it unread
+    // never ran its target.
+    char byte = 0;
+    if (const Result r = call(__NR_read, o.setup_mark, as_long(&byte), 1); r.value != 1) {
+        fail("cannot take the setup mark", nullptr, r.error);
+    }
+    // A descriptor bwrap passed through (a directory above a cover, say) would reach past every
+    // mount: only the standard streams go on to the target.
+    if (const Result r = call(__NR_close_range, 3, ~0U, 0); r.error != 0) {
+        fail("cannot close inherited descriptors", nullptr, r.error);
+    }
+    install_seccomp();
+    const Result r =
+        call(__NR_execve, as_long(o.exec), as_long(o.argv), as_long(environment(envp, cwd)));
+    Line line;
+    line << "tea-sandbox-view: cannot run " << o.argv[0] << ": " << error_name(r.error)
+         << " (errno " << static_cast<unsigned long>(r.error) << ")";
+    line.write_line();
+    exit_now(r.error == ENOENT ? 127 : 126);
+}
+}
+
+#if defined(__x86_64__)
+__asm__(
+    ".text\n"
+    ".global _start\n"
+    "_start:\n"
+    "  xor %rbp, %rbp\n"
+    "  mov %rsp, %rdi\n"
+    "  and $-16, %rsp\n"
+    "  call tea_view_main\n"
+    "  hlt\n");
+#elif defined(__aarch64__)
+__asm__(
+    ".text\n"
+    ".global _start\n"
+    "_start:\n"
+    "  mov x29, #0\n"
+    "  mov x30, #0\n"
+    "  mov x0, sp\n"
+    "  and sp, x0, #-16\n"
+    "  bl tea_view_main\n"
+    "  brk #0\n");
+#endif
