@@ -690,11 +690,17 @@ class Bubblewrap {
             a.insert(a.end(), {"--disable-userns", "--cap-drop", "ALL", "--block-fd",
                                std::to_string(setup_mark_fd)});
         }
-        a.insert(a.end(),
-                 {"--ro-bind", "/", "/", "--dev", "/dev", "--perms", "1777", "--size",
-                  std::to_string(settings_.tmpfs_bytes), "--tmpfs", "/dev/shm", "--proc", "/proc"});
-        if (!by_view_builder) {
-            a.insert(a.end(), view.begin(), view.end());
+        // /dev with its sized /dev/shm: bwrap's --dev binds six device nodes, each followed by a
+        // re-read of the mount table, so the view builder makes it where it runs (staged too).
+        const std::vector<std::string> dev{"--dev",   "/dev",
+                                           "--perms", "1777",
+                                           "--size",  std::to_string(settings_.tmpfs_bytes),
+                                           "--tmpfs", "/dev/shm"};
+        a = a + std::vector<std::string>{"--ro-bind", "/", "/", "--proc", "/proc"};
+        if (by_view_builder) {
+            view = dev + view;
+        } else {
+            a = a + dev + view;
         }
 
         json plan{{"env", json::array()},

@@ -33,6 +33,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 
 #include "seccomp_program.hpp"  // generated from ../helper/seccomp_rules.cpp at build time
 
@@ -377,8 +378,11 @@ int capture(const char *source, bool optional) {
     return static_cast<int>(fd.value);
 }
 
-// The captured tree at `dest`: never set-user-id, never a device, read-only or writable.
-void attach(int tree, const char *source, const char *dest, bool read_only) {
+enum class Access { read_only, writable, devices };
+
+// The captured tree at `dest`: never set-user-id; read-only, or writable; device nodes usable only
+// for the nodes of /dev (Access::devices, writable too).
+void attach(int tree, const char *source, const char *dest, Access access) {
     struct statx st {};
     if (const Result r =
             call(__NR_statx, tree, as_long(""), AT_EMPTY_PATH, STATX_TYPE, as_long(&st));
@@ -387,7 +391,13 @@ void attach(int tree, const char *source, const char *dest, bool read_only) {
     }
     ensure_mount_point(dest, (st.stx_mode & S_IFMT) == S_IFDIR);
     constexpr std::uint64_t always = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
-    if (read_only) {
+    if (access == Access::devices) {
+        if (const int e = set_attributes(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, MOUNT_ATTR_NOSUID,
+                                         MOUNT_ATTR_RDONLY | MOUNT_ATTR_NODEV);
+            e != 0) {
+            fail("cannot make usable the device", source, e);
+        }
+    } else if (access == Access::read_only) {
         if (const int e = set_attributes(tree, "", AT_EMPTY_PATH | AT_RECURSIVE,
                                          always | MOUNT_ATTR_RDONLY, 0);
             e != 0) {
@@ -429,87 +439,166 @@ void tmpfs(const char *dest, unsigned long size, unsigned long mode) {
 constexpr std::size_t max_binds = 8192;
 int trees[max_binds];
 
+// The nodes bwrap's --dev binds from the host's /dev, in its order.
+constexpr const char *dev_nodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
+constexpr std::size_t dev_count = sizeof dev_nodes / sizeof dev_nodes[0];
+int dev_trees[dev_count];
+
 bool is_bind(const char *op) {
     return same(op, "--bind") || same(op, "--ro-bind") || same(op, "--ro-bind-try");
 }
 
-// Every option of the stream, applied in order. The sources of binds are taken first, all of
-// them from the view bwrap built: a later cover (the private root's, /sys) must not hide a
-// source bound after it, as bwrap takes every source from the host's tree.
-const char *build_view(Tokens view) {
+// How many values an option takes, or -1 for one the builder does not know.
+int arity(const char *op) {
+    if (is_bind(op)) {
+        return 2;
+    }
+    for (const char *one : {"--size", "--perms", "--tmpfs", "--remount-ro", "--chdir", "--dev"}) {
+        if (same(op, one)) {
+            return 1;
+        }
+    }
+    return -1;
+}
+
+// bwrap's --dev, made the same way: a tmpfs (sized here, as every tmpfs of the call is) with the
+// host's null, zero, full, random, urandom and tty bound in, the standard links, an empty shm
+// directory and a devpts of its own. No console: bwrap binds one only when its output is a
+// terminal, and a call's output is the runtime's pipe.
+void dev(const char *dest) {
+    tmpfs(dest, 65536, 0755);
+    for (std::size_t k = 0; k < dev_count; ++k) {
+        Text<4096> node;
+        node << dest << "/" << dev_nodes[k];
+        attach(dev_trees[k], node.c_str(), node.c_str(), Access::devices);
+    }
+    const char *const links[][2] = {{"stdin", "/proc/self/fd/0"},  {"stdout", "/proc/self/fd/1"},
+                                    {"stderr", "/proc/self/fd/2"}, {"fd", "/proc/self/fd"},
+                                    {"core", "/proc/kcore"},       {"ptmx", "pts/ptmx"}};
+    for (const auto &[name, target] : links) {
+        Text<4096> link;
+        link << dest << "/" << name;
+        if (const Result r = call(__NR_symlinkat, as_long(target), at_fdcwd, as_long(link.c_str()));
+            r.error != 0) {
+            fail("cannot make the link", link.c_str(), r.error);
+        }
+    }
+    Text<4096> shm;
+    shm << dest << "/shm";
+    Text<4096> pts;
+    pts << dest << "/pts";
+    for (const auto *dir : {&shm, &pts}) {
+        if (const Result r = call(__NR_mkdirat, at_fdcwd, as_long(dir->c_str()), 0755);
+            r.error != 0) {
+            fail("cannot make the directory", dir->c_str(), r.error);
+        }
+    }
+    if (const Result r =
+            call(__NR_mount, as_long("devpts"), as_long(pts.c_str()), as_long("devpts"),
+                 MS_NOSUID | MS_NOEXEC, as_long("newinstance,ptmxmode=0666,mode=620"));
+        r.error != 0) {
+        fail("cannot mount a devpts on", pts.c_str(), r.error);
+    }
+}
+
+// The whole view checked, and every bind's source taken, before the first mount: a view that says
+// something the builder does not know changes nothing. The sources come from the view bwrap
+// built: a later cover (the private root's, /sys) must not hide a source bound after it, as bwrap
+// takes every source from the host's tree.
+void check_and_capture(Tokens view) {
     const char *const *t = view.items;
     const std::size_t n = view.count;
     std::size_t binds = 0;
+    bool dev_seen = false;
     for (std::size_t i = 0; i < n; ++i) {
-        if (is_bind(t[i])) {
-            if (i + 2 >= n) {
-                fail("a bind without its source and destination:", t[i]);
+        const char *op = t[i];
+        const int values = arity(op);
+        if (values < 0) {
+            fail("unknown option in the view:", op);
+        }
+        if (i + static_cast<std::size_t>(values) >= n) {
+            fail("an option without its values:", op);
+        }
+        unsigned long ignored = 0;
+        if (same(op, "--size")) {
+            (void)required_number(t[i + 1], op);
+        } else if (same(op, "--perms")) {
+            if (!octal(t[i + 1], ignored)) {
+                fail("expected an octal mode after --perms");
             }
+        } else {
+            // Every path of a view is absolute, so none can be taken for an option or an --end.
+            for (int k = 1; k <= values; ++k) {
+                if (t[i + static_cast<std::size_t>(k)][0] != '/') {
+                    fail("expected an absolute path after", op);
+                }
+            }
+        }
+        if (is_bind(op)) {
             if (binds == max_binds) {
                 fail("the view has too many binds");
             }
-            // /dev/null, the mask over host sockets, is never covered: taken when bound.
+            // /dev/null, the mask over host sockets, is taken from the /dev the view ends with
+            // when it is bound; every other source now.
             trees[binds++] =
-                same(t[i + 1], "/dev/null") ? -2 : capture(t[i + 1], same(t[i], "--ro-bind-try"));
-            i += 2;
+                same(t[i + 1], "/dev/null") ? -2 : capture(t[i + 1], same(op, "--ro-bind-try"));
+        } else if (same(op, "--dev")) {
+            if (dev_seen) {
+                fail("more than one --dev in the view");
+            }
+            dev_seen = true;
+            for (std::size_t k = 0; k < dev_count; ++k) {
+                Text<32> node;
+                node << "/dev/" << dev_nodes[k];
+                dev_trees[k] = capture(node.c_str(), false);
+            }
         }
+        i += static_cast<std::size_t>(values);
     }
+}
+
+// Every option of the checked view, applied in order; returns the --chdir directory, made current.
+const char *build_view(Tokens view) {
+    check_and_capture(view);
+    const char *const *t = view.items;
+    const std::size_t n = view.count;
     const char *cwd = nullptr;
     unsigned long size = 0;
     unsigned long mode = 0755;
     std::size_t bind = 0;
     for (std::size_t i = 0; i < n; ++i) {
         const char *op = t[i];
-        const char *first = i + 1 < n ? t[i + 1] : nullptr;
-        const char *second = i + 2 < n ? t[i + 2] : nullptr;
+        const char *first = t[i + 1];
         if (same(op, "--size")) {
             size = required_number(first, op);
-            ++i;
         } else if (same(op, "--perms")) {
-            if (first == nullptr || !octal(first, mode)) {
-                fail("expected an octal mode after --perms");
-            }
-            ++i;
+            (void)octal(first, mode);
         } else if (same(op, "--tmpfs")) {
-            if (first == nullptr) {
-                fail("expected a path after --tmpfs");
-            }
             tmpfs(first, size, mode);
             size = 0;
             mode = 0755;
-            ++i;
+        } else if (same(op, "--dev")) {
+            dev(first);
         } else if (is_bind(op)) {
-            if (second == nullptr) {
-                fail("a bind without its source and destination:", op);
-            }
             int tree = trees[bind++];
             if (tree == -2) {
                 tree = capture(first, false);
             }
             if (tree >= 0) {
-                attach(tree, first, second, !same(op, "--bind"));
+                attach(tree, first, t[i + 2],
+                       same(op, "--bind") ? Access::writable : Access::read_only);
             }
-            i += 2;
         } else if (same(op, "--remount-ro")) {
-            if (first == nullptr) {
-                fail("expected a path after --remount-ro");
-            }
             if (const int e =
                     set_attributes(at_fdcwd, first, 0,
                                    MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0);
                 e != 0) {
                 fail("cannot make read-only", first, e);
             }
-            ++i;
         } else if (same(op, "--chdir")) {
-            if (first == nullptr || first[0] != '/') {
-                fail("expected an absolute path after --chdir");
-            }
             cwd = first;
-            ++i;
-        } else {
-            fail("unknown option in the view:", op);
         }
+        i += static_cast<std::size_t>(arity(op));
     }
     if (cwd == nullptr) {
         fail("the view names no working directory (--chdir)");
@@ -556,9 +645,13 @@ void enter_target_identity(unsigned long uid, unsigned long gid) {
 
 // Every capability gone from every set: what the nested namespace gave, and bwrap's three.
 void drop_capabilities() {
+    // Up to the kernel's last capability, which answers the next one with EINVAL.
     for (long cap = 0; cap <= 63; ++cap) {
         const Result r = call(__NR_prctl, PR_CAPBSET_DROP, cap, 0, 0, 0);
-        if (r.error != 0 && r.error != EINVAL) {
+        if (r.error == EINVAL && cap > 0) {
+            break;
+        }
+        if (r.error != 0) {
             fail("cannot empty the bounding set", nullptr, r.error);
         }
     }

@@ -115,9 +115,11 @@ class ViewBuilder : public Confinement {
         ASSERT_EQ(::lchown(tree.c_str(), sandbox_uid(), sandbox_gid()), 0);
     }
 
-    // A view that covers the withheld folder and ends in the workspace, as a call's does.
+    // A view that makes /dev, covers the withheld folder and ends in the workspace, as a call's
+    // does.
     std::vector<std::string> view() const {
-        return {"--size",       "4096",
+        return {"--dev",        "/dev",
+                "--size",       "4096",
                 "--tmpfs",      withheld().string(),
                 "--remount-ro", withheld().string(),
                 "--remount-ro", "/dev",
@@ -159,6 +161,10 @@ TEST_F(ViewBuilder, AViewItCannotReadWholeOrDoesNotKnowStartsNoTarget) {
         {"a missing source", with({"--ro-bind", "/nonexistent-" + random_token(), "/dev/y"})},
         {"a mount point it cannot make", with({"--tmpfs", "/etc/tea-" + random_token()})},
         {"a NUL-less tail", nul_joined(whole) + "--bind"},
+        {"a second /dev", with({"--dev", "/dev"})},
+        {"a relative mount point", with({"--tmpfs", "dev/x"})},
+        // Checked whole before the first mount: an unknown option after valid ones.
+        {"an unknown option last", with({"--tmpfs", "/dev/x", "--overlay", "/a"})},
     };
     for (const auto &[what, stream] : refused) {
         const auto r = build(stream, command);
