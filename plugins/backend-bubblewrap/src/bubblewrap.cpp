@@ -25,6 +25,7 @@
 #include <tea/stamp.hpp>
 #include <utility>
 
+#include "fd.hpp"
 #include "host_sockets.hpp"
 #include "identity.hpp"
 #include "seccomp_program.hpp"  // generated from helper/seccomp_rules.cpp at build time
@@ -576,17 +577,17 @@ class Bubblewrap {
         const auto start = egress_dir.empty() && settable
                                ? exec_path(spec.argv[0], env, spec.cwd, identity)
                                : std::string{};
-        // Staged (ABI 1.5): bwrap starts the target itself, so its process is known now, and the
-        // runtime starts it before the view exists; the view (with its socket walk, the costly
-        // part) comes in the complete plan, through the argument descriptor bwrap is reading.
         // When bwrap starts the target, the view builder makes the view's mounts (view/view.cpp):
         // bwrap's own binds and remounts each re-read the whole mount table, which was most of
         // what a call's view cost. Audited calls and calls with a launcher keep bwrap's options.
         const bool by_view_builder = !start.empty() && !spec.observed;
+        // Staged (ABI 1.5): the builder's process is known now, and the runtime starts it before
+        // the view exists.
         const bool staged = spec.staged && by_view_builder;
-        // The view after the root, /dev and /proc, in bwrap's words, which the view builder
-        // takes too. A staged call's view comes in the complete plan (its socket walk is the
-        // costly part), through the descriptor the builder reads once bwrap has started it.
+        // The view after the root and /proc, in bwrap's words, which the view builder takes too
+        // (with /dev first, below). A staged call's view comes in the complete plan (its socket
+        // walk is the costly part), through the descriptor the builder reads once bwrap has
+        // started it.
         std::vector<std::string> view;
         json report = json::object();
         if (!staged) {
@@ -1132,36 +1133,33 @@ class Bubblewrap {
         if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
             return {-1, "cannot make a pipe"};
         }
-        std::vector<int> opened;
+        // Every descriptor the child gets, closed here once it is started (or not).
+        std::vector<tea::bwrap::Fd> opened;
+        for (const auto &[fd, content] : contents) {
+            opened.emplace_back(::memfd_create("tea-probe", MFD_CLOEXEC));
+            const int mem = opened.back().get();
+            if (mem < 0 ||
+                ::write(mem, content.data(), content.size()) !=
+                    static_cast<ssize_t>(content.size()) ||
+                ::lseek(mem, 0, SEEK_SET) != 0) {
+                ::close(err_pipe[0]);
+                ::close(err_pipe[1]);
+                return {-1, "cannot write the probe's files"};
+            }
+        }
+        for (const auto &[fd, path] : programs) {
+            opened.emplace_back(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+        }
         posix_spawn_file_actions_t fa;
         posix_spawn_file_actions_init(&fa);
         posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
         posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
         posix_spawn_file_actions_adddup2(&fa, err_pipe[1], 2);
-        for (const auto &[fd, content] : contents) {
-            const int mem = ::memfd_create("tea-probe", MFD_CLOEXEC);
-            if (mem < 0 ||
-                ::write(mem, content.data(), content.size()) !=
-                    static_cast<ssize_t>(content.size()) ||
-                ::lseek(mem, 0, SEEK_SET) != 0) {
-                if (mem >= 0) {
-                    ::close(mem);
-                }
-                for (const int o : opened) {
-                    ::close(o);
-                }
-                posix_spawn_file_actions_destroy(&fa);
-                ::close(err_pipe[0]);
-                ::close(err_pipe[1]);
-                return {-1, "cannot write the probe's files"};
+        std::size_t next = 0;
+        for (const auto *list : {&contents, &programs}) {
+            for (const auto &item : *list) {
+                posix_spawn_file_actions_adddup2(&fa, opened[next++].get(), item.first);
             }
-            opened.push_back(mem);
-            posix_spawn_file_actions_adddup2(&fa, mem, fd);
-        }
-        for (const auto &[fd, path] : programs) {
-            const int file = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-            opened.push_back(file);
-            posix_spawn_file_actions_adddup2(&fa, file, fd);
         }
         posix_spawnattr_t attr;
         posix_spawnattr_init(&attr);
@@ -1184,11 +1182,7 @@ class Bubblewrap {
         posix_spawn_file_actions_destroy(&fa);
         posix_spawnattr_destroy(&attr);
         ::close(err_pipe[1]);
-        for (const int o : opened) {
-            if (o >= 0) {
-                ::close(o);
-            }
-        }
+        opened.clear();
         if (rc != 0) {
             ::close(err_pipe[0]);
             return {-1,

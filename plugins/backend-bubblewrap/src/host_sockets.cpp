@@ -21,27 +21,12 @@
 #include <tea/read_all.hpp>
 #include <utility>
 
+#include "fd.hpp"
+
 namespace tea::bwrap {
 namespace {
 
 namespace fs = std::filesystem;
-
-// A descriptor closed when it leaves scope.
-class Fd {
-   public:
-    explicit Fd(int fd) : fd_(fd) {}
-    Fd(const Fd &) = delete;
-    Fd &operator=(const Fd &) = delete;
-    ~Fd() {
-        if (fd_ >= 0) {
-            ::close(fd_);
-        }
-    }
-    [[nodiscard]] int get() const { return fd_; }
-
-   private:
-    int fd_;
-};
 
 void from_proc(std::set<std::string> &paths) {
     const Fd fd{::open("/proc/net/unix", O_RDONLY | O_CLOEXEC)};

@@ -2,11 +2,11 @@
 // target with no capability left.
 //
 //   bwrap --unshare-user --uid 0 --gid 0 --cap-add CAP_SYS_ADMIN --cap-add CAP_SETFCAP
-//         --cap-add CAP_SYS_RESOURCE ... --ro-bind / / --dev /dev --proc /proc ...
+//         --cap-add CAP_SYS_RESOURCE ... --ro-bind / / --proc /proc ...
 //         -- tea-sandbox-view --view-fd V --setup-mark M --uid U --gid G --exec PATH -- ARGV...
 //
 // bwrap leaves it uid 0 in the call's user namespace with those three capabilities. It reads the
-// view from descriptor V: NUL-separated options in bwrap's own words (--bind, --ro-bind,
+// view from descriptor V: NUL-separated options in bwrap's own words (--dev, --bind, --ro-bind,
 // --ro-bind-try, --tmpfs with --size and --perms, --remount-ro, --chdir), ending with "--end". It
 // makes those mounts with plain system calls: bwrap itself re-reads the whole mount table after
 // every bind and every remount, and that re-reading was most of what the view cost. Then it
@@ -365,12 +365,16 @@ int set_attributes(int fd, const char *path, unsigned int flags, std::uint64_t s
     return call(__NR_mount_setattr, fd, as_long(path), flags, as_long(&attr), sizeof attr).error;
 }
 
+// What stands for a bind's tree when none was taken at the start.
+constexpr int tree_absent = -1;      // an --ro-bind-try whose source does not exist
+constexpr int tree_when_bound = -2;  // /dev/null, taken from the view's own /dev when bound
+
 // A detached copy of the tree at `source`, as the view was before any of this stream's mounts.
 int capture(const char *source, bool optional) {
     const Result fd = call(__NR_open_tree, at_fdcwd, as_long(source),
                            OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
     if (fd.error == ENOENT && optional) {
-        return -1;
+        return tree_absent;
     }
     if (fd.error != 0) {
         fail("cannot take the tree at", source, fd.error);
@@ -437,7 +441,7 @@ void tmpfs(const char *dest, unsigned long size, unsigned long mode) {
 }
 
 constexpr std::size_t max_binds = 8192;
-int trees[max_binds];
+int trees[max_binds];  // each bind's captured tree, in the view's order
 
 // The nodes bwrap's --dev binds from the host's /dev, in its order.
 constexpr const char *dev_nodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
@@ -540,8 +544,9 @@ void check_and_capture(Tokens view) {
             }
             // /dev/null, the mask over host sockets, is taken from the /dev the view ends with
             // when it is bound; every other source now.
-            trees[binds++] =
-                same(t[i + 1], "/dev/null") ? -2 : capture(t[i + 1], same(op, "--ro-bind-try"));
+            trees[binds++] = same(t[i + 1], "/dev/null")
+                                 ? tree_when_bound
+                                 : capture(t[i + 1], same(op, "--ro-bind-try"));
         } else if (same(op, "--dev")) {
             if (dev_seen) {
                 fail("more than one --dev in the view");
@@ -581,10 +586,10 @@ const char *build_view(Tokens view) {
             dev(first);
         } else if (is_bind(op)) {
             int tree = trees[bind++];
-            if (tree == -2) {
+            if (tree == tree_when_bound) {
                 tree = capture(first, false);
             }
-            if (tree >= 0) {
+            if (tree != tree_absent) {
                 attach(tree, first, t[i + 2],
                        same(op, "--bind") ? Access::writable : Access::read_only);
             }
@@ -830,6 +835,7 @@ int memcmp(const void *a, const void *b, std::size_t n) {
     // which makes /proc/sys read-only.
     write_file("/proc/sys/user/max_user_namespaces", "1");
     const char *cwd = build_view(view);
+    char **env = environment(envp, cwd);
     enter_target_identity(o.uid, o.gid);
     drop_capabilities();
     if (call(__NR_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0).error != 0) {
@@ -851,8 +857,7 @@ int memcmp(const void *a, const void *b, std::size_t n) {
         fail("cannot close inherited descriptors", nullptr, r.error);
     }
     install_seccomp();
-    const Result r =
-        call(__NR_execve, as_long(o.exec), as_long(o.argv), as_long(environment(envp, cwd)));
+    const Result r = call(__NR_execve, as_long(o.exec), as_long(o.argv), as_long(env));
     Line line;
     line << "tea-sandbox-view: cannot run " << o.argv[0] << ": " << error_name(r.error)
          << " (errno " << static_cast<unsigned long>(r.error) << ")";

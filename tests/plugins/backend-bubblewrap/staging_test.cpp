@@ -20,9 +20,6 @@ namespace fs = std::filesystem;
 
 class Staging : public Confinement {
    protected:
-    tea::exec::LaunchSpec spec(std::vector<std::string> argv) {
-        return target_spec(std::move(argv));
-    }
     static tea::exec::ExecPlan plan_of(const Result &r) {
         EXPECT_EQ(r.status, 0) << r;
         return tea::exec::exec_plan_from_json(r.out);
@@ -54,7 +51,7 @@ class Staging : public Confinement {
 // argument stream, whole in both, ends with its only --unshare-uts, which the host name on
 // bwrap's own command line requires, and the view with its only --end.
 TEST_F(Staging, TheStagedAnswerNamesTheCompletePlansProcessAndDefersOnlyTheView) {
-    const auto s = spec({"/bin/echo", "ran"});
+    const auto s = target_spec({"/bin/echo", "ran"});
     const auto staged = plan_of(run_spec(s, Backend::bubblewrap, true, -1));
     const auto complete = plan_of(run_spec(s, Backend::bubblewrap, true));
 
@@ -104,7 +101,7 @@ TEST_F(Staging, TheStagedAnswerNamesTheCompletePlansProcessAndDefersOnlyTheView)
 // inside an element. The control is the whole view, written the same way, which runs the target.
 TEST_F(Staging, AStreamCutShortStartsNoTarget) {
     const auto token = "STAGED-TARGET-RAN-" + random_token();
-    const auto s = spec({"/bin/echo", token});
+    const auto s = target_spec({"/bin/echo", token});
     const auto whole = run_spec(s, Backend::bubblewrap, false, -1);
     ASSERT_EQ(whole.status, 0) << whole;
     ASSERT_TRUE(whole.has(token)) << whole;

@@ -115,15 +115,22 @@ class ViewBuilder : public Confinement {
         ASSERT_EQ(::lchown(tree.c_str(), sandbox_uid(), sandbox_gid()), 0);
     }
 
-    // A view that makes /dev, covers the withheld folder and ends in the workspace, as a call's
-    // does.
-    std::vector<std::string> view() const {
-        return {"--dev",        "/dev",
-                "--size",       "4096",
-                "--tmpfs",      withheld().string(),
-                "--remount-ro", withheld().string(),
-                "--remount-ro", "/dev",
-                "--chdir",      workspace().string()};
+    // A view as a call's: /dev made, the withheld folder covered, then `extra`, then /dev
+    // read-only and the workspace as the working directory.
+    std::vector<std::string> view(const std::vector<std::string> &extra = {}) const {
+        std::vector<std::string> v{"--dev",        "/dev",
+                                   "--size",       "4096",
+                                   "--tmpfs",      withheld().string(),
+                                   "--remount-ro", withheld().string()};
+        v.insert(v.end(), extra.begin(), extra.end());
+        v.insert(v.end(), {"--remount-ro", "/dev", "--chdir", workspace().string()});
+        return v;
+    }
+    // The same view whole, as the builder reads it: NUL-separated, ending with --end.
+    std::string stream(const std::vector<std::string> &extra = {}) const {
+        auto v = view(extra);
+        v.emplace_back("--end");
+        return nul_joined(v);
     }
 };
 
@@ -132,25 +139,19 @@ TEST_F(ViewBuilder, AViewItCannotReadWholeOrDoesNotKnowStartsNoTarget) {
     const std::vector<std::string> command{"/bin/sh", "-c",
                                            "echo " + token + "; cat \"$1\" 2>&1 || true", "sh",
                                            secret_file().string()};
-    auto whole = view();
-    whole.emplace_back("--end");
+    const auto whole = stream();
 
     // Control: the whole view runs the target, and covers the withheld folder.
-    const auto ran = build(nul_joined(whole), command);
+    const auto ran = build(whole, command);
     EXPECT_EQ(ran.status, 0) << ran;
     EXPECT_TRUE(ran.has(token)) << ran;
     EXPECT_EQ(ran.out.find(secret()), std::string::npos) << ran;
 
-    auto with = [&](std::vector<std::string> extra) {
-        auto v = view();
-        v.insert(v.end(), extra.begin(), extra.end());
-        v.emplace_back("--end");
-        return nul_joined(v);
-    };
+    const auto with = [&](const std::vector<std::string> &extra) { return stream(extra); };
     const std::vector<std::pair<std::string, std::string>> refused{
         {"empty", ""},
         {"no --end", nul_joined(view())},
-        {"--end without its NUL", nul_joined(whole).substr(0, nul_joined(whole).size() - 1)},
+        {"--end without its NUL", whole.substr(0, whole.size() - 1)},
         {"unknown option", with({"--dev-bind", "/", "/"})},
         {"an option without its value", with({"--tmpfs"})},
         {"a bind without its destination", with({"--ro-bind", "/etc"})},
@@ -160,7 +161,7 @@ TEST_F(ViewBuilder, AViewItCannotReadWholeOrDoesNotKnowStartsNoTarget) {
         {"no working directory", nul_joined({"--remount-ro", "/dev", "--end"})},
         {"a missing source", with({"--ro-bind", "/nonexistent-" + random_token(), "/dev/y"})},
         {"a mount point it cannot make", with({"--tmpfs", "/etc/tea-" + random_token()})},
-        {"a NUL-less tail", nul_joined(whole) + "--bind"},
+        {"a NUL-less tail", whole + "--bind"},
         {"a second /dev", with({"--dev", "/dev"})},
         {"a relative mount point", with({"--tmpfs", "dev/x"})},
         // Checked whole before the first mount: an unknown option after valid ones.
@@ -186,7 +187,7 @@ TEST_F(ViewBuilder, AViewItCannotReadWholeOrDoesNotKnowStartsNoTarget) {
               command.front(), "--"},
              {"--view-fd", view_fd_text, "--setup-mark", mark_text, "--uid", "1", "--gid", "1",
               "--unknown", "x", "--exec", command.front(), "--"}}) {
-        const auto r = build(nul_joined(whole), command, options);
+        const auto r = build(whole, command, options);
         EXPECT_EQ(r.status, 125) << options[5] << "\n" << r;
         EXPECT_FALSE(r.has(token)) << r;
     }
@@ -198,28 +199,23 @@ TEST_F(ViewBuilder, PathsWithQuotesNewlinesAndOtherBytesAreMountedAsGiven) {
     fs::create_directory(dir);
     make_file(dir / "inside", "SEEN", 0644);
     hand_to_target(dir);
-    auto v = view();
     // Read-only over itself, then a cover over a file of it: both must find the odd path.
-    v.insert(v.end() - 2, {"--ro-bind", dir.string(), dir.string(), "--ro-bind", "/dev/null",
-                           (dir / "inside").string()});
-    v.emplace_back("--end");
-    const auto r =
-        build(nul_joined(v), {"/bin/sh", "-c",
-                              "ls \"$1\" && [ -c \"$1/inside\" ] && echo MASKED; touch \"$1/new\" "
-                              "2>/dev/null && echo WROTE || echo READ-ONLY",
-                              "sh", dir.string()});
+    const auto r = build(stream({"--ro-bind", dir.string(), dir.string(), "--ro-bind", "/dev/null",
+                                 (dir / "inside").string()}),
+                         {"/bin/sh", "-c",
+                          "ls \"$1\" && [ -c \"$1/inside\" ] && echo MASKED; touch \"$1/new\" "
+                          "2>/dev/null && echo WROTE || echo READ-ONLY",
+                          "sh", dir.string()});
     EXPECT_EQ(r.status, 0) << r;
     EXPECT_TRUE(r.has("inside")) << r;
     EXPECT_TRUE(r.has("MASKED")) << "the file is covered by /dev/null\n" << r;
     EXPECT_TRUE(r.has("READ-ONLY")) << r;
     // Control: without the binds the same directory shows its file and takes a write.
-    auto plain = view();
-    plain.insert(plain.end() - 2, {"--bind", dir.string(), dir.string()});
-    plain.emplace_back("--end");
-    const auto c = build(nul_joined(plain), {"/bin/sh", "-c",
-                                             "wc -c < \"$1/inside\"; touch \"$1/new\" "
-                                             "2>/dev/null && echo WROTE || echo READ-ONLY",
-                                             "sh", dir.string()});
+    const auto c = build(stream({"--bind", dir.string(), dir.string()}),
+                         {"/bin/sh", "-c",
+                          "wc -c < \"$1/inside\"; touch \"$1/new\" "
+                          "2>/dev/null && echo WROTE || echo READ-ONLY",
+                          "sh", dir.string()});
     EXPECT_EQ(c.status, 0) << c;
     EXPECT_TRUE(c.has("4")) << c;
     EXPECT_TRUE(c.has("WROTE")) << c;
@@ -240,25 +236,23 @@ TEST_F(ViewBuilder, AReadOnlyHostMountBeneathAWritableBindStaysReadOnly) {
     hand_to_target(source);
     // Read-only in the mount alone, not in its file system: only the lock keeps it so inside.
     ASSERT_EQ(::mount(source.c_str(), sub.c_str(), nullptr, MS_BIND, nullptr), 0);
+    const struct Unmount {
+        const fs::path &at;
+        ~Unmount() { ::umount2(at.c_str(), MNT_DETACH); }
+    } unmount{sub};
     ASSERT_EQ(::mount(nullptr, sub.c_str(), nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY, nullptr), 0);
-    auto v = view();
-    v.insert(v.end() - 2, {"--bind", dir.string(), dir.string()});
-    v.emplace_back("--end");
-    const auto r = build(nul_joined(v), {"/bin/sh", "-c",
-                                         "touch \"$1/top\" && echo TOP-WROTE; touch "
-                                         "\"$1/locked/x\" 2>&1 || echo LOCKED-READ-ONLY",
-                                         "sh", dir.string()});
-    ::umount2(sub.c_str(), MNT_DETACH);
+    const auto r = build(stream({"--bind", dir.string(), dir.string()}),
+                         {"/bin/sh", "-c",
+                          "touch \"$1/top\" && echo TOP-WROTE; touch "
+                          "\"$1/locked/x\" 2>&1 || echo LOCKED-READ-ONLY",
+                          "sh", dir.string()});
     EXPECT_EQ(r.status, 0) << r;
     EXPECT_TRUE(r.has("TOP-WROTE")) << r;
     EXPECT_TRUE(r.has("LOCKED-READ-ONLY")) << r;
     EXPECT_NE(r.out.find("Read-only file system"), std::string::npos) << r;
     // Control: the directory beneath the mount takes the same write.
-    auto control = view();
-    control.insert(control.end() - 2, {"--bind", source.string(), source.string()});
-    control.emplace_back("--end");
     const auto c =
-        build(nul_joined(control),
+        build(stream({"--bind", source.string(), source.string()}),
               {"/bin/sh", "-c", "touch \"$1/x\" && echo SOURCE-WROTE", "sh", source.string()});
     EXPECT_TRUE(c.has("SOURCE-WROTE")) << c;
 }
