@@ -42,9 +42,12 @@ int main(int argc, char **argv) {
         return 2;
     }
     int error = 0;
-    const auto bpf = tea::helper::compile_confinement_program(&error);
+    std::string failed_rule;
+    const auto bpf = tea::helper::compile_confinement_program(&error, &failed_rule);
     if (error != 0) {
-        return fail("cannot compile the filter", -error);
+        return fail("cannot compile the filter" +
+                        (failed_rule.empty() ? std::string{} : " (rule " + failed_rule + ")"),
+                    -error);
     }
     const auto arch = seccomp_arch_native();
     constexpr std::size_t instruction_size = 8;  // struct sock_filter

@@ -1,81 +1,221 @@
 #include "seccomp_rules.hpp"
 
 #include <errno.h>
+#include <linux/netlink.h>
 #include <linux/sched.h>
+#include <linux/seccomp.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/personality.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <array>
+#include <cstdint>
+#include <vector>
 
 namespace tea::helper {
 namespace {
 
-// Syscalls refused with EPERM, each for the door it would open.
-constexpr std::array<const char *, 28> refused{
-    // io_uring performs file operations the audit's tracer never sees.
-    "io_uring_setup", "io_uring_enter", "io_uring_register",
-    // Kernel attack surface no evaluated tool needs.
-    "perf_event_open", "bpf", "userfaultfd",
-    // The kernel keyring is shared state outside every namespace.
-    "keyctl", "add_key", "request_key",
-    // Mounts could uncover what the sandbox covers (the evaluation folder).
-    "mount", "umount2", "pivot_root", "move_mount", "open_tree", "fsopen", "fsconfig", "fsmount",
-    "fspick", "mount_setattr",
-    // Entering or making namespaces undoes the confinement's own.
-    "setns", "unshare",
-    // Privileged operations, refused outright rather than left to capability checks.
-    "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load", "acct",
-    "reboot"};
+// A system call refused outright. `unified` is its number where the build's libseccomp may not
+// know the name yet: since Linux 5.1 a new system call has one number on every architecture the
+// project builds for (asm-generic's table, shared by x86_64 and aarch64). A name neither knows
+// fails the build: a rule dropped in silence is a door left open with the docs saying shut.
+struct Refusal {
+    const char *name;
+    int error;
+    int unified = 0;
+};
 
-int add_rules(scmp_filter_ctx ctx) {
+constexpr std::array refusals{
+    // io_uring performs file operations the audit's tracer never sees.
+    Refusal{"io_uring_setup", EPERM}, Refusal{"io_uring_enter", EPERM},
+    Refusal{"io_uring_register", EPERM},
+    // Kernel attack surface no evaluated tool needs.
+    Refusal{"perf_event_open", EPERM}, Refusal{"bpf", EPERM}, Refusal{"userfaultfd", EPERM},
+    // The kernel's log holds the host's messages (addresses, other tenants' devices).
+    Refusal{"syslog", EPERM},
+    // The kernel keyring is shared state outside every namespace.
+    Refusal{"keyctl", EPERM}, Refusal{"add_key", EPERM}, Refusal{"request_key", EPERM},
+    // Mounts could uncover what the sandbox covers (the evaluation folder).
+    Refusal{"mount", EPERM}, Refusal{"umount2", EPERM}, Refusal{"pivot_root", EPERM},
+    Refusal{"move_mount", EPERM}, Refusal{"open_tree", EPERM}, Refusal{"fsopen", EPERM},
+    Refusal{"fsconfig", EPERM}, Refusal{"fsmount", EPERM}, Refusal{"fspick", EPERM},
+    Refusal{"mount_setattr", EPERM}, Refusal{"open_tree_attr", EPERM, 467},
+    // Entering or making namespaces undoes the confinement's own.
+    Refusal{"setns", EPERM}, Refusal{"unshare", EPERM},
+    // Tracing: a process made tracee of another sandbox process (PTRACE_TRACEME) leaves the
+    // audit's tracer; attaching to a sandbox process the audit does not trace (the egress relay,
+    // the sandbox's init) takes over a process outside the target's filter. Reading or writing
+    // another process's memory or descriptors is the same door without ptrace.
+    Refusal{"ptrace", EPERM}, Refusal{"process_vm_readv", EPERM},
+    Refusal{"process_vm_writev", EPERM}, Refusal{"pidfd_getfd", EPERM},
+    // Privileged operations, refused outright rather than left to capability checks.
+    Refusal{"init_module", EPERM}, Refusal{"finit_module", EPERM}, Refusal{"delete_module", EPERM},
+    Refusal{"kexec_load", EPERM}, Refusal{"kexec_file_load", EPERM}, Refusal{"acct", EPERM},
+    Refusal{"reboot", EPERM}};
+
+// The socket families a target may make: local sockets, the two internet families (the
+// network namespace has only loopback and the egress route) and routing netlink (the C
+// library's address and interface queries). AF_VSOCK is not namespaced and reaches the
+// hypervisor; AF_PACKET, AF_ALG, AF_KEY and the rest add kernel surface no evaluated tool needs.
+constexpr std::array<std::uint32_t, 4> allowed_families{AF_UNIX, AF_INET, AF_INET6, AF_NETLINK};
+
+// The personality values a target may set: the default (0), the 32-bit and old-uname personas
+// that some build tools ask for, and 0xffffffff, which only reads the current one.
+constexpr std::uint32_t persona_bits =
+    static_cast<std::uint32_t>(PER_LINUX32) | static_cast<std::uint32_t>(UNAME26);
+
+class Rules {
+   public:
+    explicit Rules(scmp_filter_ctx ctx) : ctx_(ctx) {}
+
+    void refuse(int nr, int error, const std::vector<scmp_arg_cmp> &args, const char *what) {
+        if (rc_ != 0) {
+            return;
+        }
+        rc_ = seccomp_rule_add_array(ctx_, SCMP_ACT_ERRNO(static_cast<std::uint32_t>(error)), nr,
+                                     static_cast<unsigned>(args.size()), args.data());
+        if (rc_ != 0) {
+            failed_ = what;
+        }
+    }
+
+    // Refuses the call when its 32-bit argument `arg` is none of `allowed`. A seccomp rule
+    // compares an argument once, so the complement is written as bit prefixes: every block of
+    // values that shares a prefix with no allowed value is one masked comparison. The kernel
+    // reads these arguments as 32-bit ints, so only the low 32 bits are compared: high bits
+    // cannot carry a value past the rule.
+    void refuse_outside(int nr, unsigned arg, const std::vector<std::uint32_t> &allowed, int error,
+                        const char *what) {
+        cover(nr, arg, allowed, 0, 0, error, what);
+    }
+
+    [[nodiscard]] int rc() const { return rc_; }
+    [[nodiscard]] const char *failed() const { return failed_; }
+
+   private:
+    void cover(int nr, unsigned arg, const std::vector<std::uint32_t> &allowed,
+               std::uint32_t prefix, unsigned bits, int error, const char *what) {
+        const std::uint32_t mask = bits == 0 ? 0U : ~std::uint32_t{0} << (32U - bits);
+        bool holds_allowed = false;
+        for (const std::uint32_t value : allowed) {
+            holds_allowed = holds_allowed || (value & mask) == prefix;
+        }
+        if (!holds_allowed) {
+            refuse(nr, error, {scmp_arg_cmp{arg, SCMP_CMP_MASKED_EQ, mask, prefix}}, what);
+            return;
+        }
+        if (bits == 32) {
+            return;  // an allowed value itself
+        }
+        const std::uint32_t next = std::uint32_t{1} << (31U - bits);
+        cover(nr, arg, allowed, prefix, bits + 1, error, what);
+        cover(nr, arg, allowed, prefix | next, bits + 1, error, what);
+    }
+
+    scmp_filter_ctx ctx_;
+    int rc_ = 0;
+    const char *failed_ = nullptr;
+};
+
+int add_rules(scmp_filter_ctx ctx, std::string *failed_rule) {
     // A syscall from another ABI (int 0x80 on x86_64) would dodge every rule.
     int rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
-    for (const char *name : refused) {
-        const int nr = seccomp_syscall_resolve_name(name);
+    if (rc != 0) {
+        return rc;
+    }
+    Rules rules{ctx};
+    for (const Refusal &r : refusals) {
+        int nr = seccomp_syscall_resolve_name(r.name);
         if (nr == __NR_SCMP_ERROR) {
-            continue;  // not a syscall on this architecture
+            nr = r.unified;
         }
-        if (rc == 0) {
-            rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
+        if (nr <= 0) {
+            if (failed_rule != nullptr) {
+                *failed_rule = std::string{r.name} +
+                               ": neither this libseccomp nor the unified table knows its number";
+            }
+            return -ENOENT;
         }
+        rules.refuse(nr, r.error, {}, r.name);
     }
     // clone3 takes its flags through a pointer no filter can read: answer ENOSYS
     // so the C library falls back to clone, whose flags are checked below.
-    if (rc == 0) {
-        rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+    rules.refuse(SCMP_SYS(clone3), ENOSYS, {}, "clone3");
+    // A new namespace of any kind from clone, nested user namespaces above all; and
+    // CLONE_UNTRACED, whose child the audit's tracer never follows: it would run unaudited.
+    constexpr std::array<std::uint64_t, 8> clone_flags{CLONE_NEWUSER,   CLONE_NEWNS,   CLONE_NEWPID,
+                                                       CLONE_NEWNET,    CLONE_NEWUTS,  CLONE_NEWIPC,
+                                                       CLONE_NEWCGROUP, CLONE_UNTRACED};
+    for (const std::uint64_t flag : clone_flags) {
+        rules.refuse(SCMP_SYS(clone), EPERM, {SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag)}, "clone");
     }
-    // A new namespace of any kind from clone, nested user namespaces above all.
-    constexpr std::array<unsigned long, 7> namespace_flags{
-        CLONE_NEWUSER, CLONE_NEWNS,  CLONE_NEWPID,   CLONE_NEWNET,
-        CLONE_NEWUTS,  CLONE_NEWIPC, CLONE_NEWCGROUP};
-    for (const unsigned long flag : namespace_flags) {
-        if (rc == 0) {
-            rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
-                                  SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag));
-        }
-    }
-    // Terminal injection. The kernel reads the request as 32 bits, so compare
-    // only those: a request with high bits set must not slip past.
+    // A seccomp filter of the target's own with a user-notify listener: its answer outranks the
+    // tracer's stop, so a call it lets continue runs without the audit seeing it.
+    rules.refuse(SCMP_SYS(seccomp), EPERM,
+                 {SCMP_A0(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFU, SECCOMP_SET_MODE_FILTER),
+                  SCMP_A1(SCMP_CMP_MASKED_EQ, SECCOMP_FILTER_FLAG_NEW_LISTENER,
+                          SECCOMP_FILTER_FLAG_NEW_LISTENER)},
+                 "seccomp");
+    // Terminal injection, and line disciplines (loading one reaches kernel code no tool needs).
+    // The kernel reads the request as 32 bits, so compare only those: a request with high bits
+    // set must not slip past.
     for (const unsigned long request :
-         {static_cast<unsigned long>(TIOCSTI), static_cast<unsigned long>(TIOCLINUX)}) {
-        if (rc == 0) {
-            rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
-                                  SCMP_A1(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFUL, request));
+         {static_cast<unsigned long>(TIOCSTI), static_cast<unsigned long>(TIOCLINUX),
+          static_cast<unsigned long>(TIOCSETD)}) {
+        rules.refuse(SCMP_SYS(ioctl), EPERM, {SCMP_A1(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFUL, request)},
+                     "ioctl");
+    }
+    const std::vector<std::uint32_t> families(allowed_families.begin(), allowed_families.end());
+    rules.refuse_outside(SCMP_SYS(socket), 0, families, EAFNOSUPPORT, "socket");
+    rules.refuse_outside(SCMP_SYS(socketpair), 0, families, EAFNOSUPPORT, "socketpair");
+    // Netlink beyond routing reaches kernel subsystems (audit, uevents, generic families).
+    rules.refuse(
+        SCMP_SYS(socket), EPROTONOSUPPORT,
+        {SCMP_A0(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFU, AF_NETLINK), SCMP_A2(SCMP_CMP_NE, NETLINK_ROUTE)},
+        "socket");
+    // personality: ADDR_NO_RANDOMIZE, READ_IMPLIES_EXEC, MMAP_PAGE_ZERO and the rest weaken the
+    // kernel's defences. Allowed: 0, the persona bits alone, and 0xffffffff (a query). One
+    // comparison a rule, so "the other 30 bits are all clear or all set" is written as a cycle:
+    // bit a set while the next bit b is clear refuses. A value with some of those bits set and
+    // some clear has such a pair somewhere on the cycle; all set is then refused unless the
+    // persona bits are set too, which leaves only the query.
+    std::vector<unsigned> cycle;
+    for (unsigned bit = 0; bit < 32; ++bit) {
+        if ((persona_bits & (1U << bit)) == 0) {
+            cycle.push_back(bit);
         }
     }
-    return rc;
+    const auto refuse_set_clear = [&rules](unsigned set, unsigned clear) {
+        const std::uint64_t a = std::uint64_t{1} << set;
+        const std::uint64_t b = std::uint64_t{1} << clear;
+        rules.refuse(SCMP_SYS(personality), EPERM, {SCMP_A0(SCMP_CMP_MASKED_EQ, a | b, a)},
+                     "personality");
+    };
+    for (std::size_t i = 0; i < cycle.size(); ++i) {
+        refuse_set_clear(cycle[i], cycle[(i + 1) % cycle.size()]);
+    }
+    for (unsigned bit = 0; bit < 32; ++bit) {
+        if ((persona_bits & (1U << bit)) != 0) {
+            refuse_set_clear(cycle.front(), bit);
+        }
+    }
+    if (rules.rc() != 0 && failed_rule != nullptr) {
+        *failed_rule = rules.failed();
+    }
+    return rules.rc();
 }
 
 }  // namespace
 
-scmp_filter_ctx make_confinement_filter(int *error) {
+scmp_filter_ctx make_confinement_filter(int *error, std::string *failed_rule) {
     scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
     if (ctx == nullptr) {
         *error = -ENOMEM;
         return nullptr;
     }
-    if (const int rc = add_rules(ctx); rc != 0) {
+    if (const int rc = add_rules(ctx, failed_rule); rc != 0) {
         seccomp_release(ctx);
         *error = rc;
         return nullptr;
@@ -84,8 +224,8 @@ scmp_filter_ctx make_confinement_filter(int *error) {
     return ctx;
 }
 
-std::string compile_confinement_program(int *error) {
-    scmp_filter_ctx ctx = make_confinement_filter(error);
+std::string compile_confinement_program(int *error, std::string *failed_rule) {
+    scmp_filter_ctx ctx = make_confinement_filter(error, failed_rule);
     if (ctx == nullptr) {
         return {};
     }
