@@ -86,6 +86,18 @@ void check_call_paths(const exec::LaunchSpec &spec, const std::filesystem::path 
             throw host_error("the withheld path " + w + " contains the private root " +
                              private_root.string() + ", where the target's home lives");
         }
+        // A withheld path with nothing behind it covers nothing: if an earlier call moved the
+        // folder (renamed a parent), its content is in the workspace under another name.
+        struct stat st {};
+        if (::lstat(w.c_str(), &st) != 0) {
+            throw host_error("the withheld path " + w + " cannot be found (" + errno_text(errno) +
+                             "); nothing was run. If an earlier call moved it, withhold it where "
+                             "it is now, or restore it first");
+        }
+        if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
+            throw host_error("the withheld path " + w +
+                             " is neither a directory nor a regular file; nothing was run");
+        }
     }
 }
 

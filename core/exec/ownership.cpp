@@ -20,8 +20,15 @@ bool is_kept(const stdfs::path &p, const std::vector<stdfs::path> &kept) {
                        [&](const stdfs::path &k) { return k.lexically_normal() == normal; });
 }
 
+bool is_kept(const struct stat &st, const std::vector<FileIdentity> &kept) {
+    return std::any_of(kept.begin(), kept.end(), [&](const FileIdentity &k) {
+        return k.dev == st.st_dev && k.ino == st.st_ino;
+    });
+}
+
 template <class Fn>
-void walk(const stdfs::path &top, const std::vector<stdfs::path> &kept, Fn &&fn) {
+void walk(const stdfs::path &top, const std::vector<stdfs::path> &kept,
+          const std::vector<FileIdentity> &kept_ids, Fn &&fn) {
     std::error_code ec;
     // Never follows links: a link in the tree must not carry the loan outside it.
     for (stdfs::recursive_directory_iterator it{top, ec}, end; !ec && it != end; it.increment(ec)) {
@@ -31,6 +38,12 @@ void walk(const stdfs::path &top, const std::vector<stdfs::path> &kept, Fn &&fn)
         }
         struct stat st {};
         if (::lstat(it->path().c_str(), &st) != 0) {
+            continue;
+        }
+        // By what it is as well as by name: a withheld folder reached under another name (its
+        // parent renamed) is still never lent, nor is anything in it.
+        if (is_kept(st, kept_ids)) {
+            it.disable_recursion_pending();
             continue;
         }
         fn(it->path(), st);
@@ -43,18 +56,24 @@ OwnershipLoan::OwnershipLoan(const std::vector<stdfs::path> &trees, uid_t uid, g
                              const std::vector<stdfs::path> &kept,
                              const std::vector<stdfs::path> &disposable)
     : kept_(kept) {
+    for (const auto &k : kept_) {
+        struct stat st {};
+        if (::lstat(k.c_str(), &st) == 0) {
+            kept_ids_.push_back({st.st_dev, st.st_ino});
+        }
+    }
     for (const auto &top : trees) {
         if (is_kept(top, kept_)) {
             continue;
         }
         struct stat st {};
-        if (::lstat(top.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+        if (::lstat(top.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || is_kept(st, kept_ids_)) {
             throw runtime_error("cannot lend " + top.string() +
                                 " to the sandbox identity: not a directory");
         }
         Tree tree{top, st.st_uid, st.st_gid, {}, is_kept(top, disposable)};
         tree.entries.push_back({top, st.st_uid, st.st_gid});
-        walk(top, kept_, [&](const stdfs::path &p, const struct stat &s) {
+        walk(top, kept_, kept_ids_, [&](const stdfs::path &p, const struct stat &s) {
             // A hard link shares its inode with a file outside the tree; handing
             // it over would hand over that file too.
             if (!S_ISDIR(s.st_mode) && s.st_nlink > 1) {
@@ -98,7 +117,7 @@ void OwnershipLoan::restore() {
             ::lchown(p.c_str(), u, g);
         };
         give_back(tree.top);
-        walk(tree.top, kept_, [&](const stdfs::path &p, const struct stat &s) {
+        walk(tree.top, kept_, kept_ids_, [&](const stdfs::path &p, const struct stat &s) {
             if (!S_ISDIR(s.st_mode) && s.st_nlink > 1 && owners.count(p.string()) == 0) {
                 // Made by the target as a second name of a file: leave the
                 // inode as it is rather than chown a file that may live elsewhere,

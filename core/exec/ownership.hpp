@@ -16,11 +16,18 @@
 
 namespace tea::exec {
 
+// A file by what it is rather than by name: its device and inode.
+struct FileIdentity {
+    dev_t dev;
+    ino_t ino;
+};
+
 class OwnershipLoan {
    public:
     OwnershipLoan() = default;
     // Throws tea::Error (exit 125) when a tree cannot be handed over. Nothing
-    // at or below a `kept` path is lent (nor touched on restore): every call's
+    // at or below a `kept` path, found by name or by device and inode (the
+    // same folder under another name), is lent (nor touched on restore): every call's
     // target runs as the same identity and sees the host read-only, so a
     // withheld folder lent to it would be readable by the targets of other
     // calls running at the same time.
@@ -57,6 +64,7 @@ class OwnershipLoan {
     };
     std::vector<Tree> trees_;
     std::vector<std::filesystem::path> kept_;
+    std::vector<FileIdentity> kept_ids_;
     std::size_t skipped_ = 0;
 };
 

@@ -19,6 +19,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <tea/json_bytes.hpp>
 #include <tea/plugin.hpp>
@@ -186,6 +187,25 @@ bool inside(const std::string &path, const std::string &dir) {
     const auto p = fs::path{path}.lexically_normal();
     auto [de, pe] = std::mismatch(d.begin(), d.end(), p.begin(), p.end());
     return de == d.end() || (std::next(de) == d.end() && de->empty());
+}
+
+// The directories strictly between a writable root and `path` beneath it, outermost first: the
+// ones a target could rename to carry `path` away from its cover.
+std::vector<std::string> directories_between(const std::string &root, const std::string &path) {
+    std::vector<std::string> out;
+    const auto r = normal(root);
+    const auto p = normal(path);
+    if (!inside(p.string(), r.string()) || p == r) {
+        return out;
+    }
+    fs::path at = r;
+    for (const auto &part : p.lexically_relative(r)) {
+        at /= part;
+        if (at != p) {
+            out.push_back(at.string());
+        }
+    }
+    return out;
 }
 
 // A quote, a backslash or a control character in a path the confinement is
@@ -658,13 +678,34 @@ class Bubblewrap {
                 }
             }
             add({"--remount-ro", private_root});
+            std::set<std::string> pinned;
             for (const auto &w : spec.withhold) {
                 std::error_code ec;
                 const auto status = fs::symlink_status(w, ec);
+                // A withheld path that is gone (moved by an earlier call, say) or is now a link
+                // would leave the real folder uncovered under another name: refused, not skipped.
+                if (!fs::is_directory(status) && !fs::is_regular_file(status)) {
+                    throw tea::sdk::Unavailable(
+                        "the withheld path " + w +
+                        (fs::exists(status) ? " is neither a directory nor a regular file"
+                                            : " does not exist") +
+                        "; an earlier call may have moved it: check the folder and withhold "
+                        "where it is now");
+                }
+                // Every directory between the workspace and the withheld path becomes a mount
+                // point of its own: the kernel refuses to rename a mount point (EBUSY), so a
+                // target cannot move the withheld folder's parent away from under its cover and
+                // leave the next call covering a name that no longer holds it. (The call's temp
+                // directory and home hold no withheld path: refused above.)
+                for (const auto &dir : directories_between(spec.workspace, w)) {
+                    if (pinned.insert(dir).second) {
+                        add({"--bind", dir, dir});
+                    }
+                }
                 if (fs::is_directory(status)) {
                     // An empty read-only file system: a read answers ENOENT, a write EROFS.
                     add({"--size", "4096", "--tmpfs", w, "--remount-ro", w});
-                } else if (fs::exists(status)) {
+                } else {
                     add({"--ro-bind", "/dev/null", w});
                 }
             }

@@ -83,5 +83,29 @@ TEST_F(Ownership, ASetuidFileLinkedFromADisposableTreeIntoAKeptOneLosesItsBits) 
     EXPECT_EQ(status_of(disposable() / "suid").st_mode & 07777U, 0755U) << "one inode";
 }
 
+TEST_F(Ownership, AWithheldFolderReachedUnderAnotherNameIsNeverLent) {
+    // The withheld folder is named through a link to its parent: by name it is not the folder
+    // the walk meets, by device and inode it is.
+    const auto withheld = kept() / "sub";
+    fs::create_directory_symlink("sub", kept() / "moved");
+    const auto named = kept() / "moved";
+    {
+        const OwnershipLoan loan{{kept()}, kLent, kLent, {named / "."}, {}};
+        EXPECT_EQ(status_of(kept()).st_uid, kLent);
+        EXPECT_EQ(status_of(withheld).st_uid, 0U);
+        EXPECT_EQ(status_of(withheld / "file").st_uid, 0U);
+    }
+    // The control: named as the walk meets it, the folder is kept too; named as nothing, lent.
+    {
+        const OwnershipLoan loan{{kept()}, kLent, kLent, {withheld}, {}};
+        EXPECT_EQ(status_of(withheld / "file").st_uid, 0U);
+    }
+    {
+        const OwnershipLoan loan{{kept()}, kLent, kLent, {kept() / "elsewhere"}, {}};
+        EXPECT_EQ(status_of(withheld / "file").st_uid, kLent);
+    }
+    EXPECT_EQ(status_of(withheld / "file").st_uid, 0U) << "given back";
+}
+
 }  // namespace
 }  // namespace tea::exec

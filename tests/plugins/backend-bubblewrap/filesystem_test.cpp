@@ -59,6 +59,70 @@ report("WRITE", lambda: open(sys.argv[2] + "/planted", "w").write("x"))
     EXPECT_TRUE(control.has("WRITE-OK")) << control;
 }
 
+TEST_P(EitherIdentity, AWithheldFolderCannotBeMovedFromUnderItsCover) {
+    // The withheld folder lies two levels down; its parent is the workspace's own. A target
+    // that moved the parent (rename, or an exchange with a folder of its own) would leave the
+    // next call covering a name with nothing behind it and the folder readable under the new one.
+    const auto sub = workspace() / "sub";
+    const auto answers = sub / "ans";
+    fs::create_directories(answers);
+    fs::create_directory(workspace() / "decoy");
+    const std::string key = "answer-" + random_token();
+    make_file(answers / "key.txt", key + "\n", 0644);
+    hand_to_caller(workspace());
+    struct stat before {};
+    ASSERT_EQ(::stat((answers / "key.txt").c_str(), &before), 0);
+    const auto probe = python(R"PY(
+report("MOVE", lambda: os.rename("sub", ".s"))
+report("EXCHANGE", lambda: zero(libc.renameat2(-100, b"decoy", -100, b"sub", 2)))
+report("MOVE-COVER", lambda: os.rename("sub/ans", "sub/x"))
+report("READ", lambda: open("sub/ans/key.txt").read().strip())
+)PY");
+    const auto read_after = python(R"PY(
+for name in (".s/ans/key.txt", "decoy/ans/key.txt", "sub/ans/key.txt"):
+    report("READ " + name, lambda: open(name).read().strip())
+)PY");
+    const auto withhold = std::vector<std::string>{answers.string()};
+    const auto confined = run({.command = probe, .withhold = withhold});
+    EXPECT_EQ(confined.status, 0) << confined;
+    EXPECT_TRUE(confined.has("MOVE-DENIED:EBUSY")) << confined;
+    EXPECT_TRUE(confined.has("EXCHANGE-DENIED:EBUSY")) << confined;
+    EXPECT_TRUE(confined.has("MOVE-COVER-DENIED:EBUSY")) << confined;
+    EXPECT_TRUE(confined.has("READ-DENIED:ENOENT")) << confined;
+    const auto next = run({.command = read_after, .withhold = withhold});
+    EXPECT_EQ(next.status, 0) << next;
+    EXPECT_EQ(next.out.find(key), std::string::npos) << next;
+    EXPECT_EQ(next.err.find(key), std::string::npos) << next;
+    // Never lent: the folder's files keep their owner through both calls.
+    struct stat after {};
+    ASSERT_EQ(::stat((answers / "key.txt").c_str(), &after), 0) << "the folder stayed in place";
+    EXPECT_EQ(after.st_uid, before.st_uid);
+    EXPECT_EQ(after.st_gid, before.st_gid);
+
+    // The control: without the confinement the same moves succeed and the key is read under
+    // the new name.
+    const auto control = run({.backend = Backend::opt_out, .command = probe});
+    EXPECT_TRUE(control.has("MOVE-OK")) << control;
+    const auto control_next = run({.backend = Backend::opt_out, .command = read_after});
+    EXPECT_EQ(control_next.value("READ .s/ans/key.txt-OK"), key) << control_next;
+}
+
+TEST_P(EitherIdentity, AWithheldPathThatIsGoneIsRefusedNotSkipped) {
+    // An earlier call (or anyone) moved the folder: covering nothing would hand the target its
+    // content under the new name, so the call is refused with the path named.
+    const auto gone = workspace() / "sub" / "ans";
+    const auto r = run({.command = {"/bin/echo", "TARGET-RAN"}, .withhold = {gone.string()}});
+    EXPECT_EQ(r.status, 12) << r;
+    EXPECT_NE(r.err.find(gone.string()), std::string::npos) << r;
+    EXPECT_FALSE(r.has("TARGET-RAN")) << r;
+    // The control: the same call with the folder in place runs.
+    fs::create_directories(gone);
+    hand_to_caller(workspace());
+    const auto ok = run({.command = {"/bin/echo", "TARGET-RAN"}, .withhold = {gone.string()}});
+    EXPECT_EQ(ok.status, 0) << ok;
+    EXPECT_TRUE(ok.has("TARGET-RAN")) << ok;
+}
+
 TEST_F(Confinement, WritesOutsideTheWorkspaceFailAndInsideSucceed) {
     // Writable by everyone, so only the read-only view can refuse the write.
     const auto elsewhere = base() / "elsewhere";
