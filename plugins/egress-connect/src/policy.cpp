@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <memory>
@@ -50,6 +51,12 @@ std::string join(const std::vector<std::string> &texts) {
         out += text;
     }
     return out;
+}
+
+// Whether `host` (an item's host as spelled) is a numeric address equal to `address`.
+bool names_literally(const std::string &host, const SocketAddress &address) {
+    const auto literal = SocketAddress::parse(host, 0);
+    return literal && literal->same_host(address);
 }
 
 std::string describe_item(const std::string &entry, const EgressItem &item) {
@@ -130,6 +137,22 @@ std::string SocketAddress::text() const {
 bool SocketAddress::same_host(const SocketAddress &other) const {
     if (length_ == 0 || other.length_ == 0) return false;
     return host_bytes(*this, storage_) == host_bytes(other, other.storage_);
+}
+
+bool SocketAddress::on_this_host_or_link() const {
+    if (length_ == 0) return false;
+    const auto b = host_bytes(*this, storage_);
+    const bool mapped =
+        std::all_of(b.begin(), b.begin() + 10, [](unsigned char c) { return c == 0; }) &&
+        b[10] == 0xff && b[11] == 0xff;
+    if (mapped) {
+        // 127/8 loopback, 169.254/16 link-local (cloud metadata services), 0/8 "this host".
+        return b[12] == 127 || (b[12] == 169 && b[13] == 254) || b[12] == 0;
+    }
+    const bool zero_prefix =
+        std::all_of(b.begin(), b.begin() + 15, [](unsigned char c) { return c == 0; });
+    // ::1 loopback, :: unspecified, fe80::/10 link-local.
+    return (zero_prefix && b[15] <= 1) || (b[0] == 0xfe && (b[1] & 0xc0U) == 0x80);
 }
 
 Resolution resolve_with_getaddrinfo(const std::string &host, std::uint16_t port) {
@@ -243,14 +266,32 @@ Decision Policy::decide(const Authority &target) const {
         return decision;
     }
     decision.resolved = join(resolution.addresses);
+    std::vector<SocketAddress> local;
     for (SocketAddress &address : resolution.addresses) {
         bool named = item->addresses.empty();
         for (const SocketAddress &allowed : item->addresses) {
             named = named || allowed.same_host(address);
         }
+        // An unpinned item names a host out on the network: a name that resolves (or is made to
+        // resolve, by DNS rebinding) to this machine's loopback or its link (169.254.169.254, a
+        // cloud's metadata service holding the host's credentials) reaches only what the item
+        // pins by address, or names as its host literally ("127.0.0.1:8080").
+        if (item->addresses.empty() && address.on_this_host_or_link() &&
+            !names_literally(item->spelled.host, address)) {
+            local.push_back(address);
+            continue;
+        }
         // The item's port, not the resolver's: a resolver cannot move a tunnel to another port.
         address.set_port(target.port);
         if (named) decision.addresses.push_back(address);
+    }
+    if (decision.addresses.empty() && !local.empty()) {
+        decision.verdict = Decision::Verdict::refuse;
+        decision.reason = "the host resolved only to addresses on this machine or its link (" +
+                          join(local) +
+                          "), which the entry reaches only when its egress item lists them "
+                          "explicitly";
+        return decision;
     }
     if (decision.addresses.empty()) {
         // Pinning to named addresses closes DNS rebinding of a listed name onto an address

@@ -40,6 +40,9 @@ class SocketAddress {
     std::string text() const;
     // Same address, ignoring the port; an IPv4-mapped IPv6 address equals its IPv4 form.
     bool same_host(const SocketAddress &other) const;
+    // Loopback (127/8, ::1), link-local (169.254/16, fe80::/10) or unspecified (0/8, ::), in
+    // either form: an address that reaches this machine or its link, never the network.
+    bool on_this_host_or_link() const;
 
    private:
     sockaddr_storage storage_{};

@@ -579,6 +579,54 @@ TEST(Policy, KeepsOnlyTheAddressesTheItemNames) {
     EXPECT_EQ(missing.verdict, Decision::Verdict::unresolved);
 }
 
+TEST(Policy, AnUnpinnedNameNeverReachesThisMachineOrItsLink) {
+    // DNS rebinding, or a name that simply resolves there: the host's loopback services and a
+    // cloud's metadata service (169.254.169.254) hold what no target may reach.
+    FakeResolver fake;
+    fake.names["metadata.example"] = {"169.254.169.254"};
+    fake.names["loopback.example"] = {"127.0.0.1", "::1"};
+    fake.names["mapped.example"] = {"::ffff:127.0.0.2"};
+    fake.names["zero.example"] = {"0.0.0.0"};
+    fake.names["link6.example"] = {"fe80::1"};
+    fake.names["mixed.example"] = {"127.0.0.1", "192.0.2.5"};
+    fake.names["pinned.example"] = {"127.0.0.1"};
+    fake.names["127.0.0.1"] = {"127.0.0.1"};
+    fake.names["::1"] = {"::1"};
+    const Policy policy("agent",
+                        {{"metadata.example", 80, {}},
+                         {"loopback.example", 443, {}},
+                         {"mapped.example", 443, {}},
+                         {"zero.example", 443, {}},
+                         {"link6.example", 443, {}},
+                         {"mixed.example", 443, {}},
+                         {"pinned.example", 443, {"127.0.0.1"}},
+                         {"127.0.0.1", 8080, {}},
+                         {"[::1]", 8080, {}}},
+                        fake.get());
+    for (const auto &[host, port] :
+         std::vector<std::pair<std::string, std::uint16_t>>{{"metadata.example", 80},
+                                                            {"loopback.example", 443},
+                                                            {"mapped.example", 443},
+                                                            {"zero.example", 443},
+                                                            {"link6.example", 443}}) {
+        const Decision d = policy.decide({host, port, false});
+        EXPECT_EQ(d.verdict, Decision::Verdict::refuse) << host;
+        EXPECT_NE(d.reason.find("on this machine or its link"), std::string::npos) << d.reason;
+        EXPECT_TRUE(d.addresses.empty()) << host;
+    }
+    // A name that also resolves elsewhere keeps only the other addresses.
+    const Decision mixed = policy.decide({"mixed.example", 443, false});
+    ASSERT_EQ(mixed.verdict, Decision::Verdict::allow);
+    ASSERT_EQ(mixed.addresses.size(), 1u);
+    EXPECT_EQ(mixed.addresses[0].text(), "192.0.2.5");
+    // The controls: an item that pins the address, or names it as its host, reaches it.
+    const Decision pinned = policy.decide({"pinned.example", 443, false});
+    ASSERT_EQ(pinned.verdict, Decision::Verdict::allow) << pinned.reason;
+    EXPECT_EQ(pinned.addresses.at(0).text(), "127.0.0.1");
+    EXPECT_EQ(policy.decide({"127.0.0.1", 8080, false}).verdict, Decision::Verdict::allow);
+    EXPECT_EQ(policy.decide({"::1", 8080, false}).verdict, Decision::Verdict::allow);
+}
+
 TEST(Policy, RealResolverFindsLocalhost) {
     const Resolution r = resolve_with_getaddrinfo("localhost", 80);
     ASSERT_EQ(r.status, Resolution::Status::ok) << r.error;
@@ -809,7 +857,8 @@ TEST(ConnectProxy, TriesEachAllowedAddressThen502) {
     fake.names["two.example"] = {"127.0.0.2", "127.0.0.1"};
     fake.names["dead.example"] = {"127.0.0.2", "127.0.0.3"};
     RunningProxy proxy(Policy("agent",
-                              {{"two.example", echo.port(), {}}, {"dead.example", echo.port(), {}}},
+                              {{"two.example", echo.port(), {"127.0.0.2", "127.0.0.1"}},
+                               {"dead.example", echo.port(), {"127.0.0.2", "127.0.0.3"}}},
                               fake.get()));
     EXPECT_GE(open_echo_tunnel(proxy.socket(), "two.example:" + std::to_string(echo.port())).get(),
               0);
@@ -1043,8 +1092,9 @@ class RealClients : public ::testing::Test {
 };
 
 TEST_F(RealClients, CurlReachesAnAllowedTlsServer) {
-    RunningProxy proxy(
-        Policy("agent", {{"127.0.0.1", tls_->port(), {}}, {"localhost", tls_->port(), {}}}));
+    // "localhost" names this machine: its item pins the loopback addresses to reach them.
+    RunningProxy proxy(Policy("agent", {{"127.0.0.1", tls_->port(), {}},
+                                        {"localhost", tls_->port(), {"127.0.0.1", "::1"}}}));
     Forwarder forwarder(proxy.socket());
     const RunResult by_address = curl(forwarder, url("127.0.0.1"), proxy.dir());
     EXPECT_EQ(by_address.exit_code, 0) << by_address.err;
@@ -1077,8 +1127,26 @@ TEST_F(RealClients, CurlIsRefusedAnUnlistedHost) {
     EXPECT_EQ(allowed.out, "tea-tls-ok\n") << allowed.err;
 }
 
-TEST_F(RealClients, PythonUrllibThroughTheProxy) {
+TEST_F(RealClients, CurlIsRefusedALoopbackNameTheItemDoesNotPin) {
     RunningProxy proxy(Policy("agent", {{"localhost", tls_->port(), {}}}));
+    Forwarder forwarder(proxy.socket());
+    const RunResult refused = curl(forwarder, url("localhost"), proxy.dir());
+    EXPECT_NE(refused.exit_code, 0);
+    EXPECT_NE(refused.err.find("403"), std::string::npos) << refused.err;
+    ASSERT_EQ(proxy.records().refusals.size(), 1u);
+    EXPECT_NE(proxy.records().refusals[0].reason.find("on this machine or its link"),
+              std::string::npos)
+        << proxy.records().refusals[0].reason;
+    EXPECT_EQ(proxy.records().tunnels_opened, 0u);
+    // The control: the same name with its addresses pinned reaches the server.
+    RunningProxy pinned(Policy("agent", {{"localhost", tls_->port(), {"127.0.0.1", "::1"}}}));
+    Forwarder through_pinned(pinned.socket());
+    const RunResult allowed = curl(through_pinned, url("localhost"), pinned.dir());
+    EXPECT_EQ(allowed.out, "tea-tls-ok\n") << allowed.err;
+}
+
+TEST_F(RealClients, PythonUrllibThroughTheProxy) {
+    RunningProxy proxy(Policy("agent", {{"localhost", tls_->port(), {"127.0.0.1", "::1"}}}));
     Forwarder forwarder(proxy.socket());
     const std::string script = R"(import ssl, sys, urllib.request, urllib.error
 context = ssl.create_default_context(cafile=sys.argv[3])
