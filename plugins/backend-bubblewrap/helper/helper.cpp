@@ -6,11 +6,12 @@
 //       identity, with no capabilities and no_new_privs, then run PROGRAM
 //       (bubblewrap).
 //   tea-sandbox-helper confine --env-fd N [--cpu S] [--fsize B] [--nproc N]
-//                              [--cwd DIR] -- PROGRAM ARGS...
-//       Inside the sandbox, as the first process bubblewrap starts: take the
-//       target's exact environment from descriptor N, apply the limits, join a
-//       fresh session keyring, close every other descriptor, load the seccomp
-//       filter and run the target.
+//                              [--keyring new|inherited] -- PROGRAM ARGS...
+//       Inside the sandbox, as the first process bubblewrap starts (or the one
+//       the egress shim starts): take the target's exact environment from
+//       descriptor N, apply the limits, join a fresh session keyring (unless
+//       the runtime joined one before bubblewrap: "inherited"), close every
+//       other descriptor, load the seccomp filter and run the target.
 //   tea-sandbox-helper hold --handoff-fd N
 //       Inside the sandbox, as its pid 1 (bwrap --as-pid-1), once the view is
 //       built: send a pidfd of itself over the socket at N, then reap orphans
@@ -217,11 +218,14 @@ void set_limits(unsigned long long cpu, unsigned long long fsize, unsigned long 
     set_limit(RLIMIT_NPROC, nproc, "process count");
 }
 
-// The last steps before the target, shared by confine and enter: a fresh session keyring,
-// no_new_privs, only 0-2 open, the seccomp filter, then the target with exactly env.
-[[noreturn]] void start_target(std::vector<std::string> &env, char **program) {
+// The last steps before the target, shared by confine and enter: a fresh session keyring
+// (unless the runtime joined one before bwrap, whose filter then refuses keyctl), no_new_privs,
+// only 0-2 open, the seccomp filter, then the target with exactly env.
+[[noreturn]] void start_target(std::vector<std::string> &env, char **program,
+                               bool join_keyring = true) {
     // A fresh anonymous session keyring: nothing the host's session holds is reachable.
-    if (::syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, nullptr) < 0 && errno != ENOSYS) {
+    if (join_keyring && ::syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, nullptr) < 0 &&
+        errno != ENOSYS) {
         fail("cannot join a new session keyring", errno);
     }
     if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
@@ -252,9 +256,12 @@ int confine(int argc, char **argv) {
     unsigned long long cpu = 0;
     unsigned long long fsize = 0;
     unsigned long long nproc = 0;
+    bool join_keyring = true;
     for (const auto &[k, v] : args.options) {
         if (k == "--env-fd") {
             env_fd = static_cast<int>(number(v, "--env-fd"));
+        } else if (k == "--keyring" && (v == "new" || v == "inherited")) {
+            join_keyring = v == "new";
         } else if (k == "--cpu") {
             cpu = number(v, "--cpu");
         } else if (k == "--fsize") {
@@ -270,7 +277,7 @@ int confine(int argc, char **argv) {
     }
     static std::vector<std::string> env = read_environment(env_fd);
     set_limits(cpu, fsize, nproc);
-    start_target(env, args.program);
+    start_target(env, args.program, join_keyring);
 }
 
 int descriptor_option(std::string_view value, const char *option) {

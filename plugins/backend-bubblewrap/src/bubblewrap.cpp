@@ -830,9 +830,19 @@ class Bubblewrap {
                 argv.insert(argv.end(),
                             {shim_in_sandbox, "--port", std::to_string(spec.egress_port),
                              "--socket", spec.egress_socket, "--"});
+                // The shim and its relay start before the helper loads the filter: bwrap loads
+                // it first, so no process of the call runs without it, and the shim is the
+                // namespace's init instead of bwrap's own, which would run unfiltered and
+                // dumpable (a target writing its /proc/1/mem would own a process outside the
+                // filter). The fresh session keyring is joined before bwrap for the same reason.
+                a.insert(a.end(), {"--as-pid-1", "--seccomp", std::to_string(seccomp_fd)});
+                plan["newSessionKeyring"] = true;
             }
             argv.insert(argv.end(),
                         {helper_in_sandbox, "confine", "--env-fd", std::to_string(env_fd)});
+            if (!egress_dir.empty()) {
+                argv.insert(argv.end(), {"--keyring", "inherited"});
+            }
             for (const auto &[option, value] :
                  {std::pair{"--cpu", cpu}, std::pair{"--fsize", fsize},
                   std::pair{"--nproc", nproc}}) {
@@ -850,6 +860,7 @@ class Bubblewrap {
             if (!egress_dir.empty()) {
                 plan["files"].push_back(
                     {{"fd", shim_fd}, {"path", tea::bytes::to_json(spec.egress_shim)}});
+                plan["files"].push_back({{"fd", seccomp_fd}, {"content", seccomp_bytes()}});
             }
         }
         plan["argv"] = tea::bytes::list_to_json(argv);

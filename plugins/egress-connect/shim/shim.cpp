@@ -278,6 +278,9 @@ void detach(const std::vector<int> &listeners, const std::string &socket) {
         ::setsid();
         // No new privileges: nothing the relay could exec would gain any.
         ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+        // Not dumpable: a target of the same identity cannot open the relay's /proc/PID/mem and
+        // write its code.
+        ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
         // The call's stdout and stderr stay with the target: a relay holding them open would
         // keep the call's output from ending.
         const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -308,6 +311,35 @@ void detach(const std::vector<int> &listeners, const std::string &socket) {
     }
 }
 
+// As the pid namespace's first process (the backend starts it so, with bwrap's own init left
+// out), the shim stays the namespace's init: the program runs as its child, every orphan (the
+// relay's first parent included) is reaped, and the program's status is the shim's, 128 + N for
+// a signal as bwrap's own init reports it. Signals a process of the namespace sends its init are
+// dropped by the kernel, as they were for bwrap's.
+[[noreturn]] void run_as_init(char **program) {
+    const pid_t child = ::fork();
+    if (child < 0) {
+        fail(std::string{"fork: "} + error_text(errno));
+    }
+    if (child == 0) {
+        ::execv(program[0], program);
+        fail(std::string{"cannot run "} + program[0] + ": " + error_text(errno));
+    }
+    for (;;) {
+        int status = 0;
+        const pid_t pid = ::wait(&status);
+        if (pid < 0 && errno == EINTR) {
+            continue;
+        }
+        if (pid < 0) {
+            fail(std::string{"wait: "} + error_text(errno));
+        }
+        if (pid == child) {
+            ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+        }
+    }
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -327,6 +359,9 @@ int main(int argc, char **argv) {
     detach(listeners, options.socket);
     for (const int l : listeners) {
         ::close(l);
+    }
+    if (::getpid() == 1) {
+        run_as_init(options.program);
     }
     ::execv(options.program[0], options.program);
     fail(std::string{"cannot run "} + options.program[0] + ": " + error_text(errno));

@@ -11,6 +11,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -25,12 +26,13 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 // relay_sockets(): the socket each shim relay visible from inside carries connections to, read
-// from the relay's command line (the shim's, run as descriptor 13 by the backend).
+// from the relay's command line (the shim's, run as descriptor 13 by the backend). The shim
+// itself stays as the namespace's first process with the same command line: pid 1 is no relay.
 constexpr const char *relay_finder = R"PY(
 def relay_sockets():
     found = []
     for pid in os.listdir("/proc"):
-        if pid.isdigit():
+        if pid.isdigit() and pid != "1":
             try:
                 with open("/proc/" + pid + "/cmdline", "rb") as f:
                     argv = f.read().split(b"\0")
@@ -102,14 +104,27 @@ class Egress : public Confinement {
     }
 
     // The shim's relays of this test's calls: the shim's command line, which names the socket
-    // beneath this test's private root (strace's and bwrap's name it too, further on).
+    // beneath this test's private root (strace's and bwrap's name it too, further on), in a
+    // process whose parent has it too (the shim, which stays as the namespace's init).
     std::vector<pid_t> relays() const {
-        std::vector<pid_t> out;
-        for (const pid_t pid : processes_with(private_root().string())) {
+        const auto is_shim = [](pid_t pid) {
             std::ifstream in{"/proc/" + std::to_string(pid) + "/cmdline"};
             std::string first;
             std::getline(in, first, '\0');
-            if (first == "/proc/self/fd/13") {
+            return first == "/proc/self/fd/13";
+        };
+        std::vector<pid_t> out;
+        for (const pid_t pid : processes_with(private_root().string())) {
+            std::ifstream stat{"/proc/" + std::to_string(pid) + "/stat"};
+            std::string text{std::istreambuf_iterator<char>{stat}, {}};
+            const auto close = text.rfind(')');
+            pid_t parent = 0;
+            if (close != std::string::npos) {
+                std::istringstream fields{text.substr(close + 2)};
+                std::string state;
+                fields >> state >> parent;
+            }
+            if (is_shim(pid) && parent > 0 && is_shim(parent)) {
                 out.push_back(pid);
             }
         }
@@ -348,6 +363,48 @@ TEST_F(Egress, TheRelayRunsAsTheSandboxIdentityAndEndsWithTheCall) {
             << e.path() << " was left behind\n"
             << r;
     }
+}
+
+TEST_F(Egress, EveryProcessOfTheRouteRunsUnderTheFilterAndTheRelayIsClosedToTheTarget) {
+    // The target looks at every other process of its pid namespace: the shim (its first process)
+    // and the relay must carry the same seccomp filter, in the same fresh session keyring, and the
+    // relay's memory must not open for writing (a target that wrote into a process outside its
+    // filter would get the whole kernel surface back). Unaudited, so that Seccomp is the
+    // confinement's filter alone and no tracer stands in the way of the probes.
+    const auto probe = python(R"PY(
+me = os.getpid()
+child = os.fork()
+if child == 0:
+    time.sleep(30)
+    os._exit(0)
+for pid in sorted(int(p) for p in os.listdir("/proc") if p.isdigit()):
+    if pid == me:
+        continue
+    status = dict(l.rstrip("\n").split(":\t", 1) for l in open("/proc/%d/status" % pid) if ":\t" in l)
+    name = "CHILD" if pid == child else "PID%d" % pid
+    print("%s-SECCOMP:%s" % (name, status.get("Seccomp")), flush=True)
+    report(name + "-MEM", lambda: os.close(os.open("/proc/%d/mem" % pid, os.O_RDWR)))
+os.kill(child, signal.SIGKILL)
+os.waitpid(child, 0)
+)PY");
+    const auto r = run(
+        {.command = probe, .options = {"--observer", "none", "--egress", "example.invalid:443"}});
+    EXPECT_EQ(r.status, 0) << r;
+    // The shim is the namespace's first process, the relay another; the target's own child is
+    // the control: a process of the same identity whose memory does open.
+    EXPECT_EQ(r.value("PID1-SECCOMP"), "2") << r;
+    EXPECT_EQ(r.value("CHILD-SECCOMP"), "2") << r;
+    EXPECT_TRUE(r.has("CHILD-MEM-OK")) << r;
+    int others = 0;
+    for (int pid = 2; pid < 64; ++pid) {
+        const auto name = "PID" + std::to_string(pid);
+        if (const auto seccomp = r.value(name + "-SECCOMP")) {
+            ++others;
+            EXPECT_EQ(*seccomp, "2") << name << "\n" << r;
+            EXPECT_TRUE(r.has(name + "-MEM-DENIED:EACCES")) << name << "\n" << r;
+        }
+    }
+    EXPECT_EQ(others, 1) << "the relay, and nothing else" << r;
 }
 
 TEST_F(Egress, TheTargetCanReachTheSocketButNotReplaceIt) {
