@@ -677,7 +677,7 @@ TEST_P(BulkTunnel, CarriesEveryByteBothWays) {
     ProxyOptions options = RunningProxy::fast_options();
     options.use_splice = GetParam();
     options.buffer_bytes = std::size_t{64} * 1024;
-    RunningProxy proxy(Policy("agent", {{"localhost", echo.port(), {}}}), options);
+    RunningProxy proxy(Policy("agent", {{"localhost", echo.port(), {"127.0.0.1"}}}), options);
     Fd fd = open_echo_tunnel(proxy.socket(), "localhost:" + std::to_string(echo.port()));
     ASSERT_GE(fd.get(), 0);
     std::string payload(8 << 20, '\0');
