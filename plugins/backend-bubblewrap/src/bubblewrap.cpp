@@ -1110,8 +1110,10 @@ class Bubblewrap {
     json mask_sockets(const Spec &spec, const Identity &identity, const std::string &private_root,
                       std::vector<std::string> &a) const {
         // Where no socket is masked: fresh in the sandbox, covered already, or the call's own.
-        std::vector<std::string> unmasked{"/dev",       "/proc",        "/sys",       "/run/user",
-                                          private_root, spec.workspace, spec.temp_dir};
+        // The workspace is not among them: a host process (a language server, a dev server) may
+        // have bound a socket there, and /proc/net/unix names it without any walk.
+        std::vector<std::string> unmasked{"/dev",      "/proc",      "/sys",
+                                          "/run/user", private_root, spec.temp_dir};
         unmasked.insert(unmasked.end(), spec.withhold.begin(), spec.withhold.end());
         tea::bwrap::SocketScanOptions options;
         options.directories.assign(settings_.socket_dirs.begin(), settings_.socket_dirs.end());
@@ -1119,6 +1121,7 @@ class Bubblewrap {
         // Nor walked, so that a workspace the target filled with entries cannot use up the walk
         // before it reaches a host socket.
         options.skip.assign(unmasked.begin(), unmasked.end());
+        options.skip.emplace_back(spec.workspace);
         // Kept in the private root, which every sandbox covers: a target that could write it
         // could hide a socket from the next call's walk.
         options.cache_file = fs::path{private_root} / "socket-walk-cache";
@@ -1157,6 +1160,19 @@ class Bubblewrap {
             } else {
                 reachable.push_back(tea::bytes::to_json(s.path));
             }
+        }
+        // A socket bound by a relative name that no holder's working directory places could be
+        // anywhere the target can see: root's, the system's and this user's refuse the call,
+        // another user's is reported as left reachable.
+        for (const auto &u : scan.unlocated) {
+            if (u.mandatory) {
+                throw tea::sdk::Unavailable(
+                    "a host socket bound by the relative name \"" + u.path + "\" (owner uid " +
+                    std::to_string(u.owner) +
+                    ") cannot be found in its holders' working directories, so it cannot be "
+                    "masked; stop the process that holds it, or bind it by an absolute path");
+            }
+            reachable.push_back(tea::bytes::to_json(u.path));
         }
         // Only other users' sockets may be left open for lack of room; root's,
         // the system's and this user's never are.

@@ -28,7 +28,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void from_proc(std::set<std::string> &paths) {
+// A socket bound by a relative name: /proc/net/unix shows the name as it was given, not where
+// the file is.
+struct RelativeSocket {
+    std::string name;
+    unsigned long inode = 0;  // the socket's, as /proc/PID/fd shows it ("socket:[N]")
+};
+
+void from_proc(std::set<std::string> &paths, std::vector<RelativeSocket> &relative) {
     const Fd fd{::open("/proc/net/unix", O_RDONLY | O_CLOEXEC)};
     if (fd.get() < 0) {
         return;
@@ -48,18 +55,100 @@ void from_proc(std::set<std::string> &paths) {
                 ++at;
             }
         };
+        unsigned long inode = 0;
         for (int field = 0; field < 7; ++field) {
             skip_spaces();
+            const std::size_t field_start = at;
             while (at < end && text[at] != ' ' && text[at] != '\t') {
                 ++at;
             }
+            if (field == 6) {
+                std::from_chars(text.data() + field_start, text.data() + at, inode);
+            }
         }
         skip_spaces();
-        if (at < end && text[at] == '/') {  // '@' marks an abstract socket: no file
+        if (at < end && text[at] == '/') {
             paths.emplace(text, at, end - at);
+        } else if (at < end && text[at] != '@') {  // '@' marks an abstract socket: no file
+            relative.push_back({text.substr(at, end - at), inode});
         }
         line_start = end < text.size() ? end : std::string::npos;
     }
+}
+
+// Where each relatively bound socket lies: its name taken from the working directory of a
+// process that holds it, when a socket file is there. One the runtime cannot place (its holders
+// unreadable, or the file moved since) is returned with the uid of a holder, when one was seen.
+std::vector<HostSocket> locate_relative(const std::vector<RelativeSocket> &relative,
+                                        std::set<std::string> &paths) {
+    std::vector<HostSocket> unlocated;
+    if (relative.empty()) {
+        return unlocated;
+    }
+    std::map<unsigned long, std::vector<pid_t>> holders;
+    for (const auto &r : relative) {
+        holders[r.inode];
+    }
+    const Fd proc{::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+    tea::dirents::for_each(proc.get(), [&](const dirent64 &process) {
+        const std::string_view name{process.d_name};
+        pid_t pid = 0;
+        if (std::from_chars(name.data(), name.data() + name.size(), pid).ec != std::errc{} ||
+            pid <= 0) {
+            return true;
+        }
+        const std::string fd_dir = "/proc/" + std::string{name} + "/fd";
+        const Fd dir{::open(fd_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+        if (dir.get() < 0) {
+            return true;  // another user's process, or gone
+        }
+        tea::dirents::for_each(dir.get(), [&](const dirent64 &entry) {
+            std::array<char, 64> target{};
+            const ssize_t n = ::readlinkat(dir.get(), entry.d_name, target.data(), target.size());
+            constexpr std::string_view prefix = "socket:[";
+            const std::string_view text{target.data(), n > 0 ? static_cast<std::size_t>(n) : 0};
+            if (text.size() <= prefix.size() + 1 || text.substr(0, prefix.size()) != prefix) {
+                return true;
+            }
+            unsigned long inode = 0;
+            std::from_chars(text.data() + prefix.size(), text.data() + text.size() - 1, inode);
+            if (const auto it = holders.find(inode); it != holders.end()) {
+                it->second.push_back(pid);
+            }
+            return true;
+        });
+        return true;
+    });
+    for (const auto &r : relative) {
+        bool placed = false;
+        uid_t owner = 0;
+        bool seen = false;
+        for (const pid_t pid : holders[r.inode]) {
+            std::array<char, 4096> cwd{};
+            const std::string link = "/proc/" + std::to_string(pid) + "/cwd";
+            const ssize_t n = ::readlink(link.c_str(), cwd.data(), cwd.size() - 1);
+            struct stat holder {};
+            if (!seen && ::stat(("/proc/" + std::to_string(pid)).c_str(), &holder) == 0) {
+                owner = holder.st_uid;
+                seen = true;
+            }
+            if (n <= 0 || cwd[0] != '/') {
+                continue;
+            }
+            const auto candidate =
+                (fs::path{std::string{cwd.data(), static_cast<std::size_t>(n)}} / r.name)
+                    .lexically_normal();
+            struct stat st {};
+            if (::lstat(candidate.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) {
+                paths.insert(candidate.string());
+                placed = true;
+            }
+        }
+        if (!placed && seen) {
+            unlocated.push_back(HostSocket{r.name, owner, false});
+        }
+    }
+    return unlocated;
 }
 
 // The directories a walk leaves out, by device and inode.
@@ -391,7 +480,9 @@ bool is_link_to_walked(const fs::path &dir, const std::vector<fs::path> &directo
 
 SocketScan scan_host_sockets(const SocketScanOptions &options, const Identity &sandbox) {
     std::set<std::string> paths;
-    from_proc(paths);
+    std::vector<RelativeSocket> relative;
+    from_proc(paths, relative);
+    auto unlocated = locate_relative(relative, paths);
     Skipped skip;
     for (const auto &dir : options.skip) {
         struct stat st {};
@@ -435,6 +526,11 @@ SocketScan scan_host_sockets(const SocketScanOptions &options, const Identity &s
     }
     std::stable_partition(scan.sockets.begin(), scan.sockets.end(),
                           [](const HostSocket &s) { return s.mandatory; });
+    for (auto &u : unlocated) {
+        u.mandatory =
+            u.owner < options.system_uid_limit || u.owner == self || u.owner == sandbox.uid;
+    }
+    scan.unlocated = std::move(unlocated);
     return scan;
 }
 

@@ -21,7 +21,11 @@ struct HostSocket {
 };
 
 struct SocketScan {
-    std::vector<HostSocket> sockets;     // reachable by the sandbox identity, mandatory first
+    std::vector<HostSocket> sockets;  // reachable by the sandbox identity, mandatory first
+    // Sockets bound by a relative name that no holder's working directory places (path: the
+    // name as bound; owner: a holder's uid). A socket with no holder the runtime can read is not
+    // listed at all: see docs/confinement.md.
+    std::vector<HostSocket> unlocated;
     bool walk_complete = true;           // false: the walk stopped at max_entries
     std::size_t directories_read = 0;    // listed with getdents64
     std::size_t directories_reused = 0;  // taken from the cache, unchanged since

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "harness.hpp"
@@ -64,18 +65,100 @@ TEST_F(Confinement, UnixSocketsBeyondTheScannedDepthAndInTheWorkspace) {
         fs::permissions(p, fs::perms{0755});
     }
     const auto host = Listener::unix_path(deep / "deep.sock");
-    // The call's own workspace: a socket there is the target's to use.
-    const auto own = Listener::unix_path(workspace() / "own.sock");
+    // A host process's socket in the call's workspace (a language server's, a dev server's):
+    // the workspace is the target's, what listens there is not.
+    const auto in_workspace = Listener::unix_path(workspace() / "host.sock");
+    // The target's own socket, bound and reached inside the call, stays its own.
     const auto probe = python(std::string{connect_probe} + R"PY(
 unix("DEEP", sys.argv[1])
-unix("OWN", sys.argv[2])
+unix("IN-WORKSPACE", sys.argv[2])
+if os.path.exists(sys.argv[3]):
+    os.unlink(sys.argv[3])  # the confined run's, left behind
+own = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+own.bind(sys.argv[3])
+own.listen(1)
+unix("OWN", sys.argv[3])
 )PY",
-                              {(deep / "deep.sock").string(), (workspace() / "own.sock").string()});
+                              {(deep / "deep.sock").string(), (workspace() / "host.sock").string(),
+                               (workspace() / ("own-" + random_token(6) + ".sock")).string()});
     const auto [confined, control] = run_both({.command = probe});
     EXPECT_TRUE(confined.has("DEEP-DENIED:ECONNREFUSED")) << confined;
+    EXPECT_TRUE(confined.has("IN-WORKSPACE-DENIED:ECONNREFUSED")) << confined;
     EXPECT_TRUE(confined.has("OWN-OK")) << confined;
     EXPECT_TRUE(control.has("DEEP-OK")) << control;
+    EXPECT_TRUE(control.has("IN-WORKSPACE-OK")) << control;
     EXPECT_TRUE(control.has("OWN-OK")) << control;
+}
+
+// A host process that binds its socket by a relative name, in a directory outside every grant.
+// /proc/net/unix shows only the name; the runtime finds the file through the holder's working
+// directory. With `wander`, the holder leaves that directory after binding, so it cannot.
+class RelativeSocketHolder {
+   public:
+    RelativeSocketHolder(const fs::path &dir, const fs::path &scratch, bool wander)
+        : process_({"/usr/bin/python3", "-I", "-c", R"PY(
+import os, socket, sys, time
+os.chdir(sys.argv[1])
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind("rel.sock")
+s.listen(8)
+if sys.argv[2] == "wander":
+    os.chdir("/")
+open(os.path.join(sys.argv[1], "ready"), "w").close()
+while True:
+    c, _ = s.accept()
+    c.close()
+)PY",
+                    dir.string(), wander ? "wander" : "stay"},
+                   {"PATH=/usr/bin:/bin"}, {}, scratch) {
+        ready_ = eventually([&] { return fs::exists(dir / "ready"); });
+    }
+    [[nodiscard]] bool ready() const { return ready_; }
+
+   private:
+    Process process_;
+    bool ready_ = false;
+};
+
+TEST_F(Confinement, UnixSocketBoundByARelativeNameIsRefused) {
+    // Run alone, as every test whose name holds "UnixSocket": it binds where calls look.
+    // Deeper than the walk of /tmp goes: only /proc/net/unix, which names it "rel.sock", knows it.
+    const auto dir = base() / "x" / "y" / "relative";
+    fs::create_directories(dir);
+    for (auto p = dir; p != base(); p = p.parent_path()) {
+        fs::permissions(p, fs::perms{0755});
+    }
+    const RelativeSocketHolder holder{dir, base(), false};
+    ASSERT_TRUE(holder.ready());
+    const auto probe = python(std::string{connect_probe} + R"PY(
+unix("RELATIVE", sys.argv[1])
+)PY",
+                              {(dir / "rel.sock").string()});
+    const auto [confined, control] = run_both({.command = probe});
+    EXPECT_EQ(confined.status, 0) << confined;
+    EXPECT_TRUE(confined.has("RELATIVE-DENIED:ECONNREFUSED")) << confined;
+    EXPECT_TRUE(control.has("RELATIVE-OK")) << control;
+}
+
+TEST_F(Confinement, AUnixSocketBoundByARelativeNameThatCannotBeFoundRefusesTheCall) {
+    // Its holder moved away after binding: the file could be anywhere, and a socket of root's
+    // (or of the invoker's own, for an unprivileged run) must never be left reachable, so the
+    // call does not run. Run alone (its name holds "UnixSocket"): it refuses every call.
+    const auto dir = base() / "wandered";
+    fs::create_directories(dir);
+    fs::permissions(dir, fs::perms{0755});
+    std::optional<RelativeSocketHolder> holder;
+    holder.emplace(dir, base(), true);
+    ASSERT_TRUE(holder->ready());
+    const auto r = run({.command = {"/bin/echo", "TARGET-RAN"}});
+    EXPECT_EQ(r.status, 12) << r;
+    EXPECT_NE(r.err.find("rel.sock"), std::string::npos) << r;
+    EXPECT_FALSE(r.has("TARGET-RAN")) << r;
+    // The control: the same call runs once the holder is gone.
+    holder.reset();
+    const auto after = run({.command = {"/bin/echo", "TARGET-RAN"}});
+    EXPECT_EQ(after.status, 0) << after;
+    EXPECT_TRUE(after.has("TARGET-RAN")) << after;
 }
 
 TEST_F(Confinement, UnixSocketInRunIsRefusedByBothItsNames) {
