@@ -22,7 +22,8 @@ Terminal::Terminal() {
     if (::ptsname_r(master_, name.data(), name.size()) != 0) {
         throw std::runtime_error("ptsname_r failed");
     }
-    slave_ = ::open(name.data(), O_RDWR | O_NOCTTY | O_CLOEXEC);
+    path_ = name.data();
+    slave_ = ::open(path_.c_str(), O_RDWR | O_NOCTTY | O_CLOEXEC);
     termios mode{};
     if (slave_ < 0 || ::tcgetattr(slave_, &mode) != 0) {
         throw std::runtime_error(std::string{"cannot open "} + name.data());

@@ -20,6 +20,8 @@ class Terminal {
     // The terminal's device (the pty's slave side), close-on-exec: a process gets it through
     // a dup2 onto 0, 1 or 2.
     [[nodiscard]] int device() const { return slave_; }
+    // The device's path (/dev/pts/N).
+    [[nodiscard]] const std::string &path() const { return path_; }
     // Closes the test's own copy of the device and returns every byte written to the terminal
     // once no process holds the device open any more.
     std::string output();
@@ -27,6 +29,7 @@ class Terminal {
    private:
     int master_ = -1;
     int slave_ = -1;
+    std::string path_;
     std::string received_;
     std::thread reader_;
 };
