@@ -6,6 +6,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/target_git.hpp"
+#include "exec/terminal_text.hpp"
 #include "util/console.hpp"
 #include "util/error.hpp"
 
@@ -24,18 +25,29 @@ exec::StdinSpec call_stdin() {
 }  // namespace
 
 // A path as one line of the human list: control bytes (a newline in a file name) escaped, so
-// a hostile name cannot forge lines of the report.
+// a hostile name cannot forge lines of the report; so are C1 controls and bytes that are not
+// well-formed UTF-8 (all bytes above ASCII when the locale is not UTF-8), with which a name would
+// hide the report's lines on a terminal (exec/terminal_text.hpp).
 std::string printable(const std::string &path) {
+    const bool utf8 = exec::terminal_charset() == exec::Charset::utf8;
     std::string out;
-    for (const char c : path) {
-        const auto u = static_cast<unsigned char>(c);
-        if (u < 0x20 || u == 0x7f || c == '\\') {
-            char buf[8];
-            (void)std::snprintf(buf, sizeof buf, "\\x%02x", u);
-            out += buf;
-        } else {
-            out += c;
+    for (std::size_t i = 0; i < path.size();) {
+        const auto u = static_cast<unsigned char>(path[i]);
+        std::size_t shown = 0;
+        if (u >= 0x20 && u < 0x7f && u != '\\') {
+            shown = 1;
+        } else if (u >= 0x80 && utf8) {
+            shown = exec::TerminalText::shown_utf8_length(std::string_view{path}.substr(i));
         }
+        if (shown > 0) {
+            out.append(path, i, shown);
+            i += shown;
+            continue;
+        }
+        char buf[8];
+        (void)std::snprintf(buf, sizeof buf, "\\x%02x", u);
+        out += buf;
+        ++i;
     }
     return out;
 }
@@ -191,7 +203,7 @@ int exec_command(const CommonOptions &common, const ExecOptions &options) {
             records.is_object() && records.contains("omitted")) {
             record["egressRefusalsOmitted"] = records["omitted"];
         }
-        console::out() << record.dump() << '\n';
+        console::out() << record.dump(-1, ' ', console::on_terminal(stdout)) << '\n';
     }
     return status;
 }

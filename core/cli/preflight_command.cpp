@@ -206,7 +206,7 @@ int preflight_command(const CommonOptions &common, const PreflightOptions &optio
                                          {"everyLeg", std::move(paths)},
                                          {"someLegs", bytes::list_to_json(some)},
                                          {"complete", !incomplete}}
-                              .dump()
+                              .dump(-1, ' ', console::on_terminal(stdout))
                        << '\n';
     }
     if (incomplete) {

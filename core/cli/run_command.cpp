@@ -736,7 +736,7 @@ int run_command(const CommonOptions &common, const RunCommandOptions &options) {
                                {"runDir", state.records.string()},
                                {"status", state.run["status"]},
                                {"summary", state.run["summary"]}}
-                              .dump()
+                              .dump(-1, ' ', console::on_terminal(stdout))
                        << '\n';
     }
     if (state.interrupted != 0) return 128 + state.interrupted;
@@ -809,9 +809,9 @@ int preflight_evaluation(const CommonOptions &common, const stdfs::path &folder,
                           "nothing\n";
     }
     if (common.json) {
-        console::out()
-            << json{{"everyLeg", bytes::list_to_json(every)}, {"complete", !incomplete}}.dump()
-            << '\n';
+        console::out() << json{{"everyLeg", bytes::list_to_json(every)}, {"complete", !incomplete}}
+                              .dump(-1, ' ', console::on_terminal(stdout))
+                       << '\n';
     }
     return every.empty() && !incomplete ? 0 : static_cast<int>(ExitCode::invalid);
 }

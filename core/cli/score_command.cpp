@@ -281,7 +281,7 @@ int score_command(const CommonOptions &common, const ScoreOptions &options) {
         console::err() << "  " << printable(listed[i]) << '\n';
     }
     if (common.json) {
-        console::out() << score.dump() << '\n';
+        console::out() << score.dump(-1, ' ', console::on_terminal(stdout)) << '\n';
     }
     if (verdict == "invalid") return static_cast<int>(ExitCode::invalid);
     return verdict == "fail" ? static_cast<int>(ExitCode::fail) : 0;

@@ -15,6 +15,7 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,12 +25,14 @@
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 #include <string_view>
 #include <tea/dirents.hpp>
 #include <tea/read_all.hpp>
 #include <vector>
 
+#include "exec/terminal_text.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
 
@@ -111,12 +114,32 @@ UniqueFd opened_file(const std::string &path) {
     return above_plan_numbers(std::move(fd));
 }
 
+// A terminal the call's output is shown on, and whether what was last shown there left a line
+// open. Both streams share one when they are shown on the same terminal.
+struct TerminalLine {
+    int fd = -1;
+    bool open = false;
+
+    // The runtime's own lines after the call start on a line of their own: a target cannot leave
+    // half a forged line (or a "\r") for the runtime's first line to complete or overwrite.
+    void end() {
+        if (open) {
+            (void)::write(fd, "\n", 1);  // a terminal that is gone has nothing left to show
+            open = false;
+        }
+    }
+};
+
 struct Capture {
     UniqueFd pipe;
     UniqueFd file;
     const OutputSpec *spec = nullptr;
     StreamResult result;
     bool tee_ok = true;
+    // When the tee is a terminal: the target's bytes are shown, never acted on, so that it cannot
+    // forge or hide the runtime's lines (terminal_text.hpp). The file keeps them exact.
+    std::optional<TerminalText> terminal;
+    TerminalLine *line = nullptr;
 
     void consume(const char *data, std::size_t size) {
         result.total_bytes += size;
@@ -131,22 +154,40 @@ struct Capture {
         if (result.total_bytes > spec->cap_bytes) {
             result.truncated = true;
         }
-        if (spec->tee_fd >= 0 && tee_ok) {
-            // A closed reader of the runtime's stdout ends the copy, not the call.
-            const char *p = data;
-            std::size_t left = size;
-            while (left > 0) {
-                const auto n = ::write(spec->tee_fd, p, left);
-                if (n < 0 && errno == EINTR) {
-                    continue;
-                }
-                if (n <= 0) {
-                    tee_ok = false;
-                    break;
-                }
-                p += n;
-                left -= static_cast<std::size_t>(n);
+        if (spec->tee_fd < 0 || !tee_ok) {
+            return;
+        }
+        tee(terminal ? terminal->render({data, size}) : std::string_view{data, size});
+    }
+
+    // What the terminal still holds back of a sequence cut at the stream's end, escaped.
+    void end_of_stream() {
+        if (terminal && spec->tee_fd >= 0 && tee_ok) {
+            tee(terminal->finish());
+        }
+    }
+
+    void tee(std::string_view bytes) {
+        if (bytes.empty()) {
+            return;
+        }
+        // A closed reader of the runtime's stdout ends the copy, not the call.
+        const char *p = bytes.data();
+        std::size_t left = bytes.size();
+        while (left > 0) {
+            const auto n = ::write(spec->tee_fd, p, left);
+            if (n < 0 && errno == EINTR) {
+                continue;
             }
+            if (n <= 0) {
+                tee_ok = false;
+                return;
+            }
+            p += n;
+            left -= static_cast<std::size_t>(n);
+        }
+        if (line != nullptr) {
+            line->open = bytes.back() != '\n';
         }
     }
 
@@ -172,6 +213,32 @@ struct Capture {
         }
     }
 };
+
+// The device of a terminal descriptor; nullopt when the descriptor is no terminal.
+std::optional<dev_t> terminal_device(int fd) {
+    struct stat st {};
+    if (fd < 0 || ::isatty(fd) == 0 || ::fstat(fd, &st) != 0) {
+        return std::nullopt;
+    }
+    return st.st_rdev;
+}
+
+// Decided once per call, when (and only when) a tee goes to a terminal: anything else (a pipe, a
+// file, a record) is given the target's bytes unchanged.
+void show_on_terminals(std::array<Capture, 2> &captures, std::array<TerminalLine, 2> &lines) {
+    std::array<std::optional<dev_t>, 2> devices{};
+    for (std::size_t i = 0; i < 2; ++i) {
+        const int fd = captures[i].spec->tee_fd;
+        devices[i] = terminal_device(fd);
+        if (!devices[i]) {
+            continue;
+        }
+        captures[i].terminal.emplace(terminal_charset());
+        lines[i].fd = fd;
+        const bool same_terminal = i == 1 && devices[0] && *devices[0] == *devices[1];
+        captures[i].line = same_terminal ? captures[0].line : &lines[i];
+    }
+}
 
 UniqueFd open_capture_file(const OutputSpec &spec) {
     if (spec.file.empty()) {
@@ -750,6 +817,7 @@ struct StartedCall::State {
     CallResult result;
     UniqueFd mark;
     std::array<Capture, 2> captures;
+    std::array<TerminalLine, 2> terminal_lines;
     HolderProcess holder;
     pid_t pid = -1;
     UniqueFd pidfd;
@@ -831,6 +899,7 @@ void StartedCall::State::start_plan() {
         captures[i].file = open_capture_file(*specs[i]);
         ::fcntl(captures[i].pipe.get(), F_SETFL, O_NONBLOCK);
     }
+    show_on_terminals(captures, terminal_lines);
 
     UniqueFd stdin_fd;
     if (options.in.kind == StdinSpec::Kind::null_device) {
@@ -1040,6 +1109,12 @@ void StartedCall::State::wait() {
             holder.signal(SIGKILL);
             kill_at = now + std::chrono::hours{24};  // sent; wait for the exit
         }
+    }
+    for (auto &capture : captures) {
+        capture.end_of_stream();
+    }
+    for (auto &line : terminal_lines) {
+        line.end();
     }
     result.out = captures[0].result;
     result.err = captures[1].result;

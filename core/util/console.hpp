@@ -14,6 +14,8 @@
 // ends (then flushed), so a line from the run's progress thread is never cut by another's.
 #pragma once
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <ostream>
 #include <sstream>
@@ -51,6 +53,13 @@ class Line {
     std::ostringstream buffer_;
     std::FILE *to_;
 };
+
+// Whether `to` is a terminal. A JSON document printed there is dumped ASCII-only (every other
+// character as \uXXXX, the same document): its strings may hold a name a target chose, and the
+// terminal would act on a C1 control in one (exec/terminal_text.hpp).
+inline bool on_terminal(std::FILE *to) {
+    return ::isatty(::fileno(to)) != 0;
+}
 
 // One statement's text for standard output (--json documents, listings).
 inline Line out() {

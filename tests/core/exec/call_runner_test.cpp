@@ -18,6 +18,8 @@
 #include <sstream>
 #include <thread>
 
+#include "exec/terminal_text.hpp"
+#include "support/terminal.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
 
@@ -123,6 +125,79 @@ TEST_F(CallRunner, OutputBeyondTheCapIsCountedNotKept) {
     const auto small = run_call(plan({"sh", "-c", "head -c 999 /dev/zero"}), capture(1000));
     EXPECT_FALSE(small.out.truncated);
     EXPECT_EQ(fs::file_size(dir_ / "stdout"), 999U);
+}
+
+// The copy to the runtime's streams when they are a terminal (terminal_text.hpp): a target's
+// control bytes are shown, not acted on, and its last line is ended before the runtime writes.
+TEST_F(CallRunner, OutputShownOnATerminalCarriesNoControlAndEndsItsLine) {
+    test::Terminal terminal;
+    auto options = capture();
+    options.out.tee_fd = terminal.device();
+    options.err.tee_fd = terminal.device();
+    const auto r = run_call(plan({"printf", R"(a\033[8mb\302\233c\033]0;\r)"}), options);
+    ASSERT_EQ(r.exit_code, 0) << r.start_error;
+    EXPECT_EQ(terminal.output(), "a^[[8mb\\xc2\\x9bc^[]0;\r\n");
+    // The file keeps every byte, and the count is the target's.
+    EXPECT_EQ(read(dir_ / "stdout"),
+              "a\x1b[8mb\xc2\x9b"
+              "c\x1b]0;\r");
+    EXPECT_EQ(r.out.total_bytes, 14U);
+}
+
+// Control: the same output copied to a pipe arrives as it was written, with no line end added.
+TEST_F(CallRunner, OutputCopiedToAPipeKeepsEveryByte) {
+    std::array<int, 2> ends{};
+    ASSERT_EQ(::pipe2(ends.data(), O_CLOEXEC), 0);
+    UniqueFd reader{ends[0]};
+    UniqueFd writer{ends[1]};
+    auto options = capture();
+    options.out.tee_fd = writer.get();
+    const auto r = run_call(plan({"printf", R"(a\033[8mb\302\233c\033]0;\r)"}), options);
+    ASSERT_EQ(r.exit_code, 0) << r.start_error;
+    writer.reset();
+    std::string copied(64, '\0');
+    const auto n = ::read(reader.get(), copied.data(), copied.size());
+    ASSERT_GE(n, 0);
+    copied.resize(static_cast<std::size_t>(n));
+    EXPECT_EQ(copied,
+              "a\x1b[8mb\xc2\x9b"
+              "c\x1b]0;\r");
+}
+
+// A UTF-8 sequence cut between two reads is decided whole: a C1 control is shown escaped, and a
+// character is kept (escaped too when the locale is not UTF-8).
+TEST_F(CallRunner, ASequenceSplitBetweenReadsIsDecidedWhole) {
+    test::Terminal terminal;
+    auto options = capture();
+    options.out.tee_fd = terminal.device();
+    const auto r = run_call(plan({"sh", "-c",
+                                  R"(printf '\302'; sleep 0.1; printf '\233x\033'; sleep 0.1;)"
+                                  R"( printf '[8m\303'; sleep 0.1; printf '\251\n')"}),
+                            options);
+    ASSERT_EQ(r.exit_code, 0) << r.start_error;
+    const std::string e_acute = terminal_charset() == Charset::utf8 ? "\xc3\xa9" : "\\xc3\\xa9";
+    EXPECT_EQ(terminal.output(), "\\xc2\\x9bx^[[8m" + e_acute + "\n");
+}
+
+// Both streams on one terminal share its line: it is ended once, whichever stream left it open,
+// and a call whose output ended its line gets nothing added.
+TEST_F(CallRunner, TheTerminalsLineIsEndedOnceWhicheverStreamLeftItOpen) {
+    const auto shown = [&](const std::string &script) {
+        fs::remove(dir_ / "stdout");
+        fs::remove(dir_ / "stderr");
+        test::Terminal terminal;
+        auto options = capture();
+        options.out.tee_fd = terminal.device();
+        options.err.tee_fd = terminal.device();
+        const auto r = run_call(plan({"sh", "-c", script}), options);
+        EXPECT_EQ(r.exit_code, 0) << r.start_error;
+        return terminal.output();
+    };
+    EXPECT_EQ(shown("printf 'out\\n'; sleep 0.1; printf err >&2"), "out\nerr\n");
+    EXPECT_EQ(shown("printf 'err\\n' >&2; sleep 0.1; printf out"), "err\nout\n");
+    EXPECT_EQ(shown("printf out; sleep 0.1; printf 'err\\n' >&2"), "outerr\n");
+    EXPECT_EQ(shown("echo done"), "done\n");
+    EXPECT_EQ(shown("true"), "");
 }
 
 TEST_F(CallRunner, NeverWritesThroughAPlantedLink) {
