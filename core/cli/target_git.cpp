@@ -26,7 +26,8 @@ stdfs::path build_target_repository(const git::WorkspaceSource &source,
         throw runtime_error("cannot make " + cache.string() + ": " + errno_text(errno));
     }
     git::PrivateRepositoryRequest request;
-    request.project_repository = source.worktree;
+    // The git directory the source was found in, never the work tree's .git read again.
+    request.project_repository = source.worktree_git_dir;
     request.commit = source.commit;
     request.withheld_paths = withheld;
     request.destination = repository;
