@@ -380,7 +380,7 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
         spec.home = home.string();
         spec.withhold.push_back(ev.folder.string());
         if (state.source.git) {
-            spec.withhold.push_back(state.source.git_dir.string());
+            withhold_git_dirs(spec, state.source);
         }
         spec.system_paths = entry->system_paths;
         if (!repository.empty() && ev.confinement) {

@@ -26,7 +26,8 @@ stdfs::path build_target_repository(const git::WorkspaceSource &source,
         throw runtime_error("cannot make " + cache.string() + ": " + errno_text(errno));
     }
     git::PrivateRepositoryRequest request;
-    request.project_repository = source.worktree;
+    // The git directory the source was found in, never the work tree's .git read again.
+    request.project_repository = source.worktree_git_dir;
     request.commit = source.commit;
     request.withheld_paths = withheld;
     request.destination = repository;
@@ -71,7 +72,21 @@ bool may_be_in_repository(const stdfs::path &dir) {
     }
 }
 
+// Adds git_dir to the call's withheld paths unless one of them holds it already.
+void withhold_git_dir(exec::LaunchSpec &spec, const stdfs::path &git_dir) {
+    if (git_dir.empty()) return;
+    const bool covered = std::any_of(spec.withhold.begin(), spec.withhold.end(),
+                                     [&](const std::string &w) { return within(git_dir, w); });
+    if (!covered) spec.withhold.push_back(git_dir.string());
+}
+
 }  // namespace
+
+void withhold_git_dirs(exec::LaunchSpec &spec, const git::WorkspaceSource &source) {
+    // The outer one first: it may hold the project's (a submodule's git directory).
+    withhold_git_dir(spec, source.enclosing_git_dir);
+    withhold_git_dir(spec, source.git_dir);
+}
 
 ExecGit give_exec_target_git(exec::LaunchSpec &spec, const stdfs::path &private_root) {
     const stdfs::path workspace{spec.workspace};
@@ -86,14 +101,7 @@ ExecGit give_exec_target_git(exec::LaunchSpec &spec, const stdfs::path &private_
     }
     // A workspace inside the git directory itself is the user's choice to hand it over.
     if (!source.git || within(workspace, source.git_dir)) return {};
-    const bool covered =
-        std::any_of(spec.withhold.begin(), spec.withhold.end(),
-                    [&](const std::string &w) { return within(source.git_dir, w); });
-    if (!covered) {
-        // The project's history holds what --withhold hides in the work tree (and whatever else
-        // the user keeps there): the target reads history through the private repository only.
-        spec.withhold.push_back(source.git_dir.string());
-    }
+    withhold_git_dirs(spec, source);
     const auto dot_git = workspace / ".git";
     std::error_code ec;
     const auto kind = stdfs::symlink_status(dot_git, ec).type();

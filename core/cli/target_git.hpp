@@ -20,6 +20,13 @@ std::filesystem::path build_target_repository(const git::WorkspaceSource &source
                                               const std::vector<std::string> &withheld,
                                               fs::RunDirectory &run_dir);
 
+// Withholds the source's git directory from the call, and the repository around it (a
+// superproject, an outer repository): the project's history holds what --withhold hides in the
+// work tree (and whatever else the user keeps there), so the target reads history through the
+// private repository only, and a repository it makes in its workspace brings neither into view.
+// A path the call withholds already is not added again.
+void withhold_git_dirs(exec::LaunchSpec &spec, const git::WorkspaceSource &source);
+
 // Grants the call's target the private repository read-only, with the settings its git needs
 // to read a repository it does not own.
 void grant_target_repository(exec::LaunchSpec &spec, const std::filesystem::path &repository);

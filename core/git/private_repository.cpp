@@ -25,6 +25,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "git/git_directory.hpp"
 #include "git/libgit2.hpp"
 
 namespace tea::git {
@@ -110,10 +111,12 @@ class Fd {
 class MappedFile {
    public:
     static std::optional<MappedFile> open(const fs::path &path) {
-        Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+        // Never through a link: a pack planted as one would be another repository's.
+        Fd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
         if (fd.get() < 0) return std::nullopt;
         struct stat st {};
-        if (::fstat(fd.get(), &st) != 0 || st.st_size <= 0) return std::nullopt;
+        if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0)
+            return std::nullopt;
         const auto size = static_cast<std::size_t>(st.st_size);
         void *data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.get(), 0);
         if (data == MAP_FAILED) return std::nullopt;
@@ -1199,12 +1202,21 @@ struct OpenedProject {
 
 OpenedProject open_project(const PrivateRepositoryRequest &request) {
     OpenedProject project;
-    git_repository *raw = nullptr;
-    if (git_repository_open_ext(&raw, request.project_repository.c_str(),
-                                GIT_REPOSITORY_OPEN_NO_SEARCH, nullptr) != 0)
-        fail(request, request.commit, "it is not a git repository (" + last_git_error() + ")");
-    project.repository.reset(raw);
-    project.common_dir = fs::weakly_canonical(git_repository_commondir(raw));
+    try {
+        // A work tree's .git is taken by the rules that keep a planted one from naming another
+        // repository; a git directory named directly is the caller's.
+        std::error_code ec;
+        const auto path = fs::canonical(request.project_repository, ec);
+        if (ec) throw GitDirectoryError(request.project_repository.string() + ": " + ec.message());
+        const auto own = work_tree_git_directory(path);
+        const GitDirectory directory = own ? *own : git_directory_at(path);
+        project.repository = open_self_contained(directory);
+        project.common_dir = directory.common_dir;
+    } catch (const GitDirectoryError &e) {
+        fail(request, request.commit,
+             std::string{"it is not a repository the runtime reads ("} + e.what() + ")");
+    }
+    git_repository *raw = project.repository.get();
 
     git_object *object = nullptr;
     if (request.commit.empty() || request.commit.front() == '-' ||

@@ -53,10 +53,12 @@ class PrivateRepositoryError : public std::runtime_error {
 };
 
 struct PrivateRepositoryRequest {
-    std::filesystem::path project_repository;  // a worktree or the git directory
-    std::string commit;                        // a revision or a full commit id
-    std::vector<std::string> withheld_paths;   // repository-relative folders, e.g. ".tea"
-    std::filesystem::path destination;         // must not exist yet
+    // A work tree, whose .git is taken by git_directory.hpp's rules, or a git directory; either
+    // way refused unless it holds its own objects (check_self_contained).
+    std::filesystem::path project_repository;
+    std::string commit;                       // a revision or a full commit id
+    std::vector<std::string> withheld_paths;  // repository-relative folders, e.g. ".tea"
+    std::filesystem::path destination;        // must not exist yet
 };
 
 struct PrivateRepositoryResult {

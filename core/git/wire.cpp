@@ -59,7 +59,9 @@ json to_json(const WorkspaceSource &source) {
                 {"git", source.git},
                 {"commit", bytes::to_json(source.commit)},
                 {"gitDir", path_to_json(source.git_dir)},
+                {"worktreeGitDir", path_to_json(source.worktree_git_dir)},
                 {"worktree", path_to_json(source.worktree)},
+                {"enclosingGitDir", path_to_json(source.enclosing_git_dir)},
                 {"prefix", bytes::to_json(source.prefix)},
                 {"protectedPaths", paths_to_json(source.protected_paths)},
                 {"excluded", bytes::list_to_json(source.excluded)}};
@@ -71,7 +73,9 @@ WorkspaceSource source_from_json(const json &doc) {
     s.git = flag(doc, "git");
     s.commit = bytes::from_json(field(doc, "commit"), "commit");
     s.git_dir = path_from_json(field(doc, "gitDir"), "gitDir");
+    s.worktree_git_dir = path_from_json(field(doc, "worktreeGitDir"), "worktreeGitDir");
     s.worktree = path_from_json(field(doc, "worktree"), "worktree");
+    s.enclosing_git_dir = path_from_json(field(doc, "enclosingGitDir"), "enclosingGitDir");
     s.prefix = bytes::from_json(field(doc, "prefix"), "prefix");
     for (const auto &p : strings(doc, "protectedPaths")) {
         s.protected_paths.emplace_back(p);

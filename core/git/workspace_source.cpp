@@ -8,9 +8,11 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string_view>
 #include <system_error>
 
+#include "git/git_directory.hpp"
 #include "git/libgit2.hpp"
 #include "util/fd.hpp"
 #include "util/paths.hpp"
@@ -199,6 +201,39 @@ void protect_git_paths(git_repository *repo, WorkspaceSource &source) {
     }
 }
 
+std::string refused(const GitDirectoryError &e) {
+    return std::string{"the project's git directory is refused: "} + e.what();
+}
+
+// A folder the repository around it holds as a directory of its HEAD commit has that
+// repository's history. A .git in it is what something writing the folder made (a target
+// between two calls): taken as the folder's repository, it would pass off its own commit as the
+// project's and leave the repository around it in view.
+void refuse_repository_in_tracked_folder(const EnclosingRepository &enclosing,
+                                         const fs::path &root) {
+    git_repository *raw = nullptr;
+    const auto &dir = enclosing.directory.git_dir;
+    if (git_repository_open_ext(&raw, dir.c_str(),
+                                GIT_REPOSITORY_OPEN_NO_SEARCH | GIT_REPOSITORY_OPEN_NO_DOTGIT,
+                                nullptr) != 0) {
+        fail("the repository " + dir.string() + " around the project cannot be opened (" +
+             last_git_error() + ") to tell whether it holds " + root.string());
+    }
+    const Repository repo{raw};
+    git_object *head = nullptr;
+    if (git_revparse_single(&head, repo.get(), "HEAD^{tree}") != 0) return;  // no commit yet
+    const Object tree{head};
+    const auto folder = root.lexically_relative(enclosing.work_tree).string();
+    git_object *entry = nullptr;
+    if (git_object_lookup_bypath(&entry, tree.get(), folder.c_str(), GIT_OBJECT_TREE) != 0) return;
+    git_object_free(entry);
+    fail(refused(GitDirectoryError{
+        (root / ".git").string() + ": makes a repository of a folder that the repository at " +
+        enclosing.work_tree.string() + " tracks as its folder " + folder +
+        "; the folder's history is that repository's (remove this .git if nothing of yours put "
+        "it there)"}));
+}
+
 }  // namespace
 
 WorkspaceSource open_workspace_source(const fs::path &project_root,
@@ -210,20 +245,57 @@ WorkspaceSource open_workspace_source(const fs::path &project_root,
     source.project_root = fs::canonical(project_root, ec);
     if (ec) fail("the project " + project_root.string() + " cannot be opened: " + ec.message());
     source.excluded = excluded;
-    git_repository *raw = nullptr;
-    const int opened = git_repository_open_ext(&raw, source.project_root.c_str(), 0, nullptr);
-    if (opened == GIT_ENOTFOUND) return source;  // no repository: a clean copy of the folder
-    if (opened != 0) {
-        fail("the project's git repository cannot be opened: " + last_git_error());
+    const auto &root = source.project_root;
+    std::optional<GitDirectory> own;
+    std::optional<EnclosingRepository> enclosing;
+    try {
+        own = work_tree_git_directory(root);
+        enclosing = enclosing_repository(root);
+    } catch (const GitDirectoryError &e) {
+        fail(refused(e));
     }
-    const Repository repo{raw};
-    const char *workdir = git_repository_workdir(repo.get());
-    if (workdir == nullptr) fail("the project's repository is bare; it has no work tree");
+    if (!own && !enclosing) return source;  // no repository: a clean copy of the folder
     source.git = true;
-    source.worktree = fs::canonical(workdir, ec);
-    source.git_dir = fs::canonical(git_repository_commondir(repo.get()), ec);
-    const auto prefix = source.project_root.lexically_relative(source.worktree);
-    source.prefix = prefix == "." ? "" : prefix.string();
+    GitDirectory directory;
+    if (own) {
+        directory = *own;
+        source.worktree = root;
+        if (enclosing && !within(root, enclosing->directory.common_dir)) {
+            if (!enclosing->inside_git_dir) refuse_repository_in_tracked_folder(*enclosing, root);
+            source.enclosing_git_dir = enclosing->directory.common_dir;
+        }
+    } else if (enclosing->inside_git_dir) {
+        source.git_dir = enclosing->directory.common_dir;
+        source.worktree_git_dir = enclosing->directory.git_dir;
+        if (require_commit) {
+            fail("the project " + root.string() + " lies inside the git directory " +
+                 source.git_dir.string() + ", which has no work tree");
+        }
+        return source;
+    } else {
+        directory = enclosing->directory;
+        source.worktree = enclosing->work_tree;
+        source.prefix = root.lexically_relative(source.worktree).string();
+    }
+    source.git_dir = directory.common_dir;
+    source.worktree_git_dir = directory.git_dir;
+    // exec in a subfolder of a work tree reads no history: the repository is only withheld.
+    if (!source.prefix.empty() && !require_commit) return source;
+    Repository repo;
+    try {
+        repo = open_self_contained(directory);
+    } catch (const GitDirectoryError &e) {
+        fail(refused(e));
+    }
+    const char *workdir = git_repository_workdir(repo.get());
+    if (workdir == nullptr) {
+        fail("the project's repository " + directory.git_dir.string() +
+             " is bare; it has no work tree");
+    }
+    if (fs::canonical(workdir, ec) != source.worktree) {
+        fail("the project's repository " + directory.git_dir.string() + " has the work tree " +
+             std::string{workdir} + ", not " + source.worktree.string() + " (core.worktree)");
+    }
     protect_git_paths(repo.get(), source);
     git_object *head = nullptr;
     if (git_revparse_single(&head, repo.get(), "HEAD^{commit}") != 0) {
@@ -247,10 +319,12 @@ Materialized materialize(const WorkspaceSource &source, const fs::path &destinat
             fail(std::string{"cannot copy the project: "} + e.what());
         }
     }
-    git_repository *raw = nullptr;
-    if (git_repository_open(&raw, source.worktree.c_str()) != 0)
-        fail("cannot open the project's repository: " + last_git_error());
-    const Repository repo{raw};
+    Repository repo;
+    try {
+        repo = open_self_contained(GitDirectory{source.worktree_git_dir, source.git_dir});
+    } catch (const GitDirectoryError &e) {
+        fail(refused(e));
+    }
     git_oid oid;
     if (git_oid_fromstr(&oid, source.commit.c_str()) != 0) fail("bad commit id " + source.commit);
     git_object *commit_raw = nullptr;

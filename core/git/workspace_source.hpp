@@ -37,10 +37,18 @@ class MissingObjectsError : public WorkspaceSourceError {
 struct WorkspaceSource {
     std::filesystem::path project_root;  // canonical
     bool git = false;
-    std::string commit;              // the evaluated commit (git only)
-    std::filesystem::path git_dir;   // the repository's common git directory (git only)
+    std::string commit;             // the evaluated commit (git only)
+    std::filesystem::path git_dir;  // the repository's common git directory (git only)
+    // Where the work tree's HEAD is: a linked worktree's <git_dir>/worktrees/<name>, otherwise
+    // git_dir (git only).
+    std::filesystem::path worktree_git_dir;
     std::filesystem::path worktree;  // the repository's work tree (git only)
-    std::string prefix;              // the project root inside the work tree ("" at its root)
+    // The common git directory of a repository around the project's own (a submodule's
+    // superproject, the repository a nested one lies in), to be withheld with git_dir: a
+    // repository made inside the folder must not bring the one around it into view. Empty when
+    // there is none, or when the project lies inside it.
+    std::filesystem::path enclosing_git_dir;
+    std::string prefix;  // the project root inside the work tree ("" at its root)
     // What else the evaluation layer must not change (git only), each existing and absolute: the
     // hooks directory core.hooksPath names when it lies outside the git directory (a husky
     // project's .husky/_), and the work tree's .git when it is a file (a linked worktree or a
@@ -49,9 +57,14 @@ struct WorkspaceSource {
     std::vector<std::string> excluded;  // project-relative paths never written (the eval folder)
 };
 
-// Opens the repository holding project_root, if any, and resolves HEAD to the evaluated commit.
-// Throws WorkspaceSourceError naming the project (a repository with no commit, say; without
-// require_commit such a repository is opened with an empty commit).
+// Finds the repository holding project_root, if any, without git's discovery
+// (git/git_directory.hpp): project_root's own `.git` when it has one, else the first ancestor's.
+// Resolves HEAD to the evaluated commit. Throws WorkspaceSourceError naming the project and, for
+// a `.git` the runtime does not follow or a git directory that is not self-contained, the file
+// and why. A project whose own folder the repository around it holds as a directory of its HEAD
+// commit takes its history from that repository: a `.git` there is refused. Without
+// require_commit (exec) a repository with no commit is opened with an empty commit, and a project
+// in a subfolder of its work tree is only located: its history is never read.
 WorkspaceSource open_workspace_source(const std::filesystem::path &project_root,
                                       const std::vector<std::string> &excluded,
                                       bool require_commit = true);

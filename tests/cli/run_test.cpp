@@ -960,6 +960,42 @@ TEST(Run, ASubmoduleGetsItsHistoryAndNotItsGitDirectory) {
     expect_history_without_the_git_dir(p, super / "sub", git_dir);
 }
 
+// A project in a folder of its repository, which an exec target in that folder turned into a
+// repository of its own with a forged target: run evaluates the folder of the project's commit or
+// nothing. Found by discovery, the planted repository's commit was the one evaluated (the forged
+// target passed) and the project's git directory was left in view of the trials. Control: before
+// the plant, the same run evaluates the project's own target.
+TEST(Run, ARepositoryPlantedInTheProjectFolderIsRefused) {
+    Project p{"planted"};
+    p.write("task/bin/t", "#!/bin/sh\necho honest\n", true);
+    p.write("task/.tea/evaluation.json",
+            R"({"registry": [{"interfaceId": "t", "executable": "t", "target": "bin/t",
+                 "maxElapsedMs": 60000}],
+                "evaluator": {"command": ["evaluator/grade.sh"]}})");
+    p.write("task/.tea/probes/only.json", R"({"entry": "t"})");
+    p.write("task/.tea/evaluator/grade.sh", "#!/bin/sh\necho '{\"verdict\": \"pass\"}'\n", true);
+    p.commit();
+    const auto folder = p.root() / "task";
+    const auto run = [&] {
+        return test::run({TEA_EVALUATE_BIN, "--json", "run", (folder / ".tea").string()}, p.env());
+    };
+    const auto before = run();
+    ASSERT_EQ(before.status, 0) << before.err;
+    EXPECT_EQ(first_call_output(before), "honest\n");
+
+    const auto plant =
+        p.tea({"exec", "--backend", "bubblewrap", "--workspace", folder.string(), "--", "sh", "-c",
+               "git init -q && printf '#!/bin/sh\\necho forged\\n' > bin/t && git add -A && "
+               "git -c user.name=t -c user.email=t@t commit -qm forged"});
+    ASSERT_EQ(plant.status, 0) << plant.err;
+    ASSERT_TRUE(fs::is_directory(folder / ".git"));
+    const auto after = run();
+    EXPECT_EQ(after.status, 2) << after.err;
+    EXPECT_NE(after.err.find((folder / ".git").string()), std::string::npos) << after.err;
+    EXPECT_NE(after.err.find("tracks as its folder task"), std::string::npos) << after.err;
+    EXPECT_TRUE(run_dir_of(after).empty()) << after.out;
+}
+
 }  // namespace
 }  // namespace tea
 

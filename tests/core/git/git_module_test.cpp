@@ -23,7 +23,9 @@ TEST(GitWire, HostileValuesSurviveTheTrip) {
     s.git = true;
     s.commit = "0123456789abcdef0123456789abcdef01234567";
     s.git_dir = "/r/.git";
+    s.worktree_git_dir = "/r/.git/worktrees/w\n";
     s.worktree = "/r";
+    s.enclosing_git_dir = "/outer/.git\xff";
     s.prefix = "sub/\x80";
     s.protected_paths = {"/r/.husky/_", "/r/.git"};
     s.excluded = {".tea", "x\ny"};
@@ -32,7 +34,9 @@ TEST(GitWire, HostileValuesSurviveTheTrip) {
     EXPECT_EQ(back.git, s.git);
     EXPECT_EQ(back.commit, s.commit);
     EXPECT_EQ(back.git_dir, s.git_dir);
+    EXPECT_EQ(back.worktree_git_dir, s.worktree_git_dir);
     EXPECT_EQ(back.worktree, s.worktree);
+    EXPECT_EQ(back.enclosing_git_dir, s.enclosing_git_dir);
     EXPECT_EQ(back.prefix, s.prefix);
     EXPECT_EQ(back.protected_paths, s.protected_paths);
     EXPECT_EQ(back.excluded, s.excluded);

@@ -334,6 +334,29 @@ TEST_F(PrivateRepositoryTest, UnknownCommitIsRefusedAndNothingIsLeft) {
     EXPECT_TRUE(fs::is_empty(dir_.path()));
 }
 
+// A clone that borrows its objects (git clone --shared) reads them from another repository's
+// object directory, which a .git planted by a target could name as well: no private repository is
+// built from it, and the refusal says how to make the objects the clone's own. Control: once
+// they are, the same clone builds.
+TEST_F(PrivateRepositoryTest, AProjectBorrowingObjectsIsRefused) {
+    const fs::path clone = dir_.path() / "shared";
+    ok(dir_.path(), "git clone -q --shared '" + project().string() + "' shared");
+    const fs::path priv = dir_.path() / "private";
+    try {
+        build(priv, clone);
+        FAIL() << "expected a refusal";
+    } catch (const PrivateRepositoryError &error) {
+        const std::string message = error.what();
+        EXPECT_NE(message.find((clone / ".git/objects/info/alternates").string() + ": borrows"),
+                  std::string::npos)
+            << message;
+        EXPECT_NE(message.find("git repack -a -d"), std::string::npos) << message;
+    }
+    EXPECT_FALSE(fs::exists(priv));
+    ok(clone, "git repack -a -d -q && rm .git/objects/info/alternates");
+    EXPECT_EQ(build(priv, clone).commit_id, trim(ok(project(), "git rev-parse main")));
+}
+
 TEST_F(PrivateRepositoryTest, ExistingDestinationIsRefusedUnchanged) {
     const fs::path priv = dir_.path() / "private";
     write(priv / "marker", "keep\n");
