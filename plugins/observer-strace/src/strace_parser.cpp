@@ -1039,18 +1039,20 @@ struct Parser::State {
     }
 
     void remember_name(const std::string &path, NameState state) {
-        if (names.size() >= kMaxNames || remembered >= 4 * kMaxNames) {
-            // Knowledge dropped is knowledge the runtime checks on the host or lists instead.
-            if (remembered >= 4 * kMaxNames) {
-                names.clear();
-                names_by_base.clear();
-                remembered = 0;
-            }
-            if (names.size() >= kMaxNames && !names.contains(path)) return;
+        if (const auto it = names.find(path); it != names.end()) {
+            it->second = std::move(state);
+            return;
         }
+        // Knowledge dropped is knowledge the runtime checks on the host or lists instead.
+        if (names.size() >= kMaxNames) return;
+        if (remembered >= 4 * kMaxNames) {
+            names.clear();
+            names_by_base.clear();
+            remembered = 0;
+        }
+        names.emplace(path, std::move(state));
         names_by_base[std::string(last_component(path))].push_back(path);
         ++remembered;
-        names[path] = std::move(state);
     }
 
     // A name removed or replaced. Through a path that may go through a link, any name the call
@@ -1159,6 +1161,23 @@ struct Parser::State {
         return out;
     }
 
+    // Whether no name on ev's lexical path is one the call made, and the asked path climbs no
+    // "..": then it names its lexical path, with no walk (and no allocation).
+    [[nodiscard]] bool names_untouched() const {
+        const std::string_view asked = ev.path_asked;
+        if (asked == ".." || has_prefix(asked, "../") ||
+            asked.find("/..") != std::string_view::npos) {
+            return false;
+        }
+        if (names.empty()) return true;
+        const std::string_view path = ev.path_lexical;
+        for (std::size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
+            const std::string_view prefix = path.substr(0, slash);
+            if (names.find(prefix) != names.end()) return false;
+            if (slash == std::string_view::npos) return true;
+        }
+    }
+
     // What the judge needs beside ev's paths. An exec returns no descriptor, so what it ran is
     // what its path named: the trace's own links are followed here, and the rest (names the call
     // found in place) is left to the runtime (path_named). An open in a descriptor table another
@@ -1179,7 +1198,8 @@ struct Parser::State {
                            ev.path_resolved != ev.path_lexical &&
                            (ev.kind == AccessKind::Read || writes);
         if (!exec && !refused_write && !raced) return;
-        Named named = follow_names(ev_base, ev.path_asked);
+        Named named = names_untouched() ? Named{ev.path_lexical, false, {}}
+                                        : follow_names(ev_base, ev.path_asked);
         if (!named.unverified.empty()) {
             ev.unverified = std::move(named.unverified);
             return;
@@ -1278,12 +1298,12 @@ struct Parser::State {
         const std::string &asked = ev.path_asked;
         ev_base_physical = true;
         if (!asked.empty() && asked.front() == '/') {
-            ev_base.assign(1, '/');
+            ev_base = "/";
             join_normalize(ev.path_lexical, "/", asked);
             return true;
         }
         if (dir.valid && !dir.at_fdcwd) {
-            ev_base.clear();
+            ev_base = {};
             if (dir.has_annotation && decode_absolute(dir.annotation, tmp_base)) {
                 ev_base = tmp_base;
                 join_normalize(ev.path_lexical, tmp_base, asked);
