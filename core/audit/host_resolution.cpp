@@ -174,10 +174,12 @@ class Walker {
             if (e.success && (e.access == Access::create || e.access == Access::remove) &&
                 !e.path_asked.empty()) {
                 touched_.insert(e.path_asked);
+                if (e.access == Access::remove) removed_.insert(e.path_asked);
             }
         }
         // A name is placed when every directory above it in a shared place is a directory now
-        // and was not itself changed, so that its path is where the change happened.
+        // and was never removed or renamed away, so that its path is where the change happened:
+        // a directory the call made is one, and only a removal could have put a link there.
         for (bool grew = true; grew;) {
             grew = false;
             for (const auto &t : touched_) {
@@ -192,7 +194,7 @@ class Walker {
     bool placed(const std::string &path) {
         for (std::string dir = parent(path); dir != "/"; dir = parent(dir)) {
             if (depth_within(dir, view_.shared_writable) < 0) break;
-            if (touched_.contains(dir) ||
+            if (removed_.contains(dir) ||
                 unplaced_names_.contains(std::string(last_component(dir))) ||
                 kind_of(dir) != Kind::other) {
                 return false;
@@ -206,6 +208,7 @@ class Walker {
     std::unordered_map<std::string, Kind> kinds_;
     bool touched_ready_ = false;
     std::unordered_set<std::string> touched_;
+    std::unordered_set<std::string> removed_;
     std::unordered_set<std::string> unplaced_names_;
 };
 
