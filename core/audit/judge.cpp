@@ -115,6 +115,35 @@ bool through_proc_link(const std::vector<std::string_view> &c, Access access) {
     return !(names_link_itself && (access == Access::readlink || access == Access::metadata));
 }
 
+// A path that goes through a link standing for a descriptor of the process: /dev/fd/N,
+// /dev/stdin, /dev/stdout and /dev/stderr (links into /proc/self/fd in the sandbox's /dev), and
+// procfs's own links. Where such a path is the one judged, nobody established the file behind
+// it: execve("/dev/fd/3") of an O_PATH descriptor runs whatever 3 names, while the path lies
+// under /dev or /proc, which grant reading.
+bool through_descriptor_link(const std::vector<std::string_view> &c, Access access) {
+    if (c.size() >= 2 && c[0] == "dev") {
+        const bool link = (c[1] == "fd" && c.size() >= 3) || c[1] == "stdin" || c[1] == "stdout" ||
+                          c[1] == "stderr";
+        const bool names_link_itself = c.size() == (c[1] == "fd" ? 3U : 2U);
+        return link &&
+               !(names_link_itself && (access == Access::readlink || access == Access::metadata));
+    }
+    return through_proc_link(c, access);
+}
+
+std::string_view unverified_reason(Access access) {
+    switch (access) {
+        case Access::exec:
+            return "exec whose file could not be verified: ";
+        case Access::list:
+            return "directory listing whose directory could not be verified: ";
+        case Access::readlink:
+            return "link read whose link could not be verified: ";
+        default:
+            return "read whose file could not be verified: ";
+    }
+}
+
 std::string_view read_reason(Access access) {
     switch (access) {
         case Access::exec:
@@ -281,6 +310,24 @@ void Judge::observe(const ObservedAccess &a) {
         return;
     }
 
+    // An access nobody could place is never presumed to be inside the grants.
+    if (!a.unverified.empty() && a.success && is_read(a.access)) {
+        record(asked_, kRankRead, unverified_reason(a.access), a.unverified, a, false);
+        return;
+    }
+    if (!a.path_named.empty() && a.path_named != a.path_resolved) {
+        // What the asked path names is judged as well: the file an exec ran, or the file an open
+        // in a shared descriptor table asked for when the descriptor may have been swapped.
+        ObservedAccess named = a;
+        named.path_asked = a.path_named;
+        named.path_resolved = a.path_named;
+        named.path_named.clear();
+        observe(named);
+        // The asked path's own components were rewritten by the call above.
+        split(a.path_asked, asked_);
+        if (resolved_known && is_file) split(a.path_resolved, real_);
+    }
+
     if (is_write(a.access)) {
         if (!is_file) return;
         if (a.success) {
@@ -304,6 +351,13 @@ void Judge::observe(const ObservedAccess &a) {
     // Metadata probes and O_PATH-style accesses read no content. A failed read took nothing: the
     // mechanism withholds by absence (ENOENT), and a read the permissions refused got no byte.
     if (!is_read(a.access) || !a.success || !is_file) return;
+
+    // A path through a descriptor link is the file nobody named: the link's place grants nothing.
+    if (through_descriptor_link(real, a.access)) {
+        record(real, kRankRead, unverified_reason(a.access),
+               "it goes through a descriptor link the observer cannot follow", a, false);
+        return;
+    }
 
     // The real path decides first, so a link the target planted in its workspace is judged by
     // where it leads and borrows nothing from the workspace grant.

@@ -30,6 +30,10 @@
 //  - Always-listed paths are checked on both the asked and the real path.
 //  - Kernel views (/proc, /sys) are granted by the real path only, and never a path that goes
 //    through one of procfs's links into the file system (/proc/<pid>/root, cwd, fd/N, map_files).
+//  - A successful read or exec whose deciding path still goes through a descriptor link
+//    (/dev/fd/N, /dev/stdin, /proc/<pid>/fd/N, root, cwd, map_files) is listed as unverified: the
+//    observer did not establish the file it names, and the link's own place grants nothing.
+//  - An access the observer marks unverified is listed; path_named, when set, is judged too.
 //
 // Not thread-safe; one judge per call or trial. observe() is O(path depth) and allocates nothing
 // for a granted access once its scratch buffers have grown to the deepest path seen.
@@ -69,6 +73,17 @@ struct ObservedAccess {
     Access access = Access::other;
     bool success = false;
     std::string error;  // errno name of a failed access ("ENOENT"); empty on success
+    // What path_asked names once the links the observer saw the call make are followed, when the
+    // observer cannot vouch that path_resolved is the file reached: an exec (its trace returns no
+    // descriptor), an open in a descriptor table another task shares (that task can swap the
+    // descriptor before the observer reads it). Empty otherwise. The runtime resolves it on the
+    // host where the host shows what the target saw (resolve_named_on_host), and the judge
+    // judges it as well as path_resolved.
+    std::string path_named;
+    // Non-empty: the observer (or the runtime) could not establish the file this access reached,
+    // and says why. A successful read, exec, listing or link read so marked is listed: an access
+    // nobody can place is never presumed to be inside the grants.
+    std::string unverified;
 };
 
 // Every list holds absolute paths; "." and ".." are folded lexically. The judge refuses (throws

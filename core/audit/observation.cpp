@@ -119,7 +119,7 @@ class Reader : public nlohmann::json_sax<json> {
                 have_ |= kAccess;
                 return true;
             }
-            if (key_ == "asked" || key_ == "resolved" || key_ == "error") {
+            if (is_bytes_field(key_)) {
                 field_ = key_;
                 return take_bytes(std::move(v));
             }
@@ -138,8 +138,7 @@ class Reader : public nlohmann::json_sax<json> {
             have_ = 0;
             return true;
         }
-        if (depth_ == 4 && events_open_ && in_array_ &&
-            (key_ == "asked" || key_ == "resolved" || key_ == "error")) {
+        if (depth_ == 4 && events_open_ && in_array_ && is_bytes_field(key_)) {
             in_base64_ = true;
             field_ = key_;
             key_.clear();
@@ -225,6 +224,10 @@ class Reader : public nlohmann::json_sax<json> {
         {kSyscall, "syscall"}, {kAsked, "asked"}, {kResolved, "resolved"}};
 
     [[nodiscard]] bool in_event() const { return events_open_ && depth_ == 3 && in_array_; }
+    // An event's byte-string fields; "named" and "unverified" are optional.
+    static bool is_bytes_field(const std::string &k) {
+        return k == "asked" || k == "resolved" || k == "error" || k == "named" || k == "unverified";
+    }
 
     bool take_bytes(std::string v) {
         if (in_base64_) {
@@ -236,6 +239,10 @@ class Reader : public nlohmann::json_sax<json> {
         } else if (field_ == "resolved") {
             event_.path_resolved = std::move(v);
             have_ |= kResolved;
+        } else if (field_ == "named") {
+            event_.path_named = std::move(v);
+        } else if (field_ == "unverified") {
+            event_.unverified = std::move(v);
         } else {
             event_.error = std::move(v);
         }

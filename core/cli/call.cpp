@@ -15,6 +15,7 @@
 #include <tea/json_bytes.hpp>
 #include <tea/stamp.hpp>
 
+#include "audit/host_resolution.hpp"
 #include "exec/environment.hpp"
 #include "exec/ownership.hpp"
 #include "fs/private_dirs.hpp"
@@ -218,32 +219,19 @@ std::filesystem::path confirmation_stamp(const exec::ExecPlan &wrapped,
     return stamp::path_for("audit-confirmed", key);
 }
 
-// A target can plant a link in its workspace or home and execute or write through it. An exec
-// and a refused open return no descriptor, so the trace holds only the link's own path, which
-// lies inside a grant. Such accesses are judged by where the link leads, read on the host once
-// the call has ended (before the home is removed). Best effort: a target that re-points the
-// link before it exits is judged by the new target (docs/audit.md).
-void resolve_planted_links(audit::Observation &observation, const exec::LaunchSpec &spec) {
-    for (auto &e : observation.events) {
-        const bool ran = e.access == audit::Access::exec && e.success;
-        const bool refused_write =
-            !e.success &&
-            (e.access == audit::Access::write || e.access == audit::Access::create ||
-             e.access == audit::Access::remove) &&
-            (e.error == "EROFS" || e.error == "EACCES" || e.error == "EPERM");
-        if ((!ran && !refused_write) ||
-            (!e.path_resolved.empty() && e.path_resolved != e.path_asked)) {
-            continue;
-        }
-        if (!within(e.path_asked, spec.workspace) && !within(e.path_asked, spec.home)) {
-            continue;
-        }
-        std::error_code ec;
-        const auto real = std::filesystem::weakly_canonical(e.path_asked, ec);
-        if (!ec && real.string() != e.path_asked) {
-            e.path_resolved = real.string();
-        }
-    }
+// Where the host shows what the target saw, for following what the observer could not place
+// (audit/host_resolution.hpp): the workspace and home are the host's own directories; the
+// sandbox's /dev, /proc, /sys and /run/user, the private root and the withheld paths are not.
+audit::HostView host_view(const exec::LaunchSpec &spec, const exec::ExecPlan &plan,
+                          const std::filesystem::path &private_root) {
+    audit::HostView view;
+    view.shared_writable = {spec.workspace, spec.home};
+    view.view_only = {"/dev", "/proc", "/sys", "/run/user", private_root.string()};
+    view.view_only.insert(view.view_only.end(), spec.withhold.begin(), spec.withhold.end());
+    view.view_only_writable = {"/dev/shm", spec.temp_dir};
+    view.view_only_writable.insert(view.view_only_writable.end(), plan.audit.writable.begin(),
+                                   plan.audit.writable.end());
+    return view;
 }
 
 // Makes `dir` searchable by the group `gid` of the identity the target runs as, and by nobody else
@@ -936,7 +924,7 @@ CallOutcome Session::call(exec::LaunchSpec spec, const exec::RunOptions &run,
         outcome.target_never_started =
             outcome.target_never_started ||
             (executed.result.started && !executed.observation->target_started);
-        resolve_planted_links(*executed.observation, spec);
+        audit::resolve_named_on_host(*executed.observation, host_view(spec, plan, private_root_));
         outcome.audit =
             audit::judge_observation(*executed.observation, call_grants(spec, plan, private_root_),
                                      observer_.plugin->name());

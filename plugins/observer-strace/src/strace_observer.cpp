@@ -441,6 +441,14 @@ class StraceObserver {
                 key += R"(,"error":)";
                 append_json_bytes(key, e.error);
             }
+            if (!e.path_named.empty()) {  // optional: what the asked path names, to follow
+                key += R"(,"named":)";
+                append_json_bytes(key, e.path_named);
+            }
+            if (!e.unverified.empty()) {  // optional: why the file reached is not known
+                key += R"(,"unverified":)";
+                append_json_bytes(key, e.unverified);
+            }
             key += R"(,"count":)";
             if (const auto it = index.find(std::string_view{key}); it != index.end()) {
                 ++counts[*it];

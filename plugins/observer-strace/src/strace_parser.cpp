@@ -4,6 +4,7 @@
 #include <array>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <unordered_map>
 #include <utility>
 
@@ -22,6 +23,8 @@ constexpr std::string_view kTracedSyscalls =
 constexpr long kMaxPid = 4 * 1024 * 1024;
 constexpr std::size_t kMaxReasons = 8;
 constexpr std::size_t kMaxArgs = 8;
+// Names the parser keeps of what the call made; past it, it forgets (see remember_name).
+constexpr std::size_t kMaxNames = std::size_t{1} << 18;
 constexpr std::string_view kUnfinished = "<unfinished ...>";
 constexpr std::string_view kPidChanged = "<pid changed to ";
 
@@ -644,6 +647,14 @@ void join_normalize(std::string &out, std::string_view base, std::string_view re
     append_components(out, rel);
 }
 
+// The name the kernel gives a descriptor of no file: "pipe:[12]", "socket:[9]",
+// "anon_inode:[eventfd]". Anything else not absolute is not a name strace prints.
+bool is_object_name(std::string_view name) {
+    std::size_t i = 0;
+    while (i < name.size() && is_name_char(name[i])) ++i;
+    return i > 0 && i < name.size() && name[i] == ':';
+}
+
 // A printable excerpt of a line for a lossy reason.
 std::string excerpt(std::string_view line) {
     constexpr std::size_t kMax = 120;
@@ -716,7 +727,24 @@ struct FsContext {
     std::string cwd;
     std::string cwd_raw;  // the escaped AT_FDCWD annotation it was last synced from
     bool known = false;
+    // The kernel's own path (an AT_FDCWD annotation, an fchdir's decoded fd, the plan's
+    // directory), not one a chdir named lexically, which may go through a link.
+    bool physical = false;
     std::uint64_t seq = 0;  // line of the last change, to pick the newer of two observations
+};
+
+// A descriptor table; tasks that a clone with CLONE_FILES joined share one. A sibling sharing the
+// table can replace the descriptor an open returned before strace reads its path at the open's
+// return, so an open in a shared table is not judged by that path alone.
+struct FdTable {
+    bool shared = false;
+};
+
+// What the trace shows a name to be, at the physical path the kernel placed it: a symbolic link
+// the call made (with its text), or a file that is no link (one the call created or wrote).
+struct NameState {
+    bool is_link = false;
+    std::string text;
 };
 
 // An operation on a process whose working directory is not known yet: a child that shows up
@@ -733,6 +761,7 @@ struct Deferred {
 
 struct Proc {
     std::shared_ptr<FsContext> fs;
+    std::shared_ptr<FdTable> files;
     std::shared_ptr<const std::string> image;
     std::string pending;  // the text of an unfinished call, without the marker
     bool has_pending = false;
@@ -764,8 +793,18 @@ struct Parser::State {
     std::uint64_t problem_count = 0;
     std::vector<std::string> reasons;
 
+    // Names the trace shows made, by physical path (see NameState), with an index by last
+    // component for the changes made through a path that may go through a link.
+    std::map<std::string, NameState, std::less<>> names;
+    std::unordered_map<std::string, std::vector<std::string>> names_by_base;
+    std::size_t remembered = 0;
+
     // Scratch buffers reused for every line, so a steady trace allocates nothing per line.
     AccessEvent ev;
+    std::string non_file_name;
+    bool emitted_now = false;  // path_event emitted ev (rather than holding or dropping it)
+    std::string ev_base;       // the directory ev.path_asked was made absolute against
+    bool ev_base_physical = false;
     std::string joined;
     std::string tmp_annotation;
     std::string tmp_cwd;
@@ -805,6 +844,9 @@ struct Parser::State {
         }
         Proc &p = procs[pid];
         p.fs = std::make_shared<FsContext>();
+        // A task whose clone has not returned yet may share a table: presumed shared until the
+        // clone tells.
+        p.files = std::make_shared<FdTable>(FdTable{root_assigned});
         p.last_seq = seq;
         if (!root_assigned) {
             // The first process strace shows is the one it started, in the observer's
@@ -813,6 +855,7 @@ struct Parser::State {
             if (!initial_cwd.empty() && initial_cwd.front() == '/') {
                 join_normalize(p.fs->cwd, "/", initial_cwd);
                 p.fs->known = true;
+                p.fs->physical = true;  // the runtime's own choice of directory
             }
         }
         cached_pid = pid;
@@ -893,6 +936,12 @@ struct Parser::State {
                 case Deferred::Op::Event:
                     join_normalize(d.ev.path_lexical, cur, d.ev.path_asked);
                     if (d.ev.path_resolved.empty()) d.ev.path_resolved = d.ev.path_lexical;
+                    // Placed late, without the names the call made: left to the runtime. The
+                    // task's table may be shared (its clone had not returned).
+                    if (d.ev.success && (d.ev.kind == AccessKind::Exec ||
+                                         d.ev.path_resolved != d.ev.path_lexical)) {
+                        d.ev.path_named = d.ev.path_lexical;
+                    }
                     emit(d.ev);
                     break;
                 case Deferred::Op::Chdir:
@@ -909,6 +958,7 @@ struct Parser::State {
         p.fs->cwd = std::move(cur);
         p.fs->cwd_raw.clear();
         p.fs->known = true;
+        p.fs->physical = false;
         p.fs->seq = last;
     }
 
@@ -928,11 +978,13 @@ struct Parser::State {
 
     // The directory became known at this point of the trace (an AT_FDCWD annotation, an absolute
     // chdir, an fchdir).
-    void set_cwd(int pid, Proc &p, const std::string &path, bool from_resync) {
+    void set_cwd(int pid, Proc &p, const std::string &path, bool from_resync,
+                 bool physical = true) {
         if (p.deferred.empty()) {
             p.fs->cwd = path;
             p.fs->cwd_raw.clear();
             p.fs->known = true;
+            p.fs->physical = physical;
             p.fs->seq = seq;
             return;
         }
@@ -956,10 +1008,218 @@ struct Parser::State {
         if (!unescape(raw, tmp_cwd) || tmp_cwd.empty() || tmp_cwd.front() != '/') return;
         if (p.fs->known && p.deferred.empty() && tmp_cwd == p.fs->cwd) {
             p.fs->cwd_raw.assign(raw);
+            p.fs->physical = true;
             return;
         }
         set_cwd(pid, p, tmp_cwd, true);
         if (p.deferred.empty()) p.fs->cwd_raw.assign(raw);
+    }
+
+    // ---- names the call made ---------------------------------------------------------------
+
+    // Whether ev.path_asked names one entry of a directory whose path the kernel gave, so that
+    // ev.path_lexical is the entry's physical path, not one through a link.
+    [[nodiscard]] bool physical_name() const {
+        if (!ev_base_physical || ev.path_lexical.empty() || ev.path_lexical == "/") return false;
+        std::string_view a = ev.path_asked;
+        while (a.size() > 1 && a.back() == '/') a.remove_suffix(1);
+        if (!a.empty() && a.front() == '/') a.remove_prefix(1);
+        return !a.empty() && a.find('/') == std::string_view::npos && a != "." && a != "..";
+    }
+
+    static std::string_view last_component(std::string_view path) {
+        const std::size_t slash = path.rfind('/');
+        return slash == std::string_view::npos ? path : path.substr(slash + 1);
+    }
+
+    void erase_subtree(const std::string &path) {
+        names.erase(path);
+        // '0' follows '/': the range holds exactly the paths beneath.
+        names.erase(names.lower_bound(path + '/'), names.lower_bound(path + '0'));
+    }
+
+    void remember_name(const std::string &path, NameState state) {
+        if (const auto it = names.find(path); it != names.end()) {
+            it->second = std::move(state);
+            return;
+        }
+        // Knowledge dropped is knowledge the runtime checks on the host or lists instead.
+        if (names.size() >= kMaxNames) return;
+        if (remembered >= 4 * kMaxNames) {
+            names.clear();
+            names_by_base.clear();
+            remembered = 0;
+        }
+        names.emplace(path, std::move(state));
+        names_by_base[std::string(last_component(path))].push_back(path);
+        ++remembered;
+    }
+
+    // A name removed or replaced. Through a path that may go through a link, any name the call
+    // made with the same last component may be the one changed, so all of them are forgotten.
+    void forget_name(const std::string &path, bool physical) {
+        if (physical) {
+            erase_subtree(path);
+            return;
+        }
+        const auto it = names_by_base.find(std::string(last_component(path)));
+        if (it == names_by_base.end()) return;
+        for (const std::string &known : it->second) erase_subtree(known);
+        names_by_base.erase(it);
+    }
+
+    void rename_names(const std::string &from, bool from_physical, const std::string &to,
+                      bool to_physical, bool exchange) {
+        if (exchange || !from_physical || !to_physical) {
+            forget_name(from, from_physical);
+            forget_name(to, to_physical);
+            return;
+        }
+        std::vector<std::pair<std::string, NameState>> moved;
+        if (const auto it = names.find(from); it != names.end()) moved.emplace_back("", it->second);
+        for (auto it = names.lower_bound(from + '/'), end = names.lower_bound(from + '0');
+             it != end; ++it) {
+            moved.emplace_back(it->first.substr(from.size()), it->second);
+        }
+        erase_subtree(from);
+        erase_subtree(to);
+        for (auto &[suffix, state] : moved) remember_name(to + suffix, std::move(state));
+    }
+
+    // What an asked path names once the links the call made are followed, as far as the trace
+    // tells: the path reached, whether its last name is a file the call made or wrote (no link),
+    // or why it cannot be told.
+    struct Named {
+        std::string path;
+        bool established = false;
+        std::string unverified;
+    };
+
+    static void push_components(std::vector<std::string> &rest, std::string_view path) {
+        std::size_t end = path.size();
+        while (end > 0) {
+            const std::size_t slash = path.rfind('/', end - 1);
+            const std::size_t begin = slash == std::string_view::npos ? 0 : slash + 1;
+            if (end > begin) rest.emplace_back(path.substr(begin, end - begin));
+            if (slash == std::string_view::npos) break;
+            end = slash;
+        }
+    }
+
+    Named follow_names(std::string_view base, std::string_view asked) const {
+        Named out;
+        const bool absolute = !asked.empty() && asked.front() == '/';
+        if (!absolute && base.empty()) {
+            out.unverified = "relative to a directory strace did not decode";
+            return out;
+        }
+        std::vector<std::string> rest;  // the components still to walk, the next one last
+        push_components(rest, asked);
+        std::string cur{absolute ? std::string_view{"/"} : base};
+        // Whether cur holds no name the call found in place: one of those may be a link, which
+        // ".." climbs out of where the link leads, not lexically.
+        bool physical = absolute || ev_base_physical;
+        int links = 0;
+        while (!rest.empty()) {
+            std::string comp = std::move(rest.back());
+            rest.pop_back();
+            if (comp == ".") continue;
+            if (comp == "..") {
+                if (!physical) {
+                    // Left to the runtime, which climbs on the host where the host shows it.
+                    out.path = cur + "/..";
+                    for (auto it = rest.rbegin(); it != rest.rend(); ++it) out.path += "/" + *it;
+                    out.established = false;
+                    return out;
+                }
+                const std::size_t slash = cur.rfind('/');
+                cur.resize(slash == 0 ? 1 : slash);
+                continue;
+            }
+            std::string next = cur == "/" ? "/" + comp : cur + "/" + comp;
+            const auto it = names.find(next);
+            if (it != names.end() && it->second.is_link) {
+                // The kernel's own limit on links followed in one lookup.
+                if (++links > 40) {
+                    out.unverified = "more than 40 links on the way";
+                    return out;
+                }
+                const std::string &text = it->second.text;
+                push_components(rest, text);
+                if (!text.empty() && text.front() == '/') {
+                    cur = "/";
+                    physical = true;
+                }
+                out.established = false;
+                continue;
+            }
+            out.established = it != names.end();
+            physical = physical && out.established;
+            cur = std::move(next);
+        }
+        out.path = std::move(cur);
+        return out;
+    }
+
+    // Whether no name on ev's lexical path is one the call made, and the asked path climbs no
+    // "..": then it names its lexical path, with no walk (and no allocation).
+    [[nodiscard]] bool names_untouched() const {
+        const std::string_view asked = ev.path_asked;
+        if (asked == ".." || has_prefix(asked, "../") ||
+            asked.find("/..") != std::string_view::npos) {
+            return false;
+        }
+        if (names.empty()) return true;
+        const std::string_view path = ev.path_lexical;
+        for (std::size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
+            const std::string_view prefix = path.substr(0, slash);
+            if (names.find(prefix) != names.end()) return false;
+            if (slash == std::string_view::npos) return true;
+        }
+    }
+
+    // What the judge needs beside ev's paths. An exec returns no descriptor, so what it ran is
+    // what its path named: the trace's own links are followed here, and the rest (names the call
+    // found in place) is left to the runtime (path_named). An open in a descriptor table another
+    // task shares may have had its descriptor swapped before strace read its path, so when that
+    // path is not the one asked for, the asked path is judged too. A refused write returns no
+    // descriptor either: where a link the target planted leads is judged.
+    void verify(const Proc &p, bool fd_named) {
+        ev.path_named.clear();
+        ev.unverified.clear();
+        if (ev.path_lexical.empty()) return;
+        const bool exec = ev.kind == AccessKind::Exec && ev.success;
+        const bool writes = ev.kind == AccessKind::Write || ev.kind == AccessKind::Create ||
+                            ev.kind == AccessKind::Remove;
+        const bool refused_write =
+            writes && !ev.success &&
+            (ev.error == "EROFS" || ev.error == "EACCES" || ev.error == "EPERM");
+        const bool raced = fd_named && ev.success && p.files && p.files->shared &&
+                           ev.path_resolved != ev.path_lexical &&
+                           (ev.kind == AccessKind::Read || writes);
+        if (!exec && !refused_write && !raced) return;
+        Named named = names_untouched() ? Named{ev.path_lexical, false, {}}
+                                        : follow_names(ev_base, ev.path_asked);
+        if (!named.unverified.empty()) {
+            ev.unverified = std::move(named.unverified);
+            return;
+        }
+        if (exec && named.established) {
+            ev.path_resolved = std::move(named.path);  // a file the call made: it ran that
+            return;
+        }
+        if (raced && named.established && named.path == ev.path_resolved) return;
+        ev.path_named = std::move(named.path);
+    }
+
+    // Keeps names in step with a call that succeeded and was emitted just now.
+    void note_open(AccessKind kind) {
+        // The kernel's path of a file opened to write is no link: an exec of it runs it.
+        if ((kind == AccessKind::Create || kind == AccessKind::Write) &&
+            !ev.path_resolved.empty() && ev.path_resolved.front() == '/' &&
+            !has_suffix(ev.path_resolved, " (deleted)")) {
+            remember_name(ev.path_resolved, NameState{});
+        }
     }
 
     // ---- events ----------------------------------------------------------------------------
@@ -969,6 +1229,7 @@ struct Parser::State {
     // working directory is known.
     void path_event(int pid, Proc &p, const Call &c, AccessKind kind, std::string_view dirarg,
                     std::string_view patharg, bool use_ret_annotation) {
+        emitted_now = false;
         begin_event(pid, p, c, kind);
         FdArg dir;
         if (!dirarg.empty()) {
@@ -985,15 +1246,19 @@ struct Parser::State {
             return;
         }
         bool kernel_path = false;
+        bool non_file = false;
         if (use_ret_annotation && c.has_ret_annotation && ev.success) {
             if (!unescape(c.ret_annotation, tmp_annotation)) {
                 problem("malformed fd path: " + excerpt(c.ret_annotation));
                 return;
             }
-            // "pipe:[N]", "socket:[N]" and the like name no file; the lexical path stands.
+            // "pipe:[N]", "socket:[N]" and the like name no file; the judge sees them so.
             if (!tmp_annotation.empty() && tmp_annotation.front() == '/') {
                 ev.path_resolved.swap(tmp_annotation);
                 kernel_path = true;
+            } else if (is_object_name(tmp_annotation)) {
+                non_file_name.swap(tmp_annotation);
+                non_file = true;
             }
         }
         if (sr != StrResult::Ok && ev.success && !kernel_path) {
@@ -1016,8 +1281,14 @@ struct Parser::State {
         if (ev.path_lexical.empty() && ev.success && !kernel_path) {
             problem(std::string(c.name) + " succeeded relative to a dirfd strace did not decode");
         }
-        if (!kernel_path) ev.path_resolved = ev.path_lexical;
+        if (non_file) {
+            ev.path_resolved = non_file_name;
+        } else if (!kernel_path) {
+            ev.path_resolved = ev.path_lexical;
+        }
+        verify(p, kernel_path || non_file);
         emit(ev);
+        emitted_now = true;
     }
 
     // Makes ev.path_asked absolute into ev.path_lexical. Returns false when that needs the
@@ -1025,27 +1296,35 @@ struct Parser::State {
     // done (a dirfd strace did not decode).
     bool lexical_path(const Proc &p, const FdArg &dir) {
         const std::string &asked = ev.path_asked;
+        ev_base_physical = true;
         if (!asked.empty() && asked.front() == '/') {
+            ev_base = "/";
             join_normalize(ev.path_lexical, "/", asked);
             return true;
         }
         if (dir.valid && !dir.at_fdcwd) {
+            ev_base = {};
             if (dir.has_annotation && decode_absolute(dir.annotation, tmp_base)) {
+                ev_base = tmp_base;
                 join_normalize(ev.path_lexical, tmp_base, asked);
             }
             return true;
         }
         if (dir.at_fdcwd && dir.has_annotation) {
             if (cwd_ready(p) && dir.annotation == p.fs->cwd_raw) {
+                ev_base = p.fs->cwd;
                 join_normalize(ev.path_lexical, p.fs->cwd, asked);
                 return true;
             }
             if (decode_absolute(dir.annotation, tmp_base)) {
+                ev_base = tmp_base;
                 join_normalize(ev.path_lexical, tmp_base, asked);
                 return true;
             }
         }
         if (cwd_ready(p)) {
+            ev_base = p.fs->cwd;
+            ev_base_physical = p.fs->physical;
             join_normalize(ev.path_lexical, p.fs->cwd, asked);
             return true;
         }
@@ -1083,7 +1362,7 @@ struct Parser::State {
         if (lexical_path(p, FdArg{})) {
             ev.path_resolved = ev.path_lexical;
             emit(ev);
-            if (ev.success) set_cwd(pid, p, ev.path_resolved, false);
+            if (ev.success) set_cwd(pid, p, ev.path_resolved, false, false);
             return;
         }
         Deferred d;
@@ -1156,6 +1435,8 @@ struct Parser::State {
                    c.args[base], false);
         exec_argv = {};
         if (adjusted.known && adjusted.error.empty() && adjusted.value >= 0) {
+            // An exec gives the process a descriptor table of its own.
+            p.files = std::make_shared<FdTable>();
             set_image(p, ev.path_resolved.empty() ? ev.path_asked : ev.path_resolved);
         }
     }
@@ -1170,6 +1451,9 @@ struct Parser::State {
         const int child_pid = static_cast<int>(child_ll);
         if (child_pid == pid) return;
         const bool share_fs = has_flags && has_flag(keyword_flags(c.args_text), "CLONE_FS");
+        const bool share_files = has_flags && has_flag(keyword_flags(c.args_text), "CLONE_FILES");
+        if (share_files) p.files->shared = true;
+        const auto child_files = share_files ? p.files : std::make_shared<FdTable>(FdTable{false});
         std::shared_ptr<FsContext> parent_fs = p.fs;
         std::shared_ptr<const std::string> parent_image = p.image;
 
@@ -1184,11 +1468,13 @@ struct Parser::State {
             Proc *child = get(child_pid);
             if (child == nullptr) return;
             child->fs = share_fs ? parent_fs : std::make_shared<FsContext>(*parent_fs);
+            child->files = child_files;
             child->image = parent_image;
             return;
         }
         // The child ran before its parent's clone returned.
         Proc &child = *existing;
+        child.files = child_files;
         if (!child.image) child.image = parent_image;
         if (parent_fs->known) {
             if (!child.deferred.empty()) {
@@ -1226,18 +1512,24 @@ struct Parser::State {
             problem("call without arguments: " + excerpt(body));
             return;
         }
+        // Whether the event just built was emitted now, for a call that succeeded.
+        const auto done = [this] { return emitted_now && ev.success; };
         switch (sys) {
             case Sys::Open:
                 path_event(pid, p, c, open_kind(arg(1)), {}, arg(0), true);
+                if (done()) note_open(ev.kind);
                 break;
             case Sys::Openat:
                 path_event(pid, p, c, open_kind(arg(2)), arg(0), arg(1), true);
+                if (done()) note_open(ev.kind);
                 break;
             case Sys::Openat2:
                 path_event(pid, p, c, open_kind(keyword_flags(arg(2))), arg(0), arg(1), true);
+                if (done()) note_open(ev.kind);
                 break;
             case Sys::Creat:
                 path_event(pid, p, c, AccessKind::Create, {}, arg(0), true);
+                if (done()) note_open(ev.kind);
                 break;
             case Sys::Execve:
                 exec_event(pid, p, c, false);
@@ -1255,40 +1547,75 @@ struct Parser::State {
                 fd_event(pid, p, c, AccessKind::List, arg(0));
                 break;
             case Sys::Mkdir:
-                path_event(pid, p, c, AccessKind::Create, {}, arg(0), false);
+            case Sys::Mkdirat: {
+                const bool at = sys == Sys::Mkdirat;
+                path_event(pid, p, c, AccessKind::Create, at ? arg(0) : std::string_view{},
+                           at ? arg(1) : arg(0), false);
+                // A node that is no link; a directory needs no note (a walk passes through it).
+                if (done() && has_prefix(c.name, "mknod") && physical_name()) {
+                    remember_name(ev.path_lexical, NameState{});
+                }
                 break;
-            case Sys::Mkdirat:
-                path_event(pid, p, c, AccessKind::Create, arg(0), arg(1), false);
-                break;
+            }
             case Sys::Unlink:
-                path_event(pid, p, c, AccessKind::Remove, {}, arg(0), false);
+            case Sys::Unlinkat: {
+                const bool at = sys == Sys::Unlinkat;
+                path_event(pid, p, c, AccessKind::Remove, at ? arg(0) : std::string_view{},
+                           at ? arg(1) : arg(0), false);
+                if (done()) forget_name(ev.path_lexical, physical_name());
                 break;
-            case Sys::Unlinkat:
-                path_event(pid, p, c, AccessKind::Remove, arg(0), arg(1), false);
-                break;
+            }
             case Sys::Rename:
-                path_event(pid, p, c, AccessKind::Remove, {}, arg(0), false);
-                path_event(pid, p, c, AccessKind::Create, {}, arg(1), false);
+            case Sys::Renameat: {
+                const bool at = sys == Sys::Renameat;
+                path_event(pid, p, c, AccessKind::Remove, at ? arg(0) : std::string_view{},
+                           at ? arg(1) : arg(0), false);
+                const bool from_ok = done();
+                std::string from = ev.path_lexical;
+                const bool from_physical = physical_name();
+                path_event(pid, p, c, AccessKind::Create, at ? arg(2) : std::string_view{},
+                           at ? arg(3) : arg(1), false);
+                if (from_ok && done()) {
+                    rename_names(from, from_physical, ev.path_lexical, physical_name(),
+                                 at && has_flag(arg(4), "RENAME_EXCHANGE"));
+                } else if (ev.success) {
+                    forget_name(from, false);  // a side held back: what moved is not known
+                    if (!ev.path_lexical.empty()) forget_name(ev.path_lexical, false);
+                }
                 break;
-            case Sys::Renameat:
-                path_event(pid, p, c, AccessKind::Remove, arg(0), arg(1), false);
-                path_event(pid, p, c, AccessKind::Create, arg(2), arg(3), false);
-                break;
+            }
             case Sys::Link:
-                path_event(pid, p, c, AccessKind::Other, {}, arg(0), false);
-                path_event(pid, p, c, AccessKind::Create, {}, arg(1), false);
+            case Sys::Linkat: {
+                const bool at = sys == Sys::Linkat;
+                path_event(pid, p, c, AccessKind::Other, at ? arg(0) : std::string_view{},
+                           at ? arg(1) : arg(0), false);
+                const bool from_ok = done() && !(at && has_flag(arg(4), "AT_EMPTY_PATH"));
+                const std::string from = ev.path_lexical;
+                path_event(pid, p, c, AccessKind::Create, at ? arg(2) : std::string_view{},
+                           at ? arg(3) : arg(1), false);
+                if (from_ok && done() && physical_name()) {
+                    // A hard link is the same node: a link made by the call stays one, unless
+                    // the call asked to follow it.
+                    const auto known = names.find(from);
+                    if (known != names.end() &&
+                        !(known->second.is_link && at && has_flag(arg(4), "AT_SYMLINK_FOLLOW"))) {
+                        remember_name(ev.path_lexical, known->second);
+                    }
+                }
                 break;
-            case Sys::Linkat:
-                path_event(pid, p, c, AccessKind::Other, arg(0), arg(1), false);
-                path_event(pid, p, c, AccessKind::Create, arg(2), arg(3), false);
-                break;
+            }
             case Sys::Symlink:
+            case Sys::Symlinkat: {
+                const bool at = sys == Sys::Symlinkat;
                 // The target is a string stored in the link, not a file the call touches.
-                path_event(pid, p, c, AccessKind::Create, {}, arg(1), false);
+                path_event(pid, p, c, AccessKind::Create, at ? arg(1) : std::string_view{},
+                           at ? arg(2) : arg(1), false);
+                std::string text;
+                if (done() && physical_name() && decode_string(arg(0), text) == StrResult::Ok) {
+                    remember_name(ev.path_lexical, NameState{true, std::move(text)});
+                }
                 break;
-            case Sys::Symlinkat:
-                path_event(pid, p, c, AccessKind::Create, arg(1), arg(2), false);
-                break;
+            }
             case Sys::Truncate:
                 path_event(pid, p, c, AccessKind::Write, {}, arg(0), false);
                 break;

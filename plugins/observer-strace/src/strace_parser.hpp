@@ -50,7 +50,8 @@ struct AccessEvent {
     // followed. This is the path the process asked for, as an absolute path.
     std::string path_lexical;
     // The real path: the kernel's path of the returned fd when strace decoded one (a link is
-    // followed, "/proc/self/fd/N" names its file), otherwise path_lexical. Empty when neither
+    // followed, "/proc/self/fd/N" names its file; "pipe:[N]" names no file), otherwise
+    // path_lexical; for an exec of a file the call made, that file. Empty when neither
     // could be established, which also makes the parser lossy when the call succeeded.
     std::string path_resolved;
     long long result = 0;  // the return value; -1 when unknown
@@ -63,6 +64,16 @@ struct AccessEvent {
     // inherited across fork; empty before the trace shows one. It attributes an access (bwrap's
     // own setup runs under bwrap's image), but it is no boundary: a target can exec bwrap too.
     std::string image;
+    // What path_asked names once the links this trace shows the call making are followed, set
+    // when path_resolved alone cannot be trusted to be the file reached: a successful exec (no
+    // descriptor comes back), a refused write, and an open in a descriptor table another task
+    // shares whose descriptor names another path than the one asked for (a sibling can swap the
+    // descriptor before strace reads it). A name the call found in place is left as it is, for
+    // the runtime to follow on the host. Empty otherwise.
+    std::string path_named;
+    // Non-empty: why the file reached cannot be told from the trace (a link loop, a dirfd strace
+    // did not decode). The judge lists such an access.
+    std::string unverified;
     // Exec only: the argument vector as strace printed it. strace shortens long strings and long
     // vectors (argv_truncated then says so); it is for diagnostics, never for a decision.
     std::vector<std::string> argv;

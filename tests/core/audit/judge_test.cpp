@@ -822,4 +822,62 @@ TEST(JudgeProperty, MatchesALexicalReferenceOnRandomPaths) {
     }
 }
 
+// ---- What the observer could not place ---------------------------------------------------------
+
+// execve("/dev/fd/3") of an O_PATH descriptor runs whatever 3 names, while the path lies under
+// /dev: with no real path established, the access is listed as unverified.
+TEST(JudgeUnverified, AnExecThroughADescriptorLinkIsListed) {
+    for (const char *link : {"/dev/fd/3", "/dev/stdin", "/proc/self/fd/3", "/proc/77/fd/3",
+                             "/proc/thread-self/fd/3", "/dev/fd/3/bin/tool"}) {
+        const auto found = judge({ok(Access::exec, link)});
+        ASSERT_EQ(found.size(), 1U) << link;
+        EXPECT_NE(found[0].reason.find("could not be verified"), std::string::npos) << link;
+    }
+    // Control: an exec of a real file under /dev is judged as such (and granted), and reading
+    // a descriptor link's own text reads no file.
+    EXPECT_FALSE(listed(ok(Access::exec, "/dev/null")));
+    EXPECT_FALSE(listed(ok(Access::readlink, "/dev/fd/3")));
+    EXPECT_FALSE(listed(ok(Access::readlink, "/dev/stdin")));
+    // A real path the observer established decides: the descriptor's file.
+    EXPECT_FALSE(listed(ok(Access::read, "/dev/fd/3", "/work/ws/notes")));
+    EXPECT_TRUE(listed(ok(Access::read, "/dev/fd/3", "/srv/key")));
+}
+
+TEST(JudgeUnverified, AnAccessTheObserverCouldNotPlaceIsListedWhereverItsPathLies) {
+    ObservedAccess a = ok(Access::exec, "/work/ws/x");
+    a.unverified = "the call removed /work/ws/x";
+    const auto found = judge({a});
+    ASSERT_EQ(found.size(), 1U);
+    EXPECT_EQ(found[0].path, "/work/ws/x");
+    EXPECT_NE(found[0].reason.find("the call removed /work/ws/x"), std::string::npos);
+    // A failed access reached nothing, placed or not.
+    ObservedAccess failed_exec = failed(Access::exec, "/work/ws/x", "ENOENT");
+    failed_exec.unverified = a.unverified;
+    EXPECT_FALSE(listed(failed_exec));
+    // Control: the same exec, placed, is granted.
+    EXPECT_FALSE(listed(ok(Access::exec, "/work/ws/x")));
+}
+
+TEST(JudgeNamed, WhatTheAskedPathNamesIsJudgedToo) {
+    // An exec of a workspace link to a tool outside the grants.
+    ObservedAccess run = ok(Access::exec, "/work/ws/x");
+    run.path_named = "/srv/tool";
+    EXPECT_EQ(paths(judge({run})), Paths{"/srv/tool"});
+    // An open whose descriptor names a granted decoy while the asked path leads to the key.
+    ObservedAccess swapped = ok(Access::read, "/srv/key", "/work/ws/notes");
+    swapped.path_named = "/srv/key";
+    EXPECT_EQ(paths(judge({swapped})), Paths{"/srv/key"});
+    // A refused write through a workspace link to /etc.
+    ObservedAccess write = failed(Access::write, "/work/ws/link", "EROFS");
+    write.path_named = "/etc/hostname";
+    EXPECT_EQ(paths(judge({write})), Paths{"/etc/hostname"});
+    // Controls: what the asked path names is granted; a system link the distribution made.
+    run.path_named = "/usr/bin/true";
+    EXPECT_FALSE(listed(run));
+    ObservedAccess lib =
+        ok(Access::read, "/lib/x86_64-linux-gnu/libc.so.6", "/usr/lib/x86_64-linux-gnu/libc.so.6");
+    lib.path_named = "/lib/x86_64-linux-gnu/libc.so.6";
+    EXPECT_FALSE(listed(lib));
+}
+
 }  // namespace

@@ -88,9 +88,9 @@ TEST(Observation, JudgedResultListsOutsideReadsAndCountsEveryRepeat) {
     Observation o;
     o.complete = true;
     o.target_started = true;
-    o.events = {{1, "openat", "/srv/key", "/srv/key", Access::read, true, ""},
-                {1, "openat", "/w/a", "/w/a", Access::read, true, ""},
-                {1, "openat", "/w/.tea/s", "/w/.tea/s", Access::read, false, "ENOENT"}};
+    o.events = {{1, "openat", "/srv/key", "/srv/key", Access::read, true, "", {}, {}},
+                {1, "openat", "/w/a", "/w/a", Access::read, true, "", {}, {}},
+                {1, "openat", "/w/.tea/s", "/w/.tea/s", Access::read, false, "ENOENT", {}, {}}};
     o.counts = {2, 5, 1};
     const auto r = judge_observation(o, grants(), "strace");
     EXPECT_TRUE(r.audited);
@@ -107,7 +107,7 @@ TEST(Observation, JudgedResultListsOutsideReadsAndCountsEveryRepeat) {
 TEST(Observation, AnIncompleteOrPathlessObservationIsNotComplete) {
     Observation o;
     o.complete = true;
-    o.events = {{1, "openat", "relative", "", Access::read, true, ""}};
+    o.events = {{1, "openat", "relative", "", Access::read, true, "", {}, {}}};
     o.counts = {1};
     const auto r = judge_observation(o, grants(), "strace");
     EXPECT_FALSE(r.complete) << "a path the observer lost could have been anything";

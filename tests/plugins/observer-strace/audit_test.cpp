@@ -604,5 +604,168 @@ TEST_F(Audit, PreflightRefusesAnUnauditedCall) {
     EXPECT_NE(r.err.find("audit"), std::string::npos) << r;
 }
 
+// ---- the file an access really reached ----------------------------------------------------------
+
+// Probes of what a target can do to be judged by another file than the one it read or ran. Each
+// runs a binary outside the grants (a copy of echo under the fixture's outside folder) or reads the
+// key there, by a way the audit once judged by the path asked for; the control shows the same probe
+// doing it unobserved.
+class AuditOfTheRealFile : public AuditEitherIdentity {
+   protected:
+    void SetUp() override {
+        AuditEitherIdentity::SetUp();
+        if (IsSkipped() || HasFatalFailure()) {
+            return;
+        }
+        tool_ = outside_ / "tool";
+        fs::copy_file("/bin/echo", tool_);
+        fs::permissions(tool_, fs::perms{0755});
+        mark_ = "RAN-" + random_token(8);
+    }
+
+    static bool lists_unverified(const json &record) {
+        for (const auto &f : record["audit"].value("findings", json::array())) {
+            if (f.value("reason", "").find("could not be verified") != std::string::npos) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    // A shell command run in the workspace.
+    [[nodiscard]] std::vector<std::string> in_workspace(const std::string &script) const {
+        return {"/bin/sh", "-c", "cd '" + workspace().string() + "' && " + script};
+    }
+
+    fs::path tool_;
+    std::string mark_;
+};
+
+// execve("/dev/fd/N") of an O_PATH descriptor runs whatever N names, while the path lies under
+// /dev; the same goes for /proc's descriptor links and /dev/stdin.
+TEST_P(AuditOfTheRealFile, ExecThroughADescriptorLinkIsListed) {
+    const std::string probe =
+        "import os, sys\n"
+        "fd = os.open(sys.argv[1], os.O_PATH)\n"
+        "os.set_inheritable(fd, True)\n"
+        "link = sys.argv[2]\n"
+        "if link == '/dev/stdin':\n"
+        "    os.dup2(fd, 0)\n"
+        "link = link.format(fd=fd, pid=os.getpid())\n"
+        "os.execv(link, ['tool', sys.argv[3]])\n";
+    for (const std::string link :
+         {"/dev/fd/{fd}", "/proc/self/fd/{fd}", "/proc/thread-self/fd/{fd}", "/proc/{pid}/fd/{fd}",
+          "/dev/stdin"}) {
+        const std::vector<std::string> command{"python3", "-c", probe, tool_.string(), link, mark_};
+        const auto [r, record] = audited(command, {"--strict"});
+        EXPECT_NE(r.err.find(mark_), std::string::npos) << link << ": the tool ran" << r;
+        EXPECT_EQ(r.status, 3) << link << r;
+        EXPECT_TRUE(lists_unverified(record)) << link << r;
+
+        // Control: unobserved, the same exec runs the tool all the same.
+        const auto [u, unobserved] = audited(command, {"--observer", "none"});
+        EXPECT_EQ(u.status, 0) << link << u;
+        EXPECT_NE(u.err.find(mark_), std::string::npos) << link << u;
+    }
+    // Control: the tool run by its own path is listed by that path.
+    const auto [d, direct] = audited({tool_.string(), mark_}, {"--strict"});
+    EXPECT_EQ(d.status, 3) << d;
+    EXPECT_TRUE(lists(direct, tool_.string())) << d;
+}
+
+// strace shows only the path an execve asked for. A link the target plants in its workspace,
+// runs and removes within the call, or plants in one call and removes in the next, leaves nothing
+// on the host to follow after the call; the same with a directory link, and with a script whose #!
+// line names the tool through a link.
+TEST_P(AuditOfTheRealFile, ExecOfALinkPlantedAndRemovedIsListed) {
+    const std::string tool = tool_.string();
+    const std::string outside = outside_.string();
+    const std::string ws = workspace().string();
+    const std::vector<std::pair<std::string, std::string>> attacks = {
+        {"a link made, run and removed", "ln -s " + tool + " x && ./x " + mark_ + "; rm x"},
+        {"a directory link", "ln -s " + outside + " d && ./d/tool " + mark_ + "; rm d"},
+        {"a script's interpreter through a link", "ln -s " + tool + " interp && printf '#!" + ws +
+                                                      "/interp\\n' > s && chmod +x s && ./s " +
+                                                      mark_ + "; rm interp"},
+    };
+    for (const auto &[what, script] : attacks) {
+        const auto [r, record] = audited(in_workspace(script), {"--strict"});
+        EXPECT_NE(r.err.find(mark_), std::string::npos) << what << ": the tool ran" << r;
+        EXPECT_EQ(r.status, 3) << what << r;
+        EXPECT_FALSE(record["audit"]["findings"].empty()) << what << r;
+        fs::remove(workspace() / "s");
+
+        // Control: unobserved, the same script runs the tool.
+        const auto [u, unobserved] = audited(in_workspace(script), {"--observer", "none"});
+        EXPECT_EQ(u.status, 0) << what << u;
+        EXPECT_NE(u.err.find(mark_), std::string::npos) << what << u;
+        fs::remove(workspace() / "s");
+    }
+
+    // A link planted by an earlier call and removed by this one.
+    const auto [p, planted] = audited(in_workspace("ln -s " + tool + " y"), {"--strict"});
+    EXPECT_EQ(p.status, 0) << "making a link reads nothing" << p;
+    const auto [r, record] = audited(in_workspace("./y " + mark_ + "; rm y"), {"--strict"});
+    EXPECT_NE(r.err.find(mark_), std::string::npos) << r;
+    EXPECT_EQ(r.status, 3) << r;
+    EXPECT_TRUE(lists_unverified(record)) << r;
+
+    // Control: the link left in place is followed on the host after the call.
+    ASSERT_EQ(audited(in_workspace("ln -s " + tool + " z"), {"--strict"}).first.status, 0);
+    const auto [k, kept] = audited(in_workspace("./z " + mark_), {"--strict"});
+    EXPECT_EQ(k.status, 3) << k;
+    EXPECT_TRUE(lists(kept, tool)) << k;
+}
+
+// What the fail-closed rule leaves alone: a program the call builds (here, copies), runs and
+// removes is a file of the workspace, not a link.
+TEST_P(AuditOfTheRealFile, AFileTheCallMadeRanAndRemovedIsNotListed) {
+    const auto [r, record] =
+        audited(in_workspace("cp /bin/echo mine && ./mine " + mark_ + " && rm mine"), {"--strict"});
+    EXPECT_EQ(r.status, 0) << r;
+    EXPECT_NE(r.err.find(mark_), std::string::npos) << r;
+    EXPECT_TRUE(record["audit"]["findings"].empty()) << r;
+
+    // A file made by an earlier call, run and deleted by this one, cannot be checked: listed.
+    ASSERT_EQ(audited(in_workspace("cp /bin/echo older"), {"--strict"}).first.status, 0);
+    const auto [d, deleted] =
+        audited(in_workspace("./older " + mark_ + "; rm older"), {"--strict"});
+    EXPECT_EQ(d.status, 3) << d;
+    EXPECT_TRUE(lists_unverified(deleted)) << d;
+}
+
+// A sibling thread that shares the reader's descriptor table replaces the descriptor an open
+// returned (dup2, or close and dup) with one of a granted decoy before strace reads its path at
+// the open's return, keeping a copy of the real one: the trace then names the decoy. The race is
+// won in some calls only, so the probe runs several times; whenever it read the key, the key must
+// be listed.
+TEST_P(AuditOfTheRealFile, ADescriptorSwappedBeforeTheTracerReadsItIsStillListed) {
+    const auto probe = workspace() / "fd_swap_probe";
+    fs::copy_file(TEA_FD_SWAP_PROBE, probe);
+    fs::permissions(probe, fs::perms{0755});
+    const std::string decoy = (workspace() / "notes.txt").string();
+    for (const std::string mode : {"dup2", "close"}) {
+        int leaked = 0;
+        for (int i = 0; i < 25; ++i) {
+            const auto [r, record] = audited({probe.string(), mode, key(), decoy}, {"--strict"});
+            if (r.err.find("LEAKED:PRIVATE KEY") == std::string::npos) {
+                continue;
+            }
+            ++leaked;
+            EXPECT_EQ(r.status, 3) << mode << " call " << i << r;
+            ASSERT_TRUE(lists(record, key())) << mode << " call " << i << r;
+        }
+        EXPECT_GT(leaked, 0) << mode << ": the probe never read the key";
+
+        // Control: unobserved, the probe reads the key.
+        const auto [u, unobserved] =
+            audited({probe.string(), mode, key(), decoy}, {"--observer", "none"});
+        EXPECT_NE(u.err.find("LEAKED:PRIVATE KEY"), std::string::npos) << mode << u;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Identities, AuditOfTheRealFile,
+                         ::testing::Values(Identity::invoker, Identity::unprivileged));
+
 }  // namespace
 }  // namespace tea::test::bwrap

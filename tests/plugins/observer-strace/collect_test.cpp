@@ -119,5 +119,28 @@ TEST_F(Collect, TenThousandDistinctOpensAreEachKept) {
     EXPECT_EQ(o.counts[0], 1U);
 }
 
+// The trace of a won descriptor swap, as strace writes it: a thread of a process whose threads
+// share one descriptor table opened the key, and a sibling replaced the descriptor with one of a
+// granted file before strace read its path. The judge must still list the key; the same open by a
+// process alone in its table cannot have been swapped and is judged by the descriptor.
+TEST_F(Collect, AnOpenWhoseDescriptorASiblingCouldSwapIsJudgedByTheAskedPathToo) {
+    const std::string thread =
+        "10 clone3({flags=CLONE_VM|CLONE_FS|CLONE_FILES|CLONE_SIGHAND|CLONE_THREAD|"
+        "CLONE_SYSVSEM|CLONE_SETTLS|CLONE_PARENT_SETTID|CLONE_CHILD_CLEARTID, child_tid=0x1, "
+        "parent_tid=0x1, exit_signal=0, stack=0x1, stack_size=0x7fff80, tls=0x1} => "
+        "{parent_tid=[11]}, 88) = 11\n";
+    auto grants = audit::default_os_grants();
+    grants.workspace_like = {"/w"};
+    const auto swapped = collect(thread + open_line(10, "\"/srv/key\"", "/w/notes"));
+    ASSERT_TRUE(swapped.complete) << swapped.reason;
+    const auto judged = audit::judge_observation(swapped, grants, "strace");
+    ASSERT_EQ(judged.findings.size(), 1U);
+    EXPECT_EQ(judged.findings[0].path, "/srv/key");
+
+    // Control: alone in its table, the open is judged by its descriptor.
+    const auto alone = collect(open_line(10, "\"/srv/key\"", "/w/notes"));
+    EXPECT_TRUE(audit::judge_observation(alone, grants, "strace").findings.empty());
+}
+
 }  // namespace
 }  // namespace tea::plugins

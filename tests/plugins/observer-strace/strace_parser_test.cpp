@@ -468,9 +468,9 @@ TEST(Resolution, ChdirFchdirAndDirfd) {
         // The kernel followed the link; the path the process asked for stays beside it.
         "100 openat read asked=[resolv.conf] resolved=[/run/systemd/resolve/stub-resolv.conf] "
         "lexical=[/etc/resolv.conf] result=5 error= success=1 image=[/usr/bin/prog]",
-        // An fd that is no file: the lexical path stands.
-        "100 openat read asked=[/proc/self/fd/0] resolved=[/proc/self/fd/0] result=4 error= "
-        "success=1 image=[/usr/bin/prog]",
+        // An fd that is no file: the kernel's name says so.
+        "100 openat read asked=[/proc/self/fd/0] resolved=[pipe:[1234]] "
+        "lexical=[/proc/self/fd/0] result=4 error= success=1 image=[/usr/bin/prog]",
     };
     EXPECT_EQ(got, want);
 }
@@ -794,8 +794,14 @@ TEST(Robustness, MutatedAndRandomInput) {
             rest.remove_prefix(n);
         }
         const Parsed p = parse_chunks(chunks, "/");
+        // A path, or the kernel's name of an object that is no file ("pipe:[12]").
         for (const auto &e : p.events) {
-            EXPECT_TRUE(e.path_resolved.empty() || e.path_resolved.front() == '/');
+            const auto colon = e.path_resolved.find(':');
+            EXPECT_TRUE(e.path_resolved.empty() || e.path_resolved.front() == '/' ||
+                        (colon != std::string::npos && colon > 0 &&
+                         e.path_resolved.find_first_not_of(
+                             "abcdefghijklmnopqrstuvwxyz0123456789_") == colon))
+                << e.path_resolved;
         }
     }
     for (int round = 0; round < 100; ++round) {
@@ -872,6 +878,99 @@ TEST(Live, InstalledStraceAndBwrapReportAFileTheTestCreated) {
     EXPECT_TRUE(e->success);
     EXPECT_EQ(e->image, "/usr/bin/cat");
     EXPECT_TRUE(has_event(p.events, dir, AccessKind::ChangeDir));
+}
+
+// ---- What an exec ran, and a descriptor another task could swap ------------------------------
+
+// The exec event of a path, the first one in the trace.
+const AccessEvent *exec_of(const Parsed &p, std::string_view asked) {
+    for (const auto &e : p.events) {
+        if (e.kind == AccessKind::Exec && e.path_asked == asked) return &e;
+    }
+    return nullptr;
+}
+
+// strace shows only the path an execve asked for: a link the call made is followed through the
+// trace, and what remains is named for the runtime to follow on the host.
+TEST(Names, AnExecFollowsTheLinksTheCallMade) {
+    const Parsed p = parse(
+        "10 symlink(\"/srv/bin/tool\", \"x\") = 0\n"
+        "10 execve(\"./x\", [\"./x\"], 0x1 /* 2 vars */) = 0\n"
+        "10 symlinkat(\"/srv\", AT_FDCWD</w>, \"d\") = 0\n"
+        "10 execve(\"/w/d/bin/tool\", [\"tool\"], 0x1 /* 2 vars */) = 0\n"
+        "10 unlink(\"x\") = 0\n"
+        "10 execve(\"./x\", [\"./x\"], 0x1 /* 2 vars */) = 0\n"
+        "10 execve(\"/w/found\", [\"found\"], 0x1 /* 2 vars */) = 0\n",
+        "/w");
+    EXPECT_FALSE(p.lossy) << p.reason;
+    ASSERT_EQ(p.events.size(), 7U);
+    EXPECT_EQ(p.events[1].path_named, "/srv/bin/tool");
+    EXPECT_EQ(p.events[3].path_named, "/srv/bin/tool");
+    // Removed: the trace no longer tells, the runtime sees the removal and lists it.
+    EXPECT_EQ(p.events[5].path_named, "/w/x");
+    EXPECT_EQ(p.events[6].path_named, "/w/found");
+}
+
+TEST(Names, AnExecOfAFileTheCallWroteIsThatFile) {
+    const Parsed p = parse(
+        "10 openat(AT_FDCWD</w>, \"a.out\", O_WRONLY|O_CREAT|O_TRUNC, 0777) = 3</w/a.out>\n"
+        "10 execve(\"./a.out\", [\"./a.out\"], 0x1 /* 2 vars */) = 0\n"
+        // A name changed through a path that may go through a link forgets the names with its
+        // last component: the runtime decides.
+        "10 rename(\"sub/../other/a.out\", \"/w/elsewhere\") = 0\n"
+        "10 execve(\"./a.out\", [\"./a.out\"], 0x1 /* 2 vars */) = 0\n",
+        "/w");
+    EXPECT_FALSE(p.lossy) << p.reason;
+    const AccessEvent *first = exec_of(p, "./a.out");
+    ASSERT_NE(first, nullptr);
+    EXPECT_EQ(first->path_resolved, "/w/a.out");
+    EXPECT_TRUE(first->path_named.empty());
+    EXPECT_EQ(p.events.back().path_named, "/w/a.out");
+}
+
+TEST(Names, ALinkLoopIsUnverified) {
+    const Parsed p = parse(
+        "10 symlink(\"b\", \"a\") = 0\n"
+        "10 symlink(\"a\", \"b\") = 0\n"
+        "10 execve(\"./a\", [\"./a\"], 0x1 /* 2 vars */) = 0\n",
+        "/w");
+    ASSERT_EQ(p.events.size(), 3U);
+    EXPECT_FALSE(p.events[2].unverified.empty());
+}
+
+// A sibling sharing the descriptor table can replace the descriptor an open returned before
+// strace reads its path: such an open whose descriptor names another path than the one asked is
+// judged by the asked path too. A process alone in its table cannot be raced.
+TEST(Names, AnOpenInASharedDescriptorTableNamesTheAskedPath) {
+    constexpr std::string_view kOpen =
+        "openat(AT_FDCWD</w>, \"/srv/key\", O_RDONLY|O_CLOEXEC) = 4</w/notes>\n";
+    const Parsed alone = parse("10 " + std::string{kOpen}, "/w");
+    ASSERT_EQ(alone.events.size(), 1U);
+    EXPECT_TRUE(alone.events[0].path_named.empty());
+
+    const Parsed threads = parse(
+        "10 clone3({flags=CLONE_VM|CLONE_FS|CLONE_FILES|CLONE_SIGHAND|CLONE_THREAD, "
+        "child_tid=0x1, parent_tid=0x1, exit_signal=0, stack=0x1, stack_size=0x1, tls=0x1} => "
+        "{parent_tid=[11]}, 88) = 11\n"
+        "10 " +
+            std::string{kOpen} +
+            "10 openat(AT_FDCWD</w>, \"notes\", O_RDONLY) = 5</w/notes>\n"
+            "11 openat(AT_FDCWD</w>, \"/srv/key\", O_RDONLY) = 6<socket:[9]>\n",
+        "/w");
+    ASSERT_EQ(threads.events.size(), 3U);
+    EXPECT_EQ(threads.events[0].path_named, "/srv/key");
+    EXPECT_TRUE(threads.events[1].path_named.empty()) << "the descriptor names the asked path";
+    EXPECT_EQ(threads.events[2].path_resolved, "socket:[9]");
+    EXPECT_EQ(threads.events[2].path_named, "/srv/key");
+
+    // A fork shares nothing, and an exec leaves the shared table behind.
+    const Parsed forked = parse(
+        "10 clone(child_stack=NULL, flags=CLONE_CHILD_CLEARTID|SIGCHLD, child_tidptr=0x1) = 12\n"
+        "12 " +
+            std::string{kOpen},
+        "/w");
+    ASSERT_EQ(forked.events.size(), 1U);
+    EXPECT_TRUE(forked.events[0].path_named.empty());
 }
 
 }  // namespace
