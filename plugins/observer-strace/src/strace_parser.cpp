@@ -17,7 +17,7 @@ namespace {
 constexpr std::string_view kTracedSyscalls =
     "?open,openat,openat2,?creat,execve,execveat,?readlink,readlinkat,?getdents,getdents64,"
     "?mkdir,mkdirat,?mknod,mknodat,?unlink,unlinkat,?rmdir,?rename,?renameat,renameat2,"
-    "?link,linkat,?symlink,symlinkat,truncate,chdir,fchdir,clone,clone3,?fork,?vfork";
+    "?link,linkat,?symlink,symlinkat,truncate,chdir,fchdir,clone,clone3,?fork,?vfork,seccomp";
 
 // PID_MAX_LIMIT on 64-bit Linux; a larger number in the pid column is not strace's.
 constexpr long kMaxPid = 4 * 1024 * 1024;
@@ -71,6 +71,7 @@ enum class Sys : std::uint8_t {
     Fchdir,
     Clone,
     Fork,
+    Seccomp,
 };
 
 Sys classify(std::string_view n) {
@@ -115,6 +116,7 @@ Sys classify(std::string_view n) {
         case 's':
             if (equals(n, "symlink")) return Sys::Symlink;
             if (equals(n, "symlinkat")) return Sys::Symlinkat;
+            if (equals(n, "seccomp")) return Sys::Seccomp;
             break;
         case 't':
             if (equals(n, "truncate")) return Sys::Truncate;
@@ -1450,6 +1452,12 @@ struct Parser::State {
         }
         const int child_pid = static_cast<int>(child_ll);
         if (child_pid == pid) return;
+        // A child the tracer does not follow makes its calls out of the trace (made tracee of
+        // its own parent, it runs them): the trace can no longer account for the call.
+        if (has_flags && has_flag(keyword_flags(c.args_text), "CLONE_UNTRACED")) {
+            problem("pid " + std::to_string(pid) + " started pid " + std::to_string(child_pid) +
+                    " with CLONE_UNTRACED, which the tracer does not follow");
+        }
         const bool share_fs = has_flags && has_flag(keyword_flags(c.args_text), "CLONE_FS");
         const bool share_files = has_flags && has_flag(keyword_flags(c.args_text), "CLONE_FILES");
         if (share_files) p.files->shared = true;
@@ -1630,6 +1638,17 @@ struct Parser::State {
                 break;
             case Sys::Fork:
                 clone_done(pid, p, c, start_seq, false);
+                break;
+            case Sys::Seccomp:
+                // A user-notify listener's answers outrank the tracer's stops: a call it lets
+                // continue runs with no stop, so nothing after it can be vouched for.
+                if (c.known && c.error.empty() && c.value >= 0 &&
+                    c.args_text.find("SECCOMP_FILTER_FLAG_NEW_LISTENER") !=
+                        std::string_view::npos) {
+                    problem("pid " + std::to_string(pid) +
+                            " installed a seccomp filter with a user-notify listener, whose "
+                            "answers can hide calls from the tracer");
+                }
                 break;
             case Sys::Ignored:
                 break;

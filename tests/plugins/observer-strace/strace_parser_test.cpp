@@ -687,6 +687,34 @@ TEST(Lossy, CleanTraceIsComplete) {
     EXPECT_EQ(p.reason, "");
 }
 
+TEST(Lossy, AProcessOutsideTheTracerMakesTheTraceIncomplete) {
+    // strace's own lines for the two ways around it: a child the tracer does not follow, and a
+    // seccomp listener whose answers outrank the tracer's stops. Either, once it succeeded, leaves
+    // calls the trace cannot account for.
+    const Parsed untraced =
+        parse("25665 clone(child_stack=NULL, flags=CLONE_UNTRACED|SIGCHLD) = 25666\n", "/");
+    EXPECT_TRUE(untraced.lossy);
+    EXPECT_NE(untraced.reason.find("CLONE_UNTRACED"), std::string::npos) << untraced.reason;
+    const Parsed listener = parse(
+        "25674 seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, "
+        "{len=4, filter=0x7f596a3a3840}) = 3\n",
+        "/");
+    EXPECT_TRUE(listener.lossy);
+    EXPECT_NE(listener.reason.find("user-notify listener"), std::string::npos) << listener.reason;
+    // The controls: the same calls refused, and their ordinary forms, leave the trace complete.
+    for (const char *line :
+         {"25665 clone(child_stack=NULL, flags=CLONE_UNTRACED|SIGCHLD) = -1 EPERM (Operation not "
+          "permitted)\n",
+          "25665 clone(child_stack=NULL, flags=CLONE_CHILD_SETTID|SIGCHLD, "
+          "child_tidptr=0x7f0) = 25666\n",
+          "25674 seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, {len=4, "
+          "filter=0x7f59}) = -1 EPERM (Operation not permitted)\n",
+          "25674 seccomp(SECCOMP_SET_MODE_FILTER, 0, {len=4, filter=0x7f59}) = 0\n"}) {
+        const Parsed p = parse(line, "/");
+        EXPECT_FALSE(p.lossy) << line << p.reason;
+    }
+}
+
 TEST(Lossy, TruncatedLastLine) {
     const Parsed p = parse("700   openat(AT_FDCWD</>, \"/x\", O_RDON", "/");
     EXPECT_TRUE(p.lossy);

@@ -12,7 +12,7 @@ set -euo pipefail
 OUT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 TREE=/tmp/tea-strace-corpus
 # Must stay identical to tea::strace::traced_syscalls(); a test compares the two.
-TRACED="?open,openat,openat2,?creat,execve,execveat,?readlink,readlinkat,?getdents,getdents64,?mkdir,mkdirat,?mknod,mknodat,?unlink,unlinkat,?rmdir,?rename,?renameat,renameat2,?link,linkat,?symlink,symlinkat,truncate,chdir,fchdir,clone,clone3,?fork,?vfork"
+TRACED="?open,openat,openat2,?creat,execve,execveat,?readlink,readlinkat,?getdents,getdents64,?mkdir,mkdirat,?mknod,mknodat,?unlink,unlinkat,?rmdir,?rename,?renameat,renameat2,?link,linkat,?symlink,symlinkat,truncate,chdir,fchdir,clone,clone3,?fork,?vfork,seccomp"
 
 for tool in strace bwrap gcc python3 node; do
     command -v "$tool" >/dev/null || { echo "record.sh: $tool is not installed" >&2; exit 1; }
