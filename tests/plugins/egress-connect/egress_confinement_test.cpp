@@ -131,6 +131,8 @@ class Egress : public Confinement {
         return out;
     }
 
+    void expect_every_route_process_filtered();
+
     fs::path cert_;
     fs::path key_;
     std::vector<Process> servers_;
@@ -365,12 +367,12 @@ TEST_F(Egress, TheRelayRunsAsTheSandboxIdentityAndEndsWithTheCall) {
     }
 }
 
-TEST_F(Egress, EveryProcessOfTheRouteRunsUnderTheFilterAndTheRelayIsClosedToTheTarget) {
-    // The target looks at every other process of its pid namespace: the shim (its first process)
-    // and the relay must carry the same seccomp filter, in the same fresh session keyring, and the
-    // relay's memory must not open for writing (a target that wrote into a process outside its
-    // filter would get the whole kernel surface back). Unaudited, so that Seccomp is the
-    // confinement's filter alone and no tracer stands in the way of the probes.
+// The target looks at every other process of its pid namespace: the shim (its first process)
+// and the relay must carry the same seccomp filter, and the relay's memory must not open for
+// writing (a target that wrote into a process outside its filter would get the whole kernel
+// surface back). Unaudited, so that Seccomp is the confinement's filter alone and no tracer
+// stands in the way of the probes.
+void Egress::expect_every_route_process_filtered() {
     const auto probe = python(R"PY(
 me = os.getpid()
 child = os.fork()
@@ -405,6 +407,15 @@ os.waitpid(child, 0)
         }
     }
     EXPECT_EQ(others, 1) << "the relay, and nothing else" << r;
+}
+
+TEST_F(Egress, EveryProcessOfTheRouteRunsUnderTheFilterAndTheRelayIsClosedToTheTarget) {
+    expect_every_route_process_filtered();
+}
+
+TEST_F(Egress, EveryProcessOfTheRouteRunsUnderTheFilterForAnUnprivilegedInvoker) {
+    become_unprivileged();
+    expect_every_route_process_filtered();
 }
 
 TEST_F(Egress, TheTargetCanReachTheSocketButNotReplaceIt) {
