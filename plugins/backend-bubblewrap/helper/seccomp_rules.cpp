@@ -61,10 +61,13 @@ constexpr std::array refusals{
 // hypervisor; AF_PACKET, AF_ALG, AF_KEY and the rest add kernel surface no evaluated tool needs.
 constexpr std::array<std::uint32_t, 4> allowed_families{AF_UNIX, AF_INET, AF_INET6, AF_NETLINK};
 
-// The personality values a target may set: the default (0), the 32-bit and old-uname personas
-// that some build tools ask for, and 0xffffffff, which only reads the current one.
-constexpr std::uint32_t persona_bits =
-    static_cast<std::uint32_t>(PER_LINUX32) | static_cast<std::uint32_t>(UNAME26);
+// The personality bits a target may set, alone or together: the 32-bit and old-uname personas
+// that some build tools ask for, and ADDR_NO_RANDOMIZE, which ThreadSanitizer, Go's race detector
+// and `setarch -R` need and which weakens only the caller's own address layout. Plus 0 and
+// 0xffffffff, which only reads the current persona.
+constexpr std::uint32_t persona_bits = static_cast<std::uint32_t>(PER_LINUX32) |
+                                       static_cast<std::uint32_t>(UNAME26) |
+                                       static_cast<std::uint32_t>(ADDR_NO_RANDOMIZE);
 
 class Rules {
    public:
@@ -175,8 +178,8 @@ int add_rules(scmp_filter_ctx ctx, std::string *failed_rule) {
         SCMP_SYS(socket), EPROTONOSUPPORT,
         {SCMP_A0(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFU, AF_NETLINK), SCMP_A2(SCMP_CMP_NE, NETLINK_ROUTE)},
         "socket");
-    // personality: ADDR_NO_RANDOMIZE, READ_IMPLIES_EXEC, MMAP_PAGE_ZERO and the rest weaken the
-    // kernel's defences. Allowed: 0, the persona bits alone, and 0xffffffff (a query). One
+    // personality: READ_IMPLIES_EXEC, MMAP_PAGE_ZERO and the rest weaken the kernel's defences.
+    // Allowed: 0, the persona bits, and 0xffffffff (a query). One
     // comparison a rule, so "the other 30 bits are all clear or all set" is written as a cycle:
     // bit a set while the next bit b is clear refuses. A value with some of those bits set and
     // some clear has such a pair somewhere on the cycle; all set is then refused unless the
