@@ -100,12 +100,12 @@ nlohmann::json egress_refusals(const std::string &records_json) {
 
 void print_audit(const audit::AuditResult &audit) {
     if (!audit.audited) {
-        console::err() << "tea-evaluate: audit: none (" << audit.why_not << ")\n";
+        console::err() << "tea-evaluate: audit: none (" << printable(audit.why_not) << ")\n";
         return;
     }
     if (!audit.complete) {
         console::err() << "tea-evaluate: audit: INCOMPLETE, the list below may miss accesses ("
-                       << audit.reason << ")\n";
+                       << printable(audit.reason) << ")\n";
     }
     if (audit.findings.empty()) {
         console::err() << "tea-evaluate: audit (" << audit.observer
@@ -118,7 +118,8 @@ void print_audit(const audit::AuditResult &audit) {
                    << " outside the grants:\n";
     for (const auto &f : audit.findings) {
         auto line = console::err();  // written whole at the end of the iteration
-        line << "  " << printable(f.path) << "  (" << f.reason;
+        // A reason may quote what the target named (an interpreter, a link's text): escaped too.
+        line << "  " << printable(f.path) << "  (" << printable(f.reason);
         for (std::size_t i = 0; i < f.syscalls.size(); ++i) {
             line << (i == 0 ? "; " : ", ") << f.syscalls[i];
         }

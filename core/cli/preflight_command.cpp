@@ -151,8 +151,9 @@ int preflight_command(const CommonOptions &common, const PreflightOptions &optio
         console::err() << "tea-evaluate: preflight leg " << leg << ": status " << outcome.status
                        << ", " << outcome.audit.findings.size() << " path"
                        << (outcome.audit.findings.size() == 1 ? "" : "s") << " outside the grants"
-                       << (outcome.audit.complete ? ""
-                                                  : ", audit INCOMPLETE: " + outcome.audit.reason)
+                       << (outcome.audit.complete
+                               ? ""
+                               : ", audit INCOMPLETE: " + printable(outcome.audit.reason))
                        << '\n';
         print_egress_refusals(outcome.egress_records);
         incomplete = incomplete || !outcome.audit.complete;
@@ -187,7 +188,7 @@ int preflight_command(const CommonOptions &common, const PreflightOptions &optio
                        << " outside the grants; every trial will too (declare what the target "
                           "legitimately reads with --system-path):\n";
         for (const auto &f : every.findings) {
-            console::err() << "  " << printable(f.path) << "  (" << f.reason << ")\n";
+            console::err() << "  " << printable(f.path) << "  (" << printable(f.reason) << ")\n";
         }
     }
     if (!some.empty()) {

@@ -728,7 +728,8 @@ int run_command(const CommonOptions &common, const RunCommandOptions &options) {
                            << " more (manifest.json lists every one)\n";
             break;
         }
-        console::err() << "  " << printable(path) << "  (" << state.observed_reason[path] << ")\n";
+        console::err() << "  " << printable(path) << "  (" << printable(state.observed_reason[path])
+                       << ")\n";
     }
     console::err() << "tea-evaluate: records: " << printable(state.records.string()) << '\n';
     if (common.json) {
@@ -799,7 +800,7 @@ int preflight_evaluation(const CommonOptions &common, const stdfs::path &folder,
                        << " outside the grants; every trial will too (declare what an entry "
                           "legitimately reads in its systemPaths):\n";
         for (const auto &path : every) {
-            console::err() << "  " << printable(path) << "  (" << reasons[path] << ")\n";
+            console::err() << "  " << printable(path) << "  (" << printable(reasons[path]) << ")\n";
         }
     } else {
         console::err() << "tea-evaluate: preflight: no path outside the grants in every leg\n";
