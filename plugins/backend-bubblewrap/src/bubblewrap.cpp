@@ -830,19 +830,18 @@ class Bubblewrap {
                 argv.insert(argv.end(),
                             {shim_in_sandbox, "--port", std::to_string(spec.egress_port),
                              "--socket", spec.egress_socket, "--"});
-                // The shim and its relay start before the helper loads the filter: bwrap loads
-                // it first, so no process of the call runs without it, and the shim is the
-                // namespace's init instead of bwrap's own, which would run unfiltered and
-                // dumpable (a target writing its /proc/1/mem would own a process outside the
-                // filter). The fresh session keyring is joined before bwrap for the same reason.
-                a.insert(a.end(), {"--as-pid-1", "--seccomp", std::to_string(seccomp_fd)});
-                plan["newSessionKeyring"] = true;
+                // The shim is the namespace's init, staying as its reaper: bwrap's own init is
+                // dumpable here, and a target writing its /proc/1/mem would own it.
+                a.emplace_back("--as-pid-1");
             }
-            argv.insert(argv.end(),
-                        {helper_in_sandbox, "confine", "--env-fd", std::to_string(env_fd)});
-            if (!egress_dir.empty()) {
-                argv.insert(argv.end(), {"--keyring", "inherited"});
-            }
+            // bwrap loads the filter before its first process (and its own init) runs, so no
+            // process of the call runs without it: not the shim or its relay, which start before
+            // the helper, nor bwrap's init. The fresh session keyring is joined before bwrap for
+            // the same reason, and the helper, under the filter, leaves it be.
+            a.insert(a.end(), {"--seccomp", std::to_string(seccomp_fd)});
+            plan["newSessionKeyring"] = true;
+            argv.insert(argv.end(), {helper_in_sandbox, "confine", "--env-fd",
+                                     std::to_string(env_fd), "--keyring", "inherited"});
             for (const auto &[option, value] :
                  {std::pair{"--cpu", cpu}, std::pair{"--fsize", fsize},
                   std::pair{"--nproc", nproc}}) {
@@ -857,10 +856,10 @@ class Bubblewrap {
                              {{"fd", helper_fd}, {"path", tea::bytes::to_json(helper)}}};
             plan["audit"] = {{"targetStart", helper_in_sandbox},
                              {"writable", json::array({temp_mount})}};
+            plan["files"].push_back({{"fd", seccomp_fd}, {"content", seccomp_bytes()}});
             if (!egress_dir.empty()) {
                 plan["files"].push_back(
                     {{"fd", shim_fd}, {"path", tea::bytes::to_json(spec.egress_shim)}});
-                plan["files"].push_back({{"fd", seccomp_fd}, {"content", seccomp_bytes()}});
             }
         }
         plan["argv"] = tea::bytes::list_to_json(argv);

@@ -209,6 +209,49 @@ report("TRACEME", traceme)
     }
 }
 
+TEST_P(EitherIdentity, EveryOtherProcessOfTheSandboxIsFilteredOrClosedToTheTarget) {
+    // A process of the sandbox outside the target's filter whose memory the target can write
+    // (/proc/PID/mem needs no ptrace) would hand back the whole kernel surface: bwrap's own init,
+    // the holder. Each other process must carry the filter or refuse the open. The probe's own
+    // child is the control: a process of the same identity whose memory opens.
+    const auto probe = python(R"PY(
+me = os.getpid()
+child = os.fork()
+if child == 0:
+    time.sleep(30)
+    os._exit(0)
+for pid in sorted(int(p) for p in os.listdir("/proc") if p.isdigit()):
+    if pid == me:
+        continue
+    status = dict(l.rstrip("\n").split(":\t", 1) for l in open("/proc/%d/status" % pid) if ":\t" in l)
+    name = "CHILD" if pid == child else "PID%d" % pid
+    print("%s-SECCOMP:%s" % (name, status.get("Seccomp")), flush=True)
+    report(name + "-MEM", lambda: os.close(os.open("/proc/%d/mem" % pid, os.O_RDWR)))
+os.kill(child, signal.SIGKILL)
+os.waitpid(child, 0)
+)PY");
+    // The call as it comes, and one whose environment holds an entry bwrap cannot set (a name
+    // without '='), which keeps the helper in front of the target.
+    auto odd_env = base_env();
+    odd_env.emplace_back("TEA-NO-EQUALS-SIGN");
+    for (const auto &call :
+         {Call{.command = probe}, Call{.command = probe, .exact_env = odd_env}}) {
+        const auto r = run(call);
+        EXPECT_EQ(r.status, 0) << r;
+        EXPECT_TRUE(r.has("CHILD-MEM-OK")) << r;
+        int others = 0;
+        for (int pid = 1; pid < 64; ++pid) {
+            const auto name = "PID" + std::to_string(pid);
+            if (const auto seccomp = r.value(name + "-SECCOMP")) {
+                ++others;
+                EXPECT_TRUE(*seccomp == "2" || r.has(name + "-MEM-DENIED:EACCES")) << name << "\n"
+                                                                                   << r;
+            }
+        }
+        EXPECT_GE(others, 1) << "the sandbox's pid 1 was seen" << r;
+    }
+}
+
 TEST_P(EitherIdentity, NoCapabilitiesNoNewPrivsAndSeccomp) {
     const auto probe = python(R"PY(
 status = dict(line.rstrip("\n").split(":\t", 1) for line in open("/proc/self/status") if ":\t" in line)
