@@ -747,6 +747,7 @@ struct FdTable {
 struct NameState {
     bool is_link = false;
     std::string text;
+    std::uint64_t seq = 0;  // the trace line that made it so (set by remember_name)
 };
 
 // An operation on a process whose working directory is not known yet: a child that shows up
@@ -935,17 +936,25 @@ struct Parser::State {
                 case Deferred::Op::SetCwd:
                     cur = d.path;
                     break;
-                case Deferred::Op::Event:
+                case Deferred::Op::Event: {
                     join_normalize(d.ev.path_lexical, cur, d.ev.path_asked);
                     if (d.ev.path_resolved.empty()) d.ev.path_resolved = d.ev.path_lexical;
                     // Placed late, without the names the call made: left to the runtime. The
-                    // task's table may be shared (its clone had not returned).
-                    if (d.ev.success && (d.ev.kind == AccessKind::Exec ||
-                                         d.ev.path_resolved != d.ev.path_lexical)) {
+                    // task's table may be shared (its clone had not returned). Except an exec of
+                    // a file the call wrote before the exec and left alone since: that file ran
+                    // (a child that execs before its parent's clone returns is common under load,
+                    // and the runtime would find a built-and-removed program gone). A name
+                    // changed after the exec, even one written again, proves nothing of it.
+                    const bool ran_written =
+                        d.ev.kind == AccessKind::Exec && written_before(d.ev.path_lexical, d.seq);
+                    if (d.ev.success && !ran_written &&
+                        (d.ev.kind == AccessKind::Exec ||
+                         d.ev.path_resolved != d.ev.path_lexical)) {
                         d.ev.path_named = d.ev.path_lexical;
                     }
                     emit(d.ev);
                     break;
+                }
                 case Deferred::Op::Chdir:
                     join_normalize(d.ev.path_lexical, cur, d.ev.path_asked);
                     d.ev.path_resolved = d.ev.path_lexical;
@@ -1041,6 +1050,7 @@ struct Parser::State {
     }
 
     void remember_name(const std::string &path, NameState state) {
+        state.seq = seq;
         if (const auto it = names.find(path); it != names.end()) {
             it->second = std::move(state);
             return;
@@ -1055,6 +1065,13 @@ struct Parser::State {
         names.emplace(path, std::move(state));
         names_by_base[std::string(last_component(path))].push_back(path);
         ++remembered;
+    }
+
+    // Whether `path` names a file the call wrote (no link) and has not changed since trace line
+    // `before`.
+    bool written_before(const std::string &path, std::uint64_t before) const {
+        const auto it = names.find(path);
+        return it != names.end() && !it->second.is_link && it->second.seq < before;
     }
 
     // A name removed or replaced. Through a path that may go through a link, any name the call

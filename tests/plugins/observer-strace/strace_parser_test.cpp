@@ -939,6 +939,33 @@ TEST(Names, AnExecFollowsTheLinksTheCallMade) {
     EXPECT_EQ(p.events[6].path_named, "/w/found");
 }
 
+TEST(Names, AFileTheCallWroteAndAChildRanBeforeItsCloneReturnedIsThatFile) {
+    // Under load the child a shell forks to run a program often execs before the shell's clone
+    // returns; its events wait for the clone. A program the call wrote before is the call's own
+    // all the same (cp, then run, then rm); one changed after the exec proves nothing.
+    const std::string wrote =
+        "10 openat(AT_FDCWD</w>, \"mine\", O_WRONLY|O_CREAT|O_TRUNC, 0666) = 3</w/mine>\n"
+        "10 clone(child_stack=NULL, flags=CLONE_CHILD_CLEARTID|CLONE_CHILD_SETTID|SIGCHLD "
+        "<unfinished ...>\n"
+        "11 execve(\"./mine\", [\"./mine\"], 0x1 /* 2 vars */) = 0\n";
+    const std::string returned = "10 <... clone resumed>, child_tidptr=0x7f) = 11\n";
+    const Parsed p = parse(wrote + returned, "/w");
+    EXPECT_FALSE(p.lossy) << p.reason;
+    const AccessEvent *run = exec_of(p, "./mine");
+    ASSERT_NE(run, nullptr);
+    EXPECT_EQ(run->path_resolved, "/w/mine");
+    EXPECT_TRUE(run->path_named.empty()) << "established by the trace: " << run->path_named;
+    // The control: the name written again after the exec (another task, seen before the clone
+    // returned) leaves the exec to the runtime.
+    const Parsed later = parse(
+        wrote + "12 openat(AT_FDCWD</w>, \"mine\", O_WRONLY|O_CREAT|O_TRUNC, 0666) = 3</w/mine>\n" +
+            returned,
+        "/w");
+    const AccessEvent *rerun = exec_of(later, "./mine");
+    ASSERT_NE(rerun, nullptr);
+    EXPECT_EQ(rerun->path_named, "/w/mine");
+}
+
 TEST(Names, AnExecOfAFileTheCallWroteIsThatFile) {
     const Parsed p = parse(
         "10 openat(AT_FDCWD</w>, \"a.out\", O_WRONLY|O_CREAT|O_TRUNC, 0777) = 3</w/a.out>\n"
