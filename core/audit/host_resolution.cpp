@@ -8,7 +8,9 @@
 #include <array>
 #include <cerrno>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
@@ -212,8 +214,55 @@ class Walker {
     std::unordered_set<std::string> unplaced_names_;
 };
 
-// The interpreter a script's "#!" line names, read from the file itself: "" when it has none.
-// Opened without following a link and without blocking, and only a regular file.
+constexpr std::string_view kElfMagic = "\177ELF";
+
+// `size` bytes at `at`, least significant first, as an ELF header of a little-endian host holds
+// its numbers; the caller has checked that they lie inside `bytes`.
+std::uint64_t little_endian(std::string_view bytes, std::size_t at, std::size_t size) {
+    std::uint64_t v = 0;
+    for (std::size_t i = 0; i < size; ++i) {
+        v |= std::uint64_t{static_cast<unsigned char>(bytes[at + i])} << (8 * i);
+    }
+    return v;
+}
+
+// The program loader an ELF executable names (its PT_INTERP segment), read from the open file:
+// "" when it names none (a static binary), nullopt when the headers do not hold together. The
+// kernel maps that loader without any call the trace shows, like a script's interpreter.
+std::optional<std::string> elf_loader(int fd, std::string_view head) {
+    if (head.size() < 64 || head.substr(0, 4) != kElfMagic) return std::nullopt;
+    const bool is64 = head[4] == 2;
+    const bool little = head[5] == 1;
+    if ((!is64 && head[4] != 1) || !little) return std::nullopt;  // big-endian: not a host binary
+    const std::uint64_t phoff = is64 ? little_endian(head, 32, 8) : little_endian(head, 28, 4);
+    const std::uint64_t phentsize = little_endian(head, is64 ? 54 : 42, 2);
+    const std::uint64_t phnum = little_endian(head, is64 ? 56 : 44, 2);
+    if (phentsize < (is64 ? 56U : 32U) || phnum == 0 || phnum > 512) return std::nullopt;
+    std::string table(phentsize * phnum, '\0');
+    if (::pread(fd, table.data(), table.size(), static_cast<off_t>(phoff)) !=
+        static_cast<ssize_t>(table.size())) {
+        return std::nullopt;
+    }
+    for (std::uint64_t i = 0; i < phnum; ++i) {
+        const std::string_view entry{table.data() + i * phentsize, phentsize};
+        if (little_endian(entry, 0, 4) != 3) continue;  // PT_INTERP
+        const std::uint64_t offset = is64 ? little_endian(entry, 8, 8) : little_endian(entry, 4, 4);
+        const std::uint64_t size = is64 ? little_endian(entry, 32, 8) : little_endian(entry, 16, 4);
+        if (size == 0 || size > 4096) return std::nullopt;
+        std::string path(size, '\0');
+        if (::pread(fd, path.data(), path.size(), static_cast<off_t>(offset)) !=
+            static_cast<ssize_t>(path.size())) {
+            return std::nullopt;
+        }
+        path.resize(path.find('\0') == std::string::npos ? path.size() : path.find('\0'));
+        return path;
+    }
+    return std::string{};
+}
+
+// The interpreter a script's "#!" line names, or the loader an ELF executable names, read from
+// the file itself: "" when it names none. Opened without following a link and without blocking,
+// and only a regular file.
 std::optional<std::string> interpreter_of(const std::string &path) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
     if (fd < 0) return std::nullopt;
@@ -221,9 +270,17 @@ std::optional<std::string> interpreter_of(const std::string &path) {
     std::array<char, 256> buf{};
     ssize_t n = -1;
     if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) n = ::pread(fd, buf.data(), buf.size(), 0);
-    ::close(fd);
-    if (n < 0) return std::nullopt;
+    if (n < 0) {
+        ::close(fd);
+        return std::nullopt;
+    }
     const std::string_view head{buf.data(), static_cast<std::size_t>(n)};
+    if (head.substr(0, 4) == kElfMagic) {
+        auto loader = elf_loader(fd, head);
+        ::close(fd);
+        return loader;
+    }
+    ::close(fd);
     if (head.substr(0, 2) != "#!") return std::string{};
     std::size_t i = 2;
     while (i < head.size() && (head[i] == ' ' || head[i] == '\t')) ++i;
@@ -258,8 +315,9 @@ void resolve_named_on_host(Observation &observation, const HostView &view) {
                        depth_within(e.path_resolved, view.view_only)) {
             ran = e.path_resolved;  // a file the observer saw the call make
         }
-        // The kernel runs a script's interpreter without any call the trace shows, and the
-        // target chose the line in a place it writes: the interpreter is an exec of its own.
+        // The kernel runs a script's interpreter, or an ELF program's loader (PT_INTERP), without
+        // any call the trace shows, and the target chose it in a place it writes: the
+        // interpreter is an exec of its own.
         if (e.access != Access::exec || !e.success || ran.empty()) continue;
         const auto interpreter = interpreter_of(ran);
         if (!interpreter || interpreter->empty()) continue;

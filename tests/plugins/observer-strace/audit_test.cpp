@@ -9,6 +9,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <tea/json_bytes.hpp>
@@ -715,6 +716,57 @@ TEST_P(AuditOfTheRealFile, ExecOfALinkPlantedAndRemovedIsListed) {
     const auto [k, kept] = audited(in_workspace("./z " + mark_), {"--strict"});
     EXPECT_EQ(k.status, 3) << k;
     EXPECT_TRUE(lists(kept, tool)) << k;
+}
+
+// The kernel maps an ELF program's loader (its PT_INTERP) without any call the trace shows. A
+// program in the workspace whose loader is a copy outside the grants runs that copy unseen by the
+// trace; the audit reads the loader from the program after the call and judges it as an exec.
+TEST_P(AuditOfTheRealFile, AProgramWhoseLoaderLiesOutsideTheGrantsIsListed) {
+    std::ifstream in{"/bin/echo", std::ios::binary};
+    std::string program{std::istreambuf_iterator<char>{in}, {}};
+    std::string loader;
+    for (const char *candidate : {"/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1"}) {
+        if (program.find(std::string{candidate} + '\0') != std::string::npos) {
+            loader = candidate;
+        }
+    }
+    ASSERT_FALSE(loader.empty()) << "/bin/echo names no loader this test knows";
+    // A copy of the loader under a name no longer than the original, outside every grant.
+    char dir_template[] = "/var/tmp/tea-ld-XXXXXX";
+    ASSERT_NE(::mkdtemp(dir_template), nullptr);
+    const fs::path dir{dir_template};
+    struct RemoveDir {
+        fs::path path;
+        ~RemoveDir() {
+            std::error_code ec;
+            fs::remove_all(path, ec);
+        }
+    } const remove_dir{dir};
+    fs::permissions(dir, fs::perms{0755});
+    const auto copy = dir / "ld";
+    ASSERT_LE(copy.string().size(), loader.size());
+    fs::copy_file(fs::canonical(loader), copy);
+    fs::permissions(copy, fs::perms{0755});
+    std::string patched = program;
+    const auto at = patched.find(loader + '\0');
+    patched.replace(at, loader.size(),
+                    copy.string() + std::string(loader.size() - copy.string().size(), '\0'));
+    make_file(workspace() / "prog", patched, 0755);
+    make_file(workspace() / "plain", program, 0755);
+    hand_to_caller(workspace());
+
+    const auto [r, record] = audited(in_workspace("./prog " + mark_), {"--strict"});
+    EXPECT_NE(r.err.find(mark_), std::string::npos) << "the program ran" << r;
+    EXPECT_EQ(r.status, 3) << r;
+    EXPECT_TRUE(lists(record, copy.string())) << r;
+    // Controls: unobserved, the program runs through the copy all the same; and a program whose
+    // loader is the system's is not listed.
+    const auto [u, unobserved] = audited(in_workspace("./prog " + mark_), {"--observer", "none"});
+    EXPECT_EQ(u.status, 0) << u;
+    EXPECT_NE(u.err.find(mark_), std::string::npos) << u;
+    const auto [c, plain] = audited(in_workspace("./plain " + mark_), {"--strict"});
+    EXPECT_EQ(c.status, 0) << c;
+    EXPECT_TRUE(plain["audit"]["findings"].empty()) << c;
 }
 
 // What the fail-closed rule leaves alone: a program the call builds (here, copies), runs and
