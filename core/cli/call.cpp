@@ -54,6 +54,40 @@ std::filesystem::path absolute_path(const std::filesystem::path &p, const char *
     return out;
 }
 
+// A withheld path named through a link inside the workspace: the target can re-point that link
+// between calls, and the next call would cover wherever it leads then, leaving the folder itself
+// readable. Links outside the workspace (the host's, which no target can write) are followed.
+void refuse_links_in_workspace(const std::filesystem::path &given,
+                               const std::filesystem::path &workspace) {
+    std::error_code ec;
+    const auto lexical = std::filesystem::absolute(given, ec).lexically_normal();
+    std::filesystem::path real = lexical.root_path();
+    for (auto it = std::next(lexical.begin()); it != lexical.end(); ++it) {
+        if (it->empty()) {
+            continue;
+        }
+        const auto next = real / *it;
+        struct stat st {};
+        if (::lstat(next.c_str(), &st) != 0) {
+            return;  // nothing there: the existence check names it
+        }
+        if (!S_ISLNK(st.st_mode)) {
+            real = next;
+            continue;
+        }
+        if (within(next, workspace) && next != workspace) {
+            throw usage_error("--withhold " + given.string() + ": " + next.string() +
+                              " is a link inside the workspace, which a target can re-point "
+                              "between calls; withhold the folder it leads to instead (" +
+                              std::filesystem::weakly_canonical(next, ec).string() + ")");
+        }
+        real = std::filesystem::weakly_canonical(next, ec);
+        if (ec) {
+            return;
+        }
+    }
+}
+
 std::vector<std::string> call_environment(const CallOptions &options) {
     const auto host = exec::current_environment();
     auto env = options.clean_env ? exec::clean_environment(host) : host;
@@ -350,6 +384,7 @@ exec::LaunchSpec Session::launch_spec(const CallOptions &options) const {
     spec.workspace = workspace.string();
     spec.cwd = spec.workspace;
     for (const auto &w : options.withhold) {
+        refuse_links_in_workspace(w, workspace);
         spec.withhold.push_back(absolute_path(w, "--withhold").string());
     }
     for (const auto &s : options.system_paths) {

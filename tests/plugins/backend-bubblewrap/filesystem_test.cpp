@@ -107,6 +107,31 @@ for name in (".s/ans/key.txt", "decoy/ans/key.txt", "sub/ans/key.txt"):
     EXPECT_EQ(control_next.value("READ .s/ans/key.txt-OK"), key) << control_next;
 }
 
+TEST_P(EitherIdentity, AWithheldPathNamedThroughALinkInTheWorkspaceIsRefused) {
+    // `hidden` leads to .data/hidden. Withheld by the link's name, the folder would be covered
+    // only while the link leads there: a target re-points it (rm hidden; ln -s d hidden) and the
+    // next call covers d, leaving .data/hidden readable.
+    const auto real = workspace() / ".data" / "hidden";
+    fs::create_directories(real);
+    const std::string key = "hidden-" + random_token();
+    make_file(real / "key.txt", key + "\n", 0644);
+    fs::create_directory_symlink(".data/hidden", workspace() / "hidden");
+    fs::create_directory(workspace() / "d");
+    hand_to_caller(workspace());
+    const auto read_key = python(R"PY(
+report("KEY", lambda: open(".data/hidden/key.txt").read().strip())
+)PY");
+    const auto by_link =
+        run({.command = read_key, .withhold = {(workspace() / "hidden").string()}});
+    EXPECT_EQ(by_link.status, 2) << by_link;
+    EXPECT_NE(by_link.err.find("is a link inside the workspace"), std::string::npos) << by_link;
+    EXPECT_FALSE(by_link.value("KEY-OK")) << by_link;
+    // The control: the folder withheld by its own path is covered.
+    const auto by_folder = run({.command = read_key, .withhold = {real.string()}});
+    EXPECT_EQ(by_folder.status, 0) << by_folder;
+    EXPECT_TRUE(by_folder.has("KEY-DENIED:ENOENT")) << by_folder;
+}
+
 TEST_P(EitherIdentity, AWithheldPathThatIsGoneIsRefusedNotSkipped) {
     // An earlier call (or anyone) moved the folder: covering nothing would hand the target its
     // content under the new name, so the call is refused with the path named.
