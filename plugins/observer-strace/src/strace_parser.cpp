@@ -1203,11 +1203,20 @@ struct Parser::State {
     // task shares may have had its descriptor swapped before strace read its path, so when that
     // path is not the one asked for, the asked path is judged too. A refused write returns no
     // descriptor either: where a link the target planted leads is judged.
-    void verify(const Proc &p, bool fd_named) {
+    void verify(const Proc &p, bool fd_named, bool through_dirfd) {
         ev.path_named.clear();
         ev.unverified.clear();
         if (ev.path_lexical.empty()) return;
         const bool exec = ev.kind == AccessKind::Exec && ev.success;
+        // strace names an exec's directory descriptor at the call's entry; a task sharing the
+        // table can put another file on that number before the kernel reads it (execveat of a
+        // decoy, swapped for an ungranted binary), and nothing at the exec's end says which ran.
+        if (exec && through_dirfd && p.files && p.files->shared) {
+            ev.unverified =
+                "an exec through a descriptor of a table another task shares, which "
+                "that task could have changed before the kernel read it";
+            return;
+        }
         const bool writes = ev.kind == AccessKind::Write || ev.kind == AccessKind::Create ||
                             ev.kind == AccessKind::Remove;
         const bool refused_write =
@@ -1305,7 +1314,7 @@ struct Parser::State {
         } else if (!kernel_path) {
             ev.path_resolved = ev.path_lexical;
         }
-        verify(p, kernel_path || non_file);
+        verify(p, kernel_path || non_file, !dirarg.empty() && !dir.at_fdcwd);
         emit(ev);
         emitted_now = true;
     }

@@ -996,6 +996,26 @@ TEST(Names, ALinkLoopIsUnverified) {
 // A sibling sharing the descriptor table can replace the descriptor an open returned before
 // strace reads its path: such an open whose descriptor names another path than the one asked is
 // judged by the asked path too. A process alone in its table cannot be raced.
+TEST(Names, AnExecThroughADescriptorOfASharedTableIsUnverified) {
+    // execveat(fd, "", AT_EMPTY_PATH): strace decodes fd at the call's entry; a thread sharing the
+    // table may swap an ungranted binary onto it before the kernel reads it.
+    constexpr std::string_view kExec =
+        "execveat(3</w/decoy>, \"\", [\"x\"], 0x1 /* 2 vars */, AT_EMPTY_PATH) = 0\n";
+    const Parsed threads = parse(
+        "10 clone3({flags=CLONE_VM|CLONE_FS|CLONE_FILES|CLONE_SIGHAND|CLONE_THREAD, "
+        "child_tid=0x1, parent_tid=0x1, exit_signal=0, stack=0x1, stack_size=0x1, tls=0x1} => "
+        "{parent_tid=[11]}, 88) = 11\n"
+        "10 " +
+            std::string{kExec},
+        "/w");
+    ASSERT_EQ(threads.events.size(), 1U);
+    EXPECT_NE(threads.events[0].unverified.find("another task shares"), std::string::npos);
+    // The control: the same exec by a process alone with its table is judged by its file.
+    const Parsed alone = parse("10 " + std::string{kExec}, "/w");
+    ASSERT_EQ(alone.events.size(), 1U);
+    EXPECT_TRUE(alone.events[0].unverified.empty()) << alone.events[0].unverified;
+}
+
 TEST(Names, AnOpenInASharedDescriptorTableNamesTheAskedPath) {
     constexpr std::string_view kOpen =
         "openat(AT_FDCWD</w>, \"/srv/key\", O_RDONLY|O_CLOEXEC) = 4</w/notes>\n";
