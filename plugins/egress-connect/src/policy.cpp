@@ -1,6 +1,7 @@
 #include "policy.hpp"
 
 #include <arpa/inet.h>
+#include <ifaddrs.h>
 #include <netdb.h>
 
 #include <algorithm>
@@ -146,13 +147,37 @@ bool SocketAddress::on_this_host_or_link() const {
         std::all_of(b.begin(), b.begin() + 10, [](unsigned char c) { return c == 0; }) &&
         b[10] == 0xff && b[11] == 0xff;
     if (mapped) {
-        // 127/8 loopback, 169.254/16 link-local (cloud metadata services), 0/8 "this host".
-        return b[12] == 127 || (b[12] == 169 && b[13] == 254) || b[12] == 0;
+        // 127/8 loopback, 169.254/16 link-local (cloud metadata services), 0/8 "this host",
+        // and the metadata services of clouds that serve them elsewhere.
+        const std::array<unsigned char, 4> v4{b[12], b[13], b[14], b[15]};
+        return v4[0] == 127 || (v4[0] == 169 && v4[1] == 254) || v4[0] == 0 ||
+               v4 == std::array<unsigned char, 4>{100, 100, 100, 200} ||
+               v4 == std::array<unsigned char, 4>{192, 0, 0, 192};
     }
+    // fd00:ec2::254, a cloud's metadata service over IPv6.
+    constexpr std::array<unsigned char, 16> ec2_metadata{0xfd, 0x00, 0x0e, 0xc2, 0, 0, 0,    0,
+                                                         0,    0,    0,    0,    0, 0, 0x02, 0x54};
+    if (b == ec2_metadata) return true;
     const bool zero_prefix =
         std::all_of(b.begin(), b.begin() + 15, [](unsigned char c) { return c == 0; });
     // ::1 loopback, :: unspecified, fe80::/10 link-local.
     return (zero_prefix && b[15] <= 1) || (b[0] == 0xfe && (b[1] & 0xc0U) == 0x80);
+}
+
+std::vector<SocketAddress> addresses_of_this_host() {
+    std::vector<SocketAddress> out;
+    ifaddrs *list = nullptr;
+    if (::getifaddrs(&list) != 0) return out;
+    for (const ifaddrs *i = list; i != nullptr; i = i->ifa_next) {
+        if (i->ifa_addr == nullptr) continue;
+        const socklen_t length = i->ifa_addr->sa_family == AF_INET    ? sizeof(sockaddr_in)
+                                 : i->ifa_addr->sa_family == AF_INET6 ? sizeof(sockaddr_in6)
+                                                                      : 0;
+        if (length == 0) continue;
+        if (auto address = SocketAddress::from(i->ifa_addr, length)) out.push_back(*address);
+    }
+    ::freeifaddrs(list);
+    return out;
 }
 
 Resolution resolve_with_getaddrinfo(const std::string &host, std::uint16_t port) {
@@ -183,9 +208,15 @@ Resolution resolve_with_getaddrinfo(const std::string &host, std::uint16_t port)
     return result;
 }
 
-Policy::Policy(std::string entry, std::vector<EgressItem> items, Resolver resolver)
-    : entry_(std::move(entry)), resolver_(std::move(resolver)) {
+Policy::Policy(std::string entry, std::vector<EgressItem> items, Resolver resolver,
+               LocalAddresses local_addresses)
+    : entry_(std::move(entry)),
+      resolver_(std::move(resolver)),
+      local_addresses_(std::move(local_addresses)) {
     if (!resolver_) throw std::invalid_argument("egress policy: no resolver given");
+    if (!local_addresses_) {
+        throw std::invalid_argument("egress policy: no source of this host's addresses given");
+    }
     for (EgressItem &item : items) {
         bool ipv6 = false;
         auto host = normalize_host(item.host, &ipv6);
@@ -266,6 +297,15 @@ Decision Policy::decide(const Authority &target) const {
         return decision;
     }
     decision.resolved = join(resolution.addresses);
+    // The host's own interface addresses (its LAN address, a container bridge's) reach its
+    // services as loopback does: asked only for an unpinned item.
+    const std::vector<SocketAddress> own =
+        item->addresses.empty() ? local_addresses_() : std::vector<SocketAddress>{};
+    const auto reaches_this_host = [&own](const SocketAddress &address) {
+        return address.on_this_host_or_link() ||
+               std::any_of(own.begin(), own.end(),
+                           [&](const SocketAddress &o) { return o.same_host(address); });
+    };
     std::vector<SocketAddress> local;
     for (SocketAddress &address : resolution.addresses) {
         bool named = item->addresses.empty();
@@ -276,7 +316,7 @@ Decision Policy::decide(const Authority &target) const {
         // resolve, by DNS rebinding) to this machine's loopback or its link (169.254.169.254, a
         // cloud's metadata service holding the host's credentials) reaches only what the item
         // pins by address, or names as its host literally ("127.0.0.1:8080").
-        if (item->addresses.empty() && address.on_this_host_or_link() &&
+        if (item->addresses.empty() && reaches_this_host(address) &&
             !names_literally(item->spelled.host, address)) {
             local.push_back(address);
             continue;
@@ -287,10 +327,12 @@ Decision Policy::decide(const Authority &target) const {
     }
     if (decision.addresses.empty() && !local.empty()) {
         decision.verdict = Decision::Verdict::refuse;
-        decision.reason = "the host resolved only to addresses on this machine or its link (" +
-                          join(local) +
-                          "), which the entry reaches only when its egress item lists them "
-                          "explicitly";
+        decision.reason =
+            "the host resolved only to addresses on this machine or its link, "
+            "or a cloud's metadata service (" +
+            join(local) +
+            "), which the entry reaches only when its egress item lists them "
+            "explicitly";
         return decision;
     }
     if (decision.addresses.empty()) {

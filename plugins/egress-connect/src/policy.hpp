@@ -41,7 +41,9 @@ class SocketAddress {
     // Same address, ignoring the port; an IPv4-mapped IPv6 address equals its IPv4 form.
     bool same_host(const SocketAddress &other) const;
     // Loopback (127/8, ::1), link-local (169.254/16, fe80::/10) or unspecified (0/8, ::), in
-    // either form: an address that reaches this machine or its link, never the network.
+    // either form: an address that reaches this machine or its link, never the network. Also the
+    // metadata services clouds serve at other addresses (100.100.100.200, 192.0.0.192,
+    // fd00:ec2::254), which hold the host's credentials as 169.254.169.254 does.
     bool on_this_host_or_link() const;
 
    private:
@@ -63,6 +65,13 @@ using Resolver = std::function<Resolution(const std::string &host, std::uint16_t
 // getaddrinfo, for stream sockets, IPv4 and IPv6.
 Resolution resolve_with_getaddrinfo(const std::string &host, std::uint16_t port);
 
+// The addresses of this machine's own interfaces (its LAN address, a bridge's): a name that
+// resolves to one reaches the host's services as loopback does. Called once per decision.
+using LocalAddresses = std::function<std::vector<SocketAddress>()>;
+
+// getifaddrs: every IPv4 and IPv6 address of every interface; none when it fails.
+std::vector<SocketAddress> addresses_of_this_host();
+
 struct Decision {
     enum class Verdict {
         allow = 1,   // connect to `addresses`, in order
@@ -80,7 +89,8 @@ class Policy {
     // Throws std::invalid_argument naming the entry and the item when an item's host, port or
     // address is spelled otherwise than the rules allow, or a host:port is listed twice.
     Policy(std::string entry, std::vector<EgressItem> items,
-           Resolver resolver = resolve_with_getaddrinfo);
+           Resolver resolver = resolve_with_getaddrinfo,
+           LocalAddresses local_addresses = addresses_of_this_host);
 
     const std::string &entry() const { return entry_; }
     // The items, hosts normalized (names lowercased, IPv6 canonical without brackets).
@@ -107,6 +117,7 @@ class Policy {
     std::vector<EgressItem> items_;
     std::vector<Item> parsed_;
     Resolver resolver_;
+    LocalAddresses local_addresses_;
 };
 
 }  // namespace tea::egress

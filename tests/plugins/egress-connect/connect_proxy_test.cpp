@@ -627,6 +627,47 @@ TEST(Policy, AnUnpinnedNameNeverReachesThisMachineOrItsLink) {
     EXPECT_EQ(policy.decide({"::1", 8080, false}).verdict, Decision::Verdict::allow);
 }
 
+TEST(Policy, AnUnpinnedNameNeverReachesThisHostsOwnAddressesOrAMetadataService) {
+    // The host's LAN and bridge addresses reach its services as loopback does; some clouds serve
+    // their metadata away from 169.254.169.254.
+    FakeResolver fake;
+    fake.names["lan.example"] = {"10.0.2.15"};
+    fake.names["bridge.example"] = {"172.17.0.1"};
+    fake.names["alibaba.example"] = {"100.100.100.200"};
+    fake.names["oracle.example"] = {"192.0.0.192"};
+    fake.names["ec2v6.example"] = {"fd00:ec2::254"};
+    fake.names["neighbour.example"] = {"10.0.2.99"};
+    fake.names["pinned.example"] = {"10.0.2.15"};
+    const auto own = [] {
+        return std::vector<SocketAddress>{*SocketAddress::parse("10.0.2.15", 0),
+                                          *SocketAddress::parse("172.17.0.1", 0)};
+    };
+    const Policy policy("agent",
+                        {{"lan.example", 443, {}},
+                         {"bridge.example", 443, {}},
+                         {"alibaba.example", 80, {}},
+                         {"oracle.example", 80, {}},
+                         {"ec2v6.example", 80, {}},
+                         {"neighbour.example", 443, {}},
+                         {"pinned.example", 443, {"10.0.2.15"}}},
+                        fake.get(), own);
+    for (const auto &[host, port] :
+         std::vector<std::pair<std::string, std::uint16_t>>{{"lan.example", 443},
+                                                            {"bridge.example", 443},
+                                                            {"alibaba.example", 80},
+                                                            {"oracle.example", 80},
+                                                            {"ec2v6.example", 80}}) {
+        const Decision d = policy.decide({host, port, false});
+        EXPECT_EQ(d.verdict, Decision::Verdict::refuse) << host;
+        EXPECT_NE(d.reason.find("on this machine or its link"), std::string::npos) << d.reason;
+    }
+    // The controls: another machine of the same network, and the host's address pinned.
+    EXPECT_EQ(policy.decide({"neighbour.example", 443, false}).verdict, Decision::Verdict::allow);
+    EXPECT_EQ(policy.decide({"pinned.example", 443, false}).verdict, Decision::Verdict::allow);
+    // The real source of this host's addresses finds at least its loopback.
+    EXPECT_FALSE(addresses_of_this_host().empty());
+}
+
 TEST(Policy, RealResolverFindsLocalhost) {
     const Resolution r = resolve_with_getaddrinfo("localhost", 80);
     ASSERT_EQ(r.status, Resolution::Status::ok) << r.error;
