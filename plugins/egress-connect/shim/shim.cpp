@@ -325,6 +325,11 @@ void detach(const std::vector<int> &listeners, const std::string &socket) {
         ::execv(program[0], program);
         fail(std::string{"cannot run "} + program[0] + ": " + error_text(errno));
     }
+    // The init holds nothing the target lacks: the descriptors handed down (the helper, the
+    // environment) go with the child, and its memory does not open for a target of the same
+    // identity.
+    ::syscall(SYS_close_range, 3U, ~0U, 0U);
+    ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     for (;;) {
         int status = 0;
         const pid_t pid = ::wait(&status);

@@ -395,6 +395,7 @@ os.waitpid(child, 0)
     // The shim is the namespace's first process, the relay another; the target's own child is
     // the control: a process of the same identity whose memory does open.
     EXPECT_EQ(r.value("PID1-SECCOMP"), "2") << r;
+    EXPECT_TRUE(r.has("PID1-MEM-DENIED:EACCES")) << r;
     EXPECT_EQ(r.value("CHILD-SECCOMP"), "2") << r;
     EXPECT_TRUE(r.has("CHILD-MEM-OK")) << r;
     int others = 0;
