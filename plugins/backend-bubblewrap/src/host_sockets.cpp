@@ -76,6 +76,13 @@ void from_proc(std::set<std::string> &paths, std::vector<RelativeSocket> &relati
     }
 }
 
+// What a link in /proc says ("mnt:[4026531841]"), or "" when it cannot be read.
+std::string link_text(const std::string &path) {
+    std::array<char, 256> text{};
+    const ssize_t n = ::readlink(path.c_str(), text.data(), text.size());
+    return n > 0 ? std::string{text.data(), static_cast<std::size_t>(n)} : std::string{};
+}
+
 // Where each relatively bound socket lies: its name taken from the working directory of a
 // process that holds it, when a socket file is there. One the runtime cannot place (its holders
 // unreadable, or the file moved since) is returned with the uid of a holder, when one was seen.
@@ -89,7 +96,10 @@ std::vector<HostSocket> locate_relative(const std::vector<RelativeSocket> &relat
     for (const auto &r : relative) {
         holders[r.inode];
     }
+    std::size_t unheld = holders.size();
     const Fd proc{::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+    // Read every descriptor of every process the runtime may see, but only until each socket has
+    // a holder: on a busy host that is most of the cost.
     tea::dirents::for_each(proc.get(), [&](const dirent64 &process) {
         const std::string_view name{process.d_name};
         pid_t pid = 0;
@@ -113,17 +123,26 @@ std::vector<HostSocket> locate_relative(const std::vector<RelativeSocket> &relat
             unsigned long inode = 0;
             std::from_chars(text.data() + prefix.size(), text.data() + text.size() - 1, inode);
             if (const auto it = holders.find(inode); it != holders.end()) {
+                if (it->second.empty()) {
+                    --unheld;
+                }
                 it->second.push_back(pid);
             }
             return true;
         });
-        return true;
+        return unheld > 0;
     });
+    const std::string own_mounts = link_text("/proc/self/ns/mnt");
     for (const auto &r : relative) {
         bool placed = false;
         uid_t owner = 0;
         bool seen = false;
         for (const pid_t pid : holders[r.inode]) {
+            // A holder in another mount namespace (a container, a service with a root of its
+            // own) names its directory in a tree the sandbox is not built from.
+            if (link_text("/proc/" + std::to_string(pid) + "/ns/mnt") != own_mounts) {
+                continue;
+            }
             std::array<char, 4096> cwd{};
             const std::string link = "/proc/" + std::to_string(pid) + "/cwd";
             const ssize_t n = ::readlink(link.c_str(), cwd.data(), cwd.size() - 1);
