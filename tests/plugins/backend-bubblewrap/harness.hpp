@@ -202,6 +202,20 @@ class EitherIdentity : public Confinement, public ::testing::WithParamInterface<
     void SetUp() override;
 };
 
+// A tree removed with everything it holds when this goes out of scope, whatever the test did.
+struct RemovedAtEnd {
+    explicit RemovedAtEnd(std::filesystem::path tree) : path(std::move(tree)) {}
+    std::filesystem::path path;
+    RemovedAtEnd(const RemovedAtEnd &) = delete;
+    RemovedAtEnd &operator=(const RemovedAtEnd &) = delete;
+    ~RemovedAtEnd();
+};
+
+// A probe that looks at every other process of the target's pid namespace: for each, a line
+// "NAME-SECCOMP:<Seccomp of /proc/PID/status>" and the token NAME-MEM (an open of /proc/PID/mem
+// for writing), NAME being PID<n>, or CHILD for a child the probe forks as its control.
+extern const char *const process_survey_probe;
+
 // A token unique to this test run: letters and digits.
 std::string random_token(std::size_t length = 10);
 // "1000.<digits>": a sleep duration no other process on the host has.

@@ -219,13 +219,7 @@ TEST_F(Confinement, UnixSocketInRunIsRefusedByBothItsNames) {
     const auto dir = fs::path{"/run"} / ("tea-bwt-" + random_token());
     fs::create_directories(dir);
     // Removed after the listener (declared before it), whatever the test does.
-    struct RemoveDir {
-        fs::path path;
-        ~RemoveDir() {
-            std::error_code ec;
-            fs::remove_all(path, ec);
-        }
-    } const remove_dir{dir};
+    const RemovedAtEnd remove_dir{dir};
     fs::permissions(dir, fs::perms{0755});
     const auto host = Listener::unix_path(dir / "host.sock");
     const auto probe = python(

@@ -214,22 +214,7 @@ TEST_P(EitherIdentity, EveryOtherProcessOfTheSandboxIsFilteredOrClosedToTheTarge
     // (/proc/PID/mem needs no ptrace) would hand back the whole kernel surface: bwrap's own init,
     // the holder. Each other process must carry the filter or refuse the open. The probe's own
     // child is the control: a process of the same identity whose memory opens.
-    const auto probe = python(R"PY(
-me = os.getpid()
-child = os.fork()
-if child == 0:
-    time.sleep(30)
-    os._exit(0)
-for pid in sorted(int(p) for p in os.listdir("/proc") if p.isdigit()):
-    if pid == me:
-        continue
-    status = dict(l.rstrip("\n").split(":\t", 1) for l in open("/proc/%d/status" % pid) if ":\t" in l)
-    name = "CHILD" if pid == child else "PID%d" % pid
-    print("%s-SECCOMP:%s" % (name, status.get("Seccomp")), flush=True)
-    report(name + "-MEM", lambda: os.close(os.open("/proc/%d/mem" % pid, os.O_RDWR)))
-os.kill(child, signal.SIGKILL)
-os.waitpid(child, 0)
-)PY");
+    const auto probe = python(process_survey_probe);
     // The call as it comes, and one whose environment holds an entry bwrap cannot set (a name
     // without '='), which keeps the helper in front of the target.
     auto odd_env = base_env();

@@ -373,22 +373,7 @@ TEST_F(Egress, TheRelayRunsAsTheSandboxIdentityAndEndsWithTheCall) {
 // surface back). Unaudited, so that Seccomp is the confinement's filter alone and no tracer
 // stands in the way of the probes.
 void Egress::expect_every_route_process_filtered() {
-    const auto probe = python(R"PY(
-me = os.getpid()
-child = os.fork()
-if child == 0:
-    time.sleep(30)
-    os._exit(0)
-for pid in sorted(int(p) for p in os.listdir("/proc") if p.isdigit()):
-    if pid == me:
-        continue
-    status = dict(l.rstrip("\n").split(":\t", 1) for l in open("/proc/%d/status" % pid) if ":\t" in l)
-    name = "CHILD" if pid == child else "PID%d" % pid
-    print("%s-SECCOMP:%s" % (name, status.get("Seccomp")), flush=True)
-    report(name + "-MEM", lambda: os.close(os.open("/proc/%d/mem" % pid, os.O_RDWR)))
-os.kill(child, signal.SIGKILL)
-os.waitpid(child, 0)
-)PY");
+    const auto probe = python(process_survey_probe);
     const auto r = run(
         {.command = probe, .options = {"--observer", "none", "--egress", "example.invalid:443"}});
     EXPECT_EQ(r.status, 0) << r;

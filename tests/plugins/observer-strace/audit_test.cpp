@@ -735,13 +735,7 @@ TEST_P(AuditOfTheRealFile, AProgramWhoseLoaderLiesOutsideTheGrantsIsListed) {
     char dir_template[] = "/var/tmp/tea-ld-XXXXXX";
     ASSERT_NE(::mkdtemp(dir_template), nullptr);
     const fs::path dir{dir_template};
-    struct RemoveDir {
-        fs::path path;
-        ~RemoveDir() {
-            std::error_code ec;
-            fs::remove_all(path, ec);
-        }
-    } const remove_dir{dir};
+    const RemovedAtEnd remove_dir{dir};
     fs::permissions(dir, fs::perms{0755});
     const auto copy = dir / "ld";
     ASSERT_LE(copy.string().size(), loader.size());
