@@ -22,8 +22,8 @@ namespace {
 // project builds for (asm-generic's table, shared by x86_64 and aarch64). A name neither knows
 // fails the build: a rule dropped in silence is a door left open with the docs saying shut.
 struct Refusal {
-    const char *name;
-    int error;
+    const char *name = nullptr;
+    int error = EPERM;
     int unified = 0;
 };
 

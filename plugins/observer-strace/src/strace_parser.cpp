@@ -20,7 +20,7 @@ constexpr std::string_view kTracedSyscalls =
     "?link,linkat,?symlink,symlinkat,truncate,chdir,fchdir,clone,clone3,?fork,?vfork,seccomp";
 
 // PID_MAX_LIMIT on 64-bit Linux; a larger number in the pid column is not strace's.
-constexpr long kMaxPid = 4 * 1024 * 1024;
+constexpr long kMaxPid = 4L * 1024 * 1024;
 constexpr std::size_t kMaxReasons = 8;
 constexpr std::size_t kMaxArgs = 8;
 // Names the parser keeps of what the call made; past it, it forgets (see remember_name).
@@ -1155,7 +1155,9 @@ struct Parser::State {
                 cur.resize(slash == 0 ? 1 : slash);
                 continue;
             }
-            std::string next = cur == "/" ? "/" + comp : cur + "/" + comp;
+            std::string next = cur == "/" ? std::string{} : cur;
+            next += '/';
+            next += comp;
             const auto it = names.find(next);
             if (it != names.end() && it->second.is_link) {
                 // The kernel's own limit on links followed in one lookup.
