@@ -938,6 +938,8 @@ struct Parser::State {
                     break;
                 case Deferred::Op::Event: {
                     join_normalize(d.ev.path_lexical, cur, d.ev.path_asked);
+                    const bool kernel_path =
+                        !d.ev.path_resolved.empty() && d.ev.path_resolved.front() == '/';
                     if (d.ev.path_resolved.empty()) d.ev.path_resolved = d.ev.path_lexical;
                     // Placed late, without the names the call made: left to the runtime. The
                     // task's table may be shared (its clone had not returned). Except an exec of
@@ -953,6 +955,13 @@ struct Parser::State {
                         d.ev.path_named = d.ev.path_lexical;
                     }
                     emit(d.ev);
+                    // A file it opened to write, by the kernel's own path, is the call's: as
+                    // note_open keeps it for an event placed at once, dated by its own line.
+                    if (d.ev.success && kernel_path &&
+                        (d.ev.kind == AccessKind::Create || d.ev.kind == AccessKind::Write) &&
+                        !has_suffix(d.ev.path_resolved, " (deleted)")) {
+                        remember_written_at(d.ev.path_resolved, d.seq);
+                    }
                     break;
                 }
                 case Deferred::Op::Chdir:
@@ -1065,6 +1074,14 @@ struct Parser::State {
         names.emplace(path, std::move(state));
         names_by_base[std::string(last_component(path))].push_back(path);
         ++remembered;
+    }
+
+    // A file the call wrote at trace line `at`, learnt late (a replayed event): kept unless the
+    // name changed after that line.
+    void remember_written_at(const std::string &path, std::uint64_t at) {
+        if (const auto it = names.find(path); it != names.end() && it->second.seq > at) return;
+        remember_name(path, NameState{});
+        if (const auto it = names.find(path); it != names.end()) it->second.seq = at;
     }
 
     // Whether `path` names a file the call wrote (no link) and has not changed since trace line

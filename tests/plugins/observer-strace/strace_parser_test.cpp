@@ -964,6 +964,25 @@ TEST(Names, AFileTheCallWroteAndAChildRanBeforeItsCloneReturnedIsThatFile) {
     const AccessEvent *rerun = exec_of(later, "./mine");
     ASSERT_NE(rerun, nullptr);
     EXPECT_EQ(rerun->path_named, "/w/mine");
+
+    // The writer, too, may run before its clone returns; a call with no directory descriptor
+    // (creat) then waits for the clone, and its file is learnt when the clone returns: the
+    // program run after it is that file.
+    const Parsed both = parse(
+        "10 clone(child_stack=NULL, flags=CLONE_CHILD_CLEARTID|CLONE_CHILD_SETTID|SIGCHLD "
+        "<unfinished ...>\n"
+        "11 creat(\"mine\", 0666) = 3</w/mine>\n"
+        "10 <... clone resumed>, child_tidptr=0x7f) = 11\n"
+        "10 clone(child_stack=NULL, flags=CLONE_CHILD_CLEARTID|CLONE_CHILD_SETTID|SIGCHLD "
+        "<unfinished ...>\n"
+        "12 execve(\"./mine\", [\"./mine\"], 0x1 /* 2 vars */) = 0\n"
+        "10 <... clone resumed>, child_tidptr=0x7f) = 12\n",
+        "/w");
+    EXPECT_FALSE(both.lossy) << both.reason;
+    const AccessEvent *built = exec_of(both, "./mine");
+    ASSERT_NE(built, nullptr);
+    EXPECT_EQ(built->path_resolved, "/w/mine");
+    EXPECT_TRUE(built->path_named.empty()) << built->path_named;
 }
 
 TEST(Names, AnExecOfAFileTheCallWroteIsThatFile) {
