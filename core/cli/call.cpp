@@ -61,12 +61,15 @@ void refuse_links_in_workspace(const std::filesystem::path &given,
                                const std::filesystem::path &workspace) {
     std::error_code ec;
     const auto lexical = std::filesystem::absolute(given, ec).lexically_normal();
+    if (ec || !lexical.has_root_directory()) {
+        return;  // absolute_path names what is wrong with it
+    }
     std::filesystem::path real = lexical.root_path();
-    for (auto it = std::next(lexical.begin()); it != lexical.end(); ++it) {
-        if (it->empty()) {
+    for (const auto &part : lexical.relative_path()) {
+        if (part.empty()) {
             continue;
         }
-        const auto next = real / *it;
+        const auto next = real / part;
         struct stat st {};
         if (::lstat(next.c_str(), &st) != 0) {
             return;  // nothing there: the existence check names it
@@ -75,13 +78,13 @@ void refuse_links_in_workspace(const std::filesystem::path &given,
             real = next;
             continue;
         }
+        real = std::filesystem::weakly_canonical(next, ec);
         if (within(next, workspace) && next != workspace) {
             throw usage_error("--withhold " + given.string() + ": " + next.string() +
                               " is a link inside the workspace, which a target can re-point "
                               "between calls; withhold the folder it leads to instead (" +
-                              std::filesystem::weakly_canonical(next, ec).string() + ")");
+                              real.string() + ")");
         }
-        real = std::filesystem::weakly_canonical(next, ec);
         if (ec) {
             return;
         }
