@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tea/path_components.hpp>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -58,18 +59,6 @@ std::string parent(const std::string &path) {
     return slash == 0 || slash == std::string::npos ? std::string{"/"} : path.substr(0, slash);
 }
 
-// The components still to walk, the next one last.
-void push_components(std::vector<std::string> &rest, std::string_view path) {
-    std::size_t end = path.size();
-    while (end > 0) {
-        const std::size_t slash = path.rfind('/', end - 1);
-        const std::size_t begin = slash == std::string_view::npos ? 0 : slash + 1;
-        if (end > begin) rest.emplace_back(path.substr(begin, end - begin));
-        if (slash == std::string_view::npos) break;
-        end = slash;
-    }
-}
-
 enum class Kind : std::uint8_t { missing, link, other };
 
 struct Walked {
@@ -86,7 +75,7 @@ class Walker {
     Walked walk(std::string_view start) {
         Walked out;
         std::vector<std::string> rest;
-        push_components(rest, start);
+        tea::path_components::push_reversed(rest, start);
         std::string cur = "/";
         int links = 0;
         while (!rest.empty()) {
@@ -131,7 +120,7 @@ class Walker {
                     out.unverified = "the link " + next + " cannot be read on the host";
                     return out;
                 }
-                push_components(rest, *text);
+                tea::path_components::push_reversed(rest, *text);
                 if (!text->empty() && text->front() == '/') cur = "/";
                 continue;
             }

@@ -1,6 +1,7 @@
 // The SDK's header-only helpers that read the host: a small file's first line (tea/stamp.hpp),
 // a directory's entries through its descriptor (tea/dirents.hpp) and what is left to read from a
-// descriptor (tea/read_all.hpp). Built as C++17, the oldest standard the SDK supports.
+// descriptor (tea/read_all.hpp), and a path's components for a walk (tea/path_components.hpp).
+// Built as C++17, the oldest standard the SDK supports.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <set>
 #include <string>
 #include <tea/dirents.hpp>
+#include <tea/path_components.hpp>
 #include <tea/read_all.hpp>
 #include <tea/stamp.hpp>
 
@@ -127,6 +129,18 @@ TEST_F(Helpers, ReadAllOfADescriptorThatCannotBeReadIsEmpty) {
     ASSERT_GE(empty, 0);
     EXPECT_EQ(tea::read_all(empty), "");
     ::close(empty);
+}
+
+TEST(PathComponents, AreQueuedLastFirstWithoutEmptyOnes) {
+    std::vector<std::string> rest{"kept"};
+    tea::path_components::push_reversed(rest, "/a//b/../c/");
+    EXPECT_EQ(rest, (std::vector<std::string>{"kept", "c", "..", "b", "a"}));
+    rest.clear();
+    tea::path_components::push_reversed(rest, "name");
+    EXPECT_EQ(rest, std::vector<std::string>{"name"});
+    rest.clear();
+    tea::path_components::push_reversed(rest, "/");
+    EXPECT_TRUE(rest.empty());
 }
 
 }  // namespace

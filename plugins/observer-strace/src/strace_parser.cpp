@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <tea/path_components.hpp>
 #include <unordered_map>
 #include <utility>
 
@@ -1131,17 +1132,6 @@ struct Parser::State {
         std::string unverified;
     };
 
-    static void push_components(std::vector<std::string> &rest, std::string_view path) {
-        std::size_t end = path.size();
-        while (end > 0) {
-            const std::size_t slash = path.rfind('/', end - 1);
-            const std::size_t begin = slash == std::string_view::npos ? 0 : slash + 1;
-            if (end > begin) rest.emplace_back(path.substr(begin, end - begin));
-            if (slash == std::string_view::npos) break;
-            end = slash;
-        }
-    }
-
     Named follow_names(std::string_view base, std::string_view asked) const {
         Named out;
         const bool absolute = !asked.empty() && asked.front() == '/';
@@ -1150,7 +1140,7 @@ struct Parser::State {
             return out;
         }
         std::vector<std::string> rest;  // the components still to walk, the next one last
-        push_components(rest, asked);
+        tea::path_components::push_reversed(rest, asked);
         std::string cur{absolute ? std::string_view{"/"} : base};
         // Whether cur holds no name the call found in place: one of those may be a link, which
         // ".." climbs out of where the link leads, not lexically.
@@ -1183,7 +1173,7 @@ struct Parser::State {
                     return out;
                 }
                 const std::string &text = it->second.text;
-                push_components(rest, text);
+                tea::path_components::push_reversed(rest, text);
                 if (!text.empty() && text.front() == '/') {
                     cur = "/";
                     physical = true;
