@@ -200,9 +200,11 @@ TEST_F(Confinement, ForkBombEndsWithTheCallAndTheHostIsFine) {
     ASSERT_TRUE(limit.has("FORK-DENIED:EAGAIN")) << "the process limit does not hold\n" << limit;
 
     const auto marker = "tea-bomb-" + random_token();
-    // The shell becomes the sleep (exec, no fork): once the bomb holds every process the limit
-    // allows, a fork for it would fail and end the call with the shell's status 2 instead.
-    const auto bomb = run({.command = {"/bin/sh", "-c", "b(){ b|b& }; b; exec sleep 30", marker},
+    // The shell forks exactly once, before any process of the bomb exists, and then becomes the
+    // sleep: a second fork of its own (`b; ...` forks one child per element of the pipeline
+    // `b|b&`) would race the bomb for the last process the limit allows and end the call with the
+    // shell's status 2 instead.
+    const auto bomb = run({.command = {"/bin/sh", "-c", "b(){ b|b& }; b & exec sleep 30", marker},
                            .timeout_ms = 5000,
                            .config = "[plugin.bubblewrap]\nprocesses = 64\n",
                            // Unaudited: the limit binds strace too, whose start-up fork another
