@@ -1,5 +1,5 @@
 // One confined, audited call, as exec and preflight run it: the backend's plan, the observer
-// around it, the sandbox identity's loan of the call's directories, the run, the judged audit and
+// around it, the call's directories lent to the target's identity, the run, the judged audit and
 // the cleanup, in that order, with nothing left behind whatever fails.
 #pragma once
 
@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "egress/egress.hpp"
 #include "exec/call_runner.hpp"
 #include "exec/exec_plan.hpp"
+#include "exec/lending.hpp"
 #include "fs/private_dirs.hpp"
 #include "plugins/selection.hpp"
 
@@ -110,6 +112,10 @@ class Session {
     // (ABI 1.5) The call running now, started before its plan was complete; finished by execute,
     // and killed unfinished when the call fails before that.
     std::optional<exec::StartedCall> staged_;
+    // The call's lent directories (see hand_to_target), and the plan's lend they were made for.
+    std::optional<exec::Lending> lending_;
+    exec::Lend lent_for_;
+    std::set<std::string> warned_ownership_;  // trees already named as lent by ownership
     struct Executed {
         exec::CallResult result;
         std::optional<audit::Observation> observation;
@@ -118,6 +124,8 @@ class Session {
     // the call's run directory, and the run directory of a trial's workspace or home.
     [[nodiscard]] std::vector<std::filesystem::path> searched_directories(
         const exec::LaunchSpec &spec, const fs::RunDirectory &run_dir) const;
+    void hand_to_target(const exec::LaunchSpec &spec, const exec::ExecPlan &plan,
+                        fs::RunDirectory &run_dir);
     Executed execute(const exec::LaunchSpec &spec, const exec::ExecPlan &plan,
                      fs::RunDirectory &run_dir, const exec::RunOptions &run, bool observed);
     Executed execute_with_retry(const exec::LaunchSpec &spec, exec::ExecPlan &plan,

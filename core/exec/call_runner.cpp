@@ -5,7 +5,6 @@
 #include <linux/close_range.h>
 #include <linux/keyctl.h>
 #include <poll.h>
-#include <sanitizer/asan_interface.h>
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
@@ -32,6 +31,7 @@
 #include <tea/read_all.hpp>
 #include <vector>
 
+#include "exec/clone_child.hpp"
 #include "exec/terminal_text.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
@@ -421,6 +421,7 @@ struct SpawnAs {
     const char *cwd = nullptr;
     std::vector<std::pair<int, int>> dups;  // (from, to)
     bool drop = false;                      // become uid/gid with no capability (the plan's runAs)
+    int mount_namespace = -1;               // entered first (RunOptions::mount_namespace)
     uid_t uid = 0;
     gid_t gid = 0;
     ChildSetup setup;
@@ -509,6 +510,11 @@ int spawn_as_child(void *arg) {
             fail("placing a descriptor");
         }
     }
+    // Before anything resolves a path of the call: its lent trees are where the plan names them
+    // only in there.
+    if (s.mount_namespace >= 0 && ::syscall(SYS_setns, s.mount_namespace, CLONE_NEWNS) != 0) {
+        fail("entering the call's mount namespace");
+    }
     if (::chdir(s.cwd) != 0) {
         fail("chdir");
     }
@@ -551,18 +557,10 @@ std::pair<pid_t, int> spawn_as(SpawnAs &request) {
     // Left uninitialised: the child writes what it uses.
     // NOLINTNEXTLINE(cppcoreguidelines-pro-type-member-init)
     alignas(64) std::array<char, std::size_t{64} * 1024> stack;
-    sigset_t all;
-    sigset_t previous;
-    sigfillset(&all);
-    // No handler of the runtime may run in the child, on memory it shares.
-    ::pthread_sigmask(SIG_SETMASK, &all, &previous);
-    const pid_t pid = ::clone(spawn_as_child, stack.data() + stack.size(),
-                              CLONE_VM | CLONE_VFORK | SIGCHLD, &request);
+    const pid_t pid =
+        clone_sharing_memory(spawn_as_child, &request, CLONE_VM | CLONE_VFORK | SIGCHLD, stack);
     const int clone_error = errno;
-    ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-    // Under AddressSanitizer the child's frames left their marks on this stretch of the frame,
-    // which the calls after this one reuse: cleared (a no-op in other builds).
-    ASAN_UNPOISON_MEMORY_REGION(stack.data(), stack.size());
+    stack_returned(stack);
     if (pid < 0) {
         throw setup_error("clone", clone_error);
     }
@@ -576,9 +574,10 @@ std::pair<pid_t, int> spawn_as(SpawnAs &request) {
         return {-1, request.error};
     }
     // Fail closed: a call whose identity could not be established never runs.
-    throw setup_error(std::string{"running the call as uid "} + std::to_string(request.uid) +
-                          " gid " + std::to_string(request.gid) + ": " + request.failed_at,
-                      request.error);
+    const std::string as = request.drop ? "running the call as uid " + std::to_string(request.uid) +
+                                              " gid " + std::to_string(request.gid)
+                                        : std::string{"starting the call"};
+    throw setup_error(as + ": " + request.failed_at, request.error);
 }
 
 // One process of a plan: the plan's own or its holder.
@@ -591,6 +590,7 @@ struct ProcessParts {
     std::vector<std::pair<int, int>> dups;  // (runtime's descriptor, the child's number)
     // Where the runtime's ends of the deferred files go: (the child's number, the runtime's end).
     std::vector<std::pair<int, UniqueFd>> *deferred = nullptr;
+    int mount_namespace = -1;  // RunOptions::mount_namespace
 };
 
 // A deferred file: a socket pair, one end for the child, the other the runtime's. A socket rather
@@ -627,8 +627,9 @@ std::pair<pid_t, int> start_process(const ExecPlan &plan, const ProcessParts &p)
     }
     auto argv = c_strings(p.argv);
     auto envp = c_strings(p.env);
-    if (plan.run_as.requested || plan.child.requested()) {
+    if (plan.run_as.requested || plan.child.requested() || p.mount_namespace >= 0) {
         SpawnAs request;
+        request.mount_namespace = p.mount_namespace;
         request.program = p.program.c_str();
         request.argv = argv.data();
         request.envp = envp.data();
@@ -942,6 +943,7 @@ void StartedCall::State::start_plan() {
                             {child_ends[0].get(), 1},
                             {child_ends[1].get(), 2},
                             {handoff[0].get(), plan.holder->handoff_fd}}};
+        parts.mount_namespace = options.mount_namespace;
         if (mark) {
             parts.dups.emplace_back(mark.get(), plan.setup_mark_fd);
         }
@@ -957,6 +959,7 @@ void StartedCall::State::start_plan() {
     std::vector<std::pair<int, UniqueFd>> deferred_ends;
     ProcessParts parts{program, plan.argv, plan.env, plan.cwd, plan.files, streams};
     parts.deferred = &deferred_ends;
+    parts.mount_namespace = options.mount_namespace;
     if (plan.holder) {
         parts.dups.emplace_back(handoff[1].get(), plan.handoff_fd);
     } else if (mark) {

@@ -83,8 +83,10 @@ struct PlanFile {
     bool operator==(const PlanFile &) const = default;
 };
 
-// Directories of the call the plan asks the runtime to hand to the identity
-// the target runs as, for the call's duration (see exec/ownership.hpp).
+// Directories of the call the plan asks the runtime to hand to the identity the target runs as,
+// for the call's duration: the plan's processes start in a mount namespace of the call's own where
+// each is at its own path, that identity's through an idmapped mount (or, on a file system that
+// refuses one, by ownership), whatever lies above it (see exec/lending.hpp).
 struct Lend {
     bool requested = false;
     unsigned uid = 0;

@@ -246,6 +246,24 @@ void set_env(std::vector<std::string> &env, std::string_view name, const std::st
     env.push_back(std::string{name} + "=" + value);
 }
 
+// The lent tree `path` lies in, or nullptr.
+const tea::bwrap::LentTree *tree_of(const std::vector<tea::bwrap::LentTree> &lent,
+                                    const fs::path &path) {
+    const auto it = std::find_if(lent.begin(), lent.end(), [&](const tea::bwrap::LentTree &t) {
+        return tea::bwrap::in_tree(t, path);
+    });
+    return it != lent.end() ? &*it : nullptr;
+}
+
+// The first directory on the way to `path` that `who` cannot search in the call's view: below
+// the top of a lent tree for a path in one, every ancestor otherwise.
+std::optional<fs::path> unreachable(const fs::path &path, const Identity &who,
+                                    const std::vector<tea::bwrap::LentTree> &lent) {
+    const auto *tree = tree_of(lent, path);
+    return tree != nullptr ? tea::bwrap::unreachable_in_tree(*tree, path, who)
+                           : tea::bwrap::unreachable_ancestor(path, who);
+}
+
 // The path execvp (bwrap's, with the target's PATH) will name when it starts the target, as the
 // trace shows it: argv0 itself when it holds a slash; otherwise the first PATH entry where the
 // host has an executable regular file of that name (an empty entry is the working directory;
@@ -254,7 +272,8 @@ void set_env(std::vector<std::string> &env, std::string_view name, const std::st
 // the host (a PATH entry under a withheld folder) makes the exec name another path; the audit
 // then never sees the target start and marks the call incomplete: it fails closed.
 std::string exec_path(const std::string &argv0, const std::vector<std::string> &env,
-                      const std::string &cwd, const Identity &who) {
+                      const std::string &cwd, const Identity &who,
+                      const std::vector<tea::bwrap::LentTree> &lent) {
     // As the identity that will exec it: root may run what the sandbox account may not reach.
     const auto executable = [&](const std::string &candidate) {
         const auto on_host = candidate[0] == '/' ? candidate : cwd + "/" + candidate;
@@ -265,11 +284,13 @@ std::string exec_path(const std::string &argv0, const std::vector<std::string> &
         if (!who.dropped) {
             return ::access(on_host.c_str(), X_OK) == 0;
         }
+        if (const auto *tree = tree_of(lent, on_host)) {
+            st = tea::bwrap::seen_in(*tree, st, who);
+        }
         const mode_t run = st.st_uid == who.uid   ? S_IXUSR
                            : st.st_gid == who.gid ? S_IXGRP
                                                   : S_IXOTH;
-        return (st.st_mode & run) != 0 &&
-               !tea::bwrap::unreachable_ancestor(fs::path{on_host}.parent_path(), who);
+        return (st.st_mode & run) != 0 && !unreachable(fs::path{on_host}.parent_path(), who, lent);
     };
     if (argv0.find('/') != std::string::npos) {
         return executable(argv0) ? argv0 : std::string{};
@@ -552,16 +573,41 @@ class Bubblewrap {
         const auto unmade = [&](const std::string &p) {
             return std::find(spec.unmade.begin(), spec.unmade.end(), p) != spec.unmade.end();
         };
+        // What the plan lends (below): the runtime shows each at its own path whatever lies
+        // above it, so only what lies inside a tree can keep the identity out.
+        std::vector<std::string> lent_paths{spec.workspace};
+        for (const auto &p : {spec.temp_dir, spec.home}) {
+            if (!unmade(p)) {
+                lent_paths.push_back(p);
+            }
+        }
+        std::vector<tea::bwrap::LentTree> lent;
+        if (identity.dropped) {
+            for (const auto &p : lent_paths) {
+                if (auto tree = tea::bwrap::lent_tree(p)) {
+                    lent.push_back(std::move(*tree));
+                }
+            }
+        }
         for (const auto &p : {spec.workspace, spec.cwd, spec.temp_dir, spec.home}) {
             if (unmade(p)) {
                 continue;  // made by bwrap, by the sandbox identity, inside the view
             }
-            if (const auto blocked =
-                    tea::bwrap::unreachable_ancestor(fs::path{p}.parent_path(), identity)) {
+            // Inside a lent tree the path itself counts: the target enters it as the tree's
+            // owner, or not at all.
+            const fs::path way =
+                tree_of(lent, p) != nullptr ? fs::path{p} : fs::path{p}.parent_path();
+            if (const auto blocked = unreachable(way, identity, lent)) {
+                const auto *tree = tree_of(lent, *blocked);
                 throw tea::sdk::Unavailable(
                     "the sandbox identity (uid " + std::to_string(identity.uid) +
                     ") cannot reach " + p + " because it may not search " + blocked->string() +
-                    "; use a workspace it can reach (under /tmp or /srv, say)");
+                    (tree != nullptr
+                         ? ", which the owner of " + tree->top.string() + " (uid " +
+                               std::to_string(tree->owner_uid) +
+                               ", whom the target stands for in it) does not own; make it "
+                               "searchable, or use a working directory the target can reach"
+                         : "; use a workspace it can reach (under /tmp or /srv, say)"));
             }
         }
 
@@ -595,7 +641,7 @@ class Bubblewrap {
         const auto private_root = fs::path{spec.home}.parent_path().parent_path().string();
         const auto egress_dir = egress_directory(spec, private_root);
         const auto start = egress_dir.empty() && settable
-                               ? exec_path(spec.argv[0], env, spec.cwd, identity)
+                               ? exec_path(spec.argv[0], env, spec.cwd, identity, lent)
                                : std::string{};
         // When bwrap starts the target, the view builder makes the view's mounts (view/view.cpp):
         // bwrap's own binds and remounts each re-read the whole mount table, which was most of
@@ -866,15 +912,9 @@ class Bubblewrap {
         if (identity.dropped) {
             // Host root's files would belong to a bwrap started as root (uid-isolation).
             plan["runAs"] = {{"uid", identity.uid}, {"gid", identity.gid}};
-            std::vector<std::string> lent{spec.workspace};
-            for (const auto &p : {spec.temp_dir, spec.home}) {
-                if (!unmade(p)) {
-                    lent.push_back(p);
-                }
-            }
             plan["lend"] = {{"uid", identity.uid},
                             {"gid", identity.gid},
-                            {"paths", tea::bytes::list_to_json(lent)}};
+                            {"paths", tea::bytes::list_to_json(lent_paths)}};
         }
         if (!spec.unmade.empty()) {
             plan["makeDirs"] = json::array();  // every one is provided inside the view

@@ -383,18 +383,21 @@ TEST_F(Confinement, WithheldFolderOfAConcurrentCallIsNotLentToTheSandbox) {
     if (::geteuid() != 0) {
         GTEST_SKIP() << "only root's calls lend their directories to the sandbox identity";
     }
-    // Call A keeps its answer key for its owner alone; while A runs, call B's
-    // target (the same sandbox identity, seeing the host read-only) looks for it.
+    // Call A keeps its answer key and its work for its owner alone; while A runs, call B's
+    // target (the same sandbox identity, seeing the host read-only) looks for them. A's
+    // workspace is lent through an idmapped mount in A's own namespace: on the host, where B
+    // looks, nothing of it changed owner.
     fs::permissions(withheld(), fs::perms{0700});
     fs::permissions(secret_file(), fs::perms{0600});
     make_file(workspace() / "progress", "a's work", 0600);
-    auto a = start({.command = {"/bin/sh", "-c", "while [ ! -e go ]; do sleep 0.05; done"},
-                    .withhold = {withheld().string()},
-                    .timeout_ms = 30000});
-    const bool lent = eventually([&] {
-        struct stat st {};
-        return ::stat(workspace().c_str(), &st) == 0 && st.st_uid == sandbox_uid();
-    });
+    make_file(workspace() / "public", "a's notes", 0644);
+    auto a = start(
+        {.command = {"/bin/sh", "-c", "echo > started; while [ ! -e go ]; do sleep 0.05; done"},
+         .withhold = {withheld().string()},
+         .timeout_ms = 30000});
+    const bool running = eventually([&] { return fs::exists(workspace() / "started"); });
+    struct stat during {};
+    ASSERT_EQ(::stat(workspace().c_str(), &during), 0);
     const auto other = base() / "ws-b";
     fs::create_directory(other);
     fs::permissions(other, fs::perms{0755});
@@ -402,20 +405,26 @@ TEST_F(Confinement, WithheldFolderOfAConcurrentCallIsNotLentToTheSandbox) {
         run({.command = python(R"PY(
 report("SECRET", lambda: open(sys.argv[1]).read().strip())
 report("LENT", lambda: open(sys.argv[2]).read().strip())
+report("PUBLIC", lambda: open(sys.argv[3]).read().strip())
 )PY",
-                               {secret_file().string(), (workspace() / "progress").string()}),
+                               {secret_file().string(), (workspace() / "progress").string(),
+                                (workspace() / "public").string()}),
              .workspace = other.string()});
     make_file(workspace() / "go", "", 0644);
     const auto ra = a.wait();
-    ASSERT_TRUE(lent) << ra;
+    ASSERT_TRUE(running) << ra;
     EXPECT_EQ(ra.status, 0) << ra;
+    EXPECT_EQ(during.st_uid, 0U) << "the workspace changed owner on the host during the call";
     EXPECT_TRUE(b.has("SECRET-DENIED:EACCES")) << b;
-    // The control: the same probe reaches A's workspace itself, which A's call
-    // lends to the identity every call shares (docs/confinement.md, limits).
-    EXPECT_EQ(b.value("LENT-OK"), "a's work") << b;
-    struct stat st {};
-    ASSERT_EQ(::stat(secret_file().c_str(), &st), 0);
-    EXPECT_EQ(st.st_uid, 0U);
+    EXPECT_TRUE(b.has("LENT-DENIED:EACCES")) << b;
+    // The control: the same probe reaches A's workspace itself, and reads what its mode lets
+    // anyone read.
+    EXPECT_EQ(b.value("PUBLIC-OK"), "a's notes") << b;
+    for (const auto &p : {secret_file(), workspace() / "progress", workspace() / "started"}) {
+        struct stat st {};
+        ASSERT_EQ(::stat(p.c_str(), &st), 0) << p;
+        EXPECT_EQ(st.st_uid, 0U) << p;
+    }
 }
 
 TEST_F(Confinement, TargetCannotLeaveASetuidFileBehind) {
