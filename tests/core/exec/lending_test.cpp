@@ -41,23 +41,15 @@ void make_file(const fs::path &p, uid_t owner) {
     ASSERT_EQ(::lchown(p.c_str(), owner, owner), 0) << p;
 }
 
-// Runs `probe` in a child that enters `ns` (unless -1) and becomes kLent, with no capability;
-// returns what it printed.
-std::string as_lent(int ns, const std::function<void(std::ostream &)> &probe) {
+// Runs `probe` in a child of the test and returns what it printed.
+std::string in_child(const std::function<void(std::ostream &)> &probe) {
     std::array<int, 2> out{};
     EXPECT_EQ(::pipe(out.data()), 0);
     const pid_t pid = ::fork();
     if (pid == 0) {
         ::close(out[0]);
         std::ostringstream text;
-        if (ns >= 0 && ::setns(ns, CLONE_NEWNS) != 0) {
-            text << "setns failed ";
-        } else if (::setgroups(0, nullptr) != 0 || ::setresgid(kLent, kLent, kLent) != 0 ||
-                   ::setresuid(kLent, kLent, kLent) != 0) {
-            text << "drop failed ";
-        } else {
-            probe(text);
-        }
+        probe(text);
         const auto s = text.str();
         (void)!::write(out[1], s.data(), s.size());
         ::_exit(0);
@@ -71,6 +63,20 @@ std::string as_lent(int ns, const std::function<void(std::ostream &)> &probe) {
     ::close(out[0]);
     ::waitpid(pid, nullptr, 0);
     return got;
+}
+
+// Runs `probe` in a child that enters `ns` (unless -1) and becomes kLent, with no capability.
+std::string as_lent(int ns, const std::function<void(std::ostream &)> &probe) {
+    return in_child([&](std::ostream &text) {
+        if (ns >= 0 && ::setns(ns, CLONE_NEWNS) != 0) {
+            text << "setns failed ";
+        } else if (::setgroups(0, nullptr) != 0 || ::setresgid(kLent, kLent, kLent) != 0 ||
+                   ::setresuid(kLent, kLent, kLent) != 0) {
+            text << "drop failed ";
+        } else {
+            probe(text);
+        }
+    });
 }
 
 std::string errno_name(int rc) {
@@ -172,12 +178,7 @@ TEST_F(LentTree, ATreeBelowAFolderTheIdentityCannotSearchIsReachedInTheCallsName
 TEST_F(LentTree, AFileSystemThatRefusesAnIdmapIsLentByOwnershipAndGivenBack) {
     // A ramfs takes no idmap. Mounted in a mount namespace of a child of the test, which lends a
     // tree on it and reports what it saw.
-    std::array<int, 2> out{};
-    ASSERT_EQ(::pipe(out.data()), 0);
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-        ::close(out[0]);
-        std::ostringstream text;
+    const auto seen = in_child([&](std::ostream &text) {
         const auto ram = base() / "ram";
         fs::create_directory(ram);
         if (::unshare(CLONE_NEWNS) != 0 ||
@@ -199,18 +200,7 @@ TEST_F(LentTree, AFileSystemThatRefusesAnIdmapIsLentByOwnershipAndGivenBack) {
             }
             text << "after " << status_of(ram / "tree" / "sub" / "file").st_uid << "\n";
         }
-        const auto s = text.str();
-        (void)!::write(out[1], s.data(), s.size());
-        ::_exit(0);
-    }
-    ::close(out[1]);
-    std::string seen;
-    std::array<char, 4096> buffer{};
-    for (ssize_t n = 0; (n = ::read(out[0], buffer.data(), buffer.size())) > 0;) {
-        seen.append(buffer.data(), static_cast<std::size_t>(n));
-    }
-    ::close(out[0]);
-    ::waitpid(pid, nullptr, 0);
+    });
     EXPECT_NE(seen.find("idmapped 0\n"), std::string::npos) << seen;
     EXPECT_NE(seen.find("filesystem ramfs\n"), std::string::npos) << seen;
     EXPECT_NE(seen.find("during 4242\n"), std::string::npos) << seen;
