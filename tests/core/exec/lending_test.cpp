@@ -94,7 +94,7 @@ bool mounted_at(const fs::path &path) {
     return false;
 }
 
-class LentTree : public ::testing::Test {
+class IdmappedOwnership : public ::testing::Test {
    protected:
     void SetUp() override {
         if (::geteuid() != 0) {
@@ -125,7 +125,7 @@ class LentTree : public ::testing::Test {
     test::TempDir dir_{"tea-lending", fs::perms{0755}};
 };
 
-TEST_F(LentTree, TheLentIdentityWritesTheTreeAsItsOwnerAndNothingOnDiskChanges) {
+TEST_F(IdmappedOwnership, TheLentIdentityWritesTheTreeAsItsOwnerAndNothingOnDiskChanges) {
     const auto before = status_of(tree() / "sub" / "file");
     const auto lending = lend();
     ASSERT_EQ(lending.lent().size(), 1U);
@@ -156,7 +156,8 @@ TEST_F(LentTree, TheLentIdentityWritesTheTreeAsItsOwnerAndNothingOnDiskChanges) 
     EXPECT_FALSE(mounted_at(tree()));
 }
 
-TEST_F(LentTree, ATreeBelowAFolderTheIdentityCannotSearchIsReachedInTheCallsNamespaceAlone) {
+TEST_F(IdmappedOwnership,
+       ATreeBelowAFolderTheIdentityCannotSearchIsReachedInTheCallsNamespaceAlone) {
     const auto probe = [&](std::ostream &out) {
         struct stat st {};
         out << "tree " << errno_name(::stat((tree() / "sub" / "file").c_str(), &st)) << "\n";
@@ -175,7 +176,7 @@ TEST_F(LentTree, ATreeBelowAFolderTheIdentityCannotSearchIsReachedInTheCallsName
     EXPECT_EQ(status_of(locked()).st_mode & 07777U, 0700U);
 }
 
-TEST_F(LentTree, AFileSystemThatRefusesAnIdmapIsLentByOwnershipAndGivenBack) {
+TEST_F(IdmappedOwnership, AFileSystemThatRefusesAnIdmapIsLentByOwnershipAndGivenBack) {
     // A ramfs takes no idmap. Mounted in a mount namespace of a child of the test, which lends a
     // tree on it and reports what it saw.
     const auto seen = in_child([&](std::ostream &text) {
