@@ -337,6 +337,8 @@ struct Spec {
     std::uint16_t egress_port = 0;
     bool observed = false;  // (ABI 1.4) an observer wraps the plan
     bool staged = false;    // (ABI 1.5) the host starts the process before the plan is complete
+    // (ABI 1.6) The identity the host took for this call's target alone: {uid, gid}.
+    std::optional<std::pair<unsigned, unsigned>> identity;
 };
 
 Spec parse_spec(std::string_view text) {
@@ -410,6 +412,20 @@ Spec parse_spec(std::string_view text) {
             throw tea::sdk::Invalid("staged: expected a boolean");
         }
         s.staged = doc.at("staged").get<bool>();
+    }
+    if (doc.contains("identity")) {
+        const auto &identity = doc.at("identity");
+        const auto id = [&](const char *key) {
+            // Root's ids would give the target the host's files back.
+            if (!identity.is_object() || !identity.contains(key) ||
+                !identity.at(key).is_number_unsigned() || identity.at(key).get<std::uint64_t>() == 0 ||
+                identity.at(key).get<std::uint64_t>() > 0xFFFFFFFEU) {
+                throw tea::sdk::Invalid(
+                    "identity: expected {\"uid\", \"gid\"}, each an unprivileged id");
+            }
+            return identity.at(key).get<unsigned>();
+        };
+        s.identity.emplace(id("uid"), id("gid"));
     }
     return s;
 }
@@ -539,7 +555,11 @@ class Bubblewrap {
     // The target's view: every namespace of its own, the host read-only, only the call's
     // directories writable, the withheld paths and the private root covered.
     std::string prepare_target(const Spec &spec) const {
-        const auto identity = sandbox_identity();
+        // As root, the call's own identity when the host took one for it (ABI 1.6); otherwise
+        // the sandbox account, which every call shares.
+        const auto identity = spec.identity && ::geteuid() == 0
+                                  ? Identity{spec.identity->first, spec.identity->second, true}
+                                  : sandbox_identity();
         check_path(spec.workspace, "workspace");
         check_path(spec.cwd, "working directory");
         check_path(spec.temp_dir, "temp directory");
