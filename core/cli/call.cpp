@@ -156,6 +156,20 @@ void check_lend(const exec::ExecPlan &plan, const exec::LaunchSpec &spec) {
                                 "directory and the home may be");
         }
     }
+    // A call given an identity of its own shares it with no other: a plan that runs the target,
+    // or lends its directories, as another would let calls reach each other through it.
+    if (spec.identity) {
+        const auto other = [&](unsigned uid, unsigned gid) {
+            return uid != spec.identity->uid || gid != spec.identity->gid;
+        };
+        if ((plan.run_as.requested && other(plan.run_as.uid, plan.run_as.gid)) ||
+            (plan.lend.requested && other(plan.lend.uid, plan.lend.gid))) {
+            throw runtime_error("the backend planned the target as another identity than the "
+                                "call's own (uid " +
+                                std::to_string(spec.identity->uid) +
+                                ", [confinement] uid_range)");
+        }
+    }
     for (const std::filesystem::path system :
          {"/", "/etc", "/usr", "/bin", "/lib", "/var/lib", "/root", "/home"}) {
         if (plan.lend.requested && within(system, spec.workspace)) {
@@ -670,6 +684,7 @@ Session::Executed Session::execute(const exec::LaunchSpec &spec, const exec::Exe
         out.result = exec::run_call(to_run, options);
     }
     phase("call ended");
+    last_lent_ = lending_ ? lending_->lent() : std::vector<exec::Lending::Lent>{};
     lending_.reset();  // what was lent by ownership is given back; the namespace goes
     if (observed) {
         out.observation = collect(plan, trace_dir);
@@ -769,6 +784,7 @@ void Session::confirm_observer(const exec::ExecPlan &sample, const exec::LaunchS
     spec.runtime_prefix = runtime_.paths.prefix.string();
     spec.helper_dir = runtime_.paths.helper_dir.string();
     spec.observed = call.observed;  // the probe runs as the calls it vouches for will
+    spec.identity = call.identity;
     auto plan = prepare(spec);
     check_lend(plan, spec);
     // The call's limits are for its target. They would bind strace here too, and a small file
@@ -849,13 +865,28 @@ CallOutcome Session::call(exec::LaunchSpec spec, const exec::RunOptions &run,
         std::vector<std::filesystem::path> &trees;
         std::optional<exec::StartedCall> &staged;
         std::optional<exec::Lending> &lending;
+        std::optional<exec::CallIdentity> &identity;
         ~Reset() {
             trees.clear();
             staged.reset();  // a call that failed before its run never runs its staged process
             lending.reset();
+            identity.reset();  // last: every process of the call has ended
         }
-    } const reset{removed_after_, staged_, lending_};
+    } const reset{removed_after_, staged_, lending_, identity_};
     removed_after_ = std::move(removed_after);
+    last_lent_.clear();
+    if (::geteuid() == 0 && runtime_.config.uid_range) {
+        if (backend_.plugin->abi_minor() < 6) {
+            throw host_error("[confinement] uid_range gives each call an identity of its own, and "
+                             "the backend '" +
+                             backend_.plugin->name() +
+                             "' (plugin ABI 1." + std::to_string(backend_.plugin->abi_minor()) +
+                             ") cannot take one (ABI 1.6); upgrade it, or remove uid_range");
+        }
+        identity_.emplace(runtime_.config.uid_range->first, runtime_.config.uid_range->last);
+        spec.identity = exec::LaunchSpec::Identity{identity_->uid(), identity_->gid()};
+        phase("identity taken");
+    }
     // Made on the host only when something needs it: a backend of ABI 1.3 provides the call's
     // temp directory (and a home made for this call alone) inside its confinement.
     fs::RunDirectory run_dir{private_root_, fs::RunDirectory::Creation::with_first_directory};
@@ -997,9 +1028,34 @@ CallOutcome Session::call(exec::LaunchSpec spec, const exec::RunOptions &run,
         outcome.audit.why_not =
             no_audit_reason_.empty() ? "no observer watched the call" : no_audit_reason_;
     }
+    if (plan.run_as.requested) {
+        outcome.uid = plan.run_as.uid;
+        outcome.gid = plan.run_as.gid;
+        outcome.identity_from = spec.identity ? "range" : "backend";
+    } else {
+        outcome.uid = ::getuid();
+        outcome.gid = ::getgid();
+    }
+    outcome.lent = last_lent_;
     run_dir.remove();
     phase("cleaned up");
     return outcome;
+}
+
+nlohmann::json identity_record(const CallOutcome &outcome) {
+    nlohmann::json lent = nlohmann::json::array();
+    for (const auto &l : outcome.lent) {
+        nlohmann::json item{{"path", bytes::to_json(l.path.string())},
+                            {"by", l.idmapped ? "idmap" : "ownership"}};
+        if (!l.idmapped) {
+            item["fileSystem"] = l.filesystem;
+        }
+        lent.push_back(std::move(item));
+    }
+    return {{"uid", outcome.uid},
+            {"gid", outcome.gid},
+            {"from", outcome.identity_from},
+            {"lent", std::move(lent)}};
 }
 
 exec::CallResult Session::grade(exec::LaunchSpec spec, const exec::RunOptions &run,

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
@@ -15,6 +16,7 @@
 #include "audit/observation.hpp"
 #include "cli/runtime.hpp"
 #include "egress/egress.hpp"
+#include "exec/call_identity.hpp"
 #include "exec/call_runner.hpp"
 #include "exec/exec_plan.hpp"
 #include "exec/lending.hpp"
@@ -52,7 +54,18 @@ struct CallOutcome {
     bool target_never_started = false;
     std::vector<egress::Item> egress;   // the items the call's route admitted (empty: no route)
     std::string egress_records = "{}";  // the egress plugin's records of the call
+    // Whom the target ran as: the plan's runAs, or the invoker; "range" when the identity was
+    // the call's own ([confinement] uid_range), "backend" when the backend chose it, "invoker".
+    unsigned uid = 0;
+    unsigned gid = 0;
+    std::string identity_from = "invoker";
+    std::vector<exec::Lending::Lent> lent;  // how each lent directory was lent (as root)
 };
+
+// The record of whom a call's target ran as and how its directories were lent, for exec --json
+// and run.json: {"uid", "gid", "from", "lent": [{"path", "by": "idmap" | "ownership",
+// "fileSystem"}]}.
+nlohmann::json identity_record(const CallOutcome &outcome);
 
 class Session {
    public:
@@ -112,9 +125,12 @@ class Session {
     // (ABI 1.5) The call running now, started before its plan was complete; finished by execute,
     // and killed unfinished when the call fails before that.
     std::optional<exec::StartedCall> staged_;
+    // The call's own identity, when the runtime is root and [confinement] uid_range is set.
+    std::optional<exec::CallIdentity> identity_;
     // The call's lent directories (see hand_to_target), and the plan's lend they were made for.
     std::optional<exec::Lending> lending_;
     exec::Lend lent_for_;
+    std::vector<exec::Lending::Lent> last_lent_;  // what the last run of the call lent
     std::set<std::string> warned_ownership_;  // trees already named as lent by ownership
     struct Executed {
         exec::CallResult result;

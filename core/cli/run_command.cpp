@@ -454,6 +454,7 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
                   {"stdoutTruncated", r.out.truncated},
                   {"stderrTruncated", r.err.truncated},
                   {"observedMounts", observed_paths},
+                  {"identity", identity_record(outcome)},
                   {"audit", audit::to_json(outcome.audit)}};
         if (const auto rec = json::parse(outcome.egress_records, nullptr, false);
             rec.is_object() && rec.contains("refusals") && rec["refusals"].is_array() &&
