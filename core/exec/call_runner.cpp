@@ -495,6 +495,12 @@ int spawn_as_child(void *arg) {
         s.error = errno;
         ::_exit(127);
     };
+    // First: before anything resolves a path of the call (its lent trees are where the plan
+    // names them only in there), and before the plan's descriptors are placed, one of which may
+    // take the namespace's number.
+    if (s.mount_namespace >= 0 && ::syscall(SYS_setns, s.mount_namespace, CLONE_NEWNS) != 0) {
+        fail("entering the call's mount namespace");
+    }
     if (::setpgid(0, 0) != 0) {
         fail("setpgid");
     }
@@ -509,11 +515,6 @@ int spawn_as_child(void *arg) {
         if (::dup2(from, to) < 0) {
             fail("placing a descriptor");
         }
-    }
-    // Before anything resolves a path of the call: its lent trees are where the plan names them
-    // only in there.
-    if (s.mount_namespace >= 0 && ::syscall(SYS_setns, s.mount_namespace, CLONE_NEWNS) != 0) {
-        fail("entering the call's mount namespace");
     }
     if (::chdir(s.cwd) != 0) {
         fail("chdir");
