@@ -29,6 +29,7 @@ namespace stdfs = std::filesystem;
 struct Keeper {
     std::vector<const char *> covers;                    // tmpfs of mode 0711
     std::vector<const char *> directories;               // made in a cover, mode 0711
+    std::vector<const char *> files;                     // made in a cover, empty, mode 0444
     std::vector<std::pair<int, const char *>> attaches;  // a detached tree onto its path
     int ns = -1;                                         // the namespace, in the shared table
     const char *failed_at = nullptr;
@@ -58,6 +59,15 @@ int keep(void *arg) {
     for (const char *dir : k.directories) {
         if (::mkdir(dir, 0711) != 0 && errno != EEXIST) {
             fail("making the mount point", dir);
+        }
+    }
+    for (const char *file : k.files) {
+        const int fd = ::open(file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
+        if (fd < 0 && errno != EEXIST) {
+            fail("making the mount point", file);
+        }
+        if (fd >= 0) {
+            ::close(fd);
         }
     }
     for (const auto &[tree, path] : k.attaches) {
@@ -95,7 +105,21 @@ std::optional<stdfs::path> unsearchable_ancestor(const stdfs::path &path, uid_t 
     return std::nullopt;
 }
 
-UniqueFd call_mount_namespace(const std::vector<TreeAt> &trees, uid_t uid, gid_t gid) {
+// The directories from `cover` (exclusive) down to `path`, `path` itself included unless it is
+// to be a file.
+void way_down(const stdfs::path &cover, const stdfs::path &path, bool last_is_directory,
+              std::vector<stdfs::path> &directories) {
+    stdfs::path at = cover;
+    for (const auto &part : path.lexically_relative(cover)) {
+        at /= part;
+        if (at != path || last_is_directory) {
+            directories.push_back(at);
+        }
+    }
+}
+
+UniqueFd call_mount_namespace(const std::vector<TreeAt> &trees, uid_t uid, gid_t gid,
+                              const std::vector<stdfs::path> &covered_mounts) {
     if (trees.empty()) {
         return {};
     }
@@ -114,10 +138,23 @@ UniqueFd call_mount_namespace(const std::vector<TreeAt> &trees, uid_t uid, gid_t
             covers.push_back(*cover);
         }
         // The way from the cover down to the tree, made in the cover's empty file system.
-        stdfs::path at = *cover;
-        for (const auto &part : t.path.lexically_relative(*cover)) {
-            at /= part;
-            directories.push_back(at);
+        way_down(*cover, t.path, true, directories);
+    }
+    // A withheld path in a cover: the identity could not reach it before, and cannot now, but the
+    // plan still covers it, and its mount needs a point to land on.
+    std::vector<stdfs::path> files;
+    for (const auto &m : covered_mounts) {
+        const auto normal = m.lexically_normal();
+        const auto cover = std::find_if(covers.begin(), covers.end(), [&](const stdfs::path &c) {
+            return within(normal, c) && normal != c;
+        });
+        struct stat st {};
+        if (cover == covers.end() || ::lstat(normal.c_str(), &st) != 0) {
+            continue;
+        }
+        way_down(*cover, normal, S_ISDIR(st.st_mode), directories);
+        if (!S_ISDIR(st.st_mode)) {
+            files.push_back(normal);
         }
     }
     Keeper k;
@@ -126,6 +163,9 @@ UniqueFd call_mount_namespace(const std::vector<TreeAt> &trees, uid_t uid, gid_t
     }
     for (const auto &d : directories) {
         k.directories.push_back(d.c_str());
+    }
+    for (const auto &f : files) {
+        k.files.push_back(f.c_str());
     }
     for (const auto &t : ordered) {
         k.attaches.emplace_back(t.tree, t.path.c_str());

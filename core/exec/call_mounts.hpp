@@ -24,9 +24,12 @@ struct TreeAt {
     int tree = -1;
 };
 
-// The namespace, as a descriptor of it; invalid when there is no tree. Throws tea::Error
-// (exit 125) naming the step and the path that failed.
-UniqueFd call_mount_namespace(const std::vector<TreeAt> &trees, uid_t uid, gid_t gid);
+// The namespace, as a descriptor of it; invalid when there is no tree. `covered_mounts` are paths
+// the plan mounts over (the withheld ones): one that lies in a cover gets an empty entry of its
+// type there, so that the plan's mount finds its mount point. Throws tea::Error (exit 125)
+// naming the step and the path that failed.
+UniqueFd call_mount_namespace(const std::vector<TreeAt> &trees, uid_t uid, gid_t gid,
+                              const std::vector<std::filesystem::path> &covered_mounts = {});
 
 // The outermost directory above `path` that uid and gid (with no other group) may not search,
 // by its mode bits; nullopt when there is none, or when a directory on the way is missing.

@@ -64,7 +64,7 @@ Lending::Lending(const Request &request) {
         loan_ =
             OwnershipLoan{by_ownership, request.uid, request.gid, request.kept, request.disposable};
     }
-    namespace_ = call_mount_namespace(at, request.uid, request.gid);
+    namespace_ = call_mount_namespace(at, request.uid, request.gid, request.kept);
 }
 
 }  // namespace tea::exec

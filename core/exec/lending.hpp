@@ -31,9 +31,11 @@ class Lending {
         std::vector<std::filesystem::path> trees;  // absolute; none inside another
         uid_t uid = 0;
         gid_t gid = 0;
-        // For a loan by ownership: what it leaves alone and what it never gives back (see
-        // OwnershipLoan). An idmapped tree changes nothing on disk, so neither applies to it.
+        // The withheld paths: a loan by ownership leaves them alone (see OwnershipLoan), and
+        // one that lies in a directory the namespace covers gets a mount point there.
         std::vector<std::filesystem::path> kept;
+        // For a loan by ownership: what it never gives back. An idmapped tree changes nothing on
+        // disk, so this does not apply to it.
         std::vector<std::filesystem::path> disposable;
 
         // The plan's lend (each tree once), keeping the withheld paths.

@@ -176,7 +176,9 @@ TEST_F(LentConfinement, AWorkspaceBelowAFolderTheSandboxCannotSearchWorksAtItsOw
          {std::tuple{root_like, root_like / "project", uid_t{0}},
           std::tuple{users, users / "src" / "project", uid_t{4321}}}) {
         fs::create_directories(project);
+        fs::create_directories(locked / "withheld");
         make_file(locked / "sibling", "private", 0600);
+        make_file(locked / "withheld" / "answer", "42", 0644);
         make_file(project / "input", "data", 0644);
         for (auto p = project; p != locked.parent_path(); p = p.parent_path()) {
             ASSERT_EQ(::chown(p.c_str(), owner, owner), 0) << p;
@@ -192,9 +194,14 @@ def write():
 report("WRITE", write)
 report("SIBLING", lambda: os.stat(sys.argv[1]).st_size)
 report("LIST", lambda: len(os.listdir(sys.argv[2])))
+report("WITHHELD", lambda: open(sys.argv[3]).read())
 )PY",
-                                  {(locked / "sibling").string(), locked.string()});
-        const auto confined = run({.command = probe, .workspace = project.string()});
+                                  {(locked / "sibling").string(), locked.string(),
+                                   (locked / "withheld" / "answer").string()});
+        // A withheld folder in the covered one too: covered as anywhere, not a failed call.
+        const auto confined = run({.command = probe,
+                                   .withhold = {(locked / "withheld").string()},
+                                   .workspace = project.string()});
         EXPECT_EQ(confined.status, 0) << confined;
         EXPECT_EQ(confined.value("CWD-OK"), project.string()) << confined;
         EXPECT_EQ(confined.value("READ-OK"), "data") << confined;
@@ -202,6 +209,7 @@ report("LIST", lambda: len(os.listdir(sys.argv[2])))
         // Nothing else of the folder shows: it is covered, and cannot be listed.
         EXPECT_TRUE(confined.has("SIBLING-DENIED:ENOENT")) << confined;
         EXPECT_TRUE(confined.has("LIST-DENIED:EACCES")) << confined;
+        EXPECT_TRUE(confined.has("WITHHELD-DENIED:ENOENT")) << confined;
         struct stat st {};
         ASSERT_EQ(::stat((project / "output").c_str(), &st), 0);
         EXPECT_EQ(st.st_uid, owner);
@@ -212,6 +220,7 @@ report("LIST", lambda: len(os.listdir(sys.argv[2])))
         const auto control =
             run({.backend = Backend::opt_out, .command = probe, .workspace = project.string()});
         EXPECT_EQ(control.value("SIBLING-OK"), "7") << control;
+        EXPECT_EQ(control.value("WITHHELD-OK"), "42") << control;
     }
 }
 
