@@ -164,10 +164,10 @@ void check_lend(const exec::ExecPlan &plan, const exec::LaunchSpec &spec) {
         };
         if ((plan.run_as.requested && other(plan.run_as.uid, plan.run_as.gid)) ||
             (plan.lend.requested && other(plan.lend.uid, plan.lend.gid))) {
-            throw runtime_error("the backend planned the target as another identity than the "
-                                "call's own (uid " +
-                                std::to_string(spec.identity->uid) +
-                                ", [confinement] uid_range)");
+            throw runtime_error(
+                "the backend planned the target as another identity than the "
+                "call's own (uid " +
+                std::to_string(spec.identity->uid) + ", [confinement] uid_range)");
         }
     }
     for (const std::filesystem::path system :
@@ -877,11 +877,12 @@ CallOutcome Session::call(exec::LaunchSpec spec, const exec::RunOptions &run,
     last_lent_.clear();
     if (::geteuid() == 0 && runtime_.config.uid_range) {
         if (backend_.plugin->abi_minor() < 6) {
-            throw host_error("[confinement] uid_range gives each call an identity of its own, and "
-                             "the backend '" +
-                             backend_.plugin->name() +
-                             "' (plugin ABI 1." + std::to_string(backend_.plugin->abi_minor()) +
-                             ") cannot take one (ABI 1.6); upgrade it, or remove uid_range");
+            throw host_error(
+                "[confinement] uid_range gives each call an identity of its own, and "
+                "the backend '" +
+                backend_.plugin->name() + "' (plugin ABI 1." +
+                std::to_string(backend_.plugin->abi_minor()) +
+                ") cannot take one (ABI 1.6); upgrade it, or remove uid_range");
         }
         identity_.emplace(runtime_.config.uid_range->first, runtime_.config.uid_range->last);
         spec.identity = exec::LaunchSpec::Identity{identity_->uid(), identity_->gid()};

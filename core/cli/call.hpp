@@ -131,7 +131,7 @@ class Session {
     std::optional<exec::Lending> lending_;
     exec::Lend lent_for_;
     std::vector<exec::Lending::Lent> last_lent_;  // what the last run of the call lent
-    std::set<std::string> warned_ownership_;  // trees already named as lent by ownership
+    std::set<std::string> warned_ownership_;      // trees already named as lent by ownership
     struct Executed {
         exec::CallResult result;
         std::optional<audit::Observation> observation;

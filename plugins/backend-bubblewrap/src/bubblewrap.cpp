@@ -418,7 +418,8 @@ Spec parse_spec(std::string_view text) {
         const auto id = [&](const char *key) {
             // Root's ids would give the target the host's files back.
             if (!identity.is_object() || !identity.contains(key) ||
-                !identity.at(key).is_number_unsigned() || identity.at(key).get<std::uint64_t>() == 0 ||
+                !identity.at(key).is_number_unsigned() ||
+                identity.at(key).get<std::uint64_t>() == 0 ||
                 identity.at(key).get<std::uint64_t>() > 0xFFFFFFFEU) {
                 throw tea::sdk::Invalid(
                     "identity: expected {\"uid\", \"gid\"}, each an unprivileged id");
