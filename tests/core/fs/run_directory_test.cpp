@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <array>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -187,14 +188,26 @@ TEST(LockedDirectory, AKillAtAnyMomentLeavesNoNameTheNextRunSpares) {
     const test::TempDir root{"tea-run-dir"};
     int reclaimed = 0;
     for (int round = 0; round < 200; ++round) {
+        std::array<int, 2> started{};
+        ASSERT_EQ(::pipe2(started.data(), O_CLOEXEC), 0);
         const pid_t child = ::fork();
         ASSERT_GE(child, 0);
         if (child == 0) {
-            for (;;) {
+            ::close(started[0]);
+            for (bool told = false;; told = true) {
                 RunDirectory run{root.path()};
                 run.remove();
+                if (!told) {
+                    // Only once the loop runs: a slow start (a sanitizer's fork) would otherwise
+                    // take every kill before the first directory.
+                    (void)!::write(started[1], "x", 1);
+                }
             }
         }
+        ::close(started[1]);
+        char byte = 0;
+        ASSERT_EQ(::read(started[0], &byte, 1), 1);
+        ::close(started[0]);
         // Kill it at a moment spread over the loop's period.
         const timespec pause{0, 20'000L * (round % 15)};
         ::nanosleep(&pause, nullptr);
