@@ -179,6 +179,13 @@ int exec_command(const CommonOptions &common, const ExecOptions &options) {
         print_audit(outcome.audit);
     }
     print_egress_refusals(outcome.egress_records);
+    if (!outcome.sockets_left_reachable.empty()) {
+        spdlog::warn(
+            "{} host socket(s) of other users stayed reachable from the target: the confinement "
+            "ran out of room to mask them (backendReport.socketsLeftReachable in --json lists "
+            "them; the backend's documentation names the setting)",
+            outcome.sockets_left_reachable.size());
+    }
     if (common.json) {
         nlohmann::json record{
             {"backend", session.backend_name()},
