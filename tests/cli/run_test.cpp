@@ -1093,6 +1093,7 @@ class HostSockets {
         std::error_code ec;
         fs::remove_all(dir_, ec);
     }
+    [[nodiscard]] const fs::path &dir() const { return dir_; }
     [[nodiscard]] const std::string &root() const { return root_; }
     [[nodiscard]] const std::vector<std::string> &others() const { return others_; }
     [[nodiscard]] std::vector<std::string> all() const {
@@ -1144,14 +1145,19 @@ void write_socket_evaluation(Project &p, const HostSockets &sockets) {
     p.commit();
 }
 
-// A configuration with `room` for socket masks. The walk for socket files covers /run alone (the
-// test's sockets are there, and /proc/net/unix names every socket of the host's network namespace
-// wherever it lies), so a tree another test keeps under /tmp cannot stop these calls.
-fs::path room_config(const Project &p, std::size_t room) {
+// tea-evaluate in a network namespace of its own, where /proc/net/unix lists none of the host's
+// sockets, and with `room` for socket masks and a walk for socket files of `sockets`' directory
+// alone: its calls find exactly the test's four sockets, however many other processes of the host
+// bind or remove sockets meanwhile.
+test::Outcome tea_among(const Project &p, const HostSockets &sockets, std::size_t room,
+                        std::vector<std::string> args) {
     const auto config = p.root().parent_path() / ("room-" + std::to_string(room) + ".toml");
-    test::write_file(config.string(), "[plugin.bubblewrap]\nmax_socket_masks = " +
-                                          std::to_string(room) + "\nsocket_dirs = [\"/run\"]\n");
-    return config;
+    test::write_file(config.string(),
+                     "[plugin.bubblewrap]\nmax_socket_masks = " + std::to_string(room) +
+                         "\nsocket_dirs = [\"" + sockets.dir().string() + "\"]\n");
+    args.insert(args.begin(),
+                {"/usr/bin/unshare", "--net", "--", TEA_EVALUATE_BIN, "--config", config.string()});
+    return test::run(args, p.env());
 }
 
 std::string call_output(const fs::path &run_dir, int trial) {
@@ -1159,42 +1165,29 @@ std::string call_output(const fs::path &run_dir, int trial) {
         (run_dir / "trials" / std::to_string(trial) / "calls" / "01-only.stdout").string());
 }
 
-// max_socket_masks bounds the host sockets a call masks. With room for every socket, all are
-// masked and hostSocketTruncation is empty. With less, the other user's sockets past the room stay
-// reachable: each trial whose calls left some is listed with its counts and paths, and the summary
-// names it; the run is not Invalid for it (the confinement spec records it, nothing more), and a
-// socket of root's is masked all the same. Control: each socket the record lists as reachable is
-// the one the target did reach, and the test itself reaches every socket.
+// max_socket_masks bounds the host sockets a call masks; root's come first. With room for all four
+// sockets, all are masked and hostSocketTruncation is empty. With room for two, root's and the
+// first of the other user's are masked and the other two stay reachable: each trial is listed with
+// its counts and those two paths, the summary names the trials, and the run is not Invalid for it
+// (the confinement spec records it, nothing more). Controls: the test itself reaches every socket,
+// and what the record lists as reachable is what the target reached.
 TEST(Run, UnixSocketsOfOtherUsersBeyondTheMaskRoomAreRecordedAndNamed) {
     if (::geteuid() != 0) GTEST_SKIP() << "binds sockets under /run and hands them to another uid";
     const HostSockets sockets;
     Project p{"socket-room"};
     write_socket_evaluation(p, sockets);
+    const auto all = sockets.all();
 
     // Control: outside any confinement every socket answers.
     std::vector<std::string> probe{"/usr/bin/python3", "-I", "-c", kConnectProbe};
-    const auto all = sockets.all();
     probe.insert(probe.end(), all.begin(), all.end());
     const auto open = test::run(probe, test::environment_with({}));
     for (const auto &s : all) {
         EXPECT_NE(open.out.find(s + " OK"), std::string::npos) << open.out << open.err;
     }
 
-    // How many sockets a call masks on this host now, with room for all of them.
-    const auto exec_ws = p.root().parent_path() / "exec-ws";
-    fs::create_directories(exec_ws);
-    const auto count =
-        p.tea({"--config", room_config(p, 1U << 20U).string(), "--json", "exec", "--observer",
-               "none", "--workspace", exec_ws.string(), "--", "/bin/true"});
-    ASSERT_EQ(count.status, 0) << count.err;
-    const auto report = json::parse(count.out)["backendReport"];
-    ASSERT_TRUE(report["socketsLeftReachable"].empty()) << report.dump();
-    const auto masked = report["socketsMasked"].get<std::size_t>();
-    ASSERT_GE(masked, all.size()) << report.dump();
-
     // Fewer sockets than the room: every one masked, nothing recorded.
-    const auto roomy = p.tea(
-        {"--config", room_config(p, masked + 8).string(), "--json", "run", p.eval().string()});
+    const auto roomy = tea_among(p, sockets, all.size() + 1, {"--json", "run", p.eval().string()});
     ASSERT_EQ(roomy.status, 0) << roomy.err;
     const auto roomy_dir = run_dir_of(roomy);
     const auto roomy_record = read_json(roomy_dir / "run.json");
@@ -1210,9 +1203,9 @@ TEST(Run, UnixSocketsOfOtherUsersBeyondTheMaskRoomAreRecordedAndNamed) {
         EXPECT_FALSE(roomy_record["trials"][at]["calls"][0].contains("socketsLeftReachable"));
     }
 
-    // Two sockets more than the room: the last two of other users' (root's come first) stay open.
-    const auto tight = p.tea(
-        {"--config", room_config(p, masked - 2).string(), "--json", "run", p.eval().string()});
+    // Two sockets more than the room.
+    const std::vector<std::string> open_ones{sockets.others()[1], sockets.others()[2]};
+    const auto tight = tea_among(p, sockets, 2, {"--json", "run", p.eval().string()});
     ASSERT_EQ(tight.status, 0) << tight.err;
     const auto tight_dir = run_dir_of(tight);
     const auto record = read_json(tight_dir / "run.json");
@@ -1225,26 +1218,15 @@ TEST(Run, UnixSocketsOfOtherUsersBeyondTheMaskRoomAreRecordedAndNamed) {
         EXPECT_EQ(entry["trialIndex"], trial);
         EXPECT_EQ(entry["calls"], 1);
         EXPECT_EQ(entry["truncatedCalls"], 1);
-        const auto reachable = entry["socketsLeftReachable"].get<std::vector<std::string>>();
-        ASSERT_EQ(reachable.size(), 2U) << entry.dump();
-        EXPECT_EQ(record["trials"][at]["calls"][0]["socketsLeftReachable"],
-                  entry["socketsLeftReachable"]);
-        const auto listed = [&](const std::string &s) {
-            return std::find(reachable.begin(), reachable.end(), s) != reachable.end();
-        };
+        EXPECT_EQ(entry["socketsLeftReachable"], json(open_ones)) << entry.dump();
+        EXPECT_EQ(record["trials"][at]["calls"][0]["socketsLeftReachable"], json(open_ones));
         const auto out = call_output(tight_dir, trial);
-        // Root's is masked whatever the room.
-        EXPECT_FALSE(listed(sockets.root()));
-        EXPECT_NE(out.find(sockets.root() + " DENIED:ECONNREFUSED"), std::string::npos) << out;
-        std::size_t reached = 0;
-        for (const auto &s : sockets.others()) {
-            EXPECT_NE(out.find(s + (listed(s) ? " OK" : " DENIED:ECONNREFUSED")), std::string::npos)
+        for (const auto &s : all) {
+            const bool left_open = s == open_ones[0] || s == open_ones[1];
+            EXPECT_NE(out.find(s + (left_open ? " OK" : " DENIED:ECONNREFUSED")), std::string::npos)
                 << s << "\n"
                 << out;
-            reached += listed(s) ? 1U : 0U;
         }
-        // Unless other users' sockets of the host sort after these, both open ones are the test's.
-        EXPECT_GE(reached, 1U) << entry.dump();
     }
     EXPECT_NE(
         record["summary"].get<std::string>().find("host sockets left reachable in trials 1, 2"),
@@ -1255,6 +1237,24 @@ TEST(Run, UnixSocketsOfOtherUsersBeyondTheMaskRoomAreRecordedAndNamed) {
     expect_schema_valid(tight_dir / "run.json", "run.schema.json");
     const auto score = p.tea({"score", tight_dir.string()});
     EXPECT_EQ(score.status, 0) << score.err;
+
+    // exec and preflight say so as well.
+    const auto exec_ws = p.root().parent_path() / "exec-ws";
+    fs::create_directories(exec_ws);
+    const auto tight_exec = tea_among(p, sockets, 2,
+                                      {"--json", "exec", "--observer", "none", "--workspace",
+                                       exec_ws.string(), "--", "/bin/true"});
+    EXPECT_EQ(tight_exec.status, 0) << tight_exec.err;
+    EXPECT_NE(tight_exec.err.find("2 host socket(s) of other users stayed reachable"),
+              std::string::npos)
+        << tight_exec.err;
+    EXPECT_EQ(json::parse(tight_exec.out)["backendReport"]["socketsLeftReachable"],
+              json(open_ones));
+    const auto preflight = tea_among(p, sockets, 2, {"preflight", p.eval().string()});
+    EXPECT_EQ(preflight.status, 0) << preflight.err;
+    EXPECT_NE(preflight.err.find("1 call of leg 2 left 2 host socket(s) of other users reachable"),
+              std::string::npos)
+        << preflight.err;
     EXPECT_EQ(p.leftover_run_dirs(), 0U);
 }
 
@@ -1266,10 +1266,12 @@ TEST(Run, UnixSocketsOfRootBeyondTheMaskRoomStopTheRun) {
     const HostSockets sockets;
     Project p{"socket-no-room"};
     write_socket_evaluation(p, sockets);
-    const auto run =
-        p.tea({"--config", room_config(p, 0).string(), "--json", "run", p.eval().string()});
+    const auto run = tea_among(p, sockets, 0, {"--json", "run", p.eval().string()});
     EXPECT_EQ(run.status, 12) << run.err;
-    EXPECT_NE(run.err.find("must be masked, but the room is 0"), std::string::npos) << run.err;
+    EXPECT_NE(run.err.find("1 host sockets of root, system accounts and this user must be masked, "
+                           "but the room is 0"),
+              std::string::npos)
+        << run.err;
     EXPECT_NE(run.err.find("max_socket_masks"), std::string::npos) << run.err;
     for (const auto &e : fs::directory_iterator(p.eval() / "runs")) {
         const auto record = read_json(e.path() / "run.json");
