@@ -532,8 +532,8 @@ bool run_trial(RunState &state, int index, fs::RunDirectory &private_dir, Progre
     trial["observedMounts"] = observed;
     trial["infrastructureErrors"] = calls.infrastructure_errors;
     if (calls.truncated > 0) {
-        // The confinement ran out of room for the host sockets it masks and left some of other
-        // users' open to the target: not a breach the audit saw, but a protection cut short.
+        // The confinement left host sockets open to the target (for lack of room to mask them):
+        // not a breach the audit saw, but a protection cut short, so recorded and named only.
         state.run["hostSocketTruncation"].push_back(
             {{"conditionArm", "run"},
              {"trialIndex", index},
@@ -816,9 +816,8 @@ int preflight_evaluation(const CommonOptions &common, const stdfs::path &folder,
             console::err() << "tea-evaluate: preflight: " << calls.truncated << " call"
                            << (calls.truncated == 1 ? "" : "s") << " of leg " << leg << " left "
                            << calls.sockets_left_reachable.size()
-                           << " host socket(s) of other users reachable (the confinement ran "
-                              "out of room to mask them); a run records them in "
-                              "hostSocketTruncation\n";
+                           << " host socket(s) reachable (the confinement did not mask them); "
+                              "a run records them in hostSocketTruncation\n";
         }
         for (const auto &path : calls.observed) ++seen[path];
         reasons.insert(calls.reasons.begin(), calls.reasons.end());
