@@ -542,6 +542,7 @@ exec::ExecPlan Session::wrap(const exec::ExecPlan &plan,
     wrapped.run_as = plan.run_as;
     wrapped.child = plan.child;
     wrapped.report_json = plan.report_json;
+    wrapped.sockets_left_reachable = plan.sockets_left_reachable;
     wrapped.audit = plan.audit;
     if (plan.holder) {
         if (wrapped.setup_mark_fd >= 0 ||
@@ -947,6 +948,7 @@ CallOutcome Session::call(exec::LaunchSpec spec, const exec::RunOptions &run,
     outcome.result = executed.result;
     outcome.confinement = plan.confinement;
     outcome.report_json = plan.report_json;
+    outcome.sockets_left_reachable = plan.sockets_left_reachable;
     outcome.status = call_status(outcome.result, run);
     if (route) {
         outcome.egress = route_request.items;

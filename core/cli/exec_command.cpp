@@ -179,6 +179,13 @@ int exec_command(const CommonOptions &common, const ExecOptions &options) {
         print_audit(outcome.audit);
     }
     print_egress_refusals(outcome.egress_records);
+    if (!outcome.sockets_left_reachable.empty()) {
+        spdlog::warn(
+            "{} host socket(s) stayed reachable from the target: the confinement did not mask "
+            "them (backendReport.socketsLeftReachable in --json lists them; the backend's "
+            "documentation says why, and what to change)",
+            outcome.sockets_left_reachable.size());
+    }
     if (common.json) {
         nlohmann::json record{
             {"backend", session.backend_name()},

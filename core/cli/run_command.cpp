@@ -350,6 +350,9 @@ struct Calls {
     bool audited_all = true;
     std::vector<std::string> lossy_reasons;
     std::set<std::string> entries;
+    int made = 0;       // calls made
+    int truncated = 0;  // of which left host sockets reachable
+    std::set<std::string> sockets_left_reachable;
     int infrastructure_errors = 0;
     int interrupted = 0;
 };
@@ -455,6 +458,13 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
                   {"stderrTruncated", r.err.truncated},
                   {"observedMounts", observed_paths},
                   {"audit", audit::to_json(outcome.audit)}};
+        ++out.made;
+        if (!outcome.sockets_left_reachable.empty()) {
+            ++out.truncated;
+            out.sockets_left_reachable.insert(outcome.sockets_left_reachable.begin(),
+                                              outcome.sockets_left_reachable.end());
+            call["socketsLeftReachable"] = bytes::list_to_json(outcome.sockets_left_reachable);
+        }
         if (const auto rec = json::parse(outcome.egress_records, nullptr, false);
             rec.is_object() && rec.contains("refusals") && rec["refusals"].is_array() &&
             !rec["refusals"].empty()) {
@@ -473,6 +483,10 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
         if (!outcome.audit.findings.empty()) {
             outcome_text += ", " + std::to_string(outcome.audit.findings.size()) +
                             " path(s) outside the grants";
+        }
+        if (!outcome.sockets_left_reachable.empty()) {
+            outcome_text += ", " + std::to_string(outcome.sockets_left_reachable.size()) +
+                            " host socket(s) left reachable";
         }
         progress.finish(outcome_text);
         print_egress_refusals(outcome.egress_records);
@@ -517,6 +531,18 @@ bool run_trial(RunState &state, int index, fs::RunDirectory &private_dir, Progre
     for (const auto &p : calls.observed) observed.push_back(bytes::to_json(p));
     trial["observedMounts"] = observed;
     trial["infrastructureErrors"] = calls.infrastructure_errors;
+    if (calls.truncated > 0) {
+        // The confinement left host sockets open to the target (for lack of room to mask them):
+        // not a breach the audit saw, but a protection cut short, so recorded and named only.
+        state.run["hostSocketTruncation"].push_back(
+            {{"conditionArm", "run"},
+             {"trialIndex", index},
+             {"calls", calls.made},
+             {"truncatedCalls", calls.truncated},
+             {"socketsLeftReachable",
+              bytes::list_to_json(std::vector<std::string>(calls.sockets_left_reachable.begin(),
+                                                           calls.sockets_left_reachable.end()))}});
+    }
     auto verdict = run_evaluator(state, index, trial_dir, private_dir, progress);
     if (state.interrupted != 0) return false;
     trial["verdict"] = verdict;
@@ -702,6 +728,8 @@ int run_command(const CommonOptions &common, const RunCommandOptions &options) {
     for (const auto &[path, trials] : state.observed) summary.observed.push_back(path);
     for (const auto &r : state.egress_refusals)
         summary.refusal_trials.insert(r["trialIndex"].get<int>());
+    for (const auto &t : state.run["hostSocketTruncation"])
+        summary.socket_truncation_trials.insert(t["trialIndex"].get<int>());
     summary.interrupted = state.interrupted;
 
     if (state.interrupted != 0) {
@@ -784,6 +812,13 @@ int preflight_evaluation(const CommonOptions &common, const stdfs::path &folder,
                              std::to_string(leg) + " was not audited");
         }
         incomplete = incomplete || calls.lossy;
+        if (calls.truncated > 0) {
+            console::err() << "tea-evaluate: preflight: " << calls.truncated << " call"
+                           << (calls.truncated == 1 ? "" : "s") << " of leg " << leg << " left "
+                           << calls.sockets_left_reachable.size()
+                           << " host socket(s) reachable (the confinement did not mask them); "
+                              "a run records them in hostSocketTruncation\n";
+        }
         for (const auto &path : calls.observed) ++seen[path];
         reasons.insert(calls.reasons.begin(), calls.reasons.end());
         fs::remove_tree(workspace);

@@ -6,16 +6,23 @@
 #include <pwd.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "support/fake_bwrap.hpp"
 #include "support/process.hpp"
@@ -1052,6 +1059,226 @@ TEST(Exec, ACheckoutAtItsRootGetsAPrivateHistoryAndCannotCommit) {
     EXPECT_NE(open.out.find("marker=[project]\n"), std::string::npos) << open.out;
     EXPECT_NE(open.out.find("committed"), std::string::npos) << open.out;
     EXPECT_EQ(first_line(git(p.root(), {"rev-list", "--count", "HEAD"})), "3");
+}
+
+}  // namespace
+}  // namespace tea
+
+namespace tea {
+namespace {
+
+// Listening sockets under /run, where every call looks for the host's and which stays the host's
+// in every view: one of root's (masked whatever the room, or the call is refused) and three of
+// another user's (masked while the room lasts). Each is open to every user, so only a mask keeps
+// the target out. Closed, and the directory removed, on destruction.
+class HostSockets {
+   public:
+    // Neither root, a system account (below 1000), the invoker nor the sandbox account.
+    static constexpr uid_t kOtherUser = 2999999;
+
+    HostSockets() {
+        dir_ = fs::path{"/run"} / ("tea-run-test-" + std::to_string(::getpid()) + "-" +
+                                   std::to_string(::time(nullptr)));
+        fs::create_directories(dir_);
+        ::chmod(dir_.c_str(), 0755);
+        root_ = bind(dir_ / "root.sock", 0);
+        for (int i = 0; i < 3; ++i) {
+            others_.push_back(bind(dir_ / ("other-" + std::to_string(i) + ".sock"), kOtherUser));
+        }
+    }
+    HostSockets(const HostSockets &) = delete;
+    HostSockets &operator=(const HostSockets &) = delete;
+    ~HostSockets() {
+        for (const int fd : fds_) ::close(fd);
+        std::error_code ec;
+        fs::remove_all(dir_, ec);
+    }
+    [[nodiscard]] const fs::path &dir() const { return dir_; }
+    [[nodiscard]] const std::string &root() const { return root_; }
+    [[nodiscard]] const std::vector<std::string> &others() const { return others_; }
+    [[nodiscard]] std::vector<std::string> all() const {
+        std::vector<std::string> every{root_};
+        every.insert(every.end(), others_.begin(), others_.end());
+        return every;
+    }
+
+   private:
+    std::string bind(const fs::path &path, uid_t owner) {
+        const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        EXPECT_GE(fd, 0);
+        fds_.push_back(fd);
+        sockaddr_un addr{};
+        addr.sun_family = AF_UNIX;
+        std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+        EXPECT_EQ(::bind(fd, reinterpret_cast<const sockaddr *>(&addr), sizeof addr), 0) << path;
+        EXPECT_EQ(::listen(fd, 64), 0);
+        EXPECT_EQ(::chown(path.c_str(), owner, owner), 0) << path;
+        EXPECT_EQ(::chmod(path.c_str(), 0777), 0) << path;
+        return path.string();
+    }
+
+    fs::path dir_;
+    std::string root_;
+    std::vector<std::string> others_;
+    std::vector<int> fds_;
+};
+
+// Connects to each socket named on its command line: "PATH OK" or "PATH DENIED:<errno name>".
+constexpr const char *kConnectProbe = R"PY(#!/usr/bin/python3 -I
+import errno, socket, sys
+for path in sys.argv[1:]:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(5)
+    try:
+        s.connect(path)
+        print(path + " OK")
+    except OSError as e:
+        print(path + " DENIED:" + errno.errorcode.get(e.errno, str(e.errno)))
+    finally:
+        s.close()
+)PY";
+
+// A project of two trials whose one probe connects to every socket of `sockets`.
+void write_socket_evaluation(Project &p, const HostSockets &sockets) {
+    write_simple_evaluation(p, R"(, "trials": 2)", kConnectProbe);
+    p.write(".tea/probes/only.json", json{{"entry", "t"}, {"args", sockets.all()}}.dump());
+    p.commit();
+}
+
+// tea-evaluate in a network namespace of its own, where /proc/net/unix lists none of the host's
+// sockets, and with `room` for socket masks and a walk for socket files of `sockets`' directory
+// alone: its calls find exactly the test's four sockets, however many other processes of the host
+// bind or remove sockets meanwhile.
+test::Outcome tea_among(const Project &p, const HostSockets &sockets, std::size_t room,
+                        std::vector<std::string> args) {
+    const auto config = p.root().parent_path() / ("room-" + std::to_string(room) + ".toml");
+    test::write_file(config.string(),
+                     "[plugin.bubblewrap]\nmax_socket_masks = " + std::to_string(room) +
+                         "\nsocket_dirs = [\"" + sockets.dir().string() + "\"]\n");
+    args.insert(args.begin(),
+                {"/usr/bin/unshare", "--net", "--", TEA_EVALUATE_BIN, "--config", config.string()});
+    return test::run(args, p.env());
+}
+
+std::string call_output(const fs::path &run_dir, int trial) {
+    return test::read_file(
+        (run_dir / "trials" / std::to_string(trial) / "calls" / "01-only.stdout").string());
+}
+
+// max_socket_masks bounds the host sockets a call masks; root's come first. With room for all four
+// sockets, all are masked and hostSocketTruncation is empty. With room for two, root's and the
+// first of the other user's are masked and the other two stay reachable: each trial is listed with
+// its counts and those two paths, the summary names the trials, and the run is not Invalid for it
+// (the confinement spec records it, nothing more). Controls: the test itself reaches every socket,
+// and what the record lists as reachable is what the target reached.
+TEST(Run, UnixSocketsOfOtherUsersBeyondTheMaskRoomAreRecordedAndNamed) {
+    if (::geteuid() != 0) GTEST_SKIP() << "binds sockets under /run and hands them to another uid";
+    const HostSockets sockets;
+    Project p{"socket-room"};
+    write_socket_evaluation(p, sockets);
+    const auto all = sockets.all();
+
+    // Control: outside any confinement every socket answers.
+    std::vector<std::string> probe{"/usr/bin/python3", "-I", "-c", kConnectProbe};
+    probe.insert(probe.end(), all.begin(), all.end());
+    const auto open = test::run(probe, test::environment_with({}));
+    for (const auto &s : all) {
+        EXPECT_NE(open.out.find(s + " OK"), std::string::npos) << open.out << open.err;
+    }
+
+    // Fewer sockets than the room: every one masked, nothing recorded.
+    const auto roomy = tea_among(p, sockets, all.size() + 1, {"--json", "run", p.eval().string()});
+    ASSERT_EQ(roomy.status, 0) << roomy.err;
+    const auto roomy_dir = run_dir_of(roomy);
+    const auto roomy_record = read_json(roomy_dir / "run.json");
+    EXPECT_TRUE(roomy_record["hostSocketTruncation"].empty()) << roomy_record.dump(2);
+    EXPECT_EQ(roomy_record["summary"].get<std::string>().find("socket"), std::string::npos)
+        << roomy_record["summary"];
+    for (int trial = 1; trial <= 2; ++trial) {
+        const auto at = static_cast<std::size_t>(trial - 1);
+        const auto out = call_output(roomy_dir, trial);
+        for (const auto &s : all) {
+            EXPECT_NE(out.find(s + " DENIED:ECONNREFUSED"), std::string::npos) << out;
+        }
+        EXPECT_FALSE(roomy_record["trials"][at]["calls"][0].contains("socketsLeftReachable"));
+    }
+
+    // Two sockets more than the room.
+    const std::vector<std::string> open_ones{sockets.others()[1], sockets.others()[2]};
+    const auto tight = tea_among(p, sockets, 2, {"--json", "run", p.eval().string()});
+    ASSERT_EQ(tight.status, 0) << tight.err;
+    const auto tight_dir = run_dir_of(tight);
+    const auto record = read_json(tight_dir / "run.json");
+    EXPECT_EQ(record["status"], "complete");
+    ASSERT_EQ(record["hostSocketTruncation"].size(), 2U) << record.dump(2);
+    for (int trial = 1; trial <= 2; ++trial) {
+        const auto at = static_cast<std::size_t>(trial - 1);
+        const auto &entry = record["hostSocketTruncation"][at];
+        EXPECT_EQ(entry["conditionArm"], "run");
+        EXPECT_EQ(entry["trialIndex"], trial);
+        EXPECT_EQ(entry["calls"], 1);
+        EXPECT_EQ(entry["truncatedCalls"], 1);
+        EXPECT_EQ(entry["socketsLeftReachable"], json(open_ones)) << entry.dump();
+        EXPECT_EQ(record["trials"][at]["calls"][0]["socketsLeftReachable"], json(open_ones));
+        const auto out = call_output(tight_dir, trial);
+        for (const auto &s : all) {
+            const bool left_open = s == open_ones[0] || s == open_ones[1];
+            EXPECT_NE(out.find(s + (left_open ? " OK" : " DENIED:ECONNREFUSED")), std::string::npos)
+                << s << "\n"
+                << out;
+        }
+    }
+    EXPECT_NE(
+        record["summary"].get<std::string>().find("host sockets left reachable in trials 1, 2"),
+        std::string::npos)
+        << record["summary"];
+    EXPECT_NE(tight.err.find("host sockets left reachable in trials 1, 2"), std::string::npos)
+        << tight.err;
+    expect_schema_valid(tight_dir / "run.json", "run.schema.json");
+    const auto score = p.tea({"score", tight_dir.string()});
+    EXPECT_EQ(score.status, 0) << score.err;
+
+    // exec and preflight say so as well.
+    const auto exec_ws = p.root().parent_path() / "exec-ws";
+    fs::create_directories(exec_ws);
+    const auto tight_exec = tea_among(p, sockets, 2,
+                                      {"--json", "exec", "--observer", "none", "--workspace",
+                                       exec_ws.string(), "--", "/bin/true"});
+    EXPECT_EQ(tight_exec.status, 0) << tight_exec.err;
+    EXPECT_NE(tight_exec.err.find("2 host socket(s) stayed reachable"), std::string::npos)
+        << tight_exec.err;
+    EXPECT_EQ(json::parse(tight_exec.out)["backendReport"]["socketsLeftReachable"],
+              json(open_ones));
+    const auto preflight = tea_among(p, sockets, 2, {"preflight", p.eval().string()});
+    EXPECT_EQ(preflight.status, 0) << preflight.err;
+    EXPECT_NE(preflight.err.find("1 call of leg 2 left 2 host socket(s) reachable"),
+              std::string::npos)
+        << preflight.err;
+    EXPECT_EQ(p.leftover_run_dirs(), 0U);
+}
+
+// Root's sockets (and the system's, and the invoker's) are never left reachable: more of them than
+// the room stops the run with exit 12 naming the count and the room, before any target starts.
+// Control: the same run with room for them runs (the test above).
+TEST(Run, UnixSocketsOfRootBeyondTheMaskRoomStopTheRun) {
+    if (::geteuid() != 0) GTEST_SKIP() << "binds sockets under /run and hands them to another uid";
+    const HostSockets sockets;
+    Project p{"socket-no-room"};
+    write_socket_evaluation(p, sockets);
+    const auto run = tea_among(p, sockets, 0, {"--json", "run", p.eval().string()});
+    EXPECT_EQ(run.status, 12) << run.err;
+    EXPECT_NE(run.err.find("1 host sockets of root, system accounts and this user must be masked, "
+                           "but the room is 0"),
+              std::string::npos)
+        << run.err;
+    EXPECT_NE(run.err.find("max_socket_masks"), std::string::npos) << run.err;
+    for (const auto &e : fs::directory_iterator(p.eval() / "runs")) {
+        const auto record = read_json(e.path() / "run.json");
+        EXPECT_EQ(record["status"], "failed") << record.dump(2);
+        EXPECT_TRUE(record["trials"].empty()) << record.dump(2);
+        EXPECT_FALSE(fs::exists(e.path() / "trials" / "1" / "calls" / "01-only.stdout"));
+    }
+    EXPECT_EQ(p.leftover_run_dirs(), 0U);
 }
 
 }  // namespace
