@@ -150,7 +150,7 @@ TEST_P(EitherIdentity, AWithheldPathThatIsGoneIsRefusedNotSkipped) {
 
 TEST_F(Confinement, WritesOutsideTheWorkspaceFailAndInsideSucceed) {
     // Writable by everyone, so only the read-only view can refuse the write.
-    const auto elsewhere = base() / "elsewhere";
+    const auto elsewhere = host_dir() / "elsewhere";
     fs::create_directory(elsewhere);
     fs::permissions(elsewhere, fs::perms::all);
     const auto etc_file = "/etc/tea-bwt-" + random_token();
@@ -398,13 +398,16 @@ TEST_F(Confinement, WithheldFolderOfAConcurrentCallIsNotLentToTheSandbox) {
     const auto other = base() / "ws-b";
     fs::create_directory(other);
     fs::permissions(other, fs::perms{0755});
+    // A's workspace lies under /tmp, which B's view replaces with its own: B is shown it as a
+    // system path, read-only, as the host has it while A runs.
     const auto b =
         run({.command = python(R"PY(
 report("SECRET", lambda: open(sys.argv[1]).read().strip())
 report("LENT", lambda: open(sys.argv[2]).read().strip())
 )PY",
                                {secret_file().string(), (workspace() / "progress").string()}),
-             .workspace = other.string()});
+             .workspace = other.string(),
+             .options = {"--system-path", workspace().string()}});
     make_file(workspace() / "go", "", 0644);
     const auto ra = a.wait();
     ASSERT_TRUE(lent) << ra;
@@ -455,7 +458,7 @@ TEST_F(Confinement, RootOnlyFileElsewhereIsUnreadable) {
     if (::geteuid() != 0) {
         GTEST_SKIP() << "only root's runs hand the target another identity than the invoker's";
     }
-    std::string path = "/var/tmp/tea-test-root-secret-XXXXXX";
+    std::string path = (host_dir() / "tea-test-root-secret-XXXXXX").string();
     const int fd = ::mkstemp(path.data());
     ASSERT_GE(fd, 0);
     ::close(fd);
