@@ -520,8 +520,15 @@ namespace {
 // not (the control); an opted-out evaluation has nothing to check.
 TEST(Preflight, NamesWhatEveryLegOpensAndAcceptsItOnceDeclared) {
     Project p{"preflight"};
-    const auto outside = p.root().parent_path() / "toolchain";
-    fs::create_directories(outside);
+    // Outside the host's temp directories, which the target sees as its call's own.
+    const fs::path outside = test::make_host_dir("tea-run-test-toolchain");
+    const struct Removed {
+        fs::path path;
+        ~Removed() {
+            std::error_code ec;
+            fs::remove_all(path, ec);
+        }
+    } removed{outside};
     test::write_file((outside / "rules.txt").string(), "rules\n");
     const auto evaluation = [&](const std::string &system_paths) {
         p.write(".tea/evaluation.json",

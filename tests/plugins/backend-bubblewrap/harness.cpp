@@ -318,6 +318,16 @@ void Confinement::TearDown() {
     if (!base_.empty()) {
         fs::remove_all(base_, ec);
     }
+    if (!host_dir_.empty()) {
+        fs::remove_all(host_dir_, ec);
+    }
+}
+
+fs::path Confinement::host_dir() {
+    if (host_dir_.empty()) {
+        host_dir_ = tea::test::make_host_dir("tea-bwt-host");
+    }
+    return host_dir_;
 }
 
 void Confinement::become_unprivileged() {

@@ -166,6 +166,11 @@ class Confinement : public ::testing::Test {
     std::string write_config(const std::string &toml);
 
     [[nodiscard]] std::filesystem::path base() const { return base_; }
+    // A directory of the test's own on the host, outside every grant and outside the host's temp
+    // directories (which a target sees as its call's own): what a test puts there, a target sees
+    // as the host has it, read-only. Searchable by every identity; made at the first use and
+    // removed with the test.
+    std::filesystem::path host_dir();
     [[nodiscard]] std::filesystem::path workspace() const { return workspace_; }
     [[nodiscard]] std::filesystem::path withheld() const { return workspace_ / ".tea"; }
     [[nodiscard]] std::filesystem::path secret_file() const { return withheld() / "secret"; }
@@ -182,6 +187,7 @@ class Confinement : public ::testing::Test {
     std::vector<std::string> command_line(const Call &call);
 
     std::filesystem::path base_;
+    std::filesystem::path host_dir_;
     std::filesystem::path workspace_;
     std::filesystem::path private_root_;
     std::string secret_;
