@@ -401,7 +401,8 @@ struct SpawnAs {
     uid_t uid = 0;
     gid_t gid = 0;
     ChildSetup setup;
-    pid_t runtime = -1;  // the process that starts the child: the child dies with it
+    bool die_with_runtime = false;  // arm the parent-death signal (a plan that confines nothing)
+    pid_t runtime = -1;             // the process that starts the child
     // Set by the child when it fails, before it exits.
     const char *failed_at = nullptr;
     int error = 0;
@@ -512,15 +513,20 @@ int spawn_as_child(void *arg) {
         ::syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, nullptr) < 0 && errno != ENOSYS) {
         fail("joining a new session keyring");
     }
-    // The call's processes die with the runtime, however it dies: a runtime killed outright
-    // (SIGKILL) ends no call itself, and a bwrap, tracer or holder left running would keep the
-    // sandbox and its target alive. Armed last, since an identity change clears it, then checked
-    // against a runtime that died before it was armed (the child was reparented meanwhile).
-    if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) {
-        fail("arming the parent-death signal");
-    }
-    if (::syscall(SYS_getppid) != s.runtime) {
-        ::_exit(127);  // nobody is left to read why
+    // A runtime killed outright (SIGKILL) ends no call itself. A plan that confines nothing has
+    // no mechanism of its own to end it then: its process dies with the runtime. Armed last,
+    // since an identity change clears it, then checked against a runtime that died before it was
+    // armed (the child was reparented meanwhile). A confinement ends itself instead, watching the
+    // call's output pipes (ExecPlan): a parent-death signal could kill its launcher half-way
+    // through its set-up (bwrap killed between its clone and releasing its child leaves that
+    // child blocked for ever).
+    if (s.die_with_runtime) {
+        if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) {
+            fail("arming the parent-death signal");
+        }
+        if (::syscall(SYS_getppid) != s.runtime) {
+            ::_exit(127);  // nobody is left to read why
+        }
     }
     sigset_t none;
     sigemptyset(&none);
@@ -530,11 +536,12 @@ int spawn_as_child(void *arg) {
     return 127;
 }
 
-// posix_spawn's work plus the identity drop, the plan's child set-up (limits, keyring) and the
-// parent-death signal, in a child that shares the runtime's memory until it execs: no copy of
-// the runtime, and no helper process started only to drop privileges or set limits. Every process
-// of a plan starts here. Returns the child, or throws setup_error; an exec (or the change to the
-// plan's directory) that fails is returned as {-1, errno}.
+// posix_spawn's work plus the identity drop, the plan's child set-up (limits, keyring) and, for
+// a plan that confines nothing, the parent-death signal, in a child that shares the runtime's
+// memory until it execs: no copy of the runtime, and no helper process started only to drop
+// privileges or set limits. Every process of a plan starts here. Returns the child, or throws
+// setup_error; an exec (or the change to the plan's directory) that fails is returned as {-1,
+// errno}.
 std::pair<pid_t, int> spawn_as(SpawnAs &request) {
     request.runtime = ::getpid();
     // The child's stack is a stretch of this frame: the runtime's thread is suspended until the
@@ -633,6 +640,7 @@ std::pair<pid_t, int> start_process(const ExecPlan &plan, const ProcessParts &p)
     request.uid = plan.run_as.uid;
     request.gid = plan.run_as.gid;
     request.setup = plan.child;
+    request.die_with_runtime = plan.confinement == "opt-out";
     request.dups = std::move(dups);
     return spawn_as(request);
 }

@@ -406,10 +406,13 @@ std::vector<std::string> identity_prefix(const std::string &helper, const Identi
 }
 
 // The namespaces and process options of every target's bwrap. The UTS namespace is not among them:
-// a target's argument stream ends with it (see target_args_file).
+// a target's argument stream ends with it (see target_args_file). No --die-with-parent: the
+// sandbox's first process is always the plugin's own init, which ends the sandbox once the runtime
+// is gone (tea/namespace_init.hpp), and bwrap, ending with it, must not die sooner: killed between
+// its clone and releasing its child, it would leave that child blocked for ever.
 std::vector<std::string> namespace_options() {
     return {"--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net",
-            "--unshare-cgroup-try", "--die-with-parent",
+            "--unshare-cgroup-try",
             // A new session: no controlling terminal to push input into.
             "--new-session"};
 }
@@ -928,8 +931,8 @@ class Bubblewrap {
             a.emplace_back("--unshare-user");
         }
         // The helper is the sandbox's first process and its init, ending it once the runtime is
-        // gone (tea/namespace_init.hpp).
-        a.insert(a.end(), {"--unshare-pid", "--die-with-parent", "--as-pid-1",
+        // gone (tea/namespace_init.hpp); see namespace_options for why not --die-with-parent.
+        a.insert(a.end(), {"--unshare-pid", "--as-pid-1",
                            // A new session: no controlling terminal to push input into.
                            "--new-session", "--block-fd", std::to_string(setup_mark_fd),
                            // Without a capability the grader cannot remount a read-only bind.

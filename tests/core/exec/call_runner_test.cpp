@@ -766,9 +766,9 @@ std::vector<pid_t> started_by_a_killed_runtime(const ExecPlan &p, const RunOptio
     return pids;
 }
 
-TEST_F(CallRunner, ThePlansProcessAndItsHolderDieWithARuntimeKilledOutright) {
-    // Both ignore every signal they can, and neither is waited for by anyone once the runtime is
-    // gone: only the parent-death signal the runner armed ends them.
+TEST_F(CallRunner, APlanThatConfinesNothingDiesWithARuntimeKilledOutright) {
+    // The plan's process and its holder ignore every signal they can, and neither is waited for
+    // by anyone once the runtime is gone: only the parent-death signal the runner armed ends them.
     const auto script = [&](const char *name) {
         return "trap '' HUP INT TERM; echo $$ > " + (dir_ / name).string() + "; exec sleep 300";
     };
@@ -794,6 +794,38 @@ TEST_F(CallRunner, ThePlansProcessAndItsHolderDieWithARuntimeKilledOutright) {
     ASSERT_GT(survivor.at(0), 0);
     EXPECT_FALSE(ends_within(survivor[0], std::chrono::milliseconds{500}));
     ::kill(survivor[0], SIGKILL);
+}
+
+TEST_F(CallRunner, AConfinementSeesTheRuntimesDeathOnTheCallsOutputAndIsLeftToEndItself) {
+    // A confining plan's process gets no parent-death signal (a launcher killed half-way through
+    // its set-up can leave worse than itself behind); what it is promised instead: the call's
+    // stdout and stderr are pipes only the runtime reads, whose write ends report POLLERR once the
+    // runtime is dead.
+    auto p = plan({"/usr/bin/python3", "-c",
+                   "import os, select\n"
+                   "open('plan.pid', 'w').write(str(os.getpid()))\n"
+                   "watch = select.poll()\n"
+                   "watch.register(1, 0)\n"
+                   "watch.register(2, 0)\n"
+                   "while not any(e & select.POLLERR for _, e in watch.poll()):\n"
+                   "    pass\n"
+                   "open('saw-the-runtime-die', 'w').close()\n"});
+    p.confinement = "some-confinement";
+    const auto pids = started_by_a_killed_runtime(p, capture(), {dir_ / "plan.pid"});
+    ASSERT_GT(pids.at(0), 0) << "the call never started";
+    EXPECT_TRUE(ends_within(pids[0], std::chrono::seconds{5}));
+    EXPECT_TRUE(fs::exists(dir_ / "saw-the-runtime-die"));
+    ::kill(pids[0], SIGKILL);
+
+    // The control: a confining plan's process that does not watch outlives the runtime.
+    fs::remove(dir_ / "stdout");
+    fs::remove(dir_ / "stderr");
+    auto idle = plan({"sh", "-c", "echo $$ > idle.pid; exec sleep 300"});
+    idle.confinement = "some-confinement";
+    const auto left = started_by_a_killed_runtime(idle, capture(), {dir_ / "idle.pid"});
+    ASSERT_GT(left.at(0), 0);
+    EXPECT_FALSE(ends_within(left[0], std::chrono::milliseconds{500}));
+    ::kill(left[0], SIGKILL);
 }
 
 TEST_F(CallRunner, ARunAsProcessDiesWithARuntimeKilledOutright) {
