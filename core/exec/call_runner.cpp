@@ -8,7 +8,6 @@
 #include <sanitizer/asan_interface.h>
 #include <sched.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -382,33 +381,11 @@ std::vector<char *> c_strings(const std::vector<std::string> &items) {
     std::vector<char *> out;
     out.reserve(items.size() + 1);
     for (const auto &s : items) {
-        out.push_back(const_cast<char *>(s.c_str()));  // NOLINT: posix_spawn's historical signature
+        out.push_back(const_cast<char *>(s.c_str()));  // NOLINT: execve's historical signature
     }
     out.push_back(nullptr);
     return out;
 }
-
-class SpawnSetup {
-   public:
-    SpawnSetup() {
-        if (posix_spawn_file_actions_init(&actions_) != 0 || posix_spawnattr_init(&attr_) != 0) {
-            throw setup_error("posix_spawn setup", ENOMEM);
-        }
-    }
-    SpawnSetup(const SpawnSetup &) = delete;
-    SpawnSetup &operator=(const SpawnSetup &) = delete;
-    ~SpawnSetup() {
-        posix_spawn_file_actions_destroy(&actions_);
-        posix_spawnattr_destroy(&attr_);
-    }
-    void check(int rc, const char *what) {
-        if (rc != 0) {
-            throw setup_error(what, rc);
-        }
-    }
-    posix_spawn_file_actions_t actions_{};
-    posix_spawnattr_t attr_{};
-};
 
 // What the child of spawn_as does, and how far it got. It shares the runtime's
 // memory until it execs (CLONE_VM | CLONE_VFORK), so it makes only system
@@ -424,6 +401,8 @@ struct SpawnAs {
     uid_t uid = 0;
     gid_t gid = 0;
     ChildSetup setup;
+    bool die_with_runtime = false;  // arm the parent-death signal (a plan that confines nothing)
+    pid_t runtime = -1;             // the process that starts the child
     // Set by the child when it fails, before it exits.
     const char *failed_at = nullptr;
     int error = 0;
@@ -505,7 +484,9 @@ int spawn_as_child(void *arg) {
         ::sigaction(sig, &default_action, nullptr);  // EINVAL for KILL, STOP and libc's own
     }
     for (const auto &[from, to] : s.dups) {
-        if (::dup2(from, to) < 0) {
+        // A descriptor already at its number only loses close-on-exec, as posix_spawn's dup2
+        // action does.
+        if (from == to ? ::fcntl(to, F_SETFD, 0) != 0 : ::dup2(from, to) < 0) {
             fail("placing a descriptor");
         }
     }
@@ -532,6 +513,21 @@ int spawn_as_child(void *arg) {
         ::syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, nullptr) < 0 && errno != ENOSYS) {
         fail("joining a new session keyring");
     }
+    // A runtime killed outright (SIGKILL) ends no call itself. A plan that confines nothing has
+    // no mechanism of its own to end it then: its process dies with the runtime. Armed last,
+    // since an identity change clears it, then checked against a runtime that died before it was
+    // armed (the child was reparented meanwhile). A confinement ends itself instead, watching the
+    // call's output pipes (ExecPlan): a parent-death signal could kill its launcher half-way
+    // through its set-up (bwrap killed between its clone and releasing its child leaves that
+    // child blocked for ever).
+    if (s.die_with_runtime) {
+        if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) {
+            fail("arming the parent-death signal");
+        }
+        if (::syscall(SYS_getppid) != s.runtime) {
+            ::_exit(127);  // nobody is left to read why
+        }
+    }
     sigset_t none;
     sigemptyset(&none);
     ::pthread_sigmask(SIG_SETMASK, &none, nullptr);
@@ -540,11 +536,14 @@ int spawn_as_child(void *arg) {
     return 127;
 }
 
-// posix_spawn's work plus the identity drop and the plan's child set-up (limits, keyring), in a
-// child that shares the runtime's memory until it execs: no copy of the runtime, and no helper
-// process started only to drop privileges or set limits. Returns the child, or throws
-// setup_error; an exec that fails is returned as {-1, errno}.
+// posix_spawn's work plus the identity drop, the plan's child set-up (limits, keyring) and, for
+// a plan that confines nothing, the parent-death signal, in a child that shares the runtime's
+// memory until it execs: no copy of the runtime, and no helper process started only to drop
+// privileges or set limits. Every process of a plan starts here. Returns the child, or throws
+// setup_error; an exec (or the change to the plan's directory) that fails is returned as {-1,
+// errno}.
 std::pair<pid_t, int> spawn_as(SpawnAs &request) {
+    request.runtime = ::getpid();
     // The child's stack is a stretch of this frame: the runtime's thread is suspended until the
     // child execs or exits (CLONE_VFORK), so nothing else uses it meanwhile. No mapping made and
     // removed per call: on a VM, unmapping a range costs a TLB flush of each of its pages.
@@ -572,12 +571,17 @@ std::pair<pid_t, int> spawn_as(SpawnAs &request) {
     int status = 0;
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
-    if (std::string_view{request.failed_at} == "exec") {
+    // A program that cannot be run there is the call's failure to start, as posix_spawn reports
+    // it; anything else is the runtime's.
+    const std::string_view step{request.failed_at};
+    if (step == "exec" || step == "chdir") {
         return {-1, request.error};
     }
-    // Fail closed: a call whose identity could not be established never runs.
-    throw setup_error(std::string{"running the call as uid "} + std::to_string(request.uid) +
-                          " gid " + std::to_string(request.gid) + ": " + request.failed_at,
+    // Fail closed: a call whose identity or set-up could not be established never runs.
+    throw setup_error(request.drop
+                          ? "running the call as uid " + std::to_string(request.uid) + " gid " +
+                                std::to_string(request.gid) + ": " + request.failed_at
+                          : std::string{"starting the call: "} + request.failed_at,
                       request.error);
 }
 
@@ -627,39 +631,18 @@ std::pair<pid_t, int> start_process(const ExecPlan &plan, const ProcessParts &p)
     }
     auto argv = c_strings(p.argv);
     auto envp = c_strings(p.env);
-    if (plan.run_as.requested || plan.child.requested()) {
-        SpawnAs request;
-        request.program = p.program.c_str();
-        request.argv = argv.data();
-        request.envp = envp.data();
-        request.cwd = p.cwd.c_str();
-        request.drop = plan.run_as.requested;
-        request.uid = plan.run_as.uid;
-        request.gid = plan.run_as.gid;
-        request.setup = plan.child;
-        request.dups = std::move(dups);
-        return spawn_as(request);
-    }
-    SpawnSetup setup;
-    for (const auto &[from, to] : dups) {
-        setup.check(posix_spawn_file_actions_adddup2(&setup.actions_, from, to), "descriptor");
-    }
-    setup.check(posix_spawn_file_actions_addchdir_np(&setup.actions_, p.cwd.c_str()), "chdir");
-    sigset_t empty;
-    sigset_t all;
-    sigemptyset(&empty);
-    sigfillset(&all);
-    setup.check(
-        posix_spawnattr_setflags(
-            &setup.attr_, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF),
-        "spawn flags");
-    setup.check(posix_spawnattr_setpgroup(&setup.attr_, 0), "process group");
-    setup.check(posix_spawnattr_setsigmask(&setup.attr_, &empty), "signal mask");
-    setup.check(posix_spawnattr_setsigdefault(&setup.attr_, &all), "signal defaults");
-    pid_t pid = -1;
-    const int rc = ::posix_spawn(&pid, p.program.c_str(), &setup.actions_, &setup.attr_,
-                                 argv.data(), envp.data());
-    return rc == 0 ? std::pair{pid, 0} : std::pair{pid_t{-1}, rc};
+    SpawnAs request;
+    request.program = p.program.c_str();
+    request.argv = argv.data();
+    request.envp = envp.data();
+    request.cwd = p.cwd.c_str();
+    request.drop = plan.run_as.requested;
+    request.uid = plan.run_as.uid;
+    request.gid = plan.run_as.gid;
+    request.setup = plan.child;
+    request.die_with_runtime = plan.confinement == "opt-out";
+    request.dups = std::move(dups);
+    return spawn_as(request);
 }
 
 // A plan's holder, ended with its process group (and reaped) however the call ends.
@@ -826,6 +809,9 @@ struct StartedCall::State {
     std::vector<pid_t> children_before;
     std::vector<DeferredFile> deferred;
     bool ended = false;  // waited for, or never started
+    // The thread that started the processes: their parent-death signal fires when that thread
+    // ends, so it is the one that waits for them.
+    pid_t thread = ::gettid();
 
     State(const ExecPlan &plan, const RunOptions &run_options)
         : options{run_options}, staged{plan} {}
@@ -986,6 +972,12 @@ void StartedCall::State::start_plan() {
 }
 
 void StartedCall::State::wait() {
+    if (::gettid() != thread) {
+        // Unfinished: the destructor ends the call.
+        throw runtime_error(
+            "a call must be waited for by the thread that started it: its processes die with "
+            "that thread");
+    }
     ended = true;
     for (auto &d : deferred) {
         d.write_some();

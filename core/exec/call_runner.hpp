@@ -66,6 +66,11 @@ struct CallResult {
 // into capped files, the whole group ended at the timeout (SIGTERM, then SIGKILL
 // after the grace) and when the leader exits. A runtime that is a child
 // subreaper (see become_subreaper) also ends every orphan the call left behind.
+// A runtime killed outright ends nothing itself: the read ends of the output
+// pipes are this process's alone, so a confinement inside sees their write ends
+// report POLLERR and ends itself (ExecPlan); the processes of a plan that
+// confines nothing die with the thread that started them (PR_SET_PDEATHSIG),
+// which must therefore be the one that waits for the call.
 // Throws tea::Error (exit 125) when the runtime itself cannot set the call up.
 // A plan with deferred files is refused: see StartedCall.
 CallResult run_call(const ExecPlan &plan, const RunOptions &options);

@@ -408,10 +408,13 @@ std::vector<std::string> identity_prefix(const std::string &helper, const Identi
 }
 
 // The namespaces and process options of every target's bwrap. The UTS namespace is not among them:
-// a target's argument stream ends with it (see target_args_file).
+// a target's argument stream ends with it (see target_args_file). No --die-with-parent: the
+// sandbox's first process is always the plugin's own init, which ends the sandbox once the runtime
+// is gone (tea/namespace_init.hpp), and bwrap, ending with it, must not die sooner: killed between
+// its clone and releasing its child, it would leave that child blocked for ever.
 std::vector<std::string> namespace_options() {
     return {"--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net",
-            "--unshare-cgroup-try", "--die-with-parent",
+            "--unshare-cgroup-try",
             // A new session: no controlling terminal to push input into.
             "--new-session"};
 }
@@ -477,15 +480,15 @@ class Bubblewrap {
                                             "/dev",      "--proc", "/proc", "--"};
         auto argv = identity_prefix(helper, identity) + std::vector<std::string>{bwrap} +
                     namespace_options() +
-                    std::vector<std::string>{"--unshare-uts", "--disable-userns"} + root +
-                    std::vector<std::string>{helper_in_sandbox,      "confine", "--env-fd",
-                                             std::to_string(env_fd), "--",      "true"};
+                    std::vector<std::string>{"--unshare-uts", "--disable-userns", "--as-pid-1"} +
+                    root + std::vector<std::string>{helper_in_sandbox,      "confine", "--env-fd",
+                                                    std::to_string(env_fd), "--",      "true"};
         auto [status, err] = run_probe(argv, {{env_fd, ""}}, {{helper_fd, helper}});
         if (status == 0) {
             // The same namespaces as the view builder gets them, with one bind and one remount:
             // a kernel without the mount API it uses (open_tree, mount_setattr) is refused here.
             argv = identity_prefix(helper, identity) + std::vector<std::string>{bwrap} +
-                   namespace_options() + std::vector<std::string>{"--unshare-uts"} +
+                   namespace_options() + std::vector<std::string>{"--unshare-uts", "--as-pid-1"} +
                    view_builder_privileges() + root +
                    view_builder_command(identity, find_program("true")) +
                    std::vector<std::string>{"true"};
@@ -829,7 +832,10 @@ class Bubblewrap {
             // no_new_privs, takes the setup mark, closes every descriptor above 2 and loads the
             // seccomp program (its own copy of the same one). The environment travels as
             // --setenv pairs in bwrap's argument descriptor, never on a command line.
-            a.emplace_back("--clearenv");
+            // The builder is the namespace's first process and stays its init, which ends the
+            // namespace when the runtime dies (view/view.cpp): bwrap's own init would take its
+            // parent-death signal too late.
+            a.insert(a.end(), {"--as-pid-1", "--clearenv"});
             for (const auto &e : env) {
                 const auto eq = e.find('=');
                 a.insert(a.end(), {"--setenv", e.substr(0, eq), e.substr(eq + 1)});
@@ -860,10 +866,12 @@ class Bubblewrap {
                 argv.insert(argv.end(),
                             {shim_in_sandbox, "--port", std::to_string(spec.egress_port),
                              "--socket", spec.egress_socket, "--"});
-                // The shim is the namespace's init, staying as its reaper: bwrap's own init is
-                // dumpable here, and a target writing its /proc/1/mem would own it.
-                a.emplace_back("--as-pid-1");
             }
+            // The shim (or else the helper) is the namespace's init, staying as its reaper and
+            // ending the namespace when the runtime dies: bwrap's own init is dumpable here (a
+            // target writing its /proc/1/mem would own it), and takes its parent-death signal
+            // only after bwrap's set-up.
+            a.emplace_back("--as-pid-1");
             // bwrap loads the filter before its first process (and its own init) runs, so no
             // process of the call runs without it: not the shim or its relay, which start before
             // the helper, nor bwrap's init. The fresh session keyring is joined before bwrap for
@@ -951,7 +959,9 @@ class Bubblewrap {
             // made: the grader keeps the invoking identity, with no capability left.
             a.emplace_back("--unshare-user");
         }
-        a.insert(a.end(), {"--unshare-pid", "--die-with-parent",
+        // The helper is the sandbox's first process and its init, ending it once the runtime is
+        // gone (tea/namespace_init.hpp); see namespace_options for why not --die-with-parent.
+        a.insert(a.end(), {"--unshare-pid", "--as-pid-1",
                            // A new session: no controlling terminal to push input into.
                            "--new-session", "--block-fd", std::to_string(setup_mark_fd),
                            // Without a capability the grader cannot remount a read-only bind.
@@ -964,16 +974,21 @@ class Bubblewrap {
         a.insert(a.end(), {"--chdir", spec.cwd});
 
         auto argv = bwrap_command();
+        argv.insert(argv.end(), {helper_in_sandbox, "init", "--"});
         argv.insert(argv.end(), spec.argv.begin(), spec.argv.end());
-        // No helper, seccomp, socket mask, lend or runAs: the grader is code the team trusts,
-        // run as the invoking user; only the evidence and the grading material are guarded.
-        const json plan{{"argv", tea::bytes::list_to_json(argv)},
-                        {"env", tea::bytes::list_to_json(spec.env)},
-                        {"cwd", "/"},
-                        {"files", json::array({args_file(a)})},
-                        {"confinement", "bubblewrap"},
-                        {"report", {{"role", "grader"}}},
-                        {"setupMark", {{"fd", setup_mark_fd}}}};
+        // No seccomp, socket mask, lend or runAs: the grader is code the team trusts, run as the
+        // invoking user; only the evidence and the grading material are guarded. The helper is
+        // its sandbox's init, nothing more.
+        const json plan{
+            {"argv", tea::bytes::list_to_json(argv)},
+            {"env", tea::bytes::list_to_json(spec.env)},
+            {"cwd", "/"},
+            {"files",
+             json::array({args_file(a),
+                          {{"fd", helper_fd}, {"path", tea::bytes::to_json(helper_path())}}})},
+            {"confinement", "bubblewrap"},
+            {"report", {{"role", "grader"}}},
+            {"setupMark", {{"fd", setup_mark_fd}}}};
         return plan.dump();
     }
 

@@ -271,6 +271,10 @@ void PrintTo(Identity identity, std::ostream *os) {
     *os << (identity == Identity::invoker ? "the invoker" : "an unprivileged user");
 }
 
+std::string identity_name(const ::testing::TestParamInfo<Identity> &info) {
+    return info.param == Identity::invoker ? "AsInvoker" : "AsUnprivilegedUser";
+}
+
 void Confinement::SetUp() {
     if (::access("/usr/bin/bwrap", X_OK) != 0 && ::access("/bin/bwrap", X_OK) != 0) {
         GTEST_SKIP() << "bubblewrap is not installed (apt-get install bubblewrap)";
@@ -451,8 +455,8 @@ std::pair<Result, Result> Confinement::run_both(Call call) {
     return {std::move(confined), std::move(control)};
 }
 
-Result Confinement::run_spec(const std::string &spec_json, Backend backend, bool plan_only,
-                             std::optional<long> staged_cut) {
+Process Confinement::plan_call(const std::string &spec_json, Backend backend, bool plan_only,
+                               std::optional<long> staged_cut) {
     const auto file = base_ / ("spec-" + std::to_string(++specs_) + ".json");
     make_file(file, spec_json, 0644);
     std::vector<std::string> argv = launcher_;
@@ -465,7 +469,16 @@ Result Confinement::run_spec(const std::string &spec_json, Backend backend, bool
     }
     argv.insert(argv.end(),
                 {backend == Backend::opt_out ? "opt-out" : "bubblewrap", file.string()});
-    return Process{argv, base_env_, {}, base_}.wait();
+    return Process{argv, base_env_, {}, base_};
+}
+
+Result Confinement::run_spec(const std::string &spec_json, Backend backend, bool plan_only,
+                             std::optional<long> staged_cut) {
+    return plan_call(spec_json, backend, plan_only, staged_cut).wait();
+}
+
+Process Confinement::start_spec(const tea::exec::LaunchSpec &spec, Backend backend) {
+    return plan_call(tea::exec::to_json(spec), backend, false, std::nullopt);
 }
 
 Result Confinement::run_spec(const tea::exec::LaunchSpec &spec, Backend backend, bool plan_only,

@@ -121,6 +121,8 @@ class OtherRun {
 
 enum class Identity { invoker, unprivileged };
 void PrintTo(Identity identity, std::ostream *os);  // for the test's name in ctest
+// "AsInvoker" or "AsUnprivilegedUser": the name of a test instantiated for each identity.
+std::string identity_name(const ::testing::TestParamInfo<Identity> &info);
 
 // The per-test tree: <base>/ws (the workspace) holding .tea/secret (the
 // folder withheld from the target), <base>/private (the private root).
@@ -146,6 +148,8 @@ class Confinement : public ::testing::Test {
                     bool plan_only = false, std::optional<long> staged_cut = std::nullopt);
     Result run_spec(const tea::exec::LaunchSpec &spec, Backend backend = Backend::bubblewrap,
                     bool plan_only = false, std::optional<long> staged_cut = std::nullopt);
+    // The same, started: for a test that ends tea-plan-call (the runtime of the call) itself.
+    Process start_spec(const tea::exec::LaunchSpec &spec, Backend backend = Backend::bubblewrap);
     // A target's launch spec as an unaudited exec sends it: the fixture's workspace, the call's
     // temp directory and home provided inside the view (unmade) under the private root, the
     // withheld folder, PATH and LANG.
@@ -185,6 +189,8 @@ class Confinement : public ::testing::Test {
 
    private:
     std::vector<std::string> command_line(const Call &call);
+    Process plan_call(const std::string &spec_json, Backend backend, bool plan_only,
+                      std::optional<long> staged_cut);
 
     std::filesystem::path base_;
     std::filesystem::path host_dir_;
