@@ -35,11 +35,16 @@ std::string summary_line(const RunSummary &s) {
         line += "INTERRUPTED by signal " + std::to_string(s.interrupted) + "; ";
     }
     line += std::to_string(s.trials) + " trial" + (s.trials == 1 ? "" : "s");
+    const std::string budgets = s.budget_trials.empty()
+                                    ? ""
+                                    : "; a budget stopped the target in trial" +
+                                          std::string{s.budget_trials.size() == 1 ? " " : "s "} +
+                                          join({s.budget_trials.begin(), s.budget_trials.end()});
     if (s.opt_out) {
         line +=
             ", confinement opt-out: the targets' file system was not sandboxed and nothing "
             "was audited";
-        return line;
+        return line + budgets;
     }
     if (s.observed.empty() && s.lossy.empty()) {
         line += ", no path outside the grants";
@@ -59,7 +64,7 @@ std::string summary_line(const RunSummary &s) {
                 std::string{s.refusal_trials.size() == 1 ? " " : "s "} +
                 join({s.refusal_trials.begin(), s.refusal_trials.end()});
     }
-    return line;
+    return line + budgets;
 }
 
 json isolation_manifest(const json &run, const evaluation::Evaluation &ev,

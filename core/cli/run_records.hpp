@@ -19,6 +19,7 @@ struct RunSummary {
     std::vector<int> lossy;
     std::vector<std::string> observed;
     std::set<int> refusal_trials;
+    std::set<int> budget_trials;  // a budget stopped something in them
     int interrupted = 0;
 };
 
