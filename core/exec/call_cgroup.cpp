@@ -106,22 +106,32 @@ std::string start_time(const std::string &pid) {
     return fields.size() > start_index ? std::string{fields[start_index]} : std::string{};
 }
 
-// "<pid>-<start>": this process, as a cgroup's name records its owner.
+// The inode of this process's pid namespace: the one in which the pids of the names are read.
+std::string pid_namespace() {
+    struct stat st {};
+    return ::stat("/proc/self/ns/pid", &st) == 0 ? std::to_string(st.st_ino) : std::string{"0"};
+}
+
+// "<pid namespace>-<pid>-<start>": this process, as a cgroup's name records its owner.
 const std::string &own_mark() {
     static const std::string mark = [] {
         const auto pid = std::to_string(::getpid());
-        return pid + "-" + start_time(pid);
+        return pid_namespace() + "-" + pid + "-" + start_time(pid);
     }();
     return mark;
 }
 
-// Whether the owner a call cgroup's name records, after its prefix, is a live process.
+// Whether the owner a call cgroup's name records, after its prefix, may be a live process.
 bool owner_alive(std::string_view rest) {
+    static const std::string own_namespace = pid_namespace();
     const auto parts = split(rest, '-');
-    if (parts.size() < 2 || !number(parts[0]) || !number(parts[1])) {
-        return true;  // not a name this runtime makes: never touched
+    if (parts.size() < 3 || !number(parts[0]) || !number(parts[1]) || !number(parts[2]) ||
+        parts[0] != own_namespace) {
+        // Not a name this runtime makes, or an owner whose pid this runtime cannot look up
+        // (another pid namespace's runtime sharing the parent): never touched.
+        return true;
     }
-    return start_time(std::string{parts[0]}) == parts[1];
+    return start_time(std::string{parts[1]}) == parts[2];
 }
 
 std::string random_suffix() {
@@ -441,7 +451,7 @@ int reclaim_call_cgroups(const CgroupLayout &layout) {
     return removed;
 }
 
-CallCgroup::Member CallCgroup::make(const stdfs::path &parent) {
+CallCgroup::Member CallCgroup::make(const stdfs::path &parent, const char *join) {
     Member m;
     m.path = parent / name_;
     if (::mkdir(m.path.c_str(), 0755) != 0) {
@@ -449,7 +459,7 @@ CallCgroup::Member CallCgroup::make(const stdfs::path &parent) {
                             errno_text(errno));
     }
     m.dir.reset(::open(m.path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    m.procs.reset(::openat(m.dir.get(), "cgroup.procs", O_WRONLY | O_CLOEXEC));
+    m.procs.reset(::openat(m.dir.get(), join, O_WRONLY | O_CLOEXEC));
     if (!m.dir || !m.procs) {
         const int error = errno;
         (void)::rmdir(m.path.c_str());
@@ -469,10 +479,16 @@ CallCgroup::CallCgroup(const CgroupLayout &layout, const Budget &budget) {
         return;
     }
     name_ = std::string{call_prefix} + own_mark() + "-" + random_suffix();
+    // cgroup v1: the runner's child, a process of one thread, joins through `tasks`, which moves
+    // the writing thread alone. Moving a whole process (cgroup.procs) takes a lock of the
+    // kernel's for every fork on the host, whose first taking waits out an RCU grace period
+    // (8 ms measured on the test VM, every call, since every exec is a new runtime); moving the
+    // writer itself does not take it. cgroup2 has no such file for a domain cgroup.
+    constexpr const char *v1_join = "tasks";
     members_.reserve(3);
     try {
         if (!layout.v2_parent.empty()) {
-            members_.push_back(make(layout.v2_parent));
+            members_.push_back(make(layout.v2_parent, "cgroup.procs"));
             v2_ = &members_.back();
             const bool by_memory = memory && layout.v2_memory;
             const bool by_pids = processes && layout.v2_pids;
@@ -482,7 +498,7 @@ CallCgroup::CallCgroup(const CgroupLayout &layout, const Budget &budget) {
             return;
         }
         if (memory && !layout.v1_memory.empty()) {
-            members_.push_back(make(layout.v1_memory));
+            members_.push_back(make(layout.v1_memory, v1_join));
             memory_ = &members_.back();
             const auto bytes = std::to_string(budget.memory_bytes);
             cgroup_files::write(memory_->dir.get(), "memory.limit_in_bytes", bytes);
@@ -493,13 +509,13 @@ CallCgroup::CallCgroup(const CgroupLayout &layout, const Budget &budget) {
             report_.memory = Enforcement::cgroup_v1;
         }
         if (processes && !layout.v1_pids.empty()) {
-            members_.push_back(make(layout.v1_pids));
+            members_.push_back(make(layout.v1_pids, v1_join));
             pids_ = &members_.back();
             cgroup_files::write(pids_->dir.get(), "pids.max", std::to_string(budget.processes));
             report_.processes = Enforcement::cgroup_v1;
         }
         if (!members_.empty() && !layout.v1_freezer.empty()) {
-            members_.push_back(make(layout.v1_freezer));
+            members_.push_back(make(layout.v1_freezer, v1_join));
             freezer_ = &members_.back();
         }
     } catch (...) {

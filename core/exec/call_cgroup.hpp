@@ -96,7 +96,9 @@ class CallCgroup {
     CallCgroup &operator=(CallCgroup &&) = delete;
     ~CallCgroup();
 
-    // Each cgroup.procs file a process of the call writes "0" to, before its exec, to join.
+    // The files a process of the call writes "0" to, before its exec, to join: cgroup2's
+    // cgroup.procs, or in each cgroup v1 hierarchy `tasks`, which moves only the writing thread
+    // (the whole of a process of one thread, as the runner's child is).
     [[nodiscard]] std::vector<int> join_fds() const;
     // What the budget is enforced by here, with nothing counted yet.
     [[nodiscard]] const BudgetReport &report() const { return report_; }
@@ -110,7 +112,7 @@ class CallCgroup {
         UniqueFd dir;
         UniqueFd procs;
     };
-    Member make(const std::filesystem::path &parent);
+    Member make(const std::filesystem::path &parent, const char *join);
 
     std::string name_;
     std::vector<Member> members_;  // v2; or v1 memory, pids, freezer (those in use)

@@ -155,10 +155,17 @@ pid_t start_in(const std::vector<int> &join, const std::string &script) {
 }
 
 // The one call cgroup beneath `parent` whose name holds `mark`.
+std::string pid_namespace() {
+    struct stat st {};
+    ::stat("/proc/self/ns/pid", &st);
+    return std::to_string(st.st_ino);
+}
+
 fs::path call_cgroup_in(const fs::path &parent) {
     for (const auto &e : fs::directory_iterator(parent)) {
         const auto name = e.path().filename().string();
-        if (name.rfind("tea-call-" + std::to_string(::getpid()) + "-", 0) == 0) {
+        if (name.rfind("tea-call-" + pid_namespace() + "-" + std::to_string(::getpid()) + "-", 0) ==
+            0) {
             return e.path();
         }
     }
@@ -257,8 +264,9 @@ TEST(CallCgroup, OnCgroup1ThePidsBudgetRefusesForksAndTheFreezerEndsAForkLoop) {
     }
 }
 
-// "tea-call-<pid>-<start>-<suffix>" of a process that has ended.
-std::string dead_owner_name() {
+// "tea-call-<pid namespace>-<pid>-<start>-<suffix>" of a process that has ended, in this pid
+// namespace or (`other_namespace`) in one it cannot look the pid up in.
+std::string dead_owner_name(bool other_namespace = false) {
     const pid_t pid = ::fork();
     if (pid == 0) {
         ::_exit(0);
@@ -271,7 +279,8 @@ std::string dead_owner_name() {
     for (int i = 3; i <= 22; ++i) {
         fields >> field;
     }
-    return "tea-call-" + std::to_string(pid) + "-" + field + "-test";
+    return "tea-call-" + (other_namespace ? std::string{"1"} : pid_namespace()) + "-" +
+           std::to_string(pid) + "-" + field + "-test";
 }
 
 TEST(CallCgroup, TheCgroupOfAKilledRuntimeIsEmptiedAndRemovedAndALiveOnesIsLeft) {
@@ -292,7 +301,13 @@ TEST(CallCgroup, TheCgroupOfAKilledRuntimeIsEmptiedAndRemovedAndALiveOnesIsLeft)
     const pid_t kept = start_in(live.join_fds(), "exec sleep 1000");
     ASSERT_TRUE(eventually([&] { return members(live_dir) == 1; }));
 
+    // And one named by a runtime of another pid namespace, whose pids this one cannot judge.
+    const auto foreign = layout.v1_pids / dead_owner_name(true);
+    ASSERT_EQ(::mkdir(foreign.c_str(), 0755), 0) << foreign;
+
     EXPECT_GE(reclaim_call_cgroups(pids_only), 1);  // and any other killed runtime's
+    EXPECT_TRUE(fs::exists(foreign));
+    EXPECT_EQ(::rmdir(foreign.c_str()), 0);
     int status = 0;
     ASSERT_EQ(::waitpid(left, &status, 0), left);
     EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
