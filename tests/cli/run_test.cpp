@@ -540,8 +540,10 @@ TEST(Run, MalformedEvaluationNeverStartsATarget) {
 }
 
 // Starts tea-evaluate run without waiting; returns its pid.
-pid_t spawn_run(const Project &p) {
-    const std::vector<std::string> argv{TEA_EVALUATE_BIN, "-q", "run", p.eval().string()};
+pid_t spawn_run(const Project &p, const std::vector<std::string> &options = {}) {
+    std::vector<std::string> argv{TEA_EVALUATE_BIN, "-q"};
+    argv.insert(argv.end(), options.begin(), options.end());
+    argv.insert(argv.end(), {"run", p.eval().string()});
     const auto env = p.env();
     auto a = test::c_strings(argv);
     auto e = test::c_strings(env);
@@ -597,6 +599,24 @@ TEST(Run, SigtermEndsTheCallCleansUpAndRecordsTheInterruption) {
     EXPECT_NE(score.err.find("did not complete"), std::string::npos) << score.err;
 }
 
+// The call cgroups a runtime of this pid made, anywhere in the cgroup hierarchies.
+std::vector<fs::path> call_cgroups_of(pid_t runtime) {
+    std::vector<fs::path> out;
+    const auto mark = "-" + std::to_string(runtime) + "-";
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it{"/sys/fs/cgroup", ec}, end; !ec && it != end;
+         it.increment(ec)) {
+        const auto name = it->path().filename().string();
+        if (name.rfind("tea-call-", 0) == 0 && name.find(mark) != std::string::npos) {
+            out.push_back(it->path());
+            it.disable_recursion_pending();
+        } else if (it.depth() >= 4) {
+            it.disable_recursion_pending();
+        }
+    }
+    return out;
+}
+
 TEST(Run, SigkillLeavesNothingTheNextRunDoesNotReclaim) {
     Project p{"sigkill"};
     write_simple_evaluation(p, "", "#!/bin/sh\necho started\nexec sleep 60\n");
@@ -606,14 +626,23 @@ TEST(Run, SigkillLeavesNothingTheNextRunDoesNotReclaim) {
     ASSERT_EQ(::kill(pid, SIGKILL), 0);
     int status = 0;
     ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-    // Control: the killed run did leave its private directories behind.
+    // Control: the killed run did leave its private directories behind, and as root the cgroups
+    // of its call.
     EXPECT_GE(p.leftover_run_dirs(), 1U);
-    // The next run (of a target that ends at once) reclaims them.
+    const auto left = call_cgroups_of(pid);
+    if (::geteuid() == 0) {
+        EXPECT_FALSE(left.empty()) << "no call cgroup of the killed runtime";
+    }
+    // The next run (of a target that ends at once) reclaims them: the cgroups emptied of what
+    // still ran in them, and removed.
     p.write("bin/t", "#!/bin/sh\necho ok\n", true);
     p.commit();
     const auto next = p.run();
     EXPECT_EQ(next.status, 0) << next.err;
     EXPECT_EQ(p.leftover_run_dirs(), 0U);
+    for (const auto &cgroup : left) {
+        EXPECT_FALSE(fs::exists(cgroup)) << cgroup;
+    }
 }
 
 // As root, a trial's copy of the project (mode 0755, in the run's directory under the private root)
@@ -633,17 +662,36 @@ TEST(Run, ATrialsWorkspaceCopyIsOutOfOtherUsersReach) {
     write_simple_evaluation(p, "", "#!/bin/sh\necho started\nexec sleep 60\n");
     p.write("notes.txt", "project notes\n");
     p.commit();
-    const pid_t pid = spawn_run(p);
-    ASSERT_TRUE(wait_for_start(p));
-    fs::path copy;
-    for (const auto &run : fs::directory_iterator(p.private_root())) {
-        std::error_code ec;
-        for (const auto &e : fs::directory_iterator(run.path(), ec)) {
-            if (e.path().filename().string().rfind("workspace-", 0) == 0) {
-                copy = e.path() / "notes.txt";
+    const auto workspace_copy = [&] {
+        fs::path copy;
+        for (const auto &run : fs::directory_iterator(p.private_root())) {
+            std::error_code ec;
+            for (const auto &e : fs::directory_iterator(run.path(), ec)) {
+                if (e.path().filename().string().rfind("workspace-", 0) == 0) {
+                    copy = e.path() / "notes.txt";
+                }
             }
         }
+        return copy;
+    };
+    {
+        // A trial's file system of its own (the default, as root) lives in the runtime's mount
+        // namespace: on the host the workspace is an empty directory, its copy nowhere at all.
+        const pid_t pid = spawn_run(p);
+        ASSERT_TRUE(wait_for_start(p));
+        const auto copy = workspace_copy();
+        ASSERT_FALSE(copy.empty()) << "no trial workspace under " << p.private_root();
+        EXPECT_EQ(test::open_as(copy.string(), 0, 0), ENOENT);
+        ASSERT_EQ(::kill(pid, SIGTERM), 0);
+        ASSERT_EQ(::waitpid(pid, nullptr, 0), pid);
+        fs::remove_all(p.eval() / "runs");
     }
+    // On the private root's disk, the run's directory keeps it from other users.
+    const auto config = p.root().parent_path() / "disk-none.toml";
+    test::write_file(config.string(), "[budgets]\ndisk = \"none\"\n");
+    const pid_t pid = spawn_run(p, {"--config", config.string()});
+    ASSERT_TRUE(wait_for_start(p));
+    const auto copy = workspace_copy();
     ASSERT_FALSE(copy.empty()) << "no trial workspace under " << p.private_root();
     const auto run_dir = copy.parent_path().parent_path();
     struct stat st {};
