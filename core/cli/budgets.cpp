@@ -35,7 +35,9 @@ exec::Budget entry_budget(const exec::Budget &configured, const evaluation::Budg
 json run_budgets_record(const exec::Budget &run_budget, const evaluation::Evaluation &ev,
                         const std::string &disk_kind, std::uint64_t disk_bytes,
                         const std::string &disk_reason) {
-    const auto &layout = exec::host_cgroup_layout();
+    // Found only when cgroups are wanted: finding them may move the runtime into a cgroup leaf.
+    static const exec::CgroupLayout no_cgroups;
+    const auto &layout = run_budget.cgroups ? exec::host_cgroup_layout() : no_cgroups;
     const auto enforced = [&](std::uint64_t value, exec::Enforcement by_cgroup) {
         if (value == 0) {
             return exec::Enforcement::none;

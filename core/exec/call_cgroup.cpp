@@ -420,8 +420,9 @@ const CgroupLayout &host_cgroup_layout() {
 
 int reclaim_call_cgroups(const CgroupLayout &layout) {
     int removed = 0;
+    // The freezer's first: what a killed runtime left frozen is thawed before it is waited for.
     for (const auto &parent :
-         {layout.v2_parent, layout.v1_memory, layout.v1_pids, layout.v1_freezer}) {
+         {layout.v2_parent, layout.v1_freezer, layout.v1_memory, layout.v1_pids}) {
         const UniqueFd dir{::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
         if (parent.empty() || !dir) {
             continue;
@@ -437,13 +438,22 @@ int reclaim_call_cgroups(const CgroupLayout &layout) {
             return true;
         });
         for (const auto &name : stale) {
-            if (name.rfind(call_prefix, 0) == 0) {
-                // The call's processes outlived their runtime: a call's budget ends with it.
-                const UniqueFd cgroup{
-                    ::openat(dir.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
-                if (cgroup) {
-                    (void)empty_cgroup(cgroup.get(), -1);
+            if (name.rfind(call_prefix, 0) != 0) {
+                // A runtime's own leaf holds what that runtime started outside its calls, which
+                // is not this runtime's to end: removed once empty, never waited for.
+                removed += ::rmdir((parent / name).c_str()) == 0 ? 1 : 0;
+                continue;
+            }
+            // The call's processes outlived their runtime: a call's budget ends with it.
+            const UniqueFd cgroup{
+                ::openat(dir.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+            if (cgroup) {
+                // A runtime killed while it froze the cgroup to end it left it frozen, where no
+                // signal is taken.
+                if (::faccessat(cgroup.get(), "freezer.state", F_OK, 0) == 0) {
+                    (void)try_write(parent / name / "freezer.state", "THAWED");
                 }
+                (void)empty_cgroup(cgroup.get(), -1);
             }
             removed += remove_cgroup(parent / name) ? 1 : 0;
         }
