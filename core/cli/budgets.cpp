@@ -76,7 +76,7 @@ json run_budgets_record(const exec::Budget &run_budget, const evaluation::Evalua
     return record;
 }
 
-json call_budget_record(const exec::BudgetReport &report) {
+json call_budget_record(const exec::BudgetReport &report, const exec::Limits &plan) {
     json record{{"memoryBytes", optional_number(report.budget.memory_bytes)},
                 {"memoryEnforcedBy", exec::to_string(report.memory)},
                 {"processes", optional_number(report.budget.processes)},
@@ -89,6 +89,9 @@ json call_budget_record(const exec::BudgetReport &report) {
     if (report.left_killed != 0) {
         record["leftKilled"] = report.left_killed;
     }
+    record["backendLimits"] = {{"cpuSeconds", optional_number(plan.cpu_seconds)},
+                               {"fileSizeBytes", optional_number(plan.file_size_bytes)},
+                               {"processesPerIdentity", optional_number(plan.processes)}};
     return record;
 }
 

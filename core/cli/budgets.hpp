@@ -10,6 +10,7 @@
 #include "config/config.hpp"
 #include "evaluation/evaluation.hpp"
 #include "exec/call_cgroup.hpp"
+#include "exec/exec_plan.hpp"
 
 namespace tea::cli {
 
@@ -27,8 +28,9 @@ nlohmann::json run_budgets_record(const exec::Budget &run_budget, const evaluati
                                   const std::string &disk_kind, std::uint64_t disk_bytes,
                                   const std::string &disk_reason);
 
-// A call record's "budget": the limits, what enforced them, and what the kernel counted.
-nlohmann::json call_budget_record(const exec::BudgetReport &report);
+// A call record's "budget": the limits, what enforced them, what the kernel counted, and the
+// backend's own resource limits of the call's processes (`plan`).
+nlohmann::json call_budget_record(const exec::BudgetReport &report, const exec::Limits &plan);
 
 // One item per budget the call reached: {"budget", "count", "detail"}; empty when none.
 nlohmann::json budget_hits(const exec::BudgetReport &report);

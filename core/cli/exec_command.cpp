@@ -205,7 +205,7 @@ int exec_command(const CommonOptions &common, const ExecOptions &options) {
             {"audit", audit::to_json(outcome.audit)},
             {"egress", nlohmann::json::parse(egress::items_to_json(outcome.egress))},
             {"egressRefusals", egress_refusals(outcome.egress_records)},
-            {"budget", call_budget_record(result.budget)},
+            {"budget", call_budget_record(result.budget, result.limits)},
             {"budgetHits", hits},
         };
         if (const auto records = nlohmann::json::parse(outcome.egress_records, nullptr, false);

@@ -463,7 +463,7 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
                   {"stderrTruncated", r.err.truncated},
                   {"observedMounts", observed_paths},
                   {"audit", audit::to_json(outcome.audit)},
-                  {"budget", call_budget_record(r.budget)},
+                  {"budget", call_budget_record(r.budget, r.limits)},
                   {"budgetHits", budget_hits(r.budget)}};
         for (auto hit : call["budgetHits"]) {
             hit["probe"] = probe.name;

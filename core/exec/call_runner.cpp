@@ -986,6 +986,7 @@ void StartedCall::State::start_plan() {
     ::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
 
     make_budget();
+    result.limits = plan.child.limits;
     reaper = is_subreaper();
     if (reaper) {
         children_before = own_children();

@@ -60,8 +60,10 @@ struct CallResult {
     // confinement stood and the target was about to start. Unmarked plans say nothing.
     bool setup_marked = false;
     bool setup_reached = false;
-    // How the budget was enforced and what the kernel counted against it.
+    // How the budget was enforced and what the kernel counted against it, and the plan's own
+    // resource limits.
     BudgetReport budget;
+    Limits limits;
 
     // The shell's convention: the exit code, or 128 + the signal.
     [[nodiscard]] int status() const { return signal != 0 ? 128 + signal : exit_code; }
