@@ -17,6 +17,9 @@
 // must; and the same again making and removing the call's three directories around it. What a
 // runtime that stays around the call cannot avoid, before any configuration, plugin or plan.
 //
+// And `tea-evaluate exec` without budgets ([budgets] memory and processes 0): what the call's own
+// cgroups cost (docs/confinement.md, "Budgets").
+//
 //   exec_overhead_bench [--rounds N]
 #include <sys/stat.h>
 #include <unistd.h>
@@ -60,6 +63,8 @@ int run(int argc, char **argv) {
         std::ofstream out{file};
         out << std::string(1 << 20, 'x');
     }
+    const std::string unbudgeted = ws + "/no-budgets.toml";
+    std::ofstream{unbudgeted} << "[budgets]\nmemory = 0\nprocesses = 0\n";
     const auto raw = tea::bench::raw_bwrap(helper);
     // The call's directories where the runtime keeps them, so that the plan covers and binds
     // what a real call's does; removed with the run directory (or by a later run's reclaim).
@@ -88,6 +93,9 @@ int run(int argc, char **argv) {
          planned.files},
         {"tea exec opt-out true", {tea, "exec", "--backend", "opt-out", "--", "true"}, {}},
         {"tea exec true", {tea, "exec", "--observer", "none", "--", "true"}, {}},
+        {"tea exec true, no budgets",
+         {tea, "--config", unbudgeted, "exec", "--observer", "none", "--", "true"},
+         {}},
         {"bare cat", {"cat", file}, {}},
         {"raw bwrap cat", with(raw, {"cat", file}), {}},
         {"tea exec cat", {tea, "exec", "--observer", "none", "--", "cat", file}, {}},

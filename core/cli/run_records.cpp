@@ -44,11 +44,16 @@ std::string summary_line(const RunSummary &s) {
         line += "INTERRUPTED by signal " + std::to_string(s.interrupted) + "; ";
     }
     line += std::to_string(s.trials) + " trial" + (s.trials == 1 ? "" : "s");
+    const std::string budgets = s.budget_trials.empty()
+                                    ? ""
+                                    : "; a budget stopped the target in trial" +
+                                          std::string{s.budget_trials.size() == 1 ? " " : "s "} +
+                                          join({s.budget_trials.begin(), s.budget_trials.end()});
     if (s.opt_out) {
         line +=
             ", confinement opt-out: the targets' file system was not sandboxed and nothing "
             "was audited";
-        return line;
+        return line + budgets;
     }
     if (s.observed.empty() && s.lossy.empty()) {
         line += ", no path outside the grants";
@@ -68,7 +73,7 @@ std::string summary_line(const RunSummary &s) {
     if (!s.socket_truncation_trials.empty()) {
         line += "; host sockets left reachable in " + trials_named(s.socket_truncation_trials);
     }
-    return line;
+    return line + budgets;
 }
 
 json isolation_manifest(const json &run, const evaluation::Evaluation &ev,

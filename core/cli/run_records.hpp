@@ -20,6 +20,7 @@ struct RunSummary {
     std::vector<std::string> observed;
     std::set<int> refusal_trials;
     std::set<int> socket_truncation_trials;  // trials whose calls left host sockets reachable
+    std::set<int> budget_trials;             // a budget stopped something in them
     int interrupted = 0;
 };
 

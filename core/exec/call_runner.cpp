@@ -387,6 +387,17 @@ std::vector<char *> c_strings(const std::vector<std::string> &items) {
     return out;
 }
 
+// The budget's share of the child's work: the call's cgroups it joins, and the resource limits
+// that stand in for a budget no cgroup holds (0: none).
+struct ChildBudget {
+    std::vector<int> join;  // cgroup.procs files, written "0" before the exec
+    std::uint64_t data_bytes = 0;
+    std::uint64_t processes = 0;
+    [[nodiscard]] bool requested() const {
+        return !join.empty() || data_bytes != 0 || processes != 0;
+    }
+};
+
 // What the child of spawn_as does, and how far it got. It shares the runtime's
 // memory until it execs (CLONE_VM | CLONE_VFORK), so it makes only system
 // calls, each through syscall(2) where the C library would do more: glibc's
@@ -403,6 +414,7 @@ struct SpawnAs {
     ChildSetup setup;
     bool die_with_runtime = false;  // arm the parent-death signal (a plan that confines nothing)
     pid_t runtime = -1;             // the process that starts the child
+    ChildBudget budget;
     // Set by the child when it fails, before it exits.
     const char *failed_at = nullptr;
     int error = 0;
@@ -476,6 +488,14 @@ int spawn_as_child(void *arg) {
     if (::setpgid(0, 0) != 0) {
         fail("setpgid");
     }
+    // Before the descriptors are placed (a plan's number may be one of these), before the drop
+    // (with the runtime's right to write there) and before the exec, so nothing of the call ever
+    // runs outside its budget.
+    for (const int fd : s.budget.join) {
+        if (::write(fd, "0", 1) != 1) {
+            fail("joining the call's cgroup");
+        }
+    }
     // As POSIX_SPAWN_SETSIGDEF for every signal: nothing the runtime ignores
     // stays ignored in the call (the mask stays full until the exec).
     struct sigaction default_action {};
@@ -497,10 +517,17 @@ int spawn_as_child(void *arg) {
         drop_identity(s, fail);
     }
     // After the drop, so that the keyring and the process count belong to the identity that runs.
-    const std::array<std::pair<int, std::uint64_t>, 3> limits{
+    // The budget's stand-ins come after the plan's own limits: the lower of two process counts
+    // holds (the plan's is never raised, since the budget's is only set when lower).
+    const std::array<std::pair<int, std::uint64_t>, 5> limits{
         {{RLIMIT_CPU, s.setup.limits.cpu_seconds},
          {RLIMIT_FSIZE, s.setup.limits.file_size_bytes},
-         {RLIMIT_NPROC, s.setup.limits.processes}}};
+         {RLIMIT_NPROC, s.setup.limits.processes},
+         {RLIMIT_DATA, s.budget.data_bytes},
+         {RLIMIT_NPROC,
+          s.setup.limits.processes != 0 && s.setup.limits.processes < s.budget.processes
+              ? 0
+              : s.budget.processes}}};
     for (const auto &[resource, value] : limits) {
         const rlimit limit{value, value};
         if (value != 0 && ::syscall(SYS_prlimit64, 0, resource, &limit, nullptr) != 0) {
@@ -577,10 +604,10 @@ std::pair<pid_t, int> spawn_as(SpawnAs &request) {
     if (step == "exec" || step == "chdir") {
         return {-1, request.error};
     }
-    // Fail closed: a call whose identity or set-up could not be established never runs.
+    // Fail closed: a call whose identity or budget could not be established never runs.
     throw setup_error(request.drop
-                          ? "running the call as uid " + std::to_string(request.uid) + " gid " +
-                                std::to_string(request.gid) + ": " + request.failed_at
+                          ? std::string{"running the call as uid "} + std::to_string(request.uid) +
+                                " gid " + std::to_string(request.gid) + ": " + request.failed_at
                           : std::string{"starting the call: "} + request.failed_at,
                       request.error);
 }
@@ -595,6 +622,7 @@ struct ProcessParts {
     std::vector<std::pair<int, int>> dups;  // (runtime's descriptor, the child's number)
     // Where the runtime's ends of the deferred files go: (the child's number, the runtime's end).
     std::vector<std::pair<int, UniqueFd>> *deferred = nullptr;
+    const ChildBudget *budget = nullptr;
 };
 
 // A deferred file: a socket pair, one end for the child, the other the runtime's. A socket rather
@@ -631,6 +659,7 @@ std::pair<pid_t, int> start_process(const ExecPlan &plan, const ProcessParts &p)
     }
     auto argv = c_strings(p.argv);
     auto envp = c_strings(p.env);
+    const bool budgeted = p.budget != nullptr && p.budget->requested();
     SpawnAs request;
     request.program = p.program.c_str();
     request.argv = argv.data();
@@ -641,6 +670,9 @@ std::pair<pid_t, int> start_process(const ExecPlan &plan, const ProcessParts &p)
     request.gid = plan.run_as.gid;
     request.setup = plan.child;
     request.die_with_runtime = plan.confinement == "opt-out";
+    if (budgeted) {
+        request.budget = *p.budget;
+    }
     request.dups = std::move(dups);
     return spawn_as(request);
 }
@@ -808,6 +840,8 @@ struct StartedCall::State {
     bool reaper = false;
     std::vector<pid_t> children_before;
     std::vector<DeferredFile> deferred;
+    std::optional<CallCgroup> cgroup;  // ends what is left in it, whatever ends the call
+    ChildBudget child_budget;
     bool ended = false;  // waited for, or never started
     // The thread that started the processes: their parent-death signal fires when that thread
     // ends, so it is the one that waits for them.
@@ -835,7 +869,35 @@ struct StartedCall::State {
 
     void start_plan();
     void wait();
+    void make_budget();
 };
+
+// The resource limit that stands in for `value`, within the hard limit the runtime has (a child
+// may not raise it).
+std::uint64_t within_hard_limit(int resource, std::uint64_t value) {
+    rlimit limit{};
+    if (value != 0 && ::getrlimit(resource, &limit) == 0 && limit.rlim_max != RLIM_INFINITY) {
+        return std::min<std::uint64_t>(value, limit.rlim_max);
+    }
+    return value;
+}
+
+void StartedCall::State::make_budget() {
+    const auto &budget = options.budget;
+    if (!budget.any()) {
+        return;
+    }
+    static const CgroupLayout no_cgroups;
+    cgroup.emplace(budget.cgroups ? host_cgroup_layout() : no_cgroups, budget);
+    result.budget = cgroup->report();
+    child_budget.join = cgroup->join_fds();
+    if (result.budget.memory == Enforcement::rlimit) {
+        child_budget.data_bytes = within_hard_limit(RLIMIT_DATA, budget.memory_bytes);
+    }
+    if (result.budget.processes == Enforcement::rlimit) {
+        child_budget.processes = within_hard_limit(RLIMIT_NPROC, budget.processes);
+    }
+}
 
 void StartedCall::State::start_plan() {
     const ExecPlan &plan = staged;
@@ -907,6 +969,8 @@ void StartedCall::State::start_plan() {
     // child: only 0-2 and the plan's files (placed by dup2 above) survive exec.
     ::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
 
+    make_budget();
+    result.limits = plan.child.limits;
     reaper = is_subreaper();
     if (reaper) {
         children_before = own_children();
@@ -931,6 +995,7 @@ void StartedCall::State::start_plan() {
         if (mark) {
             parts.dups.emplace_back(mark.get(), plan.setup_mark_fd);
         }
+        parts.budget = &child_budget;
         const auto [holder_pid, rc] = start_process(plan, parts);
         if (rc != 0) {
             result.start_errno = rc;
@@ -943,6 +1008,7 @@ void StartedCall::State::start_plan() {
     std::vector<std::pair<int, UniqueFd>> deferred_ends;
     ProcessParts parts{program, plan.argv, plan.env, plan.cwd, plan.files, streams};
     parts.deferred = &deferred_ends;
+    parts.budget = &child_budget;
     if (plan.holder) {
         parts.dups.emplace_back(handoff[1].get(), plan.handoff_fd);
     } else if (mark) {
@@ -1082,6 +1148,10 @@ void StartedCall::State::wait() {
             holder.end();
             if (reaper) {
                 end_orphans(children_before);
+            }
+            if (cgroup) {
+                // Whatever escaped the group and the reaper (a runtime that is none) ends here.
+                result.budget = cgroup->end();
             }
             drain_until = Clock::now() + drain_bound;
             continue;

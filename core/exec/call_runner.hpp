@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "exec/call_cgroup.hpp"
 #include "exec/exec_plan.hpp"
 
 namespace tea::exec {
@@ -33,6 +34,9 @@ struct RunOptions {
     StdinSpec in;
     // A signalfd the runtime watches (SIGINT, SIGTERM, SIGHUP blocked); -1: none.
     int signal_fd = -1;
+    // What the call may consume, enforced by a cgroup of its own where the host has one
+    // (exec/call_cgroup.hpp), by resource limits otherwise; nothing bounded when empty.
+    Budget budget;
 };
 
 struct StreamResult {
@@ -56,6 +60,10 @@ struct CallResult {
     // confinement stood and the target was about to start. Unmarked plans say nothing.
     bool setup_marked = false;
     bool setup_reached = false;
+    // How the budget was enforced and what the kernel counted against it, and the plan's own
+    // resource limits.
+    BudgetReport budget;
+    Limits limits;
 
     // The shell's convention: the exit code, or 128 + the signal.
     [[nodiscard]] int status() const { return signal != 0 ? 128 + signal : exit_code; }

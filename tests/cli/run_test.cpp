@@ -9,10 +9,12 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -332,6 +334,196 @@ TEST(Run, OptOutIsRecordedAndSaidEverywhere) {
     EXPECT_NE(s["summary"].get<std::string>().find("not sandboxed"), std::string::npos);
 }
 
+// A target that writes every page of argv[1] MiB, and says whether it could.
+constexpr const char *kAllocatingTarget =
+    "#!/usr/bin/python3\nimport sys\nblock = b'\\x01' * (int(sys.argv[1]) << 20)\n"
+    "print('ALLOC-OK:' + str(len(block) >> 20))\n";
+
+TEST(Run, BudgetsOfTheRunAndOfAnEntryBoundItsCallsAndTheRecordsNameTheHit) {
+    Project p{"memory-budget"};
+    p.write("bin/alloc", kAllocatingTarget, true);
+    // The run's budget is 64 MiB; the entry "large" has 512 of its own. Both allocate 128.
+    p.write(".tea/evaluation.json", R"({
+        "budgets": {"memoryBytes": 67108864},
+        "registry": [
+          {"interfaceId": "small", "executable": "alloc", "target": "bin/alloc",
+           "maxElapsedMs": 60000},
+          {"interfaceId": "large", "executable": "alloc", "target": "bin/alloc",
+           "maxElapsedMs": 60000, "budgets": {"memoryBytes": 536870912}}],
+        "evaluator": {"command": ["evaluator/grade.sh"]}})");
+    p.write(".tea/probes/01-small.json", R"({"entry": "small", "args": ["128"]})");
+    p.write(".tea/probes/02-large.json", R"({"entry": "large", "args": ["128"]})");
+    p.write(".tea/evaluator/grade.sh", "#!/bin/sh\necho '{\"verdict\": \"pass\"}'\n", true);
+    p.commit();
+    const auto run = p.run();
+    ASSERT_EQ(run.status, 0) << run.err;
+    const auto dir = run_dir_of(run);
+    const auto record = read_json(dir / "run.json");
+    const auto &budgets = record["budgets"];
+    EXPECT_EQ(budgets["memoryBytes"], 67108864) << budgets.dump();
+    if (::geteuid() == 0) {
+        EXPECT_NE(budgets["memoryEnforcedBy"], "rlimit") << budgets.dump();
+    }
+    ASSERT_EQ(budgets["entries"].size(), 1U) << budgets.dump();
+    EXPECT_EQ(budgets["entries"][0]["entry"], "large");
+    EXPECT_EQ(budgets["entries"][0]["memoryBytes"], 536870912);
+
+    const auto &trial = record["trials"][0];
+    const auto &small = trial["calls"][0];
+    const auto &large = trial["calls"][1];
+    EXPECT_EQ(small["budget"]["memoryBytes"], 67108864) << small.dump();
+    EXPECT_EQ(large["budget"]["memoryBytes"], 536870912) << large.dump();
+    EXPECT_EQ(test::read_file((dir / "trials/1" / large["stdout"].get<std::string>()).string()),
+              "ALLOC-OK:128\n");
+    EXPECT_TRUE(large["budgetHits"].empty()) << large.dump();
+    if (small["budget"]["memoryEnforcedBy"] != "rlimit") {
+        // The kernel ended the target at its budget: the call, the trial and the summary say so.
+        EXPECT_EQ(small["status"], 128 + SIGKILL) << small.dump();
+        ASSERT_EQ(small["budgetHits"].size(), 1U) << small.dump();
+        EXPECT_EQ(small["budgetHits"][0]["budget"], "memory");
+        ASSERT_EQ(trial["budgetHits"].size(), 1U) << trial.dump();
+        EXPECT_EQ(trial["budgetHits"][0]["probe"], "01-small");
+        EXPECT_EQ(trial["budgetHits"][0]["budget"], "memory");
+        EXPECT_NE(record["summary"].get<std::string>().find("a budget stopped the target in "
+                                                            "trial 1"),
+                  std::string::npos)
+            << record["summary"];
+    } else {
+        EXPECT_NE(small["status"], 0) << small.dump();  // refused by RLIMIT_DATA: MemoryError
+    }
+    expect_schema_valid(dir / "run.json", "run.schema.json");
+}
+
+// What a run occupies on the host's disk while it runs: the most blocks the files under the
+// private root held at once, and the least free space of its file system, sampled until `done`.
+struct DiskSamples {
+    std::uint64_t most_allocated = 0;
+    std::uint64_t least_free = UINT64_MAX;
+};
+
+std::uint64_t allocated_under(const fs::path &root) {
+    std::uint64_t total = 0;
+    std::error_code ec;
+    for (fs::recursive_directory_iterator
+             it{root, fs::directory_options::skip_permission_denied, ec},
+         end;
+         !ec && it != end; it.increment(ec)) {
+        struct stat st {};
+        if (::lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+            total += static_cast<std::uint64_t>(st.st_blocks) * 512;
+        }
+    }
+    return total;
+}
+
+DiskSamples sample_while(const fs::path &root, const std::function<void()> &work) {
+    DiskSamples samples;
+    std::atomic<bool> done{false};
+    std::thread sampler{[&] {
+        while (!done) {
+            samples.most_allocated = std::max(samples.most_allocated, allocated_under(root));
+            struct statvfs st {};
+            if (::statvfs(root.c_str(), &st) == 0) {
+                samples.least_free = std::min<std::uint64_t>(
+                    samples.least_free, static_cast<std::uint64_t>(st.f_bavail) * st.f_frsize);
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds{50});
+        }
+    }};
+    work();
+    done = true;
+    sampler.join();
+    return samples;
+}
+
+// Writes 1 MiB pieces into `fill` of the workspace until 128 MiB are written or the system
+// refuses, then one piece into the home, and holds what it wrote for two seconds (so the disk it
+// took can be seen from outside).
+constexpr const char *kFillingTarget = R"(#!/usr/bin/python3
+import errno, os, time
+def fill(path, limit):
+    written, why = 0, "DONE"
+    with open(path, "wb") as f:
+        try:
+            while written < limit:
+                f.write(os.urandom(1) * (1 << 20)); f.flush(); os.fsync(f.fileno())
+                written += 1 << 20
+        except OSError as e:
+            why = errno.errorcode.get(e.errno, str(e.errno))
+    return written, why
+written, why = fill("fill", 128 << 20)
+print("WORKSPACE:%d:%s" % (written, why))
+print("HOME:%d:%s" % fill(os.path.join(os.environ["HOME"], "fill"), 1 << 20))
+time.sleep(2)
+)";
+
+TEST(Run, ADiskBudgetStopsATargetWritingTwiceItAndTheHostKeepsItsSpace) {
+    if (::geteuid() != 0) {
+        GTEST_SKIP() << "a trial's file system of bounded size needs root";
+    }
+    constexpr std::uint64_t budget = std::uint64_t{64} << 20U;
+    Project p{"disk-budget"};
+    write_simple_evaluation(p, R"(, "budgets": {"diskBytes": 67108864})", kFillingTarget);
+    p.commit();
+    const auto config = p.root().parent_path() / "config.toml";
+    std::vector<std::string> kinds{"tmpfs"};
+    if (::access("/dev/loop-control", W_OK) == 0 && ::access("/usr/sbin/mkfs.ext4", X_OK) == 0) {
+        kinds.emplace_back("image");
+    }
+    for (const auto &kind : kinds) {
+        test::write_file(config.string(), "[budgets]\ndisk = \"" + kind + "\"\n");
+        test::Outcome run;
+        const auto samples = sample_while(p.private_root(), [&] {
+            run = p.tea({"--config", config.string(), "--json", "run", p.eval().string()});
+        });
+        ASSERT_EQ(run.status, 0) << kind << ": " << run.err;
+        const auto dir = run_dir_of(run);
+        const auto record = read_json(dir / "run.json");
+        EXPECT_EQ(record["budgets"]["disk"]["kind"], kind);
+        EXPECT_EQ(record["budgets"]["disk"]["bytes"], budget);
+        const auto out = test::read_file((dir / "trials/1/calls/01-only.stdout").string());
+        // The writes stopped with ENOSPC within the budget, and the home shares it.
+        const auto workspace = out.substr(0, out.find('\n'));
+        EXPECT_NE(workspace.find(":ENOSPC"), std::string::npos) << kind << ": " << out;
+        const auto written = std::stoull(workspace.substr(workspace.find(':') + 1));
+        EXPECT_LE(written, budget) << kind << ": " << out;
+        EXPECT_GE(written, budget / 2) << kind << ": " << out;
+        EXPECT_NE(out.find("HOME:0:ENOSPC"), std::string::npos) << kind << ": " << out;
+        const auto &hits = record["trials"][0]["budgetHits"];
+        ASSERT_EQ(hits.size(), 1U) << hits.dump();
+        EXPECT_EQ(hits[0]["budget"], "disk");
+        // The host's disk held at most the budget for the trial (an image, sparse, grows to it;
+        // a tmpfs takes none), beside the run's few records and its private repository.
+        EXPECT_LE(samples.most_allocated, budget + (std::uint64_t{8} << 20U))
+            << kind << ": least free space during the run " << samples.least_free;
+        ::testing::Test::RecordProperty(kind + "_most_allocated_bytes",
+                                        std::to_string(samples.most_allocated));
+        expect_schema_valid(dir / "run.json", "run.schema.json");
+    }
+
+    // The control: without a file system of its own, the same target writes all 128 MiB to the
+    // host's disk. An evaluation that asks for a disk budget the configuration switches off is
+    // refused rather than run unbounded.
+    test::write_file(config.string(), "[budgets]\ndisk = \"none\"\n");
+    const auto refused = p.tea({"--config", config.string(), "run", p.eval().string()});
+    EXPECT_EQ(refused.status, 2) << refused.err;
+    EXPECT_NE(refused.err.find("budgets.diskBytes"), std::string::npos) << refused.err;
+    write_simple_evaluation(p, "", kFillingTarget);
+    p.commit();
+    test::Outcome run;
+    const auto samples = sample_while(p.private_root(), [&] {
+        run = p.tea({"--config", config.string(), "--json", "run", p.eval().string()});
+    });
+    ASSERT_EQ(run.status, 0) << run.err;
+    const auto dir = run_dir_of(run);
+    const auto out = test::read_file((dir / "trials/1/calls/01-only.stdout").string());
+    EXPECT_NE(out.find("WORKSPACE:134217728:DONE"), std::string::npos) << out;
+    EXPECT_GE(samples.most_allocated, 2 * budget) << "the control's writes reached the host's disk";
+    const auto record = read_json(dir / "run.json");
+    EXPECT_EQ(record["budgets"]["disk"]["kind"], "none");
+    EXPECT_TRUE(record["trials"][0]["budgetHits"].empty());
+}
+
 TEST(Run, MalformedEvaluationNeverStartsATarget) {
     Project p{"malformed"};
     const auto marker = p.root().parent_path() / "target-ran";
@@ -354,8 +546,10 @@ TEST(Run, MalformedEvaluationNeverStartsATarget) {
 }
 
 // Starts tea-evaluate run without waiting; returns its pid.
-pid_t spawn_run(const Project &p) {
-    const std::vector<std::string> argv{TEA_EVALUATE_BIN, "-q", "run", p.eval().string()};
+pid_t spawn_run(const Project &p, const std::vector<std::string> &options = {}) {
+    std::vector<std::string> argv{TEA_EVALUATE_BIN, "-q"};
+    argv.insert(argv.end(), options.begin(), options.end());
+    argv.insert(argv.end(), {"run", p.eval().string()});
     const auto env = p.env();
     auto a = test::c_strings(argv);
     auto e = test::c_strings(env);
@@ -411,6 +605,24 @@ TEST(Run, SigtermEndsTheCallCleansUpAndRecordsTheInterruption) {
     EXPECT_NE(score.err.find("did not complete"), std::string::npos) << score.err;
 }
 
+// The call cgroups a runtime of this pid made, anywhere in the cgroup hierarchies.
+std::vector<fs::path> call_cgroups_of(pid_t runtime) {
+    std::vector<fs::path> out;
+    const auto mark = "-" + std::to_string(runtime) + "-";
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it{"/sys/fs/cgroup", ec}, end; !ec && it != end;
+         it.increment(ec)) {
+        const auto name = it->path().filename().string();
+        if (name.rfind("tea-call-", 0) == 0 && name.find(mark) != std::string::npos) {
+            out.push_back(it->path());
+            it.disable_recursion_pending();
+        } else if (it.depth() >= 4) {
+            it.disable_recursion_pending();
+        }
+    }
+    return out;
+}
+
 TEST(Run, SigkillLeavesNothingTheNextRunDoesNotReclaim) {
     Project p{"sigkill"};
     write_simple_evaluation(p, "", "#!/bin/sh\necho started\nexec sleep 60\n");
@@ -420,14 +632,23 @@ TEST(Run, SigkillLeavesNothingTheNextRunDoesNotReclaim) {
     ASSERT_EQ(::kill(pid, SIGKILL), 0);
     int status = 0;
     ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-    // Control: the killed run did leave its private directories behind.
+    // Control: the killed run did leave its private directories behind, and as root the cgroups
+    // of its call.
     EXPECT_GE(p.leftover_run_dirs(), 1U);
-    // The next run (of a target that ends at once) reclaims them.
+    const auto left = call_cgroups_of(pid);
+    if (::geteuid() == 0) {
+        EXPECT_FALSE(left.empty()) << "no call cgroup of the killed runtime";
+    }
+    // The next run (of a target that ends at once) reclaims them: the cgroups emptied of what
+    // still ran in them, and removed.
     p.write("bin/t", "#!/bin/sh\necho ok\n", true);
     p.commit();
     const auto next = p.run();
     EXPECT_EQ(next.status, 0) << next.err;
     EXPECT_EQ(p.leftover_run_dirs(), 0U);
+    for (const auto &cgroup : left) {
+        EXPECT_FALSE(fs::exists(cgroup)) << cgroup;
+    }
 }
 
 // As root, a trial's copy of the project (mode 0755, in the run's directory under the private root)
@@ -447,17 +668,36 @@ TEST(Run, ATrialsWorkspaceCopyIsOutOfOtherUsersReach) {
     write_simple_evaluation(p, "", "#!/bin/sh\necho started\nexec sleep 60\n");
     p.write("notes.txt", "project notes\n");
     p.commit();
-    const pid_t pid = spawn_run(p);
-    ASSERT_TRUE(wait_for_start(p));
-    fs::path copy;
-    for (const auto &run : fs::directory_iterator(p.private_root())) {
-        std::error_code ec;
-        for (const auto &e : fs::directory_iterator(run.path(), ec)) {
-            if (e.path().filename().string().rfind("workspace-", 0) == 0) {
-                copy = e.path() / "notes.txt";
+    const auto workspace_copy = [&] {
+        fs::path copy;
+        for (const auto &run : fs::directory_iterator(p.private_root())) {
+            std::error_code ec;
+            for (const auto &e : fs::directory_iterator(run.path(), ec)) {
+                if (e.path().filename().string().rfind("workspace-", 0) == 0) {
+                    copy = e.path() / "notes.txt";
+                }
             }
         }
+        return copy;
+    };
+    {
+        // A trial's file system of its own (the default, as root) lives in the runtime's mount
+        // namespace: on the host the workspace is an empty directory, its copy nowhere at all.
+        const pid_t pid = spawn_run(p);
+        ASSERT_TRUE(wait_for_start(p));
+        const auto copy = workspace_copy();
+        ASSERT_FALSE(copy.empty()) << "no trial workspace under " << p.private_root();
+        EXPECT_EQ(test::open_as(copy.string(), 0, 0), ENOENT);
+        ASSERT_EQ(::kill(pid, SIGTERM), 0);
+        ASSERT_EQ(::waitpid(pid, nullptr, 0), pid);
+        fs::remove_all(p.eval() / "runs");
     }
+    // On the private root's disk, the run's directory keeps it from other users.
+    const auto config = p.root().parent_path() / "disk-none.toml";
+    test::write_file(config.string(), "[budgets]\ndisk = \"none\"\n");
+    const pid_t pid = spawn_run(p, {"--config", config.string()});
+    ASSERT_TRUE(wait_for_start(p));
+    const auto copy = workspace_copy();
     ASSERT_FALSE(copy.empty()) << "no trial workspace under " << p.private_root();
     const auto run_dir = copy.parent_path().parent_path();
     struct stat st {};

@@ -76,7 +76,10 @@ struct Settings {
     std::string sandbox_user = "tea-sandbox";
     std::uint64_t cpu_seconds = 3600;
     std::uint64_t file_size_bytes = std::uint64_t{4} << 30U;
-    std::uint64_t processes = 4096;
+    // RLIMIT_NPROC counts every process of the identity on the host, so calls side by side (and
+    // the observer's own fork) starve each other: off unless asked for. The runtime's per-call
+    // process budget (a pids cgroup, [budgets] processes) bounds a call instead.
+    std::uint64_t processes = 0;
     std::uint64_t tmpfs_bytes = std::uint64_t{256} << 20U;
     std::uint64_t call_dir_bytes = std::uint64_t{1} << 30U;
     std::size_t max_socket_masks = 1024;

@@ -109,6 +109,12 @@ std::optional<std::string> Result::value(const std::string &prefix) const {
     return std::nullopt;
 }
 
+Result target_output(const Result &r) {
+    Result shown = r;
+    shown.out = r.err;
+    return shown;
+}
+
 std::ostream &operator<<(std::ostream &os, const Result &r) {
     return os << "status " << r.status << " after " << r.elapsed.count() << " ms\n--- stdout\n"
               << r.out << "--- stderr\n"

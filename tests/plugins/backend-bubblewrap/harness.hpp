@@ -55,6 +55,9 @@ struct Result {
     [[nodiscard]] std::optional<std::string> value(const std::string &prefix) const;
 };
 std::ostream &operator<<(std::ostream &os, const Result &r);
+// With --json the target's output goes to stderr: the result with it in place of stdout, for has()
+// and value().
+Result target_output(const Result &r);
 
 // A started process: its output goes to files, it is SIGKILLed if still
 // running when this is destroyed.
