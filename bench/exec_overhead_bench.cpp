@@ -17,11 +17,13 @@
 // must; and the same again making and removing the call's three directories around it. What a
 // runtime that stays around the call cannot avoid, before any configuration, plugin or plan.
 //
+// And `tea-evaluate exec` without budgets ([budgets] memory and processes 0): what the call's own
+// cgroups cost (docs/confinement.md, "Budgets").
+//
 // With --workspace-sizes it measures one thing instead: `tea-evaluate exec --observer none -- true`
-// in workspaces of 0, 10,000 and 100,000 files (in folders of 1,000, under $HOME: the socket walk
-// reads /tmp, and a tree there would fail every call), interleaved, each against the empty one.
-// As root, a call lends its workspace to the sandbox identity, so what that costs shows here;
-// with --compare, OTHER's calls are timed in the same rounds.
+// in workspaces of 0, 10,000 and 100,000 files (in folders of 1,000, under $HOME), interleaved,
+// each against the empty one. As root, a call lends its workspace to the sandbox identity, so
+// what that costs shows here; with --compare, OTHER's calls are timed in the same rounds.
 //
 //   exec_overhead_bench [--rounds N] [--compare OTHER] [--workspace-sizes]
 #include <sys/stat.h>
@@ -131,6 +133,8 @@ int run(int argc, char **argv) {
         std::ofstream out{file};
         out << std::string(1 << 20, 'x');
     }
+    const std::string unbudgeted = ws + "/no-budgets.toml";
+    std::ofstream{unbudgeted} << "[budgets]\nmemory = 0\nprocesses = 0\n";
     const auto raw = tea::bench::raw_bwrap(helper);
     // The call's directories where the runtime keeps them, so that the plan covers and binds
     // what a real call's does; removed with the run directory (or by a later run's reclaim).
@@ -159,6 +163,9 @@ int run(int argc, char **argv) {
          planned.files},
         {"tea exec opt-out true", {tea, "exec", "--backend", "opt-out", "--", "true"}, {}},
         {"tea exec true", {tea, "exec", "--observer", "none", "--", "true"}, {}},
+        {"tea exec true, no budgets",
+         {tea, "--config", unbudgeted, "exec", "--observer", "none", "--", "true"},
+         {}},
         {"bare cat", {"cat", file}, {}},
         {"raw bwrap cat", with(raw, {"cat", file}), {}},
         {"tea exec cat", {tea, "exec", "--observer", "none", "--", "cat", file}, {}},

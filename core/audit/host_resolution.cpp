@@ -88,8 +88,14 @@ class Walker {
             }
             std::string next = child(cur, comp);
             const int shared = depth_within(next, view_.shared_writable);
+            const int host = std::max(shared, depth_within(next, view_.shared_read_only));
             const int own = depth_within(next, view_.view_only);
-            if (own > shared) {
+            // A directory of the view's own writable place that leads down to a shared place (the
+            // /tmp of the call's own up to a workspace under it): the view made it for that
+            // place's path, and it names what the host's does unless the call changed it.
+            const bool on_the_way = own > host && leads_to_shared(next) &&
+                                    depth_within(next, view_.view_only_writable) >= 0;
+            if (own > host && !on_the_way) {
                 if (depth_within(next, view_.view_only_writable) >= 0) {
                     out.unverified =
                         next + " lies in a place of the sandbox's own that ended with the call";
@@ -100,7 +106,7 @@ class Walker {
                 for (auto it = rest.rbegin(); it != rest.rend(); ++it) out.path += "/" + *it;
                 return out;
             }
-            if (shared >= 0 && changed(next)) {
+            if ((shared >= 0 || on_the_way) && changed(next)) {
                 out.unverified = "the call renamed, removed or made " + next +
                                  ", so what it named when it was used is not known";
                 return out;
@@ -133,6 +139,18 @@ class Walker {
     }
 
    private:
+    // Whether a shared place lies strictly beneath `dir`.
+    bool leads_to_shared(const std::string &dir) const {
+        const auto beneath = [&](const std::vector<std::string> &places) {
+            return std::any_of(places.begin(), places.end(), [&](std::string_view place) {
+                while (place.size() > 1 && place.back() == '/') place.remove_suffix(1);
+                return place.size() > dir.size() && place.substr(0, dir.size()) == dir &&
+                       (dir == "/" || place[dir.size()] == '/');
+            });
+        };
+        return beneath(view_.shared_writable) || beneath(view_.shared_read_only);
+    }
+
     Kind kind_of(const std::string &path) {
         if (const auto it = kinds_.find(path); it != kinds_.end()) return it->second;
         struct stat st {};

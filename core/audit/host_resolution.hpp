@@ -31,11 +31,17 @@ struct HostView {
     // Writable places that are the same directories on the host as in the target's view: the
     // workspace, the home. What the target left there can be read after the call.
     std::vector<std::string> shared_writable;
+    // Places the view shows read-only at the same paths as the host (the system paths, the
+    // read-only grants), inside a place of the view's own too (a system path under a /tmp that
+    // is the call's own).
+    std::vector<std::string> shared_read_only;
     // Places whose content in the target's view is not the host's (/dev, /proc, /sys, /run/user,
-    // the private root, the withheld paths): a walk that reaches one stops there.
+    // the private root, the withheld paths, the view's own writable places): a walk that reaches
+    // one stops there, unless it is on its way down to a shared place inside.
     std::vector<std::string> view_only;
-    // Writable places of the view alone (/dev/shm, the call's temp directory): what a target left
-    // there is gone with the call, so a walk that reaches one is unverified.
+    // Writable places of the view alone (/dev/shm, the call's temp directory, a /tmp of the
+    // call's own): what a target left there is gone with the call, so a walk that reaches one is
+    // unverified. Each lies in a view_only place too.
     std::vector<std::string> view_only_writable;
 };
 

@@ -19,10 +19,14 @@ enum Mark : std::uint16_t {
     kListed = 1U << 7U,
     kException = 1U << 8U,
     kAboveException = 1U << 9U,  // a strict ancestor of an exception; not inherited
+    kCallOwn = 1U << 10U,
 };
-constexpr std::uint16_t kReadGrants = kWorkspace | kRuntime | kSystem | kOs | kLogin;
+constexpr std::uint16_t kReadGrants = kWorkspace | kRuntime | kSystem | kOs | kLogin | kCallOwn;
 // Where the target can create files, and so plant links.
-constexpr std::uint16_t kWritablePlaces = kWorkspace | kWritableSystem;
+constexpr std::uint16_t kWritablePlaces = kWorkspace | kWritableSystem | kCallOwn;
+// The grants that decide, inside a place of the call's own, for what lies beneath them.
+constexpr std::uint16_t kGrantsInsideOwn =
+    kWorkspace | kRuntime | kSystem | kOs | kKernelView | kWritableSystem | kLogin;
 
 // A path keeps the reason of its most serious access.
 enum Rank : int {
@@ -178,6 +182,7 @@ Judge::Judge(const Grants &grants, std::size_t max_findings) : max_findings_(max
     nodes_.emplace_back();
     // A grant of "/" would turn the audit off without anyone noticing; refuse it.
     add(grants.workspace_like, "workspace_like", kWorkspace, true);
+    add(grants.call_own, "call_own", kCallOwn, true);
     add(grants.runtime, "runtime", kRuntime, true);
     add(grants.system_paths, "system_paths", kSystem, true);
     add(grants.os_dirs, "os_dirs", kOs, true);
@@ -226,6 +231,8 @@ void Judge::add(const std::vector<std::string> &paths, const char *field, std::u
 
 Judge::Match Judge::match(const std::vector<std::string_view> &components) const {
     Match m;
+    int own_depth = -1;
+    int grant_depth = -1;
     const auto visit = [&](std::uint32_t index, int depth) {
         const Node &node = nodes_[index];
         m.marks = static_cast<std::uint16_t>(m.marks | (node.marks & ~kAboveException));
@@ -234,6 +241,16 @@ Judge::Match Judge::match(const std::vector<std::string_view> &components) const
             m.listed_node = index;
         }
         if ((node.marks & kException) != 0) m.exception_depth = depth;
+        if ((node.marks & kCallOwn) != 0) own_depth = depth;
+        if ((node.marks & kGrantsInsideOwn) != 0) grant_depth = depth;
+    };
+    // A grant the view binds back inside a place of the call's own (a read-only system path under
+    // a /tmp of the call's own) is what the target finds beneath it: the own place's writing
+    // grants nothing there, and a write refused there is the mechanism's.
+    const auto settle = [&] {
+        if (own_depth >= 0 && grant_depth > own_depth) {
+            m.marks = static_cast<std::uint16_t>(m.marks & ~kCallOwn);
+        }
     };
     std::uint32_t index = 0;
     visit(index, 0);
@@ -243,10 +260,14 @@ Judge::Match Judge::match(const std::vector<std::string_view> &components) const
         const auto it = std::lower_bound(
             children.begin(), children.end(), component,
             [](const auto &child, std::string_view name) { return child.first < name; });
-        if (it == children.end() || it->first != component) return m;
+        if (it == children.end() || it->first != component) {
+            settle();
+            return m;
+        }
         index = it->second;
         visit(index, ++depth);
     }
+    settle();
     m.above_exception = (nodes_[index].marks & kAboveException) != 0;
     return m;
 }
@@ -340,7 +361,7 @@ void Judge::observe(const ObservedAccess &a) {
         if (!is_refusal(a.error)) return;
         // The confinement allows writing here, so a refusal comes from the file's own mode (a
         // read-only object in a git checkout), not from the mechanism.
-        if ((real_match.marks & kWorkspace) != 0) return;
+        if ((real_match.marks & (kWorkspace | kCallOwn)) != 0) return;
         // A CLI that refreshes a read-only login is expected to be refused.
         if ((real_match.marks & kLogin) != 0) return;
         // A refused write is an attempt on what the confinement protects, even under /etc.

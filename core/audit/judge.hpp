@@ -8,7 +8,8 @@
 // What is listed (each rule is restated with its reason where the code applies it):
 //  - a successful read, exec, directory listing or link read outside every read grant;
 //  - a write, create or remove the mechanism refused (EROFS, EACCES, EPERM), outside the writable
-//    grants and the read-only login files;
+//    grants and the read-only login files (a read-only grant inside a writable place of the
+//    call's own is outside them);
 //  - a successful write, create or remove outside the writable grants (the confinement failed);
 //  - any access beneath an always-listed path (the evaluation folder, the project's git directory,
 //    the private root), granted or not, succeeded or not, unless an exception is deeper. Metadata
@@ -25,8 +26,11 @@
 //    lend its workspace grant to the file it leads to.
 //  - Under the OS directories the asked path decides too, so a file the distribution links
 //    elsewhere (/etc/resolv.conf to /run/...) is not listed. That trust is withheld from asked
-//    paths inside a place the target can write (the workspace-like grants and writable_system,
-//    /dev/shm and /dev/tea-evaluate-tmp among them), where the target could plant the link.
+//    paths inside a place the target can write (the workspace-like grants, the call's own places
+//    and writable_system: /dev/shm and /dev/tea-evaluate-tmp among them), where the target could
+//    plant the link.
+//  - Inside a place of the call's own, a grant bound back there (a workspace or a read-only
+//    system path under a /tmp of the call's own) decides for what lies beneath it.
 //  - Always-listed paths are checked on both the asked and the real path.
 //  - Kernel views (/proc, /sys) are granted by the real path only, and never a path that goes
 //    through one of procfs's links into the file system (/proc/<pid>/root, cwd, fd/N, map_files).
@@ -90,9 +94,15 @@ struct ObservedAccess {
 // std::invalid_argument) a relative or empty path and a read or write grant of "/", any of which
 // would quietly switch the audit off.
 struct Grants {
-    // Readable and writable: the workspace, the call's temp directory (its host path and its
-    // mount inside the sandbox, /dev/tea-evaluate-tmp), the trial's home.
+    // Readable and writable: the workspace, the call's temp directory's host path, the trial's
+    // home.
     std::vector<std::string> workspace_like;
+    // Readable and writable: the confinement's own places for the call that the launch spec does
+    // not name (the plan's audit.writable: the temp directory's mount /dev/tea-evaluate-tmp, a
+    // /tmp of the call's own). Like workspace_like, except beneath another grant that lies
+    // inside one (a workspace or a read-only system path the view binds back under /tmp): that
+    // grant decides there, as it is what the target finds.
+    std::vector<std::string> call_own;
     // Readable: the runtime's installation prefix and its helper.
     std::vector<std::string> runtime;
     // Readable: the target's registry entry's systemPaths.

@@ -216,8 +216,7 @@ audit::Grants call_grants(const exec::LaunchSpec &spec, const exec::ExecPlan &pl
                           const std::filesystem::path &private_root) {
     auto g = audit::default_os_grants();
     g.workspace_like = {spec.workspace, spec.temp_dir, spec.home};
-    g.workspace_like.insert(g.workspace_like.end(), plan.audit.writable.begin(),
-                            plan.audit.writable.end());
+    g.call_own = plan.audit.writable;
     if (spec.runtime_prefix != "/") {
         g.runtime = {spec.runtime_prefix};
     }
@@ -271,14 +270,27 @@ std::filesystem::path confirmation_stamp(const exec::ExecPlan &wrapped,
 }
 
 // Where the host shows what the target saw, for following what the observer could not place
-// (audit/host_resolution.hpp): the workspace and home are the host's own directories; the
-// sandbox's /dev, /proc, /sys and /run/user, the private root and the withheld paths are not.
+// (audit/host_resolution.hpp): the workspace and home are the host's own directories, and the
+// system paths and read-only grants are shown as the host has them; the sandbox's /dev, /proc,
+// /sys and /run/user, the private root, the withheld paths and the plan's writable places (the
+// confinement's own mounts, a /tmp of the call's own among them) are not.
 audit::HostView host_view(const exec::LaunchSpec &spec, const exec::ExecPlan &plan,
                           const std::filesystem::path &private_root) {
     audit::HostView view;
     view.shared_writable = {spec.workspace, spec.home};
     view.view_only = {"/dev", "/proc", "/sys", "/run/user", private_root.string()};
     view.view_only.insert(view.view_only.end(), spec.withhold.begin(), spec.withhold.end());
+    // A grant beneath a cover (the private root's, a withheld path's) is not what the host shows.
+    for (const auto *grants : {&spec.system_paths, &spec.read_only}) {
+        for (const auto &grant : *grants) {
+            if (std::none_of(view.view_only.begin(), view.view_only.end(),
+                             [&](const std::string &own) { return within(grant, own); })) {
+                view.shared_read_only.push_back(grant);
+            }
+        }
+    }
+    view.view_only.insert(view.view_only.end(), plan.audit.writable.begin(),
+                          plan.audit.writable.end());
     view.view_only_writable = {"/dev/shm", spec.temp_dir};
     view.view_only_writable.insert(view.view_only_writable.end(), plan.audit.writable.begin(),
                                    plan.audit.writable.end());
@@ -556,6 +568,7 @@ exec::ExecPlan Session::wrap(const exec::ExecPlan &plan,
     wrapped.run_as = plan.run_as;
     wrapped.child = plan.child;
     wrapped.report_json = plan.report_json;
+    wrapped.sockets_left_reachable = plan.sockets_left_reachable;
     wrapped.audit = plan.audit;
     if (plan.holder) {
         if (wrapped.setup_mark_fd >= 0 ||
@@ -1005,6 +1018,7 @@ CallOutcome Session::call(exec::LaunchSpec spec, const exec::RunOptions &run,
     outcome.result = executed.result;
     outcome.confinement = plan.confinement;
     outcome.report_json = plan.report_json;
+    outcome.sockets_left_reachable = plan.sockets_left_reachable;
     outcome.status = call_status(outcome.result, run);
     if (route) {
         outcome.egress = route_request.items;

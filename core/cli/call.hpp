@@ -47,6 +47,7 @@ struct CallOutcome {
     exec::CallResult result;
     std::string confinement;
     std::string report_json = "{}";
+    std::vector<std::string> sockets_left_reachable;  // see ExecPlan::sockets_left_reachable
     audit::AuditResult audit;
     int status = 0;  // the exit status the command reports for the call
     // The audit shows the confinement ending before the target started (bwrap refused a bind,

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <tea/json_bytes.hpp>
 
+#include "cli/budgets.hpp"
 #include "cli/commands.hpp"
 #include "cli/target_git.hpp"
 #include "exec/terminal_text.hpp"
@@ -149,6 +150,7 @@ int exec_command(const CommonOptions &common, const ExecOptions &options) {
     run.out.tee_fd = common.json ? STDERR_FILENO : STDOUT_FILENO;
     run.err.tee_fd = STDERR_FILENO;
     run.in = call_stdin();
+    run.budget = configured_budget(session.runtime().config.budgets);
     const auto outcome = session.call(std::move(spec), run, route_request);
     const auto &result = outcome.result;
 
@@ -179,6 +181,17 @@ int exec_command(const CommonOptions &common, const ExecOptions &options) {
         print_audit(outcome.audit);
     }
     print_egress_refusals(outcome.egress_records);
+    if (!outcome.sockets_left_reachable.empty()) {
+        spdlog::warn(
+            "{} host socket(s) stayed reachable from the target: the confinement did not mask "
+            "them (backendReport.socketsLeftReachable in --json lists them; the backend's "
+            "documentation says why, and what to change)",
+            outcome.sockets_left_reachable.size());
+    }
+    const auto hits = budget_hits(result.budget);
+    for (const auto &hit : hits) {
+        console::err() << "tea-evaluate: budget: " << hit["detail"].get<std::string>() << '\n';
+    }
     if (common.json) {
         nlohmann::json record{
             {"backend", session.backend_name()},
@@ -200,6 +213,8 @@ int exec_command(const CommonOptions &common, const ExecOptions &options) {
             {"audit", audit::to_json(outcome.audit)},
             {"egress", nlohmann::json::parse(egress::items_to_json(outcome.egress))},
             {"egressRefusals", egress_refusals(outcome.egress_records)},
+            {"budget", call_budget_record(result.budget, result.limits)},
+            {"budgetHits", hits},
         };
         if (const auto records = nlohmann::json::parse(outcome.egress_records, nullptr, false);
             records.is_object() && records.contains("omitted")) {

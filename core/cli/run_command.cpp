@@ -23,6 +23,7 @@
 #include <tea/json_bytes.hpp>
 #include <thread>
 
+#include "cli/budgets.hpp"
 #include "cli/commands.hpp"
 #include "cli/run_records.hpp"
 #include "cli/target_git.hpp"
@@ -30,6 +31,7 @@
 #include "exec/environment.hpp"
 #include "fs/beneath.hpp"
 #include "fs/private_dirs.hpp"
+#include "fs/trial_disk.hpp"
 #include "git/private_repository.hpp"
 #include "git/workspace_source.hpp"
 #include "util/console.hpp"
@@ -223,6 +225,10 @@ struct RunState {
     json egress_refusals = json::array();
     int interrupted = 0;
     std::string confinement;
+    exec::Budget budget;               // the configuration's, for what the evaluation leaves
+    std::optional<fs::DiskKind> disk;  // a trial's file system; none: the private root's disk
+    std::uint64_t disk_bytes = 0;
+    std::set<int> budget_trials;  // trials a budget stopped something in
 };
 
 void save_run(RunState &state) {
@@ -350,8 +356,12 @@ struct Calls {
     bool audited_all = true;
     std::vector<std::string> lossy_reasons;
     std::set<std::string> entries;
+    int made = 0;       // calls made
+    int truncated = 0;  // of which left host sockets reachable
+    std::set<std::string> sockets_left_reachable;
     int infrastructure_errors = 0;
     int interrupted = 0;
+    json budget_hits = json::array();  // each call's, with its probe and entry
 };
 
 // Every probe's call of its entry, in order, in one workspace and home. label names the trial or
@@ -392,6 +402,7 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
         const std::string stem = two_digits(n) + "-" + probe.name;
         auto run = state.session.run_options({});
         run.timeout = std::chrono::milliseconds{entry->max_elapsed_ms};
+        run.budget = entry_budget(state.budget, ev.budgets, entry->budgets);
         run.out.file = trial_dir / "calls" / (stem + ".stdout");
         run.err.file = trial_dir / "calls" / (stem + ".stderr");
         stdfs::path stdin_file;
@@ -455,7 +466,21 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
                   {"stderrTruncated", r.err.truncated},
                   {"observedMounts", observed_paths},
                   {"identity", identity_record(outcome)},
-                  {"audit", audit::to_json(outcome.audit)}};
+                  {"audit", audit::to_json(outcome.audit)},
+                  {"budget", call_budget_record(r.budget, r.limits)},
+                  {"budgetHits", budget_hits(r.budget)}};
+        ++out.made;
+        if (!outcome.sockets_left_reachable.empty()) {
+            ++out.truncated;
+            out.sockets_left_reachable.insert(outcome.sockets_left_reachable.begin(),
+                                              outcome.sockets_left_reachable.end());
+            call["socketsLeftReachable"] = bytes::list_to_json(outcome.sockets_left_reachable);
+        }
+        for (auto hit : call["budgetHits"]) {
+            hit["probe"] = probe.name;
+            hit["entry"] = entry->interface_id;
+            out.budget_hits.push_back(std::move(hit));
+        }
         if (const auto rec = json::parse(outcome.egress_records, nullptr, false);
             rec.is_object() && rec.contains("refusals") && rec["refusals"].is_array() &&
             !rec["refusals"].empty()) {
@@ -475,6 +500,10 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
             outcome_text += ", " + std::to_string(outcome.audit.findings.size()) +
                             " path(s) outside the grants";
         }
+        if (!outcome.sockets_left_reachable.empty()) {
+            outcome_text += ", " + std::to_string(outcome.sockets_left_reachable.size()) +
+                            " host socket(s) left reachable";
+        }
         progress.finish(outcome_text);
         print_egress_refusals(outcome.egress_records);
     }
@@ -489,6 +518,10 @@ bool run_trial(RunState &state, int index, fs::RunDirectory &private_dir, Progre
     const auto trial_dir = state.records / "trials" / std::to_string(index);
     const auto workspace = private_dir.make_directory("workspace-");
     const auto home = private_dir.make_directory("tea-evaluate-target-home-");
+    std::optional<fs::TrialDisk> disk;
+    if (state.disk) {
+        disk.emplace(private_dir, *state.disk, state.disk_bytes, workspace, home);
+    }
     ::chmod(workspace.c_str(), 0755);
     const auto repository = prepare_workspace(state, workspace, private_dir);
     const auto label = "trial " + std::to_string(index) + "/" + std::to_string(ev.trials);
@@ -504,6 +537,23 @@ bool run_trial(RunState &state, int index, fs::RunDirectory &private_dir, Progre
     state.observed_reason.insert(calls.reasons.begin(), calls.reasons.end());
     json trial{{"index", index}, {"calls", calls.records}};
     trial["artifacts"] = collect_artifacts(state, calls.entries, workspace, trial_dir);
+    if (disk) {
+        trial["diskUsedBytes"] = disk->used_bytes();
+        if (disk->full()) {
+            // What the target was told is its own (ENOSPC); the record says the budget told it.
+            calls.budget_hits.push_back(
+                {{"budget", "disk"},
+                 {"count", 1},
+                 {"detail",
+                  "the trial's file system of " + std::to_string(state.disk_bytes) +
+                      " bytes filled up (less than 1 MiB left); writes past it answer ENOSPC"}});
+        }
+        disk->release();
+    }
+    trial["budgetHits"] = calls.budget_hits;
+    if (!calls.budget_hits.empty()) {
+        state.budget_trials.insert(index);
+    }
     fs::remove_tree(workspace);
     if (!repository.empty()) fs::remove_tree(repository);
     fs::remove_tree(home);  // each trial starts with an empty home
@@ -518,11 +568,52 @@ bool run_trial(RunState &state, int index, fs::RunDirectory &private_dir, Progre
     for (const auto &p : calls.observed) observed.push_back(bytes::to_json(p));
     trial["observedMounts"] = observed;
     trial["infrastructureErrors"] = calls.infrastructure_errors;
+    if (calls.truncated > 0) {
+        // The confinement left host sockets open to the target (for lack of room to mask them):
+        // not a breach the audit saw, but a protection cut short, so recorded and named only.
+        state.run["hostSocketTruncation"].push_back(
+            {{"conditionArm", "run"},
+             {"trialIndex", index},
+             {"calls", calls.made},
+             {"truncatedCalls", calls.truncated},
+             {"socketsLeftReachable",
+              bytes::list_to_json(std::vector<std::string>(calls.sockets_left_reachable.begin(),
+                                                           calls.sockets_left_reachable.end()))}});
+    }
     auto verdict = run_evaluator(state, index, trial_dir, private_dir, progress);
     if (state.interrupted != 0) return false;
     trial["verdict"] = verdict;
     state.run["trials"].push_back(trial);
     return true;
+}
+
+// Where the run's trials keep their workspace and home: a file system of the budget's size when
+// the configuration asks for one and the runtime may mount it (root), in a mount namespace of
+// the runtime's own. Returns why there is none, when there is none.
+std::string choose_disk(RunState &state, const config::BudgetSettings &settings) {
+    const auto &asked = state.ev.budgets.disk_bytes;
+    state.disk_bytes = asked.value_or(settings.disk_bytes);
+    if (settings.disk == "none") {
+        if (asked) {
+            // Fail closed: the evaluation's bound would silently not hold.
+            throw usage_error(
+                "evaluation.json sets budgets.diskBytes, and the configuration's "
+                "budgets.disk is \"none\"; set it to \"tmpfs\" or \"image\"");
+        }
+        return "budgets.disk = \"none\"";
+    }
+    if (::geteuid() != 0) {
+        if (asked) {
+            throw host_error(
+                "evaluation.json sets budgets.diskBytes, and an unprivileged run cannot mount "
+                "the trials' file system of bounded size; run as root, or remove it");
+        }
+        return "an unprivileged run cannot mount a file system; the trials' workspaces and homes "
+               "are on the private root's disk";
+    }
+    fs::enter_private_mount_namespace();
+    state.disk = settings.disk == "image" ? fs::DiskKind::image : fs::DiskKind::tmpfs;
+    return {};
 }
 
 // The evaluation loaded, its session opened and its source found; every target checked to be in
@@ -606,7 +697,8 @@ int run_command(const CommonOptions &common, const RunCommandOptions &options) {
     auto &session = *opened->session;
     const auto &source = opened->source;
 
-    RunState state{ev, session, source, new_run_id(), {}, {}, {}, {}, {}, json::array(), 0, ""};
+    RunState state{ev, session,       source, new_run_id(), {}, {}, {}, {},
+                   {}, json::array(), 0,      "",           {}, {}, 0,  {}};
     const auto runs = ev.folder / "runs";
     if (::mkdir(runs.c_str(), 0755) != 0 && errno != EEXIST) {
         throw runtime_error("cannot make " + runs.string() + ": " + errno_text(errno));
@@ -617,6 +709,9 @@ int run_command(const CommonOptions &common, const RunCommandOptions &options) {
                           " is a symbolic link; the records must stay in the "
                           "evaluation folder");
     }
+    const auto &settings = session.runtime().config.budgets;
+    state.budget = configured_budget(settings);
+    const auto disk_reason = choose_disk(state, settings);
     fs::RunDirectory private_dir{session.private_root()};
     check_targets(*opened, private_dir);
     state.records = runs / state.run_id;
@@ -647,6 +742,9 @@ int run_command(const CommonOptions &common, const RunCommandOptions &options) {
              {"egressRefusals", json::array()},
              {"hostSocketTruncation", json::array()},
              {"logins", json::array()},
+             {"budgets", run_budgets_record(entry_budget(state.budget, ev.budgets, {}), ev,
+                                            state.disk ? settings.disk : "none", state.disk_bytes,
+                                            disk_reason)},
              {"manifest", "manifest.json"}};
     for (const auto &entry : ev.registry) {
         if (!entry.egress.empty()) {
@@ -703,6 +801,9 @@ int run_command(const CommonOptions &common, const RunCommandOptions &options) {
     for (const auto &[path, trials] : state.observed) summary.observed.push_back(path);
     for (const auto &r : state.egress_refusals)
         summary.refusal_trials.insert(r["trialIndex"].get<int>());
+    for (const auto &t : state.run["hostSocketTruncation"])
+        summary.socket_truncation_trials.insert(t["trialIndex"].get<int>());
+    summary.budget_trials = state.budget_trials;
     summary.interrupted = state.interrupted;
 
     if (state.interrupted != 0) {
@@ -762,7 +863,10 @@ int preflight_evaluation(const CommonOptions &common, const stdfs::path &folder,
     fs::RunDirectory private_dir{session.private_root()};
     check_targets(*opened, private_dir);
     RunState state{ev, session, opened->source, "preflight", {}, {}, {},
-                   {}, {},      json::array(),  0,           ""};
+                   {}, {},      json::array(),  0,           "", {}, {},
+                   0,  {}};
+    // The legs' calls have the trials' budgets (their file system stays the private root's).
+    state.budget = configured_budget(session.runtime().config.budgets);
     state.records = private_dir.make_directory("preflight-records-");
     Progress progress{common.quiet};
     std::map<std::string, int> seen;
@@ -785,6 +889,13 @@ int preflight_evaluation(const CommonOptions &common, const stdfs::path &folder,
                              std::to_string(leg) + " was not audited");
         }
         incomplete = incomplete || calls.lossy;
+        if (calls.truncated > 0) {
+            console::err() << "tea-evaluate: preflight: " << calls.truncated << " call"
+                           << (calls.truncated == 1 ? "" : "s") << " of leg " << leg << " left "
+                           << calls.sockets_left_reachable.size()
+                           << " host socket(s) reachable (the confinement did not mask them); "
+                              "a run records them in hostSocketTruncation\n";
+        }
         for (const auto &path : calls.observed) ++seen[path];
         reasons.insert(calls.reasons.begin(), calls.reasons.end());
         fs::remove_tree(workspace);

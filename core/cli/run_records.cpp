@@ -20,6 +20,15 @@ std::string join(const std::vector<int> &items) {
     return out;
 }
 
+// "trial 3" or "trials 1, 2".
+std::string trials_named(const std::vector<int> &trials) {
+    return std::string{trials.size() == 1 ? "trial " : "trials "} + join(trials);
+}
+
+std::string trials_named(const std::set<int> &trials) {
+    return trials_named(std::vector<int>{trials.begin(), trials.end()});
+}
+
 }  // namespace
 
 void withheld_first(std::vector<std::string> &paths, const std::vector<std::string> &withheld) {
@@ -35,11 +44,16 @@ std::string summary_line(const RunSummary &s) {
         line += "INTERRUPTED by signal " + std::to_string(s.interrupted) + "; ";
     }
     line += std::to_string(s.trials) + " trial" + (s.trials == 1 ? "" : "s");
+    const std::string budgets = s.budget_trials.empty()
+                                    ? ""
+                                    : "; a budget stopped the target in trial" +
+                                          std::string{s.budget_trials.size() == 1 ? " " : "s "} +
+                                          join({s.budget_trials.begin(), s.budget_trials.end()});
     if (s.opt_out) {
         line +=
             ", confinement opt-out: the targets' file system was not sandboxed and nothing "
             "was audited";
-        return line;
+        return line + budgets;
     }
     if (s.observed.empty() && s.lossy.empty()) {
         line += ", no path outside the grants";
@@ -50,16 +64,16 @@ std::string summary_line(const RunSummary &s) {
                     (s.observed.size() == 1 ? "" : "s") + " outside the grants";
         }
         if (!s.lossy.empty()) {
-            line += std::string{s.observed.empty() ? "" : ";"} + " lossy trial" +
-                    (s.lossy.size() == 1 ? " " : "s ") + join(s.lossy);
+            line += std::string{s.observed.empty() ? "" : ";"} + " lossy " + trials_named(s.lossy);
         }
     }
     if (!s.refusal_trials.empty()) {
-        line += "; egress refusals in trial" +
-                std::string{s.refusal_trials.size() == 1 ? " " : "s "} +
-                join({s.refusal_trials.begin(), s.refusal_trials.end()});
+        line += "; egress refusals in " + trials_named(s.refusal_trials);
     }
-    return line;
+    if (!s.socket_truncation_trials.empty()) {
+        line += "; host sockets left reachable in " + trials_named(s.socket_truncation_trials);
+    }
+    return line + budgets;
 }
 
 json isolation_manifest(const json &run, const evaluation::Evaluation &ev,

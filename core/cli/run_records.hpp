@@ -19,6 +19,8 @@ struct RunSummary {
     std::vector<int> lossy;
     std::vector<std::string> observed;
     std::set<int> refusal_trials;
+    std::set<int> socket_truncation_trials;  // trials whose calls left host sockets reachable
+    std::set<int> budget_trials;             // a budget stopped something in them
     int interrupted = 0;
 };
 
@@ -28,7 +30,8 @@ struct RunSummary {
 void withheld_first(std::vector<std::string> &paths, const std::vector<std::string> &withheld);
 
 // "run <id>: ..." naming every lossy trial, every trial the egress proxy refused a request of,
-// the count of paths outside the grants, and an opted-out run's missing sandbox.
+// every trial whose calls left host sockets reachable, the count of paths outside the grants,
+// and an opted-out run's missing sandbox.
 std::string summary_line(const RunSummary &summary);
 
 // The trial set's isolation manifest: what the targets were granted (allowedMounts), what they

@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <stdexcept>
 #include <system_error>
 #include <utility>
 
 #include "exec/environment.hpp"
+#include "exec/git_config_env.hpp"
 #include "fs/beneath.hpp"
 #include "git/private_repository.hpp"
 #include "util/error.hpp"
@@ -44,10 +46,16 @@ void grant_target_repository(exec::LaunchSpec &spec, const stdfs::path &reposito
     spec.read_only.push_back(repository.string());
     // The repository belongs to the runtime, the checkout (lent) to the identity the target runs
     // as: git's ownership check would refuse one of the two. Inside the confinement that check
-    // guards nothing: what a repository's configuration runs, runs confined.
-    exec::set_variable(spec.env, "GIT_CONFIG_COUNT", "1");
-    exec::set_variable(spec.env, "GIT_CONFIG_KEY_0", "safe.directory");
-    exec::set_variable(spec.env, "GIT_CONFIG_VALUE_0", "*");
+    // guards nothing: what a repository's configuration runs, runs confined. Added to the end of
+    // the call's own GIT_CONFIG_COUNT list, never in place of it. The environment, not a file in
+    // the home: it needs nothing written where the target writes, and holds whatever HOME or
+    // GIT_CONFIG_GLOBAL the call sets.
+    try {
+        exec::add_git_config(spec.env, "safe.directory", "*");
+    } catch (const std::invalid_argument &e) {
+        throw usage_error(std::string{"the call's git configuration: "} + e.what() +
+                          "; correct or unset the GIT_CONFIG_* variables");
+    }
     // git status must not try to refresh the read-only index.
     exec::set_variable(spec.env, "GIT_OPTIONAL_LOCKS", "0");
 }

@@ -1,6 +1,7 @@
 #include "config/config.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -115,10 +116,12 @@ class LayerReader {
                 call(table(value, name));
             } else if (name == "egress") {
                 egress(table(value, name));
+            } else if (name == "budgets") {
+                budgets(table(value, name));
             } else if (name == "plugin") {
                 plugin_tables(table(value, name));
             } else {
-                unknown(key, name, "confinement, audit, plugins, call, egress, plugin");
+                unknown(key, name, "confinement, audit, plugins, call, egress, budgets, plugin");
             }
         }
     }
@@ -277,6 +280,70 @@ class LayerReader {
             }
         }
     }
+    void budgets(const toml::table &t) {
+        constexpr std::int64_t min_memory = std::int64_t{16} << 20U;  // below it nothing starts
+        constexpr std::int64_t min_disk = std::int64_t{1} << 20U;
+        auto &b = config_.budgets;
+        for (const auto &[key, value] : t) {
+            const std::string name{key.str()};
+            const std::string path = "budgets." + name;
+            if (name == "memory") {
+                if (value.is_string()) {
+                    b.memory_percent = percent(value, path);
+                    b.memory_bytes = 0;
+                } else {
+                    const auto bytes = integer(value, path, 0);
+                    if (bytes != 0 && bytes < min_memory) {
+                        throw config_error(origin_, value.source(), path,
+                                           "expected 0 (unbounded), at least " +
+                                               std::to_string(min_memory) +
+                                               " bytes or a share such as \"50%\", found " +
+                                               std::to_string(bytes));
+                    }
+                    b.memory_bytes = static_cast<std::uint64_t>(bytes);
+                    b.memory_percent = 0;
+                }
+            } else if (name == "processes") {
+                b.processes = static_cast<std::uint64_t>(integer(value, path, 0));
+            } else if (name == "cgroup") {
+                b.cgroups = choice(value, path, {"auto", "off"}) == "auto";
+            } else if (name == "disk") {
+                b.disk = choice(value, path, {"tmpfs", "image", "none"});
+            } else if (name == "disk_bytes") {
+                b.disk_bytes = static_cast<std::uint64_t>(integer(value, path, min_disk));
+            } else {
+                unknown(key, path, "memory, processes, cgroup, disk, disk_bytes");
+            }
+        }
+    }
+    // "N%", N from 1 to 100.
+    unsigned percent(const toml::node &node, const std::string &key) {
+        const auto text = string(node, key);
+        unsigned n = 0;
+        const auto *end = text.data() + text.size();
+        const auto [at, ec] = std::from_chars(text.data(), end, n);
+        if (ec != std::errc{} || at == text.data() || at + 1 != end || *at != '%' || n == 0 ||
+            n > 100) {
+            throw config_error(origin_, node.source(), key,
+                               "expected a number of bytes or a share of the host's memory "
+                               "from \"1%\" to \"100%\", found \"" +
+                                   text + "\"");
+        }
+        return n;
+    }
+    std::string choice(const toml::node &node, const std::string &key,
+                       std::initializer_list<const char *> allowed) {
+        auto text = string(node, key);
+        std::string listed;
+        for (const char *a : allowed) {
+            if (text == a) {
+                return text;
+            }
+            listed += (listed.empty() ? "\"" : ", \"") + std::string{a} + "\"";
+        }
+        throw config_error(origin_, node.source(), key,
+                           "expected one of " + listed + ", found \"" + text + "\"");
+    }
     void plugin_tables(const toml::table &t) {
         for (const auto &[key, value] : t) {
             const std::string name =
@@ -308,6 +375,23 @@ bool is_valid_plugin_name(std::string_view name) {
         return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                c == '-' || c == '_' || c == '.';
     });
+}
+
+std::uint64_t BudgetSettings::memory_on_host() const {
+    if (memory_percent == 0) {
+        return memory_bytes;
+    }
+    // "MemTotal:       24576000 kB"
+    std::ifstream in{"/proc/meminfo"};
+    std::string label;
+    std::uint64_t kib = 0;
+    in >> label >> kib;
+    if (label != "MemTotal:" || kib == 0) {
+        // Fail closed: a budget that cannot be computed is no budget, so none is guessed.
+        throw runtime_error("cannot read MemTotal from /proc/meminfo for budgets.memory = \"" +
+                            std::to_string(memory_percent) + "%\"; set it in bytes");
+    }
+    return kib * 1024 / 100 * memory_percent;
 }
 
 std::string Config::plugin_config_json(std::string_view plugin_name) const {

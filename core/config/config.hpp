@@ -27,6 +27,22 @@ struct UidRange {
     bool operator==(const UidRange &) const = default;
 };
 
+// [budgets]: what one call may consume, and the bounded file system of a run's trial
+// (docs/configuration.md). A run's evaluation.json and its registry entries may set their own.
+struct BudgetSettings {
+    // The memory budget: a number of bytes, or (when memory_percent is set) a share of the host's
+    // memory (MemTotal). 0 and 0: unbounded.
+    std::uint64_t memory_bytes = 0;
+    unsigned memory_percent = 0;
+    std::uint64_t processes = 0;  // 0: unbounded
+    bool cgroups = true;          // "auto": a cgroup where the host has one; "off": rlimits only
+    std::string disk = "tmpfs";   // a trial's file system: "tmpfs", "image" or "none"
+    std::uint64_t disk_bytes = 0;
+
+    // The memory budget in bytes on this host.
+    [[nodiscard]] std::uint64_t memory_on_host() const;
+};
+
 struct Config {
     std::string backend;                     // "auto" or a backend plugin's name
     std::vector<std::string> backend_order;  // what "auto" tries, first available wins
@@ -39,6 +55,7 @@ struct Config {
     std::vector<std::filesystem::path> plugin_paths;  // extra manifest directories
     std::string egress;  // the egress plugin serving calls that list hosts
     CallSettings call;
+    BudgetSettings budgets;
     nlohmann::json plugin_tables = nlohmann::json::object();  // name -> table as JSON
     std::vector<std::string> layers;  // where each layer came from, in order
 

@@ -155,6 +155,44 @@ std::optional<std::int64_t> milliseconds(const Report &report, const std::string
     return integer(report, field, v, 1, kMaxCallMs);
 }
 
+// "budgets": {"memoryBytes", "processes", "diskBytes"}, the last only where a trial's file
+// system is decided (the evaluation, not an entry).
+Budgets read_budgets(const Report &report, const json &v, bool per_trial) {
+    constexpr std::int64_t min_memory = std::int64_t{16} << 20U;  // below it nothing starts
+    constexpr std::int64_t max_bytes = std::int64_t{1} << 50U;
+    constexpr std::int64_t max_processes = 4194304;  // the kernel's largest pid_max
+    Budgets out;
+    if (!v.is_object()) {
+        report("budgets", "must be an object (memoryBytes, processes" +
+                              std::string{per_trial ? ", diskBytes" : ""} + ")");
+        return out;
+    }
+    Fields f{v, report};
+    const auto bytes = [&](const char *key, std::int64_t min) -> std::optional<std::uint64_t> {
+        const auto *n = f.take(key);
+        if (n == nullptr) {
+            return std::nullopt;
+        }
+        const auto value = integer(report, std::string{"budgets."} + key, *n, min, max_bytes);
+        return value ? std::optional{static_cast<std::uint64_t>(*value)} : std::nullopt;
+    };
+    out.memory_bytes = bytes("memoryBytes", min_memory);
+    if (const auto *n = f.take("processes")) {
+        if (const auto value = integer(report, "budgets.processes", *n, 1, max_processes)) {
+            out.processes = static_cast<std::uint64_t>(*value);
+        }
+    }
+    if (per_trial) {
+        out.disk_bytes = bytes("diskBytes", std::int64_t{1} << 20U);
+    } else if (f.take("diskBytes") != nullptr) {
+        report("budgets.diskBytes",
+               "is a trial's, shared by every entry's calls: set it in the budgets of "
+               "evaluation.json");
+    }
+    f.refuse_unknown("budgets.");
+    return out;
+}
+
 bool name_like(const std::string &s) {
     return !s.empty() && s.size() <= kMaxIdLength && std::all_of(s.begin(), s.end(), [](char c) {
         return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
@@ -674,6 +712,9 @@ EntrySeen read_entry(const Report &file_report, const json &v, std::size_t index
             entry.login = *s;
         }
     }
+    if (const auto *b = f.take("budgets")) {
+        entry.budgets = read_budgets(report, *b, false);
+    }
     if (f.take("network") != nullptr) {
         report("network",
                "was removed; list the hosts the target may reach in 'egress' "
@@ -941,6 +982,9 @@ void read_settings(const Report &report, Fields &f, Evaluation &evaluation) {
     }
     if (const auto *t = f.take("trials")) {
         evaluation.trials = static_cast<int>(integer(report, "trials", *t, 1, 1000).value_or(1));
+    }
+    if (const auto *b = f.take("budgets")) {
+        evaluation.budgets = read_budgets(report, *b, true);
     }
 }
 

@@ -33,6 +33,14 @@ struct EgressItem {
     std::vector<std::string> addresses;  // the resolved addresses allowed; empty: any
 };
 
+// What a call, or a trial's file system, may consume; unset: the configuration's [budgets]
+// (docs/configuration.md). An entry's replace the evaluation's for its calls.
+struct Budgets {
+    std::optional<std::uint64_t> memory_bytes;
+    std::optional<std::uint64_t> processes;
+    std::optional<std::uint64_t> disk_bytes;  // the evaluation's only: a trial's file system
+};
+
 // A registry entry. Only "command" entries run today; the kind keeps the model open for tool
 // servers and HTTP services.
 struct Entry {
@@ -51,6 +59,7 @@ struct Entry {
     std::vector<std::string> system_paths;  // absolute, normalised
     std::vector<EgressItem> egress;
     std::optional<std::string> login;
+    Budgets budgets;
 };
 
 // One call of a trial: probes/<name>.json.
@@ -76,8 +85,9 @@ struct Evaluation {
     std::filesystem::path project_root;  // "project" in evaluation.json, default "..", canonical
     bool confinement = true;
     int trials = 1;
-    std::vector<Entry> registry;   // in file order
-    std::vector<Probe> probes;     // in name order
+    Budgets budgets;
+    std::vector<Entry> registry;       // in file order
+    std::vector<Probe> probes;         // in name order
     std::filesystem::path probes_dir;  // absolute
     Evaluator evaluator;
 

@@ -7,7 +7,6 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -382,32 +381,21 @@ std::vector<char *> c_strings(const std::vector<std::string> &items) {
     std::vector<char *> out;
     out.reserve(items.size() + 1);
     for (const auto &s : items) {
-        out.push_back(const_cast<char *>(s.c_str()));  // NOLINT: posix_spawn's historical signature
+        out.push_back(const_cast<char *>(s.c_str()));  // NOLINT: execve's historical signature
     }
     out.push_back(nullptr);
     return out;
 }
 
-class SpawnSetup {
-   public:
-    SpawnSetup() {
-        if (posix_spawn_file_actions_init(&actions_) != 0 || posix_spawnattr_init(&attr_) != 0) {
-            throw setup_error("posix_spawn setup", ENOMEM);
-        }
+// The budget's share of the child's work: the call's cgroups it joins, and the resource limits
+// that stand in for a budget no cgroup holds (0: none).
+struct ChildBudget {
+    std::vector<int> join;  // cgroup.procs files, written "0" before the exec
+    std::uint64_t data_bytes = 0;
+    std::uint64_t processes = 0;
+    [[nodiscard]] bool requested() const {
+        return !join.empty() || data_bytes != 0 || processes != 0;
     }
-    SpawnSetup(const SpawnSetup &) = delete;
-    SpawnSetup &operator=(const SpawnSetup &) = delete;
-    ~SpawnSetup() {
-        posix_spawn_file_actions_destroy(&actions_);
-        posix_spawnattr_destroy(&attr_);
-    }
-    void check(int rc, const char *what) {
-        if (rc != 0) {
-            throw setup_error(what, rc);
-        }
-    }
-    posix_spawn_file_actions_t actions_{};
-    posix_spawnattr_t attr_{};
 };
 
 // What the child of spawn_as does, and how far it got. It shares the runtime's
@@ -425,6 +413,9 @@ struct SpawnAs {
     uid_t uid = 0;
     gid_t gid = 0;
     ChildSetup setup;
+    bool die_with_runtime = false;  // arm the parent-death signal (a plan that confines nothing)
+    pid_t runtime = -1;             // the process that starts the child
+    ChildBudget budget;
     // Set by the child when it fails, before it exits.
     const char *failed_at = nullptr;
     int error = 0;
@@ -495,14 +486,23 @@ int spawn_as_child(void *arg) {
         s.error = errno;
         ::_exit(127);
     };
-    // First: before anything resolves a path of the call (its lent trees are where the plan
-    // names them only in there), and before the plan's descriptors are placed, one of which may
-    // take the namespace's number.
-    if (s.mount_namespace >= 0 && ::syscall(SYS_setns, s.mount_namespace, CLONE_NEWNS) != 0) {
-        fail("entering the call's mount namespace");
-    }
+    // The order is the call's safety. The process group first, so that ending the group ends
+    // whatever this child becomes. Then the cgroup, before anything else the child does, so no
+    // step of the call runs (or allocates) outside its budget. Then the call's mount namespace,
+    // before anything resolves a path of the call (its lent trees are where the plan names them
+    // only in there). Both use descriptors of the runtime's that a plan's number may take once
+    // the descriptors are placed, and both take the runtime's privileges (writing the cgroup's
+    // tasks, CAP_SYS_ADMIN for setns), so they come before the placing and before the drop.
     if (::setpgid(0, 0) != 0) {
         fail("setpgid");
+    }
+    for (const int fd : s.budget.join) {
+        if (::write(fd, "0", 1) != 1) {
+            fail("joining the call's cgroup");
+        }
+    }
+    if (s.mount_namespace >= 0 && ::syscall(SYS_setns, s.mount_namespace, CLONE_NEWNS) != 0) {
+        fail("entering the call's mount namespace");
     }
     // As POSIX_SPAWN_SETSIGDEF for every signal: nothing the runtime ignores
     // stays ignored in the call (the mask stays full until the exec).
@@ -512,7 +512,9 @@ int spawn_as_child(void *arg) {
         ::sigaction(sig, &default_action, nullptr);  // EINVAL for KILL, STOP and libc's own
     }
     for (const auto &[from, to] : s.dups) {
-        if (::dup2(from, to) < 0) {
+        // A descriptor already at its number only loses close-on-exec, as posix_spawn's dup2
+        // action does.
+        if (from == to ? ::fcntl(to, F_SETFD, 0) != 0 : ::dup2(from, to) < 0) {
             fail("placing a descriptor");
         }
     }
@@ -523,10 +525,17 @@ int spawn_as_child(void *arg) {
         drop_identity(s, fail);
     }
     // After the drop, so that the keyring and the process count belong to the identity that runs.
-    const std::array<std::pair<int, std::uint64_t>, 3> limits{
+    // The budget's stand-ins come after the plan's own limits: the lower of two process counts
+    // holds (the plan's is never raised, since the budget's is only set when lower).
+    const std::array<std::pair<int, std::uint64_t>, 5> limits{
         {{RLIMIT_CPU, s.setup.limits.cpu_seconds},
          {RLIMIT_FSIZE, s.setup.limits.file_size_bytes},
-         {RLIMIT_NPROC, s.setup.limits.processes}}};
+         {RLIMIT_NPROC, s.setup.limits.processes},
+         {RLIMIT_DATA, s.budget.data_bytes},
+         {RLIMIT_NPROC,
+          s.setup.limits.processes != 0 && s.setup.limits.processes < s.budget.processes
+              ? 0
+              : s.budget.processes}}};
     for (const auto &[resource, value] : limits) {
         const rlimit limit{value, value};
         if (value != 0 && ::syscall(SYS_prlimit64, 0, resource, &limit, nullptr) != 0) {
@@ -539,6 +548,21 @@ int spawn_as_child(void *arg) {
         ::syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, nullptr) < 0 && errno != ENOSYS) {
         fail("joining a new session keyring");
     }
+    // A runtime killed outright (SIGKILL) ends no call itself. A plan that confines nothing has
+    // no mechanism of its own to end it then: its process dies with the runtime. Armed last,
+    // since an identity change clears it, then checked against a runtime that died before it was
+    // armed (the child was reparented meanwhile). A confinement ends itself instead, watching the
+    // call's output pipes (ExecPlan): a parent-death signal could kill its launcher half-way
+    // through its set-up (bwrap killed between its clone and releasing its child leaves that
+    // child blocked for ever).
+    if (s.die_with_runtime) {
+        if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) {
+            fail("arming the parent-death signal");
+        }
+        if (::syscall(SYS_getppid) != s.runtime) {
+            ::_exit(127);  // nobody is left to read why
+        }
+    }
     sigset_t none;
     sigemptyset(&none);
     ::pthread_sigmask(SIG_SETMASK, &none, nullptr);
@@ -547,11 +571,14 @@ int spawn_as_child(void *arg) {
     return 127;
 }
 
-// posix_spawn's work plus the identity drop and the plan's child set-up (limits, keyring), in a
-// child that shares the runtime's memory until it execs: no copy of the runtime, and no helper
-// process started only to drop privileges or set limits. Returns the child, or throws
-// setup_error; an exec that fails is returned as {-1, errno}.
+// posix_spawn's work plus the identity drop, the plan's child set-up (limits, keyring) and, for
+// a plan that confines nothing, the parent-death signal, in a child that shares the runtime's
+// memory until it execs: no copy of the runtime, and no helper process started only to drop
+// privileges or set limits. Every process of a plan starts here. Returns the child, or throws
+// setup_error; an exec (or the change to the plan's directory) that fails is returned as {-1,
+// errno}.
 std::pair<pid_t, int> spawn_as(SpawnAs &request) {
+    request.runtime = ::getpid();
     // The child's stack is a stretch of this frame: the runtime's thread is suspended until the
     // child execs or exits (CLONE_VFORK), so nothing else uses it meanwhile. No mapping made and
     // removed per call: on a VM, unmapping a range costs a TLB flush of each of its pages.
@@ -571,14 +598,18 @@ std::pair<pid_t, int> spawn_as(SpawnAs &request) {
     int status = 0;
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
-    if (std::string_view{request.failed_at} == "exec") {
+    // A program that cannot be run there is the call's failure to start, as posix_spawn reports
+    // it; anything else is the runtime's.
+    const std::string_view step{request.failed_at};
+    if (step == "exec" || step == "chdir") {
         return {-1, request.error};
     }
-    // Fail closed: a call whose identity could not be established never runs.
-    const std::string as = request.drop ? "running the call as uid " + std::to_string(request.uid) +
-                                              " gid " + std::to_string(request.gid)
-                                        : std::string{"starting the call"};
-    throw setup_error(as + ": " + request.failed_at, request.error);
+    // Fail closed: a call whose identity or budget could not be established never runs.
+    throw setup_error(request.drop
+                          ? std::string{"running the call as uid "} + std::to_string(request.uid) +
+                                " gid " + std::to_string(request.gid) + ": " + request.failed_at
+                          : std::string{"starting the call: "} + request.failed_at,
+                      request.error);
 }
 
 // One process of a plan: the plan's own or its holder.
@@ -592,6 +623,7 @@ struct ProcessParts {
     // Where the runtime's ends of the deferred files go: (the child's number, the runtime's end).
     std::vector<std::pair<int, UniqueFd>> *deferred = nullptr;
     int mount_namespace = -1;  // RunOptions::mount_namespace
+    const ChildBudget *budget = nullptr;
 };
 
 // A deferred file: a socket pair, one end for the child, the other the runtime's. A socket rather
@@ -628,40 +660,23 @@ std::pair<pid_t, int> start_process(const ExecPlan &plan, const ProcessParts &p)
     }
     auto argv = c_strings(p.argv);
     auto envp = c_strings(p.env);
-    if (plan.run_as.requested || plan.child.requested() || p.mount_namespace >= 0) {
-        SpawnAs request;
-        request.mount_namespace = p.mount_namespace;
-        request.program = p.program.c_str();
-        request.argv = argv.data();
-        request.envp = envp.data();
-        request.cwd = p.cwd.c_str();
-        request.drop = plan.run_as.requested;
-        request.uid = plan.run_as.uid;
-        request.gid = plan.run_as.gid;
-        request.setup = plan.child;
-        request.dups = std::move(dups);
-        return spawn_as(request);
+    const bool budgeted = p.budget != nullptr && p.budget->requested();
+    SpawnAs request;
+    request.mount_namespace = p.mount_namespace;
+    request.program = p.program.c_str();
+    request.argv = argv.data();
+    request.envp = envp.data();
+    request.cwd = p.cwd.c_str();
+    request.drop = plan.run_as.requested;
+    request.uid = plan.run_as.uid;
+    request.gid = plan.run_as.gid;
+    request.setup = plan.child;
+    request.die_with_runtime = plan.confinement == "opt-out";
+    if (budgeted) {
+        request.budget = *p.budget;
     }
-    SpawnSetup setup;
-    for (const auto &[from, to] : dups) {
-        setup.check(posix_spawn_file_actions_adddup2(&setup.actions_, from, to), "descriptor");
-    }
-    setup.check(posix_spawn_file_actions_addchdir_np(&setup.actions_, p.cwd.c_str()), "chdir");
-    sigset_t empty;
-    sigset_t all;
-    sigemptyset(&empty);
-    sigfillset(&all);
-    setup.check(
-        posix_spawnattr_setflags(
-            &setup.attr_, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF),
-        "spawn flags");
-    setup.check(posix_spawnattr_setpgroup(&setup.attr_, 0), "process group");
-    setup.check(posix_spawnattr_setsigmask(&setup.attr_, &empty), "signal mask");
-    setup.check(posix_spawnattr_setsigdefault(&setup.attr_, &all), "signal defaults");
-    pid_t pid = -1;
-    const int rc = ::posix_spawn(&pid, p.program.c_str(), &setup.actions_, &setup.attr_,
-                                 argv.data(), envp.data());
-    return rc == 0 ? std::pair{pid, 0} : std::pair{pid_t{-1}, rc};
+    request.dups = std::move(dups);
+    return spawn_as(request);
 }
 
 // A plan's holder, ended with its process group (and reaped) however the call ends.
@@ -827,7 +842,12 @@ struct StartedCall::State {
     bool reaper = false;
     std::vector<pid_t> children_before;
     std::vector<DeferredFile> deferred;
+    std::optional<CallCgroup> cgroup;  // ends what is left in it, whatever ends the call
+    ChildBudget child_budget;
     bool ended = false;  // waited for, or never started
+    // The thread that started the processes: their parent-death signal fires when that thread
+    // ends, so it is the one that waits for them.
+    pid_t thread = ::gettid();
 
     State(const ExecPlan &plan, const RunOptions &run_options)
         : options{run_options}, staged{plan} {}
@@ -851,7 +871,35 @@ struct StartedCall::State {
 
     void start_plan();
     void wait();
+    void make_budget();
 };
+
+// The resource limit that stands in for `value`, within the hard limit the runtime has (a child
+// may not raise it).
+std::uint64_t within_hard_limit(int resource, std::uint64_t value) {
+    rlimit limit{};
+    if (value != 0 && ::getrlimit(resource, &limit) == 0 && limit.rlim_max != RLIM_INFINITY) {
+        return std::min<std::uint64_t>(value, limit.rlim_max);
+    }
+    return value;
+}
+
+void StartedCall::State::make_budget() {
+    const auto &budget = options.budget;
+    if (!budget.any()) {
+        return;
+    }
+    static const CgroupLayout no_cgroups;
+    cgroup.emplace(budget.cgroups ? host_cgroup_layout() : no_cgroups, budget);
+    result.budget = cgroup->report();
+    child_budget.join = cgroup->join_fds();
+    if (result.budget.memory == Enforcement::rlimit) {
+        child_budget.data_bytes = within_hard_limit(RLIMIT_DATA, budget.memory_bytes);
+    }
+    if (result.budget.processes == Enforcement::rlimit) {
+        child_budget.processes = within_hard_limit(RLIMIT_NPROC, budget.processes);
+    }
+}
 
 void StartedCall::State::start_plan() {
     const ExecPlan &plan = staged;
@@ -923,6 +971,8 @@ void StartedCall::State::start_plan() {
     // child: only 0-2 and the plan's files (placed by dup2 above) survive exec.
     ::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
 
+    make_budget();
+    result.limits = plan.child.limits;
     reaper = is_subreaper();
     if (reaper) {
         children_before = own_children();
@@ -948,6 +998,7 @@ void StartedCall::State::start_plan() {
         if (mark) {
             parts.dups.emplace_back(mark.get(), plan.setup_mark_fd);
         }
+        parts.budget = &child_budget;
         const auto [holder_pid, rc] = start_process(plan, parts);
         if (rc != 0) {
             result.start_errno = rc;
@@ -961,6 +1012,7 @@ void StartedCall::State::start_plan() {
     ProcessParts parts{program, plan.argv, plan.env, plan.cwd, plan.files, streams};
     parts.deferred = &deferred_ends;
     parts.mount_namespace = options.mount_namespace;
+    parts.budget = &child_budget;
     if (plan.holder) {
         parts.dups.emplace_back(handoff[1].get(), plan.handoff_fd);
     } else if (mark) {
@@ -990,6 +1042,12 @@ void StartedCall::State::start_plan() {
 }
 
 void StartedCall::State::wait() {
+    if (::gettid() != thread) {
+        // Unfinished: the destructor ends the call.
+        throw runtime_error(
+            "a call must be waited for by the thread that started it: its processes die with "
+            "that thread");
+    }
     ended = true;
     for (auto &d : deferred) {
         d.write_some();
@@ -1094,6 +1152,10 @@ void StartedCall::State::wait() {
             holder.end();
             if (reaper) {
                 end_orphans(children_before);
+            }
+            if (cgroup) {
+                // Whatever escaped the group and the reaper (a runtime that is none) ends here.
+                result.budget = cgroup->end();
             }
             drain_until = Clock::now() + drain_bound;
             continue;

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "exec/call_cgroup.hpp"
 #include "exec/exec_plan.hpp"
 
 namespace tea::exec {
@@ -36,6 +37,9 @@ struct RunOptions {
     // The call's own mount namespace (call_mounts.hpp), which every process of the plan enters
     // before anything else; -1: the runtime's. Entering one takes root.
     int mount_namespace = -1;
+    // What the call may consume, enforced by a cgroup of its own where the host has one
+    // (exec/call_cgroup.hpp), by resource limits otherwise; nothing bounded when empty.
+    Budget budget;
 };
 
 struct StreamResult {
@@ -59,6 +63,10 @@ struct CallResult {
     // confinement stood and the target was about to start. Unmarked plans say nothing.
     bool setup_marked = false;
     bool setup_reached = false;
+    // How the budget was enforced and what the kernel counted against it, and the plan's own
+    // resource limits.
+    BudgetReport budget;
+    Limits limits;
 
     // The shell's convention: the exit code, or 128 + the signal.
     [[nodiscard]] int status() const { return signal != 0 ? 128 + signal : exit_code; }
@@ -69,6 +77,11 @@ struct CallResult {
 // into capped files, the whole group ended at the timeout (SIGTERM, then SIGKILL
 // after the grace) and when the leader exits. A runtime that is a child
 // subreaper (see become_subreaper) also ends every orphan the call left behind.
+// A runtime killed outright ends nothing itself: the read ends of the output
+// pipes are this process's alone, so a confinement inside sees their write ends
+// report POLLERR and ends itself (ExecPlan); the processes of a plan that
+// confines nothing die with the thread that started them (PR_SET_PDEATHSIG),
+// which must therefore be the one that waits for the call.
 // Throws tea::Error (exit 125) when the runtime itself cannot set the call up.
 // A plan with deferred files is refused: see StartedCall.
 CallResult run_call(const ExecPlan &plan, const RunOptions &options);

@@ -360,6 +360,13 @@ ExecPlan exec_plan_from_json(std::string_view text) {
             throw std::invalid_argument("report: expected an object");
         }
         plan.report_json = doc["report"].dump();
+        if (doc["report"].contains("socketsLeftReachable")) {
+            plan.sockets_left_reachable = bytes::list_from_json(
+                doc["report"]["socketsLeftReachable"], "report.socketsLeftReachable");
+            for (const auto &path : plan.sockets_left_reachable) {
+                no_nul(path, "report.socketsLeftReachable");
+            }
+        }
     }
     if (doc.contains("audit")) {
         const auto &audit = doc["audit"];

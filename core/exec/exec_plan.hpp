@@ -166,6 +166,10 @@ struct ExecPlan {
     RunAs run_as;
     ChildSetup child;
     std::string report_json = "{}";  // the backend's notes for the call's record (an object)
+    // The host sockets the confinement left connectable to the target (the report's
+    // socketsLeftReachable, the one key of it the host reads): recorded with the call, and each
+    // trial whose calls left some is named in run.json's hostSocketTruncation.
+    std::vector<std::string> sockets_left_reachable;
     AuditHints audit;
     // (ABI 1.3) Which of the spec's unmade directories the host must make before the call;
     // answered (possibly empty) by every plan for a spec that has unmade directories, absent from

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -214,6 +215,45 @@ void remove_tree(const stdfs::path &path) {
     }
 }
 
+namespace {
+
+// A maker of a locked directory holds its parent directory's flock shared from its mkdir until
+// the directory's own lock is held (make_locked_directory), so a reclaim that gets it exclusively
+// knows that a name without a lock file is a killed maker's, with no grace to wait out. Shared
+// directories (the temp directory) let anyone take that lock and hold it: a maker then waits a
+// bounded time and goes on without it, and a reclaim that cannot get it waits out the grace.
+class MakersLock {
+   public:
+    explicit MakersLock(int parent) : parent_(parent) {}
+    MakersLock(const MakersLock &) = delete;
+    MakersLock &operator=(const MakersLock &) = delete;
+    ~MakersLock() { release(); }
+
+    // For a maker, shared.
+    void share() {
+        const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds{2};
+        while (!(held_ = ::flock(parent_, LOCK_SH | LOCK_NB) == 0) && errno == EWOULDBLOCK &&
+               std::chrono::steady_clock::now() < give_up) {
+            const timespec pause{0, 1'000'000};
+            ::nanosleep(&pause, nullptr);
+        }
+    }
+    // For a reclaim, exclusive, or nothing: answers whether no maker is at work.
+    bool exclude() { return held_ = ::flock(parent_, LOCK_EX | LOCK_NB) == 0; }
+    void release() {
+        if (held_) {
+            ::flock(parent_, LOCK_UN);
+            held_ = false;
+        }
+    }
+
+   private:
+    int parent_;
+    bool held_ = false;
+};
+
+}  // namespace
+
 int reclaim_unlocked(const stdfs::path &base, std::string_view prefix) {
     // A directory without its lock this long after it was made: its process was killed before
     // it locked it.
@@ -227,6 +267,8 @@ int reclaim_unlocked(const stdfs::path &base, std::string_view prefix) {
     // process killed in either step leaves such a name, reclaimed the same way.
     const std::string staging_prefix = "." + std::string{prefix};
     const std::string removed_prefix = ".removed-" + std::string{prefix};
+    MakersLock makers{dir.get()};
+    const bool no_maker = makers.exclude();
     std::vector<std::string> stale;
     tea::dirents::for_each(dir.get(), [&](const dirent64 &entry) {
         const std::string name{entry.d_name};
@@ -244,15 +286,20 @@ int reclaim_unlocked(const stdfs::path &base, std::string_view prefix) {
         const bool past_grace = std::chrono::system_clock::now() -
                                     std::chrono::system_clock::from_time_t(st.st_mtim.tv_sec) >
                                 unlocked_grace;
-        // With a lock file, stale when nobody holds it: a dead owner. Without one, a name being
-        // removed lost its lock with the rest (nobody wants it back); another waits the grace.
-        const bool dead_owner =
-            lock ? ::flock(lock.get(), LOCK_EX | LOCK_NB) == 0 : removed || past_grace;
+        const bool held = lock && ::flock(lock.get(), LOCK_EX | LOCK_NB) != 0;
+        // A name being made is a killed maker's when no maker is at work (MakersLock), its lock
+        // file made or not; otherwise it waits the grace. Any other name is stale when nobody
+        // holds its lock file: a dead owner; or without one, when it was being removed (it lost
+        // its lock with the rest, and nobody wants it back) or once the grace has passed.
+        const bool dead_owner = name.rfind(staging_prefix, 0) == 0
+                                    ? !held && (no_maker || past_grace)
+                                    : (lock ? !held : removed || past_grace);
         if (dead_owner) {
             stale.push_back(name);
         }
         return true;
     });
+    makers.release();  // the trees go without holding up the makers
     for (const auto &name : stale) {
         remove_tree(base / name);
     }
@@ -270,6 +317,11 @@ UniqueFd take_lock(const stdfs::path &dir) {
 
 UniqueFd make_locked_directory(const stdfs::path &dir, mode_t mode) {
     const auto staging = dir.parent_path() / ("." + dir.filename().string());
+    const UniqueFd parent{::open(dir.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+    MakersLock making{parent.get()};
+    if (parent) {
+        making.share();
+    }
     if (::mkdir(staging.c_str(), mode) != 0) {
         throw host_error("cannot create the private directory " + staging.string() + ": " +
                          errno_text(errno));

@@ -14,8 +14,9 @@
 // A run's parent is made as .run-<random>, locked, then renamed, so a run-*
 // name always has its lock held by a live run or by nobody. A run killed
 // outright leaves its parent behind with no lock held; the next run over the
-// same root removes it (and the name a kill part way through making or removing
-// it left: .run-* or .removed-run-*).
+// same root removes it, with everything in it (the call's temp directory,
+// home, trace directory and egress socket directory), and the name a kill part
+// way through making or removing it left: .run-* or .removed-run-*.
 #pragma once
 
 #include <sys/types.h>
@@ -39,11 +40,12 @@ std::filesystem::path open_private_root(const std::filesystem::path &root);
 
 // Removes every directory of this user named `prefix`* right under `base` that a killed process
 // left: one whose `lock` file nobody holds, or one without a lock file made more than a minute
-// ago (younger, it may belong to a process between its mkdir and its lock). The same for the
-// names make_locked_directory and remove_locked_directory use on the way (".`prefix`*", and
-// ".removed-`prefix`*", which goes at once unless its lock is held). A live owner holds
-// an exclusive flock on <dir>/lock for as long as it needs the directory. Returns how many were
-// removed.
+// ago. The same for the names make_locked_directory and remove_locked_directory use on the way:
+// ".removed-`prefix`*" goes at once unless its lock is held; ".`prefix`*", a name being made,
+// goes at once when no maker is at work under `base` (makers hold `base`'s flock shared while
+// they make a name; a reclaim that takes it exclusively knows none is), else after the minute. A
+// live owner holds an exclusive flock on <dir>/lock for as long as it needs the directory.
+// Returns how many were removed.
 int reclaim_unlocked(const std::filesystem::path &base, std::string_view prefix);
 
 // Creates <dir>/lock and holds an exclusive flock on it for the descriptor's life: the mark of a
@@ -52,7 +54,9 @@ UniqueFd take_lock(const std::filesystem::path &dir);
 
 // Makes the directory `dir` with mode `mode` and <dir>/lock held (take_lock), so that the name
 // never shows without a live owner's lock: it is made as "." + its name beside it, locked, then
-// renamed, never over an entry already there. Throws tea::Error (exit 12) naming the path.
+// renamed, never over an entry already there, all while holding the parent's flock shared (see
+// reclaim_unlocked; at most two seconds are waited for it). Throws tea::Error (exit 12) naming
+// the path.
 UniqueFd make_locked_directory(const std::filesystem::path &dir, mode_t mode);
 
 // Removes `dir`, made by make_locked_directory, and then releases its lock. It is renamed to

@@ -6,16 +6,25 @@
 #include <pwd.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "support/fake_bwrap.hpp"
 #include "support/process.hpp"
@@ -325,6 +334,196 @@ TEST(Run, OptOutIsRecordedAndSaidEverywhere) {
     EXPECT_NE(s["summary"].get<std::string>().find("not sandboxed"), std::string::npos);
 }
 
+// A target that writes every page of argv[1] MiB, and says whether it could.
+constexpr const char *kAllocatingTarget =
+    "#!/usr/bin/python3\nimport sys\nblock = b'\\x01' * (int(sys.argv[1]) << 20)\n"
+    "print('ALLOC-OK:' + str(len(block) >> 20))\n";
+
+TEST(Run, BudgetsOfTheRunAndOfAnEntryBoundItsCallsAndTheRecordsNameTheHit) {
+    Project p{"memory-budget"};
+    p.write("bin/alloc", kAllocatingTarget, true);
+    // The run's budget is 64 MiB; the entry "large" has 512 of its own. Both allocate 128.
+    p.write(".tea/evaluation.json", R"({
+        "budgets": {"memoryBytes": 67108864},
+        "registry": [
+          {"interfaceId": "small", "executable": "alloc", "target": "bin/alloc",
+           "maxElapsedMs": 60000},
+          {"interfaceId": "large", "executable": "alloc", "target": "bin/alloc",
+           "maxElapsedMs": 60000, "budgets": {"memoryBytes": 536870912}}],
+        "evaluator": {"command": ["evaluator/grade.sh"]}})");
+    p.write(".tea/probes/01-small.json", R"({"entry": "small", "args": ["128"]})");
+    p.write(".tea/probes/02-large.json", R"({"entry": "large", "args": ["128"]})");
+    p.write(".tea/evaluator/grade.sh", "#!/bin/sh\necho '{\"verdict\": \"pass\"}'\n", true);
+    p.commit();
+    const auto run = p.run();
+    ASSERT_EQ(run.status, 0) << run.err;
+    const auto dir = run_dir_of(run);
+    const auto record = read_json(dir / "run.json");
+    const auto &budgets = record["budgets"];
+    EXPECT_EQ(budgets["memoryBytes"], 67108864) << budgets.dump();
+    if (::geteuid() == 0) {
+        EXPECT_NE(budgets["memoryEnforcedBy"], "rlimit") << budgets.dump();
+    }
+    ASSERT_EQ(budgets["entries"].size(), 1U) << budgets.dump();
+    EXPECT_EQ(budgets["entries"][0]["entry"], "large");
+    EXPECT_EQ(budgets["entries"][0]["memoryBytes"], 536870912);
+
+    const auto &trial = record["trials"][0];
+    const auto &small = trial["calls"][0];
+    const auto &large = trial["calls"][1];
+    EXPECT_EQ(small["budget"]["memoryBytes"], 67108864) << small.dump();
+    EXPECT_EQ(large["budget"]["memoryBytes"], 536870912) << large.dump();
+    EXPECT_EQ(test::read_file((dir / "trials/1" / large["stdout"].get<std::string>()).string()),
+              "ALLOC-OK:128\n");
+    EXPECT_TRUE(large["budgetHits"].empty()) << large.dump();
+    if (small["budget"]["memoryEnforcedBy"] != "rlimit") {
+        // The kernel ended the target at its budget: the call, the trial and the summary say so.
+        EXPECT_EQ(small["status"], 128 + SIGKILL) << small.dump();
+        ASSERT_EQ(small["budgetHits"].size(), 1U) << small.dump();
+        EXPECT_EQ(small["budgetHits"][0]["budget"], "memory");
+        ASSERT_EQ(trial["budgetHits"].size(), 1U) << trial.dump();
+        EXPECT_EQ(trial["budgetHits"][0]["probe"], "01-small");
+        EXPECT_EQ(trial["budgetHits"][0]["budget"], "memory");
+        EXPECT_NE(record["summary"].get<std::string>().find("a budget stopped the target in "
+                                                            "trial 1"),
+                  std::string::npos)
+            << record["summary"];
+    } else {
+        EXPECT_NE(small["status"], 0) << small.dump();  // refused by RLIMIT_DATA: MemoryError
+    }
+    expect_schema_valid(dir / "run.json", "run.schema.json");
+}
+
+// What a run occupies on the host's disk while it runs: the most blocks the files under the
+// private root held at once, and the least free space of its file system, sampled until `done`.
+struct DiskSamples {
+    std::uint64_t most_allocated = 0;
+    std::uint64_t least_free = UINT64_MAX;
+};
+
+std::uint64_t allocated_under(const fs::path &root) {
+    std::uint64_t total = 0;
+    std::error_code ec;
+    for (fs::recursive_directory_iterator
+             it{root, fs::directory_options::skip_permission_denied, ec},
+         end;
+         !ec && it != end; it.increment(ec)) {
+        struct stat st {};
+        if (::lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+            total += static_cast<std::uint64_t>(st.st_blocks) * 512;
+        }
+    }
+    return total;
+}
+
+DiskSamples sample_while(const fs::path &root, const std::function<void()> &work) {
+    DiskSamples samples;
+    std::atomic<bool> done{false};
+    std::thread sampler{[&] {
+        while (!done) {
+            samples.most_allocated = std::max(samples.most_allocated, allocated_under(root));
+            struct statvfs st {};
+            if (::statvfs(root.c_str(), &st) == 0) {
+                samples.least_free = std::min<std::uint64_t>(
+                    samples.least_free, static_cast<std::uint64_t>(st.f_bavail) * st.f_frsize);
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds{50});
+        }
+    }};
+    work();
+    done = true;
+    sampler.join();
+    return samples;
+}
+
+// Writes 1 MiB pieces into `fill` of the workspace until 128 MiB are written or the system
+// refuses, then one piece into the home, and holds what it wrote for two seconds (so the disk it
+// took can be seen from outside).
+constexpr const char *kFillingTarget = R"(#!/usr/bin/python3
+import errno, os, time
+def fill(path, limit):
+    written, why = 0, "DONE"
+    with open(path, "wb") as f:
+        try:
+            while written < limit:
+                f.write(os.urandom(1) * (1 << 20)); f.flush(); os.fsync(f.fileno())
+                written += 1 << 20
+        except OSError as e:
+            why = errno.errorcode.get(e.errno, str(e.errno))
+    return written, why
+written, why = fill("fill", 128 << 20)
+print("WORKSPACE:%d:%s" % (written, why))
+print("HOME:%d:%s" % fill(os.path.join(os.environ["HOME"], "fill"), 1 << 20))
+time.sleep(2)
+)";
+
+TEST(Run, ADiskBudgetStopsATargetWritingTwiceItAndTheHostKeepsItsSpace) {
+    if (::geteuid() != 0) {
+        GTEST_SKIP() << "a trial's file system of bounded size needs root";
+    }
+    constexpr std::uint64_t budget = std::uint64_t{64} << 20U;
+    Project p{"disk-budget"};
+    write_simple_evaluation(p, R"(, "budgets": {"diskBytes": 67108864})", kFillingTarget);
+    p.commit();
+    const auto config = p.root().parent_path() / "config.toml";
+    std::vector<std::string> kinds{"tmpfs"};
+    if (::access("/dev/loop-control", W_OK) == 0 && ::access("/usr/sbin/mkfs.ext4", X_OK) == 0) {
+        kinds.emplace_back("image");
+    }
+    for (const auto &kind : kinds) {
+        test::write_file(config.string(), "[budgets]\ndisk = \"" + kind + "\"\n");
+        test::Outcome run;
+        const auto samples = sample_while(p.private_root(), [&] {
+            run = p.tea({"--config", config.string(), "--json", "run", p.eval().string()});
+        });
+        ASSERT_EQ(run.status, 0) << kind << ": " << run.err;
+        const auto dir = run_dir_of(run);
+        const auto record = read_json(dir / "run.json");
+        EXPECT_EQ(record["budgets"]["disk"]["kind"], kind);
+        EXPECT_EQ(record["budgets"]["disk"]["bytes"], budget);
+        const auto out = test::read_file((dir / "trials/1/calls/01-only.stdout").string());
+        // The writes stopped with ENOSPC within the budget, and the home shares it.
+        const auto workspace = out.substr(0, out.find('\n'));
+        EXPECT_NE(workspace.find(":ENOSPC"), std::string::npos) << kind << ": " << out;
+        const auto written = std::stoull(workspace.substr(workspace.find(':') + 1));
+        EXPECT_LE(written, budget) << kind << ": " << out;
+        EXPECT_GE(written, budget / 2) << kind << ": " << out;
+        EXPECT_NE(out.find("HOME:0:ENOSPC"), std::string::npos) << kind << ": " << out;
+        const auto &hits = record["trials"][0]["budgetHits"];
+        ASSERT_EQ(hits.size(), 1U) << hits.dump();
+        EXPECT_EQ(hits[0]["budget"], "disk");
+        // The host's disk held at most the budget for the trial (an image, sparse, grows to it;
+        // a tmpfs takes none), beside the run's few records and its private repository.
+        EXPECT_LE(samples.most_allocated, budget + (std::uint64_t{8} << 20U))
+            << kind << ": least free space during the run " << samples.least_free;
+        ::testing::Test::RecordProperty(kind + "_most_allocated_bytes",
+                                        std::to_string(samples.most_allocated));
+        expect_schema_valid(dir / "run.json", "run.schema.json");
+    }
+
+    // The control: without a file system of its own, the same target writes all 128 MiB to the
+    // host's disk. An evaluation that asks for a disk budget the configuration switches off is
+    // refused rather than run unbounded.
+    test::write_file(config.string(), "[budgets]\ndisk = \"none\"\n");
+    const auto refused = p.tea({"--config", config.string(), "run", p.eval().string()});
+    EXPECT_EQ(refused.status, 2) << refused.err;
+    EXPECT_NE(refused.err.find("budgets.diskBytes"), std::string::npos) << refused.err;
+    write_simple_evaluation(p, "", kFillingTarget);
+    p.commit();
+    test::Outcome run;
+    const auto samples = sample_while(p.private_root(), [&] {
+        run = p.tea({"--config", config.string(), "--json", "run", p.eval().string()});
+    });
+    ASSERT_EQ(run.status, 0) << run.err;
+    const auto dir = run_dir_of(run);
+    const auto out = test::read_file((dir / "trials/1/calls/01-only.stdout").string());
+    EXPECT_NE(out.find("WORKSPACE:134217728:DONE"), std::string::npos) << out;
+    EXPECT_GE(samples.most_allocated, 2 * budget) << "the control's writes reached the host's disk";
+    const auto record = read_json(dir / "run.json");
+    EXPECT_EQ(record["budgets"]["disk"]["kind"], "none");
+    EXPECT_TRUE(record["trials"][0]["budgetHits"].empty());
+}
+
 TEST(Run, MalformedEvaluationNeverStartsATarget) {
     Project p{"malformed"};
     const auto marker = p.root().parent_path() / "target-ran";
@@ -347,8 +546,10 @@ TEST(Run, MalformedEvaluationNeverStartsATarget) {
 }
 
 // Starts tea-evaluate run without waiting; returns its pid.
-pid_t spawn_run(const Project &p) {
-    const std::vector<std::string> argv{TEA_EVALUATE_BIN, "-q", "run", p.eval().string()};
+pid_t spawn_run(const Project &p, const std::vector<std::string> &options = {}) {
+    std::vector<std::string> argv{TEA_EVALUATE_BIN, "-q"};
+    argv.insert(argv.end(), options.begin(), options.end());
+    argv.insert(argv.end(), {"run", p.eval().string()});
     const auto env = p.env();
     auto a = test::c_strings(argv);
     auto e = test::c_strings(env);
@@ -404,6 +605,24 @@ TEST(Run, SigtermEndsTheCallCleansUpAndRecordsTheInterruption) {
     EXPECT_NE(score.err.find("did not complete"), std::string::npos) << score.err;
 }
 
+// The call cgroups a runtime of this pid made, anywhere in the cgroup hierarchies.
+std::vector<fs::path> call_cgroups_of(pid_t runtime) {
+    std::vector<fs::path> out;
+    const auto mark = "-" + std::to_string(runtime) + "-";
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it{"/sys/fs/cgroup", ec}, end; !ec && it != end;
+         it.increment(ec)) {
+        const auto name = it->path().filename().string();
+        if (name.rfind("tea-call-", 0) == 0 && name.find(mark) != std::string::npos) {
+            out.push_back(it->path());
+            it.disable_recursion_pending();
+        } else if (it.depth() >= 4) {
+            it.disable_recursion_pending();
+        }
+    }
+    return out;
+}
+
 TEST(Run, SigkillLeavesNothingTheNextRunDoesNotReclaim) {
     Project p{"sigkill"};
     write_simple_evaluation(p, "", "#!/bin/sh\necho started\nexec sleep 60\n");
@@ -413,14 +632,23 @@ TEST(Run, SigkillLeavesNothingTheNextRunDoesNotReclaim) {
     ASSERT_EQ(::kill(pid, SIGKILL), 0);
     int status = 0;
     ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-    // Control: the killed run did leave its private directories behind.
+    // Control: the killed run did leave its private directories behind, and as root the cgroups
+    // of its call.
     EXPECT_GE(p.leftover_run_dirs(), 1U);
-    // The next run (of a target that ends at once) reclaims them.
+    const auto left = call_cgroups_of(pid);
+    if (::geteuid() == 0) {
+        EXPECT_FALSE(left.empty()) << "no call cgroup of the killed runtime";
+    }
+    // The next run (of a target that ends at once) reclaims them: the cgroups emptied of what
+    // still ran in them, and removed.
     p.write("bin/t", "#!/bin/sh\necho ok\n", true);
     p.commit();
     const auto next = p.run();
     EXPECT_EQ(next.status, 0) << next.err;
     EXPECT_EQ(p.leftover_run_dirs(), 0U);
+    for (const auto &cgroup : left) {
+        EXPECT_FALSE(fs::exists(cgroup)) << cgroup;
+    }
 }
 
 // As root, a trial's copy of the project (mode 0755, in the run's directory under the private root)
@@ -440,17 +668,36 @@ TEST(Run, ATrialsWorkspaceCopyIsOutOfOtherUsersReach) {
     write_simple_evaluation(p, "", "#!/bin/sh\necho started\nexec sleep 60\n");
     p.write("notes.txt", "project notes\n");
     p.commit();
-    const pid_t pid = spawn_run(p);
-    ASSERT_TRUE(wait_for_start(p));
-    fs::path copy;
-    for (const auto &run : fs::directory_iterator(p.private_root())) {
-        std::error_code ec;
-        for (const auto &e : fs::directory_iterator(run.path(), ec)) {
-            if (e.path().filename().string().rfind("workspace-", 0) == 0) {
-                copy = e.path() / "notes.txt";
+    const auto workspace_copy = [&] {
+        fs::path copy;
+        for (const auto &run : fs::directory_iterator(p.private_root())) {
+            std::error_code ec;
+            for (const auto &e : fs::directory_iterator(run.path(), ec)) {
+                if (e.path().filename().string().rfind("workspace-", 0) == 0) {
+                    copy = e.path() / "notes.txt";
+                }
             }
         }
+        return copy;
+    };
+    {
+        // A trial's file system of its own (the default, as root) lives in the runtime's mount
+        // namespace: on the host the workspace is an empty directory, its copy nowhere at all.
+        const pid_t pid = spawn_run(p);
+        ASSERT_TRUE(wait_for_start(p));
+        const auto copy = workspace_copy();
+        ASSERT_FALSE(copy.empty()) << "no trial workspace under " << p.private_root();
+        EXPECT_EQ(test::open_as(copy.string(), 0, 0), ENOENT);
+        ASSERT_EQ(::kill(pid, SIGTERM), 0);
+        ASSERT_EQ(::waitpid(pid, nullptr, 0), pid);
+        fs::remove_all(p.eval() / "runs");
     }
+    // On the private root's disk, the run's directory keeps it from other users.
+    const auto config = p.root().parent_path() / "disk-none.toml";
+    test::write_file(config.string(), "[budgets]\ndisk = \"none\"\n");
+    const pid_t pid = spawn_run(p, {"--config", config.string()});
+    ASSERT_TRUE(wait_for_start(p));
+    const auto copy = workspace_copy();
     ASSERT_FALSE(copy.empty()) << "no trial workspace under " << p.private_root();
     const auto run_dir = copy.parent_path().parent_path();
     struct stat st {};
@@ -513,8 +760,15 @@ namespace {
 // not (the control); an opted-out evaluation has nothing to check.
 TEST(Preflight, NamesWhatEveryLegOpensAndAcceptsItOnceDeclared) {
     Project p{"preflight"};
-    const auto outside = p.root().parent_path() / "toolchain";
-    fs::create_directories(outside);
+    // Outside the host's temp directories, which the target sees as its call's own.
+    const fs::path outside = test::make_host_dir("tea-run-test-toolchain");
+    const struct Removed {
+        fs::path path;
+        ~Removed() {
+            std::error_code ec;
+            fs::remove_all(path, ec);
+        }
+    } removed{outside};
     test::write_file((outside / "rules.txt").string(), "rules\n");
     const auto evaluation = [&](const std::string &system_paths) {
         p.write(".tea/evaluation.json",
@@ -1052,6 +1306,226 @@ TEST(Exec, ACheckoutAtItsRootGetsAPrivateHistoryAndCannotCommit) {
     EXPECT_NE(open.out.find("marker=[project]\n"), std::string::npos) << open.out;
     EXPECT_NE(open.out.find("committed"), std::string::npos) << open.out;
     EXPECT_EQ(first_line(git(p.root(), {"rev-list", "--count", "HEAD"})), "3");
+}
+
+}  // namespace
+}  // namespace tea
+
+namespace tea {
+namespace {
+
+// Listening sockets under /run, where every call looks for the host's and which stays the host's
+// in every view: one of root's (masked whatever the room, or the call is refused) and three of
+// another user's (masked while the room lasts). Each is open to every user, so only a mask keeps
+// the target out. Closed, and the directory removed, on destruction.
+class HostSockets {
+   public:
+    // Neither root, a system account (below 1000), the invoker nor the sandbox account.
+    static constexpr uid_t kOtherUser = 2999999;
+
+    HostSockets() {
+        dir_ = fs::path{"/run"} / ("tea-run-test-" + std::to_string(::getpid()) + "-" +
+                                   std::to_string(::time(nullptr)));
+        fs::create_directories(dir_);
+        ::chmod(dir_.c_str(), 0755);
+        root_ = bind(dir_ / "root.sock", 0);
+        for (int i = 0; i < 3; ++i) {
+            others_.push_back(bind(dir_ / ("other-" + std::to_string(i) + ".sock"), kOtherUser));
+        }
+    }
+    HostSockets(const HostSockets &) = delete;
+    HostSockets &operator=(const HostSockets &) = delete;
+    ~HostSockets() {
+        for (const int fd : fds_) ::close(fd);
+        std::error_code ec;
+        fs::remove_all(dir_, ec);
+    }
+    [[nodiscard]] const fs::path &dir() const { return dir_; }
+    [[nodiscard]] const std::string &root() const { return root_; }
+    [[nodiscard]] const std::vector<std::string> &others() const { return others_; }
+    [[nodiscard]] std::vector<std::string> all() const {
+        std::vector<std::string> every{root_};
+        every.insert(every.end(), others_.begin(), others_.end());
+        return every;
+    }
+
+   private:
+    std::string bind(const fs::path &path, uid_t owner) {
+        const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        EXPECT_GE(fd, 0);
+        fds_.push_back(fd);
+        sockaddr_un addr{};
+        addr.sun_family = AF_UNIX;
+        std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+        EXPECT_EQ(::bind(fd, reinterpret_cast<const sockaddr *>(&addr), sizeof addr), 0) << path;
+        EXPECT_EQ(::listen(fd, 64), 0);
+        EXPECT_EQ(::chown(path.c_str(), owner, owner), 0) << path;
+        EXPECT_EQ(::chmod(path.c_str(), 0777), 0) << path;
+        return path.string();
+    }
+
+    fs::path dir_;
+    std::string root_;
+    std::vector<std::string> others_;
+    std::vector<int> fds_;
+};
+
+// Connects to each socket named on its command line: "PATH OK" or "PATH DENIED:<errno name>".
+constexpr const char *kConnectProbe = R"PY(#!/usr/bin/python3 -I
+import errno, socket, sys
+for path in sys.argv[1:]:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(5)
+    try:
+        s.connect(path)
+        print(path + " OK")
+    except OSError as e:
+        print(path + " DENIED:" + errno.errorcode.get(e.errno, str(e.errno)))
+    finally:
+        s.close()
+)PY";
+
+// A project of two trials whose one probe connects to every socket of `sockets`.
+void write_socket_evaluation(Project &p, const HostSockets &sockets) {
+    write_simple_evaluation(p, R"(, "trials": 2)", kConnectProbe);
+    p.write(".tea/probes/only.json", json{{"entry", "t"}, {"args", sockets.all()}}.dump());
+    p.commit();
+}
+
+// tea-evaluate in a network namespace of its own, where /proc/net/unix lists none of the host's
+// sockets, and with `room` for socket masks and a walk for socket files of `sockets`' directory
+// alone: its calls find exactly the test's four sockets, however many other processes of the host
+// bind or remove sockets meanwhile.
+test::Outcome tea_among(const Project &p, const HostSockets &sockets, std::size_t room,
+                        std::vector<std::string> args) {
+    const auto config = p.root().parent_path() / ("room-" + std::to_string(room) + ".toml");
+    test::write_file(config.string(),
+                     "[plugin.bubblewrap]\nmax_socket_masks = " + std::to_string(room) +
+                         "\nsocket_dirs = [\"" + sockets.dir().string() + "\"]\n");
+    args.insert(args.begin(),
+                {"/usr/bin/unshare", "--net", "--", TEA_EVALUATE_BIN, "--config", config.string()});
+    return test::run(args, p.env());
+}
+
+std::string call_output(const fs::path &run_dir, int trial) {
+    return test::read_file(
+        (run_dir / "trials" / std::to_string(trial) / "calls" / "01-only.stdout").string());
+}
+
+// max_socket_masks bounds the host sockets a call masks; root's come first. With room for all four
+// sockets, all are masked and hostSocketTruncation is empty. With room for two, root's and the
+// first of the other user's are masked and the other two stay reachable: each trial is listed with
+// its counts and those two paths, the summary names the trials, and the run is not Invalid for it
+// (the confinement spec records it, nothing more). Controls: the test itself reaches every socket,
+// and what the record lists as reachable is what the target reached.
+TEST(Run, UnixSocketsOfOtherUsersBeyondTheMaskRoomAreRecordedAndNamed) {
+    if (::geteuid() != 0) GTEST_SKIP() << "binds sockets under /run and hands them to another uid";
+    const HostSockets sockets;
+    Project p{"socket-room"};
+    write_socket_evaluation(p, sockets);
+    const auto all = sockets.all();
+
+    // Control: outside any confinement every socket answers.
+    std::vector<std::string> probe{"/usr/bin/python3", "-I", "-c", kConnectProbe};
+    probe.insert(probe.end(), all.begin(), all.end());
+    const auto open = test::run(probe, test::environment_with({}));
+    for (const auto &s : all) {
+        EXPECT_NE(open.out.find(s + " OK"), std::string::npos) << open.out << open.err;
+    }
+
+    // Fewer sockets than the room: every one masked, nothing recorded.
+    const auto roomy = tea_among(p, sockets, all.size() + 1, {"--json", "run", p.eval().string()});
+    ASSERT_EQ(roomy.status, 0) << roomy.err;
+    const auto roomy_dir = run_dir_of(roomy);
+    const auto roomy_record = read_json(roomy_dir / "run.json");
+    EXPECT_TRUE(roomy_record["hostSocketTruncation"].empty()) << roomy_record.dump(2);
+    EXPECT_EQ(roomy_record["summary"].get<std::string>().find("socket"), std::string::npos)
+        << roomy_record["summary"];
+    for (int trial = 1; trial <= 2; ++trial) {
+        const auto at = static_cast<std::size_t>(trial - 1);
+        const auto out = call_output(roomy_dir, trial);
+        for (const auto &s : all) {
+            EXPECT_NE(out.find(s + " DENIED:ECONNREFUSED"), std::string::npos) << out;
+        }
+        EXPECT_FALSE(roomy_record["trials"][at]["calls"][0].contains("socketsLeftReachable"));
+    }
+
+    // Two sockets more than the room.
+    const std::vector<std::string> open_ones{sockets.others()[1], sockets.others()[2]};
+    const auto tight = tea_among(p, sockets, 2, {"--json", "run", p.eval().string()});
+    ASSERT_EQ(tight.status, 0) << tight.err;
+    const auto tight_dir = run_dir_of(tight);
+    const auto record = read_json(tight_dir / "run.json");
+    EXPECT_EQ(record["status"], "complete");
+    ASSERT_EQ(record["hostSocketTruncation"].size(), 2U) << record.dump(2);
+    for (int trial = 1; trial <= 2; ++trial) {
+        const auto at = static_cast<std::size_t>(trial - 1);
+        const auto &entry = record["hostSocketTruncation"][at];
+        EXPECT_EQ(entry["conditionArm"], "run");
+        EXPECT_EQ(entry["trialIndex"], trial);
+        EXPECT_EQ(entry["calls"], 1);
+        EXPECT_EQ(entry["truncatedCalls"], 1);
+        EXPECT_EQ(entry["socketsLeftReachable"], json(open_ones)) << entry.dump();
+        EXPECT_EQ(record["trials"][at]["calls"][0]["socketsLeftReachable"], json(open_ones));
+        const auto out = call_output(tight_dir, trial);
+        for (const auto &s : all) {
+            const bool left_open = s == open_ones[0] || s == open_ones[1];
+            EXPECT_NE(out.find(s + (left_open ? " OK" : " DENIED:ECONNREFUSED")), std::string::npos)
+                << s << "\n"
+                << out;
+        }
+    }
+    EXPECT_NE(
+        record["summary"].get<std::string>().find("host sockets left reachable in trials 1, 2"),
+        std::string::npos)
+        << record["summary"];
+    EXPECT_NE(tight.err.find("host sockets left reachable in trials 1, 2"), std::string::npos)
+        << tight.err;
+    expect_schema_valid(tight_dir / "run.json", "run.schema.json");
+    const auto score = p.tea({"score", tight_dir.string()});
+    EXPECT_EQ(score.status, 0) << score.err;
+
+    // exec and preflight say so as well.
+    const auto exec_ws = p.root().parent_path() / "exec-ws";
+    fs::create_directories(exec_ws);
+    const auto tight_exec = tea_among(p, sockets, 2,
+                                      {"--json", "exec", "--observer", "none", "--workspace",
+                                       exec_ws.string(), "--", "/bin/true"});
+    EXPECT_EQ(tight_exec.status, 0) << tight_exec.err;
+    EXPECT_NE(tight_exec.err.find("2 host socket(s) stayed reachable"), std::string::npos)
+        << tight_exec.err;
+    EXPECT_EQ(json::parse(tight_exec.out)["backendReport"]["socketsLeftReachable"],
+              json(open_ones));
+    const auto preflight = tea_among(p, sockets, 2, {"preflight", p.eval().string()});
+    EXPECT_EQ(preflight.status, 0) << preflight.err;
+    EXPECT_NE(preflight.err.find("1 call of leg 2 left 2 host socket(s) reachable"),
+              std::string::npos)
+        << preflight.err;
+    EXPECT_EQ(p.leftover_run_dirs(), 0U);
+}
+
+// Root's sockets (and the system's, and the invoker's) are never left reachable: more of them than
+// the room stops the run with exit 12 naming the count and the room, before any target starts.
+// Control: the same run with room for them runs (the test above).
+TEST(Run, UnixSocketsOfRootBeyondTheMaskRoomStopTheRun) {
+    if (::geteuid() != 0) GTEST_SKIP() << "binds sockets under /run and hands them to another uid";
+    const HostSockets sockets;
+    Project p{"socket-no-room"};
+    write_socket_evaluation(p, sockets);
+    const auto run = tea_among(p, sockets, 0, {"--json", "run", p.eval().string()});
+    EXPECT_EQ(run.status, 12) << run.err;
+    EXPECT_NE(run.err.find("1 host sockets of root, system accounts and this user must be masked, "
+                           "but the room is 0"),
+              std::string::npos)
+        << run.err;
+    EXPECT_NE(run.err.find("max_socket_masks"), std::string::npos) << run.err;
+    for (const auto &e : fs::directory_iterator(p.eval() / "runs")) {
+        const auto record = read_json(e.path() / "run.json");
+        EXPECT_EQ(record["status"], "failed") << record.dump(2);
+        EXPECT_TRUE(record["trials"].empty()) << record.dump(2);
+        EXPECT_FALSE(fs::exists(e.path() / "trials" / "1" / "calls" / "01-only.stdout"));
+    }
+    EXPECT_EQ(p.leftover_run_dirs(), 0U);
 }
 
 }  // namespace

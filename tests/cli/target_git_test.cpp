@@ -6,6 +6,7 @@
 // repository root, linked worktree, submodule and nested repository keep their private history.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <string>
@@ -61,13 +62,16 @@ class TargetGit : public ::testing::Test {
         return o.out;
     }
 
-    // A confined call in workspace; the foreign repository is withheld from every call.
-    [[nodiscard]] test::Outcome exec(const fs::path &workspace, const std::string &script) const {
+    // A confined call in workspace; the foreign repository is withheld from every call. `env`:
+    // more of the caller's variables, which exec passes on to the target.
+    [[nodiscard]] test::Outcome exec(const fs::path &workspace, const std::string &script,
+                                     std::vector<std::string> env = {}) const {
+        env.insert(env.end(), {"XDG_CONFIG_HOME=/nonexistent-tea-test",
+                               "TEA_EVALUATE_PRIVATE_ROOT=" + (base_ / "private").string()});
         return test::run(
             {TEA_EVALUATE_BIN, "-v", "exec", "--backend", "bubblewrap", "--workspace",
              workspace.string(), "--withhold", foreign_.string(), "--", "sh", "-c", script},
-            test::environment_with({"XDG_CONFIG_HOME=/nonexistent-tea-test",
-                                    "TEA_EVALUATE_PRIVATE_ROOT=" + (base_ / "private").string()}));
+            test::environment_with(env));
     }
 
     // The script with FOREIGN, COMMIT and PACK filled in.
@@ -232,6 +236,56 @@ TEST_F(RealCheckout, ARepositoryNestedInAnotherGetsItsOwnHistoryAndNotTheOuter) 
     const auto outer = make_repository(base_ / "outer", "OUTER-HISTORY");
     const auto nested = make_repository(outer / "nested", "NESTED-HISTORY");
     expect_history(nested, "NESTED-HISTORY", outer / ".git");
+}
+
+// The private repository is the runtime's and the checkout the sandbox identity's, so the target's
+// git needs safe.directory; granting it must not cost the caller the git configuration they pass
+// through the environment (GIT_CONFIG_COUNT and its KEY_n/VALUE_n pairs).
+TEST_F(RealCheckout, TheCallersGitConfigurationSurvivesBesideTheSafeDirectoryGrant) {
+    const auto repo = make_repository(base_ / "own-config", "OWN-CONFIG-HISTORY");
+    const std::vector<std::string> caller{
+        "GIT_CONFIG_COUNT=2", "GIT_CONFIG_KEY_0=user.name", "GIT_CONFIG_VALUE_0=CALLER-NAME-7f3a",
+        "GIT_CONFIG_KEY_1=tea.probe", "GIT_CONFIG_VALUE_1=CALLER-SETTING-c2e9"};
+    const auto call = exec(repo,
+                           "echo name=$(git config user.name); echo probe=$(git config tea.probe); "
+                           "git status --porcelain >/dev/null && echo status-ok; "
+                           "git log --format=%s",
+                           caller);
+    EXPECT_EQ(call.status, 0) << call.err;
+    EXPECT_NE(call.out.find("name=CALLER-NAME-7f3a"), std::string::npos) << call.out << call.err;
+    EXPECT_NE(call.out.find("probe=CALLER-SETTING-c2e9"), std::string::npos) << call.out;
+    // safe.directory holds: git reads the repository it does not own.
+    EXPECT_NE(call.out.find("status-ok"), std::string::npos) << call.out << call.err;
+    EXPECT_NE(call.out.find("OWN-CONFIG-HISTORY"), std::string::npos) << call.out;
+    // Control: the same list reaches git on the host.
+    const auto host = test::run({"git", "-C", repo.string(), "config", "user.name"},
+                                test::environment_with(caller));
+    EXPECT_EQ(first_line(host.out), "CALLER-NAME-7f3a") << host.err;
+    if (::geteuid() == 0) {
+        // Control: the grant is what lets the target's git in. A target that empties the list
+        // for itself is refused by git's ownership check (as root, the checkout is lent to the
+        // sandbox account and the private repository stays root's).
+        const auto without = exec(repo, "GIT_CONFIG_COUNT=0 git status 2>&1; echo status=$?");
+        EXPECT_NE(without.out.find("dubious ownership"), std::string::npos) << without.out;
+        EXPECT_EQ(without.out.find("status=0"), std::string::npos) << without.out;
+    }
+}
+
+// A list git itself would refuse (a key it announces and does not hold) is refused before the
+// call, naming the variable, rather than numbered over.
+TEST_F(RealCheckout, AMalformedGitConfigListOfTheCallerIsRefusedNamingTheVariable) {
+    const auto repo = make_repository(base_ / "bad-config", "BAD-CONFIG-HISTORY");
+    const std::vector<std::string> caller{"GIT_CONFIG_COUNT=2", "GIT_CONFIG_KEY_0=user.name",
+                                          "GIT_CONFIG_VALUE_0=x"};
+    const auto call = exec(repo, "echo ran", caller);
+    EXPECT_EQ(call.status, 2) << call.out << call.err;
+    EXPECT_EQ(call.out.find("ran"), std::string::npos) << call.out;
+    EXPECT_NE(call.err.find("GIT_CONFIG_KEY_1"), std::string::npos) << call.err;
+    // Control: git on the host refuses the same list.
+    const auto host =
+        test::run({"git", "-C", repo.string(), "status"}, test::environment_with(caller));
+    EXPECT_NE(host.status, 0) << host.out;
+    EXPECT_NE(host.err.find("GIT_CONFIG_KEY_1"), std::string::npos) << host.err;
 }
 
 }  // namespace

@@ -1,9 +1,12 @@
 // The SDK's header-only helpers that read the host: a small file's first line (tea/stamp.hpp),
 // a directory's entries through its descriptor (tea/dirents.hpp) and what is left to read from a
-// descriptor (tea/read_all.hpp), and a path's components for a walk (tea/path_components.hpp).
+// descriptor (tea/read_all.hpp), a path's components for a walk (tea/path_components.hpp), and
+// the init of a confinement's pid namespace (tea/namespace_init.hpp).
 // Built as C++17, the oldest standard the SDK supports.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -12,6 +15,7 @@
 #include <set>
 #include <string>
 #include <tea/dirents.hpp>
+#include <tea/namespace_init.hpp>
 #include <tea/path_components.hpp>
 #include <tea/read_all.hpp>
 #include <tea/stamp.hpp>
@@ -141,6 +145,107 @@ TEST(PathComponents, AreQueuedLastFirstWithoutEmptyOnes) {
     rest.clear();
     tea::path_components::push_reversed(rest, "/");
     EXPECT_TRUE(rest.empty());
+}
+
+// A process whose stdout and stderr are a pipe this test reads, as a call's are the runtime's:
+// `body` runs in it, and its exit status is what body returns.
+struct WithOutputPipe {
+    pid_t pid = -1;
+    int reader = -1;
+
+    template <typename Body>
+    explicit WithOutputPipe(Body body) {
+        int ends[2];
+        if (::pipe(ends) != 0) {
+            return;
+        }
+        pid = ::fork();
+        if (pid == 0) {
+            ::dup2(ends[1], STDOUT_FILENO);
+            ::dup2(ends[1], STDERR_FILENO);
+            ::close(ends[0]);
+            ::close(ends[1]);
+            ::_exit(body());
+        }
+        ::close(ends[1]);
+        reader = ends[0];
+    }
+    // The status it exits with within five seconds, or -1.
+    int status() const {
+        for (int i = 0; i < 500; ++i) {
+            int status = 0;
+            if (::waitpid(pid, &status, WNOHANG) == pid) {
+                return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+            }
+            ::usleep(10000);
+        }
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, nullptr, 0);
+        return -1;
+    }
+    bool running_after(useconds_t wait) const {
+        ::usleep(wait);
+        return ::waitpid(pid, nullptr, WNOHANG) == 0;
+    }
+};
+
+TEST_F(Helpers, NamespaceInitSeesTheHostGoneOnceTheOutputHasNoReader) {
+    const WithOutputPipe watcher{[] {
+        if (tea::namespace_init::host_gone()) {
+            return 1;  // too soon: the reader is there
+        }
+        while (!tea::namespace_init::host_gone()) {
+            ::usleep(1000);
+        }
+        return 0;
+    }};
+    ASSERT_GT(watcher.pid, 0);
+    EXPECT_TRUE(watcher.running_after(100000));
+    ::close(watcher.reader);
+    EXPECT_EQ(watcher.status(), 0);
+}
+
+TEST_F(Helpers, NamespaceInitEndsWithItsChildsStatus) {
+    const WithOutputPipe init{[] {
+        const pid_t child = ::fork();
+        if (child == 0) {
+            ::_exit(7);
+        }
+        tea::namespace_init::serve(child);
+        return 0;  // never reached: serve exits
+    }};
+    ASSERT_GT(init.pid, 0);
+    EXPECT_EQ(init.status(), 7);
+    ::close(init.reader);
+
+    const WithOutputPipe killed{[] {
+        const pid_t child = ::fork();
+        if (child == 0) {
+            ::raise(SIGTERM);
+            ::_exit(0);
+        }
+        tea::namespace_init::serve(child);
+        return 0;  // never reached: serve exits
+    }};
+    EXPECT_EQ(killed.status(), 128 + SIGTERM);
+    ::close(killed.reader);
+}
+
+TEST_F(Helpers, NamespaceInitEndsAsSoonAsTheHostIsGone) {
+    // Its child would run for a minute; the host's end of the output goes first.
+    const WithOutputPipe init{[] {
+        const pid_t child = ::fork();
+        if (child == 0) {
+            ::sleep(60);
+            ::_exit(0);
+        }
+        tea::namespace_init::serve(child);
+        return 0;  // never reached: serve exits
+    }};
+    ASSERT_GT(init.pid, 0);
+    EXPECT_TRUE(init.running_after(100000));  // the control: it serves while the host reads
+    ::close(init.reader);
+    EXPECT_EQ(init.status(), tea::namespace_init::host_gone_status);
 }
 
 }  // namespace

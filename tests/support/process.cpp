@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -34,6 +35,16 @@ std::string make_temp_dir(const std::string &prefix) {
     std::string pattern = "/tmp/" + prefix + "-XXXXXX";
     if (::mkdtemp(pattern.data()) == nullptr) {
         throw std::runtime_error("mkdtemp failed");
+    }
+    return pattern;
+}
+
+std::string make_host_dir(const std::string &prefix) {
+    const char *home = std::getenv("HOME");  // NOLINT(concurrency-mt-unsafe)
+    const std::string parent = ::geteuid() == 0 || home == nullptr ? "/var/lib" : home;
+    std::string pattern = parent + "/" + prefix + "-XXXXXX";
+    if (::mkdtemp(pattern.data()) == nullptr || ::chmod(pattern.c_str(), 0755) != 0) {
+        throw std::runtime_error("cannot make a directory under " + parent);
     }
     return pattern;
 }

@@ -29,6 +29,10 @@ int open_as(const std::string &path, uid_t uid, gid_t gid);
 constexpr uid_t kNobody = 65534;  // an account that is neither the invoker nor the sandbox's
 
 std::string make_temp_dir(const std::string &prefix);
+// A directory outside the host's temp directories, which a confined target sees as its call's
+// own: what a test puts there, a target sees as the host has it. Under /var/lib as root, the
+// home otherwise; mode 0755. The caller removes it.
+std::string make_host_dir(const std::string &prefix);
 void write_file(const std::string &path, const std::string &content);
 std::string read_file(const std::string &path);
 

@@ -11,11 +11,20 @@
 //       the egress shim starts): take the target's exact environment from
 //       descriptor N, apply the limits, join a fresh session keyring (unless
 //       the runtime joined one before bubblewrap: "inherited"), close every
-//       other descriptor, load the seccomp filter and run the target.
+//       other descriptor, load the seccomp filter and run the target. As the
+//       pid namespace's first process, it stays as its init (below) and does
+//       that in a child.
 //   tea-sandbox-helper hold --handoff-fd N
 //       Inside the sandbox, as its pid 1 (bwrap --as-pid-1), once the view is
 //       built: send a pidfd of itself over the socket at N, then reap orphans
-//       until the runtime ends the sandbox. Holds the confinement for enter.
+//       until the runtime ends the sandbox or dies. Holds the confinement for
+//       enter.
+//   tea-sandbox-helper init -- PROGRAM ARGS...
+//       Inside a grader's sandbox, as its pid 1: run PROGRAM as its child.
+//
+// As a pid namespace's first process (confine, hold, init), the helper is the
+// namespace's init: it reaps orphans, exits with its child's status, and ends
+// the namespace, and everything in it, as soon as the runtime is gone.
 //   tea-sandbox-helper enter --handoff-fd N --env-fd M --cwd DIR -- PROGRAM ARGS...
 //       On the host, as the process an observer traces: take the holder's pidfd
 //       from the socket at N, join every namespace of the sandbox it holds, and
@@ -45,6 +54,7 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <tea/namespace_init.hpp>
 #include <vector>
 
 #include "seccomp_filter.hpp"
@@ -250,6 +260,32 @@ void set_limits(unsigned long long cpu, unsigned long long fsize, unsigned long 
     ::_exit(exit_setup);
 }
 
+// As its pid namespace's first process (bwrap --as-pid-1), the helper stays the namespace's init
+// (tea/namespace_init.hpp) and goes on to the program in a child: bwrap's own init would take its
+// parent-death signal only after bwrap's set-up, and a runtime killed during it would leave the
+// sandbox running for nobody. Returns in the child.
+void become_init() {
+    if (tea::namespace_init::host_gone()) {
+        fail("the runtime that started the call is gone");
+    }
+    const pid_t child = ::fork();
+    if (child < 0) {
+        fail("fork", errno);
+    }
+    if (child == 0) {
+        return;
+    }
+    // The init holds nothing the target lacks: no descriptor beyond 0-2 (the environment, the
+    // helper), and its memory does not open for a target of the same identity.
+    if (::syscall(SYS_close_range, 3U, ~0U, 0U) != 0) {
+        fail("cannot close inherited descriptors", errno);
+    }
+    if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
+        fail("cannot make the sandbox's init undumpable", errno);
+    }
+    tea::namespace_init::serve(child);
+}
+
 int confine(int argc, char **argv) {
     int env_fd = -1;
     const auto args = parse(argc, argv, 2);
@@ -276,8 +312,29 @@ int confine(int argc, char **argv) {
         fail("confine: --env-fd must name a descriptor above 2");
     }
     static std::vector<std::string> env = read_environment(env_fd);
+    if (::getpid() == 1) {
+        become_init();
+    }
     set_limits(cpu, fsize, nproc);
     start_target(env, args.program, join_keyring);
+}
+
+// The grader's init: the program as its child, with the environment and working directory bwrap
+// gave, and only 0-2.
+int init(int argc, char **argv) {
+    const auto args = parse(argc, argv, 2);
+    if (!args.options.empty()) {
+        fail("init: unknown option " + std::string{args.options.front().first});
+    }
+    if (::getpid() != 1) {
+        fail("init: not the first process of a new pid namespace");
+    }
+    become_init();
+    if (::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
+        fail("cannot close inherited descriptors", errno);
+    }
+    exec_program(args.program);
+    return exit_setup;
 }
 
 int descriptor_option(std::string_view value, const char *option) {
@@ -323,6 +380,11 @@ int hold(int argc, char **argv) {
     if (self < 0) {
         fail("cannot open a pidfd of the holder", errno);
     }
+    // A runtime killed while bwrap set the sandbox up left this process no parent-death signal:
+    // a sandbox held for nobody is not handed over.
+    if (tea::namespace_init::host_gone()) {
+        fail("hold: the runtime that started the call is gone");
+    }
     HandoffMessage m;
     cmsghdr *c = CMSG_FIRSTHDR(&m.msg);
     c->cmsg_level = SOL_SOCKET;
@@ -339,17 +401,9 @@ int hold(int argc, char **argv) {
         fail("cannot close inherited descriptors", errno);
     }
     // The orphans of the target are reparented here: reaped as they end, until the runtime ends
-    // the sandbox (the pid namespace's first process ignores every signal sent from inside it).
-    sigset_t children;
-    sigemptyset(&children);
-    sigaddset(&children, SIGCHLD);
-    ::pthread_sigmask(SIG_BLOCK, &children, nullptr);
-    for (;;) {
-        while (::waitpid(-1, nullptr, WNOHANG) > 0) {
-        }
-        siginfo_t info{};
-        ::sigwaitinfo(&children, &info);
-    }
+    // the sandbox, or dies (the pid namespace's first process ignores every signal sent from
+    // inside it).
+    tea::namespace_init::serve(-1);
 }
 
 // The holder's pidfd, from the hand-off socket; ends the helper when none comes.
@@ -471,7 +525,7 @@ int enter(int argc, char **argv) {
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fail("usage: tea-sandbox-helper drop|confine|hold|enter ...");
+        fail("usage: tea-sandbox-helper drop|confine|hold|enter|init ...");
     }
     const std::string_view mode{argv[1]};
     if (mode == "drop") {
@@ -482,6 +536,9 @@ int main(int argc, char **argv) {
     }
     if (mode == "hold") {
         return hold(argc, argv);
+    }
+    if (mode == "init") {
+        return init(argc, argv);
     }
     if (mode == "enter") {
         return enter(argc, argv);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -29,6 +30,8 @@
 #include "fd.hpp"
 #include "host_sockets.hpp"
 #include "identity.hpp"
+#include "paths.hpp"
+#include "private_temp.hpp"
 #include "seccomp_program.hpp"  // generated from helper/seccomp_rules.cpp at build time
 
 namespace {
@@ -36,6 +39,8 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using tea::bwrap::Identity;
+using tea::bwrap::inside;
+using tea::bwrap::normal;
 
 constexpr int env_fd = 10;   // the target's environment, read by the helper
 constexpr int args_fd = 11;  // bwrap's arguments, so no command line limits or shows them
@@ -44,6 +49,9 @@ constexpr int args_fd = 11;  // bwrap's arguments, so no command line limits or 
 constexpr int helper_fd = 12;
 constexpr const char *helper_in_sandbox = "/proc/self/fd/12";
 constexpr const char *temp_mount = "/dev/tea-evaluate-tmp";
+// The host's temp directories, which every user and service may fill: each is the call's own in the
+// view (src/private_temp.hpp).
+constexpr std::array<const char *, 2> host_temp_dirs{"/tmp", "/var/tmp"};
 // The egress shim, open, for the same reason as the helper (a call that lists egress hosts only).
 constexpr int shim_fd = 13;
 constexpr const char *shim_in_sandbox = "/proc/self/fd/13";
@@ -68,7 +76,10 @@ struct Settings {
     std::string sandbox_user = "tea-sandbox";
     std::uint64_t cpu_seconds = 3600;
     std::uint64_t file_size_bytes = std::uint64_t{4} << 30U;
-    std::uint64_t processes = 4096;
+    // RLIMIT_NPROC counts every process of the identity on the host, so calls side by side (and
+    // the observer's own fork) starve each other: off unless asked for. The runtime's per-call
+    // process budget (a pids cgroup, [budgets] processes) bounds a call instead.
+    std::uint64_t processes = 0;
     std::uint64_t tmpfs_bytes = std::uint64_t{256} << 20U;
     std::uint64_t call_dir_bytes = std::uint64_t{1} << 30U;
     std::size_t max_socket_masks = 1024;
@@ -170,25 +181,6 @@ std::string view_builder_path() {
     return libexec_path("tea-sandbox-view");
 }
 
-// The path folded lexically, without a trailing separator ("/a/b/" names /a/b).
-fs::path normal(const std::string &path) {
-    auto p = fs::path{path}.lexically_normal();
-    if (!p.has_filename() && p != p.root_path()) {
-        p = p.parent_path();
-    }
-    return p;
-}
-
-bool inside(const std::string &path, const std::string &dir) {
-    if (dir.empty()) {
-        return false;
-    }
-    const auto d = fs::path{dir}.lexically_normal();
-    const auto p = fs::path{path}.lexically_normal();
-    auto [de, pe] = std::mismatch(d.begin(), d.end(), p.begin(), p.end());
-    return de == d.end() || (std::next(de) == d.end() && de->empty());
-}
-
 // The directories strictly between a writable root and `path` beneath it, outermost first: the
 // ones a target could rename to carry `path` away from its cover.
 std::vector<std::string> directories_between(const std::string &root, const std::string &path) {
@@ -273,12 +265,15 @@ std::optional<fs::path> unreachable(const fs::path &path, const Identity &who,
 // then never sees the target start and marks the call incomplete: it fails closed.
 std::string exec_path(const std::string &argv0, const std::vector<std::string> &env,
                       const std::string &cwd, const Identity &who,
-                      const std::vector<tea::bwrap::LentTree> &lent) {
+                      const std::vector<tea::bwrap::LentTree> &lent,
+                      const tea::bwrap::PrivateTemp &private_temp) {
     // As the identity that will exec it: root may run what the sandbox account may not reach.
     const auto executable = [&](const std::string &candidate) {
         const auto on_host = candidate[0] == '/' ? candidate : cwd + "/" + candidate;
         struct stat st {};
-        if (::stat(on_host.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+        // A program the host keeps in its /tmp outside the call's grants is not in the view.
+        if (private_temp.hides(on_host) || ::stat(on_host.c_str(), &st) != 0 ||
+            !S_ISREG(st.st_mode)) {
             return false;
         }
         if (!who.dropped) {
@@ -431,6 +426,16 @@ Spec parse_spec(std::string_view text) {
     return s;
 }
 
+// The host's temp directories as the call's view has them: each replaced, unless a place the view
+// shows at its host path holds it.
+tea::bwrap::PrivateTemp private_temp_of(const Spec &spec, const std::string &egress_dir) {
+    std::vector<std::string> shown{spec.workspace, spec.home, egress_dir};
+    shown.insert(shown.end(), spec.system_paths.begin(), spec.system_paths.end());
+    shown.insert(shown.end(), spec.read_only.begin(), spec.read_only.end());
+    return tea::bwrap::PrivateTemp{{host_temp_dirs.begin(), host_temp_dirs.end()},
+                                   std::move(shown)};
+}
+
 // What runs bwrap: the helper dropping to the sandbox identity when the
 // runtime is root, nothing otherwise.
 std::vector<std::string> identity_prefix(const std::string &helper, const Identity &identity) {
@@ -444,10 +449,13 @@ std::vector<std::string> identity_prefix(const std::string &helper, const Identi
 }
 
 // The namespaces and process options of every target's bwrap. The UTS namespace is not among them:
-// a target's argument stream ends with it (see target_args_file).
+// a target's argument stream ends with it (see target_args_file). No --die-with-parent: the
+// sandbox's first process is always the plugin's own init, which ends the sandbox once the runtime
+// is gone (tea/namespace_init.hpp), and bwrap, ending with it, must not die sooner: killed between
+// its clone and releasing its child, it would leave that child blocked for ever.
 std::vector<std::string> namespace_options() {
     return {"--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net",
-            "--unshare-cgroup-try", "--die-with-parent",
+            "--unshare-cgroup-try",
             // A new session: no controlling terminal to push input into.
             "--new-session"};
 }
@@ -513,15 +521,15 @@ class Bubblewrap {
                                             "/dev",      "--proc", "/proc", "--"};
         auto argv = identity_prefix(helper, identity) + std::vector<std::string>{bwrap} +
                     namespace_options() +
-                    std::vector<std::string>{"--unshare-uts", "--disable-userns"} + root +
-                    std::vector<std::string>{helper_in_sandbox,      "confine", "--env-fd",
-                                             std::to_string(env_fd), "--",      "true"};
+                    std::vector<std::string>{"--unshare-uts", "--disable-userns", "--as-pid-1"} +
+                    root + std::vector<std::string>{helper_in_sandbox,      "confine", "--env-fd",
+                                                    std::to_string(env_fd), "--",      "true"};
         auto [status, err] = run_probe(argv, {{env_fd, ""}}, {{helper_fd, helper}});
         if (status == 0) {
             // The same namespaces as the view builder gets them, with one bind and one remount:
             // a kernel without the mount API it uses (open_tree, mount_setattr) is refused here.
             argv = identity_prefix(helper, identity) + std::vector<std::string>{bwrap} +
-                   namespace_options() + std::vector<std::string>{"--unshare-uts"} +
+                   namespace_options() + std::vector<std::string>{"--unshare-uts", "--as-pid-1"} +
                    view_builder_privileges() + root +
                    view_builder_command(identity, find_program("true")) +
                    std::vector<std::string>{"true"};
@@ -661,9 +669,22 @@ class Bubblewrap {
         });
         const auto private_root = fs::path{spec.home}.parent_path().parent_path().string();
         const auto egress_dir = egress_directory(spec, private_root);
-        const auto start = egress_dir.empty() && settable
-                               ? exec_path(spec.argv[0], env, spec.cwd, identity, lent)
-                               : std::string{};
+        const auto private_temp = private_temp_of(spec, egress_dir);
+        if (private_temp.hides(spec.cwd)) {
+            throw tea::sdk::Unavailable(
+                "the working directory " + spec.cwd +
+                " lies in the host's temp directory outside the call's grants, and the target's "
+                "temp directories are its own; run the call in its workspace");
+        }
+        const auto start = egress_dir.empty() && settable ? exec_path(spec.argv[0], env, spec.cwd,
+                                                                      identity, lent, private_temp)
+                                                          : std::string{};
+        // Where the target may write that the launch spec does not name: its own mounts, which
+        // the audit grants like the workspace.
+        json writable = json::array({temp_mount});
+        for (const auto &dir : private_temp.replaced()) {
+            writable.push_back(tea::bytes::to_json(dir));
+        }
         // When bwrap starts the target, the view builder makes the view's mounts (view/view.cpp):
         // bwrap's own binds and remounts each re-read the whole mount table, which was most of
         // what a call's view cost. Audited calls and calls with a launcher keep bwrap's options.
@@ -695,6 +716,21 @@ class Bubblewrap {
             add({"--remount-ro", "/sys"});
             if (fs::is_directory("/run/user")) {
                 add({"--size", "4096", "--tmpfs", "/run/user", "--remount-ro", "/run/user"});
+            }
+            // The host's /tmp and /var/tmp: another user's files and sockets there, and a tree of
+            // any size, are absent, and what the target writes there never reaches the host. Each
+            // is sized, so a target that fills it fills memory up to the size.
+            for (const auto &dir : private_temp.replaced()) {
+                add({"--perms", "1777", "--size", std::to_string(settings_.tmpfs_bytes), "--tmpfs",
+                     dir});
+            }
+            // A system path in them is shown at its host path, read-only. Before the private
+            // root's cover, as the workspace is: one that held the private root must never
+            // uncover it.
+            for (const auto &p : spec.system_paths) {
+                if (private_temp.in_replaced(p)) {
+                    add({"--ro-bind-try", p, p});
+                }
             }
             // The private root: an empty read-only cover with only this call's home (and a
             // workspace of the call's run directory) bound back.
@@ -786,7 +822,7 @@ class Bubblewrap {
                 // workspace's .git is shown as the call's private repository.
                 add({"--ro-bind", source, destination});
             }
-            report = mask_sockets(spec, identity, private_root, view);
+            report = mask_sockets(spec, identity, private_root, private_temp, view);
             add({"--remount-ro", "/dev", "--chdir", spec.cwd});
         }
         // bwrap's own options. The UTS namespace is the stream's last option (see
@@ -858,7 +894,7 @@ class Bubblewrap {
             plan["newSessionKeyring"] = true;
             plan["audit"] = {{"targetStart", tea::bytes::to_json(start)},
                              {"targetStartKind", "target"},
-                             {"writable", json::array({temp_mount})}};
+                             {"writable", writable}};
         } else if (by_view_builder) {
             // bwrap starts the view builder, which builds the view and becomes the target: the
             // runtime's child sets the limits and the session keyring before bwrap (plan
@@ -866,7 +902,10 @@ class Bubblewrap {
             // no_new_privs, takes the setup mark, closes every descriptor above 2 and loads the
             // seccomp program (its own copy of the same one). The environment travels as
             // --setenv pairs in bwrap's argument descriptor, never on a command line.
-            a.emplace_back("--clearenv");
+            // The builder is the namespace's first process and stays its init, which ends the
+            // namespace when the runtime dies (view/view.cpp): bwrap's own init would take its
+            // parent-death signal too late.
+            a.insert(a.end(), {"--as-pid-1", "--clearenv"});
             for (const auto &e : env) {
                 const auto eq = e.find('=');
                 a.insert(a.end(), {"--setenv", e.substr(0, eq), e.substr(eq + 1)});
@@ -884,7 +923,7 @@ class Bubblewrap {
             plan["newSessionKeyring"] = true;
             plan["audit"] = {{"targetStart", tea::bytes::to_json(start)},
                              {"targetStartKind", "target"},
-                             {"writable", json::array({temp_mount})}};
+                             {"writable", writable}};
         } else {
             // A launcher in front of the target: the helper, which takes the environment from a
             // descriptor, sets the limits and the keyring, closes every other descriptor, loads
@@ -897,10 +936,12 @@ class Bubblewrap {
                 argv.insert(argv.end(),
                             {shim_in_sandbox, "--port", std::to_string(spec.egress_port),
                              "--socket", spec.egress_socket, "--"});
-                // The shim is the namespace's init, staying as its reaper: bwrap's own init is
-                // dumpable here, and a target writing its /proc/1/mem would own it.
-                a.emplace_back("--as-pid-1");
             }
+            // The shim (or else the helper) is the namespace's init, staying as its reaper and
+            // ending the namespace when the runtime dies: bwrap's own init is dumpable here (a
+            // target writing its /proc/1/mem would own it), and takes its parent-death signal
+            // only after bwrap's set-up.
+            a.emplace_back("--as-pid-1");
             // bwrap loads the filter before its first process (and its own init) runs, so no
             // process of the call runs without it: not the shim or its relay, which start before
             // the helper, nor bwrap's init. The fresh session keyring is joined before bwrap for
@@ -921,8 +962,7 @@ class Bubblewrap {
             plan["files"] = {{{"fd", env_fd}, {"content", tea::bytes::to_json(join_nul(env))}},
                              target_args_file(a),
                              {{"fd", helper_fd}, {"path", tea::bytes::to_json(helper)}}};
-            plan["audit"] = {{"targetStart", helper_in_sandbox},
-                             {"writable", json::array({temp_mount})}};
+            plan["audit"] = {{"targetStart", helper_in_sandbox}, {"writable", writable}};
             plan["files"].push_back({{"fd", seccomp_fd}, {"content", seccomp_bytes()}});
             if (!egress_dir.empty()) {
                 plan["files"].push_back(
@@ -983,7 +1023,9 @@ class Bubblewrap {
             // made: the grader keeps the invoking identity, with no capability left.
             a.emplace_back("--unshare-user");
         }
-        a.insert(a.end(), {"--unshare-pid", "--die-with-parent",
+        // The helper is the sandbox's first process and its init, ending it once the runtime is
+        // gone (tea/namespace_init.hpp); see namespace_options for why not --die-with-parent.
+        a.insert(a.end(), {"--unshare-pid", "--as-pid-1",
                            // A new session: no controlling terminal to push input into.
                            "--new-session", "--block-fd", std::to_string(setup_mark_fd),
                            // Without a capability the grader cannot remount a read-only bind.
@@ -996,16 +1038,21 @@ class Bubblewrap {
         a.insert(a.end(), {"--chdir", spec.cwd});
 
         auto argv = bwrap_command();
+        argv.insert(argv.end(), {helper_in_sandbox, "init", "--"});
         argv.insert(argv.end(), spec.argv.begin(), spec.argv.end());
-        // No helper, seccomp, socket mask, lend or runAs: the grader is code the team trusts,
-        // run as the invoking user; only the evidence and the grading material are guarded.
-        const json plan{{"argv", tea::bytes::list_to_json(argv)},
-                        {"env", tea::bytes::list_to_json(spec.env)},
-                        {"cwd", "/"},
-                        {"files", json::array({args_file(a)})},
-                        {"confinement", "bubblewrap"},
-                        {"report", {{"role", "grader"}}},
-                        {"setupMark", {{"fd", setup_mark_fd}}}};
+        // No seccomp, socket mask, lend or runAs: the grader is code the team trusts, run as the
+        // invoking user; only the evidence and the grading material are guarded. The helper is
+        // its sandbox's init, nothing more.
+        const json plan{
+            {"argv", tea::bytes::list_to_json(argv)},
+            {"env", tea::bytes::list_to_json(spec.env)},
+            {"cwd", "/"},
+            {"files",
+             json::array({args_file(a),
+                          {{"fd", helper_fd}, {"path", tea::bytes::to_json(helper_path())}}})},
+            {"confinement", "bubblewrap"},
+            {"report", {{"role", "grader"}}},
+            {"setupMark", {{"fd", setup_mark_fd}}}};
         return plan.dump();
     }
 
@@ -1168,6 +1215,7 @@ class Bubblewrap {
     }
 
     json mask_sockets(const Spec &spec, const Identity &identity, const std::string &private_root,
+                      const tea::bwrap::PrivateTemp &private_temp,
                       std::vector<std::string> &a) const {
         // Where no socket is masked: fresh in the sandbox, covered already, or the call's own.
         // The workspace is not among them: a host process (a language server, a dev server) may
@@ -1176,12 +1224,16 @@ class Bubblewrap {
                                           "/run/user", private_root, spec.temp_dir};
         unmasked.insert(unmasked.end(), spec.withhold.begin(), spec.withhold.end());
         tea::bwrap::SocketScanOptions options;
-        options.directories.assign(settings_.socket_dirs.begin(), settings_.socket_dirs.end());
+        options.directories = walked_directories(spec, private_root, private_temp);
         options.max_entries = settings_.socket_walk_entries;
         // Nor walked, so that a workspace the target filled with entries cannot use up the walk
-        // before it reaches a host socket.
+        // before it reaches a host socket. Nor the host's temp directories the view replaces:
+        // nothing of theirs is in the view, and a tree of any size there must neither cost a call
+        // nor stop it.
         options.skip.assign(unmasked.begin(), unmasked.end());
         options.skip.emplace_back(spec.workspace);
+        options.skip.insert(options.skip.end(), private_temp.replaced().begin(),
+                            private_temp.replaced().end());
         // Kept in the private root, which every sandbox covers: a target that could write it
         // could hide a socket from the next call's walk.
         options.cache_file = fs::path{private_root} / "socket-walk-cache";
@@ -1190,8 +1242,8 @@ class Bubblewrap {
         // /proc/net/unix does not list: refused rather than left reachable.
         if (!scan.walk_complete) {
             std::string dirs;
-            for (const auto &d : settings_.socket_dirs) {
-                dirs += (dirs.empty() ? "" : ", ") + d;
+            for (const auto &d : options.directories) {
+                dirs += (dirs.empty() ? "" : ", ") + d.string();
             }
             throw tea::sdk::Unavailable(
                 "the search for host sockets under " + dirs + " met more than " +
@@ -1204,9 +1256,14 @@ class Bubblewrap {
         std::size_t masked = 0;
         json reachable = json::array();
         for (const auto &s : scan.sockets) {
-            if (std::any_of(unmasked.begin(), unmasked.end(),
-                            [&](const std::string &place) { return inside(s.path, place); }) ||
-                tea::bwrap::unreachable_ancestor(s.path, identity)) {
+            // Every path the view shows the socket at: none for one in the host's /tmp outside
+            // the call's grants, two for one beneath a grant there that is a link.
+            auto places = private_temp.view_paths(s.path);
+            std::erase_if(places, [&](const std::string &p) {
+                return std::any_of(unmasked.begin(), unmasked.end(),
+                                   [&](const std::string &place) { return inside(p, place); });
+            });
+            if (places.empty() || tea::bwrap::unreachable_ancestor(s.path, identity)) {
                 continue;
             }
             // A newline or a quote in a host socket's name is no reason to leave it
@@ -1214,9 +1271,11 @@ class Bubblewrap {
             if (s.mandatory) {
                 ++mandatory;
             }
-            if (masked < settings_.max_socket_masks) {
-                a.insert(a.end(), {"--ro-bind", "/dev/null", s.path});
-                ++masked;
+            if (masked + places.size() <= settings_.max_socket_masks) {
+                for (const auto &p : places) {
+                    a.insert(a.end(), {"--ro-bind", "/dev/null", p});
+                }
+                masked += places.size();
             } else {
                 reachable.push_back(tea::bytes::to_json(s.path));
             }
@@ -1249,6 +1308,34 @@ class Bubblewrap {
                     {"socketsMasked", masked},
                     {"socketMaskRoom", settings_.max_socket_masks},
                     {"socketsLeftReachable", reachable}};
+    }
+
+    // The directories the socket walk reads: the configured ones the view shares with the host,
+    // and the grants it shows inside the private temp directories (read-only places a host
+    // process may have bound a socket in, which the target can neither fill nor change). The
+    // workspace is never walked: /proc/net/unix names what a host process bound there.
+    std::vector<fs::path> walked_directories(const Spec &spec, const std::string &private_root,
+                                             const tea::bwrap::PrivateTemp &private_temp) const {
+        std::vector<fs::path> walked;
+        for (const auto &dir : settings_.socket_dirs) {
+            std::error_code ec;
+            const auto real = fs::weakly_canonical(dir, ec);  // /var/tmp may lead to /tmp
+            if (!private_temp.hides(ec ? dir : real.string())) {
+                walked.emplace_back(dir);
+            }
+        }
+        for (const auto *grants : {&spec.system_paths, &spec.read_only}) {
+            for (const auto &grant : *grants) {
+                const bool configured =
+                    std::any_of(settings_.socket_dirs.begin(), settings_.socket_dirs.end(),
+                                [&](const std::string &dir) { return inside(grant, dir); });
+                if (configured && private_temp.in_replaced(grant) && !inside(grant, private_root) &&
+                    std::find(walked.begin(), walked.end(), normal(grant)) == walked.end()) {
+                    walked.push_back(normal(grant));
+                }
+            }
+        }
+        return walked;
     }
 
     // Runs the probe with a clean signal mask and only 0-2, plus `contents` (descriptor, bytes)

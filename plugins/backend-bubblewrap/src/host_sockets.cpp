@@ -495,6 +495,21 @@ bool is_link_to_walked(const fs::path &dir, const std::vector<fs::path> &directo
     });
 }
 
+// Where a socket file really lies: its directory with every link on the way followed, as the host
+// resolves it; nullopt when that directory is gone. The sandbox's view differs from the host's in
+// the places it replaces (its own /tmp): a socket named through a link there (/tmp/x/s.sock with
+// /tmp/x leading into /run) lies where the link led, and is masked there. A socket found under two
+// names (/var/run and /run) is one place.
+std::optional<std::string> real_place(const std::string &path) {
+    const fs::path named{path};
+    std::error_code ec;
+    const auto dir = fs::canonical(named.parent_path(), ec);
+    if (ec) {
+        return std::nullopt;
+    }
+    return (dir / named.filename()).string();
+}
+
 }  // namespace
 
 SocketScan scan_host_sockets(const SocketScanOptions &options, const Identity &sandbox) {
@@ -532,16 +547,18 @@ SocketScan scan_host_sockets(const SocketScanOptions &options, const Identity &s
     scan.directories_read = w.read;
     scan.directories_reused = w.reused;
     const uid_t self = ::getuid();
-    for (const auto &p : w.paths) {
+    std::set<std::string> places;
+    for (const auto &named : w.paths) {
+        const auto p = real_place(named);
         struct stat st {};
         // Gone, or behind a directory we cannot search: nobody in the sandbox reaches it.
-        if (::lstat(p.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode) ||
-            unreachable_ancestor(fs::path{p}.parent_path(), sandbox)) {
+        if (!p || !places.insert(*p).second || ::lstat(p->c_str(), &st) != 0 ||
+            !S_ISSOCK(st.st_mode) || unreachable_ancestor(fs::path{*p}.parent_path(), sandbox)) {
             continue;
         }
         const bool mandatory =
             st.st_uid < options.system_uid_limit || st.st_uid == self || st.st_uid == sandbox.uid;
-        scan.sockets.push_back(HostSocket{p, st.st_uid, mandatory});
+        scan.sockets.push_back(HostSocket{*p, st.st_uid, mandatory});
     }
     std::stable_partition(scan.sockets.begin(), scan.sockets.end(),
                           [](const HostSocket &s) { return s.mandatory; });

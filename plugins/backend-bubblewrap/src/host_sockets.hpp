@@ -15,7 +15,7 @@
 namespace tea::bwrap {
 
 struct HostSocket {
-    std::string path;
+    std::string path;  // where the file lies, every link on the way followed
     uid_t owner = 0;
     bool mandatory = false;  // root's, a system account's or the running user's
 };

@@ -25,11 +25,14 @@
 #include <linux/fcntl.h>
 #include <linux/filter.h>
 #include <linux/mount.h>
+#include <linux/poll.h>
 #include <linux/prctl.h>
 #include <linux/sched.h>
 #include <linux/seccomp.h>
 #include <linux/signal.h>
 #include <linux/stat.h>
+#include <linux/time.h>
+#include <linux/wait.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -713,6 +716,91 @@ void install_seccomp() {
     }
 }
 
+// ---- the namespace's init ----------------------------------------------------------------------
+
+// What tea/namespace_init.hpp does for the C library's programs, in plain system calls: the call's
+// stdout and stderr are pipes only the runtime reads, so a write end reporting POLLERR says the
+// runtime has died (see that header for why no parent-death signal can be relied on here).
+bool runtime_gone(pollfd *output) {
+    return ((output[0].revents | output[1].revents) & POLLERR) != 0;
+}
+
+bool runtime_gone_now() {
+    pollfd output[2] = {{1, 0, 0}, {2, 0, 0}};
+    const timespec now{0, 0};
+    return call(__NR_ppoll, as_long(output), 2, as_long(&now), 0, 0).value > 0 &&
+           runtime_gone(output);
+}
+
+// The namespace's init until `child` ends, then its status as a shell reports it (as bwrap's own
+// init reports it); at once when the runtime is gone, which ends the namespace and all in it.
+[[noreturn]] void serve(long child) {
+    unsigned long children = 1UL << (SIGCHLD - 1);
+    (void)call(__NR_rt_sigprocmask, SIG_BLOCK, as_long(&children), 0, sizeof children);
+    // Without a signalfd the init still reaps, once a second, and still watches the runtime.
+    const Result ended =
+        call(__NR_signalfd4, -1, as_long(&children), sizeof children, O_CLOEXEC | O_NONBLOCK);
+    for (;;) {
+        // Reaped before every wait: a child that ended before SIGCHLD was blocked left no signal.
+        for (;;) {
+            int status = 0;
+            const Result r = call(__NR_wait4, -1, as_long(&status), WNOHANG, 0);
+            if (r.error != 0 || r.value == 0) {
+                break;
+            }
+            if (r.value == child) {
+                const int signal = status & 0x7f;
+                exit_now(signal == 0 ? (status >> 8) & 0xff : 128 + signal);
+            }
+        }
+        pollfd watched[3] = {{1, 0, 0}, {2, 0, 0}, {static_cast<int>(ended.value), POLLIN, 0}};
+        const timespec second{1, 0};
+        const Result ready = call(__NR_ppoll, as_long(watched), ended.error == 0 ? 3 : 2,
+                                  ended.error == 0 ? 0L : as_long(&second), 0, 0);
+        if (ready.error != 0) {
+            const timespec pause{0, 100'000'000};  // a poll that failed (ENOMEM) is tried again
+            (void)call(__NR_nanosleep, as_long(&pause), 0);
+            continue;
+        }
+        if (runtime_gone(watched)) {
+            exit_now(128 + SIGKILL);
+        }
+        if (ended.error == 0 && (watched[2].revents & POLLIN) != 0) {
+            char drained[128 * 4];
+            while (call(__NR_read, ended.value, as_long(drained), sizeof drained).value > 0) {
+            }
+        }
+    }
+}
+
+// As its pid namespace's first process (bwrap --as-pid-1), the builder stays the namespace's init
+// and starts the target in a child: bwrap's own init arms its parent-death signal only after
+// bwrap's set-up, so a runtime killed during it would leave the sandbox running for nobody.
+// Called once the view stands and every privilege is gone; returns in the child.
+void become_init() {
+    if (runtime_gone_now()) {
+        fail("the runtime that started the call is gone");
+    }
+    const Result child = call(__NR_clone, SIGCHLD, 0, 0, 0, 0);
+    if (child.error != 0) {
+        fail("cannot start the target's process", nullptr, child.error);
+    }
+    if (child.value == 0) {
+        return;
+    }
+    // The init holds nothing the target lacks (no descriptor beyond 0-2: not the view, not the
+    // setup mark, which the child takes), its memory does not open for the target, and it runs
+    // under the target's own seccomp program.
+    if (const Result r = call(__NR_close_range, 3, ~0U, 0); r.error != 0) {
+        fail("cannot close inherited descriptors", nullptr, r.error);
+    }
+    if (const Result r = call(__NR_prctl, PR_SET_DUMPABLE, 0, 0, 0, 0); r.error != 0) {
+        fail("cannot make the sandbox's init undumpable", nullptr, r.error);
+    }
+    install_seccomp();
+    serve(child.value);
+}
+
 struct Options {
     int view_fd = -1;
     int setup_mark = -1;
@@ -844,6 +932,9 @@ int memcmp(const void *a, const void *b, std::size_t n) {
     // The namespace change cleared bwrap's --die-with-parent: the target still ends with bwrap.
     if (call(__NR_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0).error != 0) {
         fail("cannot die with the sandbox");
+    }
+    if (call(__NR_getpid).value == 1) {
+        become_init();
     }
     // The setup mark, taken only now that the whole view stands: a call that ends with it unread
     // never ran its target.

@@ -31,6 +31,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <tea/namespace_init.hpp>
 #include <vector>
 
 namespace {
@@ -312,10 +313,11 @@ void detach(const std::vector<int> &listeners, const std::string &socket) {
 }
 
 // As the pid namespace's first process (the backend starts it so, with bwrap's own init left
-// out), the shim stays the namespace's init: the program runs as its child, every orphan (the
-// relay's first parent included) is reaped, and the program's status is the shim's, 128 + N for
-// a signal as bwrap's own init reports it. Signals a process of the namespace sends its init are
-// dropped by the kernel, as they were for bwrap's.
+// out), the shim stays the namespace's init (tea/namespace_init.hpp): the program runs as its
+// child, every orphan (the relay's first parent included) is reaped, and the program's status is
+// the shim's, 128 + N for a signal as bwrap's own init reports it; the runtime's death ends the
+// namespace, the relay and the target with it. Signals a process of the namespace sends its init
+// are dropped by the kernel, as they were for bwrap's.
 [[noreturn]] void run_as_init(char **program) {
     const pid_t child = ::fork();
     if (child < 0) {
@@ -330,25 +332,17 @@ void detach(const std::vector<int> &listeners, const std::string &socket) {
     // identity.
     ::syscall(SYS_close_range, 3U, ~0U, 0U);
     ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-    for (;;) {
-        int status = 0;
-        const pid_t pid = ::wait(&status);
-        if (pid < 0 && errno == EINTR) {
-            continue;
-        }
-        if (pid < 0) {
-            fail(std::string{"wait: "} + error_text(errno));
-        }
-        if (pid == child) {
-            ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
-        }
-    }
+    tea::namespace_init::serve(child);
 }
 
 }  // namespace
 
 int main(int argc, char **argv) {
     const Options options = parse(argc, argv);
+    // A runtime killed before bwrap got this far would leave a route, and a target, nobody ends.
+    if (tea::namespace_init::host_gone()) {
+        fail("the runtime that started the call is gone");
+    }
     std::vector<int> listeners;
     const int v4 = listen_on(AF_INET, options.port);
     if (v4 < 0) {

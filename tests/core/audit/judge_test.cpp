@@ -107,8 +107,9 @@ ObservedAccess failed(Access access, std::string asked, std::string error) {
 // include the project (to show the always-listed folders inside it stay listed).
 Grants standard() {
     Grants g = default_os_grants();
-    g.workspace_like = {"/work/ws", "/priv/run-1/tmp-a", "/dev/tea-evaluate-tmp",
-                        "/priv/run-1/home-a", "/repo/.git/worktrees/wt"};
+    g.workspace_like = {"/work/ws", "/priv/run-1/tmp-a", "/priv/run-1/home-a",
+                        "/repo/.git/worktrees/wt"};
+    g.call_own = {"/dev/tea-evaluate-tmp"};
     g.runtime = {"/opt/tea-evaluate", "/opt/node"};
     g.system_paths = {"/opt/rules", "/repo"};
     g.read_only_logins = {"/host/u/.claude/.credentials.json"};
@@ -304,6 +305,34 @@ TEST(JudgeWrite, RefusedWriteInTheWorkspaceIsNotListedAndIsWithoutTheGrant) {
     Grants g = standard();
     g.workspace_like.clear();
     EXPECT_TRUE(listed(g, write));
+}
+
+// A /tmp of the call's own (the bubblewrap backend's) is written and read like the workspace; a
+// grant the view binds back inside it decides for what lies beneath: a refused write into a
+// read-only system path there is the mechanism's, and listed, while the workspace there keeps
+// its own rule.
+TEST(JudgeWrite, AGrantInsideAPlaceOfTheCallsOwnDecidesBeneathIt) {
+    Grants g = standard();
+    g.call_own.emplace_back("/tmp");
+    g.workspace_like.emplace_back("/tmp/a/ws");
+    g.system_paths.emplace_back("/tmp/a/tools");
+    EXPECT_FALSE(listed(g, ok(Access::write, "/tmp/scratch")));
+    EXPECT_FALSE(listed(g, ok(Access::read, "/tmp/scratch")));
+    EXPECT_FALSE(listed(g, failed(Access::write, "/tmp/a/ws/read-only.txt", "EACCES")));
+    EXPECT_FALSE(listed(g, ok(Access::read, "/tmp/a/tools/bin/cc")));
+    const auto into_tools = failed(Access::create, "/tmp/a/tools/planted", "EROFS");
+    const auto f = judge(g, {into_tools});
+    ASSERT_EQ(f.size(), 1U);
+    EXPECT_EQ(f[0].reason, "write refused by the confinement");
+    EXPECT_TRUE(listed(g, ok(Access::write, "/tmp/a/tools/planted")));
+    // Controls: without the place of its own, /tmp grants nothing; without the system path, the
+    // refused write lies in the call's own /tmp, refused by a file's own mode.
+    Grants bare = standard();
+    EXPECT_TRUE(listed(bare, ok(Access::write, "/tmp/scratch")));
+    EXPECT_TRUE(listed(bare, ok(Access::read, "/tmp/scratch")));
+    Grants no_tools = g;
+    no_tools.system_paths.pop_back();
+    EXPECT_FALSE(listed(no_tools, into_tools));
 }
 
 TEST(JudgeWrite, SuccessfulWriteOutsideTheWritableGrantsIsListed) {

@@ -53,6 +53,10 @@ std::string settings_of(const Config &c) {
     }
     out += '|' + std::to_string(c.call.output_cap_bytes) + '|' +
            std::to_string(c.call.kill_grace.count()) + '|' + c.plugin_tables.dump();
+    const auto &b = c.budgets;
+    out += '|' + std::to_string(b.memory_bytes) + ',' + std::to_string(b.memory_percent) + ',' +
+           std::to_string(b.processes) + ',' + (b.cgroups ? "auto" : "off") + ',' + b.disk + ',' +
+           std::to_string(b.disk_bytes);
     return out;
 }
 
@@ -190,6 +194,61 @@ TEST(Config, AUidRangeIsTwoIdsThatCanBeACallsIdentityOrNone) {
         EXPECT_NE(message.find("confinement.uid_range"), std::string::npos) << message;
         EXPECT_NE(message.find(finding), std::string::npos) << text << ": " << message;
     }
+}
+
+TEST(Config, BudgetsHaveDefaultsThatKeepTheHostAliveAndEachLayerMaySetThem) {
+    Builder builder;
+    const auto &b = builder.get().budgets;
+    EXPECT_EQ(b.memory_percent, 50U);
+    EXPECT_EQ(b.memory_bytes, 0U);
+    EXPECT_EQ(b.processes, 4096U);
+    EXPECT_TRUE(b.cgroups);
+    EXPECT_EQ(b.disk, "tmpfs");
+    EXPECT_EQ(b.disk_bytes, std::uint64_t{4} << 30U);
+    // Half the host's memory, from /proc/meminfo.
+    std::ifstream meminfo{"/proc/meminfo"};
+    std::string label;
+    std::uint64_t kib = 0;
+    meminfo >> label >> kib;
+    EXPECT_EQ(b.memory_on_host(), kib * 1024 / 100 * 50);
+
+    builder.apply_text(
+        "[budgets]\nmemory = 134217728\nprocesses = 64\ncgroup = \"off\"\n"
+        "disk = \"image\"\ndisk_bytes = 1073741824\n",
+        "x.toml", "/base");
+    const auto &set = builder.get().budgets;
+    EXPECT_EQ(set.memory_on_host(), 134217728U);
+    EXPECT_EQ(set.memory_percent, 0U);
+    EXPECT_EQ(set.processes, 64U);
+    EXPECT_FALSE(set.cgroups);
+    EXPECT_EQ(set.disk, "image");
+    EXPECT_EQ(set.disk_bytes, 1073741824U);
+    builder.apply_text("[budgets]\nmemory = \"25%\"\n", "y.toml", "/base");
+    EXPECT_EQ(builder.get().budgets.memory_percent, 25U);
+    EXPECT_EQ(builder.get().budgets.processes, 64U);  // merged key by key
+}
+
+TEST(Config, ABadBudgetNamesTheFileTheLineAndTheKey) {
+    Builder builder;
+    const auto expect = [&](const std::string &body, const std::string &key,
+                            const std::string &what) {
+        const auto message = error_of(builder, "[budgets]\n" + body + "\n", "budgets.toml");
+        EXPECT_NE(message.find("budgets.toml:2:"), std::string::npos) << message;
+        EXPECT_NE(message.find(key + ": "), std::string::npos) << message;
+        EXPECT_NE(message.find(what), std::string::npos) << message;
+    };
+    expect("memory = \"150%\"", "budgets.memory", R"(from "1%" to "100%", found "150%")");
+    expect("memory = \"lots\"", "budgets.memory", R"(found "lots")");
+    expect("memory = 4096", "budgets.memory", "at least 16777216 bytes");
+    expect("memory = -1", "budgets.memory", "expected at least 0");
+    expect("processes = -1", "budgets.processes", "expected at least 0");
+    expect("processes = \"many\"", "budgets.processes", "expected an integer, found a string");
+    expect("cgroup = \"maybe\"", "budgets.cgroup", R"(one of "auto", "off")");
+    expect("disk = \"nfs\"", "budgets.disk", R"(one of "tmpfs", "image", "none")");
+    expect("disk_bytes = 10", "budgets.disk_bytes", "expected at least 1048576");
+    expect("swap = 0", "budgets.swap", "unknown key (known keys here: memory, processes");
+    // Nothing of a refused layer was kept.
+    EXPECT_EQ(builder.get().budgets.memory_percent, 50U);
 }
 
 TEST(Config, InvalidTomlNamesLineAndColumn) {

@@ -201,6 +201,40 @@ TEST_F(EvaluationTest, NetworkIsRemovedInFavourOfEgress) {
     EXPECT_TRUE(has(loaded, kEval, "entry 'greeter' field 'network'", "'egress'"));
 }
 
+TEST_F(EvaluationTest, BudgetsPerRunAndPerEntryAreRead) {
+    doc_["budgets"] = {{"memoryBytes", 268435456}, {"processes", 256}, {"diskBytes", 1073741824}};
+    entry()["budgets"] = {{"memoryBytes", 1073741824}};
+    const auto loaded = load_doc();
+    ASSERT_TRUE(loaded.problems.empty()) << all(loaded);
+    const auto &b = loaded.evaluation.budgets;
+    EXPECT_EQ(b.memory_bytes, 268435456U);
+    EXPECT_EQ(b.processes, 256U);
+    EXPECT_EQ(b.disk_bytes, 1073741824U);
+    const auto &own = loaded.evaluation.registry.at(0).budgets;
+    EXPECT_EQ(own.memory_bytes, 1073741824U);
+    EXPECT_FALSE(own.processes.has_value());  // the run's, then the configuration's
+    EXPECT_FALSE(own.disk_bytes.has_value());
+}
+
+TEST_F(EvaluationTest, ABadBudgetIsNamedWithItsFileEntryAndField) {
+    doc_["budgets"] = {
+        {"memoryBytes", 4096}, {"processes", 0}, {"diskBytes", "1G"}, {"swapBytes", 1}};
+    entry()["budgets"] = {{"diskBytes", 1073741824}, {"processes", -3}};
+    auto loaded = load_doc();
+    EXPECT_TRUE(
+        has(loaded, kEval, "field 'budgets.memoryBytes'", "must be an integer from 16777216 to"));
+    EXPECT_TRUE(has(loaded, kEval, "field 'budgets.processes'", "must be an integer from 1 to"));
+    EXPECT_TRUE(has(loaded, kEval, "field 'budgets.diskBytes'", "must be an integer"));
+    EXPECT_TRUE(has(loaded, kEval, "field 'budgets.swapBytes'", "unknown"));
+    // A trial's file system is shared by every entry's calls: an entry has no disk budget.
+    EXPECT_TRUE(has(loaded, kEval, "entry 'greeter' field 'budgets.diskBytes'",
+                    "set it in the budgets of evaluation.json"));
+    EXPECT_TRUE(has(loaded, kEval, "entry 'greeter' field 'budgets.processes'", "must be"));
+    doc_["budgets"] = 5;
+    loaded = load_doc();
+    EXPECT_TRUE(has(loaded, kEval, "field 'budgets'", "must be an object"));
+}
+
 TEST_F(EvaluationTest, EntryWithoutAnIdIsNamedByItsIndex) {
     entry().erase("interfaceId");
     doc_["registry"].push_back("not an entry");

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -71,6 +72,16 @@ class CallRunner : public ::testing::Test {
         }
         const auto close = line.rfind(')');
         return close != std::string::npos && line.size() > close + 2 && line[close + 2] != 'Z';
+    }
+    static bool ends_within(pid_t pid, std::chrono::milliseconds bound) {
+        const auto until = std::chrono::steady_clock::now() + bound;
+        while (alive(pid)) {
+            if (std::chrono::steady_clock::now() >= until) {
+                return false;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds{10});
+        }
+        return true;
     }
     fs::path dir_;
 };
@@ -757,6 +768,127 @@ TEST_F(CallRunner, AStagedCallWhoseProgramIsMissingSaysSoAtItsEnd) {
     const auto r = call.finish(completed(p, "c"));
     EXPECT_FALSE(r.started);
     EXPECT_EQ(r.start_errno, ENOENT);
+}
+
+// Starts `p` from a forked runtime, waits until the plan wrote its pid (and `more`, each a file
+// holding a pid), kills that runtime outright (SIGKILL: it ends nothing itself) and answers the
+// pids.
+std::vector<pid_t> started_by_a_killed_runtime(const ExecPlan &p, const RunOptions &options,
+                                               const std::vector<fs::path> &pid_files) {
+    const pid_t runtime = ::fork();
+    if (runtime == 0) {
+        try {
+            (void)run_call(p, options);
+        } catch (...) {
+        }
+        ::_exit(0);
+    }
+    std::vector<pid_t> pids;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds{10};
+    for (const auto &file : pid_files) {
+        pid_t pid = 0;
+        while (pid == 0 && std::chrono::steady_clock::now() < until) {
+            std::ifstream{file} >> pid;
+            std::this_thread::sleep_for(std::chrono::milliseconds{10});
+        }
+        pids.push_back(pid);
+    }
+    ::kill(runtime, SIGKILL);
+    ::waitpid(runtime, nullptr, 0);
+    return pids;
+}
+
+TEST_F(CallRunner, APlanThatConfinesNothingDiesWithARuntimeKilledOutright) {
+    // The plan's process and its holder ignore every signal they can, and neither is waited for
+    // by anyone once the runtime is gone: only the parent-death signal the runner armed ends them.
+    const auto script = [&](const char *name) {
+        return "trap '' HUP INT TERM; echo $$ > " + (dir_ / name).string() + "; exec sleep 300";
+    };
+    auto p = with_holder(plan({"sh", "-c", script("plan.pid")}), script("holder.pid"));
+    const auto pids =
+        started_by_a_killed_runtime(p, capture(), {dir_ / "plan.pid", dir_ / "holder.pid"});
+    for (const pid_t pid : pids) {
+        ASSERT_GT(pid, 0) << "the call never started";
+        EXPECT_TRUE(ends_within(pid, std::chrono::seconds{5})) << pid << " outlived the runtime";
+        ::kill(pid, SIGKILL);
+    }
+
+    // The control: the same process with its parent-death signal taken off outlives the runtime.
+    fs::remove(dir_ / "stdout");
+    fs::remove(dir_ / "stderr");
+    const auto survivor = started_by_a_killed_runtime(
+        plan({"/usr/bin/python3", "-c",
+              "import ctypes, os, time\n"
+              "ctypes.CDLL(None).prctl(1, 0, 0, 0, 0)\n"  // PR_SET_PDEATHSIG: none
+              "open('survivor.pid', 'w').write(str(os.getpid()))\n"
+              "time.sleep(300)\n"}),
+        capture(), {dir_ / "survivor.pid"});
+    ASSERT_GT(survivor.at(0), 0);
+    EXPECT_FALSE(ends_within(survivor[0], std::chrono::milliseconds{500}));
+    ::kill(survivor[0], SIGKILL);
+}
+
+TEST_F(CallRunner, AConfinementSeesTheRuntimesDeathOnTheCallsOutputAndIsLeftToEndItself) {
+    // A confining plan's process gets no parent-death signal (a launcher killed half-way through
+    // its set-up can leave worse than itself behind); what it is promised instead: the call's
+    // stdout and stderr are pipes only the runtime reads, whose write ends report POLLERR once the
+    // runtime is dead.
+    auto p = plan({"/usr/bin/python3", "-c",
+                   "import os, select\n"
+                   "open('plan.pid', 'w').write(str(os.getpid()))\n"
+                   "watch = select.poll()\n"
+                   "watch.register(1, 0)\n"
+                   "watch.register(2, 0)\n"
+                   "while not any(e & select.POLLERR for _, e in watch.poll()):\n"
+                   "    pass\n"
+                   "open('saw-the-runtime-die', 'w').close()\n"});
+    p.confinement = "some-confinement";
+    const auto pids = started_by_a_killed_runtime(p, capture(), {dir_ / "plan.pid"});
+    ASSERT_GT(pids.at(0), 0) << "the call never started";
+    EXPECT_TRUE(ends_within(pids[0], std::chrono::seconds{5}));
+    EXPECT_TRUE(fs::exists(dir_ / "saw-the-runtime-die"));
+    ::kill(pids[0], SIGKILL);
+
+    // The control: a confining plan's process that does not watch outlives the runtime.
+    fs::remove(dir_ / "stdout");
+    fs::remove(dir_ / "stderr");
+    auto idle = plan({"sh", "-c", "echo $$ > idle.pid; exec sleep 300"});
+    idle.confinement = "some-confinement";
+    const auto left = started_by_a_killed_runtime(idle, capture(), {dir_ / "idle.pid"});
+    ASSERT_GT(left.at(0), 0);
+    EXPECT_FALSE(ends_within(left[0], std::chrono::milliseconds{500}));
+    ::kill(left[0], SIGKILL);
+}
+
+TEST_F(CallRunner, ARunAsProcessDiesWithARuntimeKilledOutright) {
+    if (::geteuid() != 0) {
+        GTEST_SKIP() << "only a runtime running as root can run a plan as another identity";
+    }
+    // The identity change clears a parent-death signal armed before it.
+    fs::permissions(dir_, fs::perms{0777});
+    auto p = plan({"sh", "-c", "echo $$ > plan.pid; exec sleep 300"});
+    p.run_as = {true, 64991, 64992};
+    const auto pids = started_by_a_killed_runtime(p, capture(), {dir_ / "plan.pid"});
+    ASSERT_GT(pids.at(0), 0) << "the call never started";
+    EXPECT_TRUE(ends_within(pids[0], std::chrono::seconds{5}));
+    ::kill(pids[0], SIGKILL);
+}
+
+TEST_F(CallRunner, ACallIsWaitedForByTheThreadThatStartedIt) {
+    // Its processes die with the thread that started them: another thread may not take it over.
+    const auto p = plan({"sleep", "30"});
+    std::optional<StartedCall> call;
+    call.emplace(staged_plan(p), capture());
+    bool refused = false;
+    std::thread other{[&] {
+        try {
+            (void)call->finish(completed(p, "c"));
+        } catch (const Error &) {
+            refused = true;
+        }
+    }};
+    other.join();
+    EXPECT_TRUE(refused);
 }
 
 // FDSize in /proc/self/status: how many descriptors the process's table holds now.

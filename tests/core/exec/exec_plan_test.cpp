@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+#include <string>
 #include <tea/json_bytes.hpp>
+#include <vector>
 
 namespace tea::exec {
 namespace {
@@ -119,6 +122,25 @@ TEST(ExecPlan, AuditHintsRoundTripAndAreChecked) {
     expect_refused(head + R"("audit": {"writable": ["/"]}})", "audit.writable");
     expect_refused(head + R"("audit": {"writable": ["tmp"]}})", "audit.writable");
     expect_refused(head + R"("audit": {"targetStart": "a\u0000b"}})", "audit.targetStart");
+}
+
+TEST(ExecPlan, TheReportsSocketsLeftReachableAreReadAndChecked) {
+    const std::string head = R"({"argv": ["a"], "env": [], "cwd": "/", "confinement": "x", )";
+    const auto plan = exec_plan_from_json(
+        head + R"("report": {"socketsMasked": 3, "socketsLeftReachable": ["/run/a.sock", )" +
+        R"({"base64": "L3RtcC//LnNvY2s="}]}})");
+    EXPECT_EQ(plan.sockets_left_reachable,
+              (std::vector<std::string>{"/run/a.sock", std::string{"/tmp/\xff.sock"}}));
+    // The rest of the report is the backend's own, repeated as it came.
+    EXPECT_EQ(nlohmann::json::parse(plan.report_json)["socketsMasked"], 3);
+    EXPECT_TRUE(exec_plan_from_json(head + R"("report": {}})").sockets_left_reachable.empty());
+    // A record the runtime cannot read is refused, never taken for "nothing left reachable".
+    expect_refused(head + R"("report": {"socketsLeftReachable": 2}})",
+                   "report.socketsLeftReachable");
+    expect_refused(head + R"("report": {"socketsLeftReachable": [7]}})",
+                   "report.socketsLeftReachable");
+    expect_refused(head + R"("report": {"socketsLeftReachable": ["a\u0000b"]}})",
+                   "report.socketsLeftReachable");
 }
 
 TEST(ExecPlan, ChildSetUpAndTargetStartKindRoundTripAndAreChecked) {

@@ -99,7 +99,7 @@ class AuditEvasion : public EitherIdentity {
             GTEST_SKIP() << "strace is not installed (apt-get install strace)";
         }
         // A host file outside every grant, readable by every identity.
-        const auto outside = base() / "outside";
+        const auto outside = host_dir() / "outside";
         fs::create_directory(outside);
         fs::permissions(outside, fs::perms{0755});
         key_value_ = "PRIVATE KEY " + random_token();

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -150,7 +151,7 @@ TEST_P(EitherIdentity, AWithheldPathThatIsGoneIsRefusedNotSkipped) {
 
 TEST_F(Confinement, WritesOutsideTheWorkspaceFailAndInsideSucceed) {
     // Writable by everyone, so only the read-only view can refuse the write.
-    const auto elsewhere = base() / "elsewhere";
+    const auto elsewhere = host_dir() / "elsewhere";
     fs::create_directory(elsewhere);
     fs::permissions(elsewhere, fs::perms::all);
     const auto etc_file = "/etc/tea-bwt-" + random_token();
@@ -401,6 +402,8 @@ TEST_F(Confinement, WithheldFolderOfAConcurrentCallIsNotLentToTheSandbox) {
     const auto other = base() / "ws-b";
     fs::create_directory(other);
     fs::permissions(other, fs::perms{0755});
+    // A's workspace lies under /tmp, which B's view replaces with its own: B is shown it as a
+    // system path, read-only, as the host has it while A runs.
     const auto b =
         run({.command = python(R"PY(
 report("SECRET", lambda: open(sys.argv[1]).read().strip())
@@ -409,7 +412,8 @@ report("PUBLIC", lambda: open(sys.argv[3]).read().strip())
 )PY",
                                {secret_file().string(), (workspace() / "progress").string(),
                                 (workspace() / "public").string()}),
-             .workspace = other.string()});
+             .workspace = other.string(),
+             .options = {"--system-path", workspace().string()}});
     make_file(workspace() / "go", "", 0644);
     const auto ra = a.wait();
     ASSERT_TRUE(running) << ra;
@@ -481,7 +485,7 @@ TEST_F(Confinement, RootOnlyFileElsewhereIsUnreadable) {
     if (::geteuid() != 0) {
         GTEST_SKIP() << "only root's runs hand the target another identity than the invoker's";
     }
-    std::string path = "/var/tmp/tea-test-root-secret-XXXXXX";
+    std::string path = (host_dir() / "tea-test-root-secret-XXXXXX").string();
     const int fd = ::mkstemp(path.data());
     ASSERT_GE(fd, 0);
     ::close(fd);
@@ -610,6 +614,65 @@ wait_for(sys.argv[2])
 report("TMP-LIST", lambda: ",".join(sorted(os.listdir(os.environ["TMPDIR"]))))
 )PY")});
     EXPECT_EQ(next.value("TMP-LIST-OK"), "") << next;
+}
+
+// /tmp and /var/tmp are the call's own, each a tmpfs, with only its grants shown at their host
+// paths: the workspace lies under /tmp here, so that is the grant shown. What the host keeps
+// there beside it (another user's files, a build tree) is absent, and what the target writes there
+// never reaches the host.
+TEST_P(EitherIdentity, TheCallsTmpIsItsOwnWithOnlyItsGrantsShown) {
+    ASSERT_EQ(workspace().string().rfind("/tmp/", 0), 0U) << "the fixture's workspace";
+    const auto beside = base() / "beside";
+    fs::create_directory(beside);
+    fs::permissions(beside, fs::perms{0755});
+    make_file(beside / "note", "host-note\n", 0644);
+    make_file(workspace() / "given", "given\n", 0644);
+    hand_to_caller(workspace() / "given");
+    const auto scratch = "tea-bwt-scratch-" + random_token();
+    // The control writes the same names on the host.
+    const RemovedAtEnd tmp_scratch{fs::path{"/tmp"} / scratch};
+    const RemovedAtEnd var_tmp_scratch{fs::path{"/var/tmp"} / scratch};
+    const auto probe = python(R"PY(
+def write_then_read(path):
+    with open(path, "w") as f:
+        f.write("mine")
+    return open(path).read()
+report("WORKSPACE-READ", lambda: open(sys.argv[1]).read().strip())
+report("WORKSPACE-WRITE", lambda: write_then_read(sys.argv[2]))
+report("TMP", lambda: write_then_read("/tmp/" + sys.argv[4]))
+report("VAR-TMP", lambda: write_then_read("/var/tmp/" + sys.argv[4]))
+report("BESIDE", lambda: open(sys.argv[3]).read().strip())
+)PY",
+                              {(workspace() / "given").string(), (workspace() / "written").string(),
+                               (beside / "note").string(), scratch});
+    // Audited, nothing of it is listed: /tmp is the call's own, like its temp directory.
+    std::vector<std::string> strict;
+    if (std::getenv("TEA_TEST_UNAUDITED") == nullptr) {  // NOLINT(concurrency-mt-unsafe)
+        strict.emplace_back("--strict");
+    }
+    const auto confined = run({.command = probe, .options = strict});
+    EXPECT_EQ(confined.status, 0) << confined;
+    EXPECT_EQ(confined.value("WORKSPACE-READ-OK"), "given") << confined;
+    EXPECT_EQ(confined.value("WORKSPACE-WRITE-OK"), "mine") << confined;
+    EXPECT_EQ(confined.value("TMP-OK"), "mine") << confined;
+    EXPECT_EQ(confined.value("VAR-TMP-OK"), "mine") << confined;
+    EXPECT_TRUE(confined.has("BESIDE-DENIED:ENOENT")) << confined;
+    EXPECT_EQ(read_file(workspace() / "written"), "mine");
+    EXPECT_FALSE(fs::exists(fs::path{"/tmp"} / scratch)) << "the call's /tmp reached the host";
+    EXPECT_FALSE(fs::exists(fs::path{"/var/tmp"} / scratch));
+
+    const auto control = run({.backend = Backend::opt_out, .command = probe});
+    EXPECT_EQ(control.value("BESIDE-OK"), "host-note") << control;
+    EXPECT_EQ(control.value("TMP-OK"), "mine") << control;
+
+    // A program the host keeps there is not found, as a shell reports a missing command.
+    make_file(beside / "tool", "#!/bin/sh\necho TOOL-RAN\n", 0755);
+    const auto tool = run({.command = {(beside / "tool").string()}});
+    EXPECT_EQ(tool.status, 127) << tool;
+    EXPECT_FALSE(tool.has("TOOL-RAN")) << tool;
+    const auto tool_control =
+        run({.backend = Backend::opt_out, .command = {(beside / "tool").string()}});
+    EXPECT_TRUE(tool_control.has("TOOL-RAN")) << tool_control;
 }
 
 TEST_F(Confinement, TempDirIsCappedAtItsSize) {

@@ -150,10 +150,6 @@ TEST_P(Grader, EnvironmentIsTheSpecsWithTheWorkingDirectory) {
         << r;
 }
 
-std::string identity_name(const ::testing::TestParamInfo<Identity> &info) {
-    return info.param == Identity::invoker ? "AsInvoker" : "AsUnprivilegedUser";
-}
-
 INSTANTIATE_TEST_SUITE_P(Identities, Grader,
                          ::testing::Values(Identity::invoker, Identity::unprivileged),
                          identity_name);

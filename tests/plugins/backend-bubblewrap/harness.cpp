@@ -109,6 +109,12 @@ std::optional<std::string> Result::value(const std::string &prefix) const {
     return std::nullopt;
 }
 
+Result target_output(const Result &r) {
+    Result shown = r;
+    shown.out = r.err;
+    return shown;
+}
+
 std::ostream &operator<<(std::ostream &os, const Result &r) {
     return os << "status " << r.status << " after " << r.elapsed.count() << " ms\n--- stdout\n"
               << r.out << "--- stderr\n"
@@ -271,6 +277,10 @@ void PrintTo(Identity identity, std::ostream *os) {
     *os << (identity == Identity::invoker ? "the invoker" : "an unprivileged user");
 }
 
+std::string identity_name(const ::testing::TestParamInfo<Identity> &info) {
+    return info.param == Identity::invoker ? "AsInvoker" : "AsUnprivilegedUser";
+}
+
 void Confinement::SetUp() {
     if (::access("/usr/bin/bwrap", X_OK) != 0 && ::access("/bin/bwrap", X_OK) != 0) {
         GTEST_SKIP() << "bubblewrap is not installed (apt-get install bubblewrap)";
@@ -318,6 +328,16 @@ void Confinement::TearDown() {
     if (!base_.empty()) {
         fs::remove_all(base_, ec);
     }
+    if (!host_dir_.empty()) {
+        fs::remove_all(host_dir_, ec);
+    }
+}
+
+fs::path Confinement::host_dir() {
+    if (host_dir_.empty()) {
+        host_dir_ = tea::test::make_host_dir("tea-bwt-host");
+    }
+    return host_dir_;
 }
 
 void Confinement::become_unprivileged() {
@@ -442,8 +462,8 @@ std::pair<Result, Result> Confinement::run_both(Call call) {
     return {std::move(confined), std::move(control)};
 }
 
-Result Confinement::run_spec(const std::string &spec_json, Backend backend, bool plan_only,
-                             std::optional<long> staged_cut) {
+Process Confinement::plan_call(const std::string &spec_json, Backend backend, bool plan_only,
+                               std::optional<long> staged_cut) {
     const auto file = base_ / ("spec-" + std::to_string(++specs_) + ".json");
     make_file(file, spec_json, 0644);
     std::vector<std::string> argv = launcher_;
@@ -456,7 +476,16 @@ Result Confinement::run_spec(const std::string &spec_json, Backend backend, bool
     }
     argv.insert(argv.end(),
                 {backend == Backend::opt_out ? "opt-out" : "bubblewrap", file.string()});
-    return Process{argv, base_env_, {}, base_}.wait();
+    return Process{argv, base_env_, {}, base_};
+}
+
+Result Confinement::run_spec(const std::string &spec_json, Backend backend, bool plan_only,
+                             std::optional<long> staged_cut) {
+    return plan_call(spec_json, backend, plan_only, staged_cut).wait();
+}
+
+Process Confinement::start_spec(const tea::exec::LaunchSpec &spec, Backend backend) {
+    return plan_call(tea::exec::to_json(spec), backend, false, std::nullopt);
 }
 
 Result Confinement::run_spec(const tea::exec::LaunchSpec &spec, Backend backend, bool plan_only,

@@ -58,6 +58,9 @@ struct Result {
     [[nodiscard]] std::optional<std::string> value(const std::string &prefix) const;
 };
 std::ostream &operator<<(std::ostream &os, const Result &r);
+// With --json the target's output goes to stderr: the result with it in place of stdout, for has()
+// and value().
+Result target_output(const Result &r);
 
 // A started process: its output goes to files, it is SIGKILLed if still
 // running when this is destroyed.
@@ -124,6 +127,8 @@ class OtherRun {
 
 enum class Identity { invoker, unprivileged };
 void PrintTo(Identity identity, std::ostream *os);  // for the test's name in ctest
+// "AsInvoker" or "AsUnprivilegedUser": the name of a test instantiated for each identity.
+std::string identity_name(const ::testing::TestParamInfo<Identity> &info);
 
 // The per-test tree: <base>/ws (the workspace) holding .tea/secret (the
 // folder withheld from the target), <base>/private (the private root).
@@ -149,6 +154,8 @@ class Confinement : public ::testing::Test {
                     bool plan_only = false, std::optional<long> staged_cut = std::nullopt);
     Result run_spec(const tea::exec::LaunchSpec &spec, Backend backend = Backend::bubblewrap,
                     bool plan_only = false, std::optional<long> staged_cut = std::nullopt);
+    // The same, started: for a test that ends tea-plan-call (the runtime of the call) itself.
+    Process start_spec(const tea::exec::LaunchSpec &spec, Backend backend = Backend::bubblewrap);
     // A target's launch spec as an unaudited exec sends it: the fixture's workspace, the call's
     // temp directory and home provided inside the view (unmade) under the private root, the
     // withheld folder, PATH and LANG.
@@ -169,6 +176,11 @@ class Confinement : public ::testing::Test {
     std::string write_config(const std::string &toml);
 
     [[nodiscard]] std::filesystem::path base() const { return base_; }
+    // A directory of the test's own on the host, outside every grant and outside the host's temp
+    // directories (which a target sees as its call's own): what a test puts there, a target sees
+    // as the host has it, read-only. Searchable by every identity; made at the first use and
+    // removed with the test.
+    std::filesystem::path host_dir();
     [[nodiscard]] std::filesystem::path workspace() const { return workspace_; }
     [[nodiscard]] std::filesystem::path withheld() const { return workspace_ / ".tea"; }
     [[nodiscard]] std::filesystem::path secret_file() const { return withheld() / "secret"; }
@@ -183,8 +195,11 @@ class Confinement : public ::testing::Test {
 
    private:
     std::vector<std::string> command_line(const Call &call);
+    Process plan_call(const std::string &spec_json, Backend backend, bool plan_only,
+                      std::optional<long> staged_cut);
 
     std::filesystem::path base_;
+    std::filesystem::path host_dir_;
     std::filesystem::path workspace_;
     std::filesystem::path private_root_;
     std::string secret_;

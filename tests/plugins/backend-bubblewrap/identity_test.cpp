@@ -7,10 +7,6 @@
 namespace tea::test::bwrap {
 namespace {
 
-std::string identity_name(const ::testing::TestParamInfo<Identity> &info) {
-    return info.param == Identity::invoker ? "AsInvoker" : "AsUnprivilegedUser";
-}
-
 INSTANTIATE_TEST_SUITE_P(Identities, EitherIdentity,
                          ::testing::Values(Identity::invoker, Identity::unprivileged),
                          identity_name);

@@ -11,8 +11,10 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -42,8 +44,9 @@ def tcp(name, port):
 )PY";
 
 TEST_P(EitherIdentity, UnixSocketOutsideTheWorkspaceIsRefused) {
-    // Where host services keep theirs: a directory under /tmp, bound by root
-    // (the test) and open to every user, so only the confinement stands in the way.
+    // A host directory the view shows, bound by the test and open to every user, so only the
+    // confinement stands in the way: a grant under /tmp, which no other call's view shows (a
+    // socket that vanishes where every call masks it would fail the calls that ran beside).
     const auto dir = base() / "sockets";
     fs::create_directories(dir);
     fs::permissions(dir, fs::perms{0755});
@@ -52,14 +55,16 @@ TEST_P(EitherIdentity, UnixSocketOutsideTheWorkspaceIsRefused) {
 unix("HOST", sys.argv[1])
 )PY",
                               {(dir / "host.sock").string()});
-    const auto [confined, control] = run_both({.command = probe});
+    const auto [confined, control] =
+        run_both({.command = probe, .options = {"--system-path", dir.string()}});
     EXPECT_TRUE(confined.has("HOST-DENIED:ECONNREFUSED")) << confined;
     EXPECT_TRUE(control.has("HOST-OK")) << control;
 }
 
 TEST_F(Confinement, UnixSocketsBeyondTheScannedDepthAndInTheWorkspace) {
-    // Deeper than the walk of /tmp goes: found through /proc/net/unix.
-    const auto deep = base() / "a" / "b" / "c";
+    // Deeper than the walk of a grant under /tmp goes: found through /proc/net/unix.
+    const auto grant = base() / "grant";
+    const auto deep = grant / "a" / "b" / "c";
     fs::create_directories(deep);
     for (auto p = deep; p != base(); p = p.parent_path()) {
         fs::permissions(p, fs::perms{0755});
@@ -81,7 +86,8 @@ unix("OWN", sys.argv[3])
 )PY",
                               {(deep / "deep.sock").string(), (workspace() / "host.sock").string(),
                                (workspace() / ("own-" + random_token(6) + ".sock")).string()});
-    const auto [confined, control] = run_both({.command = probe});
+    const auto [confined, control] =
+        run_both({.command = probe, .options = {"--system-path", grant.string()}});
     EXPECT_TRUE(confined.has("DEEP-DENIED:ECONNREFUSED")) << confined;
     EXPECT_TRUE(confined.has("IN-WORKSPACE-DENIED:ECONNREFUSED")) << confined;
     EXPECT_TRUE(confined.has("OWN-OK")) << confined;
@@ -145,9 +151,10 @@ while True:
 };
 
 TEST_F(Confinement, UnixSocketBoundByARelativeNameIsRefused) {
-    // Run alone, as every test whose name holds "UnixSocket": it binds where calls look.
-    // Deeper than the walk of /tmp goes: only /proc/net/unix, which names it "rel.sock", knows it.
-    const auto dir = base() / "x" / "y" / "relative";
+    // In a grant under /tmp, deeper than its walk goes: only /proc/net/unix, which names it
+    // "rel.sock", knows it.
+    const auto grant = base() / "grant";
+    const auto dir = grant / "x" / "y" / "relative";
     fs::create_directories(dir);
     for (auto p = dir; p != base(); p = p.parent_path()) {
         fs::permissions(p, fs::perms{0755});
@@ -158,7 +165,8 @@ TEST_F(Confinement, UnixSocketBoundByARelativeNameIsRefused) {
 unix("RELATIVE", sys.argv[1])
 )PY",
                               {(dir / "rel.sock").string()});
-    const auto [confined, control] = run_both({.command = probe});
+    const auto [confined, control] =
+        run_both({.command = probe, .options = {"--system-path", grant.string()}});
     EXPECT_EQ(confined.status, 0) << confined;
     EXPECT_TRUE(confined.has("RELATIVE-DENIED:ECONNREFUSED")) << confined;
     EXPECT_TRUE(control.has("RELATIVE-OK")) << control;
@@ -236,15 +244,19 @@ unix("VARRUN", sys.argv[2])
 }
 
 TEST_F(Confinement, UnixSocketWithANewlineInItsPathIsRefused) {
-    const auto dir = base() / "odd\nname";
+    // In a grant under /tmp, which the walk reads: /proc/net/unix breaks such a path in two.
+    const auto grant = base() / "grant";
+    const auto dir = grant / "odd\nname";
     fs::create_directories(dir);
+    fs::permissions(grant, fs::perms{0755});
     fs::permissions(dir, fs::perms{0755});
     const auto host = Listener::unix_path(dir / "s");
     const auto probe = python(std::string{connect_probe} + R"PY(
 unix("ODD", sys.argv[1])
 )PY",
                               {(dir / "s").string()});
-    const auto [confined, control] = run_both({.command = probe});
+    const auto [confined, control] =
+        run_both({.command = probe, .options = {"--system-path", grant.string()}});
     EXPECT_TRUE(confined.has("ODD-DENIED:ECONNREFUSED")) << confined;
     EXPECT_TRUE(control.has("ODD-OK")) << control;
 }
@@ -256,8 +268,10 @@ TEST_F(Confinement, UnixSocketBehindAnAclTheSandboxMaySearchIsRefused) {
     }
     // Mode 0700 and root's: by the mode bits the sandbox account cannot reach the socket, but a
     // named ACL entry lets it search the directory. Taking it for unreachable would leave it open.
-    const auto dir = base() / "acl";
+    const auto grant = base() / "grant";
+    const auto dir = grant / "acl";
     fs::create_directories(dir);
+    fs::permissions(grant, fs::perms{0755});
     fs::permissions(dir, fs::perms{0700});
     const auto entry = [](std::uint16_t tag, std::uint16_t perm, std::uint32_t id) {
         std::string e(8, '\0');
@@ -291,7 +305,8 @@ unix("ACL", sys.argv[1])
     as_sandbox.insert(as_sandbox.end(), probe.begin(), probe.end());
     const auto direct = run_direct(as_sandbox);
     EXPECT_TRUE(direct.has("ACL-OK")) << direct;
-    const auto [confined, control] = run_both({.command = probe});
+    const auto [confined, control] =
+        run_both({.command = probe, .options = {"--system-path", grant.string()}});
     EXPECT_TRUE(confined.has("ACL-DENIED:ECONNREFUSED")) << confined;
     EXPECT_TRUE(control.has("ACL-OK")) << control;
 }
@@ -368,7 +383,7 @@ bool listed_in_proc_net_unix(const fs::path &path) {
     return false;
 }
 
-// A directory of /var/tmp, which the walk reaches after /tmp; removed with the object.
+// A directory of the host's /var/tmp; removed with the object.
 struct VarTmpDir {
     VarTmpDir() {
         std::string pattern = "/var/tmp/tea-bwt-XXXXXX";
@@ -389,17 +404,25 @@ struct VarTmpDir {
 
 // The walk for socket files reads a bounded number of entries (socket_walk_entries). The call's
 // workspace (under /tmp here) is not walked: a target that fills it past the bound can neither
-// stop later calls nor hide a host socket the walk reaches after it.
+// stop later calls nor hide a host socket the walk reaches after it. Nor is another call's
+// workspace beside it in /tmp, which is not in this call's view.
 TEST_F(Confinement, AWorkspaceFullOfEntriesDoesNotHideAForeignSocketFromTheWalk) {
     constexpr int bound = 5000;
-    for (int i = 0; i <= bound; ++i) {
-        const int fd = ::open((workspace() / ("f" + std::to_string(i))).c_str(),
-                              O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-        ASSERT_GE(fd, 0) << std::strerror(errno);
-        ::close(fd);
+    const auto beside = base() / "another-workspace";
+    fs::create_directory(beside);
+    for (const auto &dir : {workspace(), beside}) {
+        for (int i = 0; i <= bound; ++i) {
+            const int fd = ::open((dir / ("f" + std::to_string(i))).c_str(),
+                                  O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+            ASSERT_GE(fd, 0) << std::strerror(errno);
+            ::close(fd);
+        }
     }
-    const VarTmpDir dir;
-    const auto socket = dir.path / "foreign.sock";
+    // A grant under /tmp: its socket is found only by a walk that has not used up its bound.
+    const auto grant = base() / "grant";
+    fs::create_directory(grant);
+    fs::permissions(grant, fs::perms{0755});
+    const auto socket = grant / "foreign.sock";
     const ForeignNetnsListener foreign{socket};
     ASSERT_FALSE(listed_in_proc_net_unix(socket)) << "the walk alone must find this socket";
     const auto probe = python(std::string{connect_probe} + R"PY(
@@ -408,7 +431,8 @@ unix("FOREIGN", sys.argv[1])
                               {socket.string()});
     const auto [confined, control] = run_both(
         {.command = probe,
-         .config = "[plugin.bubblewrap]\nsocket_walk_entries = " + std::to_string(bound) + "\n"});
+         .config = "[plugin.bubblewrap]\nsocket_walk_entries = " + std::to_string(bound) + "\n",
+         .options = {"--system-path", grant.string()}});
     EXPECT_EQ(confined.status, 0) << confined;
     EXPECT_TRUE(confined.has("FOREIGN-DENIED:ECONNREFUSED")) << confined;
     EXPECT_TRUE(control.has("FOREIGN-OK")) << control;
@@ -423,6 +447,135 @@ TEST_F(Confinement, ASocketWalkCutShortRefusesTheCall) {
         << short_walk;
     const auto whole_walk = run({.command = {"true"}});
     EXPECT_EQ(whole_walk.status, 0) << whole_walk;
+}
+
+// A host socket in /tmp or /var/tmp outside the call's grants is not masked: the target's /tmp
+// and /var/tmp are its own, so the socket file is absent from its view.
+TEST_P(EitherIdentity, AHostSocketInTmpIsAbsentFromTheView) {
+    const auto dir = base() / "agent";
+    fs::create_directories(dir);
+    fs::permissions(dir, fs::perms{0755});
+    const auto in_tmp = Listener::unix_path(dir / "agent.sock");
+    const VarTmpDir var_tmp;
+    const auto in_var_tmp = Listener::unix_path(var_tmp.path / "service.sock");
+    const auto probe =
+        python(std::string{connect_probe} + R"PY(
+unix("TMP", sys.argv[1])
+unix("VAR-TMP", sys.argv[2])
+)PY",
+               {(dir / "agent.sock").string(), (var_tmp.path / "service.sock").string()});
+    const auto [confined, control] = run_both({.command = probe});
+    EXPECT_EQ(confined.status, 0) << confined;
+    EXPECT_TRUE(confined.has("TMP-DENIED:ENOENT")) << confined;
+    EXPECT_TRUE(confined.has("VAR-TMP-DENIED:ENOENT")) << confined;
+    EXPECT_TRUE(control.has("TMP-OK")) << control;
+    EXPECT_TRUE(control.has("VAR-TMP-OK")) << control;
+}
+
+// A grant under /tmp is shown at its host path, and with it what host processes bound there: each
+// socket in it is masked, the one the walk alone can find (served from another network namespace)
+// and the one deeper than the walk that /proc/net/unix names.
+TEST_F(Confinement, ASocketInAGrantUnderTmpIsMasked) {
+    const auto grant = base() / "toolchain";
+    const auto deep = grant / "a" / "b" / "c";
+    fs::create_directories(deep);
+    for (auto p = deep; p != base(); p = p.parent_path()) {
+        fs::permissions(p, fs::perms{0755});
+    }
+    make_file(grant / "README", "toolchain\n", 0644);
+    const auto agent = Listener::unix_path(grant / "agent.sock");
+    const auto deep_socket = Listener::unix_path(deep / "deep.sock");
+    const ForeignNetnsListener foreign{grant / "foreign.sock"};
+    ASSERT_FALSE(listed_in_proc_net_unix(grant / "foreign.sock"));
+    const auto probe = python(std::string{connect_probe} + R"PY(
+report("READ", lambda: open(sys.argv[1]).read().strip())
+unix("AGENT", sys.argv[2])
+unix("FOREIGN", sys.argv[3])
+unix("DEEP", sys.argv[4])
+)PY",
+                              {(grant / "README").string(), (grant / "agent.sock").string(),
+                               (grant / "foreign.sock").string(), (deep / "deep.sock").string()});
+    const auto [confined, control] =
+        run_both({.command = probe, .options = {"--system-path", grant.string()}});
+    EXPECT_EQ(confined.status, 0) << confined;
+    EXPECT_EQ(confined.value("READ-OK"), "toolchain") << confined;
+    EXPECT_TRUE(confined.has("AGENT-DENIED:ECONNREFUSED")) << confined;
+    EXPECT_TRUE(confined.has("FOREIGN-DENIED:ECONNREFUSED")) << confined;
+    EXPECT_TRUE(confined.has("DEEP-DENIED:ECONNREFUSED")) << confined;
+    EXPECT_TRUE(control.has("AGENT-OK")) << control;
+    EXPECT_TRUE(control.has("FOREIGN-OK")) << control;
+    EXPECT_TRUE(control.has("DEEP-OK")) << control;
+}
+
+// A system path under /tmp that is a link shows, at its own path, what it leads to: a mount of
+// its own in the view, beside the host's tree where the socket's file really lies. A mask on one
+// does not cover the other, so the socket is masked at both.
+TEST_F(Confinement, ASocketInAGrantReachedThroughALinkIsMaskedAtBothPaths) {
+    const auto tools = host_dir() / "tools";
+    fs::create_directories(tools);
+    fs::permissions(tools, fs::perms{0755});
+    const auto link = base() / "tools-link";
+    fs::create_symlink(tools, link);
+    const auto agent = Listener::unix_path(tools / "agent.sock");
+    const auto probe = python(std::string{connect_probe} + R"PY(
+unix("THROUGH-LINK", sys.argv[1])
+unix("REAL", sys.argv[2])
+)PY",
+                              {(link / "agent.sock").string(), (tools / "agent.sock").string()});
+    const auto [confined, control] =
+        run_both({.command = probe, .options = {"--system-path", link.string()}});
+    EXPECT_EQ(confined.status, 0) << confined;
+    EXPECT_TRUE(confined.has("THROUGH-LINK-DENIED:ECONNREFUSED")) << confined;
+    EXPECT_TRUE(confined.has("REAL-DENIED:ECONNREFUSED")) << confined;
+    EXPECT_TRUE(control.has("THROUGH-LINK-OK")) << control;
+    EXPECT_TRUE(control.has("REAL-OK")) << control;
+}
+
+// The median of a few calls' durations.
+std::chrono::milliseconds median(std::vector<std::chrono::milliseconds> times) {
+    std::sort(times.begin(), times.end());
+    return times[times.size() / 2];
+}
+
+// 200,000 entries of someone else's under /tmp (a build tree, a package cache) neither refuse a
+// call nor slow it: no call reads /tmp beyond its own grants. Calls alternate between the tree in
+// place, two levels under /tmp, and the same tree parked five levels down, where no walk of /tmp
+// ever read it, so both kinds of call meet the same machine.
+TEST_F(Confinement, ABusyTmpNeitherRefusesNorSlowsACall) {
+    constexpr int entries = 200000;
+    constexpr int rounds = 5;
+    const auto in_place = base() / "busy";
+    const auto parked = base() / "p" / "q" / "r" / "busy";
+    fs::create_directories(in_place);
+    fs::create_directories(parked.parent_path());
+    // Names of a few files (a file takes at most 65,000 names on ext4): a new name costs a
+    // twentieth of a new file here, and a walk of the directory reads each name as an entry.
+    constexpr int names_per_file = 50000;
+    for (int i = 0; i < entries; ++i) {
+        const auto file = base() / ("linked-" + std::to_string(i / names_per_file));
+        if (i % names_per_file == 0) {
+            make_file(file, "", 0644);
+        }
+        ASSERT_EQ(::link(file.c_str(), (in_place / ("f" + std::to_string(i))).c_str()), 0)
+            << std::strerror(errno);
+    }
+    std::vector<std::chrono::milliseconds> with;
+    std::vector<std::chrono::milliseconds> without;
+    for (int round = 0; round < rounds; ++round) {
+        fs::rename(in_place, parked);
+        const auto quiet = run({.command = {"true"}});
+        ASSERT_EQ(quiet.status, 0) << quiet;
+        without.push_back(quiet.elapsed);
+        fs::rename(parked, in_place);
+        const auto busy = run({.command = {"true"}});
+        ASSERT_EQ(busy.status, 0) << busy;
+        with.push_back(busy.elapsed);
+    }
+    const auto quiet = median(without);
+    const auto busy = median(with);
+    EXPECT_LT(busy, std::max(2 * quiet, quiet + std::chrono::milliseconds{50}))
+        << "median of " << rounds << " calls: " << busy.count() << " ms with the tree in /tmp, "
+        << quiet.count() << " ms with it parked";
 }
 
 TEST_F(Confinement, AbstractUnixSocketIsUnreachable) {

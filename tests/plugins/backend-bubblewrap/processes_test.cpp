@@ -1,11 +1,14 @@
-// Processes a target starts: none outlives the call, however it detaches,
-// and the limits bound how many it makes and how much it writes.
+// Processes a target starts: none outlives the call, however it detaches; the call's process
+// budget (a pids cgroup of its own) bounds how many it makes without touching another call of
+// the same identity; and the file size limit bounds how much it writes.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "harness.hpp"
 
@@ -15,9 +18,10 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-// The tests that make a hundred processes of the sandbox account, or run calls under a limit of
-// 64, take turns: RLIMIT_NPROC counts every process of the account, so one such test's processes
-// would starve the other's bwrap, which then cannot even make its namespaces.
+// The tests that make a hundred processes of the sandbox account, or run calls under a budget of
+// 64, take turns: where the budget falls back to RLIMIT_NPROC (no pids cgroup for the runtime, or
+// [budgets] cgroup = "off"), that counts every process of the account, so one such test's
+// processes would starve the other's bwrap, which then cannot even make its namespaces.
 class AccountProcessesTurn {
    public:
     AccountProcessesTurn()
@@ -56,6 +60,13 @@ def fork_all():
     return len(kids)
 report("FORK", fork_all)
 print("FORKED:" + str(len(kids)), flush=True)
+if len(sys.argv) > 2:
+    # "hold": say so in the file `full` of the working directory, and keep the children until
+    # `go` appears there.
+    open("full", "w").close()
+    deadline = time.time() + 25
+    while not os.path.exists("go") and time.time() < deadline:
+        time.sleep(0.05)
 os.close(w)
 for k in kids:
     os.waitpid(k, 0)
@@ -156,26 +167,80 @@ TEST_F(Confinement, ProcessesLeftByATimedOutTargetAreEnded) {
     expect_none_left({grandchild, child}, o.result);
 }
 
-TEST_F(Confinement, ProcessLimitIsWhatStopsForking) {
+// The call's record: all exec --json prints on stdout.
+nlohmann::json record_of(const Result &r) {
+    return nlohmann::json::parse(r.out, nullptr, false);
+}
+
+TEST_F(Confinement, ProcessBudgetIsWhatStopsForking) {
     const AccountProcessesTurn turn;
-    // processes = 64 refuses the 100 children that processes = 4096 allows.
+    // A budget of 64 refuses the 100 children that 4096 allows, and the record names the hit.
+    // Audited, where the observer counts in the budget too: its own fork comes first.
     const auto low = run({.command = python(fork_probe, {"100"}),
-                          .config = "[plugin.bubblewrap]\nprocesses = 64\n",
-                          // Unaudited: the limit binds strace too, whose start-up fork another
-                          // test's 64 processes of the same account could starve.
-                          .options = {"--observer", "none"}});
+                          .config = "[budgets]\nprocesses = 64\n",
+                          .options = {"--json"}});
     const auto high = run({.command = python(fork_probe, {"100"}),
-                           .config = "[plugin.bubblewrap]\nprocesses = 4096\n"});
-    EXPECT_TRUE(low.has("FORK-DENIED:EAGAIN")) << low;
-    EXPECT_EQ(high.value("FORK-OK"), "100") << high;
+                           .config = "[budgets]\nprocesses = 4096\n",
+                           .options = {"--json"}});
+    EXPECT_TRUE(target_output(low).has("FORK-DENIED:EAGAIN")) << low;
+    EXPECT_EQ(target_output(high).value("FORK-OK"), "100") << high;
+    const auto record = record_of(low);
+    ASSERT_TRUE(record.is_object()) << low;
+    EXPECT_EQ(record["budget"]["processes"], 64) << low;
+    if (!unprivileged_user()) {
+        // The runtime's own pids cgroup: it counted the refusals. (An unprivileged runtime on a
+        // host without a delegated cgroup falls back to RLIMIT_NPROC, which counts nothing.)
+        EXPECT_NE(record["budget"]["processesEnforcedBy"], "rlimit") << low;
+        ASSERT_FALSE(record["budgetHits"].empty()) << low;
+        EXPECT_EQ(record["budgetHits"][0]["budget"], "processes") << low;
+        EXPECT_GT(record["budgetHits"][0]["count"].get<int>(), 0) << low;
+    }
+    EXPECT_TRUE(record_of(high)["budgetHits"].empty()) << high;
+}
+
+TEST_F(Confinement, AProcessBudgetAtItsLimitLeavesAnotherCallOfTheSameIdentityAlone) {
+    const AccountProcessesTurn turn;
+    const auto attempt = [&](const std::string &config) {
+        for (const char *name : {"full", "go"}) {
+            fs::remove(workspace() / name);
+        }
+        // Both calls run as the one sandbox identity; the first fills its budget and holds it.
+        auto filler = start({.command = python(fork_probe, {"10000", "hold"}),
+                             .timeout_ms = 30000,
+                             .config = config,
+                             .options = {"--observer", "none"}});
+        const bool filled = eventually([&] { return fs::exists(workspace() / "full"); }, 20s);
+        const auto second = run({.command = python(fork_probe, {"30"}),
+                                 .timeout_ms = 20000,
+                                 .config = config,
+                                 .options = {"--observer", "none"}});
+        make_file(workspace() / "go", "", 0644);
+        auto first = filler.wait();
+        return std::tuple{filled, std::move(first), second};
+    };
+    // The per-call pids cgroup: the second call forks all 30 while the first sits at its 64.
+    const auto [filled, first, second] = attempt("[budgets]\nprocesses = 64\n");
+    ASSERT_TRUE(filled) << first;
+    EXPECT_TRUE(first.has("FORK-DENIED:EAGAIN")) << first;
+    EXPECT_EQ(second.value("FORK-OK"), "30") << second;
+    if (unprivileged_user()) {
+        return;  // an unprivileged runtime here has no cgroup to give each call; see the control
+    }
+    // The control, the same two calls with the budget as RLIMIT_NPROC (what every call had
+    // before): the limit counts the identity's processes on the whole host, so the first call's
+    // 64 starve the second, whose forks (or whose bwrap's own) the kernel refuses.
+    const auto [filled_rlimit, first_rlimit, starved] =
+        attempt("[budgets]\nprocesses = 64\ncgroup = \"off\"\n");
+    ASSERT_TRUE(filled_rlimit) << first_rlimit;
+    EXPECT_FALSE(starved.has("FORK-OK:30")) << starved;
 }
 
 TEST_F(Confinement, ABwrapThatCannotMakeItsNamespacesFailsTheHostNotTheTarget) {
     const AccountProcessesTurn turn;
-    // processes = 1: the bwrap of the sandbox account is its one process, and cannot clone the
-    // sandbox. Unaudited, so only the plan's setup mark can tell this from the target failing.
+    // A budget of 1: bwrap is the call's one process, and cannot clone the sandbox. Unaudited, so
+    // only the plan's setup mark can tell this from the target failing.
     const auto starved = run({.command = {"/bin/sh", "-c", "echo TARGET-RAN"},
-                              .config = "[plugin.bubblewrap]\nprocesses = 1\n",
+                              .config = "[budgets]\nprocesses = 1\n",
                               .options = {"--observer", "none", "--json"}});
     EXPECT_EQ(starved.status, 12) << starved;
     EXPECT_FALSE(starved.has("TARGET-RAN")) << starved;
@@ -193,11 +258,9 @@ TEST_F(Confinement, ForkBombEndsWithTheCallAndTheHostIsFine) {
     const AccountProcessesTurn turn;
     // Only with the limit shown to hold is a bomb started.
     const auto limit = run({.command = python(fork_probe, {"100"}),
-                            .config = "[plugin.bubblewrap]\nprocesses = 64\n",
-                            // Unaudited: the limit binds strace too, whose start-up fork another
-                            // test's 64 processes of the same account could starve.
+                            .config = "[budgets]\nprocesses = 64\n",
                             .options = {"--observer", "none"}});
-    ASSERT_TRUE(limit.has("FORK-DENIED:EAGAIN")) << "the process limit does not hold\n" << limit;
+    ASSERT_TRUE(limit.has("FORK-DENIED:EAGAIN")) << "the process budget does not hold\n" << limit;
 
     const auto marker = "tea-bomb-" + random_token();
     // The shell forks exactly once, before any process of the bomb exists, and then becomes the
@@ -206,9 +269,7 @@ TEST_F(Confinement, ForkBombEndsWithTheCallAndTheHostIsFine) {
     // shell's status 2 instead.
     const auto bomb = run({.command = {"/bin/sh", "-c", "b(){ b|b& }; b & exec sleep 30", marker},
                            .timeout_ms = 5000,
-                           .config = "[plugin.bubblewrap]\nprocesses = 64\n",
-                           // Unaudited: the limit binds strace too, whose start-up fork another
-                           // test's 64 processes of the same account could starve.
+                           .config = "[budgets]\nprocesses = 64\n",
                            .options = {"--observer", "none"}});
     EXPECT_EQ(bomb.status, 124) << bomb;
     // The timeout, the kill grace and some slack for a loaded machine.

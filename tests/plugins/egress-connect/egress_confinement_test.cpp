@@ -50,7 +50,9 @@ class Egress : public Confinement {
         if (IsSkipped()) {
             return;
         }
-        const auto dir = base() / "tls";
+        // Outside the host's temp directories, which a target sees as its call's own: the
+        // target's client reads the certificate.
+        const auto dir = host_dir() / "tls";
         fs::create_directories(dir);
         fs::permissions(dir, fs::perms{0755});
         cert_ = dir / "cert.pem";

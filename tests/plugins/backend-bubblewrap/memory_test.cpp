@@ -1,0 +1,69 @@
+// The call's memory budget, enforced by the kernel: a target that allocates twice the budget is
+// stopped, and the call's record names the hit; under a larger budget the same target runs to
+// its end.
+#include <signal.h>
+
+#include <nlohmann/json.hpp>
+
+#include "harness.hpp"
+
+namespace tea::test::bwrap {
+namespace {
+
+using nlohmann::json;
+
+// Allocates argv[1] MiB and writes every page of it, so the memory is the target's, not a
+// promise of the kernel's.
+constexpr const char *allocate_probe = R"PY(
+def allocate():
+    block = b"\x01" * (int(sys.argv[1]) << 20)
+    return len(block) >> 20
+report("ALLOC", allocate)
+)PY";
+
+constexpr std::uint64_t mib = std::uint64_t{1} << 20U;
+
+std::string budget_config(std::uint64_t bytes) {
+    return "[budgets]\nmemory = " + std::to_string(bytes) + "\n";
+}
+
+TEST_P(EitherIdentity, AMemoryBudgetStopsATargetThatAllocatesTwiceIt) {
+    const auto over = run({.command = python(allocate_probe, {"128"}),
+                           .config = budget_config(64 * mib),
+                           .options = {"--json"}});
+    const auto record = json::parse(over.out, nullptr, false);
+    ASSERT_TRUE(record.is_object()) << over;
+    EXPECT_EQ(record["budget"]["memoryBytes"], 64 * mib) << over;
+    EXPECT_FALSE(target_output(over).has("ALLOC-OK")) << over;
+    const auto by = record["budget"]["memoryEnforcedBy"].get<std::string>();
+    if (!unprivileged_user()) {
+        // As root the runtime makes the call a memory cgroup of its own (v1 or v2, as the host
+        // has).
+        EXPECT_TRUE(by == "cgroup1" || by == "cgroup2") << over;
+    }
+    if (by == "rlimit") {
+        // The stand-in without a cgroup (RLIMIT_DATA): the allocation is refused.
+        EXPECT_TRUE(target_output(over).has("ALLOC-ERROR:MemoryError")) << over;
+    } else {
+        // The cgroup: the kernel's OOM killer ends the target at the budget, and the record says
+        // so.
+        EXPECT_EQ(over.status, 128 + SIGKILL) << over;
+        ASSERT_EQ(record["budgetHits"].size(), 1U) << over;
+        EXPECT_EQ(record["budgetHits"][0]["budget"], "memory") << over;
+        EXPECT_GE(record["budget"]["oomKills"].get<int>(), 1) << over;
+        EXPECT_NE(over.err.find("tea-evaluate: budget: the kernel's OOM killer ended"),
+                  std::string::npos)
+            << over;
+    }
+
+    // The control: the same target under a budget of 512 MiB allocates its 128.
+    const auto under = run({.command = python(allocate_probe, {"128"}),
+                            .config = budget_config(512 * mib),
+                            .options = {"--json"}});
+    EXPECT_EQ(under.status, 0) << under;
+    EXPECT_EQ(target_output(under).value("ALLOC-OK"), "128") << under;
+    EXPECT_TRUE(json::parse(under.out, nullptr, false)["budgetHits"].empty()) << under;
+}
+
+}  // namespace
+}  // namespace tea::test::bwrap
