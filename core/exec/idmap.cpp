@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/vfs.h>
@@ -26,8 +27,16 @@ namespace {
 
 // The child that holds the new user namespace until the parent has written its maps and opened
 // it. It shares the parent's memory (CLONE_VM), so it only waits: every signal is blocked around
-// the clone, and SIGKILL ends it.
-int hold_namespace(void * /*unused*/) {
+// the clone, and SIGKILL ends it. `arg` is the parent's pid.
+int hold_namespace(void *arg) {
+    // It dies with the runtime: one killed outright before it reaps the holder would leave it
+    // waiting for ever, a root process holding copies of the runtime's descriptors (the call's
+    // output pipes, whose open read ends keep a confinement from ending itself, and the call's
+    // identity lock). Checked after arming, against a runtime that died before.
+    if (::syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 ||
+        ::syscall(SYS_getppid) != *static_cast<const pid_t *>(arg)) {
+        ::syscall(SYS_exit, 1);
+    }
     for (;;) {
         ::syscall(SYS_ppoll, nullptr, 0, nullptr, nullptr, 0);
     }
@@ -45,8 +54,9 @@ void write_map(pid_t pid, const char *name, const std::string &line) {
 UniqueFd make_namespace(const IdMapping &m) {
     // NOLINTNEXTLINE(cppcoreguidelines-pro-type-member-init): the child's stack, never read here
     alignas(64) std::array<char, 16384> stack;
+    pid_t parent = ::getpid();
     const pid_t pid =
-        clone_sharing_memory(hold_namespace, nullptr, CLONE_NEWUSER | CLONE_VM | SIGCHLD, stack);
+        clone_sharing_memory(hold_namespace, &parent, CLONE_NEWUSER | CLONE_VM | SIGCHLD, stack);
     const int clone_error = errno;
     if (pid < 0) {
         throw runtime_error("cannot make a user namespace for an idmapped mount: " +
