@@ -94,13 +94,15 @@ class IdentityPerCallConfinement : public Confinement {
         }
         // B's workspace is a ramfs, which takes no idmap: it is lent by ownership, so its entries
         // belong to B's identity on disk while B runs, as a lent tree did before idmaps. Mounted
-        // in a mount namespace of this test's (its calls inherit it), five levels below /tmp, out
-        // of the socket walk's reach, so that B's socket is not masked for A either.
+        // in a mount namespace of this test's (its calls inherit it), outside the host's temp
+        // directories (A's view has its own /tmp, where B's workspace would be absent whoever
+        // looked) and out of the socket walk's reach, so that B's socket is not masked for A.
         ASSERT_EQ(::unshare(CLONE_NEWNS), 0) << std::strerror(errno);
         ASSERT_EQ(::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr), 0);
+        holder_ws_ = host_dir() / "a" / "b" / "ws-b";
         fs::create_directories(holder_ws());
-        fs::permissions(base() / "a", fs::perms{0755});
-        fs::permissions(base() / "a" / "b", fs::perms{0755});
+        fs::permissions(host_dir() / "a", fs::perms{0755});
+        fs::permissions(host_dir() / "a" / "b", fs::perms{0755});
         ASSERT_EQ(::mount("none", holder_ws().c_str(), "ramfs", 0, nullptr), 0)
             << std::strerror(errno);
         fs::permissions(holder_ws(), fs::perms{0755});
@@ -109,7 +111,8 @@ class IdentityPerCallConfinement : public Confinement {
         ::umount2(holder_ws().c_str(), MNT_DETACH);
         Confinement::TearDown();
     }
-    [[nodiscard]] fs::path holder_ws() const { return base() / "a" / "b" / "ws-b"; }
+    [[nodiscard]] const fs::path &holder_ws() const { return holder_ws_; }
+    fs::path holder_ws_;
 
     TwoCalls two_calls(const std::string &config) {
         for (const char *name : {"ready", "go", "secret", "sock"}) {

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "harness.hpp"
@@ -169,12 +170,19 @@ report("MAKE", make)
 }
 
 TEST_F(LentConfinement, AWorkspaceBelowAFolderTheSandboxCannotSearchWorksAtItsOwnPath) {
-    // Like /root/project: root's 0700 home; and like a project below a user's 0700 folder.
-    const auto root_like = base() / "root";
-    const auto users = base() / "home" / "alice";
-    for (const auto &[locked, project, owner] :
-         {std::tuple{root_like, root_like / "project", uid_t{0}},
-          std::tuple{users, users / "src" / "project", uid_t{4321}}}) {
+    // Like /root/project: root's 0700 home; and like a project below a user's 0700 folder. Each
+    // outside the host's temp directories, where the view shows the folder as the call's
+    // namespace covers it, and in /tmp, which the view replaces with the call's own, holding only
+    // the way down to the grants.
+    std::vector<std::tuple<fs::path, fs::path, uid_t, std::string>> cases;
+    for (const auto &at : {host_dir(), base()}) {
+        const auto in_tmp = at == base();
+        cases.emplace_back(at / "root", at / "root" / "project", uid_t{0},
+                           in_tmp ? "project,withheld" : "");
+        cases.emplace_back(at / "home" / "alice", at / "home" / "alice" / "src" / "project",
+                           uid_t{4321}, in_tmp ? "src,withheld" : "");
+    }
+    for (const auto &[locked, project, owner, listed] : cases) {
         fs::create_directories(project);
         fs::create_directories(locked / "withheld");
         make_file(locked / "sibling", "private", 0600);
@@ -193,7 +201,7 @@ def write():
         f.write("done")
 report("WRITE", write)
 report("SIBLING", lambda: os.stat(sys.argv[1]).st_size)
-report("LIST", lambda: len(os.listdir(sys.argv[2])))
+report("LIST", lambda: ",".join(sorted(os.listdir(sys.argv[2]))))
 report("WITHHELD", lambda: open(sys.argv[3]).read())
 )PY",
                                   {(locked / "sibling").string(), locked.string(),
@@ -206,9 +214,14 @@ report("WITHHELD", lambda: open(sys.argv[3]).read())
         EXPECT_EQ(confined.value("CWD-OK"), project.string()) << confined;
         EXPECT_EQ(confined.value("READ-OK"), "data") << confined;
         EXPECT_TRUE(confined.has("WRITE-OK")) << confined;
-        // Nothing else of the folder shows: it is covered, and cannot be listed.
+        // Nothing else of the folder shows: it is covered, and cannot be listed; in the call's
+        // own /tmp it lists only what the view put there.
         EXPECT_TRUE(confined.has("SIBLING-DENIED:ENOENT")) << confined;
-        EXPECT_TRUE(confined.has("LIST-DENIED:EACCES")) << confined;
+        if (listed.empty()) {
+            EXPECT_TRUE(confined.has("LIST-DENIED:EACCES")) << confined;
+        } else {
+            EXPECT_EQ(confined.value("LIST-OK"), listed) << confined;
+        }
         EXPECT_TRUE(confined.has("WITHHELD-DENIED:ENOENT")) << confined;
         struct stat st {};
         ASSERT_EQ(::stat((project / "output").c_str(), &st), 0);
@@ -220,6 +233,9 @@ report("WITHHELD", lambda: open(sys.argv[3]).read())
         const auto control =
             run({.backend = Backend::opt_out, .command = probe, .workspace = project.string()});
         EXPECT_EQ(control.value("SIBLING-OK"), "7") << control;
+        EXPECT_EQ(control.value("LIST-OK"),
+                  owner == 0 ? "project,sibling,withheld" : "sibling,src,withheld")
+            << control;
         EXPECT_EQ(control.value("WITHHELD-OK"), "42") << control;
     }
 }
