@@ -20,6 +20,7 @@ exec::Budget configured_budget(const config::BudgetSettings &settings) {
     budget.memory_bytes = settings.memory_on_host();
     budget.processes = settings.processes;
     budget.cgroups = settings.cgroups;
+    budget.memory_is_share = settings.memory_percent != 0;
     return budget;
 }
 
@@ -28,6 +29,9 @@ exec::Budget entry_budget(const exec::Budget &configured, const evaluation::Budg
     auto budget = configured;
     budget.memory_bytes =
         entry.memory_bytes.value_or(run.memory_bytes.value_or(budget.memory_bytes));
+    if (entry.memory_bytes || run.memory_bytes) {
+        budget.memory_is_share = false;  // the evaluation's own budget is a number of bytes
+    }
     budget.processes = entry.processes.value_or(run.processes.value_or(budget.processes));
     return budget;
 }
@@ -38,16 +42,18 @@ json run_budgets_record(const exec::Budget &run_budget, const evaluation::Evalua
     // Found only when cgroups are wanted: finding them may move the runtime into a cgroup leaf.
     static const exec::CgroupLayout no_cgroups;
     const auto &layout = run_budget.cgroups ? exec::host_cgroup_layout() : no_cgroups;
-    const auto enforced = [&](std::uint64_t value, exec::Enforcement by_cgroup) {
+    const auto enforced = [&](std::uint64_t value, exec::Enforcement by_cgroup, bool share) {
         if (value == 0) {
             return exec::Enforcement::none;
         }
-        return run_budget.cgroups && by_cgroup != exec::Enforcement::none
-                   ? by_cgroup
-                   : exec::Enforcement::rlimit;
+        if (run_budget.cgroups && by_cgroup != exec::Enforcement::none) {
+            return by_cgroup;
+        }
+        return share ? exec::Enforcement::none : exec::Enforcement::rlimit;
     };
-    const auto memory_by = enforced(run_budget.memory_bytes, layout.memory());
-    const auto processes_by = enforced(run_budget.processes, layout.processes());
+    const auto memory_by =
+        enforced(run_budget.memory_bytes, layout.memory(), run_budget.memory_is_share);
+    const auto processes_by = enforced(run_budget.processes, layout.processes(), false);
     json record{
         {"memoryBytes", optional_number(run_budget.memory_bytes)},
         {"memoryEnforcedBy", exec::to_string(memory_by)},
@@ -61,7 +67,9 @@ json run_budgets_record(const exec::Budget &run_budget, const evaluation::Evalua
     if (!disk_reason.empty()) {
         record["disk"]["reason"] = disk_reason;
     }
-    if (memory_by == exec::Enforcement::rlimit || processes_by == exec::Enforcement::rlimit) {
+    const bool share_unheld = run_budget.memory_bytes != 0 && memory_by == exec::Enforcement::none;
+    if (memory_by == exec::Enforcement::rlimit || processes_by == exec::Enforcement::rlimit ||
+        share_unheld) {
         record["cgroupUnavailable"] =
             run_budget.cgroups ? layout.why_not : "budgets.cgroup = \"off\"";
     }

@@ -483,7 +483,7 @@ CallCgroup::CallCgroup(const CgroupLayout &layout, const Budget &budget) {
     report_.budget = budget;
     const bool memory = budget.memory_bytes != 0;
     const bool processes = budget.processes != 0;
-    report_.memory = memory ? Enforcement::rlimit : Enforcement::none;
+    report_.memory = memory && !budget.memory_is_share ? Enforcement::rlimit : Enforcement::none;
     report_.processes = processes ? Enforcement::rlimit : Enforcement::none;
     if (!budget.cgroups) {
         return;

@@ -30,6 +30,11 @@ struct Budget {
     std::uint64_t memory_bytes = 0;  // 0: unbounded
     std::uint64_t processes = 0;     // 0: unbounded
     bool cgroups = true;             // false: resource limits only ([budgets] cgroup = "off")
+    // The memory budget is a share of the host's memory (`memory = "50%"`): a bound on the call
+    // as a whole, which only a cgroup holds. It never falls back to RLIMIT_DATA, which bounds
+    // each process alone (so no share of the host) and counts address space a program only
+    // reserves (a sanitizer's shadow memory), so it would stop such programs and protect nothing.
+    bool memory_is_share = false;
     bool operator==(const Budget &) const = default;
     [[nodiscard]] bool any() const { return memory_bytes != 0 || processes != 0; }
 };

@@ -27,10 +27,21 @@ std::string budget_config(std::uint64_t bytes) {
     return "[budgets]\nmemory = " + std::to_string(bytes) + "\n";
 }
 
+// Where no cgroup holds the budget, RLIMIT_DATA stands in for it in every process of the call,
+// the sandbox's own helper included, and a sanitized build's helper reserves terabytes of shadow
+// memory: such a call runs unaudited, so that only the (unsanitized) view builder stands before
+// the target.
+std::vector<std::string> budget_options(bool unprivileged) {
+    if (unprivileged) {
+        return {"--json", "--observer", "none"};
+    }
+    return {"--json"};
+}
+
 TEST_P(EitherIdentity, AMemoryBudgetStopsATargetThatAllocatesTwiceIt) {
     const auto over = run({.command = python(allocate_probe, {"128"}),
                            .config = budget_config(64 * mib),
-                           .options = {"--json"}});
+                           .options = budget_options(unprivileged_user())});
     const auto record = json::parse(over.out, nullptr, false);
     ASSERT_TRUE(record.is_object()) << over;
     EXPECT_EQ(record["budget"]["memoryBytes"], 64 * mib) << over;
@@ -59,10 +70,31 @@ TEST_P(EitherIdentity, AMemoryBudgetStopsATargetThatAllocatesTwiceIt) {
     // The control: the same target under a budget of 512 MiB allocates its 128.
     const auto under = run({.command = python(allocate_probe, {"128"}),
                             .config = budget_config(512 * mib),
-                            .options = {"--json"}});
+                            .options = budget_options(unprivileged_user())});
     EXPECT_EQ(under.status, 0) << under;
     EXPECT_EQ(target_output(under).value("ALLOC-OK"), "128") << under;
     EXPECT_TRUE(json::parse(under.out, nullptr, false)["budgetHits"].empty()) << under;
+}
+
+// The default budget, a share of the host's memory, is held by a cgroup or by nothing: never by
+// RLIMIT_DATA, which bounds each process alone and would stop a program that only reserves
+// address space (a sanitized program's shadow). A budget in bytes does fall back to it (above).
+TEST_P(EitherIdentity, AShareOfTheHostsMemoryIsNeverAPerProcessLimit) {
+    const auto share = run({.command = {"/bin/sh", "-c", "ulimit -d"}, .options = {"--json"}});
+    const auto record = json::parse(share.out, nullptr, false);
+    ASSERT_TRUE(record.is_object()) << share;
+    EXPECT_EQ(share.status, 0) << share;
+    EXPECT_NE(record["budget"]["memoryEnforcedBy"], "rlimit") << share;
+    EXPECT_NE(share.err.find("unlimited"), std::string::npos) << share;
+    // The control: the same call with a budget in bytes gets the limit where no cgroup holds it.
+    const auto bytes = run({.command = {"/bin/sh", "-c", "ulimit -d"},
+                            .config = budget_config(512 * mib),
+                            .options = budget_options(unprivileged_user())});
+    const auto bytes_record = json::parse(bytes.out, nullptr, false);
+    ASSERT_TRUE(bytes_record.is_object()) << bytes;
+    if (bytes_record["budget"]["memoryEnforcedBy"] == "rlimit") {
+        EXPECT_NE(bytes.err.find("524288"), std::string::npos) << bytes;
+    }
 }
 
 }  // namespace
