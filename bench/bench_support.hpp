@@ -86,10 +86,10 @@ inline void remove_at_exit(const std::string &path) {
     paths.push_back(path);
 }
 
-// A fresh directory /tmp/<prefix>-XXXXXX, mode 0755 (the sandbox identity reaches into it),
+// A fresh directory <base>/<prefix>-XXXXXX, mode 0755 (the sandbox identity reaches into it),
 // removed when the benchmark exits.
-inline std::string scratch_dir(const std::string &prefix) {
-    std::string pattern = "/tmp/" + prefix + "-XXXXXX";
+inline std::string scratch_dir(const std::string &prefix, const std::string &base = "/tmp") {
+    std::string pattern = base + "/" + prefix + "-XXXXXX";
     if (::mkdtemp(pattern.data()) == nullptr) {
         std::perror("mkdtemp");
         std::exit(1);

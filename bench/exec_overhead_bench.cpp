@@ -20,7 +20,12 @@
 // And `tea-evaluate exec` without budgets ([budgets] memory and processes 0): what the call's own
 // cgroups cost (docs/confinement.md, "Budgets").
 //
-//   exec_overhead_bench [--rounds N]
+// With --workspace-sizes it measures one thing instead: `tea-evaluate exec --observer none -- true`
+// in workspaces of 0, 10,000 and 100,000 files (in folders of 1,000, under $HOME), interleaved,
+// each against the empty one. As root, a call lends its workspace to the sandbox identity, so
+// what that costs shows here; with --compare, OTHER's calls are timed in the same rounds.
+//
+//   exec_overhead_bench [--rounds N] [--compare OTHER] [--workspace-sizes]
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -44,15 +49,80 @@ using tea::bench::with;
 
 namespace {
 
+// A workspace of `files` empty files in folders of 1,000, under `base`.
+std::string workspace_of(const std::string &base, int files) {
+    const auto ws = base + "/ws-" + std::to_string(files);
+    std::filesystem::create_directory(ws);
+    ::chmod(ws.c_str(), 0755);
+    for (int i = 0; i < files; ++i) {
+        const auto dir = ws + "/d" + std::to_string(i / 1000);
+        if (i % 1000 == 0) {
+            std::filesystem::create_directory(dir);
+        }
+        std::ofstream{dir + "/f" + std::to_string(i)};
+    }
+    return ws;
+}
+
+int workspace_sizes(int rounds, const std::string &other) {
+    const char *home = std::getenv("HOME");  // NOLINT(concurrency-mt-unsafe)
+    const std::string base =
+        tea::bench::scratch_dir("tea-bench-sizes", home != nullptr ? home : "/");
+    std::vector<std::pair<std::string, std::string>> builds{{"tea", TEA_EVALUATE_BIN}};
+    if (!other.empty()) {
+        builds.emplace_back("other", other);
+    }
+    std::vector<std::pair<int, std::string>> sizes;
+    for (const int files : {0, 10000, 100000}) {
+        sizes.emplace_back(files, workspace_of(base, files));
+    }
+    const auto call = [](const std::string &bin) {
+        return std::vector<std::string>{bin, "exec", "--observer", "none", "--", "true"};
+    };
+    for (const auto &[files, ws] : sizes) {
+        for (const auto &[name, bin] : builds) {
+            run_ms(call(bin), ws);  // warm-up: the backend's probe is remembered, caches warm
+        }
+    }
+    std::map<std::pair<std::string, int>, std::vector<double>> times;
+    const auto pressure_before = tea::bench::cpu_pressure();
+    for (int r = 0; r < rounds; ++r) {
+        for (const auto &[files, ws] : sizes) {
+            for (const auto &[name, bin] : builds) {
+                times[{name, files}].push_back(run_ms(call(bin), ws));
+            }
+        }
+    }
+    std::printf("%d interleaved rounds, workspaces under %s, euid %d\n", rounds, base.c_str(),
+                ::geteuid());
+    std::printf("cpu pressure before: %s\ncpu pressure after:  %s\n", pressure_before.c_str(),
+                tea::bench::cpu_pressure().c_str());
+    std::printf("%-28s %10s %14s\n", "exec true in", "median ms", "x its empty");
+    for (const auto &[name, bin] : builds) {
+        const double empty = median(times[{name, 0}]);
+        for (const auto &[files, ws] : sizes) {
+            const double m = median(times[{name, files}]);
+            std::printf("%-28s %10.2f %14.2f\n",
+                        (name + ", " + std::to_string(files) + " files").c_str(), m, m / empty);
+        }
+    }
+    return 0;
+}
+
 int run(int argc, char **argv) {
     int rounds = 30;
     std::string other;  // another build's tea-evaluate, timed head to head with this one
-    for (int i = 1; i + 1 < argc; ++i) {
-        if (std::strcmp(argv[i], "--rounds") == 0) {
+    bool sizes = false;
+    for (int i = 1; i < argc; ++i) {
+        sizes = sizes || std::strcmp(argv[i], "--workspace-sizes") == 0;
+        if (i + 1 < argc && std::strcmp(argv[i], "--rounds") == 0) {
             rounds = std::atoi(argv[i + 1]);
-        } else if (std::strcmp(argv[i], "--compare") == 0) {
+        } else if (i + 1 < argc && std::strcmp(argv[i], "--compare") == 0) {
             other = argv[i + 1];
         }
+    }
+    if (sizes) {
+        return workspace_sizes(rounds, other);
     }
     const std::string tea = TEA_EVALUATE_BIN;
     const std::string helper = TEA_SANDBOX_HELPER;

@@ -17,7 +17,7 @@
 
 #include "audit/host_resolution.hpp"
 #include "exec/environment.hpp"
-#include "exec/ownership.hpp"
+#include "exec/lending.hpp"
 #include "fs/private_dirs.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
@@ -154,6 +154,20 @@ void check_lend(const exec::ExecPlan &plan, const exec::LaunchSpec &spec) {
             throw runtime_error("the backend asked to hand " + p +
                                 " to the sandbox identity; only the workspace, the call's temp "
                                 "directory and the home may be");
+        }
+    }
+    // A call given an identity of its own shares it with no other: a plan that runs the target,
+    // or lends its directories, as another would let calls reach each other through it.
+    if (spec.identity) {
+        const auto other = [&](unsigned uid, unsigned gid) {
+            return uid != spec.identity->uid || gid != spec.identity->gid;
+        };
+        if ((plan.run_as.requested && other(plan.run_as.uid, plan.run_as.gid)) ||
+            (plan.lend.requested && other(plan.lend.uid, plan.lend.gid))) {
+            throw runtime_error(
+                "the backend planned the target as another identity than the "
+                "call's own (uid " +
+                std::to_string(spec.identity->uid) + ", [confinement] uid_range)");
         }
     }
     for (const std::filesystem::path system :
@@ -592,8 +606,60 @@ audit::Observation Session::collect(const exec::ExecPlan &plan,
     }
 }
 
+// Hands the call's directories to the identity its target runs as, before anything resolves a
+// path below them as that identity: the run directories it must pass through, and the plan's lent
+// trees (exec/lending.hpp), kept in lending_ until the call has ended. Nothing for a plan that
+// keeps the invoker's identity.
+void Session::hand_to_target(const exec::LaunchSpec &spec, const exec::ExecPlan &plan,
+                             fs::RunDirectory &run_dir) {
+    if (!plan.lend.requested && !plan.run_as.requested) {
+        return;
+    }
+    // Once the call runs, `ps` shows these directories' names to every local user, who could
+    // read a trial's copy of the project below them: from here on only the target's group
+    // may pass through.
+    const unsigned gid = plan.run_as.requested ? plan.run_as.gid : plan.lend.gid;
+    for (const auto &dir : searched_directories(spec, run_dir)) {
+        if (!hand_search(dir, gid)) {
+            throw host_error("cannot make " + dir.string() +
+                             " searchable by the sandbox identity: " + errno_text(errno));
+        }
+    }
+    if (!plan.lend.requested || (lending_ && lent_for_ == plan.lend)) {
+        return;
+    }
+    auto request = exec::Lending::Request::of(plan.lend, spec.withhold);
+    // What this call's run directory holds goes with it at the call's end: its temp
+    // directory, and a home made for this call alone. So do the trees the caller removes
+    // once the call has ended (a trial's workspace and home, after its last call).
+    request.disposable = removed_after_;
+    for (const auto &p : {spec.temp_dir, spec.home}) {
+        if (!p.empty() && std::filesystem::path{p}.parent_path() == run_dir.path()) {
+            request.disposable.emplace_back(p);
+        }
+    }
+    lending_.reset();
+    lending_.emplace(request);
+    lent_for_ = plan.lend;
+    for (const auto &lent : lending_->lent()) {
+        if (!lent.idmapped && warned_ownership_.insert(lent.path.string()).second) {
+            spdlog::warn(
+                "{} lies on {}, which refused an idmapped mount ({}): it is lent to the "
+                "target's identity by ownership instead, which walks the whole tree before and "
+                "after each call and changes the ctime of every entry",
+                lent.path.string(), lent.filesystem, errno_text(lent.refusal));
+        }
+    }
+    if (lending_->skipped_hard_links() > 0) {
+        spdlog::warn(
+            "{} files with several hard links stay owned by their owner and are not "
+            "writable by the target",
+            lending_->skipped_hard_links());
+    }
+}
+
 // Runs a prepared plan: wrapped by the observer when `observed`, with the call's directories lent
-// to the sandbox identity for the call's duration only.
+// to the target's identity for the call's duration only.
 Session::Executed Session::execute(const exec::LaunchSpec &spec, const exec::ExecPlan &plan,
                                    fs::RunDirectory &run_dir, const exec::RunOptions &run,
                                    bool observed) {
@@ -614,58 +680,25 @@ Session::Executed Session::execute(const exec::LaunchSpec &spec, const exec::Exe
         to_run = wrap(plan, trace_dir);
         phase("plan wrapped by the observer");
     }
-    if (plan.lend.requested || plan.run_as.requested) {
-        // Once the call runs, `ps` shows these directories' names to every local user, who could
-        // read a trial's copy of the project below them: from here on only the target's group
-        // may pass through. Done before anything resolves a path below them as that identity.
-        const unsigned gid = plan.run_as.requested ? plan.run_as.gid : plan.lend.gid;
-        for (const auto &dir : searched_directories(spec, run_dir)) {
-            if (!hand_search(dir, gid)) {
-                throw host_error("cannot make " + dir.string() +
-                                 " searchable by the sandbox identity: " + errno_text(errno));
-            }
-        }
-    }
-    exec::OwnershipLoan loan;
-    if (plan.lend.requested) {
-        std::vector<std::filesystem::path> trees(plan.lend.paths.begin(), plan.lend.paths.end());
-        // Each tree once: a second loan of the same tree would record the first loan's owner
-        // as the one to give back.
-        std::sort(trees.begin(), trees.end());
-        trees.erase(std::unique(trees.begin(), trees.end()), trees.end());
-        std::vector<std::filesystem::path> kept(spec.withhold.begin(), spec.withhold.end());
-        // What this call's run directory holds goes with it at the call's end: its temp
-        // directory, and a home made for this call alone. So do the trees the caller removes
-        // once the call has ended (a trial's workspace and home, after its last call).
-        std::vector<std::filesystem::path> disposable = removed_after_;
-        for (const auto &p : {spec.temp_dir, spec.home}) {
-            if (!p.empty() && std::filesystem::path{p}.parent_path() == run_dir.path()) {
-                disposable.emplace_back(p);
-            }
-        }
-        loan = exec::OwnershipLoan{trees, plan.lend.uid, plan.lend.gid, kept, disposable};
-        if (loan.skipped_hard_links() > 0) {
-            spdlog::warn(
-                "{} files with several hard links stay owned by their owner and are not "
-                "writable by the target",
-                loan.skipped_hard_links());
-        }
-    }
+    hand_to_target(spec, plan, run_dir);
     if (const int sig = Signals::instance().pending(); sig != 0) {
         out.result.interrupted_by = sig;
         return out;
     }
-    phase("ownership lent");
+    phase("directories lent");
     if (staged_ && !observed) {
         auto started = std::move(*staged_);
         staged_.reset();
         out.result = started.finish(to_run);
     } else {
         staged_.reset();
-        out.result = exec::run_call(to_run, run);
+        auto options = run;
+        options.mount_namespace = lending_ ? lending_->mount_namespace() : -1;
+        out.result = exec::run_call(to_run, options);
     }
     phase("call ended");
-    loan.restore();
+    last_lent_ = lending_ ? lending_->lent() : std::vector<exec::Lending::Lent>{};
+    lending_.reset();  // what was lent by ownership is given back; the namespace goes
     if (observed) {
         out.observation = collect(plan, trace_dir);
         phase("trace collected");
@@ -764,6 +797,7 @@ void Session::confirm_observer(const exec::ExecPlan &sample, const exec::LaunchS
     spec.runtime_prefix = runtime_.paths.prefix.string();
     spec.helper_dir = runtime_.paths.helper_dir.string();
     spec.observed = call.observed;  // the probe runs as the calls it vouches for will
+    spec.identity = call.identity;
     auto plan = prepare(spec);
     check_lend(plan, spec);
     // The call's limits are for its target. They would bind strace here too, and a small file
@@ -843,12 +877,30 @@ CallOutcome Session::call(exec::LaunchSpec spec, const exec::RunOptions &run,
     struct Reset {
         std::vector<std::filesystem::path> &trees;
         std::optional<exec::StartedCall> &staged;
+        std::optional<exec::Lending> &lending;
+        std::optional<exec::CallIdentity> &identity;
         ~Reset() {
             trees.clear();
             staged.reset();  // a call that failed before its run never runs its staged process
+            lending.reset();
+            identity.reset();  // last: every process of the call has ended
         }
-    } const reset{removed_after_, staged_};
+    } const reset{removed_after_, staged_, lending_, identity_};
     removed_after_ = std::move(removed_after);
+    last_lent_.clear();
+    if (::geteuid() == 0 && runtime_.config.uid_range) {
+        if (backend_.plugin->abi_minor() < 6) {
+            throw host_error(
+                "[confinement] uid_range gives each call an identity of its own, and "
+                "the backend '" +
+                backend_.plugin->name() + "' (plugin ABI 1." +
+                std::to_string(backend_.plugin->abi_minor()) +
+                ") cannot take one (ABI 1.6); upgrade it, or remove uid_range");
+        }
+        identity_.emplace(runtime_.config.uid_range->first, runtime_.config.uid_range->last);
+        spec.identity = exec::LaunchSpec::Identity{identity_->uid(), identity_->gid()};
+        phase("identity taken");
+    }
     // Made on the host only when something needs it: a backend of ABI 1.3 provides the call's
     // temp directory (and a home made for this call alone) inside its confinement.
     fs::RunDirectory run_dir{private_root_, fs::RunDirectory::Creation::with_first_directory};
@@ -895,7 +947,13 @@ CallOutcome Session::call(exec::LaunchSpec spec, const exec::RunOptions &run,
         const bool deferred = exec::has_deferred_files(first);
         if (deferred && first.confinement != "opt-out") {
             check_lend(first, spec);
-            staged_.emplace(first, run);
+            phase("staged plan prepared");
+            // Before its process starts: it enters the call's mount namespace as it starts.
+            hand_to_target(spec, first, run_dir);
+            phase("directories lent");
+            auto options = run;
+            options.mount_namespace = lending_ ? lending_->mount_namespace() : -1;
+            staged_.emplace(first, options);
             phase("call started before its plan");
         } else if (!deferred && (spec.unmade.empty() || first.make_dirs)) {
             early = std::move(first);  // the backend did not stage it: this is its whole plan
@@ -985,9 +1043,34 @@ CallOutcome Session::call(exec::LaunchSpec spec, const exec::RunOptions &run,
         outcome.audit.why_not =
             no_audit_reason_.empty() ? "no observer watched the call" : no_audit_reason_;
     }
+    if (plan.run_as.requested) {
+        outcome.uid = plan.run_as.uid;
+        outcome.gid = plan.run_as.gid;
+        outcome.identity_from = spec.identity ? "range" : "backend";
+    } else {
+        outcome.uid = ::getuid();
+        outcome.gid = ::getgid();
+    }
+    outcome.lent = last_lent_;
     run_dir.remove();
     phase("cleaned up");
     return outcome;
+}
+
+nlohmann::json identity_record(const CallOutcome &outcome) {
+    nlohmann::json lent = nlohmann::json::array();
+    for (const auto &l : outcome.lent) {
+        nlohmann::json item{{"path", bytes::to_json(l.path.string())},
+                            {"by", l.idmapped ? "idmap" : "ownership"}};
+        if (!l.idmapped) {
+            item["fileSystem"] = l.filesystem;
+        }
+        lent.push_back(std::move(item));
+    }
+    return {{"uid", outcome.uid},
+            {"gid", outcome.gid},
+            {"from", outcome.identity_from},
+            {"lent", std::move(lent)}};
 }
 
 exec::CallResult Session::grade(exec::LaunchSpec spec, const exec::RunOptions &run,

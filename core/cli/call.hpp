@@ -1,5 +1,5 @@
 // One confined, audited call, as exec and preflight run it: the backend's plan, the observer
-// around it, the sandbox identity's loan of the call's directories, the run, the judged audit and
+// around it, the call's directories lent to the target's identity, the run, the judged audit and
 // the cleanup, in that order, with nothing left behind whatever fails.
 #pragma once
 
@@ -7,15 +7,19 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "audit/observation.hpp"
 #include "cli/runtime.hpp"
 #include "egress/egress.hpp"
+#include "exec/call_identity.hpp"
 #include "exec/call_runner.hpp"
 #include "exec/exec_plan.hpp"
+#include "exec/lending.hpp"
 #include "fs/private_dirs.hpp"
 #include "plugins/selection.hpp"
 
@@ -51,7 +55,18 @@ struct CallOutcome {
     bool target_never_started = false;
     std::vector<egress::Item> egress;   // the items the call's route admitted (empty: no route)
     std::string egress_records = "{}";  // the egress plugin's records of the call
+    // Whom the target ran as: the plan's runAs, or the invoker; "range" when the identity was
+    // the call's own ([confinement] uid_range), "backend" when the backend chose it, "invoker".
+    unsigned uid = 0;
+    unsigned gid = 0;
+    std::string identity_from = "invoker";
+    std::vector<exec::Lending::Lent> lent;  // how each lent directory was lent (as root)
 };
+
+// The record of whom a call's target ran as and how its directories were lent, for exec --json
+// and run.json: {"uid", "gid", "from", "lent": [{"path", "by": "idmap" | "ownership",
+// "fileSystem"}]}.
+nlohmann::json identity_record(const CallOutcome &outcome);
 
 class Session {
    public:
@@ -111,6 +126,13 @@ class Session {
     // (ABI 1.5) The call running now, started before its plan was complete; finished by execute,
     // and killed unfinished when the call fails before that.
     std::optional<exec::StartedCall> staged_;
+    // The call's own identity, when the runtime is root and [confinement] uid_range is set.
+    std::optional<exec::CallIdentity> identity_;
+    // The call's lent directories (see hand_to_target), and the plan's lend they were made for.
+    std::optional<exec::Lending> lending_;
+    exec::Lend lent_for_;
+    std::vector<exec::Lending::Lent> last_lent_;  // what the last run of the call lent
+    std::set<std::string> warned_ownership_;      // trees already named as lent by ownership
     struct Executed {
         exec::CallResult result;
         std::optional<audit::Observation> observation;
@@ -119,6 +141,8 @@ class Session {
     // the call's run directory, and the run directory of a trial's workspace or home.
     [[nodiscard]] std::vector<std::filesystem::path> searched_directories(
         const exec::LaunchSpec &spec, const fs::RunDirectory &run_dir) const;
+    void hand_to_target(const exec::LaunchSpec &spec, const exec::ExecPlan &plan,
+                        fs::RunDirectory &run_dir);
     Executed execute(const exec::LaunchSpec &spec, const exec::ExecPlan &plan,
                      fs::RunDirectory &run_dir, const exec::RunOptions &run, bool observed);
     Executed execute_with_retry(const exec::LaunchSpec &spec, exec::ExecPlan &plan,

@@ -209,6 +209,7 @@ int exec_command(const CommonOptions &common, const ExecOptions &options) {
             {"status", status},
             {"callStatus", outcome.status},
             {"backendReport", nlohmann::json::parse(outcome.report_json)},
+            {"identity", identity_record(outcome)},
             {"audit", audit::to_json(outcome.audit)},
             {"egress", nlohmann::json::parse(egress::items_to_json(outcome.egress))},
             {"egressRefusals", egress_refusals(outcome.egress_records)},

@@ -465,6 +465,7 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
                   {"stdoutTruncated", r.out.truncated},
                   {"stderrTruncated", r.err.truncated},
                   {"observedMounts", observed_paths},
+                  {"identity", identity_record(outcome)},
                   {"audit", audit::to_json(outcome.audit)},
                   {"budget", call_budget_record(r.budget, r.limits)},
                   {"budgetHits", budget_hits(r.budget)}};

@@ -193,10 +193,37 @@ class LayerReader {
                 }
             } else if (name == "opt_out_backend") {
                 config_.opt_out_backend = plugin_name(string(value, path), path, value);
+            } else if (name == "uid_range") {
+                config_.uid_range = uid_range(value, path);
             } else {
-                unknown(key, path, "backend, auto_order, opt_out_backend");
+                unknown(key, path, "backend, auto_order, opt_out_backend, uid_range");
             }
         }
+    }
+    // [FIRST, LAST], or [] for none.
+    std::optional<UidRange> uid_range(const toml::node &node, const std::string &key) {
+        const auto *items = node.as_array();
+        if (items != nullptr && items->empty()) {
+            return std::nullopt;
+        }
+        if (items == nullptr || items->size() != 2) {
+            throw config_error(origin_, node.source(), key,
+                               "expected [FIRST, LAST] (two ids), or [] for none");
+        }
+        const auto first = integer((*items)[0], key + "[0]", 1);
+        const auto last = integer((*items)[1], key + "[1]", first);
+        constexpr std::int64_t highest = 0xFFFFFFFE;  // (uid_t)-1 means "no change"
+        // The id the kernel shows for owners a mapping leaves out: a target running as it would
+        // be the owner of every such file in its view of an idmapped tree.
+        constexpr std::int64_t overflow = 65534;
+        if (last > highest || (first <= overflow && overflow <= last) ||
+            (first <= 65535 && 65535 <= last)) {
+            throw config_error(origin_, node.source(), key,
+                               "the range " + std::to_string(first) + "-" + std::to_string(last) +
+                                   " holds 65534, 65535 or an id above 4294967294; none of them "
+                                   "can be a call's identity");
+        }
+        return UidRange{static_cast<std::uint32_t>(first), static_cast<std::uint32_t>(last)};
     }
     void audit(const toml::table &t) {
         for (const auto &[key, value] : t) {

@@ -20,6 +20,13 @@ struct CallSettings {
     std::chrono::milliseconds kill_grace{0};
 };
 
+// Ids a root runtime gives each call's target, one of them per call (see exec/call_identity.hpp).
+struct UidRange {
+    std::uint32_t first = 0;
+    std::uint32_t last = 0;  // inclusive
+    bool operator==(const UidRange &) const = default;
+};
+
 // [budgets]: what one call may consume, and the bounded file system of a run's trial
 // (docs/configuration.md). A run's evaluation.json and its registry entries may set their own.
 struct BudgetSettings {
@@ -41,6 +48,8 @@ struct Config {
     std::vector<std::string> backend_order;  // what "auto" tries, first available wins
     // The backend a run uses when its evaluation sets "confinement": false.
     std::string opt_out_backend = "opt-out";
+    // [confinement] uid_range; none: the backend's own identity (the sandbox account) for all.
+    std::optional<UidRange> uid_range;
     std::string observer;                             // "auto", "none" or an observer's name
     std::vector<std::string> observer_order;          // what "auto" tries, first installed wins
     std::vector<std::filesystem::path> plugin_paths;  // extra manifest directories

@@ -5,7 +5,6 @@
 #include <linux/close_range.h>
 #include <linux/keyctl.h>
 #include <poll.h>
-#include <sanitizer/asan_interface.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
@@ -31,6 +30,7 @@
 #include <tea/read_all.hpp>
 #include <vector>
 
+#include "exec/clone_child.hpp"
 #include "exec/terminal_text.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
@@ -409,6 +409,7 @@ struct SpawnAs {
     const char *cwd = nullptr;
     std::vector<std::pair<int, int>> dups;  // (from, to)
     bool drop = false;                      // become uid/gid with no capability (the plan's runAs)
+    int mount_namespace = -1;               // entered first (RunOptions::mount_namespace)
     uid_t uid = 0;
     gid_t gid = 0;
     ChildSetup setup;
@@ -485,16 +486,23 @@ int spawn_as_child(void *arg) {
         s.error = errno;
         ::_exit(127);
     };
+    // The order is the call's safety. The process group first, so that ending the group ends
+    // whatever this child becomes. Then the cgroup, before anything else the child does, so no
+    // step of the call runs (or allocates) outside its budget. Then the call's mount namespace,
+    // before anything resolves a path of the call (its lent trees are where the plan names them
+    // only in there). Both use descriptors of the runtime's that a plan's number may take once
+    // the descriptors are placed, and both take the runtime's privileges (writing the cgroup's
+    // tasks, CAP_SYS_ADMIN for setns), so they come before the placing and before the drop.
     if (::setpgid(0, 0) != 0) {
         fail("setpgid");
     }
-    // Before the descriptors are placed (a plan's number may be one of these), before the drop
-    // (with the runtime's right to write there) and before the exec, so nothing of the call ever
-    // runs outside its budget.
     for (const int fd : s.budget.join) {
         if (::write(fd, "0", 1) != 1) {
             fail("joining the call's cgroup");
         }
+    }
+    if (s.mount_namespace >= 0 && ::syscall(SYS_setns, s.mount_namespace, CLONE_NEWNS) != 0) {
+        fail("entering the call's mount namespace");
     }
     // As POSIX_SPAWN_SETSIGDEF for every signal: nothing the runtime ignores
     // stays ignored in the call (the mask stays full until the exec).
@@ -577,18 +585,10 @@ std::pair<pid_t, int> spawn_as(SpawnAs &request) {
     // Left uninitialised: the child writes what it uses.
     // NOLINTNEXTLINE(cppcoreguidelines-pro-type-member-init)
     alignas(64) std::array<char, std::size_t{64} * 1024> stack;
-    sigset_t all;
-    sigset_t previous;
-    sigfillset(&all);
-    // No handler of the runtime may run in the child, on memory it shares.
-    ::pthread_sigmask(SIG_SETMASK, &all, &previous);
-    const pid_t pid = ::clone(spawn_as_child, stack.data() + stack.size(),
-                              CLONE_VM | CLONE_VFORK | SIGCHLD, &request);
+    const pid_t pid =
+        clone_sharing_memory(spawn_as_child, &request, CLONE_VM | CLONE_VFORK | SIGCHLD, stack);
     const int clone_error = errno;
-    ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-    // Under AddressSanitizer the child's frames left their marks on this stretch of the frame,
-    // which the calls after this one reuse: cleared (a no-op in other builds).
-    ASAN_UNPOISON_MEMORY_REGION(stack.data(), stack.size());
+    stack_returned(stack);
     if (pid < 0) {
         throw setup_error("clone", clone_error);
     }
@@ -622,6 +622,7 @@ struct ProcessParts {
     std::vector<std::pair<int, int>> dups;  // (runtime's descriptor, the child's number)
     // Where the runtime's ends of the deferred files go: (the child's number, the runtime's end).
     std::vector<std::pair<int, UniqueFd>> *deferred = nullptr;
+    int mount_namespace = -1;  // RunOptions::mount_namespace
     const ChildBudget *budget = nullptr;
 };
 
@@ -661,6 +662,7 @@ std::pair<pid_t, int> start_process(const ExecPlan &plan, const ProcessParts &p)
     auto envp = c_strings(p.env);
     const bool budgeted = p.budget != nullptr && p.budget->requested();
     SpawnAs request;
+    request.mount_namespace = p.mount_namespace;
     request.program = p.program.c_str();
     request.argv = argv.data();
     request.envp = envp.data();
@@ -992,6 +994,7 @@ void StartedCall::State::start_plan() {
                             {child_ends[0].get(), 1},
                             {child_ends[1].get(), 2},
                             {handoff[0].get(), plan.holder->handoff_fd}}};
+        parts.mount_namespace = options.mount_namespace;
         if (mark) {
             parts.dups.emplace_back(mark.get(), plan.setup_mark_fd);
         }
@@ -1008,6 +1011,7 @@ void StartedCall::State::start_plan() {
     std::vector<std::pair<int, UniqueFd>> deferred_ends;
     ProcessParts parts{program, plan.argv, plan.env, plan.cwd, plan.files, streams};
     parts.deferred = &deferred_ends;
+    parts.mount_namespace = options.mount_namespace;
     parts.budget = &child_budget;
     if (plan.holder) {
         parts.dups.emplace_back(handoff[1].get(), plan.handoff_fd);

@@ -34,6 +34,9 @@ struct RunOptions {
     StdinSpec in;
     // A signalfd the runtime watches (SIGINT, SIGTERM, SIGHUP blocked); -1: none.
     int signal_fd = -1;
+    // The call's own mount namespace (call_mounts.hpp), which every process of the plan enters
+    // before anything else; -1: the runtime's. Entering one takes root.
+    int mount_namespace = -1;
     // What the call may consume, enforced by a cgroup of its own where the host has one
     // (exec/call_cgroup.hpp), by resource limits otherwise; nothing bounded when empty.
     Budget budget;

@@ -31,6 +31,18 @@ json parse_object(std::string_view text, const char *what) {
     return doc;
 }
 
+// doc[key] of an object {"uid", "gid"} named `what`: an unprivileged id.
+unsigned unprivileged_id(const json &doc, const char *key, const char *what) {
+    if (!doc.is_object() || !doc.contains(key) || !doc[key].is_number_unsigned() ||
+        doc[key].get<std::uint64_t>() == 0 || doc[key].get<std::uint64_t>() > 0xFFFFFFFEU) {
+        // Root's uid or gid would give the target the host's files back.
+        throw std::invalid_argument(std::string{what} +
+                                    ": expected {\"uid\", \"gid\"}, each an unprivileged id "
+                                    "(1..4294967294)");
+    }
+    return doc[key].get<unsigned>();
+}
+
 std::uint64_t unsigned_field(const json &doc, const char *name) {
     if (!doc.contains(name)) {
         return 0;
@@ -88,6 +100,9 @@ std::string to_json(const LaunchSpec &spec) {
     if (spec.staged) {
         doc["staged"] = true;
     }
+    if (spec.identity) {
+        doc["identity"] = {{"uid", spec.identity->uid}, {"gid", spec.identity->gid}};
+    }
     if (!spec.egress.socket.empty()) {
         doc["egress"] = {{"socket", bytes::to_json(spec.egress.socket)},
                          {"port", spec.egress.port},
@@ -130,6 +145,10 @@ LaunchSpec launch_spec_from_json(std::string_view text) {
             throw std::invalid_argument("staged: expected a boolean");
         }
         spec.staged = doc["staged"].get<bool>();
+    }
+    if (doc.contains("identity")) {
+        spec.identity = LaunchSpec::Identity{unprivileged_id(doc["identity"], "uid", "identity"),
+                                             unprivileged_id(doc["identity"], "gid", "identity")};
     }
     const auto &limits = field(doc, "limits");
     if (!limits.is_object()) {
@@ -417,17 +436,8 @@ ExecPlan exec_plan_from_json(std::string_view text) {
     }
     if (doc.contains("runAs")) {
         const auto &run_as = doc["runAs"];
-        auto id = [&](const char *key) {
-            if (!run_as.is_object() || !run_as.contains(key) || !run_as[key].is_number_unsigned() ||
-                run_as[key].get<std::uint64_t>() == 0 ||
-                run_as[key].get<std::uint64_t>() > 0xFFFFFFFEU) {
-                // Root's uid or gid would give the target the host's files back.
-                throw std::invalid_argument(
-                    "runAs: expected {\"uid\", \"gid\"}, each an unprivileged id (1..4294967294)");
-            }
-            return run_as[key].get<unsigned>();
-        };
-        plan.run_as = RunAs{true, id("uid"), id("gid")};
+        plan.run_as = RunAs{true, unprivileged_id(run_as, "uid", "runAs"),
+                            unprivileged_id(run_as, "gid", "runAs")};
     }
     if (doc.contains("makeDirs")) {
         plan.make_dirs = bytes::list_from_json(doc["makeDirs"], "makeDirs");

@@ -67,6 +67,16 @@ struct LaunchSpec {
     // again without this for the complete plan, whose process must be the same. Sent only to a
     // backend built for ABI 1.5 or later, and only when true.
     bool staged = false;
+    // (ABI 1.6) The identity the host took for this call's target alone ([confinement] uid_range,
+    // when the runtime is root): the backend runs the target as it (runAs) and lends it the
+    // call's directories, instead of an identity of its own choosing. Sent only to a backend
+    // built for ABI 1.6 or later, and only when set.
+    struct Identity {
+        unsigned uid = 0;  // never 0
+        unsigned gid = 0;  // never 0
+        bool operator==(const Identity &) const = default;
+    };
+    std::optional<Identity> identity;
 };
 
 // A descriptor the runner sets up for the child: the plan's bytes in a
@@ -83,8 +93,10 @@ struct PlanFile {
     bool operator==(const PlanFile &) const = default;
 };
 
-// Directories of the call the plan asks the runtime to hand to the identity
-// the target runs as, for the call's duration (see exec/ownership.hpp).
+// Directories of the call the plan asks the runtime to hand to the identity the target runs as,
+// for the call's duration: the plan's processes start in a mount namespace of the call's own where
+// each is at its own path, that identity's through an idmapped mount (or, on a file system that
+// refuses one, by ownership), whatever lies above it (see exec/lending.hpp).
 struct Lend {
     bool requested = false;
     unsigned uid = 0;

@@ -1,17 +1,26 @@
-// Lending the call's directories to the sandbox identity.
+// Lending a tree by ownership: where a file system refuses an idmapped mount (idmap.hpp).
 //
-// When the runtime runs as root, the backend runs the target under a
-// dedicated unprivileged identity, so that a file the mounts forgot is still
-// guarded by its permissions. That identity must own what it may write: the
-// workspace, the call's temp directory and the trial's home. A loan hands
-// each tree to it for the call and gives every entry back to its owner after,
-// with what the target created going to the owner of the tree's top.
+// When the runtime runs as root, the backend runs the target under an unprivileged identity of
+// its own, so that a file the mounts forgot is still guarded by its permissions. That identity
+// must be able to write what it is lent: the workspace, the call's temp directory and the trial's
+// home. An idmapped mount shows it each tree as its own with nothing on disk changed; on a file
+// system that takes no idmap (NFS, ramfs, overlay), a loan hands every entry of the tree to it
+// for the call and gives each back to its owner after, with what the target created going to the
+// owner of the tree's top. That costs a walk of the tree each way and rewrites every entry's
+// ctime, and a run killed mid-call leaves the entries with the identity.
+//
+// Both walks go by descriptor: each directory is entered from its parent's descriptor without
+// following a link and checked to be the one looked at, and each entry is changed through that
+// descriptor without following a link, so a directory swapped for a link to a host folder during
+// the walk never carries the walk there.
 #pragma once
 
 #include <sys/types.h>
 
 #include <filesystem>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tea::exec {
@@ -49,17 +58,16 @@ class OwnershipLoan {
     // Entries left as they were because they have more than one hard link.
     [[nodiscard]] std::size_t skipped_hard_links() const { return skipped_; }
 
+    using FileKey = std::pair<dev_t, ino_t>;
+
    private:
-    struct Entry {
-        std::filesystem::path path;
-        uid_t uid;
-        gid_t gid;
-    };
     struct Tree {
         std::filesystem::path top;
         uid_t uid;
         gid_t gid;
-        std::vector<Entry> entries;
+        // Each lent entry's owner, by device and inode: an entry the target renamed still gets
+        // its own owner back, and one it made gets the top's.
+        std::map<FileKey, std::pair<uid_t, gid_t>> owners;
         bool disposable = false;  // lent, not given back: the caller removes it
     };
     std::vector<Tree> trees_;

@@ -73,7 +73,7 @@
  */
 #define TEA_ABI_VALUES(TEA_ABI_VALUE)   \
     TEA_ABI_VALUE(TEA_ABI_MAJOR, 1)     \
-    TEA_ABI_VALUE(TEA_ABI_MINOR, 5)     \
+    TEA_ABI_VALUE(TEA_ABI_MINOR, 6)     \
     TEA_ABI_VALUE(TEA_OK, 0)            \
     TEA_ABI_VALUE(TEA_FAILED, 1)        \
     TEA_ABI_VALUE(TEA_UNAVAILABLE, 2)   \

@@ -1,6 +1,7 @@
 #include "seccomp_rules.hpp"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/netlink.h>
 #include <linux/sched.h>
 #include <linux/seccomp.h>
@@ -8,6 +9,7 @@
 #include <sys/mman.h>
 #include <sys/personality.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
@@ -122,6 +124,63 @@ class Rules {
     const char *failed_ = nullptr;
 };
 
+// A system call's number for this build: libseccomp's, or the unified table's (see Refusal);
+// 0 when neither knows it.
+int syscall_number(const char *name, int unified) {
+    const int nr = seccomp_syscall_resolve_name(name);
+    return nr != __NR_SCMP_ERROR ? nr : unified;
+}
+
+// A file mode the target sets, when it makes a file or changes one, never carries S_ISUID, nor
+// S_ISGID with group execute (a set-group-id program; a 2775 directory is refused as well, since
+// the rule cannot tell the two apart). When the runtime is root, a lent tree is the target's
+// through an idmapped mount in which its files belong on disk to the tree's owner: a setuid
+// program it made there would stay the owner's (root's, for a workspace of root's) after the call,
+// for any user who can reach it to run. The runtime used to give back such files with a chown,
+// which cleared the bits; an idmap changes nothing after the call, so they are refused at the
+// source, for every identity. Where a call cannot carry its mode in an argument (openat2's is
+// behind a pointer), it answers ENOSYS and the C library falls back to openat.
+void refuse_privileged_modes(Rules &rules) {
+    constexpr std::uint64_t setuid = S_ISUID;
+    constexpr std::uint64_t setgid_program = S_ISGID | S_IXGRP;
+    struct ModeCall {
+        const char *name;
+        int unified;
+        unsigned mode;   // the argument holding the mode
+        int flags = -1;  // the argument holding open's flags (the mode counts only on creation)
+    };
+    constexpr std::array<ModeCall, 9> calls{{{"chmod", 0, 1},
+                                             {"fchmod", 0, 1},
+                                             {"fchmodat", 0, 2},
+                                             {"fchmodat2", 452, 2},
+                                             {"mknod", 0, 1},
+                                             {"mknodat", 0, 2},
+                                             {"creat", 0, 1},
+                                             {"open", 0, 2, 1},
+                                             {"openat", 0, 3, 2}}};
+    constexpr std::uint64_t tmpfile = O_TMPFILE & ~static_cast<std::uint64_t>(O_DIRECTORY);
+    for (const auto &c : calls) {
+        const int nr = syscall_number(c.name, c.unified);
+        if (nr == __NR_SCMP_ERROR || nr == 0) {
+            continue;  // not on this architecture (aarch64 has no chmod, open, creat or mknod)
+        }
+        for (const std::uint64_t bits : {setuid, setgid_program}) {
+            const scmp_arg_cmp mode{c.mode, SCMP_CMP_MASKED_EQ, bits, bits};
+            if (c.flags < 0) {
+                rules.refuse(nr, EPERM, {mode}, c.name);
+                continue;
+            }
+            const auto flags = static_cast<unsigned>(c.flags);
+            for (const std::uint64_t creates : {std::uint64_t{O_CREAT}, tmpfile}) {
+                rules.refuse(nr, EPERM,
+                             {scmp_arg_cmp{flags, SCMP_CMP_MASKED_EQ, creates, creates}, mode},
+                             c.name);
+            }
+        }
+    }
+    rules.refuse(SCMP_SYS(openat2), ENOSYS, {}, "openat2");
+}
+
 int add_rules(scmp_filter_ctx ctx, std::string *failed_rule) {
     // A syscall from another ABI (int 0x80 on x86_64) would dodge every rule.
     int rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
@@ -130,10 +189,7 @@ int add_rules(scmp_filter_ctx ctx, std::string *failed_rule) {
     }
     Rules rules{ctx};
     for (const Refusal &r : refusals) {
-        int nr = seccomp_syscall_resolve_name(r.name);
-        if (nr == __NR_SCMP_ERROR) {
-            nr = r.unified;
-        }
+        const int nr = syscall_number(r.name, r.unified);
         if (nr <= 0) {
             if (failed_rule != nullptr) {
                 *failed_rule = std::string{r.name} +
@@ -143,6 +199,7 @@ int add_rules(scmp_filter_ctx ctx, std::string *failed_rule) {
         }
         rules.refuse(nr, r.error, {}, r.name);
     }
+    refuse_privileged_modes(rules);
     // clone3 takes its flags through a pointer no filter can read: answer ENOSYS
     // so the C library falls back to clone, whose flags are checked below.
     rules.refuse(SCMP_SYS(clone3), ENOSYS, {}, "clone3");

@@ -238,6 +238,24 @@ void set_env(std::vector<std::string> &env, std::string_view name, const std::st
     env.push_back(std::string{name} + "=" + value);
 }
 
+// The lent tree `path` lies in, or nullptr.
+const tea::bwrap::LentTree *tree_of(const std::vector<tea::bwrap::LentTree> &lent,
+                                    const fs::path &path) {
+    const auto it = std::find_if(lent.begin(), lent.end(), [&](const tea::bwrap::LentTree &t) {
+        return tea::bwrap::in_tree(t, path);
+    });
+    return it != lent.end() ? &*it : nullptr;
+}
+
+// The first directory on the way to `path` that `who` cannot search in the call's view: below
+// the top of a lent tree for a path in one, every ancestor otherwise.
+std::optional<fs::path> unreachable(const fs::path &path, const Identity &who,
+                                    const std::vector<tea::bwrap::LentTree> &lent) {
+    const auto *tree = tree_of(lent, path);
+    return tree != nullptr ? tea::bwrap::unreachable_in_tree(*tree, path, who)
+                           : tea::bwrap::unreachable_ancestor(path, who);
+}
+
 // The path execvp (bwrap's, with the target's PATH) will name when it starts the target, as the
 // trace shows it: argv0 itself when it holds a slash; otherwise the first PATH entry where the
 // host has an executable regular file of that name (an empty entry is the working directory;
@@ -247,6 +265,7 @@ void set_env(std::vector<std::string> &env, std::string_view name, const std::st
 // then never sees the target start and marks the call incomplete: it fails closed.
 std::string exec_path(const std::string &argv0, const std::vector<std::string> &env,
                       const std::string &cwd, const Identity &who,
+                      const std::vector<tea::bwrap::LentTree> &lent,
                       const tea::bwrap::PrivateTemp &private_temp) {
     // As the identity that will exec it: root may run what the sandbox account may not reach.
     const auto executable = [&](const std::string &candidate) {
@@ -260,11 +279,13 @@ std::string exec_path(const std::string &argv0, const std::vector<std::string> &
         if (!who.dropped) {
             return ::access(on_host.c_str(), X_OK) == 0;
         }
+        if (const auto *tree = tree_of(lent, on_host)) {
+            st = tea::bwrap::seen_in(*tree, st, who);
+        }
         const mode_t run = st.st_uid == who.uid   ? S_IXUSR
                            : st.st_gid == who.gid ? S_IXGRP
                                                   : S_IXOTH;
-        return (st.st_mode & run) != 0 &&
-               !tea::bwrap::unreachable_ancestor(fs::path{on_host}.parent_path(), who);
+        return (st.st_mode & run) != 0 && !unreachable(fs::path{on_host}.parent_path(), who, lent);
     };
     if (argv0.find('/') != std::string::npos) {
         return executable(argv0) ? argv0 : std::string{};
@@ -311,6 +332,8 @@ struct Spec {
     std::uint16_t egress_port = 0;
     bool observed = false;  // (ABI 1.4) an observer wraps the plan
     bool staged = false;    // (ABI 1.5) the host starts the process before the plan is complete
+    // (ABI 1.6) The identity the host took for this call's target alone: {uid, gid}.
+    std::optional<std::pair<unsigned, unsigned>> identity;
 };
 
 Spec parse_spec(std::string_view text) {
@@ -384,6 +407,21 @@ Spec parse_spec(std::string_view text) {
             throw tea::sdk::Invalid("staged: expected a boolean");
         }
         s.staged = doc.at("staged").get<bool>();
+    }
+    if (doc.contains("identity")) {
+        const auto &identity = doc.at("identity");
+        const auto id = [&](const char *key) {
+            // Root's ids would give the target the host's files back.
+            if (!identity.is_object() || !identity.contains(key) ||
+                !identity.at(key).is_number_unsigned() ||
+                identity.at(key).get<std::uint64_t>() == 0 ||
+                identity.at(key).get<std::uint64_t>() > 0xFFFFFFFEU) {
+                throw tea::sdk::Invalid(
+                    "identity: expected {\"uid\", \"gid\"}, each an unprivileged id");
+            }
+            return identity.at(key).get<unsigned>();
+        };
+        s.identity.emplace(id("uid"), id("gid"));
     }
     return s;
 }
@@ -526,7 +564,11 @@ class Bubblewrap {
     // The target's view: every namespace of its own, the host read-only, only the call's
     // directories writable, the withheld paths and the private root covered.
     std::string prepare_target(const Spec &spec) const {
-        const auto identity = sandbox_identity();
+        // As root, the call's own identity when the host took one for it (ABI 1.6); otherwise
+        // the sandbox account, which every call shares.
+        const auto identity = spec.identity && ::geteuid() == 0
+                                  ? Identity{spec.identity->first, spec.identity->second, true}
+                                  : sandbox_identity();
         check_path(spec.workspace, "workspace");
         check_path(spec.cwd, "working directory");
         check_path(spec.temp_dir, "temp directory");
@@ -560,16 +602,41 @@ class Bubblewrap {
         const auto unmade = [&](const std::string &p) {
             return std::find(spec.unmade.begin(), spec.unmade.end(), p) != spec.unmade.end();
         };
+        // What the plan lends (below): the runtime shows each at its own path whatever lies
+        // above it, so only what lies inside a tree can keep the identity out.
+        std::vector<std::string> lent_paths{spec.workspace};
+        for (const auto &p : {spec.temp_dir, spec.home}) {
+            if (!unmade(p)) {
+                lent_paths.push_back(p);
+            }
+        }
+        std::vector<tea::bwrap::LentTree> lent;
+        if (identity.dropped) {
+            for (const auto &p : lent_paths) {
+                if (auto tree = tea::bwrap::lent_tree(p)) {
+                    lent.push_back(std::move(*tree));
+                }
+            }
+        }
         for (const auto &p : {spec.workspace, spec.cwd, spec.temp_dir, spec.home}) {
             if (unmade(p)) {
                 continue;  // made by bwrap, by the sandbox identity, inside the view
             }
-            if (const auto blocked =
-                    tea::bwrap::unreachable_ancestor(fs::path{p}.parent_path(), identity)) {
+            // Inside a lent tree the path itself counts: the target enters it as the tree's
+            // owner, or not at all.
+            const fs::path way =
+                tree_of(lent, p) != nullptr ? fs::path{p} : fs::path{p}.parent_path();
+            if (const auto blocked = unreachable(way, identity, lent)) {
+                const auto *tree = tree_of(lent, *blocked);
                 throw tea::sdk::Unavailable(
                     "the sandbox identity (uid " + std::to_string(identity.uid) +
                     ") cannot reach " + p + " because it may not search " + blocked->string() +
-                    "; use a workspace it can reach (under /tmp or /srv, say)");
+                    (tree != nullptr
+                         ? ", which the owner of " + tree->top.string() + " (uid " +
+                               std::to_string(tree->owner_uid) +
+                               ", whom the target stands for in it) does not own; make it "
+                               "searchable, or use a working directory the target can reach"
+                         : "; use a workspace it can reach (under /tmp or /srv, say)"));
             }
         }
 
@@ -609,9 +676,9 @@ class Bubblewrap {
                 " lies in the host's temp directory outside the call's grants, and the target's "
                 "temp directories are its own; run the call in its workspace");
         }
-        const auto start = egress_dir.empty() && settable
-                               ? exec_path(spec.argv[0], env, spec.cwd, identity, private_temp)
-                               : std::string{};
+        const auto start = egress_dir.empty() && settable ? exec_path(spec.argv[0], env, spec.cwd,
+                                                                      identity, lent, private_temp)
+                                                          : std::string{};
         // Where the target may write that the launch spec does not name: its own mounts, which
         // the audit grants like the workspace.
         json writable = json::array({temp_mount});
@@ -906,15 +973,9 @@ class Bubblewrap {
         if (identity.dropped) {
             // Host root's files would belong to a bwrap started as root (uid-isolation).
             plan["runAs"] = {{"uid", identity.uid}, {"gid", identity.gid}};
-            std::vector<std::string> lent{spec.workspace};
-            for (const auto &p : {spec.temp_dir, spec.home}) {
-                if (!unmade(p)) {
-                    lent.push_back(p);
-                }
-            }
             plan["lend"] = {{"uid", identity.uid},
                             {"gid", identity.gid},
-                            {"paths", tea::bytes::list_to_json(lent)}};
+                            {"paths", tea::bytes::list_to_json(lent_paths)}};
         }
         if (!spec.unmade.empty()) {
             plan["makeDirs"] = json::array();  // every one is provided inside the view

@@ -5,7 +5,9 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <iterator>
 #include <tea/plugin.hpp>
 #include <vector>
 
@@ -79,6 +81,51 @@ std::optional<std::filesystem::path> unreachable_ancestor(const std::filesystem:
         }
     }
     return std::nullopt;
+}
+
+std::optional<LentTree> lent_tree(const std::string &top) {
+    struct stat st {};
+    if (::stat(top.c_str(), &st) != 0) {
+        return std::nullopt;
+    }
+    return LentTree{std::filesystem::path{top}.lexically_normal(), st.st_uid, st.st_gid};
+}
+
+bool in_tree(const LentTree &tree, const std::filesystem::path &path) {
+    const auto p = path.lexically_normal();
+    const auto [t, q] = std::mismatch(tree.top.begin(), tree.top.end(), p.begin(), p.end());
+    return t == tree.top.end() || (std::next(t) == tree.top.end() && t->empty());
+}
+
+struct stat seen_in(const LentTree &tree, struct stat st, const Identity &who) {
+    // Any other id shows as the overflow id, which is never the identity's.
+    constexpr uid_t overflow = 65534;
+    st.st_uid = st.st_uid == tree.owner_uid ? who.uid : overflow;
+    st.st_gid = st.st_gid == tree.owner_gid ? who.gid : overflow;
+    return st;
+}
+
+std::optional<std::filesystem::path> unreachable_in_tree(const LentTree &tree,
+                                                         const std::filesystem::path &path,
+                                                         const Identity &who) {
+    if (!who.dropped) {
+        return std::nullopt;
+    }
+    std::filesystem::path current = tree.top;
+    const auto below = path.lexically_normal().lexically_relative(tree.top);
+    for (auto part = below.begin();; ++part) {
+        struct stat st {};
+        if (::stat(current.c_str(), &st) != 0) {
+            return std::nullopt;  // missing: nothing to bind there
+        }
+        if (S_ISDIR(st.st_mode) && !may_search(seen_in(tree, st, who), current.c_str(), who)) {
+            return current;
+        }
+        if (part == below.end() || *part == "." || part->empty()) {
+            return std::nullopt;
+        }
+        current /= *part;
+    }
 }
 
 }  // namespace tea::bwrap

@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 #define TEA_ABI_MAJOR 1
-#define TEA_ABI_MINOR 5
+#define TEA_ABI_MINOR 6
 
 /* The one symbol every plugin exports. */
 #define TEA_PLUGIN_ENTRY_SYMBOL "tea_plugin_entry"

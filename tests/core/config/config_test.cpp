@@ -171,6 +171,31 @@ TEST(Config, WrongTypeNamesWhatWasExpectedAndFound) {
     EXPECT_NE(message.find("at least 0"), std::string::npos) << message;
 }
 
+TEST(Config, AUidRangeIsTwoIdsThatCanBeACallsIdentityOrNone) {
+    Builder builder;
+    EXPECT_FALSE(builder.get().uid_range) << "no range unless configured";
+    builder.apply_text("[confinement]\nuid_range = [2147418112, 2147483646]\n", "x.toml", "/base");
+    ASSERT_TRUE(builder.get().uid_range);
+    EXPECT_EQ(*builder.get().uid_range, (UidRange{2147418112U, 2147483646U}));
+    // A later layer takes it away again.
+    builder.apply_text("[confinement]\nuid_range = []\n", "y.toml", "/base");
+    EXPECT_FALSE(builder.get().uid_range);
+    for (const auto &[text, finding] :
+         {std::pair{"[5000]", "expected [FIRST, LAST]"},
+          std::pair{"[5000, 6000, 7000]", "expected [FIRST, LAST]"},
+          std::pair{"\"5000-6000\"", "expected [FIRST, LAST]"}, std::pair{"[0, 10]", "at least 1"},
+          std::pair{"[6000, 5000]", "at least 6000"},
+          // The overflow id would own, in the target's view, every file a mapping leaves out.
+          std::pair{"[60000, 70000]", "holds 65534"},
+          std::pair{"[65535, 65535]", "holds 65534, 65535"},
+          std::pair{"[4294967290, 4294967295]", "above 4294967294"}}) {
+        const auto message =
+            error_of(builder, std::string{"[confinement]\nuid_range = "} + text + "\n");
+        EXPECT_NE(message.find("confinement.uid_range"), std::string::npos) << message;
+        EXPECT_NE(message.find(finding), std::string::npos) << text << ": " << message;
+    }
+}
+
 TEST(Config, BudgetsHaveDefaultsThatKeepTheHostAliveAndEachLayerMaySetThem) {
     Builder builder;
     const auto &b = builder.get().budgets;

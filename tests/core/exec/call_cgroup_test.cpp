@@ -288,24 +288,28 @@ TEST(CallCgroup, TheCgroupOfAKilledRuntimeIsEmptiedAndRemovedAndALiveOnesIsLeft)
     if (layout.v1_pids.empty()) {
         GTEST_SKIP() << "needs the cgroup v1 pids hierarchy, writable";
     }
+    // A parent of its own: a runtime started meanwhile (by another test) reclaims the killed
+    // runtimes' cgroups beside its own, this test's made-up one among them, before the test does.
+    const auto parent = layout.v1_pids / ("tea-test-" + std::to_string(::getpid()));
+    ASSERT_EQ(::mkdir(parent.c_str(), 0755), 0) << parent;
     CgroupLayout pids_only;
-    pids_only.v1_pids = layout.v1_pids;
-    const auto stale = layout.v1_pids / dead_owner_name();
+    pids_only.v1_pids = parent;
+    const auto stale = parent / dead_owner_name();
     ASSERT_EQ(::mkdir(stale.c_str(), 0755), 0) << stale;
     const UniqueFd stale_procs{::open((stale / "cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC)};
     const pid_t left = start_in({stale_procs.get()}, "exec sleep 1000");
     ASSERT_TRUE(eventually([&] { return members(stale) == 1; }));
     // The control: a live runtime's call cgroup (this process's), holding a process too.
     CallCgroup live{pids_only, Budget{0, 16, true}};
-    const auto live_dir = call_cgroup_in(layout.v1_pids);
+    const auto live_dir = call_cgroup_in(parent);
     const pid_t kept = start_in(live.join_fds(), "exec sleep 1000");
     ASSERT_TRUE(eventually([&] { return members(live_dir) == 1; }));
 
     // And one named by a runtime of another pid namespace, whose pids this one cannot judge.
-    const auto foreign = layout.v1_pids / dead_owner_name(true);
+    const auto foreign = parent / dead_owner_name(true);
     ASSERT_EQ(::mkdir(foreign.c_str(), 0755), 0) << foreign;
 
-    EXPECT_GE(reclaim_call_cgroups(pids_only), 1);  // and any other killed runtime's
+    EXPECT_EQ(reclaim_call_cgroups(pids_only), 1);
     EXPECT_TRUE(fs::exists(foreign));
     EXPECT_EQ(::rmdir(foreign.c_str()), 0);
     int status = 0;
@@ -316,6 +320,7 @@ TEST(CallCgroup, TheCgroupOfAKilledRuntimeIsEmptiedAndRemovedAndALiveOnesIsLeft)
     EXPECT_EQ(::kill(kept, 0), 0) << "a live runtime's call is left running";
     (void)live.end();
     ::waitpid(kept, nullptr, 0);
+    EXPECT_EQ(::rmdir(parent.c_str()), 0) << "nothing is left beneath the parent";
 }
 
 }  // namespace

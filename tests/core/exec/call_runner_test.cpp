@@ -19,6 +19,7 @@
 #include <sstream>
 #include <thread>
 
+#include "exec/lending.hpp"
 #include "exec/terminal_text.hpp"
 #include "support/terminal.hpp"
 #include "util/error.hpp"
@@ -93,6 +94,37 @@ TEST_F(CallRunner, PassesExitStatusAndOutput) {
     EXPECT_EQ(read(dir_ / "stdout"), "out\n");
     EXPECT_EQ(read(dir_ / "stderr"), "err\n");
     EXPECT_GT(r.elapsed.count(), 0);
+}
+
+TEST_F(CallRunner, TheCallsMountNamespaceIsEnteredWhateverNumberAPlanFileTakes) {
+    if (::geteuid() != 0) {
+        GTEST_SKIP() << "only root makes a call's mount namespace";
+    }
+    // A tree lent to uid 4242: in the call's namespace its files are that uid's.
+    fs::create_directories(dir_ / "tree");
+    std::ofstream{dir_ / "tree" / "file"} << "x";
+    Lending::Request request;
+    request.trees = {dir_ / "tree"};
+    request.uid = 4242;
+    request.gid = 4242;
+    const Lending lending{request};
+    ASSERT_GE(lending.mount_namespace(), 3);
+    // A plan file placed at the very number the namespace has in the runtime: the child must
+    // enter the namespace before its descriptors are placed.
+    auto p = plan({"stat", "-c", "%u", (dir_ / "tree" / "file").string()});
+    p.files = {{lending.mount_namespace(), "a plan's file", {}}};
+    auto options = capture();
+    options.mount_namespace = lending.mount_namespace();
+    const auto r = run_call(p, options);
+    ASSERT_TRUE(r.started) << r.start_error;
+    EXPECT_EQ(r.exit_code, 0) << read(dir_ / "stderr");
+    EXPECT_EQ(read(dir_ / "stdout"), "4242\n");
+    // The control: outside it, the file is root's.
+    fs::remove(dir_ / "stdout");
+    fs::remove(dir_ / "stderr");
+    const auto outside =
+        run_call(plan({"stat", "-c", "%u", (dir_ / "tree" / "file").string()}), capture());
+    EXPECT_EQ(read(dir_ / "stdout"), "0\n");
 }
 
 TEST_F(CallRunner, ReportsTheSignalThatEndedTheTarget) {

@@ -253,6 +253,21 @@ TEST(ExecPlan, HolderRoundTripsAndIsChecked) {
     EXPECT_NO_THROW(exec_plan_from_json(head + holder + R"("handoffFd": 16}, "handoffFd": 16})"));
 }
 
+TEST(ExecPlan, TheCallsOwnIdentityRoundTripsAndIsNeverRoot) {
+    LaunchSpec spec;
+    spec.argv = {"true"};
+    // Said only when set, as a backend before 1.6 never hears of it.
+    EXPECT_EQ(to_json(spec).find("identity"), std::string::npos);
+    spec.identity = LaunchSpec::Identity{2147418112U, 2147418113U};
+    EXPECT_EQ(launch_spec_from_json(to_json(spec)).identity, spec.identity);
+    for (const char *bad : {R"({"uid": 0, "gid": 5})", R"({"uid": 5})", R"({"uid": 5, "gid": -1})",
+                            R"({"uid": 4294967295, "gid": 5})", R"("5:5")"}) {
+        auto doc = nlohmann::json::parse(to_json(spec));
+        doc["identity"] = nlohmann::json::parse(bad);
+        EXPECT_THROW((void)launch_spec_from_json(doc.dump()), std::invalid_argument) << bad;
+    }
+}
+
 TEST(ExecPlan, DeferredFilesAndTheStagedSpecRoundTripAndAreChecked) {
     LaunchSpec spec;
     spec.argv = {"true"};

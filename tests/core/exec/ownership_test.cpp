@@ -5,10 +5,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "support/temp_dir.hpp"
+#include "util/error.hpp"
 
 namespace tea::exec {
 namespace {
@@ -105,6 +108,67 @@ TEST_F(Ownership, AWithheldFolderReachedUnderAnotherNameIsNeverLent) {
         EXPECT_EQ(status_of(withheld / "file").st_uid, kLent);
     }
     EXPECT_EQ(status_of(withheld / "file").st_uid, 0U) << "given back";
+}
+
+TEST_F(Ownership, ADirectorySwappedForALinkDuringTheWalkNeverCarriesItOutOfTheTree) {
+    // A host folder the walk must never reach, holding the names each folder of the tree holds,
+    // and a tree of many folders that another process keeps swapping for links to it while the
+    // tree is lent and given back: a walk that names entries by path through a folder swapped
+    // since would change the host folder's entries of the same names.
+    const auto host = kept().parent_path() / "host";
+    fs::create_directories(host / "below");
+    std::vector<fs::path> host_entries{host, host / "below"};
+    for (int f = 0; f < 8; ++f) {
+        make_file(host / ("f" + std::to_string(f)));
+        host_entries.push_back(host / ("f" + std::to_string(f)));
+    }
+    constexpr int folders = 64;
+    for (int i = 0; i < folders; ++i) {
+        const auto d = kept() / ("d" + std::to_string(i));
+        fs::create_directories(d / "below");
+        for (int f = 0; f < 8; ++f) {
+            make_file(d / ("f" + std::to_string(f)));
+        }
+    }
+    std::atomic<bool> stop{false};
+    std::atomic<long> swaps{0};
+    std::thread swapper{[&] {
+        // Each folder in turn becomes a link to the host folder, then a folder again.
+        for (int i = 0; !stop; i = (i + 1) % folders) {
+            const auto d = kept() / ("d" + std::to_string(i));
+            const auto away = kept() / ("away" + std::to_string(i));
+            std::error_code ec;
+            fs::rename(d, away, ec);
+            if (ec) {
+                continue;
+            }
+            fs::create_directory_symlink(host, d, ec);
+            std::this_thread::yield();
+            fs::remove(d, ec);
+            fs::rename(away, d, ec);
+            ++swaps;
+        }
+    }};
+    for (int round = 0; round < 40; ++round) {
+        try {
+            OwnershipLoan loan{{kept()}, kLent, kLent, {}, {}};
+            loan.restore();
+        } catch (const Error &) {
+            // A folder that left mid-walk may fail the loan; the host folder is what counts.
+        }
+    }
+    stop = true;
+    swapper.join();
+    ASSERT_GT(swaps.load(), 40);
+    for (const auto &p : host_entries) {
+        EXPECT_EQ(status_of(p).st_uid, 0U) << p << " was handed over through a swapped link";
+    }
+    // The control: the walk does lend what really is in the tree.
+    {
+        const OwnershipLoan loan{{kept()}, kLent, kLent, {}, {}};
+        EXPECT_EQ(status_of(kept() / "d0" / "f0").st_uid, kLent);
+        EXPECT_EQ(status_of(kept() / "d0" / "below").st_uid, kLent);
+    }
 }
 
 }  // namespace

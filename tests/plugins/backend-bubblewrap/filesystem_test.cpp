@@ -384,18 +384,21 @@ TEST_F(Confinement, WithheldFolderOfAConcurrentCallIsNotLentToTheSandbox) {
     if (::geteuid() != 0) {
         GTEST_SKIP() << "only root's calls lend their directories to the sandbox identity";
     }
-    // Call A keeps its answer key for its owner alone; while A runs, call B's
-    // target (the same sandbox identity, seeing the host read-only) looks for it.
+    // Call A keeps its answer key and its work for its owner alone; while A runs, call B's
+    // target (the same sandbox identity, seeing the host read-only) looks for them. A's
+    // workspace is lent through an idmapped mount in A's own namespace: on the host, where B
+    // looks, nothing of it changed owner.
     fs::permissions(withheld(), fs::perms{0700});
     fs::permissions(secret_file(), fs::perms{0600});
     make_file(workspace() / "progress", "a's work", 0600);
-    auto a = start({.command = {"/bin/sh", "-c", "while [ ! -e go ]; do sleep 0.05; done"},
-                    .withhold = {withheld().string()},
-                    .timeout_ms = 30000});
-    const bool lent = eventually([&] {
-        struct stat st {};
-        return ::stat(workspace().c_str(), &st) == 0 && st.st_uid == sandbox_uid();
-    });
+    make_file(workspace() / "public", "a's notes", 0644);
+    auto a = start(
+        {.command = {"/bin/sh", "-c", "echo > started; while [ ! -e go ]; do sleep 0.05; done"},
+         .withhold = {withheld().string()},
+         .timeout_ms = 30000});
+    const bool running = eventually([&] { return fs::exists(workspace() / "started"); });
+    struct stat during {};
+    ASSERT_EQ(::stat(workspace().c_str(), &during), 0);
     const auto other = base() / "ws-b";
     fs::create_directory(other);
     fs::permissions(other, fs::perms{0755});
@@ -405,54 +408,77 @@ TEST_F(Confinement, WithheldFolderOfAConcurrentCallIsNotLentToTheSandbox) {
         run({.command = python(R"PY(
 report("SECRET", lambda: open(sys.argv[1]).read().strip())
 report("LENT", lambda: open(sys.argv[2]).read().strip())
+report("PUBLIC", lambda: open(sys.argv[3]).read().strip())
 )PY",
-                               {secret_file().string(), (workspace() / "progress").string()}),
+                               {secret_file().string(), (workspace() / "progress").string(),
+                                (workspace() / "public").string()}),
              .workspace = other.string(),
              .options = {"--system-path", workspace().string()}});
     make_file(workspace() / "go", "", 0644);
     const auto ra = a.wait();
-    ASSERT_TRUE(lent) << ra;
+    ASSERT_TRUE(running) << ra;
     EXPECT_EQ(ra.status, 0) << ra;
+    EXPECT_EQ(during.st_uid, 0U) << "the workspace changed owner on the host during the call";
     EXPECT_TRUE(b.has("SECRET-DENIED:EACCES")) << b;
-    // The control: the same probe reaches A's workspace itself, which A's call
-    // lends to the identity every call shares (docs/confinement.md, limits).
-    EXPECT_EQ(b.value("LENT-OK"), "a's work") << b;
-    struct stat st {};
-    ASSERT_EQ(::stat(secret_file().c_str(), &st), 0);
-    EXPECT_EQ(st.st_uid, 0U);
+    EXPECT_TRUE(b.has("LENT-DENIED:EACCES")) << b;
+    // The control: the same probe reaches A's workspace itself, and reads what its mode lets
+    // anyone read.
+    EXPECT_EQ(b.value("PUBLIC-OK"), "a's notes") << b;
+    for (const auto &p : {secret_file(), workspace() / "progress", workspace() / "started"}) {
+        struct stat st {};
+        ASSERT_EQ(::stat(p.c_str(), &st), 0) << p;
+        EXPECT_EQ(st.st_uid, 0U) << p;
+    }
 }
 
 TEST_F(Confinement, TargetCannotLeaveASetuidFileBehind) {
-    if (::geteuid() != 0) {
-        GTEST_SKIP() << "only root's calls give the target's files back to another owner";
-    }
-    // What the target makes is given to the workspace's owner (root) after the
-    // call; a setuid bit kept across that chown would hand out root.
+    // Through an idmapped lent tree what the target makes belongs on disk to the tree's owner
+    // (root, here), and nothing is chowned after the call: a setuid program made in the
+    // workspace would stay root's for any user who can reach it. Every way to give a file the
+    // bits is tried: a change of mode, a mode at creation, a node made with it.
     const auto probe = python(R"PY(
-def make(path, mode):
-    with open(path, "w") as f:
-        f.write("#!/bin/sh\nid\n")
-    os.chmod(path, mode)
+def made(path, fn):
+    fn(path)
     return oct(os.stat(path).st_mode & 0o7777)
-report("SUID", lambda: make("suid", 0o4755))
-report("SGID", lambda: make("sgid", 0o2755))
-report("LINKED", lambda: make("linked", 0o4755))
-os.link("linked", "linked2")
+def chmod_to(mode):
+    def fn(path):
+        with open(path, "w") as f:
+            f.write("#!/bin/sh\nid\n")
+        os.chmod(path, mode)
+    return fn
+def created(mode):
+    return lambda path: os.close(os.open(path, os.O_WRONLY | os.O_CREAT, mode))
+os.umask(0)
+report("SUID", lambda: made("suid", chmod_to(0o4755)))
+report("SGID", lambda: made("sgid", chmod_to(0o2755)))
+report("CREATED", lambda: made("created", created(0o4755)))
+report("NODE", lambda: made("node", lambda p: os.mknod(p, 0o104755)))
+report("FCHMOD", lambda: made("fchmod", lambda p: os.fchmod(os.open(p, os.O_WRONLY | os.O_CREAT, 0o644), 0o6755)))
+report("PLAIN", lambda: made("plain", chmod_to(0o2644)))
 )PY");
-    const auto r = run({.command = probe});
-    // The positive control: inside, the bits are set.
-    EXPECT_EQ(r.value("SUID-OK"), "0o4755") << r;
-    EXPECT_EQ(r.value("SGID-OK"), "0o2755") << r;
-    EXPECT_EQ(r.value("LINKED-OK"), "0o4755") << r;
-    for (const char *name : {"suid", "sgid", "linked"}) {
-        struct stat st {};
-        ASSERT_EQ(::stat((workspace() / name).c_str(), &st), 0) << name;
-        EXPECT_EQ(st.st_mode & 06000U, 0U) << name << " kept mode " << std::oct << st.st_mode;
-        // A file with two names stays the target's (ownership.hpp); the others are root's.
-        if (st.st_nlink == 1) {
-            EXPECT_EQ(st.st_uid, 0U) << name;
-        }
+    const auto confined = run({.command = probe});
+    for (const char *name : {"SUID", "SGID", "CREATED", "NODE", "FCHMOD"}) {
+        EXPECT_TRUE(confined.has(std::string{name} + "-DENIED:EPERM")) << name << confined;
     }
+    // What sets no privilege is left alone: setgid without group execute is no program's.
+    EXPECT_EQ(confined.value("PLAIN-OK"), "0o2644") << confined;
+    const std::vector<std::string> made{"suid", "sgid", "created", "node", "fchmod", "plain"};
+    for (const auto &name : made) {
+        struct stat st {};
+        if (::lstat((workspace() / name).c_str(), &st) == 0) {
+            EXPECT_FALSE((st.st_mode & S_ISUID) != 0 ||
+                         (st.st_mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP))
+                << name << " kept mode " << std::oct << st.st_mode;
+        }
+        fs::remove(workspace() / name);
+    }
+    // The control: unconfined, the same probe makes each of them.
+    const auto control = run({.backend = Backend::opt_out, .command = probe});
+    EXPECT_EQ(control.value("SUID-OK"), "0o4755") << control;
+    EXPECT_EQ(control.value("SGID-OK"), "0o2755") << control;
+    EXPECT_EQ(control.value("CREATED-OK"), "0o4755") << control;
+    EXPECT_EQ(control.value("NODE-OK"), "0o4755") << control;
+    EXPECT_EQ(control.value("FCHMOD-OK"), "0o6755") << control;
 }
 
 TEST_F(Confinement, RootOnlyFileElsewhereIsUnreadable) {

@@ -411,6 +411,7 @@ std::string Confinement::write_config(const std::string &toml) {
 
 std::vector<std::string> Confinement::command_line(const Call &call) {
     std::vector<std::string> argv = launcher_;
+    argv.insert(argv.end(), call.wrapper.begin(), call.wrapper.end());
     argv.emplace_back(TEA_EVALUATE_BIN);
     if (!call.config.empty()) {
         argv.insert(argv.end(), {"--config", write_config(call.config)});

@@ -41,6 +41,9 @@ struct Call {
     std::vector<std::pair<int, int>> inherit;           // {descriptor here, number in the child}
     std::string subcommand = "exec";                    // or "preflight"
     std::vector<std::string> options;                   // more options, after the subcommand
+    // In front of tea-evaluate: a command that runs the rest of its arguments (in a mount
+    // namespace of its own, say).
+    std::vector<std::string> wrapper;
 };
 
 struct Result {

@@ -1,6 +1,7 @@
 // tea-plan-call: prepares one launch spec with a backend of the build and runs the plan the way
-// the runtime's session does (the lend honoured, the call runner starting it), for the tests of
-// what the command line cannot ask for yet: a grader's view, a workspace under the private root.
+// the runtime's session does (the lend honoured in the call's mount namespace, the call runner
+// starting it), for the tests of what the command line cannot ask for yet: a grader's view, a
+// workspace under the private root.
 //
 //   tea-plan-call [--plan-only] [--staged CUT] BACKEND SPEC_FILE
 //
@@ -24,7 +25,7 @@
 
 #include "exec/call_runner.hpp"
 #include "exec/exec_plan.hpp"
-#include "exec/ownership.hpp"
+#include "exec/lending.hpp"
 #include "plugins/loader.hpp"
 #include "support/process.hpp"
 #include "util/runtime_paths.hpp"
@@ -63,6 +64,16 @@ int run(bool plan_only, std::optional<long> staged_cut, const std::string &backe
     options.timeout = std::chrono::seconds{60};
     options.out.tee_fd = STDOUT_FILENO;
     options.err.tee_fd = STDERR_FILENO;
+    // The plan's lend, honoured before its first process starts (it enters the namespace).
+    std::optional<tea::exec::Lending> lending;
+    const auto lend = [&](const tea::exec::ExecPlan &plan) {
+        if (!plan.lend.requested || lending) {
+            return;
+        }
+        const auto spec = tea::exec::launch_spec_from_json(spec_json);
+        lending.emplace(tea::exec::Lending::Request::of(plan.lend, spec.withhold));
+        options.mount_namespace = lending->mount_namespace();
+    };
     // Started before the complete plan exists, as the session starts it.
     std::optional<tea::exec::StartedCall> started;
     std::vector<int> deferred;
@@ -73,20 +84,12 @@ int run(bool plan_only, std::optional<long> staged_cut, const std::string &backe
                 deferred.push_back(f.child_fd);
             }
         }
+        lend(staged);
         started.emplace(staged, options);
     }
     auto plan =
         tea::exec::exec_plan_from_json(instance->transform(ops.prepare, "prepare", spec_json));
-    tea::exec::OwnershipLoan loan;
-    if (plan.lend.requested) {
-        const auto spec = tea::exec::launch_spec_from_json(spec_json);
-        std::vector<fs::path> trees(plan.lend.paths.begin(), plan.lend.paths.end());
-        std::sort(trees.begin(), trees.end());
-        trees.erase(std::unique(trees.begin(), trees.end()), trees.end());
-        loan = tea::exec::OwnershipLoan{
-            trees, plan.lend.uid, plan.lend.gid,
-            std::vector<fs::path>(spec.withhold.begin(), spec.withhold.end())};
-    }
+    lend(plan);
     if (staged_cut && *staged_cut >= 0) {
         for (auto &f : plan.files) {
             if (std::find(deferred.begin(), deferred.end(), f.child_fd) != deferred.end() &&
@@ -96,7 +99,7 @@ int run(bool plan_only, std::optional<long> staged_cut, const std::string &backe
         }
     }
     const auto result = started ? started->finish(plan) : tea::exec::run_call(plan, options);
-    loan.restore();
+    lending.reset();
     if (!result.started) {
         std::cerr << "tea-plan-call: the plan did not start: " << result.start_error << '\n';
         return 127;

@@ -204,15 +204,18 @@ TEST_F(Confinement, AProcessBudgetAtItsLimitLeavesAnotherCallOfTheSameIdentityAl
         for (const char *name : {"full", "go"}) {
             fs::remove(workspace() / name);
         }
-        // Both calls run as the one sandbox identity; the first fills its budget and holds it.
+        // Both calls run as the one sandbox identity (no uid_range, whatever a layer set: one
+        // identity per call would part the two under the stand-in as well); the first fills its
+        // budget and holds it.
+        const auto shared = "[confinement]\nuid_range = []\n" + config;
         auto filler = start({.command = python(fork_probe, {"10000", "hold"}),
                              .timeout_ms = 30000,
-                             .config = config,
+                             .config = shared,
                              .options = {"--observer", "none"}});
         const bool filled = eventually([&] { return fs::exists(workspace() / "full"); }, 20s);
         const auto second = run({.command = python(fork_probe, {"30"}),
                                  .timeout_ms = 20000,
-                                 .config = config,
+                                 .config = shared,
                                  .options = {"--observer", "none"}});
         make_file(workspace() / "go", "", 0644);
         auto first = filler.wait();

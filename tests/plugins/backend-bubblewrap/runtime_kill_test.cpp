@@ -3,7 +3,9 @@
 // (strace and the holder), unaudited (the view builder, started before its view exists), with a
 // route out (the shim and its relay, audited or not), through the helper, and an evaluator in the
 // grader's view; and the next run over the same private root reclaims every directory the killed
-// one left.
+// one left. As root, with an identity of its own per call ([confinement] uid_range), the killed
+// runtime's hold on that identity goes with it and no process of the identity remains: the next
+// call, given a range of that one id, takes it again.
 //
 // The test process is a child subreaper while it kills, so whatever descended from the runtime
 // and outlives it is reparented to the test and found as its descendant (the holder's bwrap, whose
@@ -13,6 +15,7 @@
 // run as it too.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -63,17 +66,22 @@ open(sys.argv[2], "w").close()
 time.sleep(1000)
 )PY";
 
+// The one id a configuration with an identity per call gives its calls, outside the ranges the
+// other tests use (call_identity_test.cpp).
+constexpr unsigned own_identity = 2147418112U + 64U;
+
 struct Configuration {
     const char *name;
     std::vector<std::string> options;
     enum class Kind { target, missing_program, grader } kind;
     int kills;
+    bool own_identity = false;  // [confinement] uid_range of own_identity alone (as root)
 };
 using Kind = Configuration::Kind;
 
 // 100 kills, spread over the ways a call runs: a target's exec in each of its configurations, a
 // program the host lacks (which the helper fails to start), and an evaluator in the grader's view
-// (run by tea-plan-call as `run` runs it).
+// (run by tea-plan-call as `run` runs it); as root, 20 more of calls with an identity of their own.
 const std::vector<Configuration> &configurations() {
     static const std::vector<Configuration> all{
         {"audited", {}, Kind::target, 20},
@@ -82,6 +90,8 @@ const std::vector<Configuration> &configurations() {
         {"egress, unaudited", {"--egress", "127.0.0.1:9", "--observer", "none"}, Kind::target, 20},
         {"helper (no such program)", {"--observer", "none"}, Kind::missing_program, 10},
         {"grader", {}, Kind::grader, 10},
+        {"identity per call, audited", {}, Kind::target, 10, true},
+        {"identity per call, unaudited", {"--observer", "none"}, Kind::target, 10, true},
     };
     return all;
 }
@@ -130,6 +140,17 @@ std::string describe(pid_t pid) {
     }
     return "pid " + std::to_string(pid) + " uid " + std::to_string(process_uid(pid)) + ": " +
            cmdline.substr(0, 160);
+}
+
+// The live processes (not zombies) whose real uid is `uid`.
+std::vector<pid_t> processes_of(uid_t uid) {
+    std::vector<pid_t> found;
+    for (const auto &[pid, entry] : process_table()) {
+        if (entry.state != 'Z' && entry.state != 'X' && process_uid(pid) == uid) {
+            found.push_back(pid);
+        }
+    }
+    return found;
 }
 
 // Reaps the zombies reparented to the test, which is their subreaper.
@@ -199,6 +220,17 @@ class ProcessesOfAKilledRuntime : public EitherIdentity {
         return {"TEA_EVALUATE_PRIVATE_ROOT=" + root_.string(), "TMPDIR=" + tmp_.string()};
     }
 
+    [[nodiscard]] std::string config_of(const Configuration &c) const {
+        return c.own_identity
+                   ? std::string{config} + "[confinement]\nuid_range = [" +
+                         std::to_string(own_identity) + ", " + std::to_string(own_identity) + "]\n"
+                   : std::string{config};
+    }
+
+    [[nodiscard]] bool runs(const Configuration &c) const {
+        return !c.own_identity || (::geteuid() == 0 && !unprivileged_user());
+    }
+
     // The call of `c` whose target runs `command` (for a missing program: none of it).
     Process start_call(const Configuration &c, const std::string &marker,
                        std::vector<std::string> command) {
@@ -207,8 +239,10 @@ class ProcessesOfAKilledRuntime : public EitherIdentity {
             spec.env.push_back("TEA_KILL_MARK=" + marker);
             return start_spec(spec);
         }
-        Call call{
-            .command = std::move(command), .config = config, .env = env(), .options = c.options};
+        Call call{.command = std::move(command),
+                  .config = config_of(c),
+                  .env = env(),
+                  .options = c.options};
         if (c.kind == Kind::missing_program) {
             call.command = {"tea-no-such-program-" + marker};
         }
@@ -277,6 +311,9 @@ TEST_P(ProcessesOfAKilledRuntime, NoneOutlivesItAndTheNextRunReclaimsEveryDirect
 
     // What a run that is not killed leaves in the private root, in each configuration.
     for (const auto &c : configurations()) {
+        if (!runs(c)) {
+            continue;
+        }
         const auto r = start_call(c, sleep_marker(), {"/bin/true"}).wait();
         ASSERT_EQ(r.status, c.kind == Kind::missing_program ? 127 : 0) << c.name << "\n" << r;
     }
@@ -286,6 +323,9 @@ TEST_P(ProcessesOfAKilledRuntime, NoneOutlivesItAndTheNextRunReclaimsEveryDirect
     std::vector<std::string> failures;
     std::vector<std::string> summary;
     for (const auto &c : configurations()) {
+        if (!runs(c)) {
+            continue;
+        }
         // How long the call takes to stand (or, for the helper, to end): kills are spread from
         // the runtime's start to a little past that, and one in four waits for the target to
         // stand first, so that the kills cover the target's life and not only the set-up.
@@ -331,12 +371,44 @@ TEST_P(ProcessesOfAKilledRuntime, NoneOutlivesItAndTheNextRunReclaimsEveryDirect
                                    (target_up ? " (target up)" : "") + ": " + s);
             }
 
-            // The next run over the same private root reclaims what the killed one left.
-            const auto next = run({.command = {"/bin/true"},
-                                   .config = config,
+            if (c.own_identity) {
+                // Nothing runs as the call's identity, whether the test found it or not.
+                std::vector<pid_t> of_identity;
+                eventually(
+                    [&] {
+                        reap_orphans();
+                        of_identity = processes_of(own_identity);
+                        return of_identity.empty();
+                    },
+                    3s);
+                for (const pid_t pid : of_identity) {
+                    failures.push_back(std::string{c.name} + ", kill " + std::to_string(k) +
+                                       ": left running as the call's identity: " + describe(pid));
+                    ::kill(pid, SIGKILL);
+                }
+                // The killed runtime's hold on the identity went with it.
+                const auto lock = "/run/tea-evaluate/identities/" + std::to_string(own_identity);
+                const int fd = ::open(lock.c_str(), O_RDONLY | O_CLOEXEC);
+                if (fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+                    failures.push_back(std::string{c.name} + ", kill " + std::to_string(k) +
+                                       ": the identity's lock " + lock + " is still held");
+                }
+                if (fd >= 0) {
+                    ::close(fd);
+                }
+            }
+
+            // The next run over the same private root reclaims what the killed one left; with an
+            // identity per call, it takes the same one id again (no process of it left, its lock
+            // let go).
+            const auto next = run({.command = {"/usr/bin/id", "-u"},
+                                   .config = config_of(c),
                                    .env = env(),
                                    .options = {"--observer", "none"}});
-            EXPECT_EQ(next.status, 0) << next;
+            EXPECT_EQ(next.status, 0) << c.name << "\n" << next;
+            if (c.own_identity) {
+                EXPECT_EQ(next.out, std::to_string(own_identity) + "\n") << next;
+            }
             for (const auto &name : tree(root_)) {
                 if (kept.count(name) == 0) {
                     failures.push_back(std::string{c.name} + ", kill " + std::to_string(k) +
