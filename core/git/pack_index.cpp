@@ -24,6 +24,10 @@ std::optional<PackIndex> PackIndex::parse(std::span<const unsigned char> bytes) 
         std::memcmp(bytes.data(), kIndexMagic, sizeof kIndexMagic) != 0)
         return std::nullopt;
     const PackIndex index(bytes);
+    // A count that exceeds a later one (or the total) would have find() search past the table of
+    // ids: a crafted index would make the runtime read beyond the file.
+    for (unsigned first = 1; first < 256; ++first)
+        if (index.fanout(first - 1) > index.fanout(first)) return std::nullopt;
     const std::size_t n = index.count();
     const std::size_t minimum =
         kHeaderBytes + kFanoutBytes + n * (GIT_OID_RAWSZ + 8) + kTrailerBytes;

@@ -18,7 +18,8 @@ namespace tea::git {
 // A version 2 index read in place; the bytes must outlive it.
 class PackIndex {
    public:
-    // nullopt unless bytes are a version 2 index whose tables fit in them.
+    // nullopt unless bytes are a version 2 index whose fan-out never decreases and whose tables
+    // fit in them.
     static std::optional<PackIndex> parse(std::span<const unsigned char> bytes);
 
     std::uint32_t count() const { return fanout(255); }

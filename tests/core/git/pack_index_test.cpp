@@ -81,4 +81,13 @@ TEST(PackIndex, WhatIsNotAVersion2IndexIsRefused) {
     EXPECT_FALSE(PackIndex::parse({}));
 }
 
+// A fan-out count that exceeds a later one (or the total) would have find search "ids" past the
+// table of ids, reading beyond the index file.
+TEST(PackIndex, AFanOutThatDecreasesIsRefused) {
+    auto bytes = build_pack_index(entries(), {});
+    ASSERT_TRUE(PackIndex::parse(bytes));
+    bytes[8 + 3] = static_cast<unsigned char>(entries().size() + 100);  // fan-out[0]
+    EXPECT_FALSE(PackIndex::parse(bytes));
+}
+
 }  // namespace
