@@ -11,23 +11,41 @@
 #include "git/object_id.hpp"
 
 namespace tea::git {
+namespace {
+
+// Deflate's greatest expansion: a 258-byte match in two bits.
+constexpr std::uint64_t kMostInflatedPerByte = 1032;
+constexpr std::size_t kFirstBuffer = std::size_t{1} << 20;
+
+}  // namespace
 
 std::optional<Bytes> inflate_exact(const unsigned char *data, std::size_t size,
                                    std::uint64_t expected) {
-    if (expected > (std::uint64_t{1} << 32)) return std::nullopt;
-    Bytes out(static_cast<std::size_t>(expected));
+    // The size comes from the project's entry header. Deflate makes at most 1032 bytes of each
+    // byte it reads, so a claim beyond that is refused before any memory is taken for it.
+    if (expected > (std::uint64_t{1} << 32) || expected / kMostInflatedPerByte > size)
+        return std::nullopt;
+    // Memory follows what the stream makes, not what the header claims: a buffer of at most
+    // kFirstBuffer, doubled as it fills. One spare byte catches a stream longer than claimed.
+    const auto limit = static_cast<std::size_t>(expected) + 1;
+    Bytes out(std::min(limit, kFirstBuffer));
     z_stream stream{};
     if (inflateInit(&stream) != Z_OK) return std::nullopt;
     stream.next_in = const_cast<Bytef *>(data);
     stream.avail_in = static_cast<uInt>(std::min<std::size_t>(size, 0xffffffffU));
-    // One spare byte, so that a stream longer than the header says is caught.
-    unsigned char spare = 0;
-    stream.next_out = out.empty() ? &spare : out.data();
-    stream.avail_out = out.empty() ? 1 : static_cast<uInt>(out.size());
-    const int rc = inflate(&stream, Z_FINISH);
+    int rc = Z_OK;
+    for (;;) {
+        stream.next_out = out.data() + stream.total_out;
+        stream.avail_out = static_cast<uInt>(out.size() - stream.total_out);
+        rc = inflate(&stream, Z_NO_FLUSH);
+        // Ended, damaged, or out of input before the buffer filled.
+        if (rc != Z_OK || stream.total_out < out.size() || out.size() == limit) break;
+        out.resize(std::min(limit, out.size() * 2));
+    }
     const bool ok = rc == Z_STREAM_END && stream.total_out == expected;
     inflateEnd(&stream);
     if (!ok) return std::nullopt;
+    out.resize(static_cast<std::size_t>(expected));
     return out;
 }
 

@@ -24,7 +24,8 @@
 
 namespace tea::git {
 
-// The whole object a zlib stream inflates to, which must be exactly expected bytes long.
+// The whole object a zlib stream inflates to, which must be exactly expected bytes long. The
+// memory taken follows what the stream makes, never what expected claims.
 std::optional<Bytes> inflate_exact(const unsigned char *data, std::size_t size,
                                    std::uint64_t expected);
 

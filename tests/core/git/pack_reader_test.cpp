@@ -4,6 +4,7 @@
 #include "git/pack_reader.hpp"
 
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <fstream>
 #include <sstream>
@@ -131,6 +132,37 @@ TEST_P(PackReaderTest, APackPlantedAsASymbolicLinkIsNotRead) {
     fs::remove(pack);
     fs::copy_file(elsewhere, pack);
     EXPECT_TRUE(SourcePack::open(idx));  // the same bytes, as a file of the repository's own
+}
+
+// The peak resident memory of this process, from /proc/self/status.
+std::size_t peak_resident_kib() {
+    std::ifstream status("/proc/self/status");
+    std::string key;
+    std::size_t value = 0;
+    while (status >> key)
+        if (key == "VmHWM:" && status >> value) return value;
+    return 0;
+}
+
+// A project's pack entry whose header claims 512 MiB for a stream that makes 5 bytes: the reader
+// must not take memory for what the header claims (it took it all, and zeroed it, before).
+TEST(InflateExact, AHeaderThatLiesAboutTheSizeTakesNoMemoryForTheLie) {
+    const std::string text = "hello";
+    uLongf compressed_size = compressBound(text.size());
+    std::vector<unsigned char> compressed(compressed_size);
+    ASSERT_EQ(compress(compressed.data(), &compressed_size,
+                       reinterpret_cast<const Bytef *>(text.data()), text.size()),
+              Z_OK);
+    const std::size_t before = peak_resident_kib();
+    EXPECT_FALSE(
+        tea::git::inflate_exact(compressed.data(), compressed_size, std::size_t{512} << 20));
+    EXPECT_LT(peak_resident_kib() - before, std::size_t{64} << 10) << "KiB taken";
+    // The control: the same stream, with the size it makes.
+    const auto whole = tea::git::inflate_exact(compressed.data(), compressed_size, text.size());
+    ASSERT_TRUE(whole);
+    EXPECT_EQ(std::string(whole->begin(), whole->end()), text);
+    EXPECT_FALSE(tea::git::inflate_exact(compressed.data(), compressed_size, text.size() - 1));
+    EXPECT_FALSE(tea::git::inflate_exact(compressed.data(), compressed_size, text.size() + 1));
 }
 
 INSTANTIATE_TEST_SUITE_P(Deltas, PackReaderTest, ::testing::Bool(), [](const auto &param_info) {
