@@ -1,5 +1,6 @@
 #include "git/delta.hpp"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -29,8 +30,11 @@ std::optional<Bytes> apply_delta(std::span<const unsigned char> base,
     if (!base_size || !result_size || *base_size != base.size() ||
         *result_size > (std::uint64_t{1} << 32))
         return std::nullopt;
+    // The result size comes from the project's delta: memory is reserved for what a delta of
+    // this base usually makes, and grows only as instructions make more, never past the claim.
     Bytes out;
-    out.reserve(static_cast<std::size_t>(*result_size));
+    out.reserve(static_cast<std::size_t>(
+        std::min<std::uint64_t>(*result_size, base.size() + delta.size())));
     while (at < delta.size()) {
         const unsigned char op = delta[at++];
         if ((op & 0x80) != 0) {
@@ -46,19 +50,19 @@ std::optional<Bytes> apply_delta(std::span<const unsigned char> base,
                     copy_size |= std::size_t{delta[at++]} << (8 * bit);
                 }
             if (copy_size == 0) copy_size = 0x10000;
-            if (copy_offset > base.size() || copy_size > base.size() - copy_offset)
+            if (copy_offset > base.size() || copy_size > base.size() - copy_offset ||
+                copy_size > *result_size - out.size())
                 return std::nullopt;
             const auto from = base.begin() + static_cast<std::ptrdiff_t>(copy_offset);
             out.insert(out.end(), from, from + static_cast<std::ptrdiff_t>(copy_size));
         } else if (op != 0) {
-            if (op > delta.size() - at) return std::nullopt;
+            if (op > delta.size() - at || op > *result_size - out.size()) return std::nullopt;
             const auto from = delta.begin() + static_cast<std::ptrdiff_t>(at);
             out.insert(out.end(), from, from + op);
             at += op;
         } else {
             return std::nullopt;
         }
-        if (out.size() > *result_size) return std::nullopt;
     }
     if (out.size() != *result_size) return std::nullopt;
     return out;

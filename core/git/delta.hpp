@@ -12,7 +12,8 @@ namespace tea::git {
 using Bytes = std::vector<unsigned char>;
 
 // The object delta makes of base; nullopt when the delta is malformed, names another base size,
-// copies from outside the base or makes other than the size it announces.
+// copies from outside the base or makes other than the size it announces. The memory taken
+// follows what the instructions make, never the size the delta announces.
 std::optional<Bytes> apply_delta(std::span<const unsigned char> base,
                                  std::span<const unsigned char> delta);
 

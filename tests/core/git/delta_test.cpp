@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "support/memory.hpp"
+
 namespace {
 
 using tea::git::apply_delta;
@@ -88,6 +90,15 @@ TEST(Delta, MalformedInstructionsAreRefused) {
     EXPECT_FALSE(apply_delta(kBase, join(header(kBase.size(), 4), {0x80 | 0x01 | 0x10, 0})));
     EXPECT_FALSE(apply_delta(kBase, Bytes{}));
     EXPECT_FALSE(apply_delta(kBase, Bytes{0x80, 0x80, 0x80}));
+}
+
+// A delta whose header claims a 512 MiB result for two bytes of instructions: the reader must not
+// reserve memory for what the header claims (it reserved it all before).
+TEST(Delta, AResultSizeThatLiesTakesNoMemoryForTheLie) {
+    const std::size_t before = tea::test::status_kib("VmPeak");
+    EXPECT_FALSE(
+        apply_delta(kBase, join(header(kBase.size(), std::size_t{512} << 20), copy(0, 4))));
+    EXPECT_LT(tea::test::status_kib("VmPeak") - before, std::size_t{64} << 10) << "KiB taken";
 }
 
 }  // namespace

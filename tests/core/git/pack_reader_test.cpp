@@ -13,6 +13,7 @@
 
 #include "git/object_id.hpp"
 #include "git_cli.hpp"
+#include "support/memory.hpp"
 #include "support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
@@ -134,16 +135,6 @@ TEST_P(PackReaderTest, APackPlantedAsASymbolicLinkIsNotRead) {
     EXPECT_TRUE(SourcePack::open(idx));  // the same bytes, as a file of the repository's own
 }
 
-// The peak resident memory of this process, from /proc/self/status.
-std::size_t peak_resident_kib() {
-    std::ifstream status("/proc/self/status");
-    std::string key;
-    std::size_t value = 0;
-    while (status >> key)
-        if (key == "VmHWM:" && status >> value) return value;
-    return 0;
-}
-
 // A project's pack entry whose header claims 512 MiB for a stream that makes 5 bytes: the reader
 // must not take memory for what the header claims (it took it all, and zeroed it, before).
 TEST(InflateExact, AHeaderThatLiesAboutTheSizeTakesNoMemoryForTheLie) {
@@ -153,10 +144,10 @@ TEST(InflateExact, AHeaderThatLiesAboutTheSizeTakesNoMemoryForTheLie) {
     ASSERT_EQ(compress(compressed.data(), &compressed_size,
                        reinterpret_cast<const Bytef *>(text.data()), text.size()),
               Z_OK);
-    const std::size_t before = peak_resident_kib();
+    const std::size_t before = tea::test::status_kib("VmHWM");
     EXPECT_FALSE(
         tea::git::inflate_exact(compressed.data(), compressed_size, std::size_t{512} << 20));
-    EXPECT_LT(peak_resident_kib() - before, std::size_t{64} << 10) << "KiB taken";
+    EXPECT_LT(tea::test::status_kib("VmHWM") - before, std::size_t{64} << 10) << "KiB taken";
     // The control: the same stream, with the size it makes.
     const auto whole = tea::git::inflate_exact(compressed.data(), compressed_size, text.size());
     ASSERT_TRUE(whole);
