@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "git/object_id.hpp"
+#include "git/pack_writer.hpp"
 #include "git_cli.hpp"
 #include "support/memory.hpp"
 #include "support/temp_dir.hpp"
@@ -154,6 +155,89 @@ TEST(InflateExact, AHeaderThatLiesAboutTheSizeTakesNoMemoryForTheLie) {
     EXPECT_EQ(std::string(whole->begin(), whole->end()), text);
     EXPECT_FALSE(tea::git::inflate_exact(compressed.data(), compressed_size, text.size() - 1));
     EXPECT_FALSE(tea::git::inflate_exact(compressed.data(), compressed_size, text.size() + 1));
+}
+
+// A pack of a blob "x" and `depth` deltas by id, each on the one before and adding a "y", written
+// with PackWriter; answers the ids, the blob's first. With cycle, the blob is itself a delta on
+// the last object instead, so the chain never reaches a whole object.
+std::vector<git_oid> write_delta_chain(const fs::path &pack_dir, std::uint32_t depth, bool cycle) {
+    std::vector<git_oid> ids(depth + 1);
+    for (std::uint32_t i = 0; i <= depth; ++i) {
+        const std::string name = std::to_string(i);
+        git_odb_hash(&ids[i], name.data(), name.size(), GIT_OBJECT_BLOB);  // distinct ids
+    }
+    const auto compressed = [](const std::vector<unsigned char> &bytes) {
+        uLongf size = compressBound(static_cast<uLong>(bytes.size()));
+        std::vector<unsigned char> out(size);
+        EXPECT_EQ(compress(out.data(), &size, bytes.data(), static_cast<uLong>(bytes.size())),
+                  Z_OK);
+        out.resize(size);
+        return out;
+    };
+    const auto delta_adding_y = [](std::size_t base_size) {
+        // Base size and result size (each under 2^14, two varint bytes), copy the whole base,
+        // insert "y".
+        std::vector<unsigned char> delta;
+        for (const std::size_t v : {base_size, base_size + 1}) {
+            delta.push_back(static_cast<unsigned char>(0x80 | (v & 0x7f)));
+            delta.push_back(static_cast<unsigned char>(v >> 7));
+        }
+        delta.insert(delta.end(),
+                     {0x80 | 0x01 | 0x02 | 0x10 | 0x20, static_cast<unsigned char>(0),
+                      static_cast<unsigned char>(0), static_cast<unsigned char>(base_size & 0xff),
+                      static_cast<unsigned char>(base_size >> 8), 1, 'y'});
+        return delta;
+    };
+    tea::git::PackWriter writer(pack_dir, depth + 1);
+    for (std::uint32_t i = 0; i <= depth; ++i) {
+        writer.begin_entry(ids[i]);
+        if (i == 0 && !cycle) {
+            writer.append_whole_object(GIT_OBJECT_BLOB, "x", 1);
+            continue;
+        }
+        const auto delta = compressed(delta_adding_y(i == 0 ? depth : i));
+        writer.append_header(tea::git::kPackRefDelta, delta_adding_y(i == 0 ? depth : i).size());
+        writer.append(ids[i == 0 ? depth : i - 1].id, GIT_OID_RAWSZ);
+        writer.append(delta.data(), delta.size());
+    }
+    writer.finish();
+    return ids;
+}
+
+fs::path index_in(const fs::path &pack_dir) {
+    for (const auto &item : fs::directory_iterator(pack_dir))
+        if (item.path().extension() == ".idx") return item.path();
+    return {};
+}
+
+// Git writes chains up to 4095 deltas deep (pack-objects clamps --depth there); the reader follows
+// as many and refuses a longer one, so a crafted chain cannot take the stack.
+TEST(DeltaChain, AChainAsDeepAsGitWritesIsRead) {
+    const tea::test::TempDir dir("tea-delta-chain");
+    const auto ids = write_delta_chain(dir.path(), 4095, false);
+    auto pack = SourcePack::open(index_in(dir.path()));
+    ASSERT_TRUE(pack);
+    const auto deepest = pack->read(*pack->find(ids.back()));
+    ASSERT_TRUE(deepest);
+    EXPECT_EQ(std::string(deepest->bytes->begin(), deepest->bytes->end()),
+              "x" + std::string(4095, 'y'));
+}
+
+TEST(DeltaChain, AChainDeeperThanGitWritesIsRefused) {
+    const tea::test::TempDir dir("tea-delta-chain");
+    const auto ids = write_delta_chain(dir.path(), 4200, false);
+    auto pack = SourcePack::open(index_in(dir.path()));
+    ASSERT_TRUE(pack);
+    EXPECT_FALSE(pack->read(*pack->find(ids.back())));
+    EXPECT_TRUE(pack->read(*pack->find(ids[4000])));  // the control: within the bound
+}
+
+TEST(DeltaChain, AChainThatLoopsIsRefused) {
+    const tea::test::TempDir dir("tea-delta-chain");
+    const auto ids = write_delta_chain(dir.path(), 3, true);
+    auto pack = SourcePack::open(index_in(dir.path()));
+    ASSERT_TRUE(pack);
+    for (const auto &id : ids) EXPECT_FALSE(pack->read(*pack->find(id)));
 }
 
 INSTANTIATE_TEST_SUITE_P(Deltas, PackReaderTest, ::testing::Bool(), [](const auto &param_info) {
