@@ -6,7 +6,7 @@ packages=(
   g++ clang libclang-rt-14-dev cmake ninja-build pkg-config git python3 python3-jsonschema curl
   openssl
   libboost-dev libtomlplusplus-dev nlohmann-json3-dev libgit2-dev libspdlog-dev libfmt-dev
-  libcli11-dev libgtest-dev libseccomp-dev
+  libcli11-dev libgtest-dev libseccomp-dev libssl-dev
   bubblewrap strace util-linux
 )
 # When tea-evaluate runs as root, the bubblewrap backend runs targets as this

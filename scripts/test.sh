@@ -9,13 +9,23 @@ for preset in release asan; do
   cmake --build --preset "$preset"
   ctest --preset "$preset"
 done
-# The egress proxy's request-head parser under libFuzzer (with ASan and UBSan) for a bounded
-# time; the seed corpus is also replayed by ctest in both builds above. New inputs stay in the
-# build tree, and a crash leaves its input there and fails this script.
+# Two parsers of bytes the runtime does not control, each under libFuzzer (with ASan and UBSan)
+# for a bounded time: the egress proxy's request-head parser, and the git module's reader of the
+# project's packs (index, entries, zlib, delta chains, deltas). Their seed corpora are also
+# replayed by ctest in both builds above. New inputs stay in the build tree, and a crash leaves
+# its input there and fails this script.
 fuzz=build/fuzz
-mkdir -p "$fuzz/corpus"
-clang++ -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+mkdir -p "$fuzz/corpus" "$fuzz/pack-corpus"
+fuzz_flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all)
+clang++ "${fuzz_flags[@]}" \
   -Iplugins/egress-connect/src tests/plugins/egress-connect/request_head_fuzz.cpp \
   plugins/egress-connect/src/request_head.cpp -o "$fuzz/request_head_fuzz"
 "$fuzz/request_head_fuzz" -max_total_time=30 -max_len=20000 -timeout=10 \
   -artifact_prefix="$fuzz/" "$fuzz/corpus" tests/plugins/egress-connect/fuzz_corpus
+git_src=core/git
+clang++ "${fuzz_flags[@]}" -Icore tests/core/git/pack_reader_fuzz.cpp \
+  $git_src/pack_reader.cpp $git_src/pack_index.cpp $git_src/delta.cpp \
+  $git_src/delta_base_cache.cpp $git_src/mapped_file.cpp $git_src/pack_checksum.cpp \
+  -lgit2 -lz -lcrypto -o "$fuzz/pack_reader_fuzz"
+"$fuzz/pack_reader_fuzz" -max_total_time=20 -max_len=16384 -timeout=10 \
+  -artifact_prefix="$fuzz/pack-" "$fuzz/pack-corpus" tests/core/git/pack_reader_fuzz_corpus

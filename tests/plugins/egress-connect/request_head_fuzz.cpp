@@ -6,11 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <string>
 #include <string_view>
-#include <vector>
 
 #include "request_head.hpp"
 
@@ -110,28 +106,5 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
 }
 
 #ifdef TEA_FUZZ_REPLAY_MAIN
-// Replays every file named, or found in a directory named, through the fuzz target.
-int main(int argc, char **argv) {
-    std::size_t replayed = 0;
-    for (int i = 1; i < argc; ++i) {
-        std::vector<std::filesystem::path> files;
-        if (std::filesystem::is_directory(argv[i])) {
-            for (const auto &entry : std::filesystem::directory_iterator(argv[i])) {
-                if (entry.is_regular_file()) files.push_back(entry.path());
-            }
-        } else {
-            files.emplace_back(argv[i]);
-        }
-        for (const auto &file : files) {
-            std::string bytes(static_cast<std::size_t>(std::filesystem::file_size(file)), '\0');
-            std::ifstream in(file, std::ios::binary);
-            in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-            LLVMFuzzerTestOneInput(reinterpret_cast<const std::uint8_t *>(bytes.data()),
-                                   bytes.size());
-            ++replayed;
-        }
-    }
-    std::printf("replayed %zu inputs\n", replayed);
-    return replayed > 0 ? 0 : 1;
-}
+#include "support/fuzz_replay_main.hpp"
 #endif
