@@ -1348,10 +1348,23 @@ class Bubblewrap {
         if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
             return {-1, "cannot make a pipe"};
         }
-        // Every descriptor the child gets, closed here once it is started (or not).
+        // Every descriptor the child gets, closed here once it is started (or not). Each is
+        // lifted above every number the child's descriptors are placed at, so no dup2 below
+        // overwrites a source not yet placed: a runtime started with descriptors of its own
+        // open had its view builder's program replaced by the helper's that way.
+        int floor = STDERR_FILENO;
+        for (const auto *list : {&contents, &programs}) {
+            for (const auto &item : *list) {
+                floor = std::max(floor, item.first);
+            }
+        }
+        const auto lifted = [floor](int fd) {
+            tea::bwrap::Fd low{fd};
+            return tea::bwrap::Fd{fd < 0 ? -1 : ::fcntl(fd, F_DUPFD_CLOEXEC, floor + 1)};
+        };
         std::vector<tea::bwrap::Fd> opened;
         for (const auto &[fd, content] : contents) {
-            opened.emplace_back(::memfd_create("tea-probe", MFD_CLOEXEC));
+            opened.push_back(lifted(::memfd_create("tea-probe", MFD_CLOEXEC)));
             const int mem = opened.back().get();
             if (mem < 0 ||
                 ::write(mem, content.data(), content.size()) !=
@@ -1363,7 +1376,7 @@ class Bubblewrap {
             }
         }
         for (const auto &[fd, path] : programs) {
-            opened.emplace_back(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+            opened.push_back(lifted(::open(path.c_str(), O_RDONLY | O_CLOEXEC)));
         }
         posix_spawn_file_actions_t fa;
         posix_spawn_file_actions_init(&fa);

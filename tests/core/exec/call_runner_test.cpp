@@ -294,9 +294,12 @@ TEST_F(CallRunner, WhatTheTargetLeftInItsGroupEndsWithIt) {
 }
 
 TEST_F(CallRunner, OnlyStandardStreamsAndPlanFilesAreInherited) {
-    // A descriptor the runtime holds without O_CLOEXEC must not reach the target.
-    UniqueFd leak{::open("/etc/hostname", O_RDONLY)};
+    // A descriptor the runtime holds without O_CLOEXEC must not reach the target. Its number is
+    // kept clear of the plan's 5 whatever the test was started with open.
+    UniqueFd leak{
+        ::fcntl(UniqueFd{::open("/etc/hostname", O_RDONLY | O_CLOEXEC)}.get(), F_DUPFD, 40)};
     ASSERT_TRUE(leak);
+    ASSERT_EQ(::fcntl(leak.get(), F_GETFD), 0);
     auto p = plan({"sh", "-c",
                    "cat <&5; echo; if [ -e /proc/self/fd/" + std::to_string(leak.get()) +
                        " ]; then echo leaked; else echo closed; fi"});

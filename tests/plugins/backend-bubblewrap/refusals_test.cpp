@@ -1,16 +1,22 @@
 // Calls the backend refuses (exit 12, naming the problem) rather than run
 // less confined than promised.
+#include <fcntl.h>
+
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "harness.hpp"
 #include "support/fake_bwrap.hpp"
 #include "support/process.hpp"
+#include "util/fd.hpp"
 
 namespace tea::test::bwrap {
 namespace {
 
 namespace fs = std::filesystem;
+using tea::UniqueFd;
 
 constexpr int exit_no_confine = 12;
 
@@ -78,6 +84,37 @@ TEST_F(Confinement, MissingBubblewrapIsRefusedWithTheWayToInstallIt) {
               std::string::npos)
         << present;
     EXPECT_EQ(run({.command = {"true"}}).status, 0);
+}
+
+TEST_F(Confinement, TheProbeHoldsWhateverDescriptorsTheRuntimeWasStartedWith) {
+    // The probe places its programs and files at fixed descriptor numbers in bwrap. A runtime
+    // started with descriptors of its own open shifts the numbers its own files get, and one
+    // placed before another's source was moved overwrote it (the view builder ran the helper's
+    // program). Each count gets a bwrap of its own path, so the probe is not skipped by a stamp.
+    // Above every number placed in the child, so placing one never moves the source.
+    const UniqueFd null{
+        ::fcntl(UniqueFd{::open("/dev/null", O_RDONLY | O_CLOEXEC)}.get(), F_DUPFD_CLOEXEC, 100)};
+    ASSERT_TRUE(null);
+    for (int extra = 0; extra <= 16; ++extra) {
+        const auto dir = base() / ("bwrap-" + std::to_string(extra));
+        fs::create_directory(dir);
+        fs::permissions(dir, fs::perms{0755});
+        write_file((dir / "bwrap").string(), "#!/bin/sh\nexec /usr/bin/bwrap \"$@\"\n");
+        fs::permissions(dir / "bwrap", fs::perms{0755});
+        const auto config =
+            write_config("[plugin.bubblewrap]\nbwrap = \"" + (dir / "bwrap").string() + "\"\n");
+        // One open file at every number from 3 up, as an invoker's shell or a supervisor leaves.
+        std::vector<std::pair<int, int>> inherit;
+        for (int fd = 3; fd < 3 + extra; ++fd) {
+            inherit.emplace_back(null.get(), fd);
+        }
+        const auto r = run_direct(
+            {TEA_EVALUATE_BIN, "--config", config, "exec", "--backend", "bubblewrap", "--observer",
+             "none", "--workspace", workspace().string(), "--", "/bin/echo", "CONFINED"},
+            inherit);
+        EXPECT_EQ(r.status, 0) << extra << " descriptors open\n" << r;
+        EXPECT_NE(r.out.find("CONFINED"), std::string::npos) << extra << " descriptors open\n" << r;
+    }
 }
 
 TEST_F(Confinement, AnUnauditedCallWhoseConfinementFailsBeforeTheTargetIsTriedOnceMore) {
