@@ -289,6 +289,13 @@ CgroupLayout detect_layout() {
                 layout.v2_memory = has_word(enabled, "memory");
                 layout.v2_pids = has_word(enabled, "pids");
                 if (layout.v2_memory || layout.v2_pids) {
+                    for (const auto &[enabled_here, name] : {std::pair{layout.v2_memory, "memory"},
+                                                             std::pair{layout.v2_pids, "pids"}}) {
+                        if (!enabled_here) {
+                            why.push_back(parent.string() + " does not enable the " + name +
+                                          " controller for its children");
+                        }
+                    }
                     layout.v2_parent = std::move(parent);
                 } else {
                     why.push_back(parent.string() + " enables neither memory nor pids");
@@ -339,6 +346,16 @@ const char *to_string(Enforcement enforcement) {
             break;
     }
     return "none";
+}
+
+std::string cgroup_unavailable(const CgroupLayout &layout, const Budget &budget, Enforcement memory,
+                               Enforcement processes) {
+    const bool unheld = memory == Enforcement::rlimit || processes == Enforcement::rlimit ||
+                        (budget.memory_bytes != 0 && memory == Enforcement::none);
+    if (!unheld) {
+        return {};
+    }
+    return budget.cgroups ? layout.why_not : std::string{"budgets.cgroup = \"off\""};
 }
 
 Enforcement CgroupLayout::memory() const {
@@ -480,6 +497,12 @@ CallCgroup::Member CallCgroup::make(const stdfs::path &parent, const char *join)
 }
 
 CallCgroup::CallCgroup(const CgroupLayout &layout, const Budget &budget) {
+    make_members(layout, budget);
+    report_.cgroup_unavailable =
+        cgroup_unavailable(layout, budget, report_.memory, report_.processes);
+}
+
+void CallCgroup::make_members(const CgroupLayout &layout, const Budget &budget) {
     report_.budget = budget;
     const bool memory = budget.memory_bytes != 0;
     const bool processes = budget.processes != 0;

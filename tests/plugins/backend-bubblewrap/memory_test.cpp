@@ -51,8 +51,10 @@ TEST_P(EitherIdentity, AMemoryBudgetStopsATargetThatAllocatesTwiceIt) {
     const auto by = record["budget"]["memoryEnforcedBy"].get<std::string>();
     EXPECT_TRUE(enforced_as_expected(by)) << over;
     if (by == "rlimit") {
-        // The stand-in without a cgroup (RLIMIT_DATA): the allocation is refused.
+        // The stand-in without a cgroup (RLIMIT_DATA): the allocation is refused, and the record
+        // says why no cgroup held the budget.
         EXPECT_TRUE(target_output(over).has("ALLOC-ERROR:MemoryError")) << over;
+        EXPECT_FALSE(record["budget"].value("cgroupUnavailable", "").empty()) << over;
     } else {
         // The cgroup: the kernel's OOM killer ends the target at the budget, and the record says
         // so.
