@@ -223,6 +223,27 @@ bool remove_cgroup(const stdfs::path &path) {
     return true;
 }
 
+// Whether `dir` is its hierarchy's real root, which alone has no cgroup.type; the root of a cgroup
+// namespace (a container's) is not.
+bool hierarchy_root(const stdfs::path &dir) {
+    return ::access((dir / "cgroup.type").c_str(), F_OK) != 0 && errno == ENOENT;
+}
+
+// Why `dir` may not enable controllers for its children; empty when it may. Beneath a cgroup with
+// processes cgroup2 enables none but at the hierarchy's real root, and it does enable a threaded
+// one (pids): that makes the cgroup a thread root, in which no cgroup below can hold a process
+// again (a container's every later cgroup broken, whatever this runtime does next).
+std::string holding_processes(const stdfs::path &dir) {
+    const UniqueFd fd{::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+    if (hierarchy_root(dir) || (fd && cgroup_files::read_pids(fd.get()).empty())) {
+        return {};
+    }
+    return dir.string() +
+           " holds processes, and cgroup2 enables controllers beneath a cgroup with processes "
+           "only at the hierarchy's root (run tea-evaluate alone in a cgroup of its own: as a "
+           "container's first process, or under systemd-run --scope -p Delegate=yes)";
+}
+
 // cgroup2: the parent of the call cgroups, with the controllers enabled for its children; empty,
 // and *why set, when the runtime may not make one.
 stdfs::path v2_parent(const OwnCgroups &own, const stdfs::path &mount_root, std::string *why) {
@@ -243,12 +264,16 @@ stdfs::path v2_parent(const OwnCgroups &own, const stdfs::path &mount_root, std:
             *why = "cannot move the runtime into " + leaf.string() + ": " + errno_text(errno);
             return {};
         }
-        if (own.v2_is_root && ::geteuid() == 0) {
+        if (own.v2_is_root && hierarchy_root(dir) && ::geteuid() == 0) {
             return dir;  // the root cgroup may hold processes beside children with controllers
         }
     }
     if (::geteuid() == 0) {
         // Root whose cgroup is shared (a login session's scope): a subtree of its own.
+        if (auto busy = holding_processes(mount_root); !busy.empty()) {
+            *why = std::move(busy);  // the root of a container's cgroup namespace, say
+            return {};
+        }
         const auto parent = mount_root / "tea-evaluate";
         for (const char *controller : {"+memory", "+pids"}) {
             (void)try_write(mount_root / "cgroup.subtree_control", controller);
@@ -281,9 +306,15 @@ CgroupLayout detect_layout() {
             }
             std::string reason;
             auto parent = v2_parent(own, mount_root, &reason);
-            if (!parent.empty()) {
+            if (auto busy = parent.empty() ? std::string{} : holding_processes(parent);
+                !busy.empty()) {
+                why.push_back(std::move(busy));
+            } else if (!parent.empty()) {
+                int refused = 0;
                 for (const char *controller : {"+memory", "+pids"}) {
-                    (void)try_write(parent / "cgroup.subtree_control", controller);
+                    if (!try_write(parent / "cgroup.subtree_control", controller)) {
+                        refused = errno;
+                    }
                 }
                 const auto enabled = read_file((parent / "cgroup.subtree_control").c_str());
                 layout.v2_memory = has_word(enabled, "memory");
@@ -298,11 +329,15 @@ CgroupLayout detect_layout() {
                     }
                     layout.v2_parent = std::move(parent);
                 } else {
-                    why.push_back(parent.string() + " enables neither memory nor pids");
+                    why.push_back(parent.string() + " enables neither memory nor pids" +
+                                  (refused != 0 ? " (" + errno_text(refused) + ")" : ""));
                 }
             } else {
                 why.push_back(reason);
             }
+        } else {
+            why.push_back(own.v2.string() +
+                          " is given neither the memory nor the pids controller by its parent");
         }
     }
     if (layout.v2_parent.empty()) {

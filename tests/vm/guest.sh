@@ -60,7 +60,7 @@ $bb ip link set lo up
 cg=/sys/fs/cgroup
 must $bb mkdir -p "$cg/init.scope" "$cg/system.slice" "$cg/user.slice/user-0.slice/session-1.scope"
 must $bb sh -c "echo $$ > $cg/init.scope/cgroup.procs"
-for slice in "$cg" "$cg/user.slice" "$cg/user.slice/user-0.slice"; do
+for slice in "$cg" "$cg/system.slice" "$cg/user.slice" "$cg/user.slice/user-0.slice"; do
     must $bb sh -c "echo '+cpu +io +memory +pids' > $slice/cgroup.subtree_control"
 done
 

@@ -9,7 +9,9 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -367,21 +369,43 @@ TEST(CallCgroup, OnCgroup2ThePidsBudgetRefusesForksAndCgroupKillEndsAForkBomb) {
     EXPECT_FALSE(fs::exists(dir));
 }
 
-// What host_cgroup_layout() finds in a child of this process that runs as `uid` in `cgroup`
-// (with, when `companion`, another process of the same cgroup beside it): the call cgroups'
-// parent, its controllers, why it has none, and the child's own cgroup afterwards. Found once per
-// process, so in a child: this test program never finds its own.
+// A runtime started in `cgroup`: as whom, and what else is there.
+struct RuntimeIn {
+    uid_t uid = 0;
+    gid_t gid = 0;
+    bool companion = false;         // another process of the cgroup beside it (a shell, say)
+    bool cgroup_namespace = false;  // the cgroup is the root of its cgroup namespace (a container)
+};
+
+// What host_cgroup_layout() finds in a child of this process started as `runtime` says in
+// `cgroup`: the call cgroups' parent, its controllers, why it has none, the child's own cgroup
+// afterwards, and, with a parent, how a call's process fared joining a call cgroup with a
+// process budget. Found once per process, so in a child: this test program never finds its own.
 struct FoundLayout {
     std::string parent;
     bool memory = false;
     bool pids = false;
     std::string why_not;
     std::string own_after;
+    std::string joined;
 };
 
-FoundLayout layout_found_in(const fs::path &cgroup, uid_t uid, gid_t gid, bool companion) {
+// In the child: the call's process joins a call cgroup of `layout`; "joined" or why not.
+std::string join_a_call(const CgroupLayout &layout) {
+    try {
+        CallCgroup cgroup{layout, Budget{0, 8, true}};
+        const pid_t call = start_in(cgroup.join_fds(), "exit 0");
+        int status = 0;
+        ::waitpid(call, &status, 0);
+        return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "joined" : "the call could not join";
+    } catch (const std::exception &e) {
+        return e.what();
+    }
+}
+
+FoundLayout layout_found_in(const fs::path &cgroup, const RuntimeIn &runtime) {
     pid_t other = -1;
-    if (companion) {
+    if (runtime.companion) {
         const UniqueFd procs{::open((cgroup / "cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC)};
         other = start_in({procs.get()}, "exec sleep 1000");
         EXPECT_TRUE(eventually([&] { return members(cgroup) == 1; }));
@@ -391,15 +415,24 @@ FoundLayout layout_found_in(const fs::path &cgroup, uid_t uid, gid_t gid, bool c
     const pid_t child = ::fork();
     if (child == 0) {
         std::ofstream{cgroup / "cgroup.procs"} << "0";
-        if (::setresgid(gid, gid, gid) != 0 || ::setgroups(0, nullptr) != 0 ||
-            ::setresuid(uid, uid, uid) != 0) {
+        if (runtime.cgroup_namespace &&
+            (::unshare(CLONE_NEWCGROUP | CLONE_NEWNS) != 0 ||
+             ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+             ::umount2("/sys/fs/cgroup", MNT_DETACH) != 0 ||
+             ::mount("cgroup2", "/sys/fs/cgroup", "cgroup2", 0, nullptr) != 0)) {
+            ::_exit(124);
+        }
+        if (::setresgid(runtime.gid, runtime.gid, runtime.gid) != 0 ||
+            ::setgroups(0, nullptr) != 0 ||
+            ::setresuid(runtime.uid, runtime.uid, runtime.uid) != 0) {
             ::_exit(125);
         }
         const auto &found = host_cgroup_layout();
         std::ofstream{out} << found.v2_parent.string() << '\n'
                            << found.v2_memory << found.v2_pids << '\n'
                            << found.why_not << '\n'
-                           << slurp("/proc/self/cgroup");
+                           << slurp("/proc/self/cgroup")
+                           << (found.v2_parent.empty() ? "" : join_a_call(found)) << '\n';
         ::_exit(0);
     }
     int status = 0;
@@ -416,6 +449,7 @@ FoundLayout layout_found_in(const fs::path &cgroup, uid_t uid, gid_t gid, bool c
     std::getline(in, flags);
     std::getline(in, found.why_not);
     std::getline(in, found.own_after);
+    std::getline(in, found.joined);
     found.memory = flags.size() == 2 && flags[0] == '1';
     found.pids = flags.size() == 2 && flags[1] == '1';
     return found;
@@ -436,12 +470,13 @@ TEST(CallCgroup, ACgroup2CgroupDelegatedToTheRuntimeAloneGivesItsCallsTheControl
         ASSERT_EQ(::chown(p.c_str(), user, user), 0) << p;
     }
     // The runtime alone in it moves into a leaf and makes its calls beside that leaf.
-    const auto alone = layout_found_in(delegated, user, user, false);
+    const auto alone = layout_found_in(delegated, {.uid = user, .gid = user});
     EXPECT_EQ(alone.parent, delegated.string()) << alone.why_not;
     EXPECT_TRUE(alone.memory && alone.pids) << alone.why_not;
     EXPECT_NE(alone.own_after.find(delegated.filename().string() + "/tea-runtime-"),
               std::string::npos)
         << alone.own_after;
+    EXPECT_EQ(alone.joined, "joined");
 
     // The control: with another process in it (a login shell's scope, say), the runtime may not
     // enable a controller beneath it, and says why it has no cgroup.
@@ -451,10 +486,60 @@ TEST(CallCgroup, ACgroup2CgroupDelegatedToTheRuntimeAloneGivesItsCallsTheControl
                           shared / "cgroup.threads"}) {
         ASSERT_EQ(::chown(p.c_str(), user, user), 0) << p;
     }
-    const auto beside = layout_found_in(shared, user, user, true);
+    const auto beside = layout_found_in(shared, {.uid = user, .gid = user, .companion = true});
     EXPECT_TRUE(beside.parent.empty()) << beside.parent;
     EXPECT_NE(beside.why_not.find("is not delegated to it alone"), std::string::npos)
         << beside.why_not;
+}
+
+TEST(CallCgroup, ACgroup2CgroupGivenNeitherControllerGivesTheCallsNoneAndSaysWhy) {
+    const V2Subtree subtree{"tea-test-bare"};
+    if (!subtree) {
+        SKIP_WITHOUT(subtree.why_not());
+    }
+    // Delegated to the runtime alone, but beneath a parent that enables no controller for it (a
+    // slice whose accounting is off, a container given none): no cgroup can hold a budget.
+    constexpr uid_t user = 64993;
+    const auto plain = subtree.path() / "plain";
+    const auto bare = plain / "bare";
+    ASSERT_EQ(::mkdir(plain.c_str(), 0755), 0);
+    ASSERT_EQ(::mkdir(bare.c_str(), 0755), 0);
+    ASSERT_EQ(slurp(bare / "cgroup.controllers"), "");
+    for (const auto &p :
+         {bare, bare / "cgroup.procs", bare / "cgroup.subtree_control", bare / "cgroup.threads"}) {
+        ASSERT_EQ(::chown(p.c_str(), user, user), 0) << p;
+    }
+    const auto found = layout_found_in(bare, {.uid = user, .gid = user});
+    EXPECT_TRUE(found.parent.empty()) << found.parent;
+    EXPECT_NE(found.why_not.find(bare.string()), std::string::npos) << found.why_not;
+    EXPECT_NE(found.why_not.find("neither the memory nor the pids controller"), std::string::npos)
+        << found.why_not;
+}
+
+TEST(CallCgroup, TheRootOfACgroupNamespaceThatHoldsOtherProcessesIsNeitherUsedNorChanged) {
+    const V2Subtree subtree{"tea-test-container"};
+    if (!subtree) {
+        SKIP_WITHOUT(subtree.why_not());
+    }
+    // Root in a container: the root of its cgroup namespace, which its shell shares, is given
+    // the controllers. cgroup2 enables a controller beneath a cgroup with processes only at the
+    // hierarchy's real root; enabling pids there anyway (a threaded controller, which the kernel
+    // allows) makes the cgroup a thread root, in which no cgroup can hold a process again.
+    const auto container = subtree.path() / "container";
+    ASSERT_EQ(::mkdir(container.c_str(), 0755), 0);
+    const auto found = layout_found_in(container, {.companion = true, .cgroup_namespace = true});
+    EXPECT_EQ(found.own_after, "0::/") << "the runtime saw its cgroup as the namespace's root";
+    EXPECT_TRUE(found.parent.empty()) << found.parent << ": " << found.joined;
+    EXPECT_NE(found.why_not.find("holds processes"), std::string::npos) << found.why_not;
+    EXPECT_EQ(slurp(container / "cgroup.subtree_control"), "")
+        << "the container's cgroup changed";
+    EXPECT_EQ(slurp(container / "cgroup.type"), "domain\n");
+
+    // The control: alone in the same cgroup (the container's first process), the runtime moves
+    // into a leaf, and its calls join their cgroups.
+    const auto alone = layout_found_in(container, {.cgroup_namespace = true});
+    EXPECT_EQ(alone.parent, "/sys/fs/cgroup") << alone.why_not;
+    EXPECT_EQ(alone.joined, "joined");
 }
 
 TEST(CallCgroup, OnCgroup2ItsProcessesJoinItAndCgroupKillEndsThemAll) {
