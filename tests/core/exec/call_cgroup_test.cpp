@@ -455,20 +455,29 @@ FoundLayout layout_found_in(const fs::path &cgroup, const RuntimeIn &runtime) {
     return found;
 }
 
+// A cgroup made at `path` and delegated to `user` as systemd delegates one (Delegate=yes): the
+// directory and the files that move processes and enable controllers are the user's.
+::testing::AssertionResult delegated_cgroup(const fs::path &path, uid_t user) {
+    if (::mkdir(path.c_str(), 0755) != 0) {
+        return ::testing::AssertionFailure() << "cannot make " << path;
+    }
+    for (const auto &p :
+         {path, path / "cgroup.procs", path / "cgroup.subtree_control", path / "cgroup.threads"}) {
+        if (::chown(p.c_str(), user, user) != 0) {
+            return ::testing::AssertionFailure() << "cannot hand " << p << " to " << user;
+        }
+    }
+    return ::testing::AssertionSuccess();
+}
+
 TEST(CallCgroup, ACgroup2CgroupDelegatedToTheRuntimeAloneGivesItsCallsTheControllers) {
     const V2Subtree subtree{"tea-test-delegated"};
     if (!subtree) {
         SKIP_WITHOUT(subtree.why_not());
     }
-    // A cgroup delegated as systemd delegates one to a user (Delegate=yes): the directory and
-    // the files that move processes and enable controllers are the user's.
     constexpr uid_t user = 64993;
     const auto delegated = subtree.path() / "delegated";
-    ASSERT_EQ(::mkdir(delegated.c_str(), 0755), 0);
-    for (const auto &p : {delegated, delegated / "cgroup.procs",
-                          delegated / "cgroup.subtree_control", delegated / "cgroup.threads"}) {
-        ASSERT_EQ(::chown(p.c_str(), user, user), 0) << p;
-    }
+    ASSERT_TRUE(delegated_cgroup(delegated, user));
     // The runtime alone in it moves into a leaf and makes its calls beside that leaf.
     const auto alone = layout_found_in(delegated, {.uid = user, .gid = user});
     EXPECT_EQ(alone.parent, delegated.string()) << alone.why_not;
@@ -481,11 +490,7 @@ TEST(CallCgroup, ACgroup2CgroupDelegatedToTheRuntimeAloneGivesItsCallsTheControl
     // The control: with another process in it (a login shell's scope, say), the runtime may not
     // enable a controller beneath it, and says why it has no cgroup.
     const auto shared = subtree.path() / "shared";
-    ASSERT_EQ(::mkdir(shared.c_str(), 0755), 0);
-    for (const auto &p : {shared, shared / "cgroup.procs", shared / "cgroup.subtree_control",
-                          shared / "cgroup.threads"}) {
-        ASSERT_EQ(::chown(p.c_str(), user, user), 0) << p;
-    }
+    ASSERT_TRUE(delegated_cgroup(shared, user));
     const auto beside = layout_found_in(shared, {.uid = user, .gid = user, .companion = true});
     EXPECT_TRUE(beside.parent.empty()) << beside.parent;
     EXPECT_NE(beside.why_not.find("is not delegated to it alone"), std::string::npos)
@@ -503,12 +508,8 @@ TEST(CallCgroup, ACgroup2CgroupGivenNeitherControllerGivesTheCallsNoneAndSaysWhy
     const auto plain = subtree.path() / "plain";
     const auto bare = plain / "bare";
     ASSERT_EQ(::mkdir(plain.c_str(), 0755), 0);
-    ASSERT_EQ(::mkdir(bare.c_str(), 0755), 0);
+    ASSERT_TRUE(delegated_cgroup(bare, user));
     ASSERT_EQ(slurp(bare / "cgroup.controllers"), "");
-    for (const auto &p :
-         {bare, bare / "cgroup.procs", bare / "cgroup.subtree_control", bare / "cgroup.threads"}) {
-        ASSERT_EQ(::chown(p.c_str(), user, user), 0) << p;
-    }
     const auto found = layout_found_in(bare, {.uid = user, .gid = user});
     EXPECT_TRUE(found.parent.empty()) << found.parent;
     EXPECT_NE(found.why_not.find(bare.string()), std::string::npos) << found.why_not;
@@ -531,8 +532,7 @@ TEST(CallCgroup, TheRootOfACgroupNamespaceThatHoldsOtherProcessesIsNeitherUsedNo
     EXPECT_EQ(found.own_after, "0::/") << "the runtime saw its cgroup as the namespace's root";
     EXPECT_TRUE(found.parent.empty()) << found.parent << ": " << found.joined;
     EXPECT_NE(found.why_not.find("holds processes"), std::string::npos) << found.why_not;
-    EXPECT_EQ(slurp(container / "cgroup.subtree_control"), "")
-        << "the container's cgroup changed";
+    EXPECT_EQ(slurp(container / "cgroup.subtree_control"), "") << "the container's cgroup changed";
     EXPECT_EQ(slurp(container / "cgroup.type"), "domain\n");
 
     // The control: alone in the same cgroup (the container's first process), the runtime moves
