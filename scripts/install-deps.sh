@@ -8,6 +8,7 @@ packages=(
   libboost-dev libtomlplusplus-dev nlohmann-json3-dev libgit2-dev libspdlog-dev libfmt-dev
   libcli11-dev libgtest-dev libseccomp-dev libssl-dev
   bubblewrap strace util-linux
+  qemu-system-x86 busybox-static
 )
 # When tea-evaluate runs as root, the bubblewrap backend runs targets as this
 # unprivileged account (docs/confinement.md).
@@ -18,16 +19,64 @@ sandbox_account() {
     --shell /usr/sbin/nologin tea-sandbox
 }
 trap sandbox_account EXIT
+# The guest kernel of the cgroup2 tests (tests/vm/run-in-guest.sh): Debian 12's generic kernel
+# (the cloud flavour has no 9p), the release its metapackage names when first fetched, kept in
+# /var/cache/tea-evaluate-vm/<release> from then on. Unpacked, never installed: the host's /boot
+# and its initramfs are left alone. Kept: the kernel uncompressed (QEMU starts it at its PVH
+# entry, without a firmware decompressing it, which takes seconds under the emulator) and the
+# modules the guest loads.
+vm_kernel() {
+  local cache=/var/cache/tea-evaluate-vm package tmp release
+  if compgen -G "$cache/*/vmlinux" >/dev/null; then
+    return 0
+  fi
+  package=$(apt-cache depends linux-image-amd64 2>/dev/null |
+    awk '$1 == "Depends:" && $2 ~ /^linux-image-[0-9]/ { print $2; exit }')
+  if [ -z "$package" ]; then
+    $sudo apt-get update -qq
+    package=$(apt-cache depends linux-image-amd64 |
+      awk '$1 == "Depends:" && $2 ~ /^linux-image-[0-9]/ { print $2; exit }')
+  fi
+  release=${package#linux-image-}
+  echo "fetching the guest kernel of the cgroup2 tests: $package" >&2
+  tmp=$(mktemp -d)
+  # apt's downloads run as _apt, which must be able to write there.
+  if [ "$(id -u)" -eq 0 ] && id _apt >/dev/null 2>&1; then
+    chown _apt "$tmp"
+  fi
+  (cd "$tmp" && apt-get download -qq "$package")
+  mkdir "$tmp/x"
+  dpkg-deb --fsys-tarfile "$tmp"/*.deb | tar -x -C "$tmp/x" --wildcards \
+    "./boot/vmlinuz-$release" "./boot/config-$release" \
+    "./lib/modules/$release/kernel/drivers/virtio/*" "./lib/modules/$release/kernel/net/9p/*" \
+    "./lib/modules/$release/kernel/fs/9p/*" "./lib/modules/$release/kernel/fs/netfs/*" \
+    "./lib/modules/$release/kernel/fs/fscache/*" "./lib/modules/$release/kernel/fs/overlayfs/*"
+  # The bzImage's payload: the one xz stream after its set-up code.
+  python3 -c 'import lzma, sys
+image = open(sys.argv[1], "rb").read()
+start = image.find(b"\xfd7zXZ\x00")
+kernel = lzma.LZMADecompressor().decompress(image[start:]) if start >= 0 else b""
+if not kernel.startswith(b"\x7fELF"):
+    sys.exit(sys.argv[1] + ": no xz-compressed kernel in it")
+open(sys.argv[2], "wb").write(kernel)' "$tmp/x/boot/vmlinuz-$release" "$tmp/vmlinux"
+  $sudo rm -rf "$cache/$release.new"
+  $sudo mkdir -p "$cache/$release.new"
+  $sudo cp "$tmp/vmlinux" "$cache/$release.new/vmlinux"
+  $sudo cp "$tmp/x/boot/config-$release" "$cache/$release.new/config"
+  $sudo cp -r "$tmp/x/lib/modules/$release/kernel" "$cache/$release.new/modules"
+  $sudo mv "$cache/$release.new" "$cache/$release"
+  rm -rf "$tmp"
+}
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
-fi
-echo "installing: ${missing[*]}" >&2
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [ ${#missing[@]} -ne 0 ]; then
+  echo "installing: ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+vm_kernel

@@ -67,11 +67,9 @@ json run_budgets_record(const exec::Budget &run_budget, const evaluation::Evalua
     if (!disk_reason.empty()) {
         record["disk"]["reason"] = disk_reason;
     }
-    const bool share_unheld = run_budget.memory_bytes != 0 && memory_by == exec::Enforcement::none;
-    if (memory_by == exec::Enforcement::rlimit || processes_by == exec::Enforcement::rlimit ||
-        share_unheld) {
-        record["cgroupUnavailable"] =
-            run_budget.cgroups ? layout.why_not : "budgets.cgroup = \"off\"";
+    if (auto why = exec::cgroup_unavailable(layout, run_budget, memory_by, processes_by);
+        !why.empty()) {
+        record["cgroupUnavailable"] = std::move(why);
     }
     for (const auto &entry : ev.registry) {
         if (entry.budgets.memory_bytes || entry.budgets.processes) {
@@ -96,6 +94,9 @@ json call_budget_record(const exec::BudgetReport &report, const exec::Limits &pl
     }
     if (report.left_killed != 0) {
         record["leftKilled"] = report.left_killed;
+    }
+    if (!report.cgroup_unavailable.empty()) {
+        record["cgroupUnavailable"] = report.cgroup_unavailable;
     }
     record["backendLimits"] = {{"cpuSeconds", optional_number(plan.cpu_seconds)},
                                {"fileSizeBytes", optional_number(plan.file_size_bytes)},

@@ -223,6 +223,27 @@ bool remove_cgroup(const stdfs::path &path) {
     return true;
 }
 
+// Whether `dir` is its hierarchy's real root, which alone has no cgroup.type; the root of a cgroup
+// namespace (a container's) is not.
+bool hierarchy_root(const stdfs::path &dir) {
+    return ::access((dir / "cgroup.type").c_str(), F_OK) != 0 && errno == ENOENT;
+}
+
+// Why `dir` may not enable controllers for its children; empty when it may. Beneath a cgroup with
+// processes cgroup2 enables none but at the hierarchy's real root, and it does enable a threaded
+// one (pids): that makes the cgroup a thread root, in which no cgroup below can hold a process
+// again (a container's every later cgroup broken, whatever this runtime does next).
+std::string holding_processes(const stdfs::path &dir) {
+    const UniqueFd fd{::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+    if (hierarchy_root(dir) || (fd && cgroup_files::read_pids(fd.get()).empty())) {
+        return {};
+    }
+    return dir.string() +
+           " holds processes, and cgroup2 enables controllers beneath a cgroup with processes "
+           "only at the hierarchy's root (run tea-evaluate alone in a cgroup of its own: as a "
+           "container's first process, or under systemd-run --scope -p Delegate=yes)";
+}
+
 // cgroup2: the parent of the call cgroups, with the controllers enabled for its children; empty,
 // and *why set, when the runtime may not make one.
 stdfs::path v2_parent(const OwnCgroups &own, const stdfs::path &mount_root, std::string *why) {
@@ -243,12 +264,16 @@ stdfs::path v2_parent(const OwnCgroups &own, const stdfs::path &mount_root, std:
             *why = "cannot move the runtime into " + leaf.string() + ": " + errno_text(errno);
             return {};
         }
-        if (own.v2_is_root && ::geteuid() == 0) {
+        if (own.v2_is_root && hierarchy_root(dir) && ::geteuid() == 0) {
             return dir;  // the root cgroup may hold processes beside children with controllers
         }
     }
     if (::geteuid() == 0) {
         // Root whose cgroup is shared (a login session's scope): a subtree of its own.
+        if (auto busy = holding_processes(mount_root); !busy.empty()) {
+            *why = std::move(busy);  // the root of a container's cgroup namespace, say
+            return {};
+        }
         const auto parent = mount_root / "tea-evaluate";
         for (const char *controller : {"+memory", "+pids"}) {
             (void)try_write(mount_root / "cgroup.subtree_control", controller);
@@ -281,21 +306,38 @@ CgroupLayout detect_layout() {
             }
             std::string reason;
             auto parent = v2_parent(own, mount_root, &reason);
-            if (!parent.empty()) {
+            if (auto busy = parent.empty() ? std::string{} : holding_processes(parent);
+                !busy.empty()) {
+                why.push_back(std::move(busy));
+            } else if (!parent.empty()) {
+                int refused = 0;
                 for (const char *controller : {"+memory", "+pids"}) {
-                    (void)try_write(parent / "cgroup.subtree_control", controller);
+                    if (!try_write(parent / "cgroup.subtree_control", controller)) {
+                        refused = errno;
+                    }
                 }
                 const auto enabled = read_file((parent / "cgroup.subtree_control").c_str());
                 layout.v2_memory = has_word(enabled, "memory");
                 layout.v2_pids = has_word(enabled, "pids");
                 if (layout.v2_memory || layout.v2_pids) {
+                    for (const auto &[enabled_here, name] : {std::pair{layout.v2_memory, "memory"},
+                                                             std::pair{layout.v2_pids, "pids"}}) {
+                        if (!enabled_here) {
+                            why.push_back(parent.string() + " does not enable the " + name +
+                                          " controller for its children");
+                        }
+                    }
                     layout.v2_parent = std::move(parent);
                 } else {
-                    why.push_back(parent.string() + " enables neither memory nor pids");
+                    why.push_back(parent.string() + " enables neither memory nor pids" +
+                                  (refused != 0 ? " (" + errno_text(refused) + ")" : ""));
                 }
             } else {
                 why.push_back(reason);
             }
+        } else {
+            why.push_back(own.v2.string() +
+                          " is given neither the memory nor the pids controller by its parent");
         }
     }
     if (layout.v2_parent.empty()) {
@@ -339,6 +381,16 @@ const char *to_string(Enforcement enforcement) {
             break;
     }
     return "none";
+}
+
+std::string cgroup_unavailable(const CgroupLayout &layout, const Budget &budget, Enforcement memory,
+                               Enforcement processes) {
+    const bool unheld = memory == Enforcement::rlimit || processes == Enforcement::rlimit ||
+                        (budget.memory_bytes != 0 && memory == Enforcement::none);
+    if (!unheld) {
+        return {};
+    }
+    return budget.cgroups ? layout.why_not : std::string{"budgets.cgroup = \"off\""};
 }
 
 Enforcement CgroupLayout::memory() const {
@@ -480,6 +532,12 @@ CallCgroup::Member CallCgroup::make(const stdfs::path &parent, const char *join)
 }
 
 CallCgroup::CallCgroup(const CgroupLayout &layout, const Budget &budget) {
+    make_members(layout, budget);
+    report_.cgroup_unavailable =
+        cgroup_unavailable(layout, budget, report_.memory, report_.processes);
+}
+
+void CallCgroup::make_members(const CgroupLayout &layout, const Budget &budget) {
     report_.budget = budget;
     const bool memory = budget.memory_bytes != 0;
     const bool processes = budget.processes != 0;

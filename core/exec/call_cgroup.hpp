@@ -53,6 +53,7 @@ struct BudgetReport {
     std::uint64_t refused_forks = 0;      // forks and clones refused at the process budget
     std::uint64_t memory_peak_bytes = 0;  // the most the call held at once; 0: not known
     std::uint64_t left_killed = 0;        // processes the cgroup still held at the end, killed
+    std::string cgroup_unavailable;       // why no cgroup holds a budget, when one is not held
 };
 
 // Where this runtime makes the cgroups of its calls.
@@ -67,6 +68,11 @@ struct CgroupLayout {
     [[nodiscard]] Enforcement memory() const;
     [[nodiscard]] Enforcement processes() const;
 };
+
+// Why no cgroup holds a budget that falls to a resource limit (`rlimit`) or, a share of the
+// host's memory, is left unbounded (`none`); empty when every budget is held by a cgroup.
+std::string cgroup_unavailable(const CgroupLayout &layout, const Budget &budget, Enforcement memory,
+                               Enforcement processes);
 
 // The runtime's own cgroup in each mounted hierarchy, found in the text of /proc/self/mountinfo
 // and /proc/self/cgroup. A hierarchy whose mount does not show the runtime's cgroup (another
@@ -118,6 +124,7 @@ class CallCgroup {
         UniqueFd procs;
     };
     Member make(const std::filesystem::path &parent, const char *join);
+    void make_members(const CgroupLayout &layout, const Budget &budget);
 
     std::string name_;
     std::vector<Member> members_;  // v2; or v1 memory, pids, freezer (those in use)

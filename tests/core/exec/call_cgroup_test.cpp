@@ -1,12 +1,17 @@
 // A call's cgroup: where the runtime finds its own cgroups, the file protocol of cgroup2 (on plain
 // files, since this project's test hosts may give cgroup2 no controller), and real cgroups where
-// the host has them: cgroup2 without controllers (making, joining, cgroup.kill, removal) and
-// cgroup v1 (the pids budget, the freezer's kill, the reclaim of a killed runtime's cgroups).
+// the host has them: cgroup2 without controllers (making, joining, cgroup.kill, removal, the
+// reclaim of a killed runtime's cgroups), cgroup2 with the memory and pids controllers (the
+// budgets held and counted, a cgroup delegated to the runtime; tests/vm boots a guest that has
+// them), and cgroup v1 (the pids budget, the freezer's kill, the reclaim).
 #include "exec/call_cgroup.hpp"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -192,6 +197,351 @@ bool eventually(const std::function<bool()> &done, std::chrono::milliseconds bou
     return true;
 }
 
+// Whether this host promises cgroup2 with its controllers to root (TEA_TEST_CALL_CGROUP, which
+// tests/vm sets in the guests it boots): a test that needs them fails there instead of skipping.
+bool cgroup2_promised() {
+    const char *stated = std::getenv("TEA_TEST_CALL_CGROUP");  // NOLINT(concurrency-mt-unsafe)
+    return stated != nullptr && std::string{stated} == "cgroup2";
+}
+
+#define SKIP_WITHOUT(what)                                            \
+    do {                                                              \
+        if (cgroup2_promised()) {                                     \
+            FAIL() << "TEA_TEST_CALL_CGROUP=cgroup2, but " << (what); \
+        }                                                             \
+        GTEST_SKIP() << (what);                                       \
+    } while (false)
+
+// The root of the cgroup2 mount this process's cgroup lies in: the first ancestor whose parent is
+// no cgroup.
+fs::path v2_mount_root(fs::path dir) {
+    while (dir.has_parent_path() && dir.parent_path() != dir &&
+           fs::exists(dir.parent_path() / "cgroup.controllers")) {
+        dir = dir.parent_path();
+    }
+    return dir;
+}
+
+bool has_word(const std::string &text, const std::string &word) {
+    std::istringstream in{text};
+    for (std::string w; in >> w;) {
+        if (w == word) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// A cgroup of the test's own beneath the root of the cgroup2 mount, its children given the memory
+// and pids controllers (the root cgroup may hold processes beside children with controllers; the
+// test's own cgroup, shared with other processes, may not), removed with everything beneath it.
+class V2Subtree {
+   public:
+    // Empty, with why_not() set, where this host has no such controllers for root.
+    explicit V2Subtree(const std::string &name) {
+        const auto own = parse_own_cgroups(own_file("mountinfo"), own_file("cgroup"));
+        if (::geteuid() != 0 || own.v2.empty()) {
+            why_not_ = "needs root and a cgroup2 hierarchy";
+            return;
+        }
+        const auto root = v2_mount_root(own.v2);
+        const auto controllers = slurp(root / "cgroup.controllers");
+        if (!has_word(controllers, "memory") || !has_word(controllers, "pids")) {
+            why_not_ = "needs the memory and pids controllers on cgroup2 (" + root.string() +
+                       " has \"" + controllers + "\")";
+            return;
+        }
+        put(root / "cgroup.subtree_control", "+memory +pids");
+        path_ = root / (name + "-" + std::to_string(::getpid()));
+        if (::mkdir(path_.c_str(), 0755) != 0) {
+            why_not_ = "cannot make " + path_.string();
+            path_.clear();
+            return;
+        }
+        put(path_ / "cgroup.subtree_control", "+memory +pids");
+    }
+    V2Subtree(const V2Subtree &) = delete;
+    V2Subtree &operator=(const V2Subtree &) = delete;
+    ~V2Subtree() {
+        if (path_.empty()) {
+            return;
+        }
+        std::vector<fs::path> dirs;
+        std::error_code ec;
+        for (fs::recursive_directory_iterator it{path_, ec}, end; !ec && it != end;
+             it.increment(ec)) {
+            if (it->is_directory(ec)) {
+                dirs.push_back(it->path());
+            }
+        }
+        for (auto it = dirs.rbegin(); it != dirs.rend(); ++it) {
+            ::rmdir(it->c_str());
+        }
+        ::rmdir(path_.c_str());
+    }
+    explicit operator bool() const { return !path_.empty(); }
+    [[nodiscard]] const fs::path &path() const { return path_; }
+    [[nodiscard]] const std::string &why_not() const { return why_not_; }
+    // A layout whose call cgroups are made beneath this subtree with both controllers.
+    [[nodiscard]] CgroupLayout layout() const {
+        CgroupLayout layout;
+        layout.v2_parent = path_;
+        layout.v2_memory = true;
+        layout.v2_pids = true;
+        return layout;
+    }
+
+   private:
+    fs::path path_;
+    std::string why_not_;
+};
+
+TEST(CallCgroup, OnCgroup2TheMemoryBudgetIsHeldForTheWholeCallAndTheOomKillCounted) {
+    const V2Subtree subtree{"tea-test-memory"};
+    if (!subtree) {
+        SKIP_WITHOUT(subtree.why_not());
+    }
+    constexpr std::uint64_t mib = 1U << 20U;
+    // Two processes of 40 MiB each: neither alone reaches the budget of 64, the call does.
+    const std::string two_of_40 =
+        "python3 -c 'import time; b = b\"x\" * (40 << 20); time.sleep(30)' & "
+        "exec python3 -c 'import time; time.sleep(1); b = b\"x\" * (40 << 20); time.sleep(30)'";
+    CallCgroup cgroup{subtree.layout(), Budget{64 * mib, 0, true}};
+    EXPECT_EQ(cgroup.report().memory, Enforcement::cgroup_v2);
+    EXPECT_TRUE(cgroup.report().cgroup_unavailable.empty()) << cgroup.report().cgroup_unavailable;
+    const auto dir = call_cgroup_in(subtree.path());
+    ASSERT_FALSE(dir.empty());
+    EXPECT_EQ(slurp(dir / "memory.max"), std::to_string(64 * mib) + "\n");
+    if (fs::exists(dir / "memory.swap.max")) {
+        EXPECT_EQ(slurp(dir / "memory.swap.max"), "0\n");  // no swap beyond the budget
+    }
+    const pid_t leader = start_in(cgroup.join_fds(), two_of_40);
+    // Bounded for a slow guest: tests/vm may run under an emulator.
+    ASSERT_TRUE(eventually(
+        [&] { return slurp(dir / "memory.events").find("oom_kill 0") == std::string::npos; }, 60s))
+        << slurp(dir / "memory.events");
+    const auto report = cgroup.end();
+    EXPECT_GE(report.oom_kills, 1U);
+    EXPECT_GE(report.memory_peak_bytes, 40 * mib);  // memory.peak (Linux 5.19)
+    EXPECT_LE(report.memory_peak_bytes, 64 * mib);
+    ::waitpid(leader, nullptr, 0);
+    EXPECT_FALSE(fs::exists(dir));
+
+    // The control: under a budget of 256 MiB the same two hold their 80 until the call ends them.
+    CallCgroup roomy{subtree.layout(), Budget{256 * mib, 0, true}};
+    const auto roomy_dir = call_cgroup_in(subtree.path());
+    const pid_t roomy_leader = start_in(roomy.join_fds(), two_of_40);
+    ASSERT_TRUE(eventually(
+        [&] { return std::stoull("0" + slurp(roomy_dir / "memory.current")) >= 80 * mib; }, 60s))
+        << slurp(roomy_dir / "memory.current");
+    const auto roomy_report = roomy.end();
+    EXPECT_EQ(roomy_report.oom_kills, 0U);
+    EXPECT_EQ(roomy_report.left_killed, 2U);
+    int status = 0;
+    ASSERT_EQ(::waitpid(roomy_leader, &status, 0), roomy_leader);
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+}
+
+TEST(CallCgroup, OnCgroup2ThePidsBudgetRefusesForksAndCgroupKillEndsAForkBomb) {
+    const V2Subtree subtree{"tea-test-pids"};
+    if (!subtree) {
+        SKIP_WITHOUT(subtree.why_not());
+    }
+    CallCgroup cgroup{subtree.layout(), Budget{0, 8, true}};
+    EXPECT_EQ(cgroup.report().processes, Enforcement::cgroup_v2);
+    const auto dir = call_cgroup_in(subtree.path());
+    ASSERT_FALSE(dir.empty());
+    EXPECT_EQ(slurp(dir / "pids.max"), "8\n");
+    // A fork bomb whose every process forks again for as long as it lives, whatever the kernel
+    // refuses: cgroup.kill ends it and all it made at once.
+    const pid_t leader = start_in(cgroup.join_fds(),
+                                  "exec python3 -c 'import os\nwhile True:\n    try:\n"
+                                  "        os.fork()\n    except OSError:\n        pass'");
+    ASSERT_TRUE(eventually([&] { return slurp(dir / "pids.events") != "max 0\n"; }))
+        << slurp(dir / "pids.events");
+    EXPECT_LE(members(dir), 8U);
+    const auto report = cgroup.end();
+    EXPECT_GT(report.refused_forks, 0U);
+    EXPECT_GE(report.left_killed, 6U);
+    int status = 0;
+    ASSERT_EQ(::waitpid(leader, &status, 0), leader);
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+    EXPECT_FALSE(fs::exists(dir));
+}
+
+// A runtime started in `cgroup`: as whom, and what else is there.
+struct RuntimeIn {
+    uid_t uid = 0;
+    gid_t gid = 0;
+    bool companion = false;         // another process of the cgroup beside it (a shell, say)
+    bool cgroup_namespace = false;  // the cgroup is the root of its cgroup namespace (a container)
+};
+
+// What host_cgroup_layout() finds in a child of this process started as `runtime` says in
+// `cgroup`: the call cgroups' parent, its controllers, why it has none, the child's own cgroup
+// afterwards, and, with a parent, how a call's process fared joining a call cgroup with a
+// process budget. Found once per process, so in a child: this test program never finds its own.
+struct FoundLayout {
+    std::string parent;
+    bool memory = false;
+    bool pids = false;
+    std::string why_not;
+    std::string own_after;
+    std::string joined;
+};
+
+// In the child: the call's process joins a call cgroup of `layout`; "joined" or why not.
+std::string join_a_call(const CgroupLayout &layout) {
+    try {
+        CallCgroup cgroup{layout, Budget{0, 8, true}};
+        const pid_t call = start_in(cgroup.join_fds(), "exit 0");
+        int status = 0;
+        ::waitpid(call, &status, 0);
+        return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "joined" : "the call could not join";
+    } catch (const std::exception &e) {
+        return e.what();
+    }
+}
+
+FoundLayout layout_found_in(const fs::path &cgroup, const RuntimeIn &runtime) {
+    pid_t other = -1;
+    if (runtime.companion) {
+        const UniqueFd procs{::open((cgroup / "cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC)};
+        other = start_in({procs.get()}, "exec sleep 1000");
+        EXPECT_TRUE(eventually([&] { return members(cgroup) == 1; }));
+    }
+    const test::TempDir out_dir{"tea-cgroup-layout", fs::perms{0777}};
+    const auto out = out_dir / "layout";
+    const pid_t child = ::fork();
+    if (child == 0) {
+        std::ofstream{cgroup / "cgroup.procs"} << "0";
+        if (runtime.cgroup_namespace &&
+            (::unshare(CLONE_NEWCGROUP | CLONE_NEWNS) != 0 ||
+             ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+             ::umount2("/sys/fs/cgroup", MNT_DETACH) != 0 ||
+             ::mount("cgroup2", "/sys/fs/cgroup", "cgroup2", 0, nullptr) != 0)) {
+            ::_exit(124);
+        }
+        if (::setresgid(runtime.gid, runtime.gid, runtime.gid) != 0 ||
+            ::setgroups(0, nullptr) != 0 ||
+            ::setresuid(runtime.uid, runtime.uid, runtime.uid) != 0) {
+            ::_exit(125);
+        }
+        const auto &found = host_cgroup_layout();
+        std::ofstream{out} << found.v2_parent.string() << '\n'
+                           << found.v2_memory << found.v2_pids << '\n'
+                           << found.why_not << '\n'
+                           << slurp("/proc/self/cgroup")
+                           << (found.v2_parent.empty() ? "" : join_a_call(found)) << '\n';
+        ::_exit(0);
+    }
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    if (other > 0) {
+        ::kill(other, SIGKILL);
+        ::waitpid(other, nullptr, 0);
+    }
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+    std::istringstream in{slurp(out)};
+    FoundLayout found;
+    std::string flags;
+    std::getline(in, found.parent);
+    std::getline(in, flags);
+    std::getline(in, found.why_not);
+    std::getline(in, found.own_after);
+    std::getline(in, found.joined);
+    found.memory = flags.size() == 2 && flags[0] == '1';
+    found.pids = flags.size() == 2 && flags[1] == '1';
+    return found;
+}
+
+// A cgroup made at `path` and delegated to `user` as systemd delegates one (Delegate=yes): the
+// directory and the files that move processes and enable controllers are the user's.
+::testing::AssertionResult delegated_cgroup(const fs::path &path, uid_t user) {
+    if (::mkdir(path.c_str(), 0755) != 0) {
+        return ::testing::AssertionFailure() << "cannot make " << path;
+    }
+    for (const auto &p :
+         {path, path / "cgroup.procs", path / "cgroup.subtree_control", path / "cgroup.threads"}) {
+        if (::chown(p.c_str(), user, user) != 0) {
+            return ::testing::AssertionFailure() << "cannot hand " << p << " to " << user;
+        }
+    }
+    return ::testing::AssertionSuccess();
+}
+
+TEST(CallCgroup, ACgroup2CgroupDelegatedToTheRuntimeAloneGivesItsCallsTheControllers) {
+    const V2Subtree subtree{"tea-test-delegated"};
+    if (!subtree) {
+        SKIP_WITHOUT(subtree.why_not());
+    }
+    constexpr uid_t user = 64993;
+    const auto delegated = subtree.path() / "delegated";
+    ASSERT_TRUE(delegated_cgroup(delegated, user));
+    // The runtime alone in it moves into a leaf and makes its calls beside that leaf.
+    const auto alone = layout_found_in(delegated, {.uid = user, .gid = user});
+    EXPECT_EQ(alone.parent, delegated.string()) << alone.why_not;
+    EXPECT_TRUE(alone.memory && alone.pids) << alone.why_not;
+    EXPECT_NE(alone.own_after.find(delegated.filename().string() + "/tea-runtime-"),
+              std::string::npos)
+        << alone.own_after;
+    EXPECT_EQ(alone.joined, "joined");
+
+    // The control: with another process in it (a login shell's scope, say), the runtime may not
+    // enable a controller beneath it, and says why it has no cgroup.
+    const auto shared = subtree.path() / "shared";
+    ASSERT_TRUE(delegated_cgroup(shared, user));
+    const auto beside = layout_found_in(shared, {.uid = user, .gid = user, .companion = true});
+    EXPECT_TRUE(beside.parent.empty()) << beside.parent;
+    EXPECT_NE(beside.why_not.find("is not delegated to it alone"), std::string::npos)
+        << beside.why_not;
+}
+
+TEST(CallCgroup, ACgroup2CgroupGivenNeitherControllerGivesTheCallsNoneAndSaysWhy) {
+    const V2Subtree subtree{"tea-test-bare"};
+    if (!subtree) {
+        SKIP_WITHOUT(subtree.why_not());
+    }
+    // Delegated to the runtime alone, but beneath a parent that enables no controller for it (a
+    // slice whose accounting is off, a container given none): no cgroup can hold a budget.
+    constexpr uid_t user = 64993;
+    const auto plain = subtree.path() / "plain";
+    const auto bare = plain / "bare";
+    ASSERT_EQ(::mkdir(plain.c_str(), 0755), 0);
+    ASSERT_TRUE(delegated_cgroup(bare, user));
+    ASSERT_EQ(slurp(bare / "cgroup.controllers"), "");
+    const auto found = layout_found_in(bare, {.uid = user, .gid = user});
+    EXPECT_TRUE(found.parent.empty()) << found.parent;
+    EXPECT_NE(found.why_not.find(bare.string()), std::string::npos) << found.why_not;
+    EXPECT_NE(found.why_not.find("neither the memory nor the pids controller"), std::string::npos)
+        << found.why_not;
+}
+
+TEST(CallCgroup, TheRootOfACgroupNamespaceThatHoldsOtherProcessesIsNeitherUsedNorChanged) {
+    const V2Subtree subtree{"tea-test-container"};
+    if (!subtree) {
+        SKIP_WITHOUT(subtree.why_not());
+    }
+    // Root in a container: the root of its cgroup namespace, which its shell shares, is given
+    // the controllers. cgroup2 enables a controller beneath a cgroup with processes only at the
+    // hierarchy's real root; enabling pids there anyway (a threaded controller, which the kernel
+    // allows) makes the cgroup a thread root, in which no cgroup can hold a process again.
+    const auto container = subtree.path() / "container";
+    ASSERT_EQ(::mkdir(container.c_str(), 0755), 0);
+    const auto found = layout_found_in(container, {.companion = true, .cgroup_namespace = true});
+    EXPECT_EQ(found.own_after, "0::/") << "the runtime saw its cgroup as the namespace's root";
+    EXPECT_TRUE(found.parent.empty()) << found.parent << ": " << found.joined;
+    EXPECT_NE(found.why_not.find("holds processes"), std::string::npos) << found.why_not;
+    EXPECT_EQ(slurp(container / "cgroup.subtree_control"), "") << "the container's cgroup changed";
+    EXPECT_EQ(slurp(container / "cgroup.type"), "domain\n");
+
+    // The control: alone in the same cgroup (the container's first process), the runtime moves
+    // into a leaf, and its calls join their cgroups.
+    const auto alone = layout_found_in(container, {.cgroup_namespace = true});
+    EXPECT_EQ(alone.parent, "/sys/fs/cgroup") << alone.why_not;
+    EXPECT_EQ(alone.joined, "joined");
+}
+
 TEST(CallCgroup, OnCgroup2ItsProcessesJoinItAndCgroupKillEndsThemAll) {
     const auto own = parse_own_cgroups(own_file("mountinfo"), own_file("cgroup"));
     if (::geteuid() != 0 || own.v2.empty() || ::access(own.v2.c_str(), W_OK) != 0) {
@@ -283,24 +633,23 @@ std::string dead_owner_name(bool other_namespace = false) {
            std::to_string(pid) + "-" + field + "-test";
 }
 
-TEST(CallCgroup, TheCgroupOfAKilledRuntimeIsEmptiedAndRemovedAndALiveOnesIsLeft) {
-    const auto layout = v1_layout();
-    if (layout.v1_pids.empty()) {
-        GTEST_SKIP() << "needs the cgroup v1 pids hierarchy, writable";
-    }
+// A killed runtime's call cgroup, holding a process, beneath a parent made in `hierarchy` (a
+// cgroup v1 pids directory, or a cgroup2 one): emptied and removed by the reclaim, while a live
+// runtime's and one of another pid namespace's are left.
+void check_reclaim(const fs::path &hierarchy, bool v2) {
     // A parent of its own: a runtime started meanwhile (by another test) reclaims the killed
     // runtimes' cgroups beside its own, this test's made-up one among them, before the test does.
-    const auto parent = layout.v1_pids / ("tea-test-" + std::to_string(::getpid()));
+    const auto parent = hierarchy / ("tea-test-" + std::to_string(::getpid()));
     ASSERT_EQ(::mkdir(parent.c_str(), 0755), 0) << parent;
-    CgroupLayout pids_only;
-    pids_only.v1_pids = parent;
+    CgroupLayout layout;
+    (v2 ? layout.v2_parent : layout.v1_pids) = parent;
     const auto stale = parent / dead_owner_name();
     ASSERT_EQ(::mkdir(stale.c_str(), 0755), 0) << stale;
     const UniqueFd stale_procs{::open((stale / "cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC)};
-    const pid_t left = start_in({stale_procs.get()}, "exec sleep 1000");
-    ASSERT_TRUE(eventually([&] { return members(stale) == 1; }));
+    const pid_t left = start_in({stale_procs.get()}, "sleep 1000 & exec sleep 1000");
+    ASSERT_TRUE(eventually([&] { return members(stale) == 2; }));
     // The control: a live runtime's call cgroup (this process's), holding a process too.
-    CallCgroup live{pids_only, Budget{0, 16, true}};
+    CallCgroup live{layout, Budget{0, 16, true}};
     const auto live_dir = call_cgroup_in(parent);
     const pid_t kept = start_in(live.join_fds(), "exec sleep 1000");
     ASSERT_TRUE(eventually([&] { return members(live_dir) == 1; }));
@@ -309,7 +658,7 @@ TEST(CallCgroup, TheCgroupOfAKilledRuntimeIsEmptiedAndRemovedAndALiveOnesIsLeft)
     const auto foreign = parent / dead_owner_name(true);
     ASSERT_EQ(::mkdir(foreign.c_str(), 0755), 0) << foreign;
 
-    EXPECT_EQ(reclaim_call_cgroups(pids_only), 1);
+    EXPECT_EQ(reclaim_call_cgroups(layout), 1);
     EXPECT_TRUE(fs::exists(foreign));
     EXPECT_EQ(::rmdir(foreign.c_str()), 0);
     int status = 0;
@@ -321,6 +670,23 @@ TEST(CallCgroup, TheCgroupOfAKilledRuntimeIsEmptiedAndRemovedAndALiveOnesIsLeft)
     (void)live.end();
     ::waitpid(kept, nullptr, 0);
     EXPECT_EQ(::rmdir(parent.c_str()), 0) << "nothing is left beneath the parent";
+}
+
+TEST(CallCgroup, TheCgroupOfAKilledRuntimeIsEmptiedAndRemovedAndALiveOnesIsLeft) {
+    const auto layout = v1_layout();
+    if (layout.v1_pids.empty()) {
+        GTEST_SKIP() << "needs the cgroup v1 pids hierarchy, writable";
+    }
+    check_reclaim(layout.v1_pids, false);
+}
+
+TEST(CallCgroup, OnCgroup2TheCgroupOfAKilledRuntimeIsKilledWholeAndRemovedAndALiveOnesIsLeft) {
+    const auto own = parse_own_cgroups(own_file("mountinfo"), own_file("cgroup"));
+    if (::geteuid() != 0 || own.v2.empty() || ::access(own.v2.c_str(), W_OK) != 0) {
+        SKIP_WITHOUT("needs root and a cgroup2 hierarchy");
+    }
+    // cgroup.kill needs no controller: the runtime's own cgroup will do.
+    check_reclaim(own.v2, true);
 }
 
 }  // namespace

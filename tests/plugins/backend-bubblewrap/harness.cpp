@@ -79,6 +79,15 @@ std::vector<std::string> split_lines(const std::string &text) {
     return lines;
 }
 
+// TEA_TEST_RUNTIME_WRAPPER, or nothing.
+std::vector<std::string> runtime_wrapper() {
+    const char *wrapper = std::getenv("TEA_TEST_RUNTIME_WRAPPER");  // NOLINT(concurrency-mt-unsafe)
+    if (wrapper == nullptr || *wrapper == '\0') {
+        return {};
+    }
+    return {wrapper};
+}
+
 std::optional<passwd> user_entry(const char *name, std::vector<char> &buffer) {
     passwd entry{};
     passwd *found = nullptr;
@@ -409,8 +418,37 @@ std::string Confinement::write_config(const std::string &toml) {
     return path.string();
 }
 
+::testing::AssertionResult Confinement::enforced_as_expected(const std::string &by) const {
+    const bool cgroup = by == "cgroup2" || by == "cgroup1";
+    const char *stated = std::getenv("TEA_TEST_CALL_CGROUP");  // NOLINT(concurrency-mt-unsafe)
+    std::string expected;
+    if (unprivileged_user()) {
+        expected = "none";
+    } else if (stated != nullptr && *stated != '\0') {
+        expected = stated;
+    } else if (::geteuid() == 0) {
+        expected = "a cgroup";
+    } else {
+        return ::testing::AssertionSuccess();
+    }
+    const bool as_expected = expected == "a cgroup" ? cgroup
+                             : expected == "none"   ? !cgroup && !by.empty()
+                                                    : by == expected;
+    if (as_expected) {
+        return ::testing::AssertionSuccess();
+    }
+    return ::testing::AssertionFailure()
+           << "the budget was enforced by \"" << by << "\" where this host gives "
+           << (expected == "none" ? std::string{"no cgroup"} : expected)
+           << (unprivileged_user() ? " to the calls of tea-test-user"
+               : stated != nullptr ? " (TEA_TEST_CALL_CGROUP)"
+                                   : " to root");
+}
+
 std::vector<std::string> Confinement::command_line(const Call &call) {
     std::vector<std::string> argv = launcher_;
+    const auto runtime = runtime_wrapper();
+    argv.insert(argv.end(), runtime.begin(), runtime.end());
     argv.insert(argv.end(), call.wrapper.begin(), call.wrapper.end());
     argv.emplace_back(TEA_EVALUATE_BIN);
     if (!call.config.empty()) {
@@ -467,6 +505,8 @@ Process Confinement::plan_call(const std::string &spec_json, Backend backend, bo
     const auto file = base_ / ("spec-" + std::to_string(++specs_) + ".json");
     make_file(file, spec_json, 0644);
     std::vector<std::string> argv = launcher_;
+    const auto runtime = runtime_wrapper();
+    argv.insert(argv.end(), runtime.begin(), runtime.end());
     argv.emplace_back(TEA_PLAN_CALL_BIN);
     if (plan_only) {
         argv.emplace_back("--plan-only");

@@ -42,7 +42,9 @@ struct Call {
     std::string subcommand = "exec";                    // or "preflight"
     std::vector<std::string> options;                   // more options, after the subcommand
     // In front of tea-evaluate: a command that runs the rest of its arguments (in a mount
-    // namespace of its own, say).
+    // namespace of its own, say). Every runtime the harness starts (tea-evaluate, tea-plan-call)
+    // also has TEA_TEST_RUNTIME_WRAPPER in front of it, when that is set: a program that starts
+    // its arguments as systemd-run --user --scope -p Delegate=yes would (tests/vm).
     std::vector<std::string> wrapper;
 };
 
@@ -192,6 +194,14 @@ class Confinement : public ::testing::Test {
     [[nodiscard]] gid_t sandbox_gid() const { return sandbox_gid_; }
     [[nodiscard]] const std::vector<std::string> &base_env() const { return base_env_; }
     [[nodiscard]] bool unprivileged_user() const { return !launcher_.empty(); }
+    // Whether `by`, what a record names as the enforcer of a budget (memoryEnforcedBy or
+    // processesEnforcedBy), is what this host gives this test's calls: "cgroup2" or "cgroup1" (a
+    // cgroup of the call's own), or "rlimit" or "none" (no cgroup). Known for the calls a root
+    // test runs as tea-test-user, whose runtime may write no cgroup of root's (no cgroup), and
+    // for the rest where TEA_TEST_CALL_CGROUP says it ("cgroup2", "cgroup1" or "none"; set by
+    // tests/vm for the guests it builds); otherwise a root runtime gets a cgroup of either kind,
+    // and an unprivileged one whatever its host gives it.
+    [[nodiscard]] ::testing::AssertionResult enforced_as_expected(const std::string &by) const;
 
    private:
     std::vector<std::string> command_line(const Call &call);

@@ -172,6 +172,16 @@ nlohmann::json record_of(const Result &r) {
     return nlohmann::json::parse(r.out, nullptr, false);
 }
 
+// What the call's record names as the enforcer of its process budget; empty without a record.
+std::string processes_enforced_by(const Result &r) {
+    const auto record = record_of(r);
+    return record.is_object() ? record["budget"].value("processesEnforcedBy", "") : "";
+}
+
+bool by_cgroup(const std::string &by) {
+    return by == "cgroup1" || by == "cgroup2";
+}
+
 TEST_F(Confinement, ProcessBudgetIsWhatStopsForking) {
     const AccountProcessesTurn turn;
     // A budget of 64 refuses the 100 children that 4096 allows, and the record names the hit.
@@ -187,10 +197,11 @@ TEST_F(Confinement, ProcessBudgetIsWhatStopsForking) {
     const auto record = record_of(low);
     ASSERT_TRUE(record.is_object()) << low;
     EXPECT_EQ(record["budget"]["processes"], 64) << low;
-    if (!unprivileged_user()) {
-        // The runtime's own pids cgroup: it counted the refusals. (An unprivileged runtime on a
-        // host without a delegated cgroup falls back to RLIMIT_NPROC, which counts nothing.)
-        EXPECT_NE(record["budget"]["processesEnforcedBy"], "rlimit") << low;
+    const auto by = processes_enforced_by(low);
+    EXPECT_TRUE(enforced_as_expected(by)) << low;
+    if (by_cgroup(by)) {
+        // The call's own pids cgroup: it counted the refusals. (A runtime without a cgroup it may
+        // write falls back to RLIMIT_NPROC, which counts nothing.)
         ASSERT_FALSE(record["budgetHits"].empty()) << low;
         EXPECT_EQ(record["budgetHits"][0]["budget"], "processes") << low;
         EXPECT_GT(record["budgetHits"][0]["count"].get<int>(), 0) << low;
@@ -216,7 +227,7 @@ TEST_F(Confinement, AProcessBudgetAtItsLimitLeavesAnotherCallOfTheSameIdentityAl
         const auto second = run({.command = python(fork_probe, {"30"}),
                                  .timeout_ms = 20000,
                                  .config = shared,
-                                 .options = {"--observer", "none"}});
+                                 .options = {"--observer", "none", "--json"}});
         make_file(workspace() / "go", "", 0644);
         auto first = filler.wait();
         return std::tuple{filled, std::move(first), second};
@@ -225,17 +236,20 @@ TEST_F(Confinement, AProcessBudgetAtItsLimitLeavesAnotherCallOfTheSameIdentityAl
     const auto [filled, first, second] = attempt("[budgets]\nprocesses = 64\n");
     ASSERT_TRUE(filled) << first;
     EXPECT_TRUE(first.has("FORK-DENIED:EAGAIN")) << first;
-    EXPECT_EQ(second.value("FORK-OK"), "30") << second;
-    if (unprivileged_user()) {
-        return;  // an unprivileged runtime here has no cgroup to give each call; see the control
+    const auto by = processes_enforced_by(second);
+    EXPECT_TRUE(enforced_as_expected(by)) << second;
+    if (by_cgroup(by)) {
+        EXPECT_EQ(target_output(second).value("FORK-OK"), "30") << second;
     }
-    // The control, the same two calls with the budget as RLIMIT_NPROC (what every call had
-    // before): the limit counts the identity's processes on the whole host, so the first call's
-    // 64 starve the second, whose forks (or whose bwrap's own) the kernel refuses.
+    // The control, the same two calls with the budget as RLIMIT_NPROC (what a runtime without a
+    // cgroup gives every call): the limit counts the identity's processes on the whole host, so
+    // the first call's 64 starve the second, whose forks (or whose bwrap's own) the kernel
+    // refuses.
     const auto [filled_rlimit, first_rlimit, starved] =
         attempt("[budgets]\nprocesses = 64\ncgroup = \"off\"\n");
     ASSERT_TRUE(filled_rlimit) << first_rlimit;
-    EXPECT_FALSE(starved.has("FORK-OK:30")) << starved;
+    EXPECT_EQ(processes_enforced_by(starved), "rlimit") << starved;
+    EXPECT_FALSE(target_output(starved).has("FORK-OK:30")) << starved;
 }
 
 TEST_F(Confinement, ABwrapThatCannotMakeItsNamespacesFailsTheHostNotTheTarget) {
@@ -259,11 +273,15 @@ TEST_F(Confinement, ABwrapThatCannotMakeItsNamespacesFailsTheHostNotTheTarget) {
 
 TEST_F(Confinement, ForkBombEndsWithTheCallAndTheHostIsFine) {
     const AccountProcessesTurn turn;
-    // Only with the limit shown to hold is a bomb started.
+    // Only with the limit shown to hold, by what this host gives the call, is a bomb started.
     const auto limit = run({.command = python(fork_probe, {"100"}),
                             .config = "[budgets]\nprocesses = 64\n",
-                            .options = {"--observer", "none"}});
-    ASSERT_TRUE(limit.has("FORK-DENIED:EAGAIN")) << "the process budget does not hold\n" << limit;
+                            .options = {"--observer", "none", "--json"}});
+    ASSERT_TRUE(target_output(limit).has("FORK-DENIED:EAGAIN"))
+        << "the process budget does not hold\n"
+        << limit;
+    const auto by = processes_enforced_by(limit);
+    ASSERT_TRUE(enforced_as_expected(by)) << limit;
 
     const auto marker = "tea-bomb-" + random_token();
     // The shell forks exactly once, before any process of the bomb exists, and then becomes the
@@ -273,14 +291,89 @@ TEST_F(Confinement, ForkBombEndsWithTheCallAndTheHostIsFine) {
     const auto bomb = run({.command = {"/bin/sh", "-c", "b(){ b|b& }; b & exec sleep 30", marker},
                            .timeout_ms = 5000,
                            .config = "[budgets]\nprocesses = 64\n",
-                           .options = {"--observer", "none"}});
+                           .options = {"--observer", "none", "--json"}});
     EXPECT_EQ(bomb.status, 124) << bomb;
+    if (by_cgroup(by)) {
+        // The kernel counted the forks it refused at the call's pids.max.
+        EXPECT_GT(record_of(bomb)["budget"].value("refusedForks", 0), 0) << bomb;
+    }
     // The timeout, the kill grace and some slack for a loaded machine.
     EXPECT_LT(bomb.elapsed, 20s) << bomb;
     EXPECT_TRUE(eventually([&] { return processes_with(marker).empty(); }, 2s))
         << processes_with(marker).size() << " processes of the bomb are left";
     const auto after = run_direct({"/bin/true"});
     EXPECT_EQ(after.status, 0) << after;
+}
+
+// A runtime killed outright ends nothing itself. What its call left running past that, which
+// only the call's cgroup still holds (a daemon of a call under opt-out, which confines nothing:
+// its first process dies with the runtime, nothing else does), is ended by the next runtime's
+// first budgeted call, which empties the cgroups of runtimes that are gone (cgroup2's
+// cgroup.kill, or the v1 freezer) and removes them.
+TEST_F(Confinement, WhatACallLeftPastAKilledRuntimeIsEndedByTheNextRuntimesCgroupReclaim) {
+    if (std::getenv("TEA_TEST_RUNTIME_WRAPPER") != nullptr) {  // NOLINT(concurrency-mt-unsafe)
+        GTEST_SKIP() << "each runtime has a scope of its own here (TEA_TEST_RUNTIME_WRAPPER), and "
+                        "a runtime reclaims only beneath its own parent (docs/confinement.md, "
+                        "Budgets)";
+    }
+    const auto left_by_a_killed_runtime = [&](const std::string &config) {
+        const auto marker = sleep_marker();
+        auto call = start({.backend = Backend::opt_out,
+                           .command = {"/bin/sh", "-c",
+                                       "setsid sleep \"$1\" </dev/null >/dev/null 2>&1 & "
+                                       "exec sleep 1000",
+                                       "sh", marker},
+                           .config = config});
+        const bool daemon_up = eventually([&] {
+            return !processes_running({"sleep", marker}).empty();
+        });
+        ::kill(call.pid(), SIGKILL);
+        const auto killed = call.wait();
+        const bool outlived = !eventually(
+            [&] {
+                return processes_running({"sleep", marker}).empty();
+            },
+            300ms);
+        const auto next = run({.backend = Backend::opt_out,
+                               .command = {"/bin/true"},
+                               .config = config,
+                               .options = {"--json"}});
+        return std::tuple{marker, daemon_up && outlived, killed, next};
+    };
+    const auto budget = std::string{"[budgets]\nprocesses = 64\n"};
+
+    const auto [marker, outlived, killed, next] = left_by_a_killed_runtime(budget);
+    ASSERT_TRUE(outlived) << "the daemon never ran, or did not outlive its runtime\n" << killed;
+    EXPECT_EQ(next.status, 0) << next;
+    const auto by = processes_enforced_by(next);
+    EXPECT_TRUE(enforced_as_expected(by)) << next;
+    if (by_cgroup(by)) {
+        EXPECT_TRUE(eventually(
+            [&] {
+                return processes_running({"sleep", marker}).empty();
+            },
+            5s))
+            << "the killed runtime's call kept running past the next runtime's call\n"
+            << next;
+    }
+    for (const pid_t pid : processes_running({"sleep", marker})) {
+        ::kill(pid, SIGKILL);  // a runtime without a cgroup left it, as the control shows
+    }
+
+    // The control: without a cgroup for the call, nothing ends the daemon.
+    const auto [left, outlived_off, killed_off, next_off] =
+        left_by_a_killed_runtime(budget + "cgroup = \"off\"\n");
+    ASSERT_TRUE(outlived_off) << killed_off;
+    EXPECT_EQ(next_off.status, 0) << next_off;
+    EXPECT_FALSE(eventually(
+        [&] {
+            return processes_running({"sleep", left}).empty();
+        },
+        500ms))
+        << next_off;
+    for (const pid_t pid : processes_running({"sleep", left})) {
+        ::kill(pid, SIGKILL);
+    }
 }
 
 TEST_F(Confinement, FileSizeLimitStopsADiskFillingWrite) {
