@@ -134,6 +134,11 @@ Ops copy_ops(const void *raw, std::uint32_t min_size, const std::filesystem::pat
                                    " bytes; expected at least " + std::to_string(min_size) +
                                    " (ABI 1.0)");
     }
+    if (base->reserved != 0) {
+        throw refusal(library, "the " + std::string{kind} +
+                                   " operations table's field 'reserved' is " +
+                                   std::to_string(base->reserved) + "; expected 0");
+    }
     // Copy what this host knows into a zeroed table; a newer plugin's extra members are ignored.
     Ops out{};
     std::memcpy(&out, raw, std::min<std::size_t>(base->struct_size, sizeof(Ops)));
@@ -201,6 +206,7 @@ LoadedPlugin::LoadedPlugin(Manifest manifest, std::string version, int abi_major
       version_(std::move(version)),
       abi_major_(abi_major),
       abi_minor_(abi_minor),
+      capabilities_(Capabilities::of_minor(abi_minor)),
       ops_(ops),
       host_(host) {}
 
@@ -307,6 +313,20 @@ std::shared_ptr<const LoadedPlugin> load_plugin(const Manifest &manifest) {
         throw refusal(library, "needs plugin ABI " + abi + ", newer than this tea-evaluate's " +
                                    std::to_string(TEA_ABI_MAJOR) + "." +
                                    std::to_string(TEA_ABI_MINOR) + " (upgrade tea-evaluate)");
+    }
+    // What the host sends a plugin depends on the minor it declares; a manifest that says
+    // another would have the listing, and anyone reading it, believe something else.
+    if (d->abi_minor != manifest.abi_minor) {
+        throw refusal(library, "declares plugin ABI " + abi + " in its descriptor (abi_minor " +
+                                   std::to_string(d->abi_minor) + ") but its manifest " +
+                                   manifest.file.string() + " says abi = \"" +
+                                   std::to_string(manifest.abi_major) + "." +
+                                   std::to_string(manifest.abi_minor) +
+                                   "\" (the two must name the minor the plugin implements)");
+    }
+    if (d->reserved != 0) {
+        throw refusal(library, "the descriptor's field 'reserved' is " +
+                                   std::to_string(d->reserved) + "; expected 0");
     }
     if (d->ops == nullptr) {
         throw refusal(library, "the descriptor has no operations table");

@@ -12,6 +12,7 @@
 #include <variant>
 #include <vector>
 
+#include "plugins/capabilities.hpp"
 #include "plugins/manifest.hpp"
 
 // The host-owned handles the ABI declares; defined here, opaque to plugins.
@@ -49,8 +50,10 @@ class LoadedPlugin {
     [[nodiscard]] const std::string &name() const { return manifest_.name; }
     [[nodiscard]] Kind kind() const { return manifest_.kind; }
     [[nodiscard]] const std::string &version() const { return version_; }
+    // For showing only: what the plugin can be asked is in capabilities().
     [[nodiscard]] int abi_major() const { return abi_major_; }
     [[nodiscard]] int abi_minor() const { return abi_minor_; }
+    [[nodiscard]] const Capabilities &capabilities() const { return capabilities_; }
     [[nodiscard]] const tea_plugin_ops_base &base() const;
     [[nodiscard]] const Ops &ops() const { return ops_; }
     [[nodiscard]] const tea_host_services *host() const { return host_; }
@@ -64,6 +67,7 @@ class LoadedPlugin {
     std::string version_;
     int abi_major_;
     int abi_minor_;
+    Capabilities capabilities_;
     Ops ops_;
     const tea_host_services *host_;
 };
