@@ -13,16 +13,9 @@
 #include <vector>
 
 #include "plugins/capabilities.hpp"
+#include "plugins/host_services.hpp"
 #include "plugins/manifest.hpp"
-
-// The host-owned handles the ABI declares; defined here, opaque to plugins.
-struct tea_error {
-    std::string message;
-};
-struct tea_buffer {
-    std::string data;
-    std::size_t limit = 0;
-};
+#include "plugins/trust.hpp"
 
 namespace tea::plugins {
 
@@ -99,10 +92,11 @@ class Instance {
     tea_instance *handle_;
 };
 
-// Opens the manifest's library and checks everything the ABI promises. Throws
-// std::runtime_error with one sentence naming the file, what was expected and
-// what was found.
-std::shared_ptr<const LoadedPlugin> load_plugin(const Manifest &manifest);
+// Opens the manifest's library (as `trust` requires, see trust.hpp) and checks everything the
+// ABI promises. Throws std::runtime_error with one sentence naming the file, what was expected
+// and what was found.
+std::shared_ptr<const LoadedPlugin> load_plugin(
+    const Manifest &manifest, const TrustPolicy &trust = TrustPolicy::for_this_process());
 
 class Registry {
    public:
@@ -125,8 +119,11 @@ class Registry {
     // Lists the manifests of dirs, in order. A manifest is read when a command first needs it,
     // and its library opened when its plugin is first asked for. The first plugin of a name
     // wins; a later one of the same name is refused.
+    // As root (trust), a manifest and its library are used only when nobody but root can have
+    // chosen them (trust.hpp); otherwise the entry is refused, saying why.
     static Registry discover(const std::vector<std::filesystem::path> &manifest_dirs,
-                             const std::filesystem::path &plugin_libdir);
+                             const std::filesystem::path &plugin_libdir,
+                             const TrustPolicy &trust = TrustPolicy::for_this_process());
 
     // Every entry, each manifest read and each library loaded (for listing and checking them
     // all).
@@ -148,6 +145,7 @@ class Registry {
     };
     std::vector<std::filesystem::path> files_;  // every manifest, in order
     std::filesystem::path plugin_libdir_;
+    TrustPolicy trust_;
     // One per manifest read so far, in files_ order; capacity reserved for all of them, so an
     // entry never moves.
     mutable std::vector<Entry> entries_;
