@@ -49,9 +49,14 @@ void host_log(tea_host_context *context, int32_t level, tea_str message) {
 }
 
 void host_set_error(tea_error *error, tea_str message) {
-    if (error != nullptr) {
+    if (error == nullptr) {
+        return;
+    }
+    try {
         error->message.assign(message.data == nullptr ? "" : message.data,
                               message.data == nullptr ? 0 : message.size);
+    } catch (...) {
+        error->message.clear();  // no exception unwinds into a plugin's C code
     }
 }
 
@@ -62,7 +67,11 @@ int32_t host_buffer_append(tea_buffer *buffer, tea_str bytes) {
     if (bytes.size > buffer->limit - std::min(buffer->limit, buffer->data.size())) {
         return TEA_FAILED;  // a plugin cannot make the host allocate without bound
     }
-    buffer->data.append(bytes.data, bytes.size);
+    try {
+        buffer->data.append(bytes.data, bytes.size);
+    } catch (...) {
+        return TEA_FAILED;  // no exception unwinds into a plugin's C code
+    }
     return TEA_OK;
 }
 
