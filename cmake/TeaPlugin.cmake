@@ -1,8 +1,15 @@
-# tea_add_plugin(NAME <name> KIND <kind> SOURCES ...)
+# tea_add_plugin(NAME <name> KIND <kind> ABI <major.minor> SOURCES ...)
 # Builds lib/tea-evaluate/plugins/libtea-<kind>-<name>.so and writes its
 # manifest lib/tea-evaluate/plugins.d/<name>.toml, in the build tree and on install.
+# ABI is the minor the plugin implements, the one its descriptor declares (TEA_ABI_1_m):
+# the loader refuses a manifest that says otherwise.
 function(tea_add_plugin)
-  cmake_parse_arguments(P "" "NAME;KIND;COMPONENT" "SOURCES;LIBRARIES" ${ARGN})
+  cmake_parse_arguments(P "" "NAME;KIND;ABI;COMPONENT" "SOURCES;LIBRARIES" ${ARGN})
+  string(REGEX REPLACE "^[0-9]+\\." "" abi_minor "${P_ABI}")
+  if(NOT P_ABI MATCHES "^${TEA_ABI_MAJOR_VALUE}\\.[0-9]+$" OR abi_minor GREATER TEA_ABI_MINOR_VALUE)
+    message(FATAL_ERROR "tea_add_plugin(${P_NAME}): ABI must be the minor the plugin implements, "
+                        "${TEA_ABI_MAJOR_VALUE}.0 to ${TEA_ABI_VERSION} (found '${P_ABI}')")
+  endif()
   set(target "tea-${P_KIND}-${P_NAME}")
   add_library(${target} MODULE ${P_SOURCES})
   target_link_libraries(${target} PRIVATE tea_sdk tea_warnings ${P_LIBRARIES})
@@ -23,6 +30,7 @@ function(tea_add_plugin)
   set(TEA_MANIFEST_NAME "${P_NAME}")
   set(TEA_MANIFEST_KIND "${P_KIND}")
   set(TEA_MANIFEST_LIBRARY "lib${target}.so")
+  set(TEA_ABI_VERSION "${P_ABI}")
   configure_file("${PROJECT_SOURCE_DIR}/cmake/plugin-manifest.toml.in"
                  "${CMAKE_BINARY_DIR}/${TEA_PLUGIN_MANIFESTDIR}/${P_NAME}.toml" @ONLY)
   if(NOT P_COMPONENT)

@@ -531,7 +531,7 @@ exec::ExecPlan Session::wrap(const exec::ExecPlan &plan,
     // An observer older than ABI 1.1 takes the targetStart process for a launcher and drops what
     // it does until its next exec: with a plan that starts the target itself, that would be the
     // target's own accesses, unaudited.
-    if (plan.audit.target_start_is_target && observer_.plugin->abi_minor() < 1) {
+    if (plan.audit.target_start_is_target && !observer_.plugin->capabilities().target_start_kind) {
         throw host_error("the observer '" + observer_.plugin->name() + "' (plugin ABI " +
                          std::to_string(observer_.plugin->abi_major()) + "." +
                          std::to_string(observer_.plugin->abi_minor()) +
@@ -889,7 +889,7 @@ CallOutcome Session::call(exec::LaunchSpec spec, const exec::RunOptions &run,
     removed_after_ = std::move(removed_after);
     last_lent_.clear();
     if (::geteuid() == 0 && runtime_.config.uid_range) {
-        if (backend_.plugin->abi_minor() < 6) {
+        if (!backend_.plugin->capabilities().call_identity) {
             throw host_error(
                 "[confinement] uid_range gives each call an identity of its own, and "
                 "the backend '" +
@@ -905,7 +905,7 @@ CallOutcome Session::call(exec::LaunchSpec spec, const exec::RunOptions &run,
     // temp directory (and a home made for this call alone) inside its confinement.
     fs::RunDirectory run_dir{private_root_, fs::RunDirectory::Creation::with_first_directory};
     check_call_paths(spec, private_root_);
-    const bool backend_makes = backend_.plugin->abi_minor() >= 3;
+    const bool backend_makes = backend_.plugin->capabilities().unmade_directories;
     spec.unmade.clear();
     if (backend_makes) {
         spec.temp_dir = run_dir.name_directory("tmp-").string();
@@ -916,7 +916,7 @@ CallOutcome Session::call(exec::LaunchSpec spec, const exec::RunOptions &run,
     const bool audited =
         runtime_.config.observer != "none" && !(observer_chosen_ && !observer_.plugin);
     // A backend of ABI 1.4 may then keep its set-up out of the trace (a holder, see ExecPlan).
-    spec.observed = audited && backend_.plugin->abi_minor() >= 4;
+    spec.observed = audited && backend_.plugin->capabilities().observed;
     if (spec.home.empty()) {
         // After an audited call the runtime resolves the links a target planted in its home,
         // so a home the audit may need stays on the host.
@@ -939,7 +939,7 @@ CallOutcome Session::call(exec::LaunchSpec spec, const exec::RunOptions &run,
     // socket walk) overlaps the process's own start. A traced call is not: its observer wraps
     // the whole plan.
     std::optional<exec::ExecPlan> early;
-    if (!audited && route_request.items.empty() && backend_.plugin->abi_minor() >= 5) {
+    if (!audited && route_request.items.empty() && backend_.plugin->capabilities().staged) {
         route_environment(spec.env, nullptr);
         spec.staged = true;
         auto first = prepare(spec);

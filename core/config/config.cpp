@@ -257,6 +257,7 @@ class LayerReader {
             const std::string name{key.str()};
             const std::string path = "plugins." + name;
             if (name == "paths") {
+                config_.plugin_paths_layer = config_.layers.size();  // this layer's index
                 config_.plugin_paths.clear();
                 for (const auto &item : strings(value, path)) {
                     config_.plugin_paths.push_back(base_dir_ /
@@ -449,6 +450,11 @@ void Builder::apply_file(const std::filesystem::path &file) {
     apply_text(text.str(), file.string(), absolute.parent_path());
 }
 
+void Builder::apply_user_file(const std::filesystem::path &file) {
+    apply_file(file);
+    config_.user_file_layer = config_.layers.size() - 1;
+}
+
 void Builder::apply_flags(const std::optional<std::string> &backend,
                           const std::optional<std::string> &observer) {
     Config next = config_;
@@ -476,7 +482,7 @@ Config load(const Sources &sources) {
         const auto user = sources.user_file.value_or(user_config_path());
         std::error_code ec;
         if (!user.empty() && std::filesystem::exists(user, ec)) {
-            builder.apply_file(user);
+            builder.apply_user_file(user);
         }
     }
     if (sources.explicit_file) {

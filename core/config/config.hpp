@@ -58,6 +58,14 @@ struct Config {
     BudgetSettings budgets;
     nlohmann::json plugin_tables = nlohmann::json::object();  // name -> table as JSON
     std::vector<std::string> layers;  // where each layer came from, in order
+    // The layer (an index into layers) whose [plugins] paths are in force, and the layer that is
+    // the user's own file (npos: none): a root runtime does not search paths a user chose.
+    std::size_t plugin_paths_layer = std::string::npos;
+    std::size_t user_file_layer = std::string::npos;
+
+    [[nodiscard]] bool plugin_paths_from_user_file() const {
+        return plugin_paths_layer != std::string::npos && plugin_paths_layer == user_file_layer;
+    }
 
     // The plugin's table as a JSON object ("{}" when the configuration has none).
     [[nodiscard]] std::string plugin_config_json(std::string_view plugin_name) const;
@@ -91,6 +99,8 @@ class Builder {
     void apply_text(std::string_view toml_text, const std::string &origin,
                     const std::filesystem::path &base_dir);
     void apply_file(const std::filesystem::path &file);
+    // apply_file for the user's own file (Sources::user_file), marked as such.
+    void apply_user_file(const std::filesystem::path &file);
     void apply_flags(const std::optional<std::string> &backend,
                      const std::optional<std::string> &observer);
     [[nodiscard]] const Config &get() const { return config_; }

@@ -1,89 +1,17 @@
 #include "plugins/loader.hpp"
 
-#include <elf.h>
-#include <fcntl.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <array>
-#include <boost/dll/shared_library.hpp>
 #include <cstring>
-#include <deque>
-#include <mutex>
 #include <stdexcept>
 
+#include "plugins/host_services.hpp"
+#include "plugins/library.hpp"
 #include "util/error.hpp"
-#include "util/fd.hpp"
-
-struct tea_host_context {
-    std::string plugin_name;
-};
 
 namespace tea::plugins {
 namespace {
-
-// Libraries and host tables live until the process ends: a plugin may keep
-// its host table, and code it made must never be unmapped under it.
-struct Keep {
-    std::mutex mutex;
-    std::deque<boost::dll::shared_library> libraries;
-    std::deque<tea_host_context> contexts;
-    std::deque<tea_host_services> tables;
-};
-Keep &kept() {
-    // Never freed on purpose: plugins may use what it holds until the process ends.
-    static auto *keep = new Keep;  // NOLINT(cppcoreguidelines-owning-memory)
-    return *keep;
-}
-
-void host_log(tea_host_context *context, int32_t level, tea_str message) {
-    const std::string_view text{message.data, message.data == nullptr ? 0 : message.size};
-    // Both arms must be views: with a std::string arm the result is a temporary
-    // copy, and the view would dangle before the line is logged.
-    const std::string_view name =
-        context != nullptr ? std::string_view{context->plugin_name} : std::string_view{"plugin"};
-    switch (level) {
-        case TEA_LOG_DEBUG:
-            spdlog::debug("{}: {}", name, text);
-            break;
-        case TEA_LOG_INFO:
-            spdlog::info("{}: {}", name, text);
-            break;
-        case TEA_LOG_WARN:
-            spdlog::warn("{}: {}", name, text);
-            break;
-        default:
-            spdlog::error("{}: {}", name, text);
-            break;
-    }
-}
-
-void host_set_error(tea_error *error, tea_str message) {
-    if (error != nullptr) {
-        error->message.assign(message.data == nullptr ? "" : message.data,
-                              message.data == nullptr ? 0 : message.size);
-    }
-}
-
-int32_t host_buffer_append(tea_buffer *buffer, tea_str bytes) {
-    if (buffer == nullptr || (bytes.data == nullptr && bytes.size != 0)) {
-        return TEA_FAILED;
-    }
-    if (bytes.size > buffer->limit - std::min(buffer->limit, buffer->data.size())) {
-        return TEA_FAILED;  // a plugin cannot make the host allocate without bound
-    }
-    buffer->data.append(bytes.data, bytes.size);
-    return TEA_OK;
-}
-
-const tea_host_services *make_host(const std::string &plugin_name) {
-    auto &keep = kept();
-    const std::lock_guard lock{keep.mutex};
-    auto &context = keep.contexts.emplace_back(tea_host_context{plugin_name});
-    return &keep.tables.emplace_back(tea_host_services{sizeof(tea_host_services), TEA_ABI_MAJOR,
-                                                       TEA_ABI_MINOR, &context, &host_log,
-                                                       &host_set_error, &host_buffer_append});
-}
 
 std::runtime_error refusal(const std::filesystem::path &file, const std::string &what) {
     return std::runtime_error{file.string() + ": " + what};
@@ -95,35 +23,6 @@ std::string article(std::string_view kind) {
     return (vowel ? "an " : "a ") + std::string{kind};
 }
 
-// A clearer sentence than dlerror's for the commonest mistake: a file that is no ELF object.
-void check_elf_shared_object(const std::filesystem::path &library) {
-    Elf64_Ehdr header{};
-    std::size_t got = 0;
-    // The header alone, through read(2): a stream would fill a buffer of 8 KiB to give 64 bytes.
-    const UniqueFd fd{::open(library.c_str(), O_RDONLY | O_CLOEXEC)};
-    while (fd && got < sizeof header) {
-        const auto n =
-            ::read(fd.get(), reinterpret_cast<char *>(&header) + got, sizeof header - got);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            break;
-        }
-        got += static_cast<std::size_t>(n);
-    }
-    if (got < 4 || std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0) {
-        throw refusal(library, "is not a shared object (expected an ELF file, found " +
-                                   std::to_string(got) + " bytes of something else)");
-    }
-    if (got >= sizeof header && header.e_type != ET_DYN) {
-        throw refusal(library,
-                      "is an ELF file but not a shared object (expected type ET_DYN, "
-                      "found type " +
-                          std::to_string(header.e_type) + ")");
-    }
-}
-
 template <class Ops>
 Ops copy_ops(const void *raw, std::uint32_t min_size, const std::filesystem::path &library,
              std::string_view kind) {
@@ -133,6 +32,11 @@ Ops copy_ops(const void *raw, std::uint32_t min_size, const std::filesystem::pat
                                    std::to_string(base->struct_size) +
                                    " bytes; expected at least " + std::to_string(min_size) +
                                    " (ABI 1.0)");
+    }
+    if (base->reserved != 0) {
+        throw refusal(library, "the " + std::string{kind} +
+                                   " operations table's field 'reserved' is " +
+                                   std::to_string(base->reserved) + "; expected 0");
     }
     // Copy what this host knows into a zeroed table; a newer plugin's extra members are ignored.
     Ops out{};
@@ -201,6 +105,7 @@ LoadedPlugin::LoadedPlugin(Manifest manifest, std::string version, int abi_major
       version_(std::move(version)),
       abi_major_(abi_major),
       abi_minor_(abi_minor),
+      capabilities_(Capabilities::of_minor(abi_minor)),
       ops_(ops),
       host_(host) {}
 
@@ -252,7 +157,8 @@ std::string Instance::transform(TransformFn fn, std::string_view operation,
     return std::move(out.data);
 }
 
-std::shared_ptr<const LoadedPlugin> load_plugin(const Manifest &manifest) {
+std::shared_ptr<const LoadedPlugin> load_plugin(const Manifest &manifest,
+                                                const TrustPolicy &trust) {
     const auto &library = manifest.library;
     if (manifest.abi_major != TEA_ABI_MAJOR) {
         throw refusal(manifest.file, "plugin '" + manifest.name + "' declares ABI " +
@@ -269,22 +175,11 @@ std::shared_ptr<const LoadedPlugin> load_plugin(const Manifest &manifest) {
                                          std::to_string(TEA_ABI_MAJOR) + "." +
                                          std::to_string(TEA_ABI_MINOR) + " (upgrade tea-evaluate)");
     }
-    check_elf_shared_object(library);
-    boost::dll::shared_library lib;
-    try {
-        lib.load(library, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
-    } catch (const std::exception &e) {
-        throw refusal(library, std::string{"is not a loadable shared object: "} + e.what());
-    }
-    if (!lib.has(TEA_PLUGIN_ENTRY_SYMBOL)) {
+    const auto entry = reinterpret_cast<tea_plugin_entry_fn>(
+        load_library(library, TEA_PLUGIN_ENTRY_SYMBOL, trust));
+    if (entry == nullptr) {
         throw refusal(library, "has no entry symbol '" TEA_PLUGIN_ENTRY_SYMBOL
                                "' (expected a plugin built with the tea-evaluate SDK)");
-    }
-    auto &entry = lib.get<const tea_plugin_descriptor *()>(TEA_PLUGIN_ENTRY_SYMBOL);
-    {
-        auto &keep = kept();
-        const std::lock_guard lock{keep.mutex};
-        keep.libraries.push_back(lib);  // never unloaded
     }
     const tea_plugin_descriptor *d = entry();
     if (d == nullptr) {
@@ -308,6 +203,20 @@ std::shared_ptr<const LoadedPlugin> load_plugin(const Manifest &manifest) {
                                    std::to_string(TEA_ABI_MAJOR) + "." +
                                    std::to_string(TEA_ABI_MINOR) + " (upgrade tea-evaluate)");
     }
+    // What the host sends a plugin depends on the minor it declares; a manifest that says
+    // another would have the listing, and anyone reading it, believe something else.
+    if (d->abi_minor != manifest.abi_minor) {
+        throw refusal(library, "declares plugin ABI " + abi + " in its descriptor (abi_minor " +
+                                   std::to_string(d->abi_minor) + ") but its manifest " +
+                                   manifest.file.string() + " says abi = \"" +
+                                   std::to_string(manifest.abi_major) + "." +
+                                   std::to_string(manifest.abi_minor) +
+                                   "\" (the two must name the minor the plugin implements)");
+    }
+    if (d->reserved != 0) {
+        throw refusal(library, "the descriptor's field 'reserved' is " +
+                                   std::to_string(d->reserved) + "; expected 0");
+    }
     if (d->ops == nullptr) {
         throw refusal(library, "the descriptor has no operations table");
     }
@@ -324,14 +233,15 @@ std::shared_ptr<const LoadedPlugin> load_plugin(const Manifest &manifest) {
     }
     return std::make_shared<const LoadedPlugin>(manifest, std::string{view(d->version)},
                                                 d->abi_major, d->abi_minor, ops,
-                                                make_host(manifest.name));
+                                                host_services_for(manifest.name));
 }
 
 Registry Registry::discover(const std::vector<std::filesystem::path> &manifest_dirs,
-                            const std::filesystem::path &plugin_libdir) {
+                            const std::filesystem::path &plugin_libdir, const TrustPolicy &trust) {
     Registry registry;
     registry.files_ = list_manifests(manifest_dirs);
     registry.plugin_libdir_ = plugin_libdir;
+    registry.trust_ = trust;
     // One entry per file, made in place: an entry handed out by find() stays where it is while
     // later manifests are read.
     registry.entries_.reserve(registry.files_.size());
@@ -348,7 +258,7 @@ bool Registry::read_next() const {
     Pending pending;
     entry.manifest_file = file;
     try {
-        pending.manifest = read_manifest(file, plugin_libdir_);
+        pending.manifest = read_manifest(file, plugin_libdir_, trust_);
         entry.name = pending.manifest.name;
         entry.kind = pending.manifest.kind;
         const auto earlier = std::find_if(entries_.begin(), entries_.end(),
@@ -377,7 +287,7 @@ void Registry::load(Entry &entry) const {
     }
     pending.tried = true;
     try {
-        entry.plugin = load_plugin(pending.manifest);
+        entry.plugin = load_plugin(pending.manifest, trust_);
     } catch (const std::exception &e) {
         entry.refusal = e.what();
         spdlog::debug("plugin refused: {}", entry.refusal);

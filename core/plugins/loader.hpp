@@ -12,16 +12,10 @@
 #include <variant>
 #include <vector>
 
+#include "plugins/capabilities.hpp"
+#include "plugins/host_services.hpp"
 #include "plugins/manifest.hpp"
-
-// The host-owned handles the ABI declares; defined here, opaque to plugins.
-struct tea_error {
-    std::string message;
-};
-struct tea_buffer {
-    std::string data;
-    std::size_t limit = 0;
-};
+#include "plugins/trust.hpp"
 
 namespace tea::plugins {
 
@@ -49,8 +43,10 @@ class LoadedPlugin {
     [[nodiscard]] const std::string &name() const { return manifest_.name; }
     [[nodiscard]] Kind kind() const { return manifest_.kind; }
     [[nodiscard]] const std::string &version() const { return version_; }
+    // For showing only: what the plugin can be asked is in capabilities().
     [[nodiscard]] int abi_major() const { return abi_major_; }
     [[nodiscard]] int abi_minor() const { return abi_minor_; }
+    [[nodiscard]] const Capabilities &capabilities() const { return capabilities_; }
     [[nodiscard]] const tea_plugin_ops_base &base() const;
     [[nodiscard]] const Ops &ops() const { return ops_; }
     [[nodiscard]] const tea_host_services *host() const { return host_; }
@@ -64,6 +60,7 @@ class LoadedPlugin {
     std::string version_;
     int abi_major_;
     int abi_minor_;
+    Capabilities capabilities_;
     Ops ops_;
     const tea_host_services *host_;
 };
@@ -95,10 +92,11 @@ class Instance {
     tea_instance *handle_;
 };
 
-// Opens the manifest's library and checks everything the ABI promises. Throws
-// std::runtime_error with one sentence naming the file, what was expected and
-// what was found.
-std::shared_ptr<const LoadedPlugin> load_plugin(const Manifest &manifest);
+// Opens the manifest's library (as `trust` requires, see trust.hpp) and checks everything the
+// ABI promises. Throws std::runtime_error with one sentence naming the file, what was expected
+// and what was found.
+std::shared_ptr<const LoadedPlugin> load_plugin(
+    const Manifest &manifest, const TrustPolicy &trust = TrustPolicy::for_this_process());
 
 class Registry {
    public:
@@ -121,8 +119,11 @@ class Registry {
     // Lists the manifests of dirs, in order. A manifest is read when a command first needs it,
     // and its library opened when its plugin is first asked for. The first plugin of a name
     // wins; a later one of the same name is refused.
+    // As root (trust), a manifest and its library are used only when nobody but root can have
+    // chosen them (trust.hpp); otherwise the entry is refused, saying why.
     static Registry discover(const std::vector<std::filesystem::path> &manifest_dirs,
-                             const std::filesystem::path &plugin_libdir);
+                             const std::filesystem::path &plugin_libdir,
+                             const TrustPolicy &trust = TrustPolicy::for_this_process());
 
     // Every entry, each manifest read and each library loaded (for listing and checking them
     // all).
@@ -144,6 +145,7 @@ class Registry {
     };
     std::vector<std::filesystem::path> files_;  // every manifest, in order
     std::filesystem::path plugin_libdir_;
+    TrustPolicy trust_;
     // One per manifest read so far, in files_ order; capacity reserved for all of them, so an
     // entry never moves.
     mutable std::vector<Entry> entries_;

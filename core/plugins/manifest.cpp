@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <stdexcept>
+#include <tea/read_all.hpp>
 
 #include "config/config.hpp"
 #include "util/toml.hpp"
@@ -70,10 +71,12 @@ std::optional<Kind> kind_from_string(std::string_view text) {
 }
 
 Manifest read_manifest(const std::filesystem::path &file,
-                       const std::filesystem::path &plugin_libdir) {
+                       const std::filesystem::path &plugin_libdir, const TrustPolicy &trust) {
+    // Read from the descriptor the trust checks were made on.
+    const auto text = read_all(open_trusted(file, trust).get());
     toml::table root;
     try {
-        root = toml::parse_file(file.string());
+        root = toml::parse(text, file.string());
     } catch (const toml::parse_error &e) {
         throw refusal(file, "line " + std::to_string(e.source().begin.line) +
                                 ": invalid TOML: " + std::string{e.description()});

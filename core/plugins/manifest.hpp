@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "plugins/trust.hpp"
+
 namespace tea::plugins {
 
 enum class Kind { backend = 1, observer = 2, egress = 3, login = 4 };
@@ -23,11 +25,12 @@ struct Manifest {
     std::filesystem::path library;  // resolved to an existing file
 };
 
-// Reads and checks one manifest. `library` is a basename looked up beside the
-// manifest, then in plugin_libdir, or an absolute path. Throws
+// Reads and checks one manifest, opened as `trust` requires (trust.hpp). `library` is a basename
+// looked up beside the manifest, then in plugin_libdir, or an absolute path. Throws
 // std::runtime_error with a sentence that names the file.
 Manifest read_manifest(const std::filesystem::path &file,
-                       const std::filesystem::path &plugin_libdir);
+                       const std::filesystem::path &plugin_libdir,
+                       const TrustPolicy &trust = TrustPolicy::for_this_process());
 
 // The *.toml files of each directory, in order, each directory's sorted by name.
 std::vector<std::filesystem::path> list_manifests(const std::vector<std::filesystem::path> &dirs);

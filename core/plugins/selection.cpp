@@ -1,6 +1,10 @@
 #include "plugins/selection.hpp"
 
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
 #include <cstdlib>
+#include <string_view>
 
 #include "util/error.hpp"
 
@@ -29,15 +33,51 @@ Selected select_named(const Registry &registry, const config::Config &config,
 
 }  // namespace
 
-std::vector<std::filesystem::path> manifest_search_path(const config::Config &config,
-                                                        const RuntimePaths &paths) {
-    std::vector<std::filesystem::path> dirs{paths.manifest_dir, "/etc/tea-evaluate/plugins.d"};
+SearchPath manifest_search_path(const config::Config &config, const RuntimePaths &paths,
+                                bool as_root, const char *plugin_path_variable) {
+    SearchPath out;
+    // A developer's build first, so it may stand in for an installed plugin of the same name.
+    // As root its folders pass the same ownership checks as any other (trust.hpp).
+    for (std::string_view rest = plugin_path_variable != nullptr ? plugin_path_variable : "";
+         !rest.empty();) {
+        const auto colon = rest.find(':');
+        const auto entry = rest.substr(0, colon);
+        if (!entry.empty()) {
+            out.dirs.emplace_back(entry);
+        }
+        rest = colon == std::string_view::npos ? std::string_view{} : rest.substr(colon + 1);
+    }
+    out.dirs.push_back(paths.manifest_dir);
+    out.dirs.push_back(paths.system_manifest_dir);
     const auto user = config::user_config_path();
     if (!user.empty()) {
-        dirs.push_back(user.parent_path() / "plugins.d");
+        (as_root ? out.skipped : out.dirs).push_back(user.parent_path() / "plugins.d");
     }
-    dirs.insert(dirs.end(), config.plugin_paths.begin(), config.plugin_paths.end());
-    return dirs;
+    auto &configured = as_root && config.plugin_paths_from_user_file() ? out.skipped : out.dirs;
+    configured.insert(configured.end(), config.plugin_paths.begin(), config.plugin_paths.end());
+    return out;
+}
+
+std::vector<std::filesystem::path> manifest_search_path(const config::Config &config,
+                                                        const RuntimePaths &paths) {
+    auto search =
+        manifest_search_path(config, paths, ::geteuid() == 0,
+                             // Read once at start-up, before any thread runs.
+                             ::secure_getenv("TEA_PLUGIN_PATH"));  // NOLINT(concurrency-mt-unsafe)
+    std::string skipped;
+    for (const auto &dir : search.skipped) {
+        std::error_code ec;
+        if (std::filesystem::exists(dir, ec)) {
+            skipped += (skipped.empty() ? "" : ", ") + dir.string();
+        }
+    }
+    if (!skipped.empty()) {
+        spdlog::warn(
+            "running as root, the plugins of the user's folders are not loaded: {} (install them "
+            "in {})",
+            skipped, paths.system_manifest_dir.string());
+    }
+    return std::move(search.dirs);
 }
 
 Selected select_backend(const Registry &registry, const config::Config &config) {

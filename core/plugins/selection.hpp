@@ -13,8 +13,22 @@
 
 namespace tea::plugins {
 
-// The runtime's own plugins.d, /etc/tea-evaluate/plugins.d, the user's
-// $XDG_CONFIG_HOME/tea-evaluate/plugins.d, then each [plugins] paths entry.
+// The folders searched for manifests, in order: each folder of TEA_PLUGIN_PATH (for
+// development), the runtime's own plugins.d, the system's (<sysconfdir>/tea-evaluate/plugins.d),
+// the user's $XDG_CONFIG_HOME/tea-evaluate/plugins.d, then each [plugins] paths entry.
+struct SearchPath {
+    std::vector<std::filesystem::path> dirs;
+    // What a root runtime leaves out: the user's plugins.d, and the [plugins] paths of the user's
+    // file. HOME and XDG_CONFIG_HOME may still be the invoking user's (sudo -E), who would then
+    // choose the code root runs.
+    std::vector<std::filesystem::path> skipped;
+};
+SearchPath manifest_search_path(const config::Config &config, const RuntimePaths &paths,
+                                bool as_root, const char *plugin_path_variable);
+
+// The same for this process: as root when the effective uid is 0, TEA_PLUGIN_PATH read with
+// secure_getenv (never from a set-id start). Warns in one line naming what it skipped that
+// exists.
 std::vector<std::filesystem::path> manifest_search_path(const config::Config &config,
                                                         const RuntimePaths &paths);
 

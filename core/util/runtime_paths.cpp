@@ -6,7 +6,7 @@ namespace tea {
 
 RuntimePaths RuntimePaths::for_prefix(const std::filesystem::path &prefix) {
     return RuntimePaths{prefix, prefix / TEA_PLUGIN_MANIFESTDIR, prefix / TEA_PLUGIN_LIBDIR,
-                        prefix / TEA_HELPER_DIR};
+                        prefix / TEA_HELPER_DIR, TEA_SYSTEM_MANIFESTDIR};
 }
 
 RuntimePaths RuntimePaths::detect() {

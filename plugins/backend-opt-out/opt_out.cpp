@@ -51,4 +51,4 @@ class OptOut {
 
 }  // namespace
 
-TEA_SDK_BACKEND_PLUGIN(OptOut, "opt-out", "1.0.0")
+TEA_SDK_BACKEND_PLUGIN(OptOut, "opt-out", "1.0.0", TEA_ABI_1_6)

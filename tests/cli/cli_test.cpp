@@ -404,9 +404,8 @@ TEST(Cli, AStagedCallIsFinishedOnlyByACompletePlanForTheSameProcess) {
     const auto manifests = dir.path() / "plugins.d";
     std::filesystem::create_directory(manifests);
     test::write_file((manifests / "stager-backend.toml").string(),
-                     "name = \"stager-backend\"\nkind = \"backend\"\nabi = \"1." +
-                         std::to_string(TEA_ABI_MINOR) + "\"\nlibrary = \"" +
-                         TEA_FIXTURE_STAGER_BACKEND + "\"\n");
+                     "name = \"stager-backend\"\nkind = \"backend\"\nabi = \"1.5\"\nlibrary = \"" +
+                         std::string{TEA_FIXTURE_STAGER_BACKEND} + "\"\n");
     const auto run_mode = [&](const std::string &mode) {
         const auto workspace = dir.path() / mode;
         std::filesystem::create_directory(workspace);

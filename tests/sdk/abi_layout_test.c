@@ -65,6 +65,17 @@ int main(void) {
         fprintf(stderr, "an enumeration of tea/plugin.h is not 4 bytes\n");
         ++failures;
     }
+    {
+        /* TEA_HAS_MEMBER as a C plugin uses it: a table cut before a member lacks it. */
+        tea_host_services host;
+        memset(&host, 0, sizeof host);
+        host.struct_size = (uint32_t)offsetof(tea_host_services, buffer_append);
+        if (!TEA_HAS_MEMBER(tea_host_services, &host, set_error) ||
+            TEA_HAS_MEMBER(tea_host_services, &host, buffer_append)) {
+            fprintf(stderr, "TEA_HAS_MEMBER misjudges a table cut before buffer_append\n");
+            ++failures;
+        }
+    }
     if (strcmp(TEA_PLUGIN_ENTRY_SYMBOL, "tea_plugin_entry") != 0) {
         fprintf(stderr, "the entry symbol is '%s', frozen as 'tea_plugin_entry'\n",
                 TEA_PLUGIN_ENTRY_SYMBOL);

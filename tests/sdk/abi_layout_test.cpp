@@ -9,6 +9,7 @@
 #include <tea/plugin.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -99,11 +100,11 @@ static_assert(tea::sdk::ObserverAdapter<Dummy>::ops.base.struct_size == sizeof(t
 static_assert(tea::sdk::EgressAdapter<Dummy>::ops.base.struct_size == sizeof(tea_egress_ops));
 static_assert(tea::sdk::LoginAdapter<Dummy>::ops.base.struct_size == sizeof(tea_login_ops));
 
-TEST(AbiLayout, HelperDescriptorCarriesThisAbi) {
+TEST(AbiLayout, HelperDescriptorCarriesTheMinorThePluginDeclares) {
     constexpr auto d = tea::sdk::make_descriptor(TEA_KIND_LOGIN, "n", "1.2.3",
-                                                 &tea::sdk::LoginAdapter<Dummy>::ops);
+                                                 &tea::sdk::LoginAdapter<Dummy>::ops, TEA_ABI_1_3);
     static_assert(d.struct_size == sizeof(tea_plugin_descriptor));
-    static_assert(d.abi_major == TEA_ABI_MAJOR && d.abi_minor == TEA_ABI_MINOR);
+    static_assert(d.abi_major == TEA_ABI_MAJOR && d.abi_minor == TEA_ABI_1_3);
     static_assert(d.kind == TEA_KIND_LOGIN && d.reserved == 0);
     EXPECT_EQ(std::string_view(d.name.data, d.name.size), "n");
     EXPECT_EQ(std::string_view(d.version.data, d.version.size), "1.2.3");
@@ -116,6 +117,33 @@ TEST(AbiLayout, HelperDescriptorCarriesThisAbi) {
         EXPECT_NE(base.destroy, nullptr);
         EXPECT_NE(base.probe, nullptr);
     }
+}
+
+// The newest minor is the last one named: a bump that forgets its name fails here.
+static_assert(TEA_ABI_MINOR == TEA_ABI_1_6);
+
+// Code written before the minor was an argument still builds (with a deprecation warning) and
+// declares what it declared then: the header's newest minor.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+constexpr auto unstated =
+    tea::sdk::make_descriptor(TEA_KIND_BACKEND, "n", "1", &tea::sdk::BackendAdapter<Dummy>::ops);
+#pragma GCC diagnostic pop
+static_assert(unstated.abi_minor == TEA_ABI_MINOR);
+
+TEST(AbiLayout, HasMemberSaysWhetherAStructOfItsSizeHoldsTheMember) {
+    tea_host_services host{};
+    host.struct_size = sizeof host;
+    EXPECT_TRUE(TEA_HAS_MEMBER(tea_host_services, &host, buffer_append));
+    // A table of a minor before buffer_append existed (were it appended later): cut before it.
+    host.struct_size = static_cast<std::uint32_t>(offsetof(tea_host_services, buffer_append));
+    EXPECT_FALSE(TEA_HAS_MEMBER(tea_host_services, &host, buffer_append));
+    EXPECT_TRUE(TEA_HAS_MEMBER(tea_host_services, &host, set_error));
+    // Half of a member is not the member.
+    host.struct_size += 4;
+    EXPECT_FALSE(TEA_HAS_MEMBER(tea_host_services, &host, buffer_append));
+    const tea_host_services *none = nullptr;
+    EXPECT_FALSE(TEA_HAS_MEMBER(tea_host_services, none, log));
 }
 
 }  // namespace

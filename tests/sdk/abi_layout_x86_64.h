@@ -69,11 +69,19 @@
 /*
  * The values that cross as plain integers; the same rule applies. Enumerations
  * start at 1 so that a zeroed field is never valid (tea_status excepted: 0 is
- * TEA_OK). TEA_ABI_VALUE(name, value)
+ * TEA_OK). A new minor adds its TEA_ABI_1_m here with the bump of TEA_ABI_MINOR.
+ * TEA_ABI_VALUE(name, value)
  */
 #define TEA_ABI_VALUES(TEA_ABI_VALUE)   \
     TEA_ABI_VALUE(TEA_ABI_MAJOR, 1)     \
     TEA_ABI_VALUE(TEA_ABI_MINOR, 6)     \
+    TEA_ABI_VALUE(TEA_ABI_1_0, 0)       \
+    TEA_ABI_VALUE(TEA_ABI_1_1, 1)       \
+    TEA_ABI_VALUE(TEA_ABI_1_2, 2)       \
+    TEA_ABI_VALUE(TEA_ABI_1_3, 3)       \
+    TEA_ABI_VALUE(TEA_ABI_1_4, 4)       \
+    TEA_ABI_VALUE(TEA_ABI_1_5, 5)       \
+    TEA_ABI_VALUE(TEA_ABI_1_6, 6)       \
     TEA_ABI_VALUE(TEA_OK, 0)            \
     TEA_ABI_VALUE(TEA_FAILED, 1)        \
     TEA_ABI_VALUE(TEA_UNAVAILABLE, 2)   \

@@ -4,10 +4,14 @@
 #  2. build tests/sdk/out_of_tree (a C backend) with find_package(TeaSdk 1.0);
 #  3. build a one-file C plugin with nothing but pkg-config --cflags tea-sdk;
 #  4. run both with the real tea-evaluate: 'plugins' lists them, and 'exec'
-#     runs a command through the out-of-tree backend with its exit status.
+#     runs a command through the out-of-tree backend with its exit status;
+#  5. build tests/sdk/out_of_tree_which (a C++ backend that finds its target with
+#     tea/program_path.hpp): it finds past a file that may not be executed and
+#     says EACCES or ENOENT; a plugin with an undefined symbol does not link; its
+#     INSTALL puts it where a runtime installed in the same prefix finds it.
 set -eu
 
-usage() { echo "usage: $0 --cmake CMAKE --build-dir DIR --source DIR --work DIR --cc CC --generator GEN --tea-evaluate EXE" >&2; exit 2; }
+usage() { echo "usage: $0 --cmake CMAKE --build-dir DIR --source DIR --work DIR --cc CC --cxx CXX --generator GEN --tea-evaluate EXE" >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case "$1" in
         --cmake) cmake=$2 ;;
@@ -15,6 +19,7 @@ while [ $# -gt 0 ]; do
         --source) source_dir=$2 ;;
         --work) work=$2 ;;
         --cc) cc=$2 ;;
+        --cxx) cxx=$2 ;;
         --generator) generator=$2 ;;
         --tea-evaluate) tea=$2 ;;
         *) usage ;;
@@ -22,7 +27,7 @@ while [ $# -gt 0 ]; do
     shift 2
 done
 [ -n "${cmake:-}" ] && [ -n "${build_dir:-}" ] && [ -n "${source_dir:-}" ] && [ -n "${work:-}" ] &&
-    [ -n "${cc:-}" ] && [ -n "${generator:-}" ] && [ -n "${tea:-}" ] || usage
+    [ -n "${cc:-}" ] && [ -n "${cxx:-}" ] && [ -n "${generator:-}" ] && [ -n "${tea:-}" ] || usage
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 step() { echo "--- $*"; }
@@ -38,7 +43,7 @@ abi=$(sed -n 's/^#define TEA_ABI_MAJOR \([0-9]*\)$/\1/p' "$prefix/include/tea/pl
 [ "$abi" != "." ] || fail "no TEA_ABI_MAJOR/TEA_ABI_MINOR in the installed plugin.h"
 
 step "check the installed layout"
-for header in plugin.h plugin.hpp bytes.hpp json_bytes.hpp; do
+for header in plugin.h plugin.hpp bytes.hpp json_bytes.hpp program_path.hpp; do
     [ -f "$prefix/include/tea/$header" ] || fail "include/tea/$header was not installed"
 done
 config=$(find "$prefix" -name TeaSdkConfig.cmake)
@@ -113,9 +118,10 @@ TOML
 "$tea" --config "$work/config.toml" plugins > "$work/plugins.out" 2>&1 ||
     fail "tea-evaluate plugins failed: $(cat "$work/plugins.out")"
 cat "$work/plugins.out"
-grep -E "^oot-echo +backend +ABI ${abi} +available +$oot/plugins.d/libtea-backend-oot-echo\.so$" \
+# Each declares the minor it implements, 1.0, whatever minor the SDK's header has reached.
+grep -E "^oot-echo +backend +ABI 1\.0 +available +$oot/plugins.d/libtea-backend-oot-echo\.so$" \
     "$work/plugins.out" > /dev/null || fail "tea-evaluate plugins does not list oot-echo as available"
-grep -E "^oot-pc +login +ABI ${abi} +available " "$work/plugins.out" > /dev/null ||
+grep -E "^oot-pc +login +ABI 1\.0 +available " "$work/plugins.out" > /dev/null ||
     fail "tea-evaluate plugins does not list oot-pc as available"
 
 cd "$work"
@@ -135,5 +141,64 @@ status=0
 [ "$status" -eq 0 ] || fail "exec exited $status; stderr: $(cat "$work/args.err")"
 [ "$(cat "$work/args.out")" = 'a b|q"uote|back\slash|café|' ] ||
     fail "the arguments arrived as '$(cat "$work/args.out")'"
+
+step "build the C++ plugin that finds its target as execvp would"
+which_build=$work/which
+"$cmake" -S "$source_dir/../out_of_tree_which" -B "$which_build" -G "$generator" \
+    -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release
+"$cmake" --build "$which_build"
+grep -q '^abi = "1.0"$' "$which_build/plugins.d/oot-which.toml" ||
+    fail "tea_sdk_add_plugin(ABI 1.0) wrote another abi: $(cat "$which_build/plugins.d/oot-which.toml")"
+# Two folders of PATH with a 'prog': the first may not be executed, so execvp runs the second.
+mkdir -p "$work/path-a" "$work/path-b" "$work/path-c"
+printf '#!/bin/sh\necho a\n' > "$work/path-a/prog"
+chmod 0644 "$work/path-a/prog"
+printf '#!/bin/sh\necho b\n' > "$work/path-b/prog"
+chmod 0755 "$work/path-b/prog"
+cat > "$work/which.toml" <<TOML
+[plugins]
+paths = ["$which_build/plugins.d"]
+TOML
+status=0
+PATH="$work/path-a:$work/path-b:/usr/bin:/bin" "$tea" --config "$work/which.toml" exec \
+    --backend oot-which -- prog > "$work/which.out" 2> "$work/which.err" || status=$?
+[ "$status" -eq 0 ] || fail "exec through oot-which exited $status: $(cat "$work/which.err")"
+[ "$(cat "$work/which.out")" = "b" ] ||
+    fail "oot-which ran '$(cat "$work/which.out")', expected the executable prog of path-b"
+status=0
+PATH="$work/path-a:$work/path-c:/usr/bin:/bin" "$tea" --config "$work/which.toml" exec \
+    --backend oot-which -- prog > /dev/null 2> "$work/which.err" || status=$?
+[ "$status" -ne 0 ] || fail "oot-which ran a prog that may not be executed"
+grep -q "prog: found, but not executable (EACCES)" "$work/which.err" ||
+    fail "oot-which did not say EACCES: $(cat "$work/which.err")"
+status=0
+PATH="$work/path-c:/usr/bin:/bin" "$tea" --config "$work/which.toml" exec \
+    --backend oot-which -- prog > /dev/null 2> "$work/which.err" || status=$?
+grep -q "prog: not found (ENOENT)" "$work/which.err" ||
+    fail "oot-which did not say ENOENT: $(cat "$work/which.err")"
+
+step "a plugin with an undefined symbol does not link (tea_sdk_add_plugin: --no-undefined)"
+if "$cmake" -S "$source_dir/../out_of_tree_which" -B "$work/undefined" -G "$generator" \
+    -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_PREFIX_PATH="$prefix" -DOOT_UNDEFINED=ON \
+    > "$work/undefined.out" 2>&1 &&
+    "$cmake" --build "$work/undefined" --target tea-backend-oot-undefined >> "$work/undefined.out" 2>&1; then
+    fail "a plugin calling oot_defined_nowhere linked"
+fi
+grep -q "undefined reference to .oot_defined_nowhere" "$work/undefined.out" ||
+    fail "the link did not fail for the undefined symbol: $(tail -n 20 "$work/undefined.out")"
+
+step "tea_sdk_add_plugin(INSTALL) installs where a runtime of the same prefix looks"
+runtime_prefix=$work/runtime-prefix
+"$cmake" --install "$build_dir" --prefix "$runtime_prefix" --component runtime
+"$cmake" --install "$which_build" --prefix "$runtime_prefix"
+[ -f "$runtime_prefix/lib/tea-evaluate/plugins/libtea-backend-oot-which.so" ] ||
+    fail "INSTALL put no library in lib/tea-evaluate/plugins"
+[ -f "$runtime_prefix/lib/tea-evaluate/plugins.d/oot-which.toml" ] ||
+    fail "INSTALL put no manifest in lib/tea-evaluate/plugins.d"
+"$runtime_prefix/bin/tea-evaluate" plugins > "$work/installed.out" 2>&1 ||
+    fail "the installed tea-evaluate plugins failed: $(cat "$work/installed.out")"
+grep -E "^oot-which +backend +ABI 1\.0 +available +$runtime_prefix/lib/tea-evaluate/plugins/libtea-backend-oot-which\.so$" \
+    "$work/installed.out" > /dev/null ||
+    fail "the installed runtime does not list the installed oot-which: $(cat "$work/installed.out")"
 
 echo "PASS"

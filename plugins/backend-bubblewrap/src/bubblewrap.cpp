@@ -24,6 +24,7 @@
 #include <sstream>
 #include <tea/json_bytes.hpp>
 #include <tea/plugin.hpp>
+#include <tea/program_path.hpp>
 #include <tea/stamp.hpp>
 #include <utility>
 
@@ -257,12 +258,11 @@ std::optional<fs::path> unreachable(const fs::path &path, const Identity &who,
 }
 
 // The path execvp (bwrap's, with the target's PATH) will name when it starts the target, as the
-// trace shows it: argv0 itself when it holds a slash; otherwise the first PATH entry where the
-// host has an executable regular file of that name (an empty entry is the working directory;
-// glibc's default "/bin:/usr/bin" without PATH). Empty when there is none: the caller then keeps
-// a launcher, whose own "not found" the target's exit status reports. A view that differs from
-// the host (a PATH entry under a withheld folder) makes the exec name another path; the audit
-// then never sees the target start and marks the call incomplete: it fails closed.
+// trace shows it (tea/program_path.hpp searches as execvp does), judged as the identity that will
+// exec it in the call's view. Empty when there is none: the caller then keeps a launcher, whose
+// own "not found" the target's exit status reports. A view that differs from the host (a PATH
+// entry under a withheld folder) makes the exec name another path; the audit then never sees the
+// target start and marks the call incomplete: it fails closed.
 std::string exec_path(const std::string &argv0, const std::vector<std::string> &env,
                       const std::string &cwd, const Identity &who,
                       const std::vector<tea::bwrap::LentTree> &lent,
@@ -272,12 +272,14 @@ std::string exec_path(const std::string &argv0, const std::vector<std::string> &
         const auto on_host = candidate[0] == '/' ? candidate : cwd + "/" + candidate;
         struct stat st {};
         // A program the host keeps in its /tmp outside the call's grants is not in the view.
-        if (private_temp.hides(on_host) || ::stat(on_host.c_str(), &st) != 0 ||
-            !S_ISREG(st.st_mode)) {
-            return false;
+        if (private_temp.hides(on_host) || ::stat(on_host.c_str(), &st) != 0) {
+            return ENOENT;
+        }
+        if (!S_ISREG(st.st_mode)) {
+            return EACCES;
         }
         if (!who.dropped) {
-            return ::access(on_host.c_str(), X_OK) == 0;
+            return ::access(on_host.c_str(), X_OK) == 0 ? 0 : EACCES;
         }
         if (const auto *tree = tree_of(lent, on_host)) {
             st = tea::bwrap::seen_in(*tree, st, who);
@@ -285,32 +287,16 @@ std::string exec_path(const std::string &argv0, const std::vector<std::string> &
         const mode_t run = st.st_uid == who.uid   ? S_IXUSR
                            : st.st_gid == who.gid ? S_IXGRP
                                                   : S_IXOTH;
-        return (st.st_mode & run) != 0 && !unreachable(fs::path{on_host}.parent_path(), who, lent);
+        return (st.st_mode & run) != 0 && !unreachable(fs::path{on_host}.parent_path(), who, lent)
+                   ? 0
+                   : EACCES;
     };
-    if (argv0.find('/') != std::string::npos) {
-        return executable(argv0) ? argv0 : std::string{};
-    }
     const bool has_path = std::any_of(
         env.begin(), env.end(), [](const std::string &e) { return e.rfind("PATH=", 0) == 0; });
-    const std::string path = has_path ? env_value(env, "PATH") : "/bin:/usr/bin";
-    std::size_t begin = 0;
-    for (;;) {
-        const auto end = path.find(':', begin);
-        std::string candidate = path.substr(begin, end == std::string::npos ? end : end - begin);
-        if (candidate.empty()) {
-            candidate = argv0;  // an empty entry: the working directory
-        } else {
-            candidate += '/';
-            candidate += argv0;
-        }
-        if (executable(candidate)) {
-            return candidate;
-        }
-        if (end == std::string::npos) {
-            return {};
-        }
-        begin = end + 1;
-    }
+    const std::string path = has_path ? env_value(env, "PATH") : std::string{};
+    return tea::program_path::resolve(
+               argv0, has_path ? std::optional<std::string_view>{path} : std::nullopt, executable)
+        .path;
 }
 
 // The seccomp program (compiled from the rules at build time) as bwrap reads it: raw sock_filter
@@ -1452,4 +1438,4 @@ class Bubblewrap {
 
 }  // namespace
 
-TEA_SDK_BACKEND_PLUGIN(Bubblewrap, "bubblewrap", "1.0.0")
+TEA_SDK_BACKEND_PLUGIN(Bubblewrap, "bubblewrap", "1.0.0", TEA_ABI_1_6)

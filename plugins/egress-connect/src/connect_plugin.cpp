@@ -218,4 +218,4 @@ class Connect {
 
 }  // namespace
 
-TEA_SDK_EGRESS_PLUGIN(Connect, "connect", "1.0.0")
+TEA_SDK_EGRESS_PLUGIN(Connect, "connect", "1.0.0", TEA_ABI_1_6)

@@ -494,4 +494,4 @@ class StraceObserver {
 
 }  // namespace
 
-TEA_SDK_OBSERVER_PLUGIN(StraceObserver, "strace", "1.0.0")
+TEA_SDK_OBSERVER_PLUGIN(StraceObserver, "strace", "1.0.0", TEA_ABI_1_6)

@@ -1,5 +1,5 @@
 /*
- * tea-evaluate plugin ABI, version 1.0.
+ * The tea-evaluate plugin ABI (TEA_ABI_MAJOR.TEA_ABI_MINOR below).
  *
  * This header is the whole contract between the tea-evaluate runtime (the
  * "host") and a plugin shared object. It is plain C so that a plugin can be
@@ -9,7 +9,7 @@
  * Rules that hold for every call across the boundary:
  *  - Every struct that crosses starts with a uint32_t struct_size. New members
  *    are only ever appended, each marked with the ABI minor that added it; a
- *    reader uses a member only when it lies inside struct_size.
+ *    reader uses a member only when it lies inside struct_size (TEA_HAS_MEMBER).
  *  - Strings cross as pointer + length (tea_str), borrowed for the duration of
  *    the call. They need not be NUL-terminated and may hold any byte.
  *  - Memory is freed by the side that allocated it. A plugin hands data back
@@ -18,7 +18,40 @@
  *  - Every operation returns an int32_t status: TEA_OK (0) on success, any
  *    other tea_status on failure, with a sentence set on the tea_error handle.
  *  - Enumerations start at 1 so that a zeroed field is never a valid value.
+ *    Every member named reserved is 0; the host refuses a plugin otherwise.
  *  - Plugins are never unloaded while the host runs.
+ *
+ * Threads. The host calls the entry symbol and every operation of every plugin
+ * from one thread, the one that loaded it, and one call at a time: no two
+ * calls into plugins overlap, whether into one instance, two instances or two
+ * plugins. A plugin may start threads of its own (and must end them before
+ * the operation that owns them returns: destroy, or an egress close). The
+ * host services, log included, may be called only from the thread that is
+ * running one of the plugin's operations, while that operation runs; a
+ * plugin's own threads hand what they have to say back to that thread. A later
+ * minor that calls plugins concurrently will do so only for a plugin whose
+ * descriptor declares that minor.
+ *
+ * Versions. A plugin declares in its descriptor (and its manifest) the minor
+ * whose contract it implements, one of TEA_ABI_1_0 ... TEA_ABI_MINOR, not the
+ * minor of the header it was compiled with: the host sends a plugin only what
+ * its declared minor knows of, and the two must agree. What each minor added:
+ *
+ *  1.0  the descriptor, the host services, the four kinds' tables; the launch
+ *       spec, exec plan and observation documents.
+ *  1.1  exec plan: limits, newSessionKeyring, audit.targetStartKind; launch
+ *       spec: readOnlyOver; collect request: targetStartKind. The host refuses
+ *       to pair a plan whose targetStart is the target itself with an
+ *       observer of 1.0, which would take the target for a launcher.
+ *  1.2  exec plan: setupMark, a pipe whose byte the confinement reads once it
+ *       stands, so an unaudited call tells its failure from the target's.
+ *  1.3  launch spec: unmade, the call's directories left for the backend to
+ *       provide; exec plan: makeDirs, those the host must make after all.
+ *  1.4  launch spec: observed; exec plan: holder and handoffFd, a process the
+ *       host starts beside the plan's and never shows the observer.
+ *  1.5  launch spec: staged; exec plan files: deferred, for a process the
+ *       host starts before the plan is complete.
+ *  1.6  launch spec: identity, the uid/gid the host took for this call alone.
  *
  * Structured data (a plugin's configuration, a launch spec, an exec plan, an
  * observation) crosses as JSON text whose schema is documented in
@@ -37,7 +70,32 @@ extern "C" {
 #endif
 
 #define TEA_ABI_MAJOR 1
+/* The newest minor this header describes. A plugin declares the minor it
+ * implements, one of the names below, rather than this number. */
 #define TEA_ABI_MINOR 6
+
+/* The minors, each named for a plugin to declare (see the list above). */
+#define TEA_ABI_1_0 0
+#define TEA_ABI_1_1 1
+#define TEA_ABI_1_2 2
+#define TEA_ABI_1_3 3
+#define TEA_ABI_1_4 4
+#define TEA_ABI_1_5 5
+#define TEA_ABI_1_6 6
+
+/* Whether the struct at `pointer`, of the size its struct_size says, holds
+ * `member` of `type` whole: the check before reading a member that a later
+ * minor appended, e.g. TEA_HAS_MEMBER(tea_host_services, host, buffer_append). */
+#ifdef __cplusplus
+#define TEA_HAS_MEMBER(type, pointer, member)       \
+    ((pointer) != nullptr &&                        \
+     static_cast<size_t>((pointer)->struct_size) >= \
+         offsetof(type, member) + sizeof(static_cast<const type *>(nullptr)->member))
+#else
+#define TEA_HAS_MEMBER(type, pointer, member) \
+    ((pointer) != NULL &&                     \
+     (size_t)(pointer)->struct_size >= offsetof(type, member) + sizeof(((const type *)0)->member))
+#endif
 
 /* The one symbol every plugin exports. */
 #define TEA_PLUGIN_ENTRY_SYMBOL "tea_plugin_entry"
@@ -113,6 +171,7 @@ typedef struct tea_host_services {
 typedef struct tea_plugin_ops_base {
     /* Size of the whole kind table (tea_backend_ops and so on). */
     uint32_t struct_size;
+    /* 0. */
     uint32_t reserved;
     /* Required. Make an instance from the plugin's config table, given as a
      * JSON object ("{}" when the configuration has none). */
@@ -185,10 +244,14 @@ typedef struct tea_login_ops {
  */
 typedef struct tea_plugin_descriptor {
     uint32_t struct_size;
+    /* TEA_ABI_MAJOR. */
     uint16_t abi_major;
+    /* The minor the plugin implements (TEA_ABI_1_0 ... TEA_ABI_MINOR); its
+     * manifest's abi must name the same. */
     uint16_t abi_minor;
     /* A tea_plugin_kind. */
     int32_t kind;
+    /* 0. */
     uint32_t reserved;
     /* Must equal the name in the plugin's manifest. */
     tea_str name;

@@ -10,7 +10,12 @@
 //     void probe();                                                  // throws Unavailable
 //     std::string prepare(std::string_view launch_spec_json);
 //   };
-//   TEA_SDK_BACKEND_PLUGIN(MyBackend, "my-backend", "1.2.0")
+//   TEA_SDK_BACKEND_PLUGIN(MyBackend, "my-backend", "1.2.0", TEA_ABI_1_6)
+//
+// The last argument is the ABI minor whose contract the plugin implements (tea/plugin.h lists
+// what each added); the manifest's abi must name the same. Without it the macro declares the
+// header's newest minor, as the SDK did before 1.6's helpers, and warns (deprecated): such a
+// plugin, rebuilt against a newer SDK, would claim fields it has never heard of.
 //
 // See docs/plugin-authoring.md for the other kinds.
 #ifndef TEA_PLUGIN_HPP
@@ -18,6 +23,7 @@
 
 #include <tea/plugin.h>
 
+#include <cstdint>
 #include <exception>
 #include <memory>
 #include <stdexcept>
@@ -48,7 +54,7 @@ class Host {
     explicit Host(const tea_host_services *services) noexcept : services_(services) {}
 
     void log(tea_log_level level, std::string_view message) const noexcept {
-        if (services_ != nullptr && services_->log != nullptr) {
+        if (TEA_HAS_MEMBER(tea_host_services, services_, log) && services_->log != nullptr) {
             services_->log(services_->context, level, str(message));
         }
     }
@@ -58,14 +64,16 @@ class Host {
     void error(std::string_view m) const noexcept { log(TEA_LOG_ERROR, m); }
 
     void set_error(tea_error *error, std::string_view message) const noexcept {
-        if (services_ != nullptr && services_->set_error != nullptr && error != nullptr) {
+        if (TEA_HAS_MEMBER(tea_host_services, services_, set_error) &&
+            services_->set_error != nullptr && error != nullptr) {
             services_->set_error(error, str(message));
         }
     }
     // Throws when the host refuses the bytes (its buffer limit), so a callback
     // never reports success with a truncated document.
     void append(tea_buffer *buffer, std::string_view bytes) const {
-        if (services_ == nullptr || services_->buffer_append == nullptr ||
+        if (!TEA_HAS_MEMBER(tea_host_services, services_, buffer_append) ||
+            services_->buffer_append == nullptr ||
             services_->buffer_append(buffer, str(bytes)) != TEA_OK) {
             throw std::length_error("the output exceeds the host's buffer limit");
         }
@@ -213,12 +221,14 @@ struct EgressAdapter {
                                         &close};
 };
 
+// The descriptor of a plugin of `kind` that implements ABI minor `abi_minor` (TEA_ABI_1_0 ...
+// TEA_ABI_MINOR).
 constexpr tea_plugin_descriptor make_descriptor(tea_plugin_kind kind, std::string_view name,
-                                                std::string_view version,
-                                                const void *ops) noexcept {
+                                                std::string_view version, const void *ops,
+                                                std::uint16_t abi_minor) noexcept {
     return tea_plugin_descriptor{sizeof(tea_plugin_descriptor),
                                  TEA_ABI_MAJOR,
-                                 TEA_ABI_MINOR,
+                                 abi_minor,
                                  kind,
                                  0,
                                  tea_str{name.data(), name.size()},
@@ -226,22 +236,55 @@ constexpr tea_plugin_descriptor make_descriptor(tea_plugin_kind kind, std::strin
                                  ops};
 }
 
+namespace detail {
+
+[[deprecated(
+    "name the ABI minor the plugin implements (e.g. TEA_ABI_1_6) as the macro's last argument, "
+    "and the same in its manifest; without it the plugin claims this header's newest "
+    "minor")]] constexpr std::uint16_t
+header_minor() noexcept {
+    return std::uint16_t{TEA_ABI_MINOR};
+}
+
+}  // namespace detail
+
+[[deprecated(
+    "pass the ABI minor the plugin implements as the last "
+    "argument")]] constexpr tea_plugin_descriptor
+make_descriptor(tea_plugin_kind kind, std::string_view name, std::string_view version,
+                const void *ops) noexcept {
+    return make_descriptor(kind, name, version, ops, TEA_ABI_MINOR);
+}
+
 }  // namespace tea::sdk
 
-#define TEA_SDK_DEFINE_PLUGIN_(ADAPTER, KIND, IMPL, NAME, VERSION)                             \
-    extern "C" TEA_PLUGIN_EXPORT const tea_plugin_descriptor *tea_plugin_entry(void) {         \
-        static constexpr tea_plugin_descriptor descriptor =                                    \
-            ::tea::sdk::make_descriptor(KIND, NAME, VERSION, &::tea::sdk::ADAPTER<IMPL>::ops); \
-        return &descriptor;                                                                    \
+#define TEA_SDK_DEFINE_PLUGIN_(ADAPTER, KIND, IMPL, NAME, VERSION, MINOR)                \
+    extern "C" TEA_PLUGIN_EXPORT const tea_plugin_descriptor *tea_plugin_entry(void) {   \
+        static constexpr tea_plugin_descriptor descriptor = ::tea::sdk::make_descriptor( \
+            KIND, NAME, VERSION, &::tea::sdk::ADAPTER<IMPL>::ops, MINOR);                \
+        return &descriptor;                                                              \
     }
+#define TEA_SDK_DEFINE_STATED_(ADAPTER, KIND, IMPL, NAME, VERSION, MINOR)               \
+    static_assert((MINOR) >= TEA_ABI_1_0 && (MINOR) <= TEA_ABI_MINOR,                   \
+                  "the plugin's ABI minor must be one this SDK knows: TEA_ABI_1_0 ... " \
+                  "TEA_ABI_MINOR");                                                     \
+    TEA_SDK_DEFINE_PLUGIN_(ADAPTER, KIND, IMPL, NAME, VERSION, static_cast<std::uint16_t>(MINOR))
+#define TEA_SDK_DEFINE_UNSTATED_(ADAPTER, KIND, IMPL, NAME, VERSION) \
+    TEA_SDK_DEFINE_PLUGIN_(ADAPTER, KIND, IMPL, NAME, VERSION, ::tea::sdk::detail::header_minor())
 
-#define TEA_SDK_BACKEND_PLUGIN(IMPL, NAME, VERSION) \
-    TEA_SDK_DEFINE_PLUGIN_(BackendAdapter, TEA_KIND_BACKEND, IMPL, NAME, VERSION)
-#define TEA_SDK_OBSERVER_PLUGIN(IMPL, NAME, VERSION) \
-    TEA_SDK_DEFINE_PLUGIN_(ObserverAdapter, TEA_KIND_OBSERVER, IMPL, NAME, VERSION)
-#define TEA_SDK_EGRESS_PLUGIN(IMPL, NAME, VERSION) \
-    TEA_SDK_DEFINE_PLUGIN_(EgressAdapter, TEA_KIND_EGRESS, IMPL, NAME, VERSION)
-#define TEA_SDK_LOGIN_PLUGIN(IMPL, NAME, VERSION) \
-    TEA_SDK_DEFINE_PLUGIN_(LoginAdapter, TEA_KIND_LOGIN, IMPL, NAME, VERSION)
+// The macros take (IMPL, NAME, VERSION, MINOR), or the deprecated (IMPL, NAME, VERSION).
+#define TEA_SDK_PICK_(A1, A2, A3, A4, CHOSEN, ...) CHOSEN
+#define TEA_SDK_BACKEND_PLUGIN(...)                                                      \
+    TEA_SDK_PICK_(__VA_ARGS__, TEA_SDK_DEFINE_STATED_, TEA_SDK_DEFINE_UNSTATED_, unused) \
+    (BackendAdapter, TEA_KIND_BACKEND, __VA_ARGS__)
+#define TEA_SDK_OBSERVER_PLUGIN(...)                                                     \
+    TEA_SDK_PICK_(__VA_ARGS__, TEA_SDK_DEFINE_STATED_, TEA_SDK_DEFINE_UNSTATED_, unused) \
+    (ObserverAdapter, TEA_KIND_OBSERVER, __VA_ARGS__)
+#define TEA_SDK_EGRESS_PLUGIN(...)                                                       \
+    TEA_SDK_PICK_(__VA_ARGS__, TEA_SDK_DEFINE_STATED_, TEA_SDK_DEFINE_UNSTATED_, unused) \
+    (EgressAdapter, TEA_KIND_EGRESS, __VA_ARGS__)
+#define TEA_SDK_LOGIN_PLUGIN(...)                                                        \
+    TEA_SDK_PICK_(__VA_ARGS__, TEA_SDK_DEFINE_STATED_, TEA_SDK_DEFINE_UNSTATED_, unused) \
+    (LoginAdapter, TEA_KIND_LOGIN, __VA_ARGS__)
 
 #endif  // TEA_PLUGIN_HPP

@@ -1,6 +1,6 @@
-// The git module's boundary (core/git/module_abi.h): every value survives the JSON trip, and a
-// bad request or a failing operation comes back as an error answer, never as a crash.
-#include <dlfcn.h>
+// The git module's boundary (core/git/module_abi.h): every value survives the JSON trip, the
+// module loads through the plugins' loader, and a bad request or a failing operation comes back
+// as an error answer, never as a crash.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -10,6 +10,8 @@
 
 #include "git/module_abi.h"
 #include "git/wire.hpp"
+#include "plugins/host_services.hpp"
+#include "plugins/library.hpp"
 
 namespace tea::git {
 namespace {
@@ -65,46 +67,43 @@ TEST(GitWire, AMissingOrMistypedFieldIsRefused) {
                  std::invalid_argument);
 }
 
+// The module as the runtime loads it: through the plugins' loader, with a host services table.
 class GitModuleTest : public ::testing::Test {
    protected:
     void SetUp() override {
-        handle_ = ::dlopen(TEA_GIT_MODULE_FILE, RTLD_NOW | RTLD_LOCAL);
-        ASSERT_NE(handle_, nullptr) << ::dlerror();
-        using Entry = const tea_git_module *(*)();
-        auto entry = reinterpret_cast<Entry>(::dlsym(handle_, "tea_git_module_v1"));
+        void *entry = plugins::load_library(TEA_GIT_MODULE_FILE, TEA_GIT_MODULE_ENTRY_SYMBOL,
+                                            plugins::TrustPolicy::for_this_process());
         ASSERT_NE(entry, nullptr);
-        module_ = entry();
-        ASSERT_EQ(module_->abi, unsigned{TEA_GIT_MODULE_ABI});
-    }
-    void TearDown() override {
-        if (handle_ != nullptr) {
-            ::dlclose(handle_);
-        }
+        module_ = reinterpret_cast<tea_git_module_entry_fn>(entry)();
+        ASSERT_NE(module_, nullptr);
+        ASSERT_EQ(module_->struct_size, sizeof(tea_git_module));
+        ASSERT_EQ(module_->abi, std::uint32_t{TEA_GIT_MODULE_ABI});
+        host_ = plugins::host_services_for("git module test");
     }
 
-    std::pair<int, json> call(const char *operation, const std::string &request) {
-        char *raw = nullptr;
-        std::size_t length = 0;
-        const int status = module_->call(operation, request.data(), request.size(), &raw, &length);
-        EXPECT_NE(raw, nullptr);
-        auto doc = json::parse(std::string{raw, length});
-        module_->release(raw);
-        return {status, doc};
+    std::pair<int, json> call(tea_git_operation_fn tea_git_module::*operation,
+                              const std::string &request) {
+        tea_buffer answer;
+        answer.limit = std::size_t{64} << 20U;
+        const int status =
+            (module_->*operation)(host_, tea_str{request.data(), request.size()}, &answer);
+        return {status, json::parse(answer.data)};
     }
 
-    void *handle_ = nullptr;
     const tea_git_module *module_ = nullptr;
+    const tea_host_services *host_ = nullptr;
 };
 
 TEST_F(GitModuleTest, BadRequestsAreErrorAnswers) {
-    for (const auto &[op, request] : std::vector<std::pair<const char *, std::string>>{
-             {"no_such_operation", "{}"},
-             {"open_workspace_source", "{not json"},
-             {"open_workspace_source", R"({"projectRoot": 5, "excluded": []})"},
-             {"materialize", R"({"source": {}, "destination": "/nowhere"})"},
-             {"build_private_repository", std::string(1 << 16, '[')}}) {
+    using Op = tea_git_operation_fn tea_git_module::*;
+    for (const auto &[op, request] : std::vector<std::pair<Op, std::string>>{
+             {&tea_git_module::open_workspace_source, "{not json"},
+             {&tea_git_module::open_workspace_source, R"({"projectRoot": 5, "excluded": []})"},
+             {&tea_git_module::materialize, R"({"source": {}, "destination": "/nowhere"})"},
+             {&tea_git_module::attach_in_place, "{}"},
+             {&tea_git_module::build_private_repository, std::string(1 << 16, '[')}}) {
         const auto [status, doc] = call(op, request);
-        EXPECT_EQ(status, 1) << op << " " << request.substr(0, 40);
+        EXPECT_EQ(status, TEA_FAILED) << request.substr(0, 40);
         EXPECT_EQ(doc["kind"], "other") << doc.dump();
         EXPECT_FALSE(doc["message"].get<std::string>().empty());
     }
@@ -117,10 +116,10 @@ TEST_F(GitModuleTest, OperationErrorsKeepTheirKindAndGoodRequestsAnswer) {
     // A repository with no commit: the workspace source refuses it by name.
     ASSERT_EQ(std::system(("git init -q " + dir.string()).c_str()), 0);
     auto [status, doc] =
-        call("open_workspace_source",
+        call(&tea_git_module::open_workspace_source,
              json{{"projectRoot", dir.string()}, {"excluded", {".tea"}}, {"requireCommit", true}}
                  .dump());
-    EXPECT_EQ(status, 1);
+    EXPECT_EQ(status, TEA_FAILED);
     EXPECT_EQ(doc["kind"], "workspace_source") << doc.dump();
     // The positive control: once it has a commit, the same request answers with its source.
     ASSERT_EQ(std::system(("git -C " + dir.string() +
@@ -128,7 +127,7 @@ TEST_F(GitModuleTest, OperationErrorsKeepTheirKindAndGoodRequestsAnswer) {
                               .c_str()),
               0);
     std::tie(status, doc) =
-        call("open_workspace_source",
+        call(&tea_git_module::open_workspace_source,
              json{{"projectRoot", dir.string()}, {"excluded", {".tea"}}, {"requireCommit", true}}
                  .dump());
     EXPECT_EQ(status, 0) << doc.dump();

@@ -66,6 +66,16 @@ std::vector<RefusalCase> refusal_cases() {
          "entry-null",
          "backend",
          {"the entry symbol returned no descriptor"}},
+        {"descriptor_reserved",
+         TEA_FIXTURE_DESCRIPTOR_RESERVED,
+         "descriptor-reserved",
+         "backend",
+         {"the descriptor's field 'reserved' is 7; expected 0"}},
+        {"ops_reserved",
+         TEA_FIXTURE_OPS_RESERVED,
+         "ops-reserved",
+         "backend",
+         {"the backend operations table's field 'reserved' is 1; expected 0"}},
         {"ops_null",
          TEA_FIXTURE_OPS_NULL,
          "ops-null",
@@ -180,6 +190,56 @@ TEST(LoadPlugin, ThrowsTheRefusalForAManifestItIsHanded) {
                                     HasSubstr("was built for plugin ABI 2." +
                                               std::to_string(TEA_ABI_MINOR))));
     }
+}
+
+// A plugin that implements 1.3 and a manifest that says the header's newest minor: the host would
+// send it fields it never heard of, and `plugins` would show a minor it does not implement.
+TEST(LoadPlugin, RefusesAManifestWhoseMinorDiffersFromTheDescriptors) {
+    const TempDir dir;
+    write_manifest(dir.path(), "backend-abi-1-3", "backend", TEA_FIXTURE_BACKEND_ABI_1_3,
+                   "1." + std::to_string(TEA_ABI_MINOR));
+    const auto refusal = refusal_of(dir.path());
+    EXPECT_THAT(refusal, AllOf(HasSubstr(TEA_FIXTURE_BACKEND_ABI_1_3),
+                               HasSubstr("declares plugin ABI 1.3 in its descriptor (abi_minor 3)"),
+                               HasSubstr((dir.path() / "backend-abi-1-3.toml").string()),
+                               HasSubstr("says abi = \"1." + std::to_string(TEA_ABI_MINOR))));
+}
+
+// The same plugin with a manifest that agrees: loaded, and asked only what 1.3 knows.
+TEST(LoadPlugin, AsksAPluginOnlyForTheCapabilitiesOfTheMinorItDeclares) {
+    const TempDir dir;
+    write_manifest(dir.path(), "backend-abi-1-3", "backend", TEA_FIXTURE_BACKEND_ABI_1_3, "1.3");
+    const auto entry = discover_one(dir.path());
+    ASSERT_NE(entry.plugin, nullptr) << entry.refusal;
+    const auto &caps = entry.plugin->capabilities();
+    EXPECT_TRUE(caps.target_start_kind);
+    EXPECT_TRUE(caps.setup_mark);
+    EXPECT_TRUE(caps.unmade_directories);
+    EXPECT_FALSE(caps.observed);
+    EXPECT_FALSE(caps.staged);
+    EXPECT_FALSE(caps.call_identity);
+}
+
+// Each minor adds exactly its own capability to the ones before it.
+TEST(Capabilities, EachMinorAddsItsOwn) {
+    using C = Capabilities;
+    const auto count = [](const C &c) {
+        return int{c.target_start_kind} + int{c.setup_mark} + int{c.unmade_directories} +
+               int{c.observed} + int{c.staged} + int{c.call_identity};
+    };
+    for (int minor = TEA_ABI_1_0; minor <= TEA_ABI_MINOR; ++minor) {
+        EXPECT_EQ(count(C::of_minor(minor)), minor) << "1." << minor;
+    }
+    EXPECT_FALSE(C::of_minor(TEA_ABI_1_0).target_start_kind);
+    EXPECT_TRUE(C::of_minor(TEA_ABI_1_1).target_start_kind);
+    EXPECT_FALSE(C::of_minor(TEA_ABI_1_2).unmade_directories);
+    EXPECT_TRUE(C::of_minor(TEA_ABI_1_3).unmade_directories);
+    EXPECT_FALSE(C::of_minor(TEA_ABI_1_3).observed);
+    EXPECT_TRUE(C::of_minor(TEA_ABI_1_4).observed);
+    EXPECT_FALSE(C::of_minor(TEA_ABI_1_4).staged);
+    EXPECT_TRUE(C::of_minor(TEA_ABI_1_5).staged);
+    EXPECT_FALSE(C::of_minor(TEA_ABI_1_5).call_identity);
+    EXPECT_TRUE(C::of_minor(TEA_ABI_1_6).call_identity);
 }
 
 // ---------------------------------------------------------------------------

@@ -34,9 +34,12 @@ inline std::filesystem::path write_file(const std::filesystem::path &file,
     return file;
 }
 
+// The ABI the fixtures' descriptors declare unless built to declare another.
+inline const std::string fixture_abi = "1." + std::to_string(TEA_ABI_MINOR);
+
 // A well-formed manifest (the form cmake/plugin-manifest.toml.in writes).
 inline std::string manifest_text(const std::string &name, const std::string &kind,
-                                 const std::string &library, const std::string &abi = "1.0") {
+                                 const std::string &library, const std::string &abi = fixture_abi) {
     return "# written by a test\nname = \"" + name + "\"\nkind = \"" + kind + "\"\nabi = \"" + abi +
            "\"\nlibrary = \"" + library + "\"\n";
 }
@@ -44,7 +47,7 @@ inline std::string manifest_text(const std::string &name, const std::string &kin
 inline std::filesystem::path write_manifest(const std::filesystem::path &dir,
                                             const std::string &name, const std::string &kind,
                                             const std::string &library,
-                                            const std::string &abi = "1.0") {
+                                            const std::string &abi = fixture_abi) {
     return write_file(dir / (name + ".toml"), manifest_text(name, kind, library, abi));
 }
 

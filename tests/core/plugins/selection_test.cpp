@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -188,12 +189,69 @@ TEST(ManifestSearchPath, RuntimeThenSystemThenUserThenConfigured) {
     config::Config config;
     config.plugin_paths = {"/opt/a/plugins.d", "/opt/b/plugins.d"};
     const auto paths = RuntimePaths::for_prefix("/prefix");
-    const auto dirs = manifest_search_path(config, paths);
+    const auto search = manifest_search_path(config, paths, false, nullptr);
+    const auto &dirs = search.dirs;
     ASSERT_GE(dirs.size(), 4U);
     EXPECT_EQ(dirs.front(), paths.manifest_dir);
-    EXPECT_EQ(dirs[1], std::filesystem::path{"/etc/tea-evaluate/plugins.d"});
+    EXPECT_EQ(dirs[1], paths.system_manifest_dir);
     EXPECT_EQ(dirs[dirs.size() - 2], std::filesystem::path{"/opt/a/plugins.d"});
     EXPECT_EQ(dirs.back(), std::filesystem::path{"/opt/b/plugins.d"});
+    EXPECT_TRUE(search.skipped.empty());
+}
+
+// The system's folder is where the build's sysconfdir says: /etc for a /usr install.
+TEST(ManifestSearchPath, TheSystemFolderIsBelowTheSysconfdir) {
+    const auto paths = RuntimePaths::for_prefix("/prefix");
+    EXPECT_TRUE(paths.system_manifest_dir.is_absolute());
+    EXPECT_EQ(paths.system_manifest_dir.filename(), "plugins.d");
+    EXPECT_EQ(paths.system_manifest_dir.parent_path().filename(), "tea-evaluate");
+}
+
+// A developer's folders come first, empty entries left out.
+TEST(ManifestSearchPath, ThePluginPathVariableComesFirst) {
+    const config::Config config;
+    const auto paths = RuntimePaths::for_prefix("/prefix");
+    const auto dirs = manifest_search_path(config, paths, true, "/dev/a::/dev/b:").dirs;
+    ASSERT_GE(dirs.size(), 4U);
+    EXPECT_EQ(dirs[0], std::filesystem::path{"/dev/a"});
+    EXPECT_EQ(dirs[1], std::filesystem::path{"/dev/b"});
+    EXPECT_EQ(dirs[2], paths.manifest_dir);
+}
+
+// As root, neither the user's plugins.d nor the [plugins] paths of the user's file are searched:
+// the user whose HOME or XDG_CONFIG_HOME root kept would choose what root runs. Paths another
+// layer set (--config, which the invoker named) still are.
+TEST(ManifestSearchPath, AsRootTheUsersFoldersAreSkipped) {
+    config::Builder builder;
+    builder.apply_text("[plugins]\npaths = [\"/home/u/p\"]\n", "user file", "/");
+    config::Config config = builder.get();
+    config.user_file_layer = config.layers.size() - 1;
+    ASSERT_TRUE(config.plugin_paths_from_user_file());
+    const auto paths = RuntimePaths::for_prefix("/prefix");
+    const auto user_dir = config::user_config_path().parent_path() / "plugins.d";
+    const auto contains = [](const std::vector<std::filesystem::path> &v,
+                             const std::filesystem::path &p) {
+        return std::find(v.begin(), v.end(), p) != v.end();
+    };
+
+    const auto root = manifest_search_path(config, paths, true, nullptr);
+    EXPECT_FALSE(contains(root.dirs, "/home/u/p"));
+    EXPECT_TRUE(contains(root.skipped, "/home/u/p"));
+    if (!config::user_config_path().empty()) {
+        EXPECT_FALSE(contains(root.dirs, user_dir));
+        EXPECT_TRUE(contains(root.skipped, user_dir));
+    }
+    // Control: another user searches both.
+    const auto user = manifest_search_path(config, paths, false, nullptr);
+    EXPECT_TRUE(contains(user.dirs, "/home/u/p"));
+    EXPECT_TRUE(user.skipped.empty());
+
+    // The same paths from a later layer (--config) are searched as root.
+    builder.apply_text("[plugins]\npaths = [\"/home/u/p\"]\n", "--config file", "/");
+    config::Config named = builder.get();
+    named.user_file_layer = config.user_file_layer;
+    EXPECT_FALSE(named.plugin_paths_from_user_file());
+    EXPECT_TRUE(contains(manifest_search_path(named, paths, true, nullptr).dirs, "/home/u/p"));
 }
 
 }  // namespace

@@ -23,8 +23,9 @@ class Collect : public ::testing::Test {
    protected:
     void SetUp() override {
         const stdfs::path library{TEA_STRACE_PLUGIN};
+        // The minor the strace observer declares (plugins/observer-strace/CMakeLists.txt).
         std::ofstream{dir_ / "strace.toml"} << "name = \"strace\"\nkind = \"observer\"\n"
-                                            << "abi = \"1.1\"\nlibrary = \"" << library.string()
+                                            << "abi = \"1.6\"\nlibrary = \"" << library.string()
                                             << "\"\n";
         plugin_ = load_plugin(read_manifest(dir_ / "strace.toml", library.parent_path()));
     }

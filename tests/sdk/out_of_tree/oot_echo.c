@@ -202,7 +202,7 @@ static const tea_backend_ops ops = {
 
 static const tea_plugin_descriptor descriptor = {sizeof(tea_plugin_descriptor),
                                                  TEA_ABI_MAJOR,
-                                                 TEA_ABI_MINOR,
+                                                 TEA_ABI_1_0,
                                                  TEA_KIND_BACKEND,
                                                  0,
                                                  {"oot-echo", 8},

@@ -45,7 +45,7 @@ static const tea_login_ops ops = {{sizeof(tea_login_ops), 0, pc_create, pc_destr
 
 static const tea_plugin_descriptor descriptor = {sizeof(tea_plugin_descriptor),
                                                  TEA_ABI_MAJOR,
-                                                 TEA_ABI_MINOR,
+                                                 TEA_ABI_1_0,
                                                  TEA_KIND_LOGIN,
                                                  0,
                                                  {"oot-pc", 6},

@@ -1,0 +1,38 @@
+// What the core may ask of a loaded plugin, by name, from the ABI minor its descriptor declares
+// (sdk/include/tea/plugin.h lists what each minor added). Computed once, when the plugin is
+// loaded: the rest of the core never compares minor numbers.
+#pragma once
+
+#include <tea/plugin.h>
+
+namespace tea::plugins {
+
+struct Capabilities {
+    // 1.1, observer: tells a plan's launcher from a target that starts itself
+    // (audit.targetStartKind "target"); an older one would leave such a target unaudited.
+    bool target_start_kind = false;
+    // 1.2, backend: may hand the host a setup mark to read once its confinement stands.
+    bool setup_mark = false;
+    // 1.3, backend: provides the call's unmade directories itself (launch spec "unmade").
+    bool unmade_directories = false;
+    // 1.4, backend: is told when an observer will wrap its plan ("observed") and may then
+    // answer with a holder.
+    bool observed = false;
+    // 1.5, backend: answers a staged spec with a process the host may start early ("staged").
+    bool staged = false;
+    // 1.6, backend: runs its target as the identity the host took for the call ("identity").
+    bool call_identity = false;
+
+    static constexpr Capabilities of_minor(int minor) {
+        Capabilities c;
+        c.target_start_kind = minor >= TEA_ABI_1_1;
+        c.setup_mark = minor >= TEA_ABI_1_2;
+        c.unmade_directories = minor >= TEA_ABI_1_3;
+        c.observed = minor >= TEA_ABI_1_4;
+        c.staged = minor >= TEA_ABI_1_5;
+        c.call_identity = minor >= TEA_ABI_1_6;
+        return c;
+    }
+};
+
+}  // namespace tea::plugins
