@@ -3,6 +3,9 @@
 # on the embedded default configuration.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# As root the runtime loads only plugins that no other user can write (docs/plugin-authoring.md):
+# the build tree is made so whatever umask the caller has.
+umask 022
 bash scripts/install-deps.sh
 cmake --preset release >/dev/null
 cmake --build --preset release
