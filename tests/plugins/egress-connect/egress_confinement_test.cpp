@@ -469,13 +469,14 @@ TEST_F(Egress, ASignalEndsTheRouteWithTheCall) {
 }
 
 TEST_F(Egress, NodeFetchReachesAnAllowedHostThroughTheProxy) {
-    const auto version = run_direct({"/usr/bin/node", "-p",
+    // The Node scripts/install-deps.sh installs: a missing or older one fails, never skips.
+    const auto version = run_direct({TEA_TEST_NODE, "-p",
                                      "const [a, b] = process.versions.node.split('.').map(Number);"
                                      " a >= 24 || (a === 22 && b >= 21) ? 'yes' : 'no'"});
-    if (version.out.find("yes") == std::string::npos) {
-        GTEST_SKIP() << "this Node does not read NODE_USE_ENV_PROXY (it needs 22.21 or 24): "
-                     << version.out;
-    }
+    ASSERT_NE(version.out.find("yes"), std::string::npos)
+        << TEA_TEST_NODE << " does not read NODE_USE_ENV_PROXY (it needs 22.21 or 24; "
+        << "scripts/install-deps.sh installs one)\n"
+        << version;
     const int port = serve("tls");
     const auto script = "fetch('" + https_url(port) +
                         "').then(r => r.text()).then(t => { process.stdout.write(t); })"
@@ -485,7 +486,7 @@ TEST_F(Egress, NodeFetchReachesAnAllowedHostThroughTheProxy) {
         run({.command = {"/bin/sh", "-c",
                          "exec /usr/bin/env -i HTTPS_PROXY=\"$HTTPS_PROXY\" "
                          "NODE_USE_ENV_PROXY=\"$NODE_USE_ENV_PROXY\" NODE_EXTRA_CA_CERTS=" +
-                             cert_.string() + " /usr/bin/node -e \"" + script + "\""},
+                             cert_.string() + " " + TEA_TEST_NODE + " -e \"" + script + "\""},
              .options = {"--egress", allow(port)}});
     EXPECT_EQ(r.status, 0) << r;
     EXPECT_NE(r.out.find("tea-tls-ok"), std::string::npos) << r;
