@@ -29,6 +29,7 @@ extern ostream cerr;         // NOLINT(readability-redundant-declaration)
 #include "util/console.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
+#include "util/signals.hpp"
 
 namespace {
 
@@ -127,7 +128,7 @@ int run(int argc, char **argv) {
         check_cmd->add_option("EVAL_DIR", check_dir, "The evaluation folder")->required();
     }
     // The options every command that runs a call shares.
-    auto call_options = [](CLI::App *cmd, CallOptions &o) {
+    auto call_options = [](CLI::App *cmd, tea::call::CallOptions &o) {
         cmd->add_option("--workspace", o.workspace,
                         "The call's writable workspace and working directory (default: .)");
         cmd->add_option("--withhold", o.withhold, "A path the target must not see (repeatable)")
@@ -217,7 +218,7 @@ int main(int argc, char **argv) {
     ::mallopt(M_TRIM_THRESHOLD, 256 << 20);  // NOLINT(concurrency-mt-unsafe): no thread yet
     tea::exec::reserve_descriptor_table();   // before any thread: see its comment
     try {
-        tea::cli::Signals::instance().install();
+        tea::Signals::instance().install();
         tea::exec::become_subreaper();
         return run(argc, argv);
     } catch (const tea::Error &e) {

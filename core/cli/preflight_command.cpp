@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/report.hpp"
 #include "fs/private_dirs.hpp"
 #include "util/console.hpp"
 #include "util/error.hpp"
@@ -43,7 +44,7 @@ class LegsDirectory {
         // invoker may search this directory. As root, the target runs as the sandbox account and
         // must reach its leg: searchable by everyone (never listable, each leg's name unguessable)
         // until the first call hands the directory to that account's group alone
-        // (Session::search_by_target), since a leg's name shows in `ps` once its call runs.
+        // (CallSession::search_by_target), since a leg's name shows in `ps` once its call runs.
         try {
             lock_ = fs::make_locked_directory(path_, ::geteuid() == 0 ? 0711 : 0700);
         } catch (const Error &e) {
@@ -102,9 +103,10 @@ int preflight_command(const CommonOptions &common, const PreflightOptions &optio
         // A directory is never a command: it is an evaluation folder.
         return preflight_evaluation(common, options.command.front(), options.legs);
     }
-    Session session{common};
+    const auto session_ptr = open_session(common);
+    auto &session = *session_ptr;
     const auto pristine = session.launch_spec(options);
-    const auto route_request = Session::egress_request(options);
+    const auto route_request = call::egress_request(options);
     LegsDirectory legs_dir;
     session.search_by_target(legs_dir.path());
 

@@ -25,6 +25,7 @@
 
 #include "cli/budgets.hpp"
 #include "cli/commands.hpp"
+#include "cli/report.hpp"
 #include "cli/run_records.hpp"
 #include "cli/target_git.hpp"
 #include "evaluation/evaluation.hpp"
@@ -36,6 +37,7 @@
 #include "git/workspace_source.hpp"
 #include "util/console.hpp"
 #include "util/error.hpp"
+#include "util/signals.hpp"
 
 namespace tea::cli {
 namespace {
@@ -214,7 +216,7 @@ json read_verdict(const stdfs::path &stdout_file, const exec::CallResult &r, std
 
 struct RunState {
     const evaluation::Evaluation &ev;
-    Session &session;
+    call::CallSession &session;
     git::WorkspaceSource source;
     std::string run_id;
     stdfs::path records;                            // EVAL_DIR/runs/<run-id>
@@ -413,7 +415,7 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
         } else {
             run.in = {exec::StdinSpec::Kind::null_device, {}};
         }
-        EgressRequest route;
+        call::EgressRequest route;
         route.entry = entry->interface_id;
         for (const auto &item : entry->egress) {
             route.items.push_back({item.host, item.port, item.addresses});
@@ -465,7 +467,7 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
                   {"stdoutTruncated", r.out.truncated},
                   {"stderrTruncated", r.err.truncated},
                   {"observedMounts", observed_paths},
-                  {"identity", identity_record(outcome)},
+                  {"identity", call::identity_record(outcome)},
                   {"audit", audit::to_json(outcome.audit)},
                   {"budget", call_budget_record(r.budget, r.limits)},
                   {"budgetHits", budget_hits(r.budget)}};
@@ -481,9 +483,8 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
             hit["entry"] = entry->interface_id;
             out.budget_hits.push_back(std::move(hit));
         }
-        if (const auto rec = json::parse(outcome.egress_records, nullptr, false);
-            rec.is_object() && rec.contains("refusals") && rec["refusals"].is_array() &&
-            !rec["refusals"].empty()) {
+        if (const auto &rec = outcome.egress_records;
+            rec.contains("refusals") && rec["refusals"].is_array() && !rec["refusals"].empty()) {
             call["egressRefusals"] = rec["refusals"];
             state.egress_refusals.push_back({{"trialIndex", index},
                                              {"entry", entry->interface_id},
@@ -620,7 +621,7 @@ std::string choose_disk(RunState &state, const config::BudgetSettings &settings)
 // the evaluated commit before anything runs.
 struct Opened {
     evaluation::Evaluation ev;
-    std::unique_ptr<Session> session;
+    std::unique_ptr<call::CallSession> session;
     git::WorkspaceSource source;
 };
 
@@ -654,7 +655,7 @@ std::optional<Opened> open_evaluation(const CommonOptions &common, const stdfs::
             }
         }
     }
-    o.session = std::make_unique<Session>(common, !o.ev.confinement);
+    o.session = open_session(common, !o.ev.confinement);
     return o;
 }
 

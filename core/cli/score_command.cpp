@@ -8,6 +8,7 @@
 #include <tea/json_bytes.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/report.hpp"
 #include "cli/run_records.hpp"
 #include "fs/beneath.hpp"
 #include "util/console.hpp"

@@ -136,9 +136,9 @@ Session::~Session() {
     }
 }
 
-std::string Session::close() {
+json Session::close() {
     if (handle_ == nullptr) {
-        return "{}";
+        return json::object();
     }
     tea_error error;
     tea_buffer records;
@@ -155,7 +155,7 @@ std::string Session::close() {
         throw runtime_error("the egress plugin '" + instance_.plugin().name() +
                             "' returned records that are not a JSON object");
     }
-    return doc.dump();
+    return doc;
 }
 
 }  // namespace tea::egress

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,7 +51,7 @@ class Session {
     [[nodiscard]] const Route &route() const { return route_; }
     // Ends the session; the plugin's records (a JSON object). Throws std::runtime_error when the
     // plugin reports a failure or hands back no object.
-    std::string close();
+    nlohmann::json close();
 
    private:
     const plugins::Instance &instance_;
