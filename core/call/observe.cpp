@@ -3,7 +3,9 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <tea/json_bytes.hpp>
 #include <tea/stamp.hpp>
@@ -15,6 +17,32 @@ namespace tea::call {
 namespace {
 
 constexpr const char *kProbeFile = "tea-evaluate-audit-probe";
+constexpr std::size_t kStderrShown = 2000;  // the end of the probe's stderr, in the error
+
+// The last bytes of a file, as lines a terminal shows as they are: control bytes but newlines and
+// tabs escaped (\xNN), since the plan's programs wrote them.
+std::string stderr_tail(const std::filesystem::path &file) {
+    std::ifstream in{file, std::ios::binary};
+    std::string text{std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
+    if (text.size() > kStderrShown) {
+        text = "..." + text.substr(text.size() - kStderrShown);
+    }
+    while (!text.empty() && text.back() == '\n') {
+        text.pop_back();
+    }
+    std::string out;
+    for (const char c : text) {
+        const auto u = static_cast<unsigned char>(c);
+        if ((u < 0x20 && c != '\n' && c != '\t') || u == 0x7f) {
+            char buf[8];
+            (void)std::snprintf(buf, sizeof buf, "\\x%02x", u);
+            out += buf;
+        } else {
+            out += c;
+        }
+    }
+    return out;
+}
 
 // Where a confirmed observer is remembered: per boot and per everything the confirmation
 // depends on (the programs the wrapped plan starts, the plugins, the identity, the kernel's
@@ -163,7 +191,8 @@ bool CallObserver::confirmed(const exec::ExecPlan &sample, std::size_t target_ar
     return confirmed_;
 }
 
-void CallObserver::confirm(const Executed &executed, const std::string &probe) {
+void CallObserver::confirm(const Executed &executed, const std::string &probe,
+                           const std::string &backend, const std::filesystem::path &stderr_file) {
     if (executed.result.interrupted_by != 0) {
         throw Error{static_cast<ExitCode>(128 + executed.result.interrupted_by),
                     "interrupted while confirming the observer"};
@@ -175,22 +204,37 @@ void CallObserver::confirm(const Executed &executed, const std::string &probe) {
                         return e.success && e.access == audit::Access::read &&
                                e.path_resolved == probe;
                     });
-    if (!seen) {
-        std::string why = "call status " + std::to_string(executed.result.status());
-        if (!executed.result.started) {
-            why = executed.result.start_error;
-        } else if (executed.observation && !executed.observation->reason.empty()) {
-            why += "; " + executed.observation->reason;
-        }
-        throw host_error(
-            "the observer '" + observer_.plugin->name() +
-            "' did not see a confined process read its probe file (" + why +
-            "), so its audit cannot be trusted on this host. Tracing may be forbidden (the "
-            "kernel.yama.ptrace_scope sysctl, a container without ptrace or seccomp); repair "
-            "it, or run unaudited on purpose with --observer none.");
+    if (seen) {
+        stamp::write(stamp_);
+        confirmed_ = true;
+        return;
     }
-    stamp::write(stamp_);
-    confirmed_ = true;
+    const auto &r = executed.result;
+    const bool target_started = r.started && (!r.setup_marked || r.setup_reached) &&
+                                executed.observation && executed.observation->target_started;
+    if (!target_started) {
+        // The probe never reached its target: what failed is the plan or the tracer, and their
+        // own message says more than any guess.
+        const auto failure =
+            start_failure(r, executed.observation ? &*executed.observation : nullptr,
+                          executed.observer_reason, name(), backend);
+        const auto stderr_text = stderr_tail(stderr_file);
+        throw host_error("the observer '" + name() +
+                         "' could not be confirmed: its probe call ended before its target "
+                         "started, so nothing was observed: " +
+                         failure.sentence +
+                         (stderr_text.empty() ? std::string{" (no message on stderr)"}
+                                              : "; its stderr ends:\n" + stderr_text));
+    }
+    std::string why = "call status " + std::to_string(r.status());
+    if (executed.observation && !executed.observation->reason.empty()) {
+        why += "; " + executed.observation->reason;
+    }
+    throw host_error(
+        "the observer '" + name() + "' did not see a confined process read its probe file (" + why +
+        "), so its audit cannot be trusted on this host. Tracing may be forbidden (the "
+        "kernel.yama.ptrace_scope sysctl, a container without ptrace or seccomp); repair "
+        "it, or run unaudited on purpose with --observer none.");
 }
 
 exec::LaunchSpec probe_launch_spec(const exec::LaunchSpec &call, fs::RunDirectory &run_dir,

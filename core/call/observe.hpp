@@ -8,6 +8,7 @@
 #include <string>
 
 #include "audit/observation.hpp"
+#include "call/outcome.hpp"
 #include "call/runtime.hpp"
 #include "exec/call_runner.hpp"
 #include "exec/exec_plan.hpp"
@@ -20,6 +21,7 @@ namespace tea::call {
 struct Executed {
     exec::CallResult result;
     std::optional<audit::Observation> observation;
+    std::string observer_reason;  // why the observer itself said its report is incomplete
 };
 
 class CallObserver {
@@ -53,8 +55,10 @@ class CallObserver {
     [[nodiscard]] bool confirmed(const exec::ExecPlan &sample, std::size_t target_args,
                                  const std::filesystem::path &private_root);
     // The confirmation of the probe call's run; remembered in the stamp. Exit 12 (or 128+N when
-    // interrupted) when the observer did not see the probe read its file.
-    void confirm(const Executed &probe_run, const std::string &probe_file);
+    // interrupted) when the observer did not see the probe read its file, naming the side that
+    // failed (call/outcome.hpp) and quoting the end of the probe's stderr (`stderr_file`).
+    void confirm(const Executed &probe_run, const std::string &probe_file,
+                 const std::string &backend, const std::filesystem::path &stderr_file);
 
    private:
     const Runtime &runtime_;

@@ -59,6 +59,35 @@ nlohmann::json identity_record(const CallOutcome &outcome) {
             {"lent", std::move(lent)}};
 }
 
+StartFailure start_failure(const exec::CallResult &result, const audit::Observation *observation,
+                           const std::string &observer_reason, const std::string &observer,
+                           const std::string &backend) {
+    const auto status = std::to_string(result.status());
+    if (!result.started) {
+        return {FailedSide::plan, "the plan of the backend '" + backend +
+                                      "' could not be started: " + result.start_error};
+    }
+    // A trace never written: the observer's own tracer did not run the plan.
+    if (observation != nullptr && !observation->target_started && !observer_reason.empty()) {
+        return {FailedSide::observer, "the observer '" + observer +
+                                          "' has no trace of the call (status " + status +
+                                          "): " + observer_reason};
+    }
+    const bool confinement_stood = !result.setup_marked || result.setup_reached;
+    if (confinement_stood && (result.status() == 126 || result.status() == 127)) {
+        // The shell's convention, which launchers (sh, env, bwrap's helper) follow: the target's
+        // own exec failed, found but not executable (126) or not found (127).
+        return {FailedSide::target_exec,
+                std::string{"the target could not be "} +
+                    (result.status() == 126 ? "executed" : "found") + " (status " + status +
+                    ") by the launcher in the plan of the backend '" + backend +
+                    "': the program must be in the confinement's view, and executable by the "
+                    "identity the target runs as"};
+    }
+    return {FailedSide::plan, "the plan of the backend '" + backend + "' ended (status " + status +
+                                  ") before the target started"};
+}
+
 nlohmann::json egress_refusals(const nlohmann::json &records) {
     if (records.is_object() && records.contains("refusals") && records["refusals"].is_array()) {
         return records["refusals"];

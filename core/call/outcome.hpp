@@ -13,6 +13,26 @@
 
 namespace tea::call {
 
+// Which side ended a call before its target started.
+enum class FailedSide {
+    none,
+    plan,         // the backend's plan (its launcher, its confinement) ended first
+    target_exec,  // the plan's launcher could not execute the target (126) or find it (127)
+    observer,     // the observer wrote no trace of the call
+};
+
+struct StartFailure {
+    FailedSide side = FailedSide::none;
+    std::string sentence;  // which side failed and how, for the user
+};
+
+// Which side ended a call whose target never started, from what the runner saw (`result`) and
+// what the observer reported (`observation`, null when none watched; `observer_reason`, the
+// observer's own reason for an incomplete report).
+StartFailure start_failure(const exec::CallResult &result, const audit::Observation *observation,
+                           const std::string &observer_reason, const std::string &observer,
+                           const std::string &backend);
+
 struct CallOutcome {
     exec::CallResult result;
     std::string confinement;
@@ -23,6 +43,7 @@ struct CallOutcome {
     // The audit shows the confinement ending before the target started (bwrap refused a bind,
     // say): nothing of the target ran, so its status is the infrastructure's, not the target's.
     bool target_never_started = false;
+    StartFailure start_failure;        // which side failed, when the target never started
     std::vector<egress::Item> egress;  // the items the call's route admitted (empty: no route)
     // The egress plugin's records of the call (an object; empty for a call without a route).
     nlohmann::json egress_records = nlohmann::json::object();

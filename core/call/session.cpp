@@ -19,6 +19,9 @@ namespace {
 // The variables a route gives the target. A call without a route loses any the host held: a
 // host's proxy setting would name a proxy the confined target cannot reach, and a client that
 // trusted it would fail in ways that look like the route's.
+// What the confirmation probe's stderr keeps, for naming what failed.
+constexpr std::uint64_t kProbeStderrCap = 64 * 1024;
+
 constexpr std::array<const char *, 3> kRouteVariables{"HTTPS_PROXY", "https_proxy",
                                                       "NODE_USE_ENV_PROXY"};
 
@@ -150,6 +153,7 @@ Executed CallSession::execute(const exec::LaunchSpec &spec, const exec::ExecPlan
     if (observed) {
         out.observation = observer_.collect(plan, trace_dir);
         phase("trace collected");
+        out.observer_reason = out.observation->reason;
         complete_observation(*out.observation, out.result);
     }
     return out;
@@ -210,7 +214,11 @@ void CallSession::confirm_observer(const exec::ExecPlan &sample, const exec::Lau
     run.timeout = std::chrono::seconds{30};
     run.kill_grace = runtime_.config.call.kill_grace;
     run.signal_fd = Signals::instance().fd();
-    observer_.confirm(execute_with_retry(spec, plan, run_dir, run, true), probe);
+    // Kept for the failure's sentence: the plan's own message says what failed in it.
+    run.err.file = run_dir.make_directory("probe-") / "stderr";
+    run.err.cap_bytes = kProbeStderrCap;
+    const auto executed = execute_with_retry(spec, plan, run_dir, run, true);
+    observer_.confirm(executed, probe, backend_name(), run.err.file);
     phase("observer confirmed");
 }
 
@@ -407,6 +415,13 @@ CallOutcome CallSession::call(exec::LaunchSpec spec, const exec::RunOptions &run
         outcome.target_never_started =
             outcome.target_never_started ||
             (executed.result.started && !executed.observation->target_started);
+    }
+    if (outcome.target_never_started) {
+        outcome.start_failure =
+            start_failure(executed.result, executed.observation ? &*executed.observation : nullptr,
+                          executed.observer_reason, observer_.name(), backend_name());
+    }
+    if (executed.observation) {
         audit::resolve_named_on_host(*executed.observation, host_view(spec, plan, private_root_));
         outcome.audit = audit::judge_observation(
             *executed.observation, call_grants(spec, plan, private_root_), observer_.name());

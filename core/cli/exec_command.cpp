@@ -50,15 +50,23 @@ int exec_command(const CommonOptions &common, const ExecOptions &options) {
 
     int status = outcome.status;
     if (outcome.target_never_started && result.interrupted_by == 0) {
-        // Tried twice (or stopped at its timeout), and neither time did the confinement reach
-        // the target: the status is the confinement's (or the observer saw nothing), never the
-        // target's, and passing it on would let a caller read a host failure as the command's.
-        spdlog::error(
-            "the confinement ended (status {}) before the target started{}: this host cannot "
-            "confine or observe the call now (the confinement's own message, if any, is above; "
-            "the sandbox account may have reached its process limit)",
-            outcome.status, result.timed_out ? ", at the call's timeout" : ", twice");
-        status = static_cast<int>(ExitCode::no_confine);
+        if (outcome.start_failure.side == call::FailedSide::target_exec) {
+            // The target's own exec failed: its status is the shell's 126 or 127, as for a target
+            // the runner itself could not start.
+            spdlog::error("{} (the launcher's own message, if any, is above)",
+                          outcome.start_failure.sentence);
+        } else {
+            // Tried twice (or stopped at its timeout), and neither time did the confinement reach
+            // the target: the status is the confinement's (or the observer saw nothing), never
+            // the target's, and passing it on would let a caller read a host failure as the
+            // command's.
+            spdlog::error(
+                "{}{}: this host cannot confine or observe the call now (the plan's own message, "
+                "if any, is above)",
+                outcome.start_failure.sentence,
+                result.timed_out ? ", at the call's timeout" : ", twice");
+            status = static_cast<int>(ExitCode::no_confine);
+        }
     }
     const bool violation =
         outcome.audit.audited && (!outcome.audit.findings.empty() || !outcome.audit.complete);
