@@ -2,10 +2,15 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
+#include <optional>
 #include <string>
 
 #include "call/launch.hpp"
 #include "cli/runtime.hpp"
+#include "evaluation/evaluation.hpp"
+#include "evaluation/trials.hpp"
+#include "git/workspace_source.hpp"
 
 namespace tea::cli {
 
@@ -25,11 +30,21 @@ struct ScoreOptions {
     std::filesystem::path run_dir;  // EVAL_DIR/runs/<run-id>
 };
 
+// An evaluation loaded, its source found and its session opened; nullopt (its problems printed)
+// when the folder is malformed.
+struct OpenedEvaluation {
+    evaluation::Evaluation ev;
+    std::unique_ptr<call::CallSession> session;
+    git::WorkspaceSource source;
+};
+std::optional<OpenedEvaluation> open_evaluation(const CommonOptions &common,
+                                                const std::filesystem::path &folder);
+
+// The progress lines of run and preflight on stderr (rewritten in place on a terminal).
+std::unique_ptr<evaluation::TrialProgress> progress_lines(bool quiet);
+
 int exec_command(const CommonOptions &common, const ExecOptions &options);
 int run_command(const CommonOptions &common, const RunCommandOptions &options);
-// preflight EVAL_DIR: every probe's call on pristine workspaces, in `legs` legs.
-int preflight_evaluation(const CommonOptions &common, const std::filesystem::path &folder,
-                         int legs);
 int score_command(const CommonOptions &common, const ScoreOptions &options);
 int preflight_command(const CommonOptions &common, const PreflightOptions &options);
 int plugins_command(const CommonOptions &common);

@@ -3,10 +3,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/budgets.hpp"
 #include "cli/commands.hpp"
 #include "cli/report.hpp"
-#include "cli/target_git.hpp"
+#include "evaluation/budgets.hpp"
+#include "evaluation/target_git.hpp"
 #include "util/console.hpp"
 #include "util/error.hpp"
 
@@ -33,7 +33,7 @@ int exec_command(const CommonOptions &common, const ExecOptions &options) {
     auto &session = *session_ptr;
     auto spec = session.launch_spec(options);
     // Lives until the call has ended: it holds the private repository the call reads.
-    const auto git = give_exec_target_git(spec, session.private_root());
+    const auto git = evaluation::give_exec_target_git(spec, session.private_root());
     if (!git.history.empty()) {
         spdlog::info("the workspace's git directory is withheld; history: {}", git.history);
     }
@@ -44,7 +44,7 @@ int exec_command(const CommonOptions &common, const ExecOptions &options) {
     run.out.tee_fd = common.json ? STDERR_FILENO : STDOUT_FILENO;
     run.err.tee_fd = STDERR_FILENO;
     run.in = call_stdin();
-    run.budget = configured_budget(session.runtime().config.budgets);
+    run.budget = evaluation::configured_budget(session.runtime().config.budgets);
     const auto outcome = session.call(std::move(spec), run, route_request);
     const auto &result = outcome.result;
 
@@ -90,7 +90,7 @@ int exec_command(const CommonOptions &common, const ExecOptions &options) {
             "documentation says why, and what to change)",
             outcome.sockets_left_reachable.size());
     }
-    const auto hits = budget_hits(result.budget);
+    const auto hits = evaluation::budget_hits(result.budget);
     for (const auto &hit : hits) {
         console::err() << "tea-evaluate: budget: " << hit["detail"].get<std::string>() << '\n';
     }
@@ -115,7 +115,7 @@ int exec_command(const CommonOptions &common, const ExecOptions &options) {
             {"audit", audit::to_json(outcome.audit)},
             {"egress", nlohmann::json::parse(egress::items_to_json(outcome.egress))},
             {"egressRefusals", call::egress_refusals(outcome.egress_records)},
-            {"budget", call_budget_record(result.budget, result.limits)},
+            {"budget", evaluation::call_budget_record(result.budget, result.limits)},
             {"budgetHits", hits},
         };
         if (outcome.egress_records.contains("omitted")) {

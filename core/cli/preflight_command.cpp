@@ -15,6 +15,8 @@
 
 #include "cli/commands.hpp"
 #include "cli/report.hpp"
+#include "evaluation/budgets.hpp"
+#include "evaluation/trials.hpp"
 #include "fs/private_dirs.hpp"
 #include "util/console.hpp"
 #include "util/error.hpp"
@@ -84,6 +86,89 @@ std::size_t copy_workspace(const stdfs::path &from, const stdfs::path &to) {
         }
     }
     return skipped;
+}
+
+// preflight EVAL_DIR: every probe's call on pristine workspaces, in `legs` legs.
+int preflight_evaluation(const CommonOptions &common, const stdfs::path &folder, int legs) {
+    auto opened = open_evaluation(common, folder);
+    if (!opened) {
+        return static_cast<int>(ExitCode::usage);
+    }
+    const auto &ev = opened->ev;
+    auto &session = *opened->session;
+    if (!ev.confinement) {
+        console::err()
+            << "tea-evaluate: preflight: the evaluation opts out of confinement; its targets "
+               "run unconfined and unaudited, so there is nothing to check\n";
+        return 0;
+    }
+    fs::RunDirectory private_dir{session.private_root()};
+    evaluation::check_targets(ev, opened->source, private_dir);
+    evaluation::RunState state{ev, session, opened->source, "preflight"};
+    // The legs' calls have the trials' budgets (their file system stays the private root's).
+    state.budget = evaluation::configured_budget(session.runtime().config.budgets);
+    state.records = private_dir.make_directory("preflight-records-");
+    const auto progress = progress_lines(common.quiet);
+    std::map<std::string, int> seen;
+    std::map<std::string, std::string> reasons;
+    bool incomplete = false;
+    for (int leg = 1; leg <= legs; ++leg) {
+        // Each leg is a pristine workspace and a new home, as each trial of a run would be.
+        const auto workspace = private_dir.make_directory("workspace-");
+        const auto home = private_dir.make_directory("tea-evaluate-target-home-");
+        ::chmod(workspace.c_str(), 0755);
+        const auto repository = evaluation::prepare_workspace(state, workspace, private_dir);
+        const auto label = "preflight leg " + std::to_string(leg) + "/" + std::to_string(legs);
+        const auto calls =
+            evaluation::run_calls(state, leg, label, state.records / std::to_string(leg), workspace,
+                                  home, repository, private_dir, *progress);
+        if (calls.interrupted != 0) {
+            return 128 + calls.interrupted;
+        }
+        if (!calls.audited_all) {
+            throw host_error("preflight needs audited calls, and a call of leg " +
+                             std::to_string(leg) + " was not audited");
+        }
+        incomplete = incomplete || calls.lossy;
+        if (calls.truncated > 0) {
+            console::err() << "tea-evaluate: preflight: " << calls.truncated << " call"
+                           << (calls.truncated == 1 ? "" : "s") << " of leg " << leg << " left "
+                           << calls.sockets_left_reachable.size()
+                           << " host socket(s) reachable (the confinement did not mask them); "
+                              "a run records them in hostSocketTruncation\n";
+        }
+        for (const auto &path : calls.observed) ++seen[path];
+        reasons.insert(calls.reasons.begin(), calls.reasons.end());
+        fs::remove_tree(workspace);
+        if (!repository.empty()) fs::remove_tree(repository);
+        fs::remove_tree(home);
+    }
+    std::vector<std::string> every;
+    for (const auto &[path, n] : seen) {
+        if (n == legs) every.push_back(path);
+    }
+    if (!every.empty()) {
+        console::err() << "tea-evaluate: preflight: every leg opened " << every.size() << " path"
+                       << (every.size() == 1 ? "" : "s")
+                       << " outside the grants; every trial will too (declare what an entry "
+                          "legitimately reads in its systemPaths):\n";
+        for (const auto &path : every) {
+            console::err() << "  " << printable(path) << "  (" << printable(reasons[path]) << ")\n";
+        }
+    } else {
+        console::err() << "tea-evaluate: preflight: no path outside the grants in every leg\n";
+    }
+    if (incomplete) {
+        console::err() << "tea-evaluate: preflight: the audit of a leg is incomplete, so it proves "
+                          "nothing\n";
+    }
+    if (common.json) {
+        console::out() << nlohmann::json{{"everyLeg", bytes::list_to_json(every)},
+                                         {"complete", !incomplete}}
+                              .dump(-1, ' ', console::on_terminal(stdout))
+                       << '\n';
+    }
+    return every.empty() && !incomplete ? 0 : static_cast<int>(ExitCode::invalid);
 }
 
 }  // namespace

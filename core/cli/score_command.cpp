@@ -9,7 +9,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/report.hpp"
-#include "cli/run_records.hpp"
+#include "evaluation/run_records.hpp"
 #include "fs/beneath.hpp"
 #include "util/console.hpp"
 #include "util/error.hpp"
@@ -214,7 +214,7 @@ Decision decide(const stdfs::path &run_dir, json *run_out) {
             }
         }
         std::vector<std::string> paths(manifest_observed.begin(), manifest_observed.end());
-        withheld_first(paths, withheld);
+        evaluation::withheld_first(paths, withheld);
         for (const auto &path : paths) {
             d.invalid.push_back("mount outside allowlist: " + path);
         }

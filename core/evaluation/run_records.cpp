@@ -1,4 +1,4 @@
-#include "cli/run_records.hpp"
+#include "evaluation/run_records.hpp"
 
 #include <algorithm>
 #include <tea/json_bytes.hpp>
@@ -7,7 +7,7 @@
 #include "fs/private_dirs.hpp"
 #include "util/paths.hpp"
 
-namespace tea::cli {
+namespace tea::evaluation {
 namespace {
 
 using nlohmann::json;
@@ -154,4 +154,4 @@ json isolation_manifest(const json &run, const evaluation::Evaluation &ev,
                 {"forbiddenInputs", forbidden}};
 }
 
-}  // namespace tea::cli
+}  // namespace tea::evaluation

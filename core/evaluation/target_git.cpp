@@ -1,4 +1,4 @@
-#include "cli/target_git.hpp"
+#include "evaluation/target_git.hpp"
 
 #include <sys/stat.h>
 
@@ -15,7 +15,7 @@
 #include "util/error.hpp"
 #include "util/paths.hpp"
 
-namespace tea::cli {
+namespace tea::evaluation {
 
 namespace stdfs = std::filesystem;
 
@@ -152,4 +152,4 @@ ExecGit give_exec_target_git(exec::LaunchSpec &spec, const stdfs::path &private_
     return {"private repository", std::move(run_dir)};
 }
 
-}  // namespace tea::cli
+}  // namespace tea::evaluation

@@ -1,6 +1,6 @@
-#include "cli/budgets.hpp"
+#include "evaluation/budgets.hpp"
 
-namespace tea::cli {
+namespace tea::evaluation {
 namespace {
 
 using nlohmann::json;
@@ -124,4 +124,4 @@ json budget_hits(const exec::BudgetReport &report) {
     return hits;
 }
 
-}  // namespace tea::cli
+}  // namespace tea::evaluation

@@ -12,7 +12,7 @@
 #include "exec/call_cgroup.hpp"
 #include "exec/exec_plan.hpp"
 
-namespace tea::cli {
+namespace tea::evaluation {
 
 // A call's budget under the configuration alone (exec). Throws tea::Error when the memory
 // budget is a share of a host memory that cannot be read.
@@ -35,4 +35,4 @@ nlohmann::json call_budget_record(const exec::BudgetReport &report, const exec::
 // One item per budget the call reached: {"budget", "count", "detail"}; empty when none.
 nlohmann::json budget_hits(const exec::BudgetReport &report);
 
-}  // namespace tea::cli
+}  // namespace tea::evaluation

@@ -10,7 +10,7 @@
 
 #include "evaluation/evaluation.hpp"
 
-namespace tea::cli {
+namespace tea::evaluation {
 
 struct RunSummary {
     std::string run_id;
@@ -41,4 +41,4 @@ nlohmann::json isolation_manifest(const nlohmann::json &run, const evaluation::E
                                   const std::map<std::string, std::set<int>> &observed,
                                   const std::map<std::string, std::string> &reasons);
 
-}  // namespace tea::cli
+}  // namespace tea::evaluation

@@ -11,7 +11,7 @@
 #include "fs/private_dirs.hpp"
 #include "git/workspace_source.hpp"
 
-namespace tea::cli {
+namespace tea::evaluation {
 
 // Builds the private repository of the source's evaluated commit in a fresh directory of
 // run_dir, withholding the repository-relative paths `withheld`; a build of the same commit is
@@ -45,4 +45,4 @@ struct ExecGit {
 // beneath private_root, so the backend grants the repository as part of the call's run.
 ExecGit give_exec_target_git(exec::LaunchSpec &spec, const std::filesystem::path &private_root);
 
-}  // namespace tea::cli
+}  // namespace tea::evaluation
