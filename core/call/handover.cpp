@@ -36,7 +36,7 @@ void hand_route(const std::string &socket, const exec::Lend &lend) {
 }
 
 std::vector<std::filesystem::path> Handover::searched_directories(
-    const exec::LaunchSpec &spec, const fs::RunDirectory &run_dir) const {
+    const exec::LaunchSpec &spec, const files::RunDirectory &run_dir) const {
     auto dirs = searched_by_target_;
     if (run_dir.made()) {
         dirs.push_back(run_dir.path());  // the trace, the route's socket, a home made for the call
@@ -83,7 +83,7 @@ void Handover::end() {
 // trees (exec/lending.hpp), kept in lending_ until the call has ended. Nothing for a plan that
 // keeps the invoker's identity.
 void Handover::hand_to_target(const exec::LaunchSpec &spec, const exec::ExecPlan &plan,
-                              fs::RunDirectory &run_dir) {
+                              files::RunDirectory &run_dir) {
     if (!plan.lend.requested && !plan.run_as.requested) {
         return;
     }

@@ -11,7 +11,7 @@
 
 #include "exec/exec_plan.hpp"
 #include "exec/lending.hpp"
-#include "fs/private_dirs.hpp"
+#include "files/private_dirs.hpp"
 
 namespace tea::call {
 
@@ -32,7 +32,7 @@ class Handover {
     // path below them as that identity: the run directories it must pass through, and the plan's
     // lent trees. Nothing for a plan that keeps the invoker's identity. Exit 12 when it cannot.
     void hand_to_target(const exec::LaunchSpec &spec, const exec::ExecPlan &plan,
-                        fs::RunDirectory &run_dir);
+                        files::RunDirectory &run_dir);
 
     // The call's own mount namespace, where its lent directories are; -1: none.
     [[nodiscard]] int mount_namespace() const;
@@ -47,7 +47,7 @@ class Handover {
 
    private:
     [[nodiscard]] std::vector<std::filesystem::path> searched_directories(
-        const exec::LaunchSpec &spec, const fs::RunDirectory &run_dir) const;
+        const exec::LaunchSpec &spec, const files::RunDirectory &run_dir) const;
 
     std::filesystem::path private_root_;
     std::vector<std::filesystem::path> removed_after_;       // of the call running now

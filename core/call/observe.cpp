@@ -133,8 +133,8 @@ exec::ExecPlan CallObserver::wrap(const exec::ExecPlan &plan,
     try {
         wrapped = exec::exec_plan_from_json(text);
     } catch (const std::exception &e) {
-        throw runtime_error("the observer '" + observer_.plugin->name() +
-                            "' returned an invalid exec plan: " + e.what());
+        throw runtime_failure("the observer '" + observer_.plugin->name() +
+                              "' returned an invalid exec plan: " + e.what());
     }
     // An observer changes how the plan runs, never what the confinement recorded or lends.
     wrapped.confinement = plan.confinement;
@@ -148,11 +148,11 @@ exec::ExecPlan CallObserver::wrap(const exec::ExecPlan &plan,
         if (wrapped.setup_mark_fd >= 0 ||
             std::any_of(wrapped.files.begin(), wrapped.files.end(),
                         [&](const exec::PlanFile &f) { return f.child_fd == plan.handoff_fd; })) {
-            throw runtime_error("the observer '" + observer_.plugin->name() +
-                                "' returned an invalid exec plan: it uses descriptor " +
-                                std::to_string(wrapped.setup_mark_fd >= 0 ? wrapped.setup_mark_fd
-                                                                          : plan.handoff_fd) +
-                                ", which the host places for the plan's holder");
+            throw runtime_failure("the observer '" + observer_.plugin->name() +
+                                  "' returned an invalid exec plan: it uses descriptor " +
+                                  std::to_string(wrapped.setup_mark_fd >= 0 ? wrapped.setup_mark_fd
+                                                                            : plan.handoff_fd) +
+                                  ", which the host places for the plan's holder");
         }
         wrapped.holder = plan.holder;
         wrapped.handoff_fd = plan.handoff_fd;
@@ -237,7 +237,7 @@ void CallObserver::confirm(const Executed &executed, const std::string &probe,
         "it, or run unaudited on purpose with --observer none.");
 }
 
-exec::LaunchSpec probe_launch_spec(const exec::LaunchSpec &call, fs::RunDirectory &run_dir,
+exec::LaunchSpec probe_launch_spec(const exec::LaunchSpec &call, files::RunDirectory &run_dir,
                                    const Runtime &runtime, std::string *probe_file) {
     const auto &private_root = run_dir.private_root();
     exec::LaunchSpec spec;

@@ -12,7 +12,7 @@
 #include "call/runtime.hpp"
 #include "exec/call_runner.hpp"
 #include "exec/exec_plan.hpp"
-#include "fs/private_dirs.hpp"
+#include "files/private_dirs.hpp"
 #include "plugins/selection.hpp"
 
 namespace tea::call {
@@ -73,7 +73,7 @@ class CallObserver {
 // The confirmation probe's launch spec, its directories in run_dir: a confined `cat` of a probe
 // file in a fresh home, with the call's own workspace and withheld paths, so the probe lends and
 // covers nothing the call itself would not. *probe_file is the file it reads.
-exec::LaunchSpec probe_launch_spec(const exec::LaunchSpec &call, fs::RunDirectory &run_dir,
+exec::LaunchSpec probe_launch_spec(const exec::LaunchSpec &call, files::RunDirectory &run_dir,
                                    const Runtime &runtime, std::string *probe_file);
 
 }  // namespace tea::call

@@ -23,13 +23,13 @@ void check_lend(const exec::ExecPlan &plan, const exec::LaunchSpec &spec) {
     for (const auto &p : plan.lend.paths) {
         if (contains(spec.unmade, p) && (!plan.make_dirs || !contains(*plan.make_dirs, p))) {
             // A name with nothing behind it: lending it would chown whatever appears there.
-            throw runtime_error("the backend asked to hand " + p +
-                                " to the sandbox identity, a directory it left unmade");
+            throw runtime_failure("the backend asked to hand " + p +
+                                  " to the sandbox identity, a directory it left unmade");
         }
         if (p != spec.workspace && p != spec.temp_dir && p != spec.home) {
-            throw runtime_error("the backend asked to hand " + p +
-                                " to the sandbox identity; only the workspace, the call's temp "
-                                "directory and the home may be");
+            throw runtime_failure("the backend asked to hand " + p +
+                                  " to the sandbox identity; only the workspace, the call's temp "
+                                  "directory and the home may be");
         }
     }
     // A call given an identity of its own shares it with no other: a plan that runs the target,
@@ -40,7 +40,7 @@ void check_lend(const exec::ExecPlan &plan, const exec::LaunchSpec &spec) {
         };
         if ((plan.run_as.requested && other(plan.run_as.uid, plan.run_as.gid)) ||
             (plan.lend.requested && other(plan.lend.uid, plan.lend.gid))) {
-            throw runtime_error(
+            throw runtime_failure(
                 "the backend planned the target as another identity than the "
                 "call's own (uid " +
                 std::to_string(spec.identity->uid) + ", [confinement] uid_range)");
@@ -63,31 +63,31 @@ void check_plan(const exec::ExecPlan &plan, const exec::LaunchSpec &spec,
     for (const auto &f : plan.files) {
         if (f.deferred && !spec.staged) {
             // Only a staged call's process may start before its files are whole.
-            throw runtime_error(invalid_plan(backend) + "files: descriptor " +
-                                std::to_string(f.child_fd) +
-                                " is deferred in a plan the launch spec asked to be complete");
+            throw runtime_failure(invalid_plan(backend) + "files: descriptor " +
+                                  std::to_string(f.child_fd) +
+                                  " is deferred in a plan the launch spec asked to be complete");
         }
     }
     for (const auto &d : plan.make_dirs.value_or(std::vector<std::string>{})) {
         if (!contains(spec.unmade, d)) {
             // The host makes only the call's own directories, never a path a plugin names.
-            throw runtime_error(invalid_plan(backend) + "makeDirs: " + d +
-                                " is not a directory the launch spec left unmade");
+            throw runtime_failure(invalid_plan(backend) + "makeDirs: " + d +
+                                  " is not a directory the launch spec left unmade");
         }
     }
     if (spec.role == "grader") {
         if (plan.lend.requested || plan.run_as.requested) {
             // A grader keeps the invoking identity; a plan that hands it anything is not a
             // grader's.
-            throw runtime_error("the backend '" + backend +
-                                "' answered a grader's launch spec with a target's plan");
+            throw runtime_failure("the backend '" + backend +
+                                  "' answered a grader's launch spec with a target's plan");
         }
         return;
     }
     check_lend(plan, spec);
 }
 
-void make_planned_dirs(const exec::ExecPlan &plan, fs::RunDirectory &run_dir) {
+void make_planned_dirs(const exec::ExecPlan &plan, files::RunDirectory &run_dir) {
     for (const auto &d : plan.make_dirs.value_or(std::vector<std::string>{})) {
         run_dir.make_named(d);
     }
@@ -108,11 +108,12 @@ exec::ExecPlan Planner::prepare(const exec::LaunchSpec &spec) const {
     try {
         return exec::exec_plan_from_json(plan_json);
     } catch (const std::exception &e) {
-        throw runtime_error(invalid_plan(name()) + e.what());
+        throw runtime_failure(invalid_plan(name()) + e.what());
     }
 }
 
-exec::ExecPlan Planner::prepare_complete(exec::LaunchSpec &spec, fs::RunDirectory &run_dir) const {
+exec::ExecPlan Planner::prepare_complete(exec::LaunchSpec &spec,
+                                         files::RunDirectory &run_dir) const {
     auto plan = prepare(spec);
     if (!spec.unmade.empty() && !plan.make_dirs) {
         for (const auto &d : spec.unmade) {

@@ -16,7 +16,7 @@
 #include <string>
 
 #include "exec/exec_plan.hpp"
-#include "fs/private_dirs.hpp"
+#include "files/private_dirs.hpp"
 #include "plugins/selection.hpp"
 
 namespace tea::call {
@@ -30,7 +30,7 @@ void check_plan(const exec::ExecPlan &plan, const exec::LaunchSpec &spec,
                 const std::string &backend);
 
 // Makes the directories the plan asks for, all of them the call's own (checked by check_plan).
-void make_planned_dirs(const exec::ExecPlan &plan, fs::RunDirectory &run_dir);
+void make_planned_dirs(const exec::ExecPlan &plan, files::RunDirectory &run_dir);
 
 class Planner {
    public:
@@ -44,7 +44,7 @@ class Planner {
     // more for a backend that does not answer for the spec's unmade directories (a backend that
     // does not know of them: silence would leave its target's TMPDIR or HOME naming nothing),
     // which gets them made and is asked again.
-    exec::ExecPlan prepare_complete(exec::LaunchSpec &spec, fs::RunDirectory &run_dir) const;
+    exec::ExecPlan prepare_complete(exec::LaunchSpec &spec, files::RunDirectory &run_dir) const;
 
     [[nodiscard]] const std::string &name() const;
 

@@ -71,11 +71,11 @@ CallSession::CallSession(Runtime runtime, const std::filesystem::path &private_r
           phase("backend selected and probed");
           return selected;
       }()},
-      private_root_{fs::open_private_root(private_root)},
+      private_root_{files::open_private_root(private_root)},
       planner_{backend_},
       observer_{runtime_, backend_},
       handover_{private_root_} {
-    if (const int n = fs::reclaim_leftovers(private_root_); n > 0) {
+    if (const int n = files::reclaim_leftovers(private_root_); n > 0) {
         spdlog::info("reclaimed {} private directories a killed run left in {}", n,
                      private_root_.string());
     }
@@ -113,7 +113,7 @@ exec::LaunchSpec CallSession::launch_spec(const CallOptions &options) const {
 }
 
 Executed CallSession::execute(const exec::LaunchSpec &spec, const exec::ExecPlan &plan,
-                              fs::RunDirectory &run_dir, const exec::RunOptions &run,
+                              files::RunDirectory &run_dir, const exec::RunOptions &run,
                               bool observed) {
     Executed out;
     std::filesystem::path trace_dir;
@@ -125,8 +125,8 @@ Executed CallSession::execute(const exec::LaunchSpec &spec, const exec::ExecPlan
             // first exec), so that identity writes the trace. No target reaches the directory:
             // every confined view covers the private root.
             if (::chown(trace_dir.c_str(), plan.run_as.uid, plan.run_as.gid) != 0) {
-                throw runtime_error("cannot hand the trace directory " + trace_dir.string() +
-                                    " to the sandbox identity: " + errno_text(errno));
+                throw runtime_failure("cannot hand the trace directory " + trace_dir.string() +
+                                      " to the sandbox identity: " + errno_text(errno));
             }
         }
         to_run = observer_.wrap(plan, trace_dir);
@@ -165,7 +165,7 @@ Executed CallSession::execute(const exec::LaunchSpec &spec, const exec::ExecPlan
 // away between the backend's scan and bwrap binding over it, which another process on a busy
 // host may do at any time.
 Executed CallSession::execute_with_retry(const exec::LaunchSpec &spec, exec::ExecPlan &plan,
-                                         fs::RunDirectory &run_dir, const exec::RunOptions &run,
+                                         files::RunDirectory &run_dir, const exec::RunOptions &run,
                                          bool observed) {
     auto executed = execute(spec, plan, run_dir, run, observed);
     const auto &r = executed.result;
@@ -180,9 +180,9 @@ Executed CallSession::execute_with_retry(const exec::LaunchSpec &spec, exec::Exe
             r.status());
         plan = planner_.prepare(spec);
         if (!spec.unmade.empty() && !plan.make_dirs) {
-            throw runtime_error("the backend '" + backend_name() +
-                                "' returned an invalid exec plan: makeDirs: missing, though it "
-                                "answered it for the same call before");
+            throw runtime_failure("the backend '" + backend_name() +
+                                  "' returned an invalid exec plan: makeDirs: missing, though it "
+                                  "answered it for the same call before");
         }
         check_plan(plan, spec, backend_name());
         make_planned_dirs(plan, run_dir);
@@ -202,7 +202,7 @@ void CallSession::confirm_observer(const exec::ExecPlan &sample, const exec::Lau
     if (observer_.confirmed(sample, call.argv.size(), private_root_)) {
         return;
     }
-    fs::RunDirectory run_dir{private_root_};
+    files::RunDirectory run_dir{private_root_};
     std::string probe;
     auto spec = probe_launch_spec(call, run_dir, runtime_, &probe);
     auto plan = planner_.prepare(spec);
@@ -224,8 +224,8 @@ void CallSession::confirm_observer(const exec::ExecPlan &sample, const exec::Lau
 
 // The call's route out, served for the call's duration from a directory of its own beneath the
 // run's private parent; nullptr for a call that lists no host.
-std::unique_ptr<egress::Session> CallSession::open_route(const EgressRequest &request,
-                                                         fs::RunDirectory &run_dir) {
+std::unique_ptr<egress::OpenRoute> CallSession::open_route(const EgressRequest &request,
+                                                           files::RunDirectory &run_dir) {
     if (request.items.empty()) {
         return nullptr;
     }
@@ -235,7 +235,7 @@ std::unique_ptr<egress::Session> CallSession::open_route(const EgressRequest &re
     }
     const auto dir = run_dir.make_directory("egress-");
     auto route =
-        std::make_unique<egress::Session>(*egress_.instance, request.entry, request.items, dir);
+        std::make_unique<egress::OpenRoute>(*egress_.instance, request.entry, request.items, dir);
     phase("egress route opened");
     return route;
 }
@@ -246,7 +246,7 @@ std::unique_ptr<egress::Session> CallSession::open_route(const EgressRequest &re
 // plan. Returns the staged answer when it is the call's whole plan.
 std::optional<exec::ExecPlan> CallSession::stage(exec::LaunchSpec &spec,
                                                  const exec::RunOptions &run,
-                                                 fs::RunDirectory &run_dir) {
+                                                 files::RunDirectory &run_dir) {
     route_environment(spec.env, nullptr);
     spec.staged = true;
     auto first = planner_.prepare(spec);
@@ -303,7 +303,7 @@ CallOutcome CallSession::call(exec::LaunchSpec spec, const exec::RunOptions &run
     }
     // Made on the host only when something needs it: a backend of ABI 1.3 provides the call's
     // temp directory (and a home made for this call alone) inside its confinement.
-    fs::RunDirectory run_dir{private_root_, fs::RunDirectory::Creation::with_first_directory};
+    files::RunDirectory run_dir{private_root_, files::RunDirectory::Creation::with_first_directory};
     check_call_paths(spec, private_root_);
     const bool backend_makes = backend_.plugin->abi_minor() >= 3;
     spec.unmade.clear();
@@ -329,8 +329,8 @@ CallOutcome CallSession::call(exec::LaunchSpec spec, const exec::RunOptions &run
     } else if (std::filesystem::path{spec.home}.lexically_normal().parent_path().parent_path() !=
                private_root_.lexically_normal()) {
         // A home elsewhere would escape the cover the confinement lays over the private root.
-        throw runtime_error("the home " + spec.home + " does not lie beneath the private root " +
-                            private_root_.string());
+        throw runtime_failure("the home " + spec.home + " does not lie beneath the private root " +
+                              private_root_.string());
     }
     phase("private directories made");
     const auto call_env = spec.env;

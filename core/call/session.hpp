@@ -22,7 +22,7 @@
 #include "exec/call_identity.hpp"
 #include "exec/call_runner.hpp"
 #include "exec/exec_plan.hpp"
-#include "fs/private_dirs.hpp"
+#include "files/private_dirs.hpp"
 #include "plugins/selection.hpp"
 
 namespace tea::call {
@@ -80,19 +80,19 @@ class CallSession {
     // Runs a prepared plan: wrapped by the observer when `observed`, with the call's directories
     // lent to the target's identity for the call's duration only.
     Executed execute(const exec::LaunchSpec &spec, const exec::ExecPlan &plan,
-                     fs::RunDirectory &run_dir, const exec::RunOptions &run, bool observed);
+                     files::RunDirectory &run_dir, const exec::RunOptions &run, bool observed);
     Executed execute_with_retry(const exec::LaunchSpec &spec, exec::ExecPlan &plan,
-                                fs::RunDirectory &run_dir, const exec::RunOptions &run,
+                                files::RunDirectory &run_dir, const exec::RunOptions &run,
                                 bool observed);
     // Before the first audited call: a traced, confined reader of a probe file must be seen
     // reading it, or the audit's empty list would be no evidence of anything.
     void confirm_observer(const exec::ExecPlan &sample, const exec::LaunchSpec &call);
-    std::unique_ptr<egress::Session> open_route(const EgressRequest &request,
-                                                fs::RunDirectory &run_dir);
+    std::unique_ptr<egress::OpenRoute> open_route(const EgressRequest &request,
+                                                  files::RunDirectory &run_dir);
     // (ABI 1.5) For an unaudited call without a route out: the backend's answer to the staged
     // spec, started at once when it defers files (staged_), or kept as the call's whole plan.
     std::optional<exec::ExecPlan> stage(exec::LaunchSpec &spec, const exec::RunOptions &run,
-                                        fs::RunDirectory &run_dir);
+                                        files::RunDirectory &run_dir);
 
     std::chrono::steady_clock::time_point started_;
     Runtime runtime_;

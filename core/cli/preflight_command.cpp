@@ -17,7 +17,7 @@
 #include "cli/report.hpp"
 #include "evaluation/budgets.hpp"
 #include "evaluation/trials.hpp"
-#include "fs/private_dirs.hpp"
+#include "files/private_dirs.hpp"
 #include "util/console.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
@@ -40,23 +40,23 @@ class LegsDirectory {
         if (ec) {
             base = "/tmp";
         }
-        fs::reclaim_unlocked(base, legs_prefix);  // the legs of killed preflights
-        path_ = base / (std::string{legs_prefix} + fs::random_token());
+        files::reclaim_unlocked(base, legs_prefix);  // the legs of killed preflights
+        path_ = base / (std::string{legs_prefix} + files::random_token());
         // The legs are copies of a workspace whose own parents may keep other users out: only the
         // invoker may search this directory. As root, the target runs as the sandbox account and
         // must reach its leg: searchable by everyone (never listable, each leg's name unguessable)
         // until the first call hands the directory to that account's group alone
         // (CallSession::search_by_target), since a leg's name shows in `ps` once its call runs.
         try {
-            lock_ = fs::make_locked_directory(path_, ::geteuid() == 0 ? 0711 : 0700);
+            lock_ = files::make_locked_directory(path_, ::geteuid() == 0 ? 0711 : 0700);
         } catch (const Error &e) {
-            throw runtime_error("cannot make a directory for the preflight legs under " +
-                                base.string() + ": " + e.what());
+            throw runtime_failure("cannot make a directory for the preflight legs under " +
+                                  base.string() + ": " + e.what());
         }
     }
     LegsDirectory(const LegsDirectory &) = delete;
     LegsDirectory &operator=(const LegsDirectory &) = delete;
-    ~LegsDirectory() { fs::remove_locked_directory(path_, lock_); }
+    ~LegsDirectory() { files::remove_locked_directory(path_, lock_); }
     [[nodiscard]] const stdfs::path &path() const { return path_; }
 
    private:
@@ -102,7 +102,7 @@ int preflight_evaluation(const CommonOptions &common, const stdfs::path &folder,
                "run unconfined and unaudited, so there is nothing to check\n";
         return 0;
     }
-    fs::RunDirectory private_dir{session.private_root()};
+    files::RunDirectory private_dir{session.private_root()};
     evaluation::check_targets(ev, opened->source, private_dir);
     evaluation::RunState state{ev, session, opened->source, "preflight"};
     // The legs' calls have the trials' budgets (their file system stays the private root's).
@@ -139,9 +139,9 @@ int preflight_evaluation(const CommonOptions &common, const stdfs::path &folder,
         }
         for (const auto &path : calls.observed) ++seen[path];
         reasons.insert(calls.reasons.begin(), calls.reasons.end());
-        fs::remove_tree(workspace);
-        if (!repository.empty()) fs::remove_tree(repository);
-        fs::remove_tree(home);
+        files::remove_tree(workspace);
+        if (!repository.empty()) files::remove_tree(repository);
+        files::remove_tree(home);
     }
     std::vector<std::string> every;
     for (const auto &[path, n] : seen) {
@@ -206,13 +206,13 @@ int preflight_command(const CommonOptions &common, const PreflightOptions &optio
         // A random part: until its first call, the legs' directory is searchable by everyone when
         // the runtime is root, and a name another user could guess would hand them the copy.
         const auto workspace =
-            legs_dir.path() / ("leg-" + std::to_string(leg) + "-" + fs::random_token());
+            legs_dir.path() / ("leg-" + std::to_string(leg) + "-" + files::random_token());
         std::size_t skipped = 0;
         try {
             skipped = copy_workspace(pristine.workspace, workspace);
         } catch (const stdfs::filesystem_error &e) {
-            throw runtime_error("cannot copy the workspace " + pristine.workspace + " for leg " +
-                                std::to_string(leg) + ": " + e.what());
+            throw runtime_failure("cannot copy the workspace " + pristine.workspace + " for leg " +
+                                  std::to_string(leg) + ": " + e.what());
         }
         if (skipped > 0) {
             spdlog::warn("leg {}: {} special files of the workspace were not copied", leg, skipped);

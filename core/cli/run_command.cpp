@@ -129,7 +129,7 @@ int run_command(const CommonOptions &common, const RunCommandOptions &options) {
     const auto &source = opened->source;
 
     evaluation::RunState state{ev, session, source, evaluation::new_run_id()};
-    fs::RunDirectory private_dir{session.private_root()};
+    files::RunDirectory private_dir{session.private_root()};
     evaluation::begin_run(state, private_dir);
     console::err() << "tea-evaluate: run " << state.run_id << ": " << ev.trials << " trial"
                    << (ev.trials == 1 ? "" : "s") << " of " << ev.probes.size() << " call"

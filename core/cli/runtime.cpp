@@ -4,7 +4,7 @@
 
 #include <chrono>
 
-#include "fs/private_dirs.hpp"
+#include "files/private_dirs.hpp"
 #include "plugins/selection.hpp"
 
 namespace tea::cli {
@@ -31,7 +31,7 @@ std::unique_ptr<call::CallSession> open_session(const CommonOptions &common, boo
         }
         runtime.config.backend = runtime.config.opt_out_backend;
     }
-    return std::make_unique<call::CallSession>(std::move(runtime), fs::default_private_root(),
+    return std::make_unique<call::CallSession>(std::move(runtime), files::default_private_root(),
                                                started);
 }
 

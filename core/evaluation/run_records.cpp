@@ -4,7 +4,7 @@
 #include <tea/json_bytes.hpp>
 
 #include "audit/judge.hpp"
-#include "fs/private_dirs.hpp"
+#include "files/private_dirs.hpp"
 #include "util/paths.hpp"
 
 namespace tea::evaluation {
@@ -128,7 +128,7 @@ json isolation_manifest(const json &run, const evaluation::Evaluation &ev,
     }
     forbidden.push_back(
         {{"input", "the user's private root (other trials' homes, the runtime's state)"},
-         {"path", bytes::to_json(fs::default_private_root().string())},
+         {"path", bytes::to_json(files::default_private_root().string())},
          {"note", by + (opt_out ? "" : ": covered, only the trial's home bound back")}});
     forbidden.push_back({{"input", "the host's Unix sockets and network"},
                          {"note", by + (opt_out ? ""

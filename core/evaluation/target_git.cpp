@@ -10,7 +10,7 @@
 
 #include "exec/environment.hpp"
 #include "exec/git_config_env.hpp"
-#include "fs/beneath.hpp"
+#include "files/beneath.hpp"
 #include "git/private_repository.hpp"
 #include "util/error.hpp"
 #include "util/paths.hpp"
@@ -21,11 +21,11 @@ namespace stdfs = std::filesystem;
 
 stdfs::path build_target_repository(const git::WorkspaceSource &source,
                                     const std::vector<std::string> &withheld,
-                                    fs::RunDirectory &run_dir) {
-    auto repository = run_dir.path() / ("repository-" + fs::random_token(8));
+                                    files::RunDirectory &run_dir) {
+    auto repository = run_dir.path() / ("repository-" + files::random_token(8));
     const auto cache = run_dir.private_root() / "git-cache";
     if (::mkdir(cache.c_str(), 0700) != 0 && errno != EEXIST) {
-        throw runtime_error("cannot make " + cache.string() + ": " + errno_text(errno));
+        throw runtime_failure("cannot make " + cache.string() + ": " + errno_text(errno));
     }
     git::PrivateRepositoryRequest request;
     // The git directory the source was found in, never the work tree's .git read again.
@@ -119,7 +119,7 @@ ExecGit give_exec_target_git(exec::LaunchSpec &spec, const stdfs::path &private_
         (kind != stdfs::file_type::directory && kind != stdfs::file_type::regular)) {
         return {"none", nullptr};
     }
-    auto run_dir = std::make_unique<fs::RunDirectory>(private_root);
+    auto run_dir = std::make_unique<files::RunDirectory>(private_root);
     std::vector<std::string> withheld;
     for (const auto &w : spec.withhold) {
         if (within(w, source.worktree) && !within(w, source.git_dir) &&
@@ -142,7 +142,7 @@ ExecGit give_exec_target_git(exec::LaunchSpec &spec, const stdfs::path &private_
         // bwrap binds it as the sandbox identity: searchable, never listable.
         ::chmod(dir.c_str(), 0711);
         const auto file = dir / "dot-git";
-        fs::write_atomically(file, "gitdir: " + repository.string() + "\n");
+        files::write_atomically(file, "gitdir: " + repository.string() + "\n");
         ::chmod(file.c_str(), 0644);
         spec.read_only_over.push_back({file.string(), dot_git.string()});
     }

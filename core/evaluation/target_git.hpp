@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "exec/exec_plan.hpp"
-#include "fs/private_dirs.hpp"
+#include "files/private_dirs.hpp"
 #include "git/workspace_source.hpp"
 
 namespace tea::evaluation {
@@ -18,7 +18,7 @@ namespace tea::evaluation {
 // reused from <private root>/git-cache. Exit 12 (host_error) naming the reason when it cannot.
 std::filesystem::path build_target_repository(const git::WorkspaceSource &source,
                                               const std::vector<std::string> &withheld,
-                                              fs::RunDirectory &run_dir);
+                                              files::RunDirectory &run_dir);
 
 // Withholds the source's git directory from the call, and the repository around it (a
 // superproject, an outer repository): the project's history holds what --withhold hides in the
@@ -35,7 +35,7 @@ void grant_target_repository(exec::LaunchSpec &spec, const std::filesystem::path
 struct ExecGit {
     std::string history;  // "private repository", "none", or "" (no repository)
     // Holds the private repository and the call's home while the call runs (private repository).
-    std::unique_ptr<fs::RunDirectory> run_dir;
+    std::unique_ptr<files::RunDirectory> run_dir;
 };
 
 // exec's workspace in a git repository: the repository's git directory is withheld, and a

@@ -12,7 +12,7 @@
 #include "evaluation/budgets.hpp"
 #include "evaluation/target_git.hpp"
 #include "exec/environment.hpp"
-#include "fs/beneath.hpp"
+#include "files/beneath.hpp"
 #include "git/private_repository.hpp"
 #include "util/error.hpp"
 #include "util/signals.hpp"
@@ -131,10 +131,10 @@ json collect_artifacts(const RunState &state, const std::set<std::string> &entri
         stdfs::create_directories(dir);
         json mine = json::object();
         for (const auto &[name, rel] : entry->artifacts) {
-            const auto copy = fs::copy_out_beneath(workspace, rel, dir / name, kArtifactCap);
-            json item{{"path", bytes::to_json(rel)}, {"status", fs::to_string(copy.status)}};
-            if (copy.status == fs::CopyResult::Status::copied ||
-                copy.status == fs::CopyResult::Status::truncated) {
+            const auto copy = files::copy_out_beneath(workspace, rel, dir / name, kArtifactCap);
+            json item{{"path", bytes::to_json(rel)}, {"status", files::to_string(copy.status)}};
+            if (copy.status == files::CopyResult::Status::copied ||
+                copy.status == files::CopyResult::Status::truncated) {
                 item["file"] = (stdfs::path{"artifacts"} / id / name).string();
                 item["bytes"] = copy.bytes;
             } else {
@@ -150,7 +150,7 @@ json collect_artifacts(const RunState &state, const std::set<std::string> &entri
 }
 
 json run_evaluator(RunState &state, int index, const stdfs::path &trial_dir,
-                   fs::RunDirectory &private_dir, TrialProgress &progress) {
+                   files::RunDirectory &private_dir, TrialProgress &progress) {
     const auto &ev = state.ev;
     exec::LaunchSpec spec;
     spec.argv.push_back(ev.evaluator_program().string());
@@ -185,7 +185,7 @@ json run_evaluator(RunState &state, int index, const stdfs::path &trial_dir,
                    ": evaluator");
     std::string confinement;
     const auto r = state.session.grade(std::move(spec), run, &confinement);
-    fs::remove_tree(workdir);
+    files::remove_tree(workdir);
     if (r.interrupted_by != 0) {
         state.interrupted = r.interrupted_by;
         progress.finish("interrupted");
@@ -207,7 +207,7 @@ json run_evaluator(RunState &state, int index, const stdfs::path &trial_dir,
         record["verdict"] = verdict["verdict"];
         record["reasons"] = verdict["reasons"];
     }
-    fs::write_atomically(trial_dir / "verdict.json", record.dump(2) + "\n");
+    files::write_atomically(trial_dir / "verdict.json", record.dump(2) + "\n");
     progress.finish(record["verdict"].get<std::string>());
     return record;
 }
@@ -218,11 +218,11 @@ std::string new_run_id() {
     const auto tm = utc_tm();
     char buf[32];
     (void)std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
-    return std::string{buf} + "-" + fs::random_token(6);
+    return std::string{buf} + "-" + files::random_token(6);
 }
 
 void save_run(RunState &state) {
-    fs::write_atomically(state.records / "run.json", state.run.dump(2) + "\n");
+    files::write_atomically(state.records / "run.json", state.run.dump(2) + "\n");
 }
 
 // A trial's workspace: for a project at the root of its repository, a checkout attached to a
@@ -230,7 +230,7 @@ void save_run(RunState &state) {
 // git/private_repository.hpp), built once and then reused from the runtime's cache; otherwise a
 // plain checkout (or copy) with no history. Returns the private repository, or an empty path.
 stdfs::path prepare_workspace(const RunState &state, const stdfs::path &workspace,
-                              fs::RunDirectory &private_dir) {
+                              files::RunDirectory &private_dir) {
     const auto &source = state.source;
     if (!source.git || !source.prefix.empty()) {
         (void)git::materialize(source, workspace);
@@ -249,7 +249,7 @@ stdfs::path prepare_workspace(const RunState &state, const stdfs::path &workspac
 // leg in the progress lines; the call records go to trial_dir/calls.
 Calls run_calls(RunState &state, int index, const std::string &label, const stdfs::path &trial_dir,
                 const stdfs::path &workspace, const stdfs::path &home,
-                const stdfs::path &repository, fs::RunDirectory &private_dir,
+                const stdfs::path &repository, files::RunDirectory &private_dir,
                 TrialProgress &progress) {
     const auto &ev = state.ev;
     Calls out;
@@ -260,7 +260,7 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
         const auto *entry = ev.entry(probe.entry);
         out.entries.insert(entry->interface_id);
         for (const auto &[rel, content] : probe.files) {
-            fs::write_beneath(workspace, rel, content);
+            files::write_beneath(workspace, rel, content);
         }
         exec::LaunchSpec spec;
         spec.argv.push_back((workspace / entry->target).string());
@@ -290,7 +290,7 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
         stdfs::path stdin_file;
         if (!probe.stdin_text.empty()) {
             stdin_file = private_dir.make_directory("stdin-") / "stdin";
-            fs::write_atomically(stdin_file, probe.stdin_text);
+            files::write_atomically(stdin_file, probe.stdin_text);
             run.in = {exec::StdinSpec::Kind::file, stdin_file};
         } else {
             run.in = {exec::StdinSpec::Kind::null_device, {}};
@@ -372,9 +372,9 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
                                              {"refusals", rec["refusals"]},
                                              {"omitted", rec.value("omitted", 0)}});
         }
-        fs::write_atomically(trial_dir / "calls" / (stem + ".json"), call.dump(2) + "\n");
+        files::write_atomically(trial_dir / "calls" / (stem + ".json"), call.dump(2) + "\n");
         out.records.push_back(call);
-        if (!stdin_file.empty()) fs::remove_tree(stdin_file.parent_path());
+        if (!stdin_file.empty()) files::remove_tree(stdin_file.parent_path());
         std::string outcome_text = infrastructure ? "infrastructure error, status " : "status ";
         outcome_text += std::to_string(outcome.status);
         if (!outcome.audit.findings.empty()) {
@@ -394,12 +394,13 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
 
 // One trial: a fresh workspace and home, the calls, the artifacts, the evaluator. Returns false
 // when interrupted.
-bool run_trial(RunState &state, int index, fs::RunDirectory &private_dir, TrialProgress &progress) {
+bool run_trial(RunState &state, int index, files::RunDirectory &private_dir,
+               TrialProgress &progress) {
     const auto &ev = state.ev;
     const auto trial_dir = state.records / "trials" / std::to_string(index);
     const auto workspace = private_dir.make_directory("workspace-");
     const auto home = private_dir.make_directory("tea-evaluate-target-home-");
-    std::optional<fs::TrialDisk> disk;
+    std::optional<files::TrialDisk> disk;
     if (state.disk) {
         disk.emplace(private_dir, *state.disk, state.disk_bytes, workspace, home);
     }
@@ -435,9 +436,9 @@ bool run_trial(RunState &state, int index, fs::RunDirectory &private_dir, TrialP
     if (!calls.budget_hits.empty()) {
         state.budget_trials.insert(index);
     }
-    fs::remove_tree(workspace);
-    if (!repository.empty()) fs::remove_tree(repository);
-    fs::remove_tree(home);  // each trial starts with an empty home
+    files::remove_tree(workspace);
+    if (!repository.empty()) files::remove_tree(repository);
+    files::remove_tree(home);  // each trial starts with an empty home
 
     trial["observedMountsChannel"] =
         !calls.audited_all ? "unaudited" : (calls.lossy ? "lossy" : "complete");
@@ -492,8 +493,8 @@ std::string choose_disk(RunState &state, const config::BudgetSettings &settings)
         return "an unprivileged run cannot mount a file system; the trials' workspaces and homes "
                "are on the private root's disk";
     }
-    fs::enter_private_mount_namespace();
-    state.disk = settings.disk == "image" ? fs::DiskKind::image : fs::DiskKind::tmpfs;
+    files::enter_private_mount_namespace();
+    state.disk = settings.disk == "image" ? files::DiskKind::image : files::DiskKind::tmpfs;
     return {};
 }
 
@@ -523,7 +524,7 @@ void refuse_logins(const Evaluation &ev) {
 }
 
 void check_targets(const Evaluation &ev, const git::WorkspaceSource &source,
-                   fs::RunDirectory &private_dir) {
+                   files::RunDirectory &private_dir) {
     const auto check_dir = private_dir.make_directory("check-");
     try {
         (void)git::materialize(source, check_dir);
@@ -541,23 +542,23 @@ void check_targets(const Evaluation &ev, const git::WorkspaceSource &source,
     for (const auto &entry : ev.registry) {
         std::error_code ec;
         if (!stdfs::is_regular_file(stdfs::symlink_status(check_dir / entry.target, ec))) {
-            fs::remove_tree(check_dir);
+            files::remove_tree(check_dir);
             throw usage_error(
                 "entry '" + entry.interface_id + "': target '" + entry.target +
                 "' is not a file in " +
                 (source.git ? "commit " + source.commit + " (commit it first)" : "the project"));
         }
     }
-    fs::remove_tree(check_dir);
+    files::remove_tree(check_dir);
 }
 
-void begin_run(RunState &state, fs::RunDirectory &private_dir) {
+void begin_run(RunState &state, files::RunDirectory &private_dir) {
     const auto &ev = state.ev;
     auto &session = state.session;
     const auto &source = state.source;
     const auto runs = ev.folder / "runs";
     if (::mkdir(runs.c_str(), 0755) != 0 && errno != EEXIST) {
-        throw runtime_error("cannot make " + runs.string() + ": " + errno_text(errno));
+        throw runtime_failure("cannot make " + runs.string() + ": " + errno_text(errno));
     }
     if (stdfs::is_symlink(runs)) {
         // Records written through a link would land wherever the link points.
@@ -571,7 +572,7 @@ void begin_run(RunState &state, fs::RunDirectory &private_dir) {
     check_targets(ev, source, private_dir);
     state.records = runs / state.run_id;
     if (::mkdir(state.records.c_str(), 0755) != 0) {
-        throw runtime_error("cannot make " + state.records.string() + ": " + errno_text(errno));
+        throw runtime_failure("cannot make " + state.records.string() + ": " + errno_text(errno));
     }
 
     state.run =
@@ -612,7 +613,7 @@ void begin_run(RunState &state, fs::RunDirectory &private_dir) {
     save_run(state);
 }
 
-void run_trials(RunState &state, fs::RunDirectory &private_dir, TrialProgress &progress) {
+void run_trials(RunState &state, files::RunDirectory &private_dir, TrialProgress &progress) {
     const auto &ev = state.ev;
     try {
         for (int i = 1; i <= ev.trials && state.interrupted == 0; ++i) {
@@ -667,7 +668,7 @@ RunSummary finish_run(RunState &state) {
     // The manifest first, then run.json: a run.json that says complete always has its manifest.
     const auto manifest =
         isolation_manifest(state.run, state.ev, state.observed, state.observed_reason);
-    fs::write_atomically(state.records / "manifest.json", manifest.dump(2) + "\n");
+    files::write_atomically(state.records / "manifest.json", manifest.dump(2) + "\n");
     state.run["summary"] = summary_line(summary);
     save_run(state);
     return summary;

@@ -20,8 +20,8 @@
 #include "evaluation/evaluation.hpp"
 #include "evaluation/run_records.hpp"
 #include "exec/call_cgroup.hpp"
-#include "fs/private_dirs.hpp"
-#include "fs/trial_disk.hpp"
+#include "files/private_dirs.hpp"
+#include "files/trial_disk.hpp"
 #include "git/workspace_source.hpp"
 
 namespace tea::evaluation {
@@ -57,8 +57,8 @@ struct RunState {
     nlohmann::json egress_refusals = nlohmann::json::array();
     int interrupted = 0;
     std::string confinement;
-    exec::Budget budget;               // the configuration's, for what the evaluation leaves
-    std::optional<fs::DiskKind> disk;  // a trial's file system; none: the private root's disk
+    exec::Budget budget;                  // the configuration's, for what the evaluation leaves
+    std::optional<files::DiskKind> disk;  // a trial's file system; none: the private root's disk
     std::uint64_t disk_bytes = 0;
     std::set<int> budget_trials;  // trials a budget stopped something in
     std::string disk_reason;      // why the trials have no file system of their own
@@ -97,7 +97,7 @@ void refuse_logins(const Evaluation &ev);
 // Every target checked to be a file of the evaluated commit before anything runs (exit 2), and
 // the commit's objects to be present (exit 12).
 void check_targets(const Evaluation &ev, const git::WorkspaceSource &source,
-                   fs::RunDirectory &private_dir);
+                   files::RunDirectory &private_dir);
 
 // Where the run's trials keep their workspace and home: a file system of the budget's size when
 // the configuration asks for one and the runtime may mount it (root), in a mount namespace of
@@ -110,26 +110,27 @@ std::string choose_disk(RunState &state, const config::BudgetSettings &settings)
 // plain checkout (or copy) with no history. Returns the private repository, or an empty path.
 std::filesystem::path prepare_workspace(const RunState &state,
                                         const std::filesystem::path &workspace,
-                                        fs::RunDirectory &private_dir);
+                                        files::RunDirectory &private_dir);
 
 // Every probe's call of its entry, in order, in one workspace and home. label names the trial or
 // leg in the progress lines; the call records go to trial_dir/calls.
 Calls run_calls(RunState &state, int index, const std::string &label,
                 const std::filesystem::path &trial_dir, const std::filesystem::path &workspace,
                 const std::filesystem::path &home, const std::filesystem::path &repository,
-                fs::RunDirectory &private_dir, TrialProgress &progress);
+                files::RunDirectory &private_dir, TrialProgress &progress);
 
 // One trial: a fresh workspace and home, the calls, the artifacts, the evaluator. Returns false
 // when interrupted.
-bool run_trial(RunState &state, int index, fs::RunDirectory &private_dir, TrialProgress &progress);
+bool run_trial(RunState &state, int index, files::RunDirectory &private_dir,
+               TrialProgress &progress);
 
 // A run begun: its records directory made (EVAL_DIR/runs/<run-id>) and its run.json written,
 // every target checked, the trials' file system chosen. `run_id` names the run.
-void begin_run(RunState &state, fs::RunDirectory &private_dir);
+void begin_run(RunState &state, files::RunDirectory &private_dir);
 
 // Every trial, in order, until the last or an interruption (state.interrupted). A failure is
 // recorded in run.json ("failed", with its error) and thrown on.
-void run_trials(RunState &state, fs::RunDirectory &private_dir, TrialProgress &progress);
+void run_trials(RunState &state, files::RunDirectory &private_dir, TrialProgress &progress);
 
 // The run's end: its status, the isolation manifest, then run.json with its summary line.
 RunSummary finish_run(RunState &state);

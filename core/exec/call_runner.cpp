@@ -193,7 +193,7 @@ void StartedCall::State::start_plan() {
     const ExecPlan &plan = staged;
     if (plan.holder && has_deferred_files(plan)) {
         // The holder builds the view before the plan's process joins it: nothing to overlap.
-        throw runtime_error("a plan with a holder cannot defer its files");
+        throw runtime_failure("a plan with a holder cannot defer its files");
     }
     const std::string program = resolve_program(plan.argv.at(0));
     const std::string holder_program = plan.holder ? resolve_program(plan.holder->argv.at(0)) : "";
@@ -332,7 +332,7 @@ void StartedCall::State::start_plan() {
 void StartedCall::State::wait() {
     if (::gettid() != thread) {
         // Unfinished: the destructor ends the call.
-        throw runtime_error(
+        throw runtime_failure(
             "a call must be waited for by the thread that started it: its processes die with "
             "that thread");
     }
@@ -494,7 +494,7 @@ pid_t StartedCall::pid() const {
 
 CallResult StartedCall::finish(const ExecPlan &complete) {
     if (!state_) {
-        throw runtime_error("the staged call was already finished");
+        throw runtime_failure("the staged call was already finished");
     }
     const auto state = std::move(state_);
     if (state->ended) {
@@ -503,9 +503,9 @@ CallResult StartedCall::finish(const ExecPlan &complete) {
     // A process started on one plan must not be finished with another's files: the same
     // mechanism would be handed a view its backend did not describe for that process.
     if (const char *field = differs(state->staged, complete)) {
-        throw runtime_error(std::string{"the complete plan does not start the process staged "
-                                        "for it ("} +
-                            field + " differs)");
+        throw runtime_failure(std::string{"the complete plan does not start the process staged "
+                                          "for it ("} +
+                              field + " differs)");
     }
     for (auto &d : state->deferred) {
         const auto f = std::find_if(complete.files.begin(), complete.files.end(),
@@ -529,7 +529,7 @@ CallResult StartedCall::wait_for_end() {
 
 CallResult run_call(const ExecPlan &plan, const RunOptions &options) {
     if (has_deferred_files(plan)) {
-        throw runtime_error("the plan defers a descriptor's content but is run as a whole");
+        throw runtime_failure("the plan defers a descriptor's content but is run as a whole");
     }
     StartedCall call{plan, options};
     return call.wait_for_end();

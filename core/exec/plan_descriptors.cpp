@@ -10,7 +10,7 @@
 namespace tea::exec::detail {
 
 Error setup_error(const std::string &what, int error_number) {
-    return runtime_error("cannot set up the call: " + what + ": " + errno_text(error_number));
+    return runtime_failure("cannot set up the call: " + what + ": " + errno_text(error_number));
 }
 
 void write_all(int fd, const char *data, std::size_t size) {

@@ -138,7 +138,8 @@ namespace tea::exec {
 
 void become_subreaper() {
     if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
-        throw runtime_error("cannot become the reaper of the call's orphans: " + errno_text(errno));
+        throw runtime_failure("cannot become the reaper of the call's orphans: " +
+                              errno_text(errno));
     }
 }
 

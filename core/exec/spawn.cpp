@@ -234,8 +234,8 @@ std::pair<pid_t, int> start_process(const ExecPlan &plan, const ProcessParts &p)
     for (const auto &f : p.files) {
         if (f.deferred) {
             if (p.deferred == nullptr) {
-                throw runtime_error("the plan defers descriptor " + std::to_string(f.child_fd) +
-                                    " but was not started as a staged call");
+                throw runtime_failure("the plan defers descriptor " + std::to_string(f.child_fd) +
+                                      " but was not started as a staged call");
             }
             auto ends = deferred_pair();
             plan_fds.push_back(std::move(ends[0]));

@@ -21,17 +21,17 @@ void Signals::install() {
     sigaddset(&set, SIGHUP);
     // Blocked before any thread exists, so every thread inherits the mask.
     if (::pthread_sigmask(SIG_BLOCK, &set, nullptr) != 0) {
-        throw runtime_error("cannot block signals: " + errno_text(errno));
+        throw runtime_failure("cannot block signals: " + errno_text(errno));
     }
     fd_.reset(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
     if (!fd_) {
-        throw runtime_error("cannot watch signals: " + errno_text(errno));
+        throw runtime_failure("cannot watch signals: " + errno_text(errno));
     }
     // A reader that closed the runtime's stdout must not kill it mid-cleanup.
     struct sigaction ignore {};
     ignore.sa_handler = SIG_IGN;
     if (::sigaction(SIGPIPE, &ignore, nullptr) != 0) {
-        throw runtime_error("cannot ignore SIGPIPE: " + errno_text(errno));
+        throw runtime_failure("cannot ignore SIGPIPE: " + errno_text(errno));
     }
 }
 

@@ -28,7 +28,7 @@
 
 #include "util/fd.hpp"
 
-namespace tea::fs {
+namespace tea::files {
 
 // $TEA_EVALUATE_PRIVATE_ROOT when set, else: for root /var/lib/tea-evaluate;
 // for other users $XDG_STATE_HOME/tea-evaluate or ~/.local/state/tea-evaluate.
@@ -109,4 +109,4 @@ void remove_tree(const std::filesystem::path &path);
 // A random token of letters and digits, from the kernel's random source.
 std::string random_token(std::size_t length = 12);
 
-}  // namespace tea::fs
+}  // namespace tea::files

@@ -1,4 +1,4 @@
-#include "fs/trial_disk.hpp"
+#include "files/trial_disk.hpp"
 
 #include <fcntl.h>
 #include <linux/loop.h>
@@ -18,11 +18,11 @@
 #include <utility>
 #include <vector>
 
-#include "fs/private_dirs.hpp"
+#include "files/private_dirs.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
 
-namespace tea::fs {
+namespace tea::files {
 namespace {
 
 namespace stdfs = std::filesystem;
@@ -232,4 +232,4 @@ void TrialDisk::release() {
     }
 }
 
-}  // namespace tea::fs
+}  // namespace tea::files

@@ -17,10 +17,10 @@
 #include <thread>
 #include <vector>
 
-#include "fs/private_dirs.hpp"
+#include "files/private_dirs.hpp"
 #include "support/temp_dir.hpp"
 
-namespace tea::fs {
+namespace tea::files {
 namespace {
 
 namespace stdfs = std::filesystem;
@@ -217,4 +217,4 @@ TEST_F(RemoveTree, AMissingTreeIsNothingToDo) {
 }
 
 }  // namespace
-}  // namespace tea::fs
+}  // namespace tea::files

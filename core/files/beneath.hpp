@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <string>
 
-namespace tea::fs {
+namespace tea::files {
 
 // Whether rel is a plain relative path: not empty, not absolute, no "." or ".." component, no
 // empty component.
@@ -39,4 +39,4 @@ CopyResult copy_out_beneath(const std::filesystem::path &root, const std::string
 // Throws tea::Error naming the path.
 void write_atomically(const std::filesystem::path &path, const std::string &content);
 
-}  // namespace tea::fs
+}  // namespace tea::files

@@ -14,7 +14,7 @@
 #include <filesystem>
 #include <string>
 
-namespace tea::fs {
+namespace tea::files {
 
 class RunDirectory;
 
@@ -50,4 +50,4 @@ class TrialDisk {
     bool mounted_ = false;
 };
 
-}  // namespace tea::fs
+}  // namespace tea::files

@@ -1,6 +1,6 @@
 // The runtime's reads and writes in a workspace a target left behind: links, fifos and large files
 // must never lead it elsewhere, block it or fill the disk. Each refusal has its control.
-#include "fs/beneath.hpp"
+#include "files/beneath.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -14,7 +14,7 @@
 #include "support/temp_dir.hpp"
 #include "util/error.hpp"
 
-namespace tea::fs {
+namespace tea::files {
 namespace {
 
 namespace stdfs = std::filesystem;
@@ -122,4 +122,4 @@ TEST_F(Beneath, AtomicWriteReplacesWholeAndLeavesNoTemp) {
 }
 
 }  // namespace
-}  // namespace tea::fs
+}  // namespace tea::files

@@ -15,11 +15,11 @@
 #include <string>
 #include <vector>
 
-#include "fs/private_dirs.hpp"
+#include "files/private_dirs.hpp"
 #include "support/temp_dir.hpp"
 #include "util/error.hpp"
 
-namespace tea::fs {
+namespace tea::files {
 namespace {
 
 namespace stdfs = std::filesystem;
@@ -238,4 +238,4 @@ TEST(LockedDirectory, AKillAtAnyMomentLeavesNoNameTheNextRunSpares) {
 }
 
 }  // namespace
-}  // namespace tea::fs
+}  // namespace tea::files

@@ -1,4 +1,4 @@
-#include "fs/private_dirs.hpp"
+#include "files/private_dirs.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -21,7 +21,7 @@
 
 #include "util/error.hpp"
 
-namespace tea::fs {
+namespace tea::files {
 namespace {
 
 namespace stdfs = std::filesystem;
@@ -50,7 +50,7 @@ std::string random_token(std::size_t length) {
     std::array<unsigned char, 64> bytes{};
     while (out.size() < length) {
         if (::getrandom(bytes.data(), bytes.size(), 0) < 0) {
-            throw runtime_error("getrandom failed: " + errno_text(errno));
+            throw runtime_failure("getrandom failed: " + errno_text(errno));
         }
         for (const unsigned char b : bytes) {
             // Rejection sampling keeps every character equally likely.
@@ -400,8 +400,8 @@ void RunDirectory::make_named(const stdfs::path &dir) {
     if (path_.empty() || dir.parent_path() != path_ || !dir.has_filename() ||
         dir.filename() == "." || dir.filename() == ".." || dir.filename() == "lock") {
         // Only a name of this run's own: anything else would make a directory elsewhere.
-        throw runtime_error("cannot make " + dir.string() + ": not a directory of the run's " +
-                            (path_.empty() ? std::string{"removed directory"} : path_.string()));
+        throw runtime_failure("cannot make " + dir.string() + ": not a directory of the run's " +
+                              (path_.empty() ? std::string{"removed directory"} : path_.string()));
     }
     if (std::find(named_made_.begin(), named_made_.end(), dir) != named_made_.end()) {
         return;
@@ -415,4 +415,4 @@ void RunDirectory::make_named(const stdfs::path &dir) {
     named_made_.push_back(dir);
 }
 
-}  // namespace tea::fs
+}  // namespace tea::files

@@ -1,4 +1,4 @@
-#include "fs/beneath.hpp"
+#include "files/beneath.hpp"
 
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -9,11 +9,11 @@
 #include <cerrno>
 #include <vector>
 
-#include "fs/private_dirs.hpp"
+#include "files/private_dirs.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
 
-namespace tea::fs {
+namespace tea::files {
 namespace {
 
 namespace stdfs = std::filesystem;
@@ -48,7 +48,7 @@ int open_beneath(int dirfd, const std::string &rel, std::uint64_t flags, std::ui
 UniqueFd open_root(const stdfs::path &root) {
     UniqueFd fd{::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)};
     if (!fd) {
-        throw runtime_error("cannot open " + root.string() + ": " + errno_text(errno));
+        throw runtime_failure("cannot open " + root.string() + ": " + errno_text(errno));
     }
     return fd;
 }
@@ -59,7 +59,7 @@ void write_all(int fd, const std::string &content, const std::string &what) {
     while (left > 0) {
         const ssize_t n = ::write(fd, p, left);
         if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) throw runtime_error("cannot write " + what + ": " + errno_text(errno));
+        if (n <= 0) throw runtime_failure("cannot write " + what + ": " + errno_text(errno));
         p += n;
         left -= static_cast<std::size_t>(n);
     }
@@ -85,29 +85,29 @@ void write_beneath(const stdfs::path &root, const std::string &rel, const std::s
     for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
         walked += (walked.empty() ? "" : "/") + parts[i];
         if (::mkdirat(dir.get(), parts[i].c_str(), 0755) != 0 && errno != EEXIST) {
-            throw runtime_error("cannot make " + walked + " in " + root.string() + ": " +
-                                errno_text(errno));
+            throw runtime_failure("cannot make " + walked + " in " + root.string() + ": " +
+                                  errno_text(errno));
         }
         UniqueFd next{open_beneath(dir.get(), parts[i], O_RDONLY | O_DIRECTORY, 0)};
         if (!next) {
-            throw runtime_error("cannot enter " + walked + " in " + root.string() +
-                                " (a link or not a directory): " + errno_text(errno));
+            throw runtime_failure("cannot enter " + walked + " in " + root.string() +
+                                  " (a link or not a directory): " + errno_text(errno));
         }
         dir = std::move(next);
     }
     // O_NONBLOCK: a fifo planted under the name must not hang the runtime.
     UniqueFd file{open_beneath(dir.get(), parts.back(), O_WRONLY | O_CREAT | O_NONBLOCK, 0644)};
     if (!file) {
-        throw runtime_error("cannot write " + rel + " in " + root.string() + ": " +
-                            errno_text(errno));
+        throw runtime_failure("cannot write " + rel + " in " + root.string() + ": " +
+                              errno_text(errno));
     }
     struct stat st {};
     if (::fstat(file.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
-        throw runtime_error("cannot write " + rel + " in " + root.string() +
-                            ": not a regular file");
+        throw runtime_failure("cannot write " + rel + " in " + root.string() +
+                              ": not a regular file");
     }
     if (::ftruncate(file.get(), 0) != 0) {
-        throw runtime_error("cannot truncate " + rel + ": " + errno_text(errno));
+        throw runtime_failure("cannot truncate " + rel + ": " + errno_text(errno));
     }
     write_all(file.get(), content, rel);
 }
@@ -156,7 +156,7 @@ CopyResult copy_out_beneath(const stdfs::path &root, const std::string &rel,
     const UniqueFd out{
         ::open(destination.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644)};
     if (!out) {
-        throw runtime_error("cannot write " + destination.string() + ": " + errno_text(errno));
+        throw runtime_failure("cannot write " + destination.string() + ": " + errno_text(errno));
     }
     std::string buffer(1U << 16U, '\0');
     result.status = CopyResult::Status::copied;
@@ -190,12 +190,12 @@ void write_atomically(const stdfs::path &path, const std::string &content) {
     const auto temp = dir / ("." + path.filename().string() + ".tmp-" + random_token(8));
     UniqueFd fd{::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644)};
     if (!fd) {
-        throw runtime_error("cannot write " + temp.string() + ": " + errno_text(errno));
+        throw runtime_failure("cannot write " + temp.string() + ": " + errno_text(errno));
     }
     try {
         write_all(fd.get(), content, temp.string());
         if (::fsync(fd.get()) != 0) {
-            throw runtime_error("cannot sync " + temp.string() + ": " + errno_text(errno));
+            throw runtime_failure("cannot sync " + temp.string() + ": " + errno_text(errno));
         }
     } catch (...) {
         ::unlink(temp.c_str());
@@ -205,7 +205,7 @@ void write_atomically(const stdfs::path &path, const std::string &content) {
     if (::rename(temp.c_str(), path.c_str()) != 0) {
         const int e = errno;
         ::unlink(temp.c_str());
-        throw runtime_error("cannot replace " + path.string() + ": " + errno_text(e));
+        throw runtime_failure("cannot replace " + path.string() + ": " + errno_text(e));
     }
     const UniqueFd d{::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
     if (d) {
@@ -213,4 +213,4 @@ void write_atomically(const stdfs::path &path, const std::string &content) {
     }
 }
 
-}  // namespace tea::fs
+}  // namespace tea::files
