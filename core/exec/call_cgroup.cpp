@@ -492,8 +492,8 @@ CallCgroup::CallCgroup(const CgroupLayout &layout, const Budget &budget) {
     // cgroup v1: the runner's child, a process of one thread, joins through `tasks`, which moves
     // the writing thread alone. Moving a whole process (cgroup.procs) takes a lock of the
     // kernel's for every fork on the host, whose first taking waits out an RCU grace period
-    // (8 ms measured on the test VM, every call, since every exec is a new runtime); moving the
-    // writer itself does not take it. cgroup2 has no such file for a domain cgroup.
+    // (every call pays it, since every exec is a new runtime; bench/README.md has the figure);
+    // moving the writer itself does not take it. cgroup2 has no such file for a domain cgroup.
     constexpr const char *v1_join = "tasks";
     members_.reserve(3);
     try {

@@ -71,7 +71,8 @@ int poll_timeout_ms(Clock::time_point now,
 int reserve_descriptor_table() {
     // The kernel grows a process's descriptor table when a number beyond it is first used, and
     // while another thread shares the table it waits for an RCU grace period to free the old one
-    // (expand_fdtable): 6 to 29 ms on the VM of bench/README.md, against 15 us with one thread.
+    // (expand_fdtable), which costs milliseconds where one thread costs microseconds
+    // (bench/README.md).
     // The runner's first descriptor at runner_descriptor_floor is such a growth, and an egress
     // route's proxy thread (or the progress line's) would make every process pay it at its first
     // call. Grown once here, before any thread exists: up to 1024 entries, within RLIMIT_NOFILE.
