@@ -16,6 +16,7 @@
 #include "cli/commands.hpp"
 #include "cli/report.hpp"
 #include "evaluation/budgets.hpp"
+#include "evaluation/preflight_legs.hpp"
 #include "evaluation/trials.hpp"
 #include "files/private_dirs.hpp"
 #include "util/console.hpp"
@@ -26,67 +27,6 @@ namespace tea::cli {
 namespace {
 
 namespace stdfs = std::filesystem;
-
-constexpr std::string_view legs_prefix = "tea-evaluate-preflight-";
-
-// A directory for the legs' workspaces, removed with the object, and by the next preflight when
-// this one is killed. Not under the private root: the confinement covers that root, and a
-// workspace must stay visible to the target.
-class LegsDirectory {
-   public:
-    LegsDirectory() {
-        std::error_code ec;
-        auto base = stdfs::temp_directory_path(ec);
-        if (ec) {
-            base = "/tmp";
-        }
-        files::reclaim_unlocked(base, legs_prefix);  // the legs of killed preflights
-        path_ = base / (std::string{legs_prefix} + files::random_token());
-        // The legs are copies of a workspace whose own parents may keep other users out: only the
-        // invoker may search this directory. As root, the target runs as the sandbox account and
-        // must reach its leg: searchable by everyone (never listable, each leg's name unguessable)
-        // until the first call hands the directory to that account's group alone
-        // (CallSession::search_by_target), since a leg's name shows in `ps` once its call runs.
-        try {
-            lock_ = files::make_locked_directory(path_, ::geteuid() == 0 ? 0711 : 0700);
-        } catch (const Error &e) {
-            throw runtime_failure("cannot make a directory for the preflight legs under " +
-                                  base.string() + ": " + e.what());
-        }
-    }
-    LegsDirectory(const LegsDirectory &) = delete;
-    LegsDirectory &operator=(const LegsDirectory &) = delete;
-    ~LegsDirectory() { files::remove_locked_directory(path_, lock_); }
-    [[nodiscard]] const stdfs::path &path() const { return path_; }
-
-   private:
-    stdfs::path path_;
-    UniqueFd lock_;
-};
-
-// Copies the pristine workspace: directories, regular files and links as links (never followed,
-// so a link to a secret copies as a link, not as the secret). Other kinds are left out.
-std::size_t copy_workspace(const stdfs::path &from, const stdfs::path &to) {
-    std::size_t skipped = 0;
-    stdfs::create_directory(to);
-    stdfs::permissions(to, stdfs::status(from).permissions());
-    for (auto it = stdfs::recursive_directory_iterator{from}; it != stdfs::end(it); ++it) {
-        const auto rel = it->path().lexically_relative(from);
-        const auto dest = to / rel;
-        const auto status = it->symlink_status();
-        if (stdfs::is_symlink(status)) {
-            stdfs::copy_symlink(it->path(), dest);
-        } else if (stdfs::is_directory(status)) {
-            stdfs::create_directory(dest);
-            stdfs::permissions(dest, status.permissions());
-        } else if (stdfs::is_regular_file(status)) {
-            stdfs::copy_file(it->path(), dest);
-        } else {
-            ++skipped;  // fifos, sockets, devices: nothing a pristine checkout holds
-        }
-    }
-    return skipped;
-}
 
 // preflight EVAL_DIR: every probe's call on pristine workspaces, in `legs` legs.
 int preflight_evaluation(const CommonOptions &common, const stdfs::path &folder, int legs) {
@@ -192,7 +132,7 @@ int preflight_command(const CommonOptions &common, const PreflightOptions &optio
     auto &session = *session_ptr;
     const auto pristine = session.launch_spec(options);
     const auto route_request = call::egress_request(options);
-    LegsDirectory legs_dir;
+    evaluation::LegsDirectory legs_dir;
     session.search_by_target(legs_dir.path());
 
     const auto run = session.run_options(options);
@@ -209,7 +149,7 @@ int preflight_command(const CommonOptions &common, const PreflightOptions &optio
             legs_dir.path() / ("leg-" + std::to_string(leg) + "-" + files::random_token());
         std::size_t skipped = 0;
         try {
-            skipped = copy_workspace(pristine.workspace, workspace);
+            skipped = evaluation::copy_workspace(pristine.workspace, workspace);
         } catch (const stdfs::filesystem_error &e) {
             throw runtime_failure("cannot copy the workspace " + pristine.workspace + " for leg " +
                                   std::to_string(leg) + ": " + e.what());
