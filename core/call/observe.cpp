@@ -219,12 +219,13 @@ void CallObserver::confirm(const Executed &executed, const std::string &probe,
             start_failure(r, executed.observation ? &*executed.observation : nullptr,
                           executed.observer_reason, name(), backend);
         const auto stderr_text = stderr_tail(stderr_file);
-        throw host_error("the observer '" + name() +
-                         "' could not be confirmed: its probe call ended before its target "
-                         "started, so nothing was observed: " +
-                         failure.sentence +
-                         (stderr_text.empty() ? std::string{" (no message on stderr)"}
-                                              : "; its stderr ends:\n" + stderr_text));
+        throw host_error(
+            "the observer '" + name() +
+            "' did not see a confined process read its probe file: " + failure.sentence +
+            (failure.detail.empty() ? std::string{} : " (" + failure.detail + ")") +
+            ", so nothing of the probe was there to observe; " +
+            (stderr_text.empty() ? std::string{"nothing on stderr"}
+                                 : "its stderr ends:\n" + stderr_text));
     }
     std::string why = "call status " + std::to_string(r.status());
     if (executed.observation && !executed.observation->reason.empty()) {

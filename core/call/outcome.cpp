@@ -64,14 +64,8 @@ StartFailure start_failure(const exec::CallResult &result, const audit::Observat
                            const std::string &backend) {
     const auto status = std::to_string(result.status());
     if (!result.started) {
-        return {FailedSide::plan, "the plan of the backend '" + backend +
-                                      "' could not be started: " + result.start_error};
-    }
-    // A trace never written: the observer's own tracer did not run the plan.
-    if (observation != nullptr && !observation->target_started && !observer_reason.empty()) {
-        return {FailedSide::observer, "the observer '" + observer +
-                                          "' has no trace of the call (status " + status +
-                                          "): " + observer_reason};
+        return {FailedSide::plan, "the plan of the backend '" + backend + "' could not be started",
+                result.start_error};
     }
     const bool confinement_stood = !result.setup_marked || result.setup_reached;
     if (confinement_stood && (result.status() == 126 || result.status() == 127)) {
@@ -80,12 +74,20 @@ StartFailure start_failure(const exec::CallResult &result, const audit::Observat
         return {FailedSide::target_exec,
                 std::string{"the target could not be "} +
                     (result.status() == 126 ? "executed" : "found") + " (status " + status +
-                    ") by the launcher in the plan of the backend '" + backend +
-                    "': the program must be in the confinement's view, and executable by the "
-                    "identity the target runs as"};
+                    ") by the launcher in the plan of the backend '" + backend + "'",
+                "the program must be in the confinement's view, and executable by the identity "
+                "the target runs as"};
     }
-    return {FailedSide::plan, "the plan of the backend '" + backend + "' ended (status " + status +
-                                  ") before the target started"};
+    StartFailure failure{FailedSide::plan,
+                         "the confinement of the backend '" + backend + "' ended (status " +
+                             status + ") before the target started",
+                         ""};
+    if (confinement_stood && observation != nullptr && !observer_reason.empty()) {
+        // No trace at all of a plan whose confinement did not say it stood: the plan or the
+        // tracer around it failed first, and only their own messages can tell which.
+        failure.detail = "the observer '" + observer + "' has no trace of it: " + observer_reason;
+    }
+    return failure;
 }
 
 nlohmann::json egress_refusals(const nlohmann::json &records) {

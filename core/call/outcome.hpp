@@ -18,17 +18,20 @@ enum class FailedSide {
     none,
     plan,         // the backend's plan (its launcher, its confinement) ended first
     target_exec,  // the plan's launcher could not execute the target (126) or find it (127)
-    observer,     // the observer wrote no trace of the call
+    observer,     // the target started, and the observer did not see what it did
 };
 
 struct StartFailure {
     FailedSide side = FailedSide::none;
-    std::string sentence;  // which side failed and how, for the user
+    // Which side failed and how, ending "... before the target started" for the plan's side.
+    std::string sentence;
+    std::string detail;  // what else is known (an observer with no trace of the call), or ""
 };
 
 // Which side ended a call whose target never started, from what the runner saw (`result`) and
 // what the observer reported (`observation`, null when none watched; `observer_reason`, the
-// observer's own reason for an incomplete report).
+// observer's own reason for an incomplete report). Nothing is guessed: when the plan ran under
+// the observer without leaving a trace, the plan's own message on stderr says which failed.
 StartFailure start_failure(const exec::CallResult &result, const audit::Observation *observation,
                            const std::string &observer_reason, const std::string &observer,
                            const std::string &backend);

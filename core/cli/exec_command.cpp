@@ -50,21 +50,22 @@ int exec_command(const CommonOptions &common, const ExecOptions &options) {
 
     int status = outcome.status;
     if (outcome.target_never_started && result.interrupted_by == 0) {
-        if (outcome.start_failure.side == call::FailedSide::target_exec) {
+        const auto &failure = outcome.start_failure;
+        if (failure.side == call::FailedSide::target_exec) {
             // The target's own exec failed: its status is the shell's 126 or 127, as for a target
             // the runner itself could not start.
-            spdlog::error("{} (the launcher's own message, if any, is above)",
-                          outcome.start_failure.sentence);
+            spdlog::error("{}: {} (the launcher's own message, if any, is above)", failure.sentence,
+                          failure.detail);
         } else {
             // Tried twice (or stopped at its timeout), and neither time did the confinement reach
             // the target: the status is the confinement's (or the observer saw nothing), never
             // the target's, and passing it on would let a caller read a host failure as the
             // command's.
             spdlog::error(
-                "{}{}: this host cannot confine or observe the call now (the plan's own message, "
-                "if any, is above)",
-                outcome.start_failure.sentence,
-                result.timed_out ? ", at the call's timeout" : ", twice");
+                "{}{}: this host cannot confine or observe the call now ({}the plan's own "
+                "message, if any, is above)",
+                failure.sentence, result.timed_out ? ", at the call's timeout" : ", twice",
+                failure.detail.empty() ? "" : failure.detail + "; ");
             status = static_cast<int>(ExitCode::no_confine);
         }
     }

@@ -284,7 +284,9 @@ TEST_F(CallSessionTest, APlanThatFailsBeforeItsTargetIsNamedWithItsStderr) {
     const auto session = open("call-backend", "syntax-error", "strace", "", own_shell());
     std::string what;
     EXPECT_EQ(error_code([&] { (void)session->call(spec({"true"}), run()); }, &what), 12);
-    EXPECT_NE(what.find("the plan of the backend 'call-backend' ended"), std::string::npos) << what;
+    EXPECT_NE(what.find("the confinement of the backend 'call-backend' ended (status 2)"),
+              std::string::npos)
+        << what;
     EXPECT_NE(what.find("Syntax error"), std::string::npos) << what;  // the shell's own message
     EXPECT_EQ(what.find("ptrace"), std::string::npos) << what;
     EXPECT_TRUE(left_behind().empty());
@@ -300,7 +302,8 @@ TEST_F(CallSessionTest, ATargetThatCannotBeExecutedIsReportedAsTheTargetsExec) {
     EXPECT_EQ(outcome.status, 126);
     EXPECT_TRUE(outcome.target_never_started);
     EXPECT_EQ(outcome.start_failure.side, FailedSide::target_exec);
-    EXPECT_NE(outcome.start_failure.sentence.find("could not be executed"), std::string::npos)
+    EXPECT_NE(outcome.start_failure.sentence.find("could not be executed (status 126)"),
+              std::string::npos)
         << outcome.start_failure.sentence;
     EXPECT_TRUE(left_behind().empty());
 }
