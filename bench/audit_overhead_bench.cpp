@@ -86,7 +86,8 @@ int run(int argc, char **argv) {
                                          "tea exec audited"};
     // Each workload's plan, its directories where the runtime keeps a call's (removed at the end,
     // or by a later run's reclaim if this one is cut short).
-    tea::fs::RunDirectory run_dir{tea::fs::open_private_root(tea::fs::default_private_root())};
+    tea::files::RunDirectory run_dir{
+        tea::files::open_private_root(tea::files::default_private_root())};
     std::map<std::string, tea::bench::PlannedCall> planned;
     for (const auto &w : workloads) {
         planned[w.name] = tea::bench::planned_call(tea, helper, work, run_dir, w.command, {tree});

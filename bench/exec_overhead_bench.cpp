@@ -40,7 +40,7 @@
 #include <vector>
 
 #include "bench_support.hpp"
-#include "fs/private_dirs.hpp"
+#include "files/private_dirs.hpp"
 #include "planned_call.hpp"
 
 using tea::bench::median;
@@ -138,7 +138,8 @@ int run(int argc, char **argv) {
     const auto raw = tea::bench::raw_bwrap(helper);
     // The call's directories where the runtime keeps them, so that the plan covers and binds
     // what a real call's does; removed with the run directory (or by a later run's reclaim).
-    tea::fs::RunDirectory run_dir{tea::fs::open_private_root(tea::fs::default_private_root())};
+    tea::files::RunDirectory run_dir{
+        tea::files::open_private_root(tea::files::default_private_root())};
     const auto planned = tea::bench::planned_call(tea, helper, ws, run_dir, {"true"});
     struct Variant {
         std::string name;
@@ -159,7 +160,7 @@ int run(int argc, char **argv) {
         {"floor: C parent + plan, true", tea::bench::floor_argv(floor, planned, {}), planned.files},
         {"floor + call's dirs, true",
          tea::bench::floor_argv(floor, planned,
-                                {"--dirs", tea::fs::default_private_root().string()}),
+                                {"--dirs", tea::files::default_private_root().string()}),
          planned.files},
         {"tea exec opt-out true", {tea, "exec", "--backend", "opt-out", "--", "true"}, {}},
         {"tea exec true", {tea, "exec", "--observer", "none", "--", "true"}, {}},

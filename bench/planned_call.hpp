@@ -15,7 +15,7 @@
 #include "bench_support.hpp"
 #include "exec/environment.hpp"
 #include "exec/exec_plan.hpp"
-#include "fs/private_dirs.hpp"
+#include "files/private_dirs.hpp"
 #include "plugins/loader.hpp"
 #include "util/runtime_paths.hpp"
 
@@ -45,7 +45,7 @@ struct PlannedCall {
 // as in the raw baseline, and the call's directories are handed to it; the plan's limits and
 // keyring are left out (the runner's few system calls, not bwrap's).
 inline PlannedCall planned_call(const std::string &tea_evaluate, const std::string &helper,
-                                const std::string &ws, fs::RunDirectory &run_dir,
+                                const std::string &ws, files::RunDirectory &run_dir,
                                 const std::vector<std::string> &command,
                                 const std::vector<std::string> &system_paths = {}) {
     namespace stdfs = std::filesystem;

@@ -1,18 +1,12 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/report.hpp"
 #include "evaluation/evaluation.hpp"
 #include "util/console.hpp"
 #include "util/error.hpp"
 
 namespace tea::cli {
-
-void print_problems(const std::vector<evaluation::Problem> &problems) {
-    // Every problem quotes what the folder holds: escaped, so a hostile name cannot forge lines.
-    for (const auto &problem : problems) {
-        console::err() << printable(evaluation::to_string(problem)) << '\n';
-    }
-}
 
 int check_command(const CommonOptions &common, const std::string &eval_dir) {
     const auto loaded = evaluation::load(eval_dir);

@@ -2,19 +2,23 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
+#include <optional>
 #include <string>
 
-#include "cli/call.hpp"
+#include "call/launch.hpp"
 #include "cli/runtime.hpp"
 #include "evaluation/evaluation.hpp"
+#include "evaluation/trials.hpp"
+#include "git/workspace_source.hpp"
 
 namespace tea::cli {
 
-struct ExecOptions : CallOptions {
+struct ExecOptions : call::CallOptions {
     bool strict = false;  // exit 3 when the audit lists a path (or could not see everything)
 };
 
-struct PreflightOptions : CallOptions {
+struct PreflightOptions : call::CallOptions {
     int legs = 2;  // pristine-workspace legs, each with a new home
 };
 
@@ -26,28 +30,26 @@ struct ScoreOptions {
     std::filesystem::path run_dir;  // EVAL_DIR/runs/<run-id>
 };
 
+// An evaluation loaded, its source found and its session opened; nullopt (its problems printed)
+// when the folder is malformed.
+struct OpenedEvaluation {
+    evaluation::Evaluation ev;
+    std::unique_ptr<call::CallSession> session;
+    git::WorkspaceSource source;
+};
+std::optional<OpenedEvaluation> open_evaluation(const CommonOptions &common,
+                                                const std::filesystem::path &folder);
+
+// The progress lines of run and preflight on stderr (rewritten in place on a terminal).
+std::unique_ptr<evaluation::TrialProgress> progress_lines(bool quiet);
+
 int exec_command(const CommonOptions &common, const ExecOptions &options);
 int run_command(const CommonOptions &common, const RunCommandOptions &options);
-// preflight EVAL_DIR: every probe's call on pristine workspaces, in `legs` legs.
-int preflight_evaluation(const CommonOptions &common, const std::filesystem::path &folder,
-                         int legs);
 int score_command(const CommonOptions &common, const ScoreOptions &options);
 int preflight_command(const CommonOptions &common, const PreflightOptions &options);
 int plugins_command(const CommonOptions &common);
 // Loads and checks the evaluation folder; starts nothing and loads no plugin. Exit 0, or 2 with
 // every problem named.
-// One escaped line per problem of an evaluation, on stderr.
-void print_problems(const std::vector<evaluation::Problem> &problems);
 int check_command(const CommonOptions &common, const std::string &eval_dir);
-
-// A path as one line of a human list: control bytes and backslashes escaped (\xNN), so a
-// hostile file name cannot forge lines of the report.
-std::string printable(const std::string &path);
-
-// The egress route's refusals of a call, one escaped line each, on stderr (nothing when none).
-void print_egress_refusals(const std::string &records_json);
-
-// The audit's list in human form, on stderr: what was listed, or why nothing can be said.
-void print_audit(const audit::AuditResult &audit);
 
 }  // namespace tea::cli

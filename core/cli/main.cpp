@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 // CLI11 includes <iostream>, and with it a static std::ios_base::Init that builds the standard
-// streams before main (about 0.5 ms per command here; util/console.hpp says why the runtime does
+// streams before main (a cost of every command; util/console.hpp says why the runtime does
 // without them). With libstdc++ the header's own guard is set first, and the two streams CLI11
 // names are declared as <iostream> would declare them, so nothing builds them. CLI11 writes only
 // to the streams this file passes it (App::exit below). tests/cli checks that the executable
@@ -29,6 +29,7 @@ extern ostream cerr;         // NOLINT(readability-redundant-declaration)
 #include "util/console.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
+#include "util/signals.hpp"
 
 namespace {
 
@@ -47,8 +48,8 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 6> kSubcomma
 
 // The subcommand the command line names: its first word that is neither an option nor the value
 // of one of the app's options; "" when there is none before "--", or the word names no subcommand.
-// Only that subcommand is made, with its options: making the other five and their options cost
-// a few tenths of a millisecond of every command here (bench/README.md, eleventh stop). With none
+// Only that subcommand is made, with its options: making the other five and their options is a
+// cost of every command (bench/README.md). With none
 // named (the help, or a command line CLI11 refuses anyway) every subcommand is made, so the help
 // lists them all.
 std::string_view named_subcommand(const CLI::App &app, int argc, char **argv) {
@@ -127,7 +128,7 @@ int run(int argc, char **argv) {
         check_cmd->add_option("EVAL_DIR", check_dir, "The evaluation folder")->required();
     }
     // The options every command that runs a call shares.
-    auto call_options = [](CLI::App *cmd, CallOptions &o) {
+    auto call_options = [](CLI::App *cmd, tea::call::CallOptions &o) {
         cmd->add_option("--workspace", o.workspace,
                         "The call's writable workspace and working directory (default: .)");
         cmd->add_option("--withhold", o.withhold, "A path the target must not see (repeatable)")
@@ -212,12 +213,12 @@ int main(int argc, char **argv) {
     ::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
     // Memory the runtime frees is kept for its next use, large blocks included: an audit's
     // trace, its events and their JSON are megabytes built one after another, and a page the
-    // process touches for the first time is a fault, which on a VM costs 10-20 us.
+    // process touches for the first time is a fault, which is dear on a VM.
     ::mallopt(M_MMAP_THRESHOLD, 64 << 20);   // NOLINT(concurrency-mt-unsafe): no thread yet
     ::mallopt(M_TRIM_THRESHOLD, 256 << 20);  // NOLINT(concurrency-mt-unsafe): no thread yet
     tea::exec::reserve_descriptor_table();   // before any thread: see its comment
     try {
-        tea::cli::Signals::instance().install();
+        tea::Signals::instance().install();
         tea::exec::become_subreaper();
         return run(argc, argv);
     } catch (const tea::Error &e) {

@@ -14,7 +14,11 @@
 #include <vector>
 
 #include "cli/commands.hpp"
-#include "fs/private_dirs.hpp"
+#include "cli/report.hpp"
+#include "evaluation/budgets.hpp"
+#include "evaluation/preflight_legs.hpp"
+#include "evaluation/trials.hpp"
+#include "files/private_dirs.hpp"
 #include "util/console.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
@@ -24,65 +28,87 @@ namespace {
 
 namespace stdfs = std::filesystem;
 
-constexpr std::string_view legs_prefix = "tea-evaluate-preflight-";
-
-// A directory for the legs' workspaces, removed with the object, and by the next preflight when
-// this one is killed. Not under the private root: the confinement covers that root, and a
-// workspace must stay visible to the target.
-class LegsDirectory {
-   public:
-    LegsDirectory() {
-        std::error_code ec;
-        auto base = stdfs::temp_directory_path(ec);
-        if (ec) {
-            base = "/tmp";
-        }
-        fs::reclaim_unlocked(base, legs_prefix);  // the legs of killed preflights
-        path_ = base / (std::string{legs_prefix} + fs::random_token());
-        // The legs are copies of a workspace whose own parents may keep other users out: only the
-        // invoker may search this directory. As root, the target runs as the sandbox account and
-        // must reach its leg: searchable by everyone (never listable, each leg's name unguessable)
-        // until the first call hands the directory to that account's group alone
-        // (Session::search_by_target), since a leg's name shows in `ps` once its call runs.
-        try {
-            lock_ = fs::make_locked_directory(path_, ::geteuid() == 0 ? 0711 : 0700);
-        } catch (const Error &e) {
-            throw runtime_error("cannot make a directory for the preflight legs under " +
-                                base.string() + ": " + e.what());
-        }
+// preflight EVAL_DIR: every probe's call on pristine workspaces, in `legs` legs.
+int preflight_evaluation(const CommonOptions &common, const stdfs::path &folder, int legs) {
+    auto opened = open_evaluation(common, folder);
+    if (!opened) {
+        return static_cast<int>(ExitCode::usage);
     }
-    LegsDirectory(const LegsDirectory &) = delete;
-    LegsDirectory &operator=(const LegsDirectory &) = delete;
-    ~LegsDirectory() { fs::remove_locked_directory(path_, lock_); }
-    [[nodiscard]] const stdfs::path &path() const { return path_; }
-
-   private:
-    stdfs::path path_;
-    UniqueFd lock_;
-};
-
-// Copies the pristine workspace: directories, regular files and links as links (never followed,
-// so a link to a secret copies as a link, not as the secret). Other kinds are left out.
-std::size_t copy_workspace(const stdfs::path &from, const stdfs::path &to) {
-    std::size_t skipped = 0;
-    stdfs::create_directory(to);
-    stdfs::permissions(to, stdfs::status(from).permissions());
-    for (auto it = stdfs::recursive_directory_iterator{from}; it != stdfs::end(it); ++it) {
-        const auto rel = it->path().lexically_relative(from);
-        const auto dest = to / rel;
-        const auto status = it->symlink_status();
-        if (stdfs::is_symlink(status)) {
-            stdfs::copy_symlink(it->path(), dest);
-        } else if (stdfs::is_directory(status)) {
-            stdfs::create_directory(dest);
-            stdfs::permissions(dest, status.permissions());
-        } else if (stdfs::is_regular_file(status)) {
-            stdfs::copy_file(it->path(), dest);
-        } else {
-            ++skipped;  // fifos, sockets, devices: nothing a pristine checkout holds
-        }
+    const auto &ev = opened->ev;
+    auto &session = *opened->session;
+    if (!ev.confinement) {
+        console::err()
+            << "tea-evaluate: preflight: the evaluation opts out of confinement; its targets "
+               "run unconfined and unaudited, so there is nothing to check\n";
+        return 0;
     }
-    return skipped;
+    files::RunDirectory private_dir{session.private_root()};
+    evaluation::check_targets(ev, opened->source, private_dir);
+    evaluation::RunState state{ev, session, opened->source, "preflight"};
+    // The legs' calls have the trials' budgets (their file system stays the private root's).
+    state.budget = evaluation::configured_budget(session.runtime().config.budgets);
+    state.records = private_dir.make_directory("preflight-records-");
+    const auto progress = progress_lines(common.quiet);
+    std::map<std::string, int> seen;
+    std::map<std::string, std::string> reasons;
+    bool incomplete = false;
+    for (int leg = 1; leg <= legs; ++leg) {
+        // Each leg is a pristine workspace and a new home, as each trial of a run would be.
+        const auto workspace = private_dir.make_directory("workspace-");
+        const auto home = private_dir.make_directory("tea-evaluate-target-home-");
+        ::chmod(workspace.c_str(), 0755);
+        const auto repository = evaluation::prepare_workspace(state, workspace, private_dir);
+        const auto label = "preflight leg " + std::to_string(leg) + "/" + std::to_string(legs);
+        const auto calls =
+            evaluation::run_calls(state, leg, label, state.records / std::to_string(leg), workspace,
+                                  home, repository, private_dir, *progress);
+        if (calls.interrupted != 0) {
+            return 128 + calls.interrupted;
+        }
+        if (!calls.audited_all) {
+            throw host_error("preflight needs audited calls, and a call of leg " +
+                             std::to_string(leg) + " was not audited");
+        }
+        incomplete = incomplete || calls.lossy;
+        if (calls.truncated > 0) {
+            console::err() << "tea-evaluate: preflight: " << calls.truncated << " call"
+                           << (calls.truncated == 1 ? "" : "s") << " of leg " << leg << " left "
+                           << calls.sockets_left_reachable.size()
+                           << " host socket(s) reachable (the confinement did not mask them); "
+                              "a run records them in hostSocketTruncation\n";
+        }
+        for (const auto &path : calls.observed) ++seen[path];
+        reasons.insert(calls.reasons.begin(), calls.reasons.end());
+        files::remove_tree(workspace);
+        if (!repository.empty()) files::remove_tree(repository);
+        files::remove_tree(home);
+    }
+    std::vector<std::string> every;
+    for (const auto &[path, n] : seen) {
+        if (n == legs) every.push_back(path);
+    }
+    if (!every.empty()) {
+        console::err() << "tea-evaluate: preflight: every leg opened " << every.size() << " path"
+                       << (every.size() == 1 ? "" : "s")
+                       << " outside the grants; every trial will too (declare what an entry "
+                          "legitimately reads in its systemPaths):\n";
+        for (const auto &path : every) {
+            console::err() << "  " << printable(path) << "  (" << printable(reasons[path]) << ")\n";
+        }
+    } else {
+        console::err() << "tea-evaluate: preflight: no path outside the grants in every leg\n";
+    }
+    if (incomplete) {
+        console::err() << "tea-evaluate: preflight: the audit of a leg is incomplete, so it proves "
+                          "nothing\n";
+    }
+    if (common.json) {
+        console::out() << nlohmann::json{{"everyLeg", bytes::list_to_json(every)},
+                                         {"complete", !incomplete}}
+                              .dump(-1, ' ', console::on_terminal(stdout))
+                       << '\n';
+    }
+    return every.empty() && !incomplete ? 0 : static_cast<int>(ExitCode::invalid);
 }
 
 }  // namespace
@@ -102,10 +128,11 @@ int preflight_command(const CommonOptions &common, const PreflightOptions &optio
         // A directory is never a command: it is an evaluation folder.
         return preflight_evaluation(common, options.command.front(), options.legs);
     }
-    Session session{common};
+    const auto session_ptr = open_session(common);
+    auto &session = *session_ptr;
     const auto pristine = session.launch_spec(options);
-    const auto route_request = Session::egress_request(options);
-    LegsDirectory legs_dir;
+    const auto route_request = call::egress_request(options);
+    evaluation::LegsDirectory legs_dir;
     session.search_by_target(legs_dir.path());
 
     const auto run = session.run_options(options);
@@ -119,13 +146,13 @@ int preflight_command(const CommonOptions &common, const PreflightOptions &optio
         // A random part: until its first call, the legs' directory is searchable by everyone when
         // the runtime is root, and a name another user could guess would hand them the copy.
         const auto workspace =
-            legs_dir.path() / ("leg-" + std::to_string(leg) + "-" + fs::random_token());
+            legs_dir.path() / ("leg-" + std::to_string(leg) + "-" + files::random_token());
         std::size_t skipped = 0;
         try {
-            skipped = copy_workspace(pristine.workspace, workspace);
+            skipped = evaluation::copy_workspace(pristine.workspace, workspace);
         } catch (const stdfs::filesystem_error &e) {
-            throw runtime_error("cannot copy the workspace " + pristine.workspace + " for leg " +
-                                std::to_string(leg) + ": " + e.what());
+            throw runtime_failure("cannot copy the workspace " + pristine.workspace + " for leg " +
+                                  std::to_string(leg) + ": " + e.what());
         }
         if (skipped > 0) {
             spdlog::warn("leg {}: {} special files of the workspace were not copied", leg, skipped);

@@ -1,39 +1,18 @@
-// run: every trial of an evaluation. For each trial a fresh workspace (the evaluated commit) and
-// a fresh private home; each probe's call of its entry confined and audited; the artifacts copied
-// out of the hostile workspace; then the evaluator, outside the target's confinement. The records
-// (run.json, the trials' call records and verdicts, the isolation manifest) go to
-// EVAL_DIR/runs/<run-id>/, each written atomically. docs/records.md describes them.
-#include <spdlog/spdlog.h>
-#include <sys/stat.h>
+// run: every trial of an evaluation (evaluation/trials.hpp), with a progress line per call and
+// the summary at the end.
 #include <unistd.h>
 
-#include <algorithm>
-#include <atomic>
 #include <condition_variable>
-#include <ctime>
-#include <fstream>
 #include <iomanip>
-#include <map>
-#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <set>
 #include <sstream>
-#include <tea/json_bytes.hpp>
 #include <thread>
 
-#include "cli/budgets.hpp"
 #include "cli/commands.hpp"
-#include "cli/run_records.hpp"
-#include "cli/target_git.hpp"
-#include "evaluation/evaluation.hpp"
-#include "exec/environment.hpp"
-#include "fs/beneath.hpp"
-#include "fs/private_dirs.hpp"
-#include "fs/trial_disk.hpp"
-#include "git/private_repository.hpp"
-#include "git/workspace_source.hpp"
+#include "cli/report.hpp"
+#include "evaluation/trials.hpp"
 #include "util/console.hpp"
 #include "util/error.hpp"
 
@@ -43,42 +22,18 @@ namespace {
 namespace stdfs = std::filesystem;
 using nlohmann::json;
 
-constexpr std::uint64_t kArtifactCap = std::uint64_t{16} << 20U;  // per artifact
 constexpr std::size_t kPathsShown = 50;  // on the terminal; the records keep every one
-constexpr std::uint64_t kVerdictCap = std::uint64_t{1} << 20U;  // the evaluator's answer
-
-std::string utc_now() {
-    const std::time_t t = std::time(nullptr);
-    std::tm tm{};
-    ::gmtime_r(&t, &tm);
-    char buf[32];
-    (void)std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return buf;
-}
-
-std::string new_run_id() {
-    const std::time_t t = std::time(nullptr);
-    std::tm tm{};
-    ::gmtime_r(&t, &tm);
-    char buf[32];
-    (void)std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
-    return std::string{buf} + "-" + fs::random_token(6);
-}
-
-double ms(std::chrono::nanoseconds d) {
-    return std::chrono::duration<double, std::milli>(d).count();
-}
 
 // One line per call on a terminal, rewritten while the call runs (trial i of N, the probe, the
 // elapsed time); plain lines otherwise, so a log stays readable.
-class Progress {
+class Progress final : public evaluation::TrialProgress {
    public:
     explicit Progress(bool quiet) : tty_(!quiet && ::isatty(STDERR_FILENO) != 0), quiet_(quiet) {}
     Progress(const Progress &) = delete;
     Progress &operator=(const Progress &) = delete;
-    ~Progress() { stop(); }
+    ~Progress() override { stop(); }
 
-    void start(const std::string &what) {
+    void start(const std::string &what) override {
         stop();
         what_ = what;
         started_ = std::chrono::steady_clock::now();
@@ -97,7 +52,7 @@ class Progress {
         });
     }
 
-    void finish(const std::string &outcome) {
+    void finish(const std::string &outcome) override {
         stop();
         if (quiet_) return;
         const auto elapsed =
@@ -106,6 +61,10 @@ class Progress {
         line << "tea-evaluate: " << what_ << ": " << outcome << " (" << std::fixed
              << std::setprecision(1) << elapsed << " s)";
         console::err() << (tty_ ? "\r\033[K" : "") << line.str() << '\n';
+    }
+
+    void refusals(const nlohmann::json &egress_records) override {
+        print_egress_refusals(egress_records);
     }
 
    private:
@@ -136,495 +95,10 @@ class Progress {
     std::thread ticker_;
 };
 
-// The target's environment: the documented allowlist of the host's, plus what the entry's
-// environmentKeys names. The runtime's own variables (HOME, XDG_*, TMPDIR...) are set by the
-// backend afterwards and replace any of these.
-std::vector<std::string> target_environment(const evaluation::Entry &entry) {
-    const auto host = exec::current_environment();
-    auto env = exec::clean_environment(host);
-    for (const auto &key : entry.environment_keys) {
-        if (std::string value; exec::find_variable(host, key, &value) != nullptr) {
-            exec::set_variable(env, key, value);
-        }
-    }
-    return env;
-}
+}  // namespace
 
-bool infrastructure_code(const evaluation::Entry &entry, int code) {
-    return std::find(entry.infrastructure_exit_codes.begin(), entry.infrastructure_exit_codes.end(),
-                     code) != entry.infrastructure_exit_codes.end();
-}
-
-std::string two_digits(std::size_t n) {
-    return n < 10 ? "0" + std::to_string(n) : std::to_string(n);
-}
-
-// The evaluator's answer: {"verdict": "pass"|"fail", "reasons": [string...]}. Anything else is an
-// error of the evaluator, never a verdict.
-json read_verdict(const stdfs::path &stdout_file, const exec::CallResult &r, std::string *error) {
-    if (!r.started) {
-        *error = "the evaluator did not start: " + r.start_error;
-        return nullptr;
-    }
-    if (r.timed_out) {
-        *error = "the evaluator exceeded its maxElapsedMs";
-        return nullptr;
-    }
-    if (r.setup_marked && !r.setup_reached) {
-        // The grader's view failed to set up: its status is the mechanism's, not the evaluator's.
-        *error = "the evaluator never started: the grader's confinement ended first (status " +
-                 std::to_string(r.status()) + "; its message is in evaluator.stderr)";
-        return nullptr;
-    }
-    if (r.status() != 0) {
-        *error = "the evaluator exited with status " + std::to_string(r.status());
-        return nullptr;
-    }
-    std::ifstream in{stdout_file, std::ios::binary};
-    std::string text;
-    text.resize(kVerdictCap + 1);
-    in.read(text.data(), static_cast<std::streamsize>(text.size()));
-    text.resize(static_cast<std::size_t>(in.gcount()));
-    if (text.size() > kVerdictCap) {
-        *error = "the evaluator's answer is larger than 1 MiB";
-        return nullptr;
-    }
-    const auto doc = json::parse(text, nullptr, false);
-    if (!doc.is_object() || !doc.contains("verdict") || !doc["verdict"].is_string() ||
-        (doc["verdict"] != "pass" && doc["verdict"] != "fail")) {
-        *error = "the evaluator's stdout is not {\"verdict\": \"pass\"|\"fail\", ...}";
-        return nullptr;
-    }
-    json reasons = json::array();
-    if (doc.contains("reasons")) {
-        if (!doc["reasons"].is_array()) {
-            *error = "the evaluator's \"reasons\" is not an array of strings";
-            return nullptr;
-        }
-        for (const auto &item : doc["reasons"]) {
-            if (!item.is_string()) {
-                *error = "the evaluator's \"reasons\" is not an array of strings";
-                return nullptr;
-            }
-            reasons.push_back(item.get<std::string>().substr(0, 2000));
-        }
-    }
-    return json{{"verdict", doc["verdict"]}, {"reasons", reasons}};
-}
-
-struct RunState {
-    const evaluation::Evaluation &ev;
-    Session &session;
-    git::WorkspaceSource source;
-    std::string run_id;
-    stdfs::path records;                            // EVAL_DIR/runs/<run-id>
-    json run;                                       // run.json as it grows
-    std::map<std::string, std::set<int>> observed;  // path -> trials that reached it
-    std::map<std::string, std::string> observed_reason;
-    std::vector<int> lossy;
-    json egress_refusals = json::array();
-    int interrupted = 0;
-    std::string confinement;
-    exec::Budget budget;               // the configuration's, for what the evaluation leaves
-    std::optional<fs::DiskKind> disk;  // a trial's file system; none: the private root's disk
-    std::uint64_t disk_bytes = 0;
-    std::set<int> budget_trials;  // trials a budget stopped something in
-};
-
-void save_run(RunState &state) {
-    fs::write_atomically(state.records / "run.json", state.run.dump(2) + "\n");
-}
-
-// Artifacts of every entry the trial called, copied out of the workspace it left behind.
-json collect_artifacts(const RunState &state, const std::set<std::string> &entries,
-                       const stdfs::path &workspace, const stdfs::path &trial_dir) {
-    json out = json::object();
-    for (const auto &id : entries) {
-        const auto *entry = state.ev.entry(id);
-        if (entry == nullptr || entry->artifacts.empty()) continue;
-        const auto dir = trial_dir / "artifacts" / id;
-        stdfs::create_directories(dir);
-        json mine = json::object();
-        for (const auto &[name, rel] : entry->artifacts) {
-            const auto copy = fs::copy_out_beneath(workspace, rel, dir / name, kArtifactCap);
-            json item{{"path", bytes::to_json(rel)}, {"status", fs::to_string(copy.status)}};
-            if (copy.status == fs::CopyResult::Status::copied ||
-                copy.status == fs::CopyResult::Status::truncated) {
-                item["file"] = (stdfs::path{"artifacts"} / id / name).string();
-                item["bytes"] = copy.bytes;
-            } else {
-                std::error_code ec;
-                stdfs::remove(dir / name, ec);
-            }
-            if (!copy.reason.empty()) item["reason"] = copy.reason;
-            mine[name] = std::move(item);
-        }
-        out[id] = std::move(mine);
-    }
-    return out;
-}
-
-json run_evaluator(RunState &state, int index, const stdfs::path &trial_dir,
-                   fs::RunDirectory &private_dir, Progress &progress) {
-    const auto &ev = state.ev;
-    exec::LaunchSpec spec;
-    spec.argv.push_back(ev.evaluator_program().string());
-    spec.argv.insert(spec.argv.end(), ev.evaluator.command.begin() + 1, ev.evaluator.command.end());
-    const auto workdir = private_dir.make_directory("evaluator-");
-    spec.workspace = workdir.string();
-    spec.cwd = spec.workspace;
-    spec.env = exec::current_environment();
-    exec::set_variable(spec.env, "TEA_RUN_ID", state.run_id);
-    exec::set_variable(spec.env, "TEA_RUN_DIR", state.records.string());
-    exec::set_variable(spec.env, "TEA_TRIAL_DIR", trial_dir.string());
-    exec::set_variable(spec.env, "TEA_TRIAL_INDEX", std::to_string(index));
-    exec::set_variable(spec.env, "TEA_EVALUATION_DIR", ev.folder.string());
-    // The grading material and the evidence stay read-only to the grader: an evaluator fooled by
-    // what the target left cannot rewrite the records or the evaluation.
-    spec.read_only.push_back(ev.folder.string());
-    if (state.source.git) {
-        // No hook, configuration or ref of the project can be planted by the evaluation layer.
-        spec.read_only.push_back(state.source.git_dir.string());
-        for (const auto &p : state.source.protected_paths) {
-            spec.read_only.push_back(p.string());  // a husky hooks directory, a .git file
-        }
-    }
-    spec.runtime_prefix = state.session.runtime().paths.prefix.string();
-
-    auto run = state.session.run_options({});
-    run.timeout = std::chrono::milliseconds{ev.evaluator.max_elapsed_ms};
-    run.out.file = trial_dir / "evaluator.stdout";
-    run.err.file = trial_dir / "evaluator.stderr";
-    run.in = {exec::StdinSpec::Kind::null_device, {}};
-    progress.start("trial " + std::to_string(index) + "/" + std::to_string(ev.trials) +
-                   ": evaluator");
-    std::string confinement;
-    const auto r = state.session.grade(std::move(spec), run, &confinement);
-    fs::remove_tree(workdir);
-    if (r.interrupted_by != 0) {
-        state.interrupted = r.interrupted_by;
-        progress.finish("interrupted");
-        return nullptr;
-    }
-    std::string error;
-    auto verdict = read_verdict(run.out.file, r, &error);
-    json record{{"exitCode", r.exit_code},
-                {"signal", r.signal},
-                {"timedOut", r.timed_out},
-                {"elapsedMs", ms(r.elapsed)},
-                {"stdout", "evaluator.stdout"},
-                {"stderr", "evaluator.stderr"},
-                {"view", confinement == "opt-out" ? "unprotected" : "grader"}};
-    if (verdict.is_null()) {
-        record["verdict"] = "error";
-        record["reasons"] = json::array({error});
-    } else {
-        record["verdict"] = verdict["verdict"];
-        record["reasons"] = verdict["reasons"];
-    }
-    fs::write_atomically(trial_dir / "verdict.json", record.dump(2) + "\n");
-    progress.finish(record["verdict"].get<std::string>());
-    return record;
-}
-
-// A trial's workspace: for a project at the root of its repository, a checkout attached to a
-// private repository of the evaluated commit's history without the evaluation folder (see
-// git/private_repository.hpp), built once and then reused from the runtime's cache; otherwise a
-// plain checkout (or copy) with no history. Returns the private repository, or an empty path.
-stdfs::path prepare_workspace(const RunState &state, const stdfs::path &workspace,
-                              fs::RunDirectory &private_dir) {
-    const auto &source = state.source;
-    if (!source.git || !source.prefix.empty()) {
-        (void)git::materialize(source, workspace);
-        return {};
-    }
-    auto repository = build_target_repository(source, source.excluded, private_dir);
-    try {
-        git::attach_worktree(workspace, repository);
-    } catch (const git::PrivateRepositoryError &e) {
-        throw host_error(e.what());
-    }
-    return repository;
-}
-
-// What a trial's (or a preflight leg's) calls did.
-struct Calls {
-    json records = json::array();
-    std::set<std::string> observed;
-    std::map<std::string, std::string> reasons;
-    bool lossy = false;
-    bool audited_all = true;
-    std::vector<std::string> lossy_reasons;
-    std::set<std::string> entries;
-    int made = 0;       // calls made
-    int truncated = 0;  // of which left host sockets reachable
-    std::set<std::string> sockets_left_reachable;
-    int infrastructure_errors = 0;
-    int interrupted = 0;
-    json budget_hits = json::array();  // each call's, with its probe and entry
-};
-
-// Every probe's call of its entry, in order, in one workspace and home. label names the trial or
-// leg in the progress lines; the call records go to trial_dir/calls.
-Calls run_calls(RunState &state, int index, const std::string &label, const stdfs::path &trial_dir,
-                const stdfs::path &workspace, const stdfs::path &home,
-                const stdfs::path &repository, fs::RunDirectory &private_dir, Progress &progress) {
-    const auto &ev = state.ev;
-    Calls out;
-    stdfs::create_directories(trial_dir / "calls");
-    std::size_t n = 0;
-    for (const auto &probe : ev.probes) {
-        ++n;
-        const auto *entry = ev.entry(probe.entry);
-        out.entries.insert(entry->interface_id);
-        for (const auto &[rel, content] : probe.files) {
-            fs::write_beneath(workspace, rel, content);
-        }
-        exec::LaunchSpec spec;
-        spec.argv.push_back((workspace / entry->target).string());
-        spec.argv.insert(spec.argv.end(), probe.args.begin(), probe.args.end());
-        // Opted out, the target keeps the host's environment as it keeps the host's files.
-        spec.env = ev.confinement ? target_environment(*entry) : exec::current_environment();
-        spec.workspace = workspace.string();
-        spec.cwd = spec.workspace;
-        spec.home = home.string();
-        spec.withhold.push_back(ev.folder.string());
-        if (state.source.git) {
-            withhold_git_dirs(spec, state.source);
-        }
-        spec.system_paths = entry->system_paths;
-        if (!repository.empty() && ev.confinement) {
-            grant_target_repository(spec, repository);
-        }
-        spec.runtime_prefix = state.session.runtime().paths.prefix.string();
-        spec.helper_dir = state.session.runtime().paths.helper_dir.string();
-
-        const std::string stem = two_digits(n) + "-" + probe.name;
-        auto run = state.session.run_options({});
-        run.timeout = std::chrono::milliseconds{entry->max_elapsed_ms};
-        run.budget = entry_budget(state.budget, ev.budgets, entry->budgets);
-        run.out.file = trial_dir / "calls" / (stem + ".stdout");
-        run.err.file = trial_dir / "calls" / (stem + ".stderr");
-        stdfs::path stdin_file;
-        if (!probe.stdin_text.empty()) {
-            stdin_file = private_dir.make_directory("stdin-") / "stdin";
-            fs::write_atomically(stdin_file, probe.stdin_text);
-            run.in = {exec::StdinSpec::Kind::file, stdin_file};
-        } else {
-            run.in = {exec::StdinSpec::Kind::null_device, {}};
-        }
-        EgressRequest route;
-        route.entry = entry->interface_id;
-        for (const auto &item : entry->egress) {
-            route.items.push_back({item.host, item.port, item.addresses});
-        }
-        progress.start(label + ": " + probe.name + " (" + entry->executable + ")");
-        // The trial's workspace and home are removed after its last call (run_trial), and no
-        // call gives them back in between: the next call lends them again, what the runtime
-        // wrote in between (the probes' files) included.
-        const auto outcome = state.session.call(std::move(spec), run, route, {workspace, home});
-        const auto &r = outcome.result;
-        state.confinement = outcome.confinement;
-        if (r.interrupted_by != 0) {
-            progress.finish("interrupted");
-            out.interrupted = r.interrupted_by;
-            return out;
-        }
-        const bool infrastructure =
-            !r.started || outcome.target_never_started ||
-            (r.signal == 0 && !r.timed_out && infrastructure_code(*entry, r.exit_code));
-        out.infrastructure_errors += infrastructure ? 1 : 0;
-        json observed_paths = json::array();
-        for (const auto &f : outcome.audit.findings) {
-            observed_paths.push_back(bytes::to_json(f.path));
-            out.observed.insert(f.path);
-            out.reasons.emplace(f.path, f.reason);
-        }
-        if (outcome.audit.audited && !outcome.audit.complete) {
-            out.lossy = true;
-            out.lossy_reasons.push_back(probe.name + ": " + outcome.audit.reason);
-        }
-        out.audited_all = out.audited_all && outcome.audit.audited;
-        json call{{"probe", probe.name},
-                  {"entry", entry->interface_id},
-                  {"executable", entry->executable},
-                  {"args", bytes::list_to_json(probe.args)},
-                  {"started", r.started},
-                  {"startError", r.start_error},
-                  {"exitCode", r.exit_code},
-                  {"signal", r.signal},
-                  {"timedOut", r.timed_out},
-                  {"elapsedMs", ms(r.elapsed)},
-                  {"status", outcome.status},
-                  {"infrastructureError", infrastructure},
-                  {"targetStarted", r.started && !outcome.target_never_started},
-                  {"stdout", "calls/" + stem + ".stdout"},
-                  {"stderr", "calls/" + stem + ".stderr"},
-                  {"stdoutBytes", r.out.total_bytes},
-                  {"stderrBytes", r.err.total_bytes},
-                  {"stdoutTruncated", r.out.truncated},
-                  {"stderrTruncated", r.err.truncated},
-                  {"observedMounts", observed_paths},
-                  {"identity", identity_record(outcome)},
-                  {"audit", audit::to_json(outcome.audit)},
-                  {"budget", call_budget_record(r.budget, r.limits)},
-                  {"budgetHits", budget_hits(r.budget)}};
-        ++out.made;
-        if (!outcome.sockets_left_reachable.empty()) {
-            ++out.truncated;
-            out.sockets_left_reachable.insert(outcome.sockets_left_reachable.begin(),
-                                              outcome.sockets_left_reachable.end());
-            call["socketsLeftReachable"] = bytes::list_to_json(outcome.sockets_left_reachable);
-        }
-        for (auto hit : call["budgetHits"]) {
-            hit["probe"] = probe.name;
-            hit["entry"] = entry->interface_id;
-            out.budget_hits.push_back(std::move(hit));
-        }
-        if (const auto rec = json::parse(outcome.egress_records, nullptr, false);
-            rec.is_object() && rec.contains("refusals") && rec["refusals"].is_array() &&
-            !rec["refusals"].empty()) {
-            call["egressRefusals"] = rec["refusals"];
-            state.egress_refusals.push_back({{"trialIndex", index},
-                                             {"entry", entry->interface_id},
-                                             {"probe", probe.name},
-                                             {"refusals", rec["refusals"]},
-                                             {"omitted", rec.value("omitted", 0)}});
-        }
-        fs::write_atomically(trial_dir / "calls" / (stem + ".json"), call.dump(2) + "\n");
-        out.records.push_back(call);
-        if (!stdin_file.empty()) fs::remove_tree(stdin_file.parent_path());
-        std::string outcome_text = infrastructure ? "infrastructure error, status " : "status ";
-        outcome_text += std::to_string(outcome.status);
-        if (!outcome.audit.findings.empty()) {
-            outcome_text += ", " + std::to_string(outcome.audit.findings.size()) +
-                            " path(s) outside the grants";
-        }
-        if (!outcome.sockets_left_reachable.empty()) {
-            outcome_text += ", " + std::to_string(outcome.sockets_left_reachable.size()) +
-                            " host socket(s) left reachable";
-        }
-        progress.finish(outcome_text);
-        print_egress_refusals(outcome.egress_records);
-    }
-
-    return out;
-}
-
-// One trial: a fresh workspace and home, the calls, the artifacts, the evaluator. Returns false
-// when interrupted.
-bool run_trial(RunState &state, int index, fs::RunDirectory &private_dir, Progress &progress) {
-    const auto &ev = state.ev;
-    const auto trial_dir = state.records / "trials" / std::to_string(index);
-    const auto workspace = private_dir.make_directory("workspace-");
-    const auto home = private_dir.make_directory("tea-evaluate-target-home-");
-    std::optional<fs::TrialDisk> disk;
-    if (state.disk) {
-        disk.emplace(private_dir, *state.disk, state.disk_bytes, workspace, home);
-    }
-    ::chmod(workspace.c_str(), 0755);
-    const auto repository = prepare_workspace(state, workspace, private_dir);
-    const auto label = "trial " + std::to_string(index) + "/" + std::to_string(ev.trials);
-    auto calls = run_calls(state, index, label, trial_dir, workspace, home, repository, private_dir,
-                           progress);
-    if (calls.interrupted != 0) {
-        state.interrupted = calls.interrupted;
-        return false;
-    }
-    for (const auto &path : calls.observed) {
-        state.observed[path].insert(index);
-    }
-    state.observed_reason.insert(calls.reasons.begin(), calls.reasons.end());
-    json trial{{"index", index}, {"calls", calls.records}};
-    trial["artifacts"] = collect_artifacts(state, calls.entries, workspace, trial_dir);
-    if (disk) {
-        trial["diskUsedBytes"] = disk->used_bytes();
-        if (disk->full()) {
-            // What the target was told is its own (ENOSPC); the record says the budget told it.
-            calls.budget_hits.push_back(
-                {{"budget", "disk"},
-                 {"count", 1},
-                 {"detail",
-                  "the trial's file system of " + std::to_string(state.disk_bytes) +
-                      " bytes filled up (less than 1 MiB left); writes past it answer ENOSPC"}});
-        }
-        disk->release();
-    }
-    trial["budgetHits"] = calls.budget_hits;
-    if (!calls.budget_hits.empty()) {
-        state.budget_trials.insert(index);
-    }
-    fs::remove_tree(workspace);
-    if (!repository.empty()) fs::remove_tree(repository);
-    fs::remove_tree(home);  // each trial starts with an empty home
-
-    trial["observedMountsChannel"] =
-        !calls.audited_all ? "unaudited" : (calls.lossy ? "lossy" : "complete");
-    if (calls.lossy) {
-        trial["lossyReasons"] = calls.lossy_reasons;
-        state.lossy.push_back(index);
-    }
-    json observed = json::array();
-    for (const auto &p : calls.observed) observed.push_back(bytes::to_json(p));
-    trial["observedMounts"] = observed;
-    trial["infrastructureErrors"] = calls.infrastructure_errors;
-    if (calls.truncated > 0) {
-        // The confinement left host sockets open to the target (for lack of room to mask them):
-        // not a breach the audit saw, but a protection cut short, so recorded and named only.
-        state.run["hostSocketTruncation"].push_back(
-            {{"conditionArm", "run"},
-             {"trialIndex", index},
-             {"calls", calls.made},
-             {"truncatedCalls", calls.truncated},
-             {"socketsLeftReachable",
-              bytes::list_to_json(std::vector<std::string>(calls.sockets_left_reachable.begin(),
-                                                           calls.sockets_left_reachable.end()))}});
-    }
-    auto verdict = run_evaluator(state, index, trial_dir, private_dir, progress);
-    if (state.interrupted != 0) return false;
-    trial["verdict"] = verdict;
-    state.run["trials"].push_back(trial);
-    return true;
-}
-
-// Where the run's trials keep their workspace and home: a file system of the budget's size when
-// the configuration asks for one and the runtime may mount it (root), in a mount namespace of
-// the runtime's own. Returns why there is none, when there is none.
-std::string choose_disk(RunState &state, const config::BudgetSettings &settings) {
-    const auto &asked = state.ev.budgets.disk_bytes;
-    state.disk_bytes = asked.value_or(settings.disk_bytes);
-    if (settings.disk == "none") {
-        if (asked) {
-            // Fail closed: the evaluation's bound would silently not hold.
-            throw usage_error(
-                "evaluation.json sets budgets.diskBytes, and the configuration's "
-                "budgets.disk is \"none\"; set it to \"tmpfs\" or \"image\"");
-        }
-        return "budgets.disk = \"none\"";
-    }
-    if (::geteuid() != 0) {
-        if (asked) {
-            throw host_error(
-                "evaluation.json sets budgets.diskBytes, and an unprivileged run cannot mount "
-                "the trials' file system of bounded size; run as root, or remove it");
-        }
-        return "an unprivileged run cannot mount a file system; the trials' workspaces and homes "
-               "are on the private root's disk";
-    }
-    fs::enter_private_mount_namespace();
-    state.disk = settings.disk == "image" ? fs::DiskKind::image : fs::DiskKind::tmpfs;
-    return {};
-}
-
-// The evaluation loaded, its session opened and its source found; every target checked to be in
-// the evaluated commit before anything runs.
-struct Opened {
-    evaluation::Evaluation ev;
-    std::unique_ptr<Session> session;
-    git::WorkspaceSource source;
-};
-
-std::optional<Opened> open_evaluation(const CommonOptions &common, const stdfs::path &folder) {
+std::optional<OpenedEvaluation> open_evaluation(const CommonOptions &common,
+                                                const stdfs::path &folder) {
     auto loaded = evaluation::load(folder);
     if (!loaded.problems.empty()) {
         // A malformed evaluation never starts a target.
@@ -634,59 +108,16 @@ std::optional<Opened> open_evaluation(const CommonOptions &common, const stdfs::
                        << printable(folder.string()) << "; nothing was run\n";
         return std::nullopt;
     }
-    Opened o{std::move(loaded.evaluation), nullptr, {}};
-    const auto excluded = o.ev.folder.lexically_relative(o.ev.project_root).string();
-    try {
-        o.source = git::open_workspace_source(o.ev.project_root, {excluded});
-    } catch (const git::WorkspaceSourceError &e) {
-        throw usage_error(e.what());
-    }
-    if (o.ev.confinement) {
-        for (const auto &entry : o.ev.registry) {
-            if (entry.login) {
-                // A confined target has a private home: without an adapter granting the login,
-                // the agent would run without it and fail in ways that look like its own.
-                throw host_error("entry '" + entry.interface_id + "' declares login '" +
-                                 *entry.login +
-                                 "', and this build has no login adapter to grant it to a "
-                                 "confined target; remove the field, or set \"confinement\": "
-                                 "false in evaluation.json to keep your home for the target");
-            }
-        }
-    }
-    o.session = std::make_unique<Session>(common, !o.ev.confinement);
+    OpenedEvaluation o{std::move(loaded.evaluation), nullptr, {}};
+    o.source = evaluation::open_source(o.ev);
+    evaluation::refuse_logins(o.ev);
+    o.session = open_session(common, !o.ev.confinement);
     return o;
 }
 
-void check_targets(const Opened &o, fs::RunDirectory &private_dir) {
-    const auto check_dir = private_dir.make_directory("check-");
-    try {
-        (void)git::materialize(o.source, check_dir);
-    } catch (const git::MissingObjectsError &e) {
-        // A partial clone's promisor remote is never asked: a confined run reaches no network,
-        // and a fetch on the target's behalf would let it pull whatever the remote serves.
-        throw host_error(std::string{e.what()} +
-                         "; a confined run fetches nothing, so no workspace can be made of "
-                         "commit " +
-                         e.commit() +
-                         ". Bring its objects into your clone once (a git command that reads "
-                         "every file of the commit fetches them: git archive " +
-                         e.commit() + " >/dev/null) and run again");
-    }
-    for (const auto &entry : o.ev.registry) {
-        std::error_code ec;
-        if (!stdfs::is_regular_file(stdfs::symlink_status(check_dir / entry.target, ec))) {
-            fs::remove_tree(check_dir);
-            throw usage_error("entry '" + entry.interface_id + "': target '" + entry.target +
-                              "' is not a file in " +
-                              (o.source.git ? "commit " + o.source.commit + " (commit it first)"
-                                            : "the project"));
-        }
-    }
-    fs::remove_tree(check_dir);
+std::unique_ptr<evaluation::TrialProgress> progress_lines(bool quiet) {
+    return std::make_unique<Progress>(quiet);
 }
-
-}  // namespace
 
 int run_command(const CommonOptions &common, const RunCommandOptions &options) {
     auto opened = open_evaluation(common, options.evaluation);
@@ -697,64 +128,9 @@ int run_command(const CommonOptions &common, const RunCommandOptions &options) {
     auto &session = *opened->session;
     const auto &source = opened->source;
 
-    RunState state{ev, session,       source, new_run_id(), {}, {}, {}, {},
-                   {}, json::array(), 0,      "",           {}, {}, 0,  {}};
-    const auto runs = ev.folder / "runs";
-    if (::mkdir(runs.c_str(), 0755) != 0 && errno != EEXIST) {
-        throw runtime_error("cannot make " + runs.string() + ": " + errno_text(errno));
-    }
-    if (stdfs::is_symlink(runs)) {
-        // Records written through a link would land wherever the link points.
-        throw usage_error(runs.string() +
-                          " is a symbolic link; the records must stay in the "
-                          "evaluation folder");
-    }
-    const auto &settings = session.runtime().config.budgets;
-    state.budget = configured_budget(settings);
-    const auto disk_reason = choose_disk(state, settings);
-    fs::RunDirectory private_dir{session.private_root()};
-    check_targets(*opened, private_dir);
-    state.records = runs / state.run_id;
-    if (::mkdir(state.records.c_str(), 0755) != 0) {
-        throw runtime_error("cannot make " + state.records.string() + ": " + errno_text(errno));
-    }
-
-    state.run =
-        json{{"schemaVersion", 1},
-             {"runId", state.run_id},
-             {"status", "running"},
-             {"startedAt", utc_now()},
-             {"finishedAt", nullptr},
-             {"evaluation", ev.folder.string()},
-             {"project", ev.project_root.string()},
-             {"source",
-              source.git ? json{{"kind", "git"},
-                                {"commit", source.commit},
-                                {"gitDir", source.git_dir.string()},
-                                {"history", source.prefix.empty() ? "private repository" : "none"}}
-                         : json{{"kind", "copy"}}},
-             {"confinement", ev.confinement ? session.backend_name() : "opt-out"},
-             {"backend", session.backend_name()},
-             {"observer", nullptr},
-             {"trialCount", ev.trials},
-             {"trials", json::array()},
-             {"egress", json::array()},
-             {"egressRefusals", json::array()},
-             {"hostSocketTruncation", json::array()},
-             {"logins", json::array()},
-             {"budgets", run_budgets_record(entry_budget(state.budget, ev.budgets, {}), ev,
-                                            state.disk ? settings.disk : "none", state.disk_bytes,
-                                            disk_reason)},
-             {"manifest", "manifest.json"}};
-    for (const auto &entry : ev.registry) {
-        if (!entry.egress.empty()) {
-            std::vector<egress::Item> items;
-            for (const auto &i : entry.egress) items.push_back({i.host, i.port, i.addresses});
-            state.run["egress"].push_back({{"entry", entry.interface_id},
-                                           {"items", json::parse(egress::items_to_json(items))}});
-        }
-    }
-    save_run(state);
+    evaluation::RunState state{ev, session, source, evaluation::new_run_id()};
+    files::RunDirectory private_dir{session.private_root()};
+    evaluation::begin_run(state, private_dir);
     console::err() << "tea-evaluate: run " << state.run_id << ": " << ev.trials << " trial"
                    << (ev.trials == 1 ? "" : "s") << " of " << ev.probes.size() << " call"
                    << (ev.probes.size() == 1 ? "" : "s") << ", "
@@ -764,65 +140,14 @@ int run_command(const CommonOptions &common, const RunCommandOptions &options) {
                    << '\n';
 
     Progress progress{common.quiet};
-    try {
-        for (int i = 1; i <= ev.trials && state.interrupted == 0; ++i) {
-            if (const int sig = Signals::instance().pending(); sig != 0) {
-                state.interrupted = sig;
-                break;
-            }
-            if (!run_trial(state, i, private_dir, progress)) break;
-            save_run(state);
-        }
-    } catch (const std::exception &e) {
-        // The record says the run failed and why; score refuses it. The private directories go
-        // with private_dir as the error leaves.
-        state.run["status"] = "failed";
-        state.run["error"] = e.what();
-        state.run["finishedAt"] = utc_now();
-        try {
-            save_run(state);
-        } catch (const std::exception &) {
-            spdlog::error("cannot record the failure in {}", state.records.string());
-        }
-        throw;
-    }
-
-    state.run["finishedAt"] = utc_now();
-    if (!state.confinement.empty()) state.run["confinement"] = state.confinement;
-    const auto observer = session.observer_name();
-    state.run["observer"] = observer.empty() ? json(nullptr) : json(observer);
-    state.run["egressRefusals"] = state.egress_refusals;
-
-    RunSummary summary;
-    summary.run_id = state.run_id;
-    summary.opt_out = state.run["confinement"] == "opt-out";
-    summary.trials = ev.trials;
-    summary.lossy = state.lossy;
-    for (const auto &[path, trials] : state.observed) summary.observed.push_back(path);
-    for (const auto &r : state.egress_refusals)
-        summary.refusal_trials.insert(r["trialIndex"].get<int>());
-    for (const auto &t : state.run["hostSocketTruncation"])
-        summary.socket_truncation_trials.insert(t["trialIndex"].get<int>());
-    summary.budget_trials = state.budget_trials;
-    summary.interrupted = state.interrupted;
-
-    if (state.interrupted != 0) {
-        state.run["status"] = "interrupted";
-        state.run["interruptedBy"] = state.interrupted;
-    } else {
-        state.run["status"] = "complete";
-    }
-    // The manifest first, then run.json: a run.json that says complete always has its manifest.
-    const auto manifest = isolation_manifest(state.run, ev, state.observed, state.observed_reason);
-    fs::write_atomically(state.records / "manifest.json", manifest.dump(2) + "\n");
-    state.run["summary"] = summary_line(summary);
-    save_run(state);
+    evaluation::run_trials(state, private_dir, progress);
+    const auto summary = evaluation::finish_run(state);
 
     console::err() << "tea-evaluate: " << state.run["summary"].get<std::string>() << '\n';
     std::vector<std::string> withheld_first_paths = summary.observed;
     std::vector<std::string> withheld{ev.folder.string(), session.private_root().string()};
     if (source.git) withheld.push_back(source.git_dir.string());
-    withheld_first(withheld_first_paths, withheld);
+    evaluation::withheld_first(withheld_first_paths, withheld);
     std::size_t shown = 0;
     for (const auto &path : withheld_first_paths) {
         if (++shown > kPathsShown) {
@@ -845,88 +170,6 @@ int run_command(const CommonOptions &common, const RunCommandOptions &options) {
     if (state.interrupted != 0) return 128 + state.interrupted;
     return summary.observed.empty() && summary.lossy.empty() ? 0
                                                              : static_cast<int>(ExitCode::invalid);
-}
-
-int preflight_evaluation(const CommonOptions &common, const stdfs::path &folder, int legs) {
-    auto opened = open_evaluation(common, folder);
-    if (!opened) {
-        return static_cast<int>(ExitCode::usage);
-    }
-    const auto &ev = opened->ev;
-    auto &session = *opened->session;
-    if (!ev.confinement) {
-        console::err()
-            << "tea-evaluate: preflight: the evaluation opts out of confinement; its targets "
-               "run unconfined and unaudited, so there is nothing to check\n";
-        return 0;
-    }
-    fs::RunDirectory private_dir{session.private_root()};
-    check_targets(*opened, private_dir);
-    RunState state{ev, session, opened->source, "preflight", {}, {}, {},
-                   {}, {},      json::array(),  0,           "", {}, {},
-                   0,  {}};
-    // The legs' calls have the trials' budgets (their file system stays the private root's).
-    state.budget = configured_budget(session.runtime().config.budgets);
-    state.records = private_dir.make_directory("preflight-records-");
-    Progress progress{common.quiet};
-    std::map<std::string, int> seen;
-    std::map<std::string, std::string> reasons;
-    bool incomplete = false;
-    for (int leg = 1; leg <= legs; ++leg) {
-        // Each leg is a pristine workspace and a new home, as each trial of a run would be.
-        const auto workspace = private_dir.make_directory("workspace-");
-        const auto home = private_dir.make_directory("tea-evaluate-target-home-");
-        ::chmod(workspace.c_str(), 0755);
-        const auto repository = prepare_workspace(state, workspace, private_dir);
-        const auto label = "preflight leg " + std::to_string(leg) + "/" + std::to_string(legs);
-        const auto calls = run_calls(state, leg, label, state.records / std::to_string(leg),
-                                     workspace, home, repository, private_dir, progress);
-        if (calls.interrupted != 0) {
-            return 128 + calls.interrupted;
-        }
-        if (!calls.audited_all) {
-            throw host_error("preflight needs audited calls, and a call of leg " +
-                             std::to_string(leg) + " was not audited");
-        }
-        incomplete = incomplete || calls.lossy;
-        if (calls.truncated > 0) {
-            console::err() << "tea-evaluate: preflight: " << calls.truncated << " call"
-                           << (calls.truncated == 1 ? "" : "s") << " of leg " << leg << " left "
-                           << calls.sockets_left_reachable.size()
-                           << " host socket(s) reachable (the confinement did not mask them); "
-                              "a run records them in hostSocketTruncation\n";
-        }
-        for (const auto &path : calls.observed) ++seen[path];
-        reasons.insert(calls.reasons.begin(), calls.reasons.end());
-        fs::remove_tree(workspace);
-        if (!repository.empty()) fs::remove_tree(repository);
-        fs::remove_tree(home);
-    }
-    std::vector<std::string> every;
-    for (const auto &[path, n] : seen) {
-        if (n == legs) every.push_back(path);
-    }
-    if (!every.empty()) {
-        console::err() << "tea-evaluate: preflight: every leg opened " << every.size() << " path"
-                       << (every.size() == 1 ? "" : "s")
-                       << " outside the grants; every trial will too (declare what an entry "
-                          "legitimately reads in its systemPaths):\n";
-        for (const auto &path : every) {
-            console::err() << "  " << printable(path) << "  (" << printable(reasons[path]) << ")\n";
-        }
-    } else {
-        console::err() << "tea-evaluate: preflight: no path outside the grants in every leg\n";
-    }
-    if (incomplete) {
-        console::err() << "tea-evaluate: preflight: the audit of a leg is incomplete, so it proves "
-                          "nothing\n";
-    }
-    if (common.json) {
-        console::out() << json{{"everyLeg", bytes::list_to_json(every)}, {"complete", !incomplete}}
-                              .dump(-1, ' ', console::on_terminal(stdout))
-                       << '\n';
-    }
-    return every.empty() && !incomplete ? 0 : static_cast<int>(ExitCode::invalid);
 }
 
 }  // namespace tea::cli

@@ -1,15 +1,14 @@
-// What every command starts from: the configuration, the runtime's paths and
-// the plugins found, plus the signals the runtime watches.
+// What every command starts from: the common options, and the configuration, the runtime's paths
+// and the plugins found, loaded from them.
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 
-#include "config/config.hpp"
-#include "plugins/loader.hpp"
-#include "util/fd.hpp"
-#include "util/runtime_paths.hpp"
+#include "call/runtime.hpp"
+#include "call/session.hpp"
 
 namespace tea::cli {
 
@@ -22,28 +21,12 @@ struct CommonOptions {
     bool quiet = false;
 };
 
-struct Runtime {
-    config::Config config;
-    RuntimePaths paths;
-    plugins::Registry registry;
-};
+call::Runtime load_runtime(const CommonOptions &options);
 
-Runtime load_runtime(const CommonOptions &options);
-
-// SIGINT, SIGTERM and SIGHUP are blocked from start-up and read from this
-// descriptor, so a signal ends the running call and the runtime cleans up
-// before it exits.
-class Signals {
-   public:
-    static Signals &instance();
-    void install();
-    [[nodiscard]] int fd() const { return fd_.get(); }
-    // The signal received and not yet acted on, or 0.
-    int pending();
-
-   private:
-    UniqueFd fd_;
-    int seen_ = 0;
-};
+// The session of a command's calls: the configuration and plugins loaded, the backend selected
+// (exit 2 or 12 when it cannot) and the private root opened. An opted-out session takes
+// confinement.opt_out_backend, whatever --backend says: the evaluation, not the command line,
+// decides that its targets run unconfined.
+std::unique_ptr<call::CallSession> open_session(const CommonOptions &common, bool opt_out = false);
 
 }  // namespace tea::cli

@@ -8,8 +8,9 @@
 #include <tea/json_bytes.hpp>
 
 #include "cli/commands.hpp"
-#include "cli/run_records.hpp"
-#include "fs/beneath.hpp"
+#include "cli/report.hpp"
+#include "evaluation/run_records.hpp"
+#include "files/beneath.hpp"
 #include "util/console.hpp"
 #include "util/error.hpp"
 
@@ -69,7 +70,8 @@ bool record_file(const stdfs::path &base, const json &name) {
     if (!name.is_string()) return false;
     const auto rel = name.get<std::string>();
     std::error_code ec;
-    return fs::plain_relative(rel) && stdfs::is_regular_file(stdfs::symlink_status(base / rel, ec));
+    return files::plain_relative(rel) &&
+           stdfs::is_regular_file(stdfs::symlink_status(base / rel, ec));
 }
 
 void check_trials(const stdfs::path &run_dir, const json &run, bool opt_out, Decision &d) {
@@ -213,7 +215,7 @@ Decision decide(const stdfs::path &run_dir, json *run_out) {
             }
         }
         std::vector<std::string> paths(manifest_observed.begin(), manifest_observed.end());
-        withheld_first(paths, withheld);
+        evaluation::withheld_first(paths, withheld);
         for (const auto &path : paths) {
             d.invalid.push_back("mount outside allowlist: " + path);
         }
@@ -268,7 +270,7 @@ int score_command(const CommonOptions &common, const ScoreOptions &options) {
                      {"reasons", reasons},
                      {"confinement", confinement},
                      {"summary", summary}};
-    fs::write_atomically(run_dir / "score.json", score.dump(2) + "\n");
+    files::write_atomically(run_dir / "score.json", score.dump(2) + "\n");
     console::err() << "tea-evaluate: " << summary << '\n';
     const auto &listed = verdict == "invalid" ? d.invalid : d.fail;
     for (std::size_t i = 0; i < listed.size(); ++i) {

@@ -389,8 +389,8 @@ std::uint64_t BudgetSettings::memory_on_host() const {
     in >> label >> kib;
     if (label != "MemTotal:" || kib == 0) {
         // Fail closed: a budget that cannot be computed is no budget, so none is guessed.
-        throw runtime_error("cannot read MemTotal from /proc/meminfo for budgets.memory = \"" +
-                            std::to_string(memory_percent) + "%\"; set it in bytes");
+        throw runtime_failure("cannot read MemTotal from /proc/meminfo for budgets.memory = \"" +
+                              std::to_string(memory_percent) + "%\"; set it in bytes");
     }
     return kib * 1024 / 100 * memory_percent;
 }

@@ -86,8 +86,8 @@ std::string items_to_json(const std::vector<Item> &items) {
     return out.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-Session::Session(const plugins::Instance &instance, const std::string &entry,
-                 const std::vector<Item> &items, const std::string &socket_dir)
+OpenRoute::OpenRoute(const plugins::Instance &instance, const std::string &entry,
+                     const std::vector<Item> &items, const std::string &socket_dir)
     : instance_(instance), ops_(&std::get<tea_egress_ops>(instance.plugin().ops())) {
     const json request{
         {"entry", entry}, {"items", json::parse(items_to_json(items))}, {"socketDir", socket_dir}};
@@ -124,21 +124,21 @@ Session::Session(const plugins::Instance &instance, const std::string &entry,
             close();
         } catch (const std::exception &) {  // NOLINT(bugprone-empty-catch): the first error wins
         }
-        throw runtime_error("the egress plugin '" + name +
-                            "' returned an invalid route: " + e.what());
+        throw runtime_failure("the egress plugin '" + name +
+                              "' returned an invalid route: " + e.what());
     }
 }
 
-Session::~Session() {
+OpenRoute::~OpenRoute() {
     try {
         close();
     } catch (const std::exception &) {  // NOLINT(bugprone-empty-catch): ended either way
     }
 }
 
-std::string Session::close() {
+json OpenRoute::close() {
     if (handle_ == nullptr) {
-        return "{}";
+        return json::object();
     }
     tea_error error;
     tea_buffer records;
@@ -147,15 +147,15 @@ std::string Session::close() {
     const auto status =
         ops_->close(instance_.handle(), std::exchange(handle_, nullptr), &records, &error);
     if (status != TEA_OK) {
-        throw runtime_error("the egress plugin '" + instance_.plugin().name() +
-                            "' could not end the route: " + error.message);
+        throw runtime_failure("the egress plugin '" + instance_.plugin().name() +
+                              "' could not end the route: " + error.message);
     }
     const auto doc = json::parse(records.data, nullptr, false);
     if (!doc.is_object()) {
-        throw runtime_error("the egress plugin '" + instance_.plugin().name() +
-                            "' returned records that are not a JSON object");
+        throw runtime_failure("the egress plugin '" + instance_.plugin().name() +
+                              "' returned records that are not a JSON object");
     }
-    return doc.dump();
+    return doc;
 }
 
 }  // namespace tea::egress

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,18 +40,18 @@ struct Route {
 
 // One open session of an egress plugin: opened by the constructor, ended by close() or, on any
 // failure in between, by the destructor, so the proxy never outlives its call.
-class Session {
+class OpenRoute {
    public:
-    Session(const plugins::Instance &instance, const std::string &entry,
-            const std::vector<Item> &items, const std::string &socket_dir);
-    Session(const Session &) = delete;
-    Session &operator=(const Session &) = delete;
-    ~Session();
+    OpenRoute(const plugins::Instance &instance, const std::string &entry,
+              const std::vector<Item> &items, const std::string &socket_dir);
+    OpenRoute(const OpenRoute &) = delete;
+    OpenRoute &operator=(const OpenRoute &) = delete;
+    ~OpenRoute();
 
     [[nodiscard]] const Route &route() const { return route_; }
     // Ends the session; the plugin's records (a JSON object). Throws std::runtime_error when the
     // plugin reports a failure or hands back no object.
-    std::string close();
+    nlohmann::json close();
 
    private:
     const plugins::Instance &instance_;

@@ -137,7 +137,7 @@ bool owner_alive(std::string_view rest) {
 std::string random_suffix() {
     std::array<unsigned char, 6> bytes{};
     if (::getrandom(bytes.data(), bytes.size(), 0) != static_cast<ssize_t>(bytes.size())) {
-        throw runtime_error("cannot name the call's cgroup: " + errno_text(errno));
+        throw runtime_failure("cannot name the call's cgroup: " + errno_text(errno));
     }
     static constexpr char digits[] = "0123456789abcdef";
     std::string out;
@@ -517,16 +517,16 @@ CallCgroup::Member CallCgroup::make(const stdfs::path &parent, const char *join)
     Member m;
     m.path = parent / name_;
     if (::mkdir(m.path.c_str(), 0755) != 0) {
-        throw runtime_error("cannot make the call's cgroup " + m.path.string() + ": " +
-                            errno_text(errno));
+        throw runtime_failure("cannot make the call's cgroup " + m.path.string() + ": " +
+                              errno_text(errno));
     }
     m.dir.reset(::open(m.path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     m.procs.reset(::openat(m.dir.get(), join, O_WRONLY | O_CLOEXEC));
     if (!m.dir || !m.procs) {
         const int error = errno;
         (void)::rmdir(m.path.c_str());
-        throw runtime_error("cannot open the call's cgroup " + m.path.string() + ": " +
-                            errno_text(error));
+        throw runtime_failure("cannot open the call's cgroup " + m.path.string() + ": " +
+                              errno_text(error));
     }
     return m;
 }
@@ -550,8 +550,8 @@ void CallCgroup::make_members(const CgroupLayout &layout, const Budget &budget) 
     // cgroup v1: the runner's child, a process of one thread, joins through `tasks`, which moves
     // the writing thread alone. Moving a whole process (cgroup.procs) takes a lock of the
     // kernel's for every fork on the host, whose first taking waits out an RCU grace period
-    // (8 ms measured on the test VM, every call, since every exec is a new runtime); moving the
-    // writer itself does not take it. cgroup2 has no such file for a domain cgroup.
+    // (every call pays it, since every exec is a new runtime; bench/README.md has the figure);
+    // moving the writer itself does not take it. cgroup2 has no such file for a domain cgroup.
     constexpr const char *v1_join = "tasks";
     members_.reserve(3);
     try {
@@ -650,8 +650,8 @@ void write(int dir, const char *file, std::string_view value) {
     const UniqueFd fd{::openat(dir, file, O_WRONLY | O_CLOEXEC)};
     if (!fd ||
         ::write(fd.get(), value.data(), value.size()) != static_cast<ssize_t>(value.size())) {
-        throw runtime_error(std::string{"the kernel refused "} + std::string{value} + " in " +
-                            file + " of the call's cgroup: " + errno_text(errno));
+        throw runtime_failure(std::string{"the kernel refused "} + std::string{value} + " in " +
+                              file + " of the call's cgroup: " + errno_text(errno));
     }
 }
 

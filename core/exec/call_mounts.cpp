@@ -179,13 +179,13 @@ UniqueFd call_mount_namespace(const std::vector<TreeAt> &trees, uid_t uid, gid_t
     const int clone_error = errno;
     stack_returned(stack);
     if (pid < 0) {
-        throw runtime_error("cannot make the call's mount namespace: " + errno_text(clone_error));
+        throw runtime_failure("cannot make the call's mount namespace: " + errno_text(clone_error));
     }
     while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
     }
     if (k.failed_at != nullptr) {
-        throw runtime_error(std::string{"cannot make the call's mount namespace: "} + k.failed_at +
-                            " " + k.path + ": " + errno_text(k.error));
+        throw runtime_failure(std::string{"cannot make the call's mount namespace: "} +
+                              k.failed_at + " " + k.path + ": " + errno_text(k.error));
     }
     return UniqueFd{k.ns};
 }

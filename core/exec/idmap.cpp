@@ -46,8 +46,8 @@ void write_map(pid_t pid, const char *name, const std::string &line) {
     const auto path = "/proc/" + std::to_string(pid) + "/" + name;
     const UniqueFd fd{::open(path.c_str(), O_WRONLY | O_CLOEXEC)};
     if (!fd || ::write(fd.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
-        throw runtime_error("cannot write " + path + " (\"" + line.substr(0, line.size() - 1) +
-                            "\"): " + errno_text(errno));
+        throw runtime_failure("cannot write " + path + " (\"" + line.substr(0, line.size() - 1) +
+                              "\"): " + errno_text(errno));
     }
 }
 
@@ -59,8 +59,8 @@ UniqueFd make_namespace(const IdMapping &m) {
         clone_sharing_memory(hold_namespace, &parent, CLONE_NEWUSER | CLONE_VM | SIGCHLD, stack);
     const int clone_error = errno;
     if (pid < 0) {
-        throw runtime_error("cannot make a user namespace for an idmapped mount: " +
-                            errno_text(clone_error));
+        throw runtime_failure("cannot make a user namespace for an idmapped mount: " +
+                              errno_text(clone_error));
     }
     struct Reap {
         pid_t pid;
@@ -77,7 +77,7 @@ UniqueFd make_namespace(const IdMapping &m) {
     const auto path = "/proc/" + std::to_string(pid) + "/ns/user";
     UniqueFd ns{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
     if (!ns) {
-        throw runtime_error("cannot open " + path + ": " + errno_text(errno));
+        throw runtime_failure("cannot open " + path + ": " + errno_text(errno));
     }
     return ns;
 }
@@ -101,8 +101,8 @@ DetachedTree detached_tree(int top, const IdMapping &mapping) {
         ::syscall(SYS_open_tree, top, "",
                   OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH))};
     if (!out.tree) {
-        throw runtime_error("cannot copy the tree as a detached mount (open_tree): " +
-                            errno_text(errno));
+        throw runtime_failure("cannot copy the tree as a detached mount (open_tree): " +
+                              errno_text(errno));
     }
     // Never set-user-id and no devices, whatever the tree holds: the call's view sets both again.
     mount_attr attr{};
@@ -116,16 +116,16 @@ DetachedTree detached_tree(int top, const IdMapping &mapping) {
     // The file system (or one mounted beneath the tree) does not take an idmap: the kernel
     // changes none of the tree's mounts then, and the copy stays as the disk has it.
     if (error != EINVAL && error != EPERM && error != EOPNOTSUPP && error != ENOSYS) {
-        throw runtime_error("cannot make the tree's copy idmapped (mount_setattr): " +
-                            errno_text(error));
+        throw runtime_failure("cannot make the tree's copy idmapped (mount_setattr): " +
+                              errno_text(error));
     }
     out.refusal = error;
     attr = {};
     attr.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
     if (::syscall(SYS_mount_setattr, out.tree.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, &attr,
                   sizeof attr) != 0) {
-        throw runtime_error("cannot set the tree's copy nosuid and nodev (mount_setattr): " +
-                            errno_text(errno));
+        throw runtime_failure("cannot set the tree's copy nosuid and nodev (mount_setattr): " +
+                              errno_text(errno));
     }
     return out;
 }

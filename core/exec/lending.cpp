@@ -34,22 +34,22 @@ Lending::Lending(const Request &request) {
         for (const auto &other : request.trees) {
             if (other != path && within(normal, other.lexically_normal())) {
                 // Its copy would be taken from the host, not from the outer tree's.
-                throw runtime_error("cannot lend " + path.string() + ": it lies inside " +
-                                    other.string() + ", which is lent too");
+                throw runtime_failure("cannot lend " + path.string() + ": it lies inside " +
+                                      other.string() + ", which is lent too");
             }
         }
         // The tree's own top, never a link put in its place; the copy comes from this descriptor.
         const UniqueFd top{::open(normal.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)};
         struct stat st {};
         if (!top || ::fstat(top.get(), &st) != 0) {
-            throw runtime_error("cannot lend " + path.string() +
-                                " to the target's identity: " + errno_text(errno));
+            throw runtime_failure("cannot lend " + path.string() +
+                                  " to the target's identity: " + errno_text(errno));
         }
         DetachedTree copy;
         try {
             copy = detached_tree(top.get(), {st.st_uid, st.st_gid, request.uid, request.gid});
         } catch (const Error &e) {
-            throw runtime_error("cannot lend " + path.string() + ": " + e.what());
+            throw runtime_failure("cannot lend " + path.string() + ": " + e.what());
         }
         Lent lent{normal, copy.refusal == 0, {}, copy.refusal};
         if (copy.refusal != 0) {

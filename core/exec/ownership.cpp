@@ -136,8 +136,8 @@ OwnershipLoan::OwnershipLoan(const std::vector<stdfs::path> &trees, uid_t uid, g
         const auto fd = open_top(top);
         struct stat st {};
         if (!fd || ::fstat(fd.get(), &st) != 0 || is_kept(st, kept_ids_)) {
-            throw runtime_error("cannot lend " + top.string() +
-                                " to the sandbox identity: not a directory");
+            throw runtime_failure("cannot lend " + top.string() +
+                                  " to the sandbox identity: not a directory");
         }
         Tree tree{top, st.st_uid, st.st_gid, {}, is_kept(top, disposable)};
         tree.owners.emplace(key(st), std::make_pair(st.st_uid, st.st_gid));
@@ -162,8 +162,8 @@ OwnershipLoan::OwnershipLoan(const std::vector<stdfs::path> &trees, uid_t uid, g
              });
         if (error != 0) {
             restore();
-            throw runtime_error("cannot lend " + failed + " (in " + top.string() +
-                                ") to the sandbox identity: " + errno_text(error));
+            throw runtime_failure("cannot lend " + failed + " (in " + top.string() +
+                                  ") to the sandbox identity: " + errno_text(error));
         }
     }
 }

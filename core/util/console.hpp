@@ -2,8 +2,8 @@
 // std::cerr.
 //
 // Those two are built, with the six other standard streams, by a std::ios_base::Init object that
-// <iostream> places in every file including it, before main runs: about 0.5 ms of every
-// command on the VM measured in bench/README.md ("Three cuts kept (tenth stop)"). The
+// <iostream> places in every file including it, before main runs, at a cost every command pays
+// (bench/README.md). The
 // runtime never uses them, so no file of it includes <iostream> (cli/main.cpp keeps CLI11's
 // inclusion of it from building them). Tests check that the executable builds none and that no
 // source of the runtime names them: a write to one that was never built would crash.

@@ -34,7 +34,7 @@ inline Error host_error(const std::string &message) {
     return {ExitCode::no_confine, message};
 }
 // The runtime itself failed: exit 125 for exec.
-inline Error runtime_error(const std::string &message) {
+inline Error runtime_failure(const std::string &message) {
     return {ExitCode::runtime, message};
 }
 

@@ -13,8 +13,8 @@ RuntimePaths RuntimePaths::detect() {
     std::error_code ec;
     const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
     if (ec) {
-        throw runtime_error("cannot find the runtime's own executable through /proc/self/exe: " +
-                            ec.message());
+        throw runtime_failure("cannot find the runtime's own executable through /proc/self/exe: " +
+                              ec.message());
     }
     return for_prefix(exe.parent_path().parent_path());
 }

@@ -396,6 +396,50 @@ int processes_mentioning(const std::string &text) {
     return found;
 }
 
+#ifdef TEA_STRACE_PLUGIN
+// A failure before the target starts says which side failed
+// (tests/fixtures/fixture_call_plugin.cpp: a backend whose plan is a shell launcher, traced by
+// strace): a target the launcher cannot execute is the target's exec failing (126), not a host that
+// cannot confine.
+TEST(Cli, ATargetTheLauncherCannotExecuteExits126AndSaysSo) {
+    const test::TempDir dir{"tea-cli-exec-failure", std::filesystem::perms::owner_all |
+                                                        std::filesystem::perms::others_exec};
+    const auto manifests = dir.path() / "plugins.d";
+    std::filesystem::create_directory(manifests);
+    const auto abi = "1." + std::to_string(TEA_ABI_MINOR);
+    test::write_file((manifests / "call-backend.toml").string(),
+                     "name = \"call-backend\"\nkind = \"backend\"\nabi = \"" + abi +
+                         "\"\nlibrary = \"" + TEA_FIXTURE_CALL_BACKEND + "\"\n");
+    test::write_file((manifests / "strace.toml").string(),
+                     "name = \"strace\"\nkind = \"observer\"\nabi = \"" + abi + "\"\nlibrary = \"" +
+                         TEA_STRACE_PLUGIN + "\"\n");
+    const auto config = (dir.path() / "config.toml").string();
+    test::write_file(config, "[plugins]\npaths = [\"" + manifests.string() +
+                                 "\"]\n[plugin.call-backend]\nmode = \"plain\"\n");
+    const auto workspace = dir.path() / "workspace";
+    std::filesystem::create_directory(workspace);
+    const auto target = workspace / "not-executable";
+    test::write_file(target.string(), "#!/bin/sh\necho ran\n");
+    std::filesystem::permissions(target, std::filesystem::perms::owner_read);
+    const auto o =
+        test::run(cmd({"--config", config, "exec", "--backend", "call-backend", "--observer",
+                       "strace", "--workspace", workspace.string(), "--", target.string()}),
+                  env());
+    EXPECT_EQ(o.status, 126) << o.err;
+    EXPECT_NE(o.err.find("could not be executed"), std::string::npos) << o.err;
+    EXPECT_EQ(o.err.find("process limit"), std::string::npos) << o.err;
+
+    // The control: the same target made executable runs.
+    std::filesystem::permissions(target, std::filesystem::perms::owner_all);
+    const auto ran =
+        test::run(cmd({"--config", config, "exec", "--backend", "call-backend", "--observer",
+                       "strace", "--workspace", workspace.string(), "--", target.string()}),
+                  env());
+    EXPECT_EQ(ran.status, 0) << ran.err;
+    EXPECT_EQ(ran.out, "ran\n");
+}
+#endif
+
 // A backend that stages its calls (ABI 1.5, tests/fixtures/fixture_stager_plugin.cpp): the
 // session starts the staged answer's process before the complete plan exists, fills its deferred
 // descriptor once the complete plan starts the same process, and otherwise kills it unfinished.

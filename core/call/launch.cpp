@@ -1,0 +1,181 @@
+#include "call/launch.hpp"
+
+#include <sys/stat.h>
+
+#include "exec/environment.hpp"
+#include "util/error.hpp"
+#include "util/paths.hpp"
+#include "util/signals.hpp"
+
+namespace tea::call {
+namespace {
+
+std::filesystem::path absolute_path(const std::filesystem::path &p, const char *option) {
+    std::error_code ec;
+    auto out = std::filesystem::weakly_canonical(std::filesystem::absolute(p, ec), ec);
+    if (ec) {
+        throw usage_error(std::string{option} + " " + p.string() + ": " + ec.message());
+    }
+    return out;
+}
+
+// A withheld path named through a link inside the workspace: the target can re-point that link
+// between calls, and the next call would cover wherever it leads then, leaving the folder itself
+// readable. Links outside the workspace (the host's, which no target can write) are followed.
+void refuse_links_in_workspace(const std::filesystem::path &given,
+                               const std::filesystem::path &workspace) {
+    std::error_code ec;
+    const auto lexical = std::filesystem::absolute(given, ec).lexically_normal();
+    if (ec || !lexical.has_root_directory()) {
+        return;  // absolute_path names what is wrong with it
+    }
+    std::filesystem::path real = lexical.root_path();
+    for (const auto &part : lexical.relative_path()) {
+        if (part.empty()) {
+            continue;
+        }
+        const auto next = real / part;
+        struct stat st {};
+        if (::lstat(next.c_str(), &st) != 0) {
+            return;  // nothing there: the existence check names it
+        }
+        if (!S_ISLNK(st.st_mode)) {
+            real = next;
+            continue;
+        }
+        real = std::filesystem::weakly_canonical(next, ec);
+        if (within(next, workspace) && next != workspace) {
+            throw usage_error("--withhold " + given.string() + ": " + next.string() +
+                              " is a link inside the workspace, which a target can re-point "
+                              "between calls; withhold the folder it leads to instead (" +
+                              real.string() + ")");
+        }
+        if (ec) {
+            return;
+        }
+    }
+}
+
+std::vector<std::string> call_environment(const CallOptions &options) {
+    const auto host = exec::current_environment();
+    auto env = options.clean_env ? exec::clean_environment(host) : host;
+    for (const auto &item : options.env) {
+        const auto eq = item.find('=');
+        const std::string name = item.substr(0, eq);
+        if (name.empty()) {
+            throw usage_error("--env " + item + ": expected NAME=VALUE or NAME");
+        }
+        if (eq != std::string::npos) {
+            exec::set_variable(env, name, item.substr(eq + 1));
+        } else if (std::string value; exec::find_variable(host, name, &value) != nullptr) {
+            exec::set_variable(env, name, value);
+        }
+    }
+    return env;
+}
+
+}  // namespace
+
+exec::LaunchSpec launch_spec(const CallOptions &options, const RuntimePaths &paths) {
+    if (options.command.empty()) {
+        throw usage_error("no command given (after --)");
+    }
+    if (options.timeout_ms && *options.timeout_ms <= 0) {
+        throw usage_error("--timeout: expected a positive number of milliseconds");
+    }
+    exec::LaunchSpec spec;
+    spec.argv = options.command;
+    spec.env = call_environment(options);
+    const auto workspace = options.workspace
+                               ? absolute_path(*options.workspace, "--workspace")
+                               : absolute_path(std::filesystem::current_path(), "--workspace");
+    std::error_code ec;
+    if (!std::filesystem::is_directory(workspace, ec)) {
+        throw usage_error("--workspace " + workspace.string() + ": not a directory");
+    }
+    spec.workspace = workspace.string();
+    spec.cwd = spec.workspace;
+    for (const auto &w : options.withhold) {
+        refuse_links_in_workspace(w, workspace);
+        spec.withhold.push_back(absolute_path(w, "--withhold").string());
+    }
+    for (const auto &s : options.system_paths) {
+        // A relative system path would be judged against whatever directory the target is in.
+        if (s.empty() || s[0] != '/') {
+            throw usage_error("--system-path " + s + ": expected an absolute path");
+        }
+        const auto normal = std::filesystem::path{s}.lexically_normal().string();
+        // "/" would grant everything and switch the audit off.
+        if (normal == "/") {
+            throw usage_error("--system-path /: a grant of the whole file system is refused");
+        }
+        spec.system_paths.push_back(normal);
+        // A declared path that is a link grants where it leads too: the audit judges real paths.
+        std::error_code link_error;
+        const auto real = std::filesystem::weakly_canonical(normal, link_error).string();
+        if (!link_error && real != normal && real != "/") {
+            spec.system_paths.push_back(real);
+        }
+    }
+    spec.runtime_prefix = paths.prefix.string();
+    spec.helper_dir = paths.helper_dir.string();
+    return spec;
+}
+
+exec::RunOptions run_options(const CallOptions &options, const config::Config &config) {
+    exec::RunOptions run;
+    if (options.timeout_ms) {
+        run.timeout = std::chrono::milliseconds{*options.timeout_ms};
+    }
+    run.kill_grace = config.call.kill_grace;
+    run.out.cap_bytes = config.call.output_cap_bytes;
+    run.err.cap_bytes = config.call.output_cap_bytes;
+    run.signal_fd = Signals::instance().fd();
+    return run;
+}
+
+EgressRequest egress_request(const CallOptions &options) {
+    EgressRequest request;
+    for (const auto &text : options.egress) {
+        request.items.push_back(egress::parse_item(text));
+    }
+    if (!options.command.empty()) {
+        request.entry = std::filesystem::path{options.command.front()}.filename().string();
+    }
+    if (request.entry.empty()) {
+        request.entry = "exec";
+    }
+    return request;
+}
+
+// Writable directories that would open the runtime itself or the host to the target.
+void check_call_paths(const exec::LaunchSpec &spec, const std::filesystem::path &private_root) {
+    const std::filesystem::path workspace{spec.workspace};
+    // A workspace over the private root would make every run's home writable.
+    if (within(private_root, workspace)) {
+        throw host_error("the workspace " + spec.workspace + " contains the private root " +
+                         private_root.string() +
+                         ", where the target's home lives; choose a "
+                         "smaller workspace");
+    }
+    for (const auto &w : spec.withhold) {
+        if (within(private_root, w)) {
+            throw host_error("the withheld path " + w + " contains the private root " +
+                             private_root.string() + ", where the target's home lives");
+        }
+        // A withheld path with nothing behind it covers nothing: if an earlier call moved the
+        // folder (renamed a parent), its content is in the workspace under another name.
+        struct stat st {};
+        if (::lstat(w.c_str(), &st) != 0) {
+            throw host_error("the withheld path " + w + " cannot be found (" + errno_text(errno) +
+                             "); nothing was run. If an earlier call moved it, withhold it where "
+                             "it is now, or restore it first");
+        }
+        if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
+            throw host_error("the withheld path " + w +
+                             " is neither a directory nor a regular file; nothing was run");
+        }
+    }
+}
+
+}  // namespace tea::call

@@ -1,0 +1,130 @@
+#include "call/prepare.hpp"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "util/error.hpp"
+#include "util/paths.hpp"
+
+namespace tea::call {
+namespace {
+
+bool contains(const std::vector<std::string> &list, const std::string &item) {
+    return std::find(list.begin(), list.end(), item) != list.end();
+}
+
+std::string invalid_plan(const std::string &backend) {
+    return "the backend '" + backend + "' returned an invalid exec plan: ";
+}
+
+// Only the call's own directories may be lent to the sandbox identity; a plugin asking for
+// anything else (/etc, say) is refused.
+void check_lend(const exec::ExecPlan &plan, const exec::LaunchSpec &spec) {
+    for (const auto &p : plan.lend.paths) {
+        if (contains(spec.unmade, p) && (!plan.make_dirs || !contains(*plan.make_dirs, p))) {
+            // A name with nothing behind it: lending it would chown whatever appears there.
+            throw runtime_failure("the backend asked to hand " + p +
+                                  " to the sandbox identity, a directory it left unmade");
+        }
+        if (p != spec.workspace && p != spec.temp_dir && p != spec.home) {
+            throw runtime_failure("the backend asked to hand " + p +
+                                  " to the sandbox identity; only the workspace, the call's temp "
+                                  "directory and the home may be");
+        }
+    }
+    // A call given an identity of its own shares it with no other: a plan that runs the target,
+    // or lends its directories, as another would let calls reach each other through it.
+    if (spec.identity) {
+        const auto other = [&](unsigned uid, unsigned gid) {
+            return uid != spec.identity->uid || gid != spec.identity->gid;
+        };
+        if ((plan.run_as.requested && other(plan.run_as.uid, plan.run_as.gid)) ||
+            (plan.lend.requested && other(plan.lend.uid, plan.lend.gid))) {
+            throw runtime_failure(
+                "the backend planned the target as another identity than the "
+                "call's own (uid " +
+                std::to_string(spec.identity->uid) + ", [confinement] uid_range)");
+        }
+    }
+    for (const std::filesystem::path system :
+         {"/", "/etc", "/usr", "/bin", "/lib", "/var/lib", "/root", "/home"}) {
+        if (plan.lend.requested && within(system, spec.workspace)) {
+            throw host_error("the workspace " + spec.workspace + " holds " + system.string() +
+                             ", which the runtime will not hand to the sandbox identity; choose a "
+                             "project directory as the workspace");
+        }
+    }
+}
+
+}  // namespace
+
+void check_plan(const exec::ExecPlan &plan, const exec::LaunchSpec &spec,
+                const std::string &backend) {
+    for (const auto &f : plan.files) {
+        if (f.deferred && !spec.staged) {
+            // Only a staged call's process may start before its files are whole.
+            throw runtime_failure(invalid_plan(backend) + "files: descriptor " +
+                                  std::to_string(f.child_fd) +
+                                  " is deferred in a plan the launch spec asked to be complete");
+        }
+    }
+    for (const auto &d : plan.make_dirs.value_or(std::vector<std::string>{})) {
+        if (!contains(spec.unmade, d)) {
+            // The host makes only the call's own directories, never a path a plugin names.
+            throw runtime_failure(invalid_plan(backend) + "makeDirs: " + d +
+                                  " is not a directory the launch spec left unmade");
+        }
+    }
+    if (spec.role == "grader") {
+        if (plan.lend.requested || plan.run_as.requested) {
+            // A grader keeps the invoking identity; a plan that hands it anything is not a
+            // grader's.
+            throw runtime_failure("the backend '" + backend +
+                                  "' answered a grader's launch spec with a target's plan");
+        }
+        return;
+    }
+    check_lend(plan, spec);
+}
+
+void make_planned_dirs(const exec::ExecPlan &plan, files::RunDirectory &run_dir) {
+    for (const auto &d : plan.make_dirs.value_or(std::vector<std::string>{})) {
+        run_dir.make_named(d);
+    }
+}
+
+const std::string &Planner::name() const {
+    return backend_.plugin->name();
+}
+
+exec::ExecPlan Planner::prepare(const exec::LaunchSpec &spec) const {
+    const auto &ops = std::get<tea_backend_ops>(backend_.plugin->ops());
+    std::string plan_json;
+    try {
+        plan_json = backend_.instance->transform(ops.prepare, "prepare", exec::to_json(spec));
+    } catch (const std::exception &e) {
+        throw host_error(e.what());
+    }
+    try {
+        return exec::exec_plan_from_json(plan_json);
+    } catch (const std::exception &e) {
+        throw runtime_failure(invalid_plan(name()) + e.what());
+    }
+}
+
+exec::ExecPlan Planner::prepare_complete(exec::LaunchSpec &spec,
+                                         files::RunDirectory &run_dir) const {
+    auto plan = prepare(spec);
+    if (!spec.unmade.empty() && !plan.make_dirs) {
+        for (const auto &d : spec.unmade) {
+            run_dir.make_named(d);
+        }
+        spec.unmade.clear();
+        plan = prepare(spec);
+    }
+    check_plan(plan, spec, name());
+    make_planned_dirs(plan, run_dir);
+    return plan;
+}
+
+}  // namespace tea::call

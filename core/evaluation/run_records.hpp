@@ -1,0 +1,44 @@
+// The records of a run beside run.json: the isolation manifest of the trial set and the summary
+// line, shared by run (which writes them) and score (which checks them).
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "evaluation/evaluation.hpp"
+
+namespace tea::evaluation {
+
+struct RunSummary {
+    std::string run_id;
+    bool opt_out = false;
+    int trials = 0;
+    std::vector<int> lossy;
+    std::vector<std::string> observed;
+    std::set<int> refusal_trials;
+    std::set<int> socket_truncation_trials;  // trials whose calls left host sockets reachable
+    std::set<int> budget_trials;             // a budget stopped something in them
+    int interrupted = 0;
+};
+
+// Reorders paths so that those within one of the withheld inputs (the evaluation folder, the git
+// directory, the private root) come first: a reach into the grading material matters more than a
+// stray read, and a long list shown in part must show it.
+void withheld_first(std::vector<std::string> &paths, const std::vector<std::string> &withheld);
+
+// "run <id>: ..." naming every lossy trial, every trial the egress proxy refused a request of,
+// every trial whose calls left host sockets reachable, the count of paths outside the grants,
+// and an opted-out run's missing sandbox.
+std::string summary_line(const RunSummary &summary);
+
+// The trial set's isolation manifest: what the targets were granted (allowedMounts), what they
+// reached outside it (observedMounts, each with the trials), and one note per forbidden input
+// naming what withheld it.
+nlohmann::json isolation_manifest(const nlohmann::json &run, const evaluation::Evaluation &ev,
+                                  const std::map<std::string, std::set<int>> &observed,
+                                  const std::map<std::string, std::string> &reasons);
+
+}  // namespace tea::evaluation

@@ -1,0 +1,216 @@
+#include "files/beneath.hpp"
+
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <vector>
+
+#include "files/private_dirs.hpp"
+#include "util/error.hpp"
+#include "util/fd.hpp"
+
+namespace tea::files {
+namespace {
+
+namespace stdfs = std::filesystem;
+
+std::vector<std::string> components(const std::string &rel) {
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    while (start <= rel.size()) {
+        const auto slash = rel.find('/', start);
+        const auto end = slash == std::string::npos ? rel.size() : slash;
+        out.push_back(rel.substr(start, end - start));
+        if (slash == std::string::npos) break;
+        start = slash + 1;
+    }
+    return out;
+}
+
+// openat2 beneath dirfd, never through a link: a link the target planted cannot lead the runtime
+// to the grading material or a credential (or make it write there).
+int open_beneath(int dirfd, const std::string &rel, std::uint64_t flags, std::uint64_t mode) {
+    open_how how{};
+    how.flags = flags | O_CLOEXEC | O_NOFOLLOW;
+    how.mode = mode;
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
+    long fd = -1;
+    do {
+        fd = ::syscall(SYS_openat2, dirfd, rel.c_str(), &how, sizeof how);
+    } while (fd < 0 && errno == EINTR);
+    return static_cast<int>(fd);
+}
+
+UniqueFd open_root(const stdfs::path &root) {
+    UniqueFd fd{::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)};
+    if (!fd) {
+        throw runtime_failure("cannot open " + root.string() + ": " + errno_text(errno));
+    }
+    return fd;
+}
+
+void write_all(int fd, const std::string &content, const std::string &what) {
+    const char *p = content.data();
+    std::size_t left = content.size();
+    while (left > 0) {
+        const ssize_t n = ::write(fd, p, left);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) throw runtime_failure("cannot write " + what + ": " + errno_text(errno));
+        p += n;
+        left -= static_cast<std::size_t>(n);
+    }
+}
+
+}  // namespace
+
+bool plain_relative(const std::string &rel) {
+    if (rel.empty() || rel.front() == '/') return false;
+    for (const auto &c : components(rel)) {
+        if (c.empty() || c == "." || c == "..") return false;
+    }
+    return rel.find('\0') == std::string::npos;
+}
+
+void write_beneath(const stdfs::path &root, const std::string &rel, const std::string &content) {
+    if (!plain_relative(rel)) {
+        throw usage_error("'" + rel + "' is not a plain relative path");
+    }
+    const auto parts = components(rel);
+    auto dir = open_root(root);
+    std::string walked;
+    for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+        walked += (walked.empty() ? "" : "/") + parts[i];
+        if (::mkdirat(dir.get(), parts[i].c_str(), 0755) != 0 && errno != EEXIST) {
+            throw runtime_failure("cannot make " + walked + " in " + root.string() + ": " +
+                                  errno_text(errno));
+        }
+        UniqueFd next{open_beneath(dir.get(), parts[i], O_RDONLY | O_DIRECTORY, 0)};
+        if (!next) {
+            throw runtime_failure("cannot enter " + walked + " in " + root.string() +
+                                  " (a link or not a directory): " + errno_text(errno));
+        }
+        dir = std::move(next);
+    }
+    // O_NONBLOCK: a fifo planted under the name must not hang the runtime.
+    UniqueFd file{open_beneath(dir.get(), parts.back(), O_WRONLY | O_CREAT | O_NONBLOCK, 0644)};
+    if (!file) {
+        throw runtime_failure("cannot write " + rel + " in " + root.string() + ": " +
+                              errno_text(errno));
+    }
+    struct stat st {};
+    if (::fstat(file.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+        throw runtime_failure("cannot write " + rel + " in " + root.string() +
+                              ": not a regular file");
+    }
+    if (::ftruncate(file.get(), 0) != 0) {
+        throw runtime_failure("cannot truncate " + rel + ": " + errno_text(errno));
+    }
+    write_all(file.get(), content, rel);
+}
+
+const char *to_string(CopyResult::Status status) {
+    switch (status) {
+        case CopyResult::Status::copied:
+            return "copied";
+        case CopyResult::Status::truncated:
+            return "truncated";
+        case CopyResult::Status::missing:
+            return "missing";
+        case CopyResult::Status::refused:
+            return "refused";
+    }
+    return "refused";
+}
+
+CopyResult copy_out_beneath(const stdfs::path &root, const std::string &rel,
+                            const stdfs::path &destination, std::uint64_t max_bytes) {
+    CopyResult result;
+    if (!plain_relative(rel)) {
+        result.status = CopyResult::Status::refused;
+        result.reason = "not a plain relative path";
+        return result;
+    }
+    const auto dir = open_root(root);
+    // O_NONBLOCK: a fifo the target left under the artifact's name opens without a writer.
+    const UniqueFd in{open_beneath(dir.get(), rel, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0)};
+    if (!in) {
+        const int e = errno;
+        if (e == ENOENT) {
+            return result;
+        }
+        result.status = CopyResult::Status::refused;
+        result.reason =
+            e == ELOOP || e == EXDEV ? "a symbolic link or a mount point" : errno_text(e);
+        return result;
+    }
+    struct stat st {};
+    if (::fstat(in.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+        result.status = CopyResult::Status::refused;
+        result.reason = "not a regular file";
+        return result;
+    }
+    const UniqueFd out{
+        ::open(destination.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644)};
+    if (!out) {
+        throw runtime_failure("cannot write " + destination.string() + ": " + errno_text(errno));
+    }
+    std::string buffer(1U << 16U, '\0');
+    result.status = CopyResult::Status::copied;
+    while (true) {
+        const auto want = static_cast<std::size_t>(
+            std::min<std::uint64_t>(buffer.size(), max_bytes - result.bytes + 1));
+        if (want == 0) break;
+        const ssize_t n = ::read(in.get(), buffer.data(), want);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            result.status = CopyResult::Status::refused;
+            result.reason = errno_text(errno);
+            break;
+        }
+        if (n == 0) break;
+        auto take = static_cast<std::uint64_t>(n);
+        if (result.bytes + take > max_bytes) {
+            take = max_bytes - result.bytes;
+            result.status = CopyResult::Status::truncated;
+        }
+        write_all(out.get(), buffer.substr(0, static_cast<std::size_t>(take)),
+                  destination.string());
+        result.bytes += take;
+        if (result.status == CopyResult::Status::truncated) break;
+    }
+    return result;
+}
+
+void write_atomically(const stdfs::path &path, const std::string &content) {
+    const auto dir = path.parent_path();
+    const auto temp = dir / ("." + path.filename().string() + ".tmp-" + random_token(8));
+    UniqueFd fd{::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644)};
+    if (!fd) {
+        throw runtime_failure("cannot write " + temp.string() + ": " + errno_text(errno));
+    }
+    try {
+        write_all(fd.get(), content, temp.string());
+        if (::fsync(fd.get()) != 0) {
+            throw runtime_failure("cannot sync " + temp.string() + ": " + errno_text(errno));
+        }
+    } catch (...) {
+        ::unlink(temp.c_str());
+        throw;
+    }
+    fd.reset();
+    if (::rename(temp.c_str(), path.c_str()) != 0) {
+        const int e = errno;
+        ::unlink(temp.c_str());
+        throw runtime_failure("cannot replace " + path.string() + ": " + errno_text(e));
+    }
+    const UniqueFd d{::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+    if (d) {
+        (void)::fsync(d.get());
+    }
+}
+
+}  // namespace tea::files
