@@ -3,11 +3,13 @@
 #  1. install the sdk component alone into a temporary prefix, check its layout;
 #  2. build tests/sdk/out_of_tree (a C backend) with find_package(TeaSdk 1.0);
 #  3. build a one-file C plugin with nothing but pkg-config --cflags tea-sdk;
-#  4. run both with the real tea-evaluate: 'plugins' lists them, and 'exec'
-#     runs a command through the out-of-tree backend with its exit status.
+#  4. build tests/sdk/out_of_tree_documents (a C++ backend written against
+#     tea/documents.hpp, the one docs/plugin-authoring.md shows);
+#  5. run them with the real tea-evaluate: 'plugins' lists them, and 'exec'
+#     runs a command through each out-of-tree backend with its exit status.
 set -eu
 
-usage() { echo "usage: $0 --cmake CMAKE --build-dir DIR --source DIR --work DIR --cc CC --generator GEN --tea-evaluate EXE" >&2; exit 2; }
+usage() { echo "usage: $0 --cmake CMAKE --build-dir DIR --source DIR --work DIR --cc CC --cxx CXX --generator GEN --tea-evaluate EXE" >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case "$1" in
         --cmake) cmake=$2 ;;
@@ -15,6 +17,7 @@ while [ $# -gt 0 ]; do
         --source) source_dir=$2 ;;
         --work) work=$2 ;;
         --cc) cc=$2 ;;
+        --cxx) cxx=$2 ;;
         --generator) generator=$2 ;;
         --tea-evaluate) tea=$2 ;;
         *) usage ;;
@@ -22,7 +25,7 @@ while [ $# -gt 0 ]; do
     shift 2
 done
 [ -n "${cmake:-}" ] && [ -n "${build_dir:-}" ] && [ -n "${source_dir:-}" ] && [ -n "${work:-}" ] &&
-    [ -n "${cc:-}" ] && [ -n "${generator:-}" ] && [ -n "${tea:-}" ] || usage
+    [ -n "${cc:-}" ] && [ -n "${cxx:-}" ] && [ -n "${generator:-}" ] && [ -n "${tea:-}" ] || usage
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 step() { echo "--- $*"; }
@@ -38,7 +41,7 @@ abi=$(sed -n 's/^#define TEA_ABI_MAJOR \([0-9]*\)$/\1/p' "$prefix/include/tea/pl
 [ "$abi" != "." ] || fail "no TEA_ABI_MAJOR/TEA_ABI_MINOR in the installed plugin.h"
 
 step "check the installed layout"
-for header in plugin.h plugin.hpp bytes.hpp json_bytes.hpp; do
+for header in plugin.h plugin.hpp bytes.hpp json_bytes.hpp documents.hpp; do
     [ -f "$prefix/include/tea/$header" ] || fail "include/tea/$header was not installed"
 done
 config=$(find "$prefix" -name TeaSdkConfig.cmake)
@@ -101,6 +104,15 @@ abi = "1.0"
 library = "libtea-login-oot-pc.so"
 TOML
 
+step "build a C++ backend written against tea/documents.hpp"
+documents_source=$(dirname "$source_dir")/out_of_tree_documents
+documents_build=$work/build-documents
+"$cmake" -S "$documents_source" -B "$documents_build" -G "$generator" -DCMAKE_CXX_COMPILER="$cxx" \
+    -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_CXX_FLAGS="-Wall -Wextra -Wpedantic -Werror"
+"$cmake" --build "$documents_build"
+[ -f "$documents_build/plugins.d/libtea-backend-nice.so" ] || fail "the documents.hpp backend was not built"
+
 step "run them with $tea"
 # Only this test's configuration: no user file, no user plugins.d.
 export XDG_CONFIG_HOME="$work/xdg"
@@ -108,7 +120,7 @@ export HOME="$work/home"
 mkdir -p "$XDG_CONFIG_HOME" "$HOME"
 cat > "$work/config.toml" <<TOML
 [plugins]
-paths = ["$oot/plugins.d", "$pcdir"]
+paths = ["$oot/plugins.d", "$pcdir", "$documents_build/plugins.d"]
 TOML
 "$tea" --config "$work/config.toml" plugins > "$work/plugins.out" 2>&1 ||
     fail "tea-evaluate plugins failed: $(cat "$work/plugins.out")"
@@ -117,6 +129,8 @@ grep -E "^oot-echo +backend +ABI ${abi} +available +$oot/plugins.d/libtea-backen
     "$work/plugins.out" > /dev/null || fail "tea-evaluate plugins does not list oot-echo as available"
 grep -E "^oot-pc +login +ABI ${abi} +available " "$work/plugins.out" > /dev/null ||
     fail "tea-evaluate plugins does not list oot-pc as available"
+grep -E "^nice +backend +ABI ${abi} +available " "$work/plugins.out" > /dev/null ||
+    fail "tea-evaluate plugins does not list the documents.hpp backend nice as available"
 
 cd "$work"
 status=0
@@ -135,5 +149,17 @@ status=0
 [ "$status" -eq 0 ] || fail "exec exited $status; stderr: $(cat "$work/args.err")"
 [ "$(cat "$work/args.out")" = 'a b|q"uote|back\slash|café|' ] ||
     fail "the arguments arrived as '$(cat "$work/args.out")'"
+
+# The documents.hpp backend: its plan runs the target under nice with the spec's arguments as
+# they came, and exec reports the target's status.
+status=0
+"$tea" --config "$work/config.toml" exec --backend nice -- \
+    sh -c 'nice; printf "%s|" "$@"; exit 3' sh 'a b' 'café' \
+    > "$work/nice.out" 2> "$work/nice.err" || status=$?
+[ "$status" -eq 3 ] || fail "exec --backend nice exited $status, expected 3; stderr: $(cat "$work/nice.err")"
+niceness=$(( $(nice) + 10 ))
+[ "$niceness" -le 19 ] || niceness=19
+[ "$(cat "$work/nice.out")" = "$(printf '%s\na b|café|' "$niceness")" ] ||
+    fail "exec --backend nice printed '$(cat "$work/nice.out")', expected the niceness $niceness and the arguments"
 
 echo "PASS"

@@ -1,6 +1,11 @@
 // The documents the real tea-evaluate and the real plugins exchange, as a recorder between them
 // (tests/fixtures/fixture_recorder_plugin.cpp) writes them down: each is valid against its JSON
-// Schema in docs/schema/.
+// Schema in docs/schema/, and the sample documents in docs/plugin-authoring.md are exactly what
+// these calls produce, their run-specific parts normalised, so the samples cannot go stale.
+//
+// When the documents change on purpose, rewrite the samples with
+//   TEA_UPDATE_DOC_SAMPLES=1 build/release/bin/plugin_documents_test
+// and review the change in docs/plugin-authoring.md.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <tea/plugin.h>
@@ -29,6 +34,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 const fs::path kSource{TEA_SOURCE_DIR};
+const fs::path kDoc = kSource / "docs" / "plugin-authoring.md";
 
 std::string read_text(const fs::path &path) {
     std::ifstream in{path, std::ios::binary};
@@ -401,6 +407,115 @@ TEST_F(Documents, TheSchemasRefuseWhatTheHostRefuses) {
             },
             tea::documents::DocumentError)
             << i;
+    }
+}
+
+// A fenced block after a "<!-- sample: NAME -->" line of the doc: where its text lies.
+struct SampleBlock {
+    std::string name;
+    std::size_t open = 0;   // the newline that ends the opening fence's line
+    std::size_t close = 0;  // the newline before the closing fence (== open when empty)
+
+    [[nodiscard]] std::string text(const std::string &doc) const {
+        return doc.substr(open + 1, close - open - (close > open ? 1 : 0));
+    }
+};
+
+std::vector<SampleBlock> sample_blocks(const std::string &doc) {
+    std::vector<SampleBlock> out;
+    const std::string marker = "<!-- sample: ";
+    for (auto at = doc.find(marker); at != std::string::npos; at = doc.find(marker, at + 1)) {
+        const auto name_end = doc.find(" -->\n```", at);
+        const auto open = name_end == std::string::npos ? name_end : doc.find('\n', name_end + 5);
+        const auto close = open == std::string::npos ? open : doc.find("\n```\n", open);
+        if (close == std::string::npos) {
+            ADD_FAILURE() << "a sample marker without its fenced block at byte " << at;
+            break;
+        }
+        out.push_back({doc.substr(at + marker.size(), name_end - at - marker.size()), open, close});
+    }
+    return out;
+}
+
+std::string with_samples(std::string doc, const std::map<std::string, std::string> &samples) {
+    auto blocks = sample_blocks(doc);
+    std::reverse(blocks.begin(), blocks.end());  // from the end, so earlier offsets stay right
+    for (const auto &b : blocks) {
+        if (const auto it = samples.find(b.name); it != samples.end()) {
+            doc.replace(b.open, b.close - b.open, "\n" + it->second);
+        }
+    }
+    return doc;
+}
+
+TEST_F(Documents, TheSamplesInThePluginAuthorsGuideAreWhatTheCallsProduce) {
+    std::map<std::string, std::string> generated;
+    // exec, not audited: staged (ABI 1.5), so prepare is asked twice.
+    const auto unaudited = record({"--observer", "none"}, {"./sample"});
+    const auto [staged_spec, staged_plan] = unaudited.prepare_of("./sample", true);
+    const auto [spec, plan] = unaudited.prepare_of("./sample", false);
+    ASSERT_TRUE(staged_spec.is_object() && spec.is_object());
+    // The complete plan's spec is the staged one without "staged", as the guide says.
+    auto unstaged = staged_spec;
+    unstaged.erase("staged");
+    EXPECT_EQ(unstaged, spec);
+    generated["exec/launch-spec"] = sample_text(staged_spec);
+    generated["exec/staged-plan"] = sample_text(staged_plan);
+    generated["exec/exec-plan"] = sample_text(plan);
+
+    // exec, audited by strace.
+    const auto audited = record({}, {"./sample"});
+    const auto [audited_spec, audited_plan] = audited.prepare_of("./sample", false);
+    ASSERT_TRUE(audited_spec.is_object());
+    ASSERT_FALSE(audited.all("wrap", "out").empty());
+    ASSERT_FALSE(audited.all("collect", "out").empty());
+    generated["audited-exec/launch-spec"] = sample_text(audited_spec);
+    generated["audited-exec/exec-plan"] = sample_text(audited_plan);
+    generated["audited-exec/wrapped-plan-argv"] =
+        sample_text(audited.all("wrap", "out").back()["argv"]);
+    generated["audited-exec/collect-request"] = sample_text(audited.all("collect", "in").back());
+    generated["audited-exec/observation"] = sample_text(audited.all("collect", "out").back());
+
+    // exec at the root of a git repository, not audited: the project's history through a private
+    // repository shown over its .git.
+    make_repository();
+    const auto repository = record({"--observer", "none"}, {"./sample"});
+    generated["repository-exec/launch-spec"] =
+        sample_text(repository.prepare_of("./sample", false).first);
+
+    // The C++ backend of the guide is the one the out-of-tree SDK test builds and runs.
+    for (const char *file : {"nice_backend.cpp", "CMakeLists.txt"}) {
+        auto text = read_text(kSource / "tests" / "sdk" / "out_of_tree_documents" / file);
+        while (!text.empty() && text.back() == '\n') {
+            text.pop_back();
+        }
+        generated[std::string{"sdk/"} + file] = text;
+    }
+
+    const auto doc = read_text(kDoc);
+    if (const char *update = std::getenv("TEA_UPDATE_DOC_SAMPLES");  // NOLINT
+        update != nullptr && std::string{update} == "1") {
+        std::ofstream{kDoc, std::ios::binary} << with_samples(doc, generated);
+        GTEST_SKIP() << "rewrote the samples in " << kDoc;
+    }
+    std::map<std::string, std::string> in_doc;
+    for (const auto &b : sample_blocks(doc)) {
+        in_doc[b.name] = b.text(doc);
+    }
+    for (const auto &[name, text] : generated) {
+        const auto it = in_doc.find(name);
+        if (it == in_doc.end()) {
+            ADD_FAILURE() << kDoc << " has no sample '" << name << "' (a line <!-- sample: " << name
+                          << " --> before a ```json block)";
+            continue;
+        }
+        EXPECT_EQ(it->second, text)
+            << "the sample '" << name << "' in " << kDoc
+            << " is stale; rewrite it with TEA_UPDATE_DOC_SAMPLES=1 (see this test's head)";
+    }
+    for (const auto &[name, text] : in_doc) {
+        EXPECT_TRUE(generated.count(name) != 0)
+            << kDoc << ": no test makes the sample '" << name << "'";
     }
 }
 
