@@ -40,6 +40,19 @@ std::string probe_stamp(const std::string &bwrap, const std::string &helper,
     return tea::stamp::path_for("bubblewrap-probe", key).string();
 }
 
+// `fd` moved above every number the probe's child is given (Descriptor's, below 20), or -1. The
+// child's descriptors are placed one after another, and one opened at a number another is placed
+// on would be closed before its own placement: with descriptors the runtime inherited below, the
+// view builder's place once received the helper, and the host was said to be unable to confine.
+int above_placed(int fd) {
+    if (fd < 0) {
+        return fd;
+    }
+    const int moved = ::fcntl(fd, F_DUPFD_CLOEXEC, 64);
+    ::close(fd);
+    return moved;
+}
+
 // Runs the probe with a clean signal mask and only 0-2, plus `contents` (descriptor, bytes) and
 // `programs` (descriptor, path, opened), and returns its status and what it said.
 std::pair<int, std::string> run_probe(
@@ -53,7 +66,7 @@ std::pair<int, std::string> run_probe(
     // Every descriptor the child gets, closed here once it is started (or not).
     std::vector<Fd> opened;
     for (const auto &[fd, content] : contents) {
-        opened.emplace_back(::memfd_create("tea-probe", MFD_CLOEXEC));
+        opened.emplace_back(above_placed(::memfd_create("tea-probe", MFD_CLOEXEC)));
         const int mem = opened.back().get();
         if (mem < 0 ||
             ::write(mem, content.data(), content.size()) != static_cast<ssize_t>(content.size()) ||
@@ -64,7 +77,7 @@ std::pair<int, std::string> run_probe(
         }
     }
     for (const auto &[fd, path] : programs) {
-        opened.emplace_back(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+        opened.emplace_back(above_placed(::open(path.c_str(), O_RDONLY | O_CLOEXEC)));
     }
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
