@@ -1,8 +1,8 @@
-// What an observer reports of one call, as the core reads it, and the judged result the records
-// carry. The observer's collect answers {"complete", "reason", "targetStarted", "events": [...]};
-// each event is {"pid", "syscall", "asked", "resolved", "access", "ok", "error", "count"}, and
-// optionally "named" and "unverified" (see ObservedAccess), with paths as byte strings
-// ({"base64": ...} when not UTF-8).
+// What an observer reports of one call, as the core reads it with the SDK's codec
+// (tea/documents.hpp), and the judged result the records carry. The observer's collect answers
+// {"complete", "reason", "targetStarted", "events": [...]}; each event is {"pid", "syscall",
+// "asked", "resolved", "access", "ok", "error", "count"}, and optionally "named" and "unverified"
+// (see ObservedAccess), with paths as byte strings ({"base64": ...} when not UTF-8).
 #pragma once
 
 #include <cstddef>

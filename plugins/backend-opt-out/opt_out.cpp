@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-#include <tea/json_bytes.hpp>
+#include <tea/documents.hpp>
 #include <tea/plugin.hpp>
 
 namespace {
@@ -23,29 +23,29 @@ class OptOut {
     void probe() {}  // always available: it needs nothing from the host
 
     std::string prepare(std::string_view spec_json) {
-        const auto spec = nlohmann::json::parse(spec_json);
-        const auto role = spec.value("role", nlohmann::json("target"));
-        // Even a backend that confines nothing says so for the role it was given, never another.
-        if (role != "target" && role != "grader") {
-            throw tea::sdk::Invalid(
-                R"(role: expected "target" or "grader", got )" +
-                role.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace));
+        tea::documents::LaunchSpec spec;
+        try {
+            // Even a backend that confines nothing says so for the role it was given, never
+            // another: the decoder refuses a role it does not know.
+            spec = tea::documents::decode_launch_spec(spec_json);
+        } catch (const tea::documents::DocumentError &e) {
+            throw tea::sdk::Invalid(e.what());
         }
-        nlohmann::json plan{{"argv", spec.at("argv")},
-                            {"env", spec.at("env")},
-                            {"cwd", spec.at("cwd")},
-                            {"files", nlohmann::json::array()},
-                            {"confinement", "opt-out"}};
-        if (spec.contains("unmade")) {
+        tea::documents::ExecPlan plan;
+        plan.argv = spec.argv;
+        plan.env = spec.env;
+        plan.cwd = spec.cwd;
+        plan.confinement = "opt-out";
+        if (!spec.unmade.empty()) {
             // The target keeps the host's environment, so nothing of it names the call's
             // directories: there is nothing to make.
-            plan["makeDirs"] = nlohmann::json::array();
+            plan.make_dirs.emplace();
         }
-        if (role == "grader") {
+        if (spec.role == "grader") {
             // The record must not suggest that the evaluation folder or git directory was guarded.
-            plan["report"] = {{"role", "grader"}, {"graderView", "not applied"}};
+            plan.report_json = R"({"role":"grader","graderView":"not applied"})";
         }
-        return plan.dump();
+        return tea::documents::encode(plan);
     }
 };
 

@@ -3,9 +3,11 @@
 #  1. install the sdk component alone into a temporary prefix, check its layout;
 #  2. build tests/sdk/out_of_tree (a C backend) with find_package(TeaSdk 1.0);
 #  3. build a one-file C plugin with nothing but pkg-config --cflags tea-sdk;
-#  4. run both with the real tea-evaluate: 'plugins' lists them, and 'exec'
-#     runs a command through the out-of-tree backend with its exit status;
-#  5. build tests/sdk/out_of_tree_which (a C++ backend that finds its target with
+#  4. build tests/sdk/out_of_tree_documents (a C++ backend written against
+#     tea/documents.hpp, the one docs/plugin-authoring.md shows);
+#  5. run them with the real tea-evaluate: 'plugins' lists them, and 'exec'
+#     runs a command through each out-of-tree backend with its exit status;
+#  6. build tests/sdk/out_of_tree_which (a C++ backend that finds its target with
 #     tea/program_path.hpp): it finds past a file that may not be executed and
 #     says EACCES or ENOENT; a plugin with an undefined symbol does not link; its
 #     INSTALL puts it where a runtime installed in the same prefix finds it.
@@ -43,7 +45,7 @@ abi=$(sed -n 's/^#define TEA_ABI_MAJOR \([0-9]*\)$/\1/p' "$prefix/include/tea/pl
 [ "$abi" != "." ] || fail "no TEA_ABI_MAJOR/TEA_ABI_MINOR in the installed plugin.h"
 
 step "check the installed layout"
-for header in plugin.h plugin.hpp bytes.hpp json_bytes.hpp program_path.hpp; do
+for header in plugin.h plugin.hpp bytes.hpp json_bytes.hpp program_path.hpp documents.hpp; do
     [ -f "$prefix/include/tea/$header" ] || fail "include/tea/$header was not installed"
 done
 config=$(find "$prefix" -name TeaSdkConfig.cmake)
@@ -106,6 +108,15 @@ abi = "1.0"
 library = "libtea-login-oot-pc.so"
 TOML
 
+step "build a C++ backend written against tea/documents.hpp"
+documents_source=$(dirname "$source_dir")/out_of_tree_documents
+documents_build=$work/build-documents
+"$cmake" -S "$documents_source" -B "$documents_build" -G "$generator" -DCMAKE_CXX_COMPILER="$cxx" \
+    -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_CXX_FLAGS="-Wall -Wextra -Wpedantic -Werror"
+"$cmake" --build "$documents_build"
+[ -f "$documents_build/plugins.d/libtea-backend-nice.so" ] || fail "the documents.hpp backend was not built"
+
 step "run them with $tea"
 # Only this test's configuration: no user file, no user plugins.d.
 export XDG_CONFIG_HOME="$work/xdg"
@@ -113,7 +124,7 @@ export HOME="$work/home"
 mkdir -p "$XDG_CONFIG_HOME" "$HOME"
 cat > "$work/config.toml" <<TOML
 [plugins]
-paths = ["$oot/plugins.d", "$pcdir"]
+paths = ["$oot/plugins.d", "$pcdir", "$documents_build/plugins.d"]
 TOML
 "$tea" --config "$work/config.toml" plugins > "$work/plugins.out" 2>&1 ||
     fail "tea-evaluate plugins failed: $(cat "$work/plugins.out")"
@@ -123,6 +134,8 @@ grep -E "^oot-echo +backend +ABI 1\.0 +available +$oot/plugins.d/libtea-backend-
     "$work/plugins.out" > /dev/null || fail "tea-evaluate plugins does not list oot-echo as available"
 grep -E "^oot-pc +login +ABI 1\.0 +available " "$work/plugins.out" > /dev/null ||
     fail "tea-evaluate plugins does not list oot-pc as available"
+grep -E "^nice +backend +ABI 1\.3 +available " "$work/plugins.out" > /dev/null ||
+    fail "tea-evaluate plugins does not list the documents.hpp backend nice as available"
 
 cd "$work"
 status=0
@@ -141,6 +154,18 @@ status=0
 [ "$status" -eq 0 ] || fail "exec exited $status; stderr: $(cat "$work/args.err")"
 [ "$(cat "$work/args.out")" = 'a b|q"uote|back\slash|café|' ] ||
     fail "the arguments arrived as '$(cat "$work/args.out")'"
+
+# The documents.hpp backend: its plan runs the target under nice with the spec's arguments as
+# they came, and exec reports the target's status.
+status=0
+"$tea" --config "$work/config.toml" exec --backend nice -- \
+    sh -c 'nice; printf "%s|" "$@"; exit 3' sh 'a b' 'café' \
+    > "$work/nice.out" 2> "$work/nice.err" || status=$?
+[ "$status" -eq 3 ] || fail "exec --backend nice exited $status, expected 3; stderr: $(cat "$work/nice.err")"
+niceness=$(( $(nice) + 10 ))
+[ "$niceness" -le 19 ] || niceness=19
+[ "$(cat "$work/nice.out")" = "$(printf '%s\na b|café|' "$niceness")" ] ||
+    fail "exec --backend nice printed '$(cat "$work/nice.out")', expected the niceness $niceness and the arguments"
 
 step "build the C++ plugin that finds its target as execvp would"
 which_build=$work/which

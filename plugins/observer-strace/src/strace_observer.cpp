@@ -18,7 +18,6 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
-#include <charconv>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -26,10 +25,9 @@
 #include <string>
 #include <string_view>
 #include <system_error>
-#include <tea/json_bytes.hpp>
+#include <tea/documents.hpp>
 #include <tea/plugin.hpp>
 #include <tea/stamp.hpp>
-#include <unordered_set>
 #include <vector>
 
 #include "strace_parser.hpp"
@@ -114,42 +112,51 @@ std::pair<int, int> parse_version(std::string_view line) {
     return {major, minor};
 }
 
-// The judge's names are the parser's, except that a chdir names a file without reading it.
-std::string_view access_name(tea::strace::AccessKind kind) {
-    return kind == tea::strace::AccessKind::ChangeDir ? "other" : tea::strace::to_string(kind);
+// The judge's kinds are the parser's, except that a chdir names a file without reading it.
+tea::documents::Access access_of(tea::strace::AccessKind kind) {
+    using tea::documents::Access;
+    using tea::strace::AccessKind;
+    switch (kind) {
+        case AccessKind::Read:
+            return Access::read;
+        case AccessKind::Write:
+            return Access::write;
+        case AccessKind::Create:
+            return Access::create;
+        case AccessKind::Remove:
+            return Access::remove;
+        case AccessKind::Exec:
+            return Access::exec;
+        case AccessKind::List:
+            return Access::list;
+        case AccessKind::ReadLink:
+            return Access::readlink;
+        case AccessKind::ChangeDir:
+        case AccessKind::Other:
+            break;
+    }
+    return Access::other;
 }
 
-// Appends a byte string as a JSON value: a string when it is UTF-8, {"base64": ...} otherwise,
-// as tea/json_bytes.hpp reads it. Written by hand: an audit of a busy call carries tens of
-// thousands of events, and building a JSON tree for each cost more than tracing them.
-void append_json_bytes(std::string &out, std::string_view bytes) {
-    if (!tea::bytes::is_valid_utf8(bytes)) {
-        out += R"({"base64":")";
-        out += tea::bytes::base64_encode(bytes);
-        out += "\"}";
-        return;
+// A request the host sent, decoded; a malformed one is refused naming its field.
+template <class Decode>
+auto decoded(Decode decode, std::string_view text) {
+    try {
+        return decode(text);
+    } catch (const tea::documents::DocumentError &e) {
+        throw tea::sdk::Invalid(e.what());
     }
-    static constexpr char hex[] = "0123456789abcdef";
-    out += '"';
-    std::size_t run = 0;  // the start of the bytes that need no escape, appended in one piece
-    for (std::size_t i = 0; i < bytes.size(); ++i) {
-        const auto u = static_cast<unsigned char>(bytes[i]);
-        if (u >= 0x20 && u != '"' && u != '\\') {
-            continue;
+}
+
+// The reason quotes trace text and paths, which may hold any byte; the record keeps it readable.
+std::string printable(std::string reason) {
+    for (char &ch : reason) {
+        const auto u = static_cast<unsigned char>(ch);
+        if (u < 0x20 || u >= 0x7f) {
+            ch = '?';
         }
-        out.append(bytes.substr(run, i - run));
-        if (u < 0x20) {
-            out += "\\u00";
-            out += hex[u >> 4U];
-            out += hex[u & 0xFU];
-        } else {
-            out += '\\';
-            out += static_cast<char>(u);
-        }
-        run = i + 1;
     }
-    out.append(bytes.substr(run));
-    out += '"';
+    return reason;
 }
 
 bool is_exec(const tea::strace::AccessEvent &e) {
@@ -213,56 +220,43 @@ class StraceObserver {
     }
 
     std::string wrap(std::string_view request_text) {
-        const auto request = json::parse(request_text);
-        auto plan = request.at("plan");
-        const auto trace_dir = tea::bytes::from_json(request.at("traceDir"), "traceDir");
-        if (trace_dir.empty() || trace_dir[0] != '/') {
+        auto request = decoded(tea::documents::decode_wrap_request, request_text);
+        if (request.trace_dir.empty() || request.trace_dir[0] != '/') {
             throw tea::sdk::Invalid("traceDir: expected an absolute path");
         }
         if (strace_.empty()) {
             probe();
         }
-        auto argv = tea::strace::strace_command(strace_, trace_dir + "/" + kTraceFile);
-        const auto inner = tea::bytes::list_from_json(plan.at("argv"), "plan.argv");
-        argv.insert(argv.end(), inner.begin(), inner.end());
-        plan["argv"] = tea::bytes::list_to_json(argv);
-        return plan.dump();
+        auto &plan = request.plan;
+        auto argv = tea::strace::strace_command(strace_, request.trace_dir + "/" + kTraceFile);
+        argv.insert(argv.end(), plan.argv.begin(), plan.argv.end());
+        plan.argv = std::move(argv);
+        return tea::documents::encode(plan);
     }
 
     std::string collect(std::string_view request_text) const {
-        const auto request = json::parse(request_text);
-        const auto trace_dir = tea::bytes::from_json(request.at("traceDir"), "traceDir");
-        const auto initial_cwd = tea::bytes::from_json(request.at("initialCwd"), "initialCwd");
-        const auto target_start = request.contains("targetStart")
-                                      ? tea::bytes::from_json(request["targetStart"], "targetStart")
-                                      : std::string{};
-        // "target" (ABI 1.1): the process that makes the targetStart exec is the target itself.
-        const bool start_is_target =
-            request.contains("targetStartKind") && request["targetStartKind"] == "target";
-        Collector c{target_start, start_is_target, max_distinct_};
-        const auto path = trace_dir + "/" + kTraceFile;
+        const auto request = decoded(tea::documents::decode_collect_request, request_text);
+        const auto path = request.trace_dir + "/" + kTraceFile;
         // O_NOFOLLOW: the trace is the runtime's own file; a link there is not its trace.
         const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0) {
-            return json{{"complete", false},
-                        {"reason", "no trace was written (" + path + ": " +
-                                       std::generic_category().message(errno) + ")"},
-                        {"targetStarted", false},
-                        {"events", json::array()}}
-                .dump();
+            tea::documents::Observation none;
+            none.reason = printable("no trace was written (" + path + ": " +
+                                    std::generic_category().message(errno) + ")");
+            return tea::documents::encode(none);
         }
         struct stat st {};
         std::size_t trace_size = 0;
         if (::fstat(fd, &st) == 0 && st.st_size >= 0) {
-            const auto size = static_cast<std::size_t>(st.st_size);
-            trace_size = size;
-            c.count_width = std::to_string(size + 1).size();
-            // A distinct access costs about its trace line as JSON; reserved at once, the text is
-            // never moved as it grows (untouched pages cost nothing).
-            c.body.reserve(size + size / 2 + 256);
+            trace_size = static_cast<std::size_t>(st.st_size);
         }
-        c.begin();
-        tea::strace::Parser parser{initial_cwd};
+        // A count never exceeds the trace's lines, nor so its bytes: its room is their digits.
+        Collector c{request.target_start, request.target_start_is_target, max_distinct_,
+                    std::to_string(trace_size + 1).size()};
+        // A distinct access costs about its trace line as JSON; reserved at once, the document is
+        // never moved as it grows (untouched pages cost nothing).
+        c.events.reserve(trace_size + trace_size / 2 + 256);
+        tea::strace::Parser parser{request.initial_cwd};
         const auto sink = [&c](const tea::strace::AccessEvent &e) { c.take(e); };
         // Left uninitialised and no larger than the trace: zeroing 256 KiB for a trace of a few
         // kilobytes cost 64 page faults, over 1 ms on a VM, on every audited call.
@@ -302,28 +296,12 @@ class StraceObserver {
             add_reason(std::to_string(c.overflow) + " accesses beyond " +
                        std::to_string(max_distinct_) + " distinct ones were not kept");
         }
-        c.finish_counts();
-        // The reason quotes trace text, which may hold any byte; the record keeps it readable.
-        for (char &ch : reason) {
-            const auto u = static_cast<unsigned char>(ch);
-            if (u < 0x20 || u >= 0x7f) {
-                ch = '?';
-            }
-        }
-        // The events were written in place as they came (a trace of ten thousand distinct
-        // accesses makes megabytes: copying them once more costs more than the parse here);
-        // the rest of the document follows them.
-        std::string &out = c.body;
-        out += R"(],"complete":)";
-        out += reason.empty() ? "true" : "false";
-        out += R"(,"reason":)";
-        append_json_bytes(out, reason);
-        out += R"(,"targetStarted":)";
-        out += target_start.empty() || c.started ? "true" : "false";
-        out += R"(,"lines":)";
-        out += std::to_string(parser.lines());
-        out += '}';
-        return std::move(out);
+        tea::documents::Observation rest;
+        rest.complete = reason.empty();
+        rest.reason = printable(std::move(reason));
+        rest.target_started = request.target_start.empty() || c.started;
+        rest.counters = {{"lines", parser.lines()}};
+        return c.events.finish(rest);
     }
 
    private:
@@ -331,73 +309,20 @@ class StraceObserver {
     struct Collector {
         std::string target_start;
         bool start_is_target = false;
-        std::size_t max_distinct;
         bool started = false;
         // The process that ran the in-sandbox helper, until it executes the target.
         int helper_pid = 0;
-        // The document's text: the distinct count, then the events array, each distinct event
-        // written once at first sight with a blank count that finish_counts fills in; collect
-        // appends the rest. An event's identity (everything but its pid and count) is looked up
-        // in the text itself, so no second copy of it is kept: on a VM each page a process
-        // touches first costs a fault of 10-20 us, and ten thousand events make megabytes.
-        std::string body;
-        std::vector<std::uint64_t> counts;  // per slot
-        std::vector<std::size_t> key_at;    // per slot: where its identity starts in body
-        std::vector<std::size_t> count_at;  // per slot: where its identity ends, its count starts
-        std::size_t distinct_at = 0;        // offset of the distinct count
-        std::string scratch;
+        // Each distinct access once, at its first sight, with the number of times it was seen.
+        tea::documents::DistinctEvents events;
         std::uint64_t overflow = 0;
-        // The room left for a count: a count never exceeds the trace's lines, nor so its bytes,
-        // so collect narrows it to their digits (20 fits any uint64).
-        std::size_t count_width = 20;
 
-        [[nodiscard]] std::string_view identity(std::size_t slot) const {
-            return std::string_view{body}.substr(key_at[slot], count_at[slot] - key_at[slot]);
-        }
-        // Slots hashed and compared by their identity's text; a text looks one up directly.
-        struct SlotHash {
-            using is_transparent = void;
-            const Collector *c;
-            std::size_t operator()(std::string_view text) const {
-                return std::hash<std::string_view>{}(text);
-            }
-            std::size_t operator()(std::size_t slot) const { return (*this)(c->identity(slot)); }
-        };
-        struct SlotEqual {
-            using is_transparent = void;
-            const Collector *c;
-            [[nodiscard]] std::string_view text(std::string_view t) const { return t; }
-            [[nodiscard]] std::string_view text(std::size_t slot) const {
-                return c->identity(slot);
-            }
-            template <typename A, typename B>
-            bool operator()(const A &a, const B &b) const {
-                return text(a) == text(b);
-            }
-        };
-        std::unordered_set<std::size_t, SlotHash, SlotEqual> index;
-
-        Collector(std::string start, bool is_target, std::size_t max)
+        Collector(std::string start, bool is_target, std::size_t max_distinct,
+                  std::size_t count_width)
             : target_start{std::move(start)},
               start_is_target{is_target},
-              max_distinct{max},
-              index{1024, SlotHash{this}, SlotEqual{this}} {
+              events{max_distinct, count_width} {
             started = target_start.empty();
-            body.reserve(std::size_t{64} << 10U);
         }
-
-        // Starts the document, with room for the distinct count; called once count_width is set.
-        void begin() {
-            body += R"({"distinct":)";
-            distinct_at = body.size();
-            body.append(count_width, ' ');
-            body += R"(,"events":[)";
-        }
-        Collector(const Collector &) = delete;
-        Collector &operator=(const Collector &) = delete;
-        Collector(Collector &&) = delete;
-        Collector &operator=(Collector &&) = delete;
-        ~Collector() = default;
 
         void take(const tea::strace::AccessEvent &e) {
             if (!started) {
@@ -423,67 +348,10 @@ class StraceObserver {
                 }
                 // Each exec attempt (a PATH search) is the target's: it is judged.
             }
-            // The identity as the document writes it: JSON strings encode bytes one to one, so
-            // two events share this text exactly when they are the same access.
-            auto &key = scratch;  // reused: most events repeat one already seen
-            key.clear();
-            key += R"(,"syscall":)";
-            append_json_bytes(key, e.syscall);
-            key += R"(,"asked":)";
-            append_json_bytes(key, e.path_lexical);
-            key += R"(,"resolved":)";
-            append_json_bytes(key, e.path_resolved);
-            key += R"(,"access":")";
-            key += access_name(e.kind);
-            key += R"(","ok":)";
-            key += e.success ? "true" : "false";
-            if (!e.error.empty()) {  // optional: absent is no error
-                key += R"(,"error":)";
-                append_json_bytes(key, e.error);
-            }
-            if (!e.path_named.empty()) {  // optional: what the asked path names, to follow
-                key += R"(,"named":)";
-                append_json_bytes(key, e.path_named);
-            }
-            if (!e.unverified.empty()) {  // optional: why the file reached is not known
-                key += R"(,"unverified":)";
-                append_json_bytes(key, e.unverified);
-            }
-            key += R"(,"count":)";
-            if (const auto it = index.find(std::string_view{key}); it != index.end()) {
-                ++counts[*it];
-                return;
-            }
-            if (counts.size() >= max_distinct) {
+            if (!events.add({e.pid, e.syscall, e.path_lexical, e.path_resolved, access_of(e.kind),
+                             e.success, e.error, e.path_named, e.unverified, 1})) {
                 ++overflow;
-                return;
             }
-            body += counts.empty() ? "{" : ",{";
-            body += R"("pid":)";
-            std::array<char, 16> pid{};
-            body.append(pid.data(), std::to_chars(pid.data(), pid.data() + pid.size(), e.pid).ptr);
-            key_at.push_back(body.size());
-            body += key;
-            count_at.push_back(body.size());
-            body.append(count_width, ' ');  // JSON allows the blanks left after the number
-            body += '}';
-            counts.push_back(1);
-            index.insert(counts.size() - 1);
-        }
-
-        void finish_counts() {
-            const auto put = [this](std::size_t at, std::uint64_t n) {
-                const auto digits = std::to_string(n);
-                if (digits.size() > count_width) {  // cannot happen (see count_width): fail closed
-                    throw std::length_error(
-                        "an access count outgrew the room the trace's size left");
-                }
-                body.replace(at, digits.size(), digits);
-            };
-            for (std::size_t i = 0; i < counts.size(); ++i) {
-                put(count_at[i], counts[i]);
-            }
-            put(distinct_at, counts.size());
         }
     };
 
