@@ -259,7 +259,7 @@ class StraceObserver {
         tea::strace::Parser parser{request.initial_cwd};
         const auto sink = [&c](const tea::strace::AccessEvent &e) { c.take(e); };
         // Left uninitialised and no larger than the trace: zeroing 256 KiB for a trace of a few
-        // kilobytes cost 64 page faults, over 1 ms on a VM, on every audited call.
+        // kilobytes cost 64 page faults on every audited call.
         const std::size_t buf_size =
             std::clamp(trace_size + 1, std::size_t{4} << 10U, std::size_t{256} << 10U);
         const auto buf = std::make_unique_for_overwrite<char[]>(buf_size);
