@@ -131,20 +131,31 @@ int run(int argc, char **argv) {
     auto call_options = [](CLI::App *cmd, tea::call::CallOptions &o) {
         cmd->add_option("--workspace", o.workspace,
                         "The call's writable workspace and working directory (default: .)");
-        cmd->add_option("--withhold", o.withhold, "A path the target must not see (repeatable)")
+        // One value per occurrence: the word after it is the command, not a second value. The
+        // help says so, in place of CLI11's "TEXT ...", which reads as a list.
+        cmd->add_option("--withhold", o.withhold,
+                        "A path the target must not see (one per --withhold: repeat the option "
+                        "for more)")
+            ->option_text("PATH")
             ->allow_extra_args(false);
         cmd->add_option("--system-path", o.system_paths,
-                        "A directory the target may read without being listed (repeatable)")
+                        "A directory the target may read without being listed (one per "
+                        "--system-path: repeat the option for more)")
+            ->option_text("DIR")
             ->allow_extra_args(false);
         cmd->add_option("--timeout", o.timeout_ms, "End the call after this many milliseconds");
         cmd->add_flag("--clean-env", o.clean_env,
                       "Reduce the call's environment to the language-neutral allowlist");
         cmd->add_option("--env", o.env,
-                        "Add NAME=VALUE, or NAME with the invoker's value (repeatable)")
+                        "Add NAME=VALUE, or NAME with the invoker's value (one per --env: repeat "
+                        "the option for more)")
+            ->option_text("NAME[=VALUE]")
             ->allow_extra_args(false);
         cmd->add_option("--egress", o.egress,
-                        "Let the target reach HOST:PORT[=ADDR,...] through the egress proxy "
-                        "(repeatable; an IPv6 host in brackets)")
+                        "Let the target reach HOST:PORT through the egress proxy, at ADDR,... "
+                        "only when given; an IPv6 host in brackets (one per --egress: repeat the "
+                        "option for more)")
+            ->option_text("HOST:PORT[=ADDR,...]")
             ->allow_extra_args(false);
         cmd->add_option("command", o.command, "The command and its arguments, after --")
             ->required();

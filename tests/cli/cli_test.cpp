@@ -119,6 +119,36 @@ TEST(Cli, RepeatableOptionsTakeOneValueEach) {
     EXPECT_EQ(o.out, "1\n");
 }
 
+// The help of each repeatable option says it takes one value per occurrence (CLI11's own
+// "TEXT ..." reads as a list), and that is what happens: the word after the value starts the
+// command.
+TEST(Cli, TheHelpSaysRepeatableOptionsTakeOneValuePerOccurrence) {
+    const std::vector<std::pair<std::string, std::string>> options{
+        {"--withhold", "PATH"},
+        {"--system-path", "DIR"},
+        {"--env", "NAME[=VALUE]"},
+        {"--egress", "HOST:PORT[=ADDR,...]"}};
+    for (const std::string sub : {"exec", "preflight"}) {
+        const auto help = test::run(cmd({sub, "--help"}), env());
+        ASSERT_EQ(help.status, 0) << help.err;
+        for (const auto &[option, value] : options) {
+            const auto at = help.out.find("  " + option + " " + value);
+            const auto after = at + option.size() + value.size() + 3;
+            EXPECT_TRUE(at != std::string::npos && after < help.out.size() &&
+                        (help.out[after] == ' ' || help.out[after] == '\n'))
+                << sub << ": " << help.out;
+            EXPECT_NE(help.out.find("(one per " + option + ": repeat the option for more)"),
+                      std::string::npos)
+                << sub << ": " << help.out;
+            EXPECT_EQ(help.out.find(option + " TEXT"), std::string::npos) << help.out;
+        }
+    }
+    const auto o = test::run(
+        cmd({"exec", "--backend", "opt-out", "--env", "A=1", "B=2", "--", "printenv", "A"}), env());
+    EXPECT_EQ(o.status, 127) << o.err;
+    EXPECT_NE(o.err.find("B=2: command not found"), std::string::npos) << o.err;
+}
+
 TEST(Cli, ExecStatusWhenTheTargetCannotStart) {
     EXPECT_EQ(
         test::run(cmd({"exec", "--backend", "opt-out", "--", "tea-no-such-cmd"}), env()).status,
