@@ -22,6 +22,9 @@ struct Capabilities {
     bool staged = false;
     // 1.6, backend: runs its target as the identity the host took for the call ("identity").
     bool call_identity = false;
+    // 1.7, login: answers grant with the documents of tea/login_documents.hpp; before 1.7
+    // they were provisional, and the host never calls grant.
+    bool login_grant = false;
 
     static constexpr Capabilities of_minor(int minor) {
         Capabilities c;
@@ -31,6 +34,7 @@ struct Capabilities {
         c.observed = minor >= TEA_ABI_1_4;
         c.staged = minor >= TEA_ABI_1_5;
         c.call_identity = minor >= TEA_ABI_1_6;
+        c.login_grant = minor >= TEA_ABI_1_7;
         return c;
     }
 };

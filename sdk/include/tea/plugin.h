@@ -52,6 +52,9 @@
  *  1.5  launch spec: staged; exec plan files: deferred, for a process the
  *       host starts before the plan is complete.
  *  1.6  launch spec: identity, the uid/gid the host took for this call alone.
+ *  1.7  login: grant's request and grant documents (tea/login_documents.hpp);
+ *       the host calls grant only on an adapter of 1.7 or later, since the
+ *       documents of earlier minors were provisional.
  *
  * Structured data (a plugin's configuration, a launch spec, an exec plan, an
  * observation) crosses as JSON text whose schema is documented in
@@ -72,7 +75,7 @@ extern "C" {
 #define TEA_ABI_MAJOR 1
 /* The newest minor this header describes. A plugin declares the minor it
  * implements, one of the names below, rather than this number. */
-#define TEA_ABI_MINOR 6
+#define TEA_ABI_MINOR 7
 
 /* The minors, each named for a plugin to declare (see the list above). */
 #define TEA_ABI_1_0 0
@@ -82,6 +85,7 @@ extern "C" {
 #define TEA_ABI_1_4 4
 #define TEA_ABI_1_5 5
 #define TEA_ABI_1_6 6
+#define TEA_ABI_1_7 7
 
 /* Whether the struct at `pointer`, of the size its struct_size says, holds
  * `member` of `type` whole: the check before reading a member that a later
@@ -233,7 +237,11 @@ typedef struct tea_egress_ops {
  */
 typedef struct tea_login_ops {
     tea_plugin_ops_base base;
-    /* 1.0, required. Grant request JSON in, grant JSON out. */
+    /* 1.0, required; called from 1.7 on. For one registry entry that
+     * declares this login: the login request document in, the grant document
+     * out (tea/login_documents.hpp). TEA_UNAVAILABLE when the host has no
+     * route to the login for a confined entry, with a sentence saying what to
+     * do. */
     int32_t (*grant)(tea_instance *instance, tea_str request_json, tea_buffer *grant,
                      tea_error *error);
 } tea_login_ops;

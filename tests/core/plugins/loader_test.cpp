@@ -225,7 +225,7 @@ TEST(Capabilities, EachMinorAddsItsOwn) {
     using C = Capabilities;
     const auto count = [](const C &c) {
         return int{c.target_start_kind} + int{c.setup_mark} + int{c.unmade_directories} +
-               int{c.observed} + int{c.staged} + int{c.call_identity};
+               int{c.observed} + int{c.staged} + int{c.call_identity} + int{c.login_grant};
     };
     for (int minor = TEA_ABI_1_0; minor <= TEA_ABI_MINOR; ++minor) {
         EXPECT_EQ(count(C::of_minor(minor)), minor) << "1." << minor;
@@ -240,6 +240,8 @@ TEST(Capabilities, EachMinorAddsItsOwn) {
     EXPECT_TRUE(C::of_minor(TEA_ABI_1_5).staged);
     EXPECT_FALSE(C::of_minor(TEA_ABI_1_5).call_identity);
     EXPECT_TRUE(C::of_minor(TEA_ABI_1_6).call_identity);
+    EXPECT_FALSE(C::of_minor(TEA_ABI_1_6).login_grant);
+    EXPECT_TRUE(C::of_minor(TEA_ABI_1_7).login_grant);
 }
 
 // ---------------------------------------------------------------------------

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "harness.hpp"
+#include "support/json_schema.hpp"
 #include "support/process.hpp"
 
 namespace tea::test::bwrap {
@@ -304,28 +305,14 @@ class Documents : public Confinement {
     int recordings_ = 0;
 };
 
-// Validates every (document, schema) pair with python3-jsonschema, the validator of the records'
-// schemas (tests/cli/run_test.cpp); returns what it said about each invalid one.
+// Validates every (document, schema) pair, each schema named by its file in docs/schema.
 std::string schema_problems(const std::vector<std::pair<json, std::string>> &pairs,
                             const fs::path &scratch) {
-    json list = json::array();
+    std::vector<std::pair<json, std::string>> with_paths;
     for (const auto &[doc, schema] : pairs) {
-        list.push_back({{"doc", doc}, {"schema", (kSource / "docs" / "schema" / schema).string()}});
+        with_paths.emplace_back(doc, (kSource / "docs" / "schema" / schema).string());
     }
-    const auto file = scratch / "documents-to-validate.json";
-    make_file(file, list.dump(), 0644);
-    const auto o = tea::test::run(
-        {"/usr/bin/python3", "-c",
-         "import json,sys,jsonschema\n"
-         "for i, item in enumerate(json.load(open(sys.argv[1]))):\n"
-         "    schema = json.load(open(item['schema']))\n"
-         "    for e in "
-         "jsonschema.validators.validator_for(schema)(schema).iter_errors(item['doc']):\n"
-         "        print(i, item['schema'].rsplit('/', 1)[-1], list(e.absolute_path), e.message)\n",
-         file.string()},
-        {"PATH=/usr/bin:/bin", "LANG=C.UTF-8"});
-    EXPECT_EQ(o.status, 0) << o.err;
-    return o.out;
+    return tea::test::schema_problems(with_paths, scratch.string());
 }
 
 TEST_F(Documents, WhatTheRealPluginsExchangeMatchesTheSchemas) {
