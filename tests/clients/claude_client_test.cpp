@@ -44,19 +44,6 @@ void PrintTo(LoginRoute route, std::ostream *os) {  // for the test's name in ct
     *os << (route == LoginRoute::token ? "CLAUDE_CODE_OAUTH_TOKEN" : "~/.claude/.credentials.json");
 }
 
-// The objects of the CLI's stream-json output, one a line.
-std::vector<json> stream_messages(const std::string &out) {
-    std::vector<json> messages;
-    std::istringstream lines{out};
-    for (std::string line; std::getline(lines, line);) {
-        auto message = json::parse(line, nullptr, false);
-        if (message.is_object()) {
-            messages.push_back(std::move(message));
-        }
-    }
-    return messages;
-}
-
 // The address:port of every AF_INET and AF_INET6 connect(2) in an `strace -e trace=connect` log.
 std::vector<std::string> inet_connects(const std::string &trace) {
     static const std::regex inet4{
@@ -84,25 +71,11 @@ class ClaudeClient : public ::testing::TestWithParam<LoginRoute> {
         }
         token_ = "sk-ant-oat01-" + bwrap::random_token(32);
         note_ = "note-" + bwrap::random_token(16);
-        write_file((base_ / "outside" / "note.txt").string(), note_ + "\n");
+        write_file(note().string(), note_ + "\n");
     }
 
-    // The agent's turns: a Write in the workspace, a Read outside it, the credential echoed.
-    [[nodiscard]] json turns() const {
-        return json::array({
-            json::array({{{"type", "text"}, {"text", "Writing the file."}},
-                         {{"type", "tool_use"},
-                          {"name", "Write"},
-                          {"input",
-                           {{"file_path", written().string()},
-                            {"content", "written by the scripted agent\n"}}}}}),
-            json::array({{{"type", "tool_use"},
-                          {"name", "Read"},
-                          {"input", {{"file_path", (base_ / "outside" / "note.txt").string()}}}}}),
-            json::array({{{"type", "text"}, {"text", "credential: {{authorization}}"}}}),
-        });
-    }
     [[nodiscard]] fs::path written() const { return base_ / "workspace" / "made-by-agent.txt"; }
+    [[nodiscard]] fs::path note() const { return base_ / "outside" / "note.txt"; }
 
     // The login of `route`: the variable, or the file as `claude login` leaves it (with the
     // scopes of a subscription login, and an access token that expires tomorrow).
@@ -135,8 +108,8 @@ class ClaudeClient : public ::testing::TestWithParam<LoginRoute> {
                    {"PATH=/usr/bin:/bin", "HOME=" + (base_ / "home").string(),
                     "TMPDIR=" + (base_ / "tmp").string(), "ANTHROPIC_BASE_URL=" + mock.base_url(),
                     "HTTPS_PROXY=" + mock.proxy_url()});
-        const auto &quiet = claude_quiet_environment();
-        env.insert(env.end(), quiet.begin(), quiet.end());
+        const auto &session_env = claude_test_environment();
+        env.insert(env.end(), session_env.begin(), session_env.end());
         std::vector<std::string> argv{"/usr/bin/env",
                                       "-C",
                                       (base_ / "workspace").string(),
@@ -162,14 +135,14 @@ class ClaudeClient : public ::testing::TestWithParam<LoginRoute> {
 
 TEST_P(ClaudeClient, WritesReadsAndPrintsTheEchoedCredentialInClear) {
     const auto route = GetParam();
-    MessagesApiMock mock{base_ / "mock", kMockHost, turns()};
+    MessagesApiMock mock{base_ / "mock", kMockHost, write_read_echo_turns(written(), note())};
     auto env = login(route);
     env.push_back("NODE_EXTRA_CA_CERTS=" + mock.ca_file().string());
     const auto r = run_claude(mock, env);
     ASSERT_EQ(r.status, 0) << r;
 
     // (a) The Write: the file is in the workspace.
-    EXPECT_EQ(read_file(written().string()), "written by the scripted agent\n") << r;
+    EXPECT_EQ(read_file(written().string()), kWrittenContent) << r;
 
     // (b) The Read: the file's content went back to the API in the next turn.
     const auto requests = mock.requests();
@@ -184,13 +157,7 @@ TEST_P(ClaudeClient, WritesReadsAndPrintsTheEchoedCredentialInClear) {
 
     // (c) The credential, echoed by the mock, shows in clear in the CLI's output: what the
     // redaction of a confined run must hide.
-    std::string result;
-    for (const auto &m : stream_messages(r.out)) {
-        if (m.value("type", "") == "result") {
-            result = m.value("result", "");
-        }
-    }
-    EXPECT_EQ(result, "credential: Bearer " + token_) << r;
+    EXPECT_EQ(claude_result(r.out), "credential: Bearer " + token_) << r;
     EXPECT_NE(r.out.find(token_), std::string::npos) << r;
 
     // Both routes send the token as a bearer token, on every turn, and no API key.
@@ -225,7 +192,7 @@ TEST_P(ClaudeClient, WritesReadsAndPrintsTheEchoedCredentialInClear) {
 // The control of the TLS route: without the test CA the CLI refuses the mock's certificate, so
 // the runs above reached the mock because NODE_EXTRA_CA_CERTS named it, not around TLS.
 TEST_P(ClaudeClient, RefusesTheMockWithoutTheTestCa) {
-    MessagesApiMock mock{base_ / "mock", kMockHost, turns()};
+    MessagesApiMock mock{base_ / "mock", kMockHost, write_read_echo_turns(written(), note())};
     const auto r = run_claude(mock, login(GetParam()));
     EXPECT_NE(r.status, 0) << r;
     EXPECT_TRUE(mock.requests().empty()) << "a request reached the API";

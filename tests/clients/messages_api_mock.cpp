@@ -35,8 +35,9 @@ MessagesApiMock::MessagesApiMock(const fs::path &dir, std::string host, const js
         if (!listening.is_object()) {
             return false;
         }
+        api_port_ = listening.value("api", 0);
         proxy_port_ = listening.value("proxy", 0);
-        return proxy_port_ > 0;
+        return api_port_ > 0 && proxy_port_ > 0;
     });
     if (!up) {
         std::ostringstream why;
@@ -101,6 +102,18 @@ std::vector<json> tool_results(const std::vector<json> &requests) {
         }
     }
     return results;
+}
+
+json write_read_echo_turns(const fs::path &written, const fs::path &read) {
+    return json::array({
+        json::array({{{"type", "text"}, {"text", "Writing the file."}},
+                     {{"type", "tool_use"},
+                      {"name", "Write"},
+                      {"input", {{"file_path", written.string()}, {"content", kWrittenContent}}}}}),
+        json::array(
+            {{{"type", "tool_use"}, {"name", "Read"}, {"input", {{"file_path", read.string()}}}}}),
+        json::array({{{"type", "text"}, {"text", "credential: {{authorization}}"}}}),
+    });
 }
 
 }  // namespace tea::test::clients

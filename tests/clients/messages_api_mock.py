@@ -5,11 +5,10 @@
 #
 # Two listeners on 127.0.0.1, on ports the system gives:
 #   api    HTTPS with CERT/KEY: POST /v1/messages, streamed (SSE) when the body asks "stream": true
-#   proxy  plain HTTP, CONNECT only: a tunnel to the api listener for HOST:443 and HOST:<api port>,
-#          403 for any other host or port. A client pointed at https://HOST through it reaches the
-#          mock under a made-up name with no resolver or /etc/hosts involved, as a confined client
-#          does through the runtime's egress proxy; and every host it asks for is recorded, so a
-#          client that phones home elsewhere shows up in the log.
+#   proxy  plain HTTP, CONNECT only: a tunnel to the api listener for HOST:<api port>, 403 for any
+#          other host or port. A client pointed at https://HOST:<api port> through it reaches the
+#          mock under a made-up name, with no resolver or /etc/hosts involved; and every host it
+#          asks for is recorded, so a client that phones home elsewhere shows in the log.
 # Once both listen, FILE gets {"api": PORT, "proxy": PORT} (whole, by a rename).
 #
 # SCRIPT is {"turns": [[BLOCK, ...], ...]}. A request that offers tools is answered with the turn
@@ -154,7 +153,7 @@ class Proxy(http.server.BaseHTTPRequestHandler):
 
     def do_CONNECT(self):
         host, _, port = self.path.rpartition(":")
-        allowed = host == args.host and port in ("443", str(api.server_address[1]))
+        allowed = host == args.host and port == str(api.server_address[1])
         record({"kind": "connect", "target": self.path, "allowed": allowed})
         if not allowed:
             self.send_error(403, "mock: no tunnel to " + self.path)
