@@ -88,6 +88,12 @@ json read_verdict(const stdfs::path &stdout_file, const exec::CallResult &r, std
         *error = "the evaluator exited with status " + std::to_string(r.status());
         return nullptr;
     }
+    if (r.out.truncated) {
+        *error = "the evaluator printed " + std::to_string(r.out.total_bytes) +
+                 " bytes on stdout, more than the " + std::to_string(kVerdictCap) +
+                 " bytes (1 MiB) an answer may hold; evaluator.stdout keeps the first 1 MiB";
+        return nullptr;
+    }
     std::ifstream in{stdout_file, std::ios::binary};
     std::string text;
     text.resize(kVerdictCap + 1);
@@ -179,6 +185,9 @@ json run_evaluator(RunState &state, int index, const stdfs::path &trial_dir,
     auto run = state.session.run_options({});
     run.timeout = std::chrono::milliseconds{ev.evaluator.max_elapsed_ms};
     run.out.file = trial_dir / "evaluator.stdout";
+    // The targets' output cap ([call] output_cap_bytes) would cut a correct verdict short and
+    // turn it into an error: the answer has its own limit.
+    run.out.cap_bytes = kVerdictCap;
     run.err.file = trial_dir / "evaluator.stderr";
     run.in = {exec::StdinSpec::Kind::null_device, {}};
     progress.start("trial " + std::to_string(index) + "/" + std::to_string(ev.trials) +

@@ -8,8 +8,8 @@
 #include <spawn.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/statvfs.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -332,6 +332,39 @@ TEST(Run, OptOutIsRecordedAndSaidEverywhere) {
     const auto s = read_json(dir / "score.json");
     EXPECT_EQ(s["confinement"], "opt-out");
     EXPECT_NE(s["summary"].get<std::string>().find("not sandboxed"), std::string::npos);
+}
+
+// [call] output_cap_bytes bounds what the targets' output keeps, not the evaluator's answer.
+TEST(Run, ATinyOutputCapCutsTheTargetsOutputAndNotTheEvaluatorsAnswer) {
+    Project p{"output-cap"};
+    write_simple_evaluation(p, "", "#!/bin/sh\necho 'the target says more than four bytes'\n");
+    p.commit();
+    const auto config = p.root().parent_path() / "config.toml";
+    test::write_file(config.string(), "[call]\noutput_cap_bytes = 4\n");
+    const auto run = p.tea({"--config", config.string(), "--json", "run", p.eval().string()});
+    ASSERT_EQ(run.status, 0) << run.err;
+    const auto dir = run_dir_of(run);
+    const auto trial = read_json(dir / "run.json")["trials"][0];
+    EXPECT_EQ(trial["verdict"]["verdict"], "pass") << trial["verdict"].dump();
+    // Control: the cap still cuts what the target printed.
+    const auto &call = trial["calls"][0];
+    EXPECT_EQ(call["stdoutTruncated"], true) << call.dump();
+    EXPECT_EQ(test::read_file((dir / "trials" / "1" / call["stdout"].get<std::string>()).string()),
+              "the ");
+    const auto score = p.tea({"score", dir.string()});
+    EXPECT_EQ(score.status, 0) << score.err;
+
+    // An answer past its own limit is an error that names the limit.
+    p.write(".tea/evaluator/grade.sh",
+            "#!/bin/sh\necho '{\"verdict\": \"pass\"}'\nhead -c 1048577 /dev/zero | tr '\\0' ' '\n",
+            true);
+    const auto big = p.tea({"--config", config.string(), "--json", "run", p.eval().string()});
+    const auto verdict = read_json(run_dir_of(big) / "trials" / "1" / "verdict.json");
+    EXPECT_EQ(verdict["verdict"], "error") << verdict.dump();
+    EXPECT_NE(verdict.dump().find("printed 1048597 bytes on stdout, more than the 1048576 bytes "
+                                  "(1 MiB) an answer may hold"),
+              std::string::npos)
+        << verdict.dump();
 }
 
 // A target that writes every page of argv[1] MiB, and says whether it could.
