@@ -138,6 +138,12 @@ int run_command(const CommonOptions &common, const RunCommandOptions &options) {
                                   : "a copy of the project")
                    << (ev.confinement ? "" : ", confinement OFF (the file system is not sandboxed)")
                    << '\n';
+    for (const auto &weakened : evaluation::weakened_sentences(state.run["weakened"])) {
+        // Said before the first call, so the user can stop a run that cannot count.
+        console::err() << "tea-evaluate: run " << state.run_id
+                       << ": the evaluation declares confinement, and " << weakened
+                       << ": this run will be Invalid\n";
+    }
 
     Progress progress{common.quiet};
     evaluation::run_trials(state, private_dir, progress);
@@ -168,8 +174,7 @@ int run_command(const CommonOptions &common, const RunCommandOptions &options) {
                        << '\n';
     }
     if (state.interrupted != 0) return 128 + state.interrupted;
-    return summary.observed.empty() && summary.lossy.empty() ? 0
-                                                             : static_cast<int>(ExitCode::invalid);
+    return summary.invalid() ? static_cast<int>(ExitCode::invalid) : 0;
 }
 
 }  // namespace tea::cli

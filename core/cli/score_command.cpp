@@ -188,6 +188,22 @@ Decision decide(const stdfs::path &run_dir, json *run_out) {
         return d;
     }
     const bool opt_out = run["confinement"] == "opt-out";
+    if (opt_out) {
+        // An evaluation that declares confinement, run under --backend opt-out, would otherwise
+        // score an unconfined, unaudited run as a pass.
+        const auto declared = run.value("declaredConfinement", json{});
+        if (!declared.is_boolean()) {
+            d.invalid.emplace_back(
+                "run.json does not say whether the evaluation declares confinement "
+                "(declaredConfinement), and the run opted out of it");
+        } else if (declared.get<bool>()) {
+            d.invalid.push_back(
+                "the evaluation declares confinement, and the run opted out of it "
+                "(backend " +
+                run.value("backend", std::string{"?"}) +
+                "): its targets were neither confined nor audited");
+        }
+    }
     const auto manifest = read_record(run_dir / "manifest.json", &why);
     std::set<std::string> trial_observed;
     for (const auto &t : run["trials"]) {

@@ -49,22 +49,29 @@ std::string summary_line(const RunSummary &s) {
                                     : "; a budget stopped the target in trial" +
                                           std::string{s.budget_trials.size() == 1 ? " " : "s "} +
                                           join({s.budget_trials.begin(), s.budget_trials.end()});
-    if (s.opt_out) {
+    if (s.opt_out && s.weakened.empty()) {
         line +=
             ", confinement opt-out: the targets' file system was not sandboxed and nothing "
             "was audited";
         return line + budgets;
     }
-    if (s.observed.empty() && s.lossy.empty()) {
+    std::vector<std::string> invalid;
+    for (const auto &w : s.weakened) {
+        invalid.push_back("the evaluation declares confinement, and " + w);
+    }
+    if (!s.observed.empty()) {
+        invalid.push_back(std::to_string(s.observed.size()) + " path" +
+                          (s.observed.size() == 1 ? "" : "s") + " outside the grants");
+    }
+    if (!s.lossy.empty()) {
+        invalid.push_back("lossy " + trials_named(s.lossy));
+    }
+    if (invalid.empty()) {
         line += ", no path outside the grants";
     } else {
         line += ", Invalid:";
-        if (!s.observed.empty()) {
-            line += " " + std::to_string(s.observed.size()) + " path" +
-                    (s.observed.size() == 1 ? "" : "s") + " outside the grants";
-        }
-        if (!s.lossy.empty()) {
-            line += std::string{s.observed.empty() ? "" : ";"} + " lossy " + trials_named(s.lossy);
+        for (std::size_t i = 0; i < invalid.size(); ++i) {
+            line += (i == 0 ? " " : "; ") + invalid[i];
         }
     }
     if (!s.refusal_trials.empty()) {

@@ -21,7 +21,16 @@ struct RunSummary {
     std::set<int> refusal_trials;
     std::set<int> socket_truncation_trials;  // trials whose calls left host sockets reachable
     std::set<int> budget_trials;             // a budget stopped something in them
+    // What took away the confinement or the audit the evaluation declares, each as "backend
+    // opt-out ran the targets unconfined and unaudited" (run.json's weakened).
+    std::vector<std::string> weakened;
     int interrupted = 0;
+
+    // Whether the run's own records make it Invalid: a path outside the grants, a lossy trial,
+    // or a declared confinement the run did not provide.
+    [[nodiscard]] bool invalid() const {
+        return !observed.empty() || !lossy.empty() || !weakened.empty();
+    }
 };
 
 // Reorders paths so that those within one of the withheld inputs (the evaluation folder, the git
@@ -29,9 +38,9 @@ struct RunSummary {
 // stray read, and a long list shown in part must show it.
 void withheld_first(std::vector<std::string> &paths, const std::vector<std::string> &withheld);
 
-// "run <id>: ..." naming every lossy trial, every trial the egress proxy refused a request of,
-// every trial whose calls left host sockets reachable, the count of paths outside the grants,
-// and an opted-out run's missing sandbox.
+// "run <id>: ..." naming what weakened a run its evaluation declares confined, every lossy trial,
+// every trial the egress proxy refused a request of, every trial whose calls left host sockets
+// reachable, the count of paths outside the grants, and an opted-out run's missing sandbox.
 std::string summary_line(const RunSummary &summary);
 
 // The trial set's isolation manifest: what the targets were granted (allowedMounts), what they

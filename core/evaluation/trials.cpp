@@ -221,7 +221,42 @@ json run_evaluator(RunState &state, int index, const stdfs::path &trial_dir,
     return record;
 }
 
+// What took away the confinement or the audit the evaluation declares: the backend whose plan
+// confines nothing (--backend or [confinement] backend), or an observer of "none" (--observer or
+// [audit] observer). Empty for a run made as its evaluation declares. Before any call, the
+// backend's name stands for the plans' confinement.
+json weakened_by(const RunState &state) {
+    json out = json::array();
+    if (!state.ev.confinement) {
+        return out;
+    }
+    if (state.run.value("confinement", "") == "opt-out") {
+        out.push_back({{"setting", "backend"},
+                       {"value", state.session.backend_name()},
+                       {"effect", "ran the targets unconfined and unaudited"}});
+        return out;
+    }
+    const auto &observer = state.session.runtime().config.observer;
+    const bool unaudited_trial = std::any_of(
+        state.run["trials"].begin(), state.run["trials"].end(),
+        [](const json &t) { return t.value("observedMountsChannel", "") == "unaudited"; });
+    if (observer == "none" || unaudited_trial) {
+        out.push_back(
+            {{"setting", "observer"}, {"value", observer}, {"effect", "audited no call"}});
+    }
+    return out;
+}
+
 }  // namespace
+
+std::vector<std::string> weakened_sentences(const nlohmann::json &weakened) {
+    std::vector<std::string> out;
+    for (const auto &w : weakened) {
+        out.push_back(w.value("setting", "") + " " + w.value("value", "") + " " +
+                      w.value("effect", ""));
+    }
+    return out;
+}
 
 std::string new_run_id() {
     const auto tm = utc_tm();
@@ -599,6 +634,8 @@ void begin_run(RunState &state, files::RunDirectory &private_dir) {
                                 {"history", source.prefix.empty() ? "private repository" : "none"}}
                          : json{{"kind", "copy"}}},
              {"confinement", ev.confinement ? session.backend_name() : "opt-out"},
+             {"declaredConfinement", ev.confinement},
+             {"weakened", json::array()},
              {"backend", session.backend_name()},
              {"observer", nullptr},
              {"trialCount", ev.trials},
@@ -619,6 +656,7 @@ void begin_run(RunState &state, files::RunDirectory &private_dir) {
                                            {"items", json::parse(egress::items_to_json(items))}});
         }
     }
+    state.run["weakened"] = weakened_by(state);
     save_run(state);
 }
 
@@ -654,6 +692,7 @@ RunSummary finish_run(RunState &state) {
     const auto observer = state.session.observer_name();
     state.run["observer"] = observer.empty() ? json(nullptr) : json(observer);
     state.run["egressRefusals"] = state.egress_refusals;
+    state.run["weakened"] = weakened_by(state);
 
     RunSummary summary;
     summary.run_id = state.run_id;
@@ -666,6 +705,7 @@ RunSummary finish_run(RunState &state) {
     for (const auto &t : state.run["hostSocketTruncation"])
         summary.socket_truncation_trials.insert(t["trialIndex"].get<int>());
     summary.budget_trials = state.budget_trials;
+    summary.weakened = weakened_sentences(state.run["weakened"]);
     summary.interrupted = state.interrupted;
 
     if (state.interrupted != 0) {

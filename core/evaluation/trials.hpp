@@ -84,6 +84,9 @@ struct Calls {
 // A new run's id: the time in UTC and a random part (20260101T120000Z-a1b2c3).
 std::string new_run_id();
 
+// run.json's weakened, as sentences: "observer none audited no call".
+std::vector<std::string> weakened_sentences(const nlohmann::json &weakened);
+
 void save_run(RunState &state);
 
 // The evaluation's source (its git directory and evaluated commit, or a copy). Exit 2 when it

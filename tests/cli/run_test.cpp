@@ -319,6 +319,8 @@ TEST(Run, OptOutIsRecordedAndSaidEverywhere) {
     const auto dir = run_dir_of(run);
     const auto record = read_json(dir / "run.json");
     EXPECT_EQ(record["confinement"], "opt-out");
+    EXPECT_EQ(record.value("declaredConfinement", json{}), false);
+    EXPECT_EQ(record.value("weakened", json{}), json::array());  // opted out as declared
     EXPECT_EQ(record["trials"][0]["observedMountsChannel"], "unaudited");
     EXPECT_NE(record["summary"].get<std::string>().find("not sandboxed"), std::string::npos);
     const auto manifest = read_json(dir / "manifest.json");
@@ -332,6 +334,63 @@ TEST(Run, OptOutIsRecordedAndSaidEverywhere) {
     const auto s = read_json(dir / "score.json");
     EXPECT_EQ(s["confinement"], "opt-out");
     EXPECT_NE(s["summary"].get<std::string>().find("not sandboxed"), std::string::npos);
+}
+
+// A flag (or setting) that takes away what the evaluation declares makes the run Invalid, in its
+// summary, its exit status, run.json and the score: never "no path outside the grants" or PASS.
+TEST(Run, AConfinedEvaluationRunUnauditedOrOptedOutSaysSoAndIsInvalid) {
+    Project p{"weakened"};
+    write_simple_evaluation(p);
+    p.commit();
+    const auto expect_invalid = [&](const test::Outcome &run, const std::string &said,
+                                    const json &weakened) {
+        EXPECT_EQ(run.status, 3) << run.err;
+        EXPECT_NE(run.err.find("the evaluation declares confinement, and " + said),
+                  std::string::npos)
+            << run.err;
+        EXPECT_EQ(run.err.find("no path outside the grants"), std::string::npos) << run.err;
+        const auto dir = run_dir_of(run);
+        const auto record = read_json(dir / "run.json");
+        EXPECT_EQ(record.value("declaredConfinement", json{}), true);
+        EXPECT_EQ(record.value("weakened", json{}), weakened) << record.dump();
+        EXPECT_NE(record["summary"].get<std::string>().find("Invalid: the evaluation declares"),
+                  std::string::npos)
+            << record["summary"];
+        expect_schema_valid(dir / "run.json", "run.schema.json");
+        const auto score = p.tea({"score", dir.string()});
+        EXPECT_EQ(score.status, 3) << score.err;
+        EXPECT_NE(score.err.find("INVALID"), std::string::npos) << score.err;
+        EXPECT_EQ(score.err.find("PASS"), std::string::npos) << score.err;
+        EXPECT_EQ(read_json(dir / "score.json")["verdict"], "invalid");
+        return score.err;
+    };
+    const auto unaudited = p.tea({"--observer", "none", "--json", "run", p.eval().string()});
+    const auto unaudited_score = expect_invalid(
+        unaudited, "observer none audited no call",
+        json::array({{{"setting", "observer"}, {"value", "none"}, {"effect", "audited no call"}}}));
+    EXPECT_NE(unaudited_score.find("trial 1 was not audited under a confined run"),
+              std::string::npos)
+        << unaudited_score;
+
+    const auto opted_out = p.tea({"--backend", "opt-out", "--json", "run", p.eval().string()});
+    EXPECT_EQ(read_json(run_dir_of(opted_out) / "run.json")["confinement"], "opt-out");
+    const auto opted_out_score =
+        expect_invalid(opted_out, "backend opt-out ran the targets unconfined and unaudited",
+                       json::array({{{"setting", "backend"},
+                                     {"value", "opt-out"},
+                                     {"effect", "ran the targets unconfined and unaudited"}}}));
+    EXPECT_NE(opted_out_score.find("the evaluation declares confinement, and the run opted out "
+                                   "of it (backend opt-out)"),
+              std::string::npos)
+        << opted_out_score;
+
+    // Control: the same evaluation, confined and audited, is an ordinary pass (and an evaluation
+    // that declares "confinement": false passes under opt-out: OptOutIsRecordedAndSaidEverywhere).
+    const auto confined = p.run();
+    ASSERT_EQ(confined.status, 0) << confined.err;
+    EXPECT_EQ(read_json(run_dir_of(confined) / "run.json").value("weakened", json{}),
+              json::array());
+    EXPECT_EQ(p.tea({"score", run_dir_of(confined).string()}).status, 0);
 }
 
 // [call] output_cap_bytes bounds what the targets' output keeps, not the evaluator's answer.
