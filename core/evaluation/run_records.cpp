@@ -83,6 +83,37 @@ std::string summary_line(const RunSummary &s) {
     return line + budgets;
 }
 
+bool is_run_id(const std::string &name) {
+    // 20260101T120000.123456Z-a1b2c3, or without the fraction as ids were made before it.
+    const auto digits = [&](std::size_t from, std::size_t count) {
+        return name.size() >= from + count &&
+               std::all_of(name.begin() + static_cast<std::ptrdiff_t>(from),
+                           name.begin() + static_cast<std::ptrdiff_t>(from + count),
+                           [](char c) { return c >= '0' && c <= '9'; });
+    };
+    if (!digits(0, 8) || name.size() < 9 || name[8] != 'T' || !digits(9, 6)) return false;
+    std::size_t at = 15;
+    if (name.size() > at && name[at] == '.') {
+        if (!digits(at + 1, 6)) return false;
+        at += 7;
+    }
+    if (name.size() < at + 3 || name[at] != 'Z' || name[at + 1] != '-') return false;
+    return std::all_of(name.begin() + static_cast<std::ptrdiff_t>(at + 2), name.end(), [](char c) {
+        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+    });
+}
+
+std::optional<std::filesystem::path> latest_run(const std::filesystem::path &runs) {
+    std::optional<std::filesystem::path> latest;
+    std::error_code ec;
+    for (const auto &e : std::filesystem::directory_iterator(runs, ec)) {
+        const auto name = e.path().filename().string();
+        if (!is_run_id(name) || !e.is_directory(ec) || e.is_symlink(ec)) continue;
+        if (!latest || name > latest->filename().string()) latest = e.path();
+    }
+    return latest;
+}
+
 json isolation_manifest(const json &run, const evaluation::Evaluation &ev,
                         const std::map<std::string, std::set<int>> &observed,
                         const std::map<std::string, std::string> &reasons) {

@@ -2,8 +2,10 @@
 // line, shared by run (which writes them) and score (which checks them).
 #pragma once
 
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -42,6 +44,14 @@ void withheld_first(std::vector<std::string> &paths, const std::vector<std::stri
 // every trial the egress proxy refused a request of, every trial whose calls left host sockets
 // reachable, the count of paths outside the grants, and an opted-out run's missing sandbox.
 std::string summary_line(const RunSummary &summary);
+
+// Whether a name is a run id (new_run_id's form, trials.hpp); only such folders of EVAL_DIR/runs
+// are runs.
+bool is_run_id(const std::string &name);
+
+// The run in a runs folder (EVAL_DIR/runs) that started last: the greatest run id, since run
+// ids sort by start time. Folders only, never a link; nullopt when it holds none.
+std::optional<std::filesystem::path> latest_run(const std::filesystem::path &runs);
 
 // The trial set's isolation manifest: what the targets were granted (allowedMounts), what they
 // reached outside it (observedMounts, each with the trials), and one note per forbidden input

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <ctime>
 #include <fstream>
 #include <tea/json_bytes.hpp>
@@ -259,9 +261,19 @@ std::vector<std::string> weakened_sentences(const nlohmann::json &weakened) {
 }
 
 std::string new_run_id() {
-    const auto tm = utc_tm();
-    char buf[32];
-    (void)std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
+    // The microseconds make ids sort by start time, runs of the same second included, so that
+    // the last name of EVAL_DIR/runs is the latest run (score EVAL_DIR relies on it).
+    const auto now = std::chrono::system_clock::now();
+    const auto seconds = std::chrono::floor<std::chrono::seconds>(now);
+    const std::time_t t = std::chrono::system_clock::to_time_t(seconds);
+    std::tm tm{};
+    ::gmtime_r(&t, &tm);
+    char buf[48];
+    const auto length = std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%S", &tm);
+    (void)std::snprintf(
+        buf + length, sizeof buf - length, ".%06lldZ",
+        static_cast<long long>(
+            std::chrono::duration_cast<std::chrono::microseconds>(now - seconds).count()));
     return std::string{buf} + "-" + files::random_token(6);
 }
 

@@ -81,7 +81,8 @@ struct Calls {
     nlohmann::json budget_hits = nlohmann::json::array();  // each call's, with its probe and entry
 };
 
-// A new run's id: the time in UTC and a random part (20260101T120000Z-a1b2c3).
+// A new run's id: the time in UTC to the microsecond and a random part
+// (20260101T120000.123456Z-a1b2c3). Ids sort by start time.
 std::string new_run_id();
 
 // run.json's weakened, as sentences: "observer none audited no call".

@@ -426,6 +426,53 @@ TEST(Run, ATinyOutputCapCutsTheTargetsOutputAndNotTheEvaluatorsAnswer) {
         << verdict.dump();
 }
 
+// Run ids sort by start time, so the last name of runs/ is the latest run (ls runs | tail -1),
+// and score takes the evaluation folder or its runs folder to mean that run.
+TEST(Run, RunIdsSortByStartTimeAndScoreOfTheEvaluationFolderTakesTheLatest) {
+    Project p{"latest"};
+    // Each run's verdict is the answer file's at its time: a score says which run it read.
+    write_simple_evaluation(
+        p, R"(, "confinement": false)", "#!/bin/sh\necho ok\n",
+        "#!/bin/sh\nprintf '{\"verdict\": \"%s\"}\\n' \"$(cat \"$TEA_EVALUATION_DIR/answer\")\"\n");
+    p.commit();
+    std::vector<std::string> made;  // in the order the runs started, several in one second
+    for (const char *answer : {"fail", "fail", "fail", "fail", "pass"}) {
+        p.write(".tea/answer", answer);
+        const auto run = p.run();
+        ASSERT_EQ(run.status, 0) << run.err;
+        made.push_back(json::parse(run.out)["runId"].get<std::string>());
+    }
+    std::vector<std::string> listed;
+    for (const auto &e : fs::directory_iterator(p.eval() / "runs")) {
+        listed.push_back(e.path().filename().string());
+    }
+    std::sort(listed.begin(), listed.end());
+    EXPECT_EQ(listed, made);
+
+    for (const auto &folder :
+         {p.eval().string(), (p.eval() / "runs").string(), (p.eval() / "runs").string() + "/"}) {
+        const auto score = p.tea({"score", folder});
+        EXPECT_EQ(score.status, 0) << folder << ": " << score.err;
+        EXPECT_NE(score.err.find("the latest run in " + (p.eval() / "runs").string() + " is " +
+                                 made.back()),
+                  std::string::npos)
+            << score.err;
+        EXPECT_NE(score.err.find("score " + made.back() + ": PASS"), std::string::npos)
+            << score.err;
+    }
+    EXPECT_FALSE(fs::exists(p.eval() / "runs" / made.front() / "score.json"));
+    // Control: a run's own directory is scored as itself.
+    const auto first = p.tea({"score", (p.eval() / "runs" / made.front()).string()});
+    EXPECT_EQ(first.status, 1) << first.err;
+    EXPECT_NE(first.err.find("score " + made.front() + ": FAIL"), std::string::npos) << first.err;
+
+    fs::remove_all(p.eval() / "runs");
+    const auto none = p.tea({"score", p.eval().string()});
+    EXPECT_EQ(none.status, 2) << none.err;
+    EXPECT_NE(none.err.find((p.eval() / "runs").string() + " holds no run"), std::string::npos)
+        << none.err;
+}
+
 // A target that writes every page of argv[1] MiB, and says whether it could.
 constexpr const char *kAllocatingTarget =
     "#!/usr/bin/python3\nimport sys\nblock = b'\\x01' * (int(sys.argv[1]) << 20)\n"
