@@ -22,7 +22,8 @@ namespace {
 namespace stdfs = std::filesystem;
 using nlohmann::json;
 
-constexpr std::size_t kPathsShown = 50;  // on the terminal; the records keep every one
+constexpr std::size_t kPathsShown = 50;           // on the terminal; the records keep every one
+constexpr std::size_t kEvaluatorLinesShown = 10;  // of its stderr; the file keeps them all
 
 // One line per call on a terminal, rewritten while the call runs (trial i of N, the probe, the
 // elapsed time); plain lines otherwise, so a log stays readable.
@@ -65,6 +66,12 @@ class Progress final : public evaluation::TrialProgress {
 
     void refusals(const nlohmann::json &egress_records) override {
         print_egress_refusals(egress_records);
+    }
+
+    // An error, so shown under -q too: the cause is in the evaluator's stderr, not in "error".
+    void evaluator_error(const std::string &why, const stdfs::path &stderr_file) override {
+        console::err() << "tea-evaluate: " << what_ << ": no verdict: " << printable(why) << '\n';
+        print_last_lines(stderr_file, kEvaluatorLinesShown);
     }
 
    private:

@@ -220,6 +220,9 @@ json run_evaluator(RunState &state, int index, const stdfs::path &trial_dir,
     }
     files::write_atomically(trial_dir / "verdict.json", record.dump(2) + "\n");
     progress.finish(record["verdict"].get<std::string>());
+    if (verdict.is_null()) {
+        progress.evaluator_error(error, run.err.file);
+    }
     return record;
 }
 

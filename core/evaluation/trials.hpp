@@ -38,6 +38,9 @@ class TrialProgress {
     virtual void finish(const std::string &outcome) = 0;
     // The egress route's records of the call that just ended.
     virtual void refusals(const nlohmann::json &egress_records) = 0;
+    // The evaluator gave no verdict: why, and the file that holds what it wrote on stderr.
+    virtual void evaluator_error(const std::string &why,
+                                 const std::filesystem::path &stderr_file) = 0;
 };
 
 struct RunState {

@@ -473,6 +473,36 @@ TEST(Run, RunIdsSortByStartTimeAndScoreOfTheEvaluationFolderTakesTheLatest) {
         << none.err;
 }
 
+// An evaluator's failure is shown with its cause: the last lines of its stderr, escaped, and the
+// file that holds them all.
+TEST(Run, AnEvaluatorThatGivesNoVerdictHasTheEndOfItsStderrShown) {
+    Project p{"evaluator-stderr"};
+    write_simple_evaluation(
+        p, "", "#!/bin/sh\necho ok\n",
+        "#!/bin/sh\nfor i in $(seq 1 30); do echo \"grader line $i\" >&2; done\n"
+        "printf 'forged\\033[8m hidden\\n' >&2\n"
+        "echo 'bwrap: execvp /x: Permission denied' >&2\nexit 1\n");
+    p.commit();
+    const auto run = p.run();
+    const auto stderr_file = run_dir_of(run) / "trials" / "1" / "evaluator.stderr";
+    EXPECT_NE(run.err.find("trial 1/1: evaluator: no verdict: the evaluator exited with status 1"),
+              std::string::npos)
+        << run.err;
+    EXPECT_NE(run.err.find("the last 10 lines of " + stderr_file.string() + ":\n"),
+              std::string::npos)
+        << run.err;
+    EXPECT_NE(run.err.find("\n  bwrap: execvp /x: Permission denied\n"), std::string::npos)
+        << run.err;
+    // What the evaluator wrote is escaped and indented: it cannot hide or forge the runtime's
+    // lines.
+    EXPECT_NE(run.err.find("\n  forged\\x1b[8m hidden\n"), std::string::npos) << run.err;
+    EXPECT_EQ(run.err.find('\033'), std::string::npos) << run.err;
+    EXPECT_NE(run.err.find("\n  grader line 23\n"), std::string::npos) << run.err;
+    EXPECT_EQ(run.err.find("grader line 22\n"), std::string::npos) << run.err;
+    // Control: the file keeps every line.
+    EXPECT_NE(test::read_file(stderr_file.string()).find("grader line 1\n"), std::string::npos);
+}
+
 // A target that writes every page of argv[1] MiB, and says whether it could.
 constexpr const char *kAllocatingTarget =
     "#!/usr/bin/python3\nimport sys\nblock = b'\\x01' * (int(sys.argv[1]) << 20)\n"
