@@ -27,7 +27,7 @@ struct RunCommandOptions {
 };
 
 struct ScoreOptions {
-    std::filesystem::path run_dir;  // EVAL_DIR/runs/<run-id>
+    std::filesystem::path run_dir;  // EVAL_DIR/runs/<run-id>; EVAL_DIR or its runs/: the latest
 };
 
 // An evaluation loaded, its source found and its session opened; nullopt (its problems printed)

@@ -177,7 +177,10 @@ int run(int argc, char **argv) {
     }
     ScoreOptions score_opts;
     if (wanted(score_cmd)) {
-        score_cmd->add_option("RUN_DIR", score_opts.run_dir, "A run's directory (EVAL_DIR/runs/ID)")
+        score_cmd
+            ->add_option("RUN_DIR", score_opts.run_dir,
+                         "A run's directory (EVAL_DIR/runs/ID), or EVAL_DIR or EVAL_DIR/runs for "
+                         "its latest run")
             ->required();
     }
 

@@ -1,6 +1,8 @@
 #include "cli/report.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <tea/json_bytes.hpp>
 
 #include "exec/terminal_text.hpp"
@@ -104,6 +106,50 @@ void print_problems(const std::vector<evaluation::Problem> &problems) {
     // Every problem quotes what the folder holds: escaped, so a hostile name cannot forge lines.
     for (const auto &problem : problems) {
         console::err() << printable(evaluation::to_string(problem)) << '\n';
+    }
+}
+
+void print_last_lines(const std::filesystem::path &file, std::size_t max_lines) {
+    constexpr std::streamoff kTailBytes = 8192;  // read from the file's end
+    constexpr std::size_t kLineBytes = 500;      // shown of each line
+    std::ifstream in{file, std::ios::binary | std::ios::ate};
+    if (!in) {
+        console::err() << "tea-evaluate: " << printable(file.string()) << " cannot be read\n";
+        return;
+    }
+    const auto size = static_cast<std::streamoff>(in.tellg());
+    const auto from = std::max<std::streamoff>(0, size - kTailBytes);
+    in.seekg(from);
+    std::string tail(static_cast<std::size_t>(size - from), '\0');
+    in.read(tail.data(), static_cast<std::streamsize>(tail.size()));
+    tail.resize(static_cast<std::size_t>(in.gcount()));
+    std::vector<std::string> lines;
+    std::size_t start = 0;
+    if (from > 0) {
+        // The first line read is the end of a longer one: left out rather than shown in part.
+        const auto first_end = tail.find('\n');
+        start = first_end == std::string::npos ? tail.size() : first_end + 1;
+    }
+    while (start < tail.size()) {
+        auto end = tail.find('\n', start);
+        if (end == std::string::npos) end = tail.size();
+        lines.push_back(tail.substr(start, end - start));
+        start = end + 1;
+    }
+    if (lines.size() > max_lines) {
+        lines.erase(lines.begin(), lines.end() - static_cast<std::ptrdiff_t>(max_lines));
+    }
+    if (lines.empty()) {
+        console::err() << "tea-evaluate: " << printable(file.string()) << " is empty\n";
+        return;
+    }
+    console::err() << "tea-evaluate: the last " << lines.size() << " line"
+                   << (lines.size() == 1 ? "" : "s") << " of " << printable(file.string()) << ":\n";
+    for (const auto &line : lines) {
+        // What the evaluator wrote may quote what a target left: escaped and indented, so that it
+        // cannot forge or hide a line of the runtime's.
+        console::err() << "  " << printable(line.substr(0, kLineBytes))
+                       << (line.size() > kLineBytes ? " ..." : "") << '\n';
     }
 }
 

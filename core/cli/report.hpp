@@ -3,6 +3,7 @@
 // holds can forge lines of the report.
 #pragma once
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -25,5 +26,10 @@ void print_audit(const audit::AuditResult &audit);
 
 // One escaped line per problem of an evaluation, on stderr.
 void print_problems(const std::vector<evaluation::Problem> &problems);
+
+// The last lines of a file of the run's records (an evaluator's stderr), on stderr under a line
+// naming the file: at most max_lines, read from its last 8 KiB, each escaped as a path is and cut
+// at 500 bytes.
+void print_last_lines(const std::filesystem::path &file, std::size_t max_lines);
 
 }  // namespace tea::cli

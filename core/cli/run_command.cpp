@@ -22,7 +22,8 @@ namespace {
 namespace stdfs = std::filesystem;
 using nlohmann::json;
 
-constexpr std::size_t kPathsShown = 50;  // on the terminal; the records keep every one
+constexpr std::size_t kPathsShown = 50;           // on the terminal; the records keep every one
+constexpr std::size_t kEvaluatorLinesShown = 10;  // of its stderr; the file keeps them all
 
 // One line per call on a terminal, rewritten while the call runs (trial i of N, the probe, the
 // elapsed time); plain lines otherwise, so a log stays readable.
@@ -65,6 +66,12 @@ class Progress final : public evaluation::TrialProgress {
 
     void refusals(const nlohmann::json &egress_records) override {
         print_egress_refusals(egress_records);
+    }
+
+    // An error, so shown under -q too: the cause is in the evaluator's stderr, not in "error".
+    void evaluator_error(const std::string &why, const stdfs::path &stderr_file) override {
+        console::err() << "tea-evaluate: " << what_ << ": no verdict: " << printable(why) << '\n';
+        print_last_lines(stderr_file, kEvaluatorLinesShown);
     }
 
    private:
@@ -138,6 +145,12 @@ int run_command(const CommonOptions &common, const RunCommandOptions &options) {
                                   : "a copy of the project")
                    << (ev.confinement ? "" : ", confinement OFF (the file system is not sandboxed)")
                    << '\n';
+    for (const auto &weakened : evaluation::weakened_sentences(state.run["weakened"])) {
+        // Said before the first call, so the user can stop a run that cannot count.
+        console::err() << "tea-evaluate: run " << state.run_id
+                       << ": the evaluation declares confinement, and " << weakened
+                       << ": this run will be Invalid\n";
+    }
 
     Progress progress{common.quiet};
     evaluation::run_trials(state, private_dir, progress);
@@ -168,8 +181,7 @@ int run_command(const CommonOptions &common, const RunCommandOptions &options) {
                        << '\n';
     }
     if (state.interrupted != 0) return 128 + state.interrupted;
-    return summary.observed.empty() && summary.lossy.empty() ? 0
-                                                             : static_cast<int>(ExitCode::invalid);
+    return summary.invalid() ? static_cast<int>(ExitCode::invalid) : 0;
 }
 
 }  // namespace tea::cli

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <tea/json_bytes.hpp>
 
@@ -188,6 +189,22 @@ Decision decide(const stdfs::path &run_dir, json *run_out) {
         return d;
     }
     const bool opt_out = run["confinement"] == "opt-out";
+    if (opt_out) {
+        // An evaluation that declares confinement, run under --backend opt-out, would otherwise
+        // score an unconfined, unaudited run as a pass.
+        const auto declared = run.value("declaredConfinement", json{});
+        if (!declared.is_boolean()) {
+            d.invalid.emplace_back(
+                "run.json does not say whether the evaluation declares confinement "
+                "(declaredConfinement), and the run opted out of it");
+        } else if (declared.get<bool>()) {
+            d.invalid.push_back(
+                "the evaluation declares confinement, and the run opted out of it "
+                "(backend " +
+                run.value("backend", std::string{"?"}) +
+                "): its targets were neither confined nor audited");
+        }
+    }
     const auto manifest = read_record(run_dir / "manifest.json", &why);
     std::set<std::string> trial_observed;
     for (const auto &t : run["trials"]) {
@@ -224,13 +241,42 @@ Decision decide(const stdfs::path &run_dir, json *run_out) {
     return d;
 }
 
+// The runs folder score's argument means when it names no run itself: an evaluation folder's
+// runs/, or a runs folder. nullopt for a run's own directory, and for anything else, which is
+// scored as a run (and found Invalid) as before.
+std::optional<stdfs::path> runs_folder(const stdfs::path &dir) {
+    std::error_code ec;
+    if (evaluation::is_run_id(dir.filename().string()) ||
+        stdfs::exists(stdfs::symlink_status(dir / "run.json", ec))) {
+        return std::nullopt;
+    }
+    if (stdfs::exists(stdfs::symlink_status(dir / "evaluation.json", ec))) {
+        return dir / "runs";
+    }
+    if (dir.filename() == "runs" || evaluation::latest_run(dir)) {
+        return dir;
+    }
+    return std::nullopt;
+}
+
 }  // namespace
 
 int score_command(const CommonOptions &common, const ScoreOptions &options) {
     std::error_code ec;
-    const auto run_dir = stdfs::absolute(options.run_dir, ec);
+    auto run_dir = stdfs::absolute(options.run_dir, ec).lexically_normal();
+    if (!run_dir.has_filename()) run_dir = run_dir.parent_path();  // "runs/" names runs
     if (ec || !stdfs::is_directory(run_dir, ec)) {
         throw usage_error("score: " + options.run_dir.string() + " is not a run directory");
+    }
+    if (const auto runs = runs_folder(run_dir)) {
+        const auto latest = evaluation::latest_run(*runs);
+        if (!latest) {
+            throw usage_error("score: " + printable(runs->string()) +
+                              " holds no run; tea-evaluate run EVAL_DIR makes one");
+        }
+        run_dir = *latest;
+        console::err() << "tea-evaluate: score: the latest run in " << printable(runs->string())
+                       << " is " << printable(run_dir.filename().string()) << '\n';
     }
     json run;
     Decision d;

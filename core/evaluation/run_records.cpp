@@ -49,22 +49,29 @@ std::string summary_line(const RunSummary &s) {
                                     : "; a budget stopped the target in trial" +
                                           std::string{s.budget_trials.size() == 1 ? " " : "s "} +
                                           join({s.budget_trials.begin(), s.budget_trials.end()});
-    if (s.opt_out) {
+    if (s.opt_out && s.weakened.empty()) {
         line +=
             ", confinement opt-out: the targets' file system was not sandboxed and nothing "
             "was audited";
         return line + budgets;
     }
-    if (s.observed.empty() && s.lossy.empty()) {
+    std::vector<std::string> invalid;
+    for (const auto &w : s.weakened) {
+        invalid.push_back("the evaluation declares confinement, and " + w);
+    }
+    if (!s.observed.empty()) {
+        invalid.push_back(std::to_string(s.observed.size()) + " path" +
+                          (s.observed.size() == 1 ? "" : "s") + " outside the grants");
+    }
+    if (!s.lossy.empty()) {
+        invalid.push_back("lossy " + trials_named(s.lossy));
+    }
+    if (invalid.empty()) {
         line += ", no path outside the grants";
     } else {
         line += ", Invalid:";
-        if (!s.observed.empty()) {
-            line += " " + std::to_string(s.observed.size()) + " path" +
-                    (s.observed.size() == 1 ? "" : "s") + " outside the grants";
-        }
-        if (!s.lossy.empty()) {
-            line += std::string{s.observed.empty() ? "" : ";"} + " lossy " + trials_named(s.lossy);
+        for (std::size_t i = 0; i < invalid.size(); ++i) {
+            line += (i == 0 ? " " : "; ") + invalid[i];
         }
     }
     if (!s.refusal_trials.empty()) {
@@ -74,6 +81,37 @@ std::string summary_line(const RunSummary &s) {
         line += "; host sockets left reachable in " + trials_named(s.socket_truncation_trials);
     }
     return line + budgets;
+}
+
+bool is_run_id(const std::string &name) {
+    // 20260101T120000.123456Z-a1b2c3, or without the fraction as ids were made before it.
+    const auto digits = [&](std::size_t from, std::size_t count) {
+        return name.size() >= from + count &&
+               std::all_of(name.begin() + static_cast<std::ptrdiff_t>(from),
+                           name.begin() + static_cast<std::ptrdiff_t>(from + count),
+                           [](char c) { return c >= '0' && c <= '9'; });
+    };
+    if (!digits(0, 8) || name.size() < 9 || name[8] != 'T' || !digits(9, 6)) return false;
+    std::size_t at = 15;
+    if (name.size() > at && name[at] == '.') {
+        if (!digits(at + 1, 6)) return false;
+        at += 7;
+    }
+    if (name.size() < at + 3 || name[at] != 'Z' || name[at + 1] != '-') return false;
+    return std::all_of(name.begin() + static_cast<std::ptrdiff_t>(at + 2), name.end(), [](char c) {
+        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+    });
+}
+
+std::optional<std::filesystem::path> latest_run(const std::filesystem::path &runs) {
+    std::optional<std::filesystem::path> latest;
+    std::error_code ec;
+    for (const auto &e : std::filesystem::directory_iterator(runs, ec)) {
+        const auto name = e.path().filename().string();
+        if (!is_run_id(name) || !e.is_directory(ec) || e.is_symlink(ec)) continue;
+        if (!latest || name > latest->filename().string()) latest = e.path();
+    }
+    return latest;
 }
 
 json isolation_manifest(const json &run, const evaluation::Evaluation &ev,

@@ -2,8 +2,10 @@
 // line, shared by run (which writes them) and score (which checks them).
 #pragma once
 
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -21,7 +23,16 @@ struct RunSummary {
     std::set<int> refusal_trials;
     std::set<int> socket_truncation_trials;  // trials whose calls left host sockets reachable
     std::set<int> budget_trials;             // a budget stopped something in them
+    // What took away the confinement or the audit the evaluation declares, each as "backend
+    // opt-out ran the targets unconfined and unaudited" (run.json's weakened).
+    std::vector<std::string> weakened;
     int interrupted = 0;
+
+    // Whether the run's own records make it Invalid: a path outside the grants, a lossy trial,
+    // or a declared confinement the run did not provide.
+    [[nodiscard]] bool invalid() const {
+        return !observed.empty() || !lossy.empty() || !weakened.empty();
+    }
 };
 
 // Reorders paths so that those within one of the withheld inputs (the evaluation folder, the git
@@ -29,10 +40,18 @@ struct RunSummary {
 // stray read, and a long list shown in part must show it.
 void withheld_first(std::vector<std::string> &paths, const std::vector<std::string> &withheld);
 
-// "run <id>: ..." naming every lossy trial, every trial the egress proxy refused a request of,
-// every trial whose calls left host sockets reachable, the count of paths outside the grants,
-// and an opted-out run's missing sandbox.
+// "run <id>: ..." naming what weakened a run its evaluation declares confined, every lossy trial,
+// every trial the egress proxy refused a request of, every trial whose calls left host sockets
+// reachable, the count of paths outside the grants, and an opted-out run's missing sandbox.
 std::string summary_line(const RunSummary &summary);
+
+// Whether a name is a run id (new_run_id's form, trials.hpp); only such folders of EVAL_DIR/runs
+// are runs.
+bool is_run_id(const std::string &name);
+
+// The run in a runs folder (EVAL_DIR/runs) that started last: the greatest run id, since run
+// ids sort by start time. Folders only, never a link; nullopt when it holds none.
+std::optional<std::filesystem::path> latest_run(const std::filesystem::path &runs);
 
 // The trial set's isolation manifest: what the targets were granted (allowedMounts), what they
 // reached outside it (observedMounts, each with the trials), and one note per forbidden input

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <ctime>
 #include <fstream>
 #include <tea/json_bytes.hpp>
@@ -86,6 +88,12 @@ json read_verdict(const stdfs::path &stdout_file, const exec::CallResult &r, std
     }
     if (r.status() != 0) {
         *error = "the evaluator exited with status " + std::to_string(r.status());
+        return nullptr;
+    }
+    if (r.out.truncated) {
+        *error = "the evaluator printed " + std::to_string(r.out.total_bytes) +
+                 " bytes on stdout, more than the " + std::to_string(kVerdictCap) +
+                 " bytes (1 MiB) an answer may hold; evaluator.stdout keeps the first 1 MiB";
         return nullptr;
     }
     std::ifstream in{stdout_file, std::ios::binary};
@@ -179,6 +187,9 @@ json run_evaluator(RunState &state, int index, const stdfs::path &trial_dir,
     auto run = state.session.run_options({});
     run.timeout = std::chrono::milliseconds{ev.evaluator.max_elapsed_ms};
     run.out.file = trial_dir / "evaluator.stdout";
+    // The targets' output cap ([call] output_cap_bytes) would cut a correct verdict short and
+    // turn it into an error: the answer has its own limit.
+    run.out.cap_bytes = kVerdictCap;
     run.err.file = trial_dir / "evaluator.stderr";
     run.in = {exec::StdinSpec::Kind::null_device, {}};
     progress.start("trial " + std::to_string(index) + "/" + std::to_string(ev.trials) +
@@ -209,15 +220,63 @@ json run_evaluator(RunState &state, int index, const stdfs::path &trial_dir,
     }
     files::write_atomically(trial_dir / "verdict.json", record.dump(2) + "\n");
     progress.finish(record["verdict"].get<std::string>());
+    if (verdict.is_null()) {
+        progress.evaluator_error(error, run.err.file);
+    }
     return record;
+}
+
+// What took away the confinement or the audit the evaluation declares: the backend whose plan
+// confines nothing (--backend or [confinement] backend), or an observer of "none" (--observer or
+// [audit] observer). Empty for a run made as its evaluation declares. Before any call, the
+// backend's name stands for the plans' confinement.
+json weakened_by(const RunState &state) {
+    json out = json::array();
+    if (!state.ev.confinement) {
+        return out;
+    }
+    if (state.run.value("confinement", "") == "opt-out") {
+        out.push_back({{"setting", "backend"},
+                       {"value", state.session.backend_name()},
+                       {"effect", "ran the targets unconfined and unaudited"}});
+        return out;
+    }
+    const auto &observer = state.session.runtime().config.observer;
+    const bool unaudited_trial = std::any_of(
+        state.run["trials"].begin(), state.run["trials"].end(),
+        [](const json &t) { return t.value("observedMountsChannel", "") == "unaudited"; });
+    if (observer == "none" || unaudited_trial) {
+        out.push_back(
+            {{"setting", "observer"}, {"value", observer}, {"effect", "audited no call"}});
+    }
+    return out;
 }
 
 }  // namespace
 
+std::vector<std::string> weakened_sentences(const nlohmann::json &weakened) {
+    std::vector<std::string> out;
+    for (const auto &w : weakened) {
+        out.push_back(w.value("setting", "") + " " + w.value("value", "") + " " +
+                      w.value("effect", ""));
+    }
+    return out;
+}
+
 std::string new_run_id() {
-    const auto tm = utc_tm();
-    char buf[32];
-    (void)std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
+    // The microseconds make ids sort by start time, runs of the same second included, so that
+    // the last name of EVAL_DIR/runs is the latest run (score EVAL_DIR relies on it).
+    const auto now = std::chrono::system_clock::now();
+    const auto seconds = std::chrono::floor<std::chrono::seconds>(now);
+    const std::time_t t = std::chrono::system_clock::to_time_t(seconds);
+    std::tm tm{};
+    ::gmtime_r(&t, &tm);
+    char buf[48];
+    const auto length = std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%S", &tm);
+    (void)std::snprintf(
+        buf + length, sizeof buf - length, ".%06lldZ",
+        static_cast<long long>(
+            std::chrono::duration_cast<std::chrono::microseconds>(now - seconds).count()));
     return std::string{buf} + "-" + files::random_token(6);
 }
 
@@ -590,6 +649,8 @@ void begin_run(RunState &state, files::RunDirectory &private_dir) {
                                 {"history", source.prefix.empty() ? "private repository" : "none"}}
                          : json{{"kind", "copy"}}},
              {"confinement", ev.confinement ? session.backend_name() : "opt-out"},
+             {"declaredConfinement", ev.confinement},
+             {"weakened", json::array()},
              {"backend", session.backend_name()},
              {"observer", nullptr},
              {"trialCount", ev.trials},
@@ -610,6 +671,7 @@ void begin_run(RunState &state, files::RunDirectory &private_dir) {
                                            {"items", json::parse(egress::items_to_json(items))}});
         }
     }
+    state.run["weakened"] = weakened_by(state);
     save_run(state);
 }
 
@@ -645,6 +707,7 @@ RunSummary finish_run(RunState &state) {
     const auto observer = state.session.observer_name();
     state.run["observer"] = observer.empty() ? json(nullptr) : json(observer);
     state.run["egressRefusals"] = state.egress_refusals;
+    state.run["weakened"] = weakened_by(state);
 
     RunSummary summary;
     summary.run_id = state.run_id;
@@ -657,6 +720,7 @@ RunSummary finish_run(RunState &state) {
     for (const auto &t : state.run["hostSocketTruncation"])
         summary.socket_truncation_trials.insert(t["trialIndex"].get<int>());
     summary.budget_trials = state.budget_trials;
+    summary.weakened = weakened_sentences(state.run["weakened"]);
     summary.interrupted = state.interrupted;
 
     if (state.interrupted != 0) {

@@ -38,6 +38,9 @@ class TrialProgress {
     virtual void finish(const std::string &outcome) = 0;
     // The egress route's records of the call that just ended.
     virtual void refusals(const nlohmann::json &egress_records) = 0;
+    // The evaluator gave no verdict: why, and the file that holds what it wrote on stderr.
+    virtual void evaluator_error(const std::string &why,
+                                 const std::filesystem::path &stderr_file) = 0;
 };
 
 struct RunState {
@@ -81,8 +84,12 @@ struct Calls {
     nlohmann::json budget_hits = nlohmann::json::array();  // each call's, with its probe and entry
 };
 
-// A new run's id: the time in UTC and a random part (20260101T120000Z-a1b2c3).
+// A new run's id: the time in UTC to the microsecond and a random part
+// (20260101T120000.123456Z-a1b2c3). Ids sort by start time.
 std::string new_run_id();
+
+// run.json's weakened, as sentences: "observer none audited no call".
+std::vector<std::string> weakened_sentences(const nlohmann::json &weakened);
 
 void save_run(RunState &state);
 

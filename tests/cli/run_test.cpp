@@ -8,8 +8,8 @@
 #include <spawn.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/statvfs.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -319,6 +319,8 @@ TEST(Run, OptOutIsRecordedAndSaidEverywhere) {
     const auto dir = run_dir_of(run);
     const auto record = read_json(dir / "run.json");
     EXPECT_EQ(record["confinement"], "opt-out");
+    EXPECT_EQ(record.value("declaredConfinement", json{}), false);
+    EXPECT_EQ(record.value("weakened", json{}), json::array());  // opted out as declared
     EXPECT_EQ(record["trials"][0]["observedMountsChannel"], "unaudited");
     EXPECT_NE(record["summary"].get<std::string>().find("not sandboxed"), std::string::npos);
     const auto manifest = read_json(dir / "manifest.json");
@@ -332,6 +334,173 @@ TEST(Run, OptOutIsRecordedAndSaidEverywhere) {
     const auto s = read_json(dir / "score.json");
     EXPECT_EQ(s["confinement"], "opt-out");
     EXPECT_NE(s["summary"].get<std::string>().find("not sandboxed"), std::string::npos);
+}
+
+// A flag (or setting) that takes away what the evaluation declares makes the run Invalid, in its
+// summary, its exit status, run.json and the score: never "no path outside the grants" or PASS.
+TEST(Run, AConfinedEvaluationRunUnauditedOrOptedOutSaysSoAndIsInvalid) {
+    Project p{"weakened"};
+    write_simple_evaluation(p);
+    p.commit();
+    const auto expect_invalid = [&](const test::Outcome &run, const std::string &said,
+                                    const json &weakened) {
+        EXPECT_EQ(run.status, 3) << run.err;
+        EXPECT_NE(run.err.find("the evaluation declares confinement, and " + said),
+                  std::string::npos)
+            << run.err;
+        EXPECT_EQ(run.err.find("no path outside the grants"), std::string::npos) << run.err;
+        const auto dir = run_dir_of(run);
+        const auto record = read_json(dir / "run.json");
+        EXPECT_EQ(record.value("declaredConfinement", json{}), true);
+        EXPECT_EQ(record.value("weakened", json{}), weakened) << record.dump();
+        EXPECT_NE(record["summary"].get<std::string>().find("Invalid: the evaluation declares"),
+                  std::string::npos)
+            << record["summary"];
+        expect_schema_valid(dir / "run.json", "run.schema.json");
+        const auto score = p.tea({"score", dir.string()});
+        EXPECT_EQ(score.status, 3) << score.err;
+        EXPECT_NE(score.err.find("INVALID"), std::string::npos) << score.err;
+        EXPECT_EQ(score.err.find("PASS"), std::string::npos) << score.err;
+        EXPECT_EQ(read_json(dir / "score.json")["verdict"], "invalid");
+        return score.err;
+    };
+    const auto unaudited = p.tea({"--observer", "none", "--json", "run", p.eval().string()});
+    const auto unaudited_score = expect_invalid(
+        unaudited, "observer none audited no call",
+        json::array({{{"setting", "observer"}, {"value", "none"}, {"effect", "audited no call"}}}));
+    EXPECT_NE(unaudited_score.find("trial 1 was not audited under a confined run"),
+              std::string::npos)
+        << unaudited_score;
+
+    const auto opted_out = p.tea({"--backend", "opt-out", "--json", "run", p.eval().string()});
+    EXPECT_EQ(read_json(run_dir_of(opted_out) / "run.json")["confinement"], "opt-out");
+    const auto opted_out_score =
+        expect_invalid(opted_out, "backend opt-out ran the targets unconfined and unaudited",
+                       json::array({{{"setting", "backend"},
+                                     {"value", "opt-out"},
+                                     {"effect", "ran the targets unconfined and unaudited"}}}));
+    EXPECT_NE(opted_out_score.find("the evaluation declares confinement, and the run opted out "
+                                   "of it (backend opt-out)"),
+              std::string::npos)
+        << opted_out_score;
+
+    // Control: the same evaluation, confined and audited, is an ordinary pass (and an evaluation
+    // that declares "confinement": false passes under opt-out: OptOutIsRecordedAndSaidEverywhere).
+    const auto confined = p.run();
+    ASSERT_EQ(confined.status, 0) << confined.err;
+    EXPECT_EQ(read_json(run_dir_of(confined) / "run.json").value("weakened", json{}),
+              json::array());
+    EXPECT_EQ(p.tea({"score", run_dir_of(confined).string()}).status, 0);
+}
+
+// [call] output_cap_bytes bounds what the targets' output keeps, not the evaluator's answer.
+TEST(Run, ATinyOutputCapCutsTheTargetsOutputAndNotTheEvaluatorsAnswer) {
+    Project p{"output-cap"};
+    write_simple_evaluation(p, "", "#!/bin/sh\necho 'the target says more than four bytes'\n");
+    p.commit();
+    const auto config = p.root().parent_path() / "config.toml";
+    test::write_file(config.string(), "[call]\noutput_cap_bytes = 4\n");
+    const auto run = p.tea({"--config", config.string(), "--json", "run", p.eval().string()});
+    ASSERT_EQ(run.status, 0) << run.err;
+    const auto dir = run_dir_of(run);
+    const auto trial = read_json(dir / "run.json")["trials"][0];
+    EXPECT_EQ(trial["verdict"]["verdict"], "pass") << trial["verdict"].dump();
+    // Control: the cap still cuts what the target printed.
+    const auto &call = trial["calls"][0];
+    EXPECT_EQ(call["stdoutTruncated"], true) << call.dump();
+    EXPECT_EQ(test::read_file((dir / "trials" / "1" / call["stdout"].get<std::string>()).string()),
+              "the ");
+    const auto score = p.tea({"score", dir.string()});
+    EXPECT_EQ(score.status, 0) << score.err;
+
+    // An answer past its own limit is an error that names the limit.
+    p.write(".tea/evaluator/grade.sh",
+            "#!/bin/sh\necho '{\"verdict\": \"pass\"}'\nhead -c 1048577 /dev/zero | tr '\\0' ' '\n",
+            true);
+    const auto big = p.tea({"--config", config.string(), "--json", "run", p.eval().string()});
+    const auto verdict = read_json(run_dir_of(big) / "trials" / "1" / "verdict.json");
+    EXPECT_EQ(verdict["verdict"], "error") << verdict.dump();
+    EXPECT_NE(verdict.dump().find("printed 1048597 bytes on stdout, more than the 1048576 bytes "
+                                  "(1 MiB) an answer may hold"),
+              std::string::npos)
+        << verdict.dump();
+}
+
+// Run ids sort by start time, so the last name of runs/ is the latest run (ls runs | tail -1),
+// and score takes the evaluation folder or its runs folder to mean that run.
+TEST(Run, RunIdsSortByStartTimeAndScoreOfTheEvaluationFolderTakesTheLatest) {
+    Project p{"latest"};
+    // Each run's verdict is the answer file's at its time: a score says which run it read.
+    write_simple_evaluation(
+        p, R"(, "confinement": false)", "#!/bin/sh\necho ok\n",
+        "#!/bin/sh\nprintf '{\"verdict\": \"%s\"}\\n' \"$(cat \"$TEA_EVALUATION_DIR/answer\")\"\n");
+    p.commit();
+    std::vector<std::string> made;  // in the order the runs started, several in one second
+    for (const char *answer : {"fail", "fail", "fail", "fail", "pass"}) {
+        p.write(".tea/answer", answer);
+        const auto run = p.run();
+        ASSERT_EQ(run.status, 0) << run.err;
+        made.push_back(json::parse(run.out)["runId"].get<std::string>());
+    }
+    std::vector<std::string> listed;
+    for (const auto &e : fs::directory_iterator(p.eval() / "runs")) {
+        listed.push_back(e.path().filename().string());
+    }
+    std::sort(listed.begin(), listed.end());
+    EXPECT_EQ(listed, made);
+
+    for (const auto &folder :
+         {p.eval().string(), (p.eval() / "runs").string(), (p.eval() / "runs").string() + "/"}) {
+        const auto score = p.tea({"score", folder});
+        EXPECT_EQ(score.status, 0) << folder << ": " << score.err;
+        EXPECT_NE(score.err.find("the latest run in " + (p.eval() / "runs").string() + " is " +
+                                 made.back()),
+                  std::string::npos)
+            << score.err;
+        EXPECT_NE(score.err.find("score " + made.back() + ": PASS"), std::string::npos)
+            << score.err;
+    }
+    EXPECT_FALSE(fs::exists(p.eval() / "runs" / made.front() / "score.json"));
+    // Control: a run's own directory is scored as itself.
+    const auto first = p.tea({"score", (p.eval() / "runs" / made.front()).string()});
+    EXPECT_EQ(first.status, 1) << first.err;
+    EXPECT_NE(first.err.find("score " + made.front() + ": FAIL"), std::string::npos) << first.err;
+
+    fs::remove_all(p.eval() / "runs");
+    const auto none = p.tea({"score", p.eval().string()});
+    EXPECT_EQ(none.status, 2) << none.err;
+    EXPECT_NE(none.err.find((p.eval() / "runs").string() + " holds no run"), std::string::npos)
+        << none.err;
+}
+
+// An evaluator's failure is shown with its cause: the last lines of its stderr, escaped, and the
+// file that holds them all.
+TEST(Run, AnEvaluatorThatGivesNoVerdictHasTheEndOfItsStderrShown) {
+    Project p{"evaluator-stderr"};
+    write_simple_evaluation(
+        p, "", "#!/bin/sh\necho ok\n",
+        "#!/bin/sh\nfor i in $(seq 1 30); do echo \"grader line $i\" >&2; done\n"
+        "printf 'forged\\033[8m hidden\\n' >&2\n"
+        "echo 'bwrap: execvp /x: Permission denied' >&2\nexit 1\n");
+    p.commit();
+    const auto run = p.run();
+    const auto stderr_file = run_dir_of(run) / "trials" / "1" / "evaluator.stderr";
+    EXPECT_NE(run.err.find("trial 1/1: evaluator: no verdict: the evaluator exited with status 1"),
+              std::string::npos)
+        << run.err;
+    EXPECT_NE(run.err.find("the last 10 lines of " + stderr_file.string() + ":\n"),
+              std::string::npos)
+        << run.err;
+    EXPECT_NE(run.err.find("\n  bwrap: execvp /x: Permission denied\n"), std::string::npos)
+        << run.err;
+    // What the evaluator wrote is escaped and indented: it cannot hide or forge the runtime's
+    // lines.
+    EXPECT_NE(run.err.find("\n  forged\\x1b[8m hidden\n"), std::string::npos) << run.err;
+    EXPECT_EQ(run.err.find('\033'), std::string::npos) << run.err;
+    EXPECT_NE(run.err.find("\n  grader line 23\n"), std::string::npos) << run.err;
+    EXPECT_EQ(run.err.find("grader line 22\n"), std::string::npos) << run.err;
+    // Control: the file keeps every line.
+    EXPECT_NE(test::read_file(stderr_file.string()).find("grader line 1\n"), std::string::npos);
 }
 
 // A target that writes every page of argv[1] MiB, and says whether it could.
