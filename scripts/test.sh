@@ -14,11 +14,12 @@ for preset in release asan; do
 done
 # Two parsers of bytes the runtime does not control, each under libFuzzer (with ASan and UBSan)
 # for a bounded time: the egress proxy's request-head parser, and the git module's reader of the
-# project's packs (index, entries, zlib, delta chains, deltas). Their seed corpora are also
-# replayed by ctest in both builds above. New inputs stay in the build tree, and a crash leaves
-# its input there and fails this script.
+# project's packs (index, entries, zlib, delta chains, deltas); and the redaction of a login's
+# secrets from a stream written in pieces, against the naive replacement. Their seed corpora are
+# also replayed by ctest in both builds above. New inputs stay in the build tree, and a crash
+# leaves its input there and fails this script.
 fuzz=build/fuzz
-mkdir -p "$fuzz/corpus" "$fuzz/pack-corpus"
+mkdir -p "$fuzz/corpus" "$fuzz/pack-corpus" "$fuzz/redaction-corpus"
 fuzz_flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all)
 clang++ "${fuzz_flags[@]}" \
   -Iplugins/egress-connect/src tests/plugins/egress-connect/request_head_fuzz.cpp \
@@ -32,3 +33,10 @@ clang++ "${fuzz_flags[@]}" -Icore tests/core/git/pack_reader_fuzz.cpp \
   -lgit2 -lz -lcrypto -o "$fuzz/pack_reader_fuzz"
 "$fuzz/pack_reader_fuzz" -max_total_time=20 -max_len=16384 -timeout=10 \
   -artifact_prefix="$fuzz/pack-" "$fuzz/pack-corpus" tests/core/git/pack_reader_fuzz_corpus
+redaction_src=core/redaction
+clang++ "${fuzz_flags[@]}" -Icore -Itests tests/core/redaction/stream_redactor_fuzz.cpp \
+  $redaction_src/secret_matcher.cpp $redaction_src/stream_redactor.cpp \
+  -o "$fuzz/stream_redactor_fuzz"
+"$fuzz/stream_redactor_fuzz" -max_total_time=15 -max_len=4096 -timeout=10 \
+  -artifact_prefix="$fuzz/redaction-" "$fuzz/redaction-corpus" \
+  tests/core/redaction/stream_redactor_fuzz_corpus
