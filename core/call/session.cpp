@@ -173,8 +173,10 @@ Executed CallSession::execute_with_retry(const exec::LaunchSpec &spec, exec::Exe
     const bool trace_shows_no_start = executed.observation &&
                                       !executed.observation->target_started &&
                                       !plan.audit.target_start.empty();
+    // The target's own exec failing is its answer (126, 127), not the confinement's: a second
+    // try would fail the same way, and its warning would blame the host.
     if (r.started && (trace_shows_no_start || (r.setup_marked && !r.setup_reached)) &&
-        r.interrupted_by == 0 && !r.timed_out && r.status() != 0) {
+        r.interrupted_by == 0 && !r.timed_out && r.status() != 0 && !target_exec_failed(r)) {
         spdlog::warn(
             "the confinement ended (status {}) before the target started; trying once more "
             "with a fresh plan",

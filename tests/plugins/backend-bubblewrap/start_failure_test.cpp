@@ -74,6 +74,41 @@ TEST_P(EitherIdentity, AProgramTheTargetsIdentityCannotReachIsFoundAndNotExecuta
     }
 }
 
+// A script without "#!": glibc's execvp runs it through /bin/sh, so the audited helper did, and the
+// audit, waiting for the script's own exec, took the call for a confinement that never started
+// (exit 12, "this host cannot confine"); the view builder and opt-out, which call execve, said
+// 126. Now it is 126 everywhere, naming the missing line, and the script never runs.
+TEST_P(EitherIdentity, AScriptWithoutAnInterpreterLineIsNotExecutableUnderEveryBackend) {
+    const auto script = workspace() / "no-interpreter-line";
+    make_file(script, "echo RAN-THROUGH-SH\n", 0755);
+    const auto check = [&](const Result &r, const char *how) {
+        EXPECT_EQ(r.status, 126) << how << "\n" << r;
+        EXPECT_FALSE(r.has("RAN-THROUGH-SH")) << how << "\n" << r;
+        EXPECT_TRUE(says(r, "interpreter line (#!)")) << how << "\n" << r;
+        EXPECT_FALSE(says(r, "cannot confine")) << how << "\n" << r;
+        EXPECT_FALSE(says(r, "trying once more")) << "the target's own answer\n"
+                                                  << how << "\n"
+                                                  << r;
+    };
+    const auto [confined, control] = run_both({.command = {script.string()}});
+    check(confined, "bubblewrap");
+    check(control, "opt-out");
+    // Through the helper that stays in front of a target with a route out.
+    check(run({.command = {script.string()}, .options = {"--egress", "127.0.0.1:9"}}),
+          "bubblewrap, with a route out");
+    // The evaluator's view starts its program through the same helper.
+    check(run_spec(grader_spec({script.string()}, {})), "the grader's view");
+
+    // The control: the same script with its interpreter line runs under each.
+    make_file(script, "#!/bin/sh\necho RAN-THROUGH-SH\n", 0755);
+    const auto [ran, ran_control] = run_both({.command = {script.string()}});
+    EXPECT_TRUE(ran.has("RAN-THROUGH-SH")) << ran;
+    EXPECT_TRUE(ran_control.has("RAN-THROUGH-SH")) << ran_control;
+    EXPECT_TRUE(run({.command = {script.string()}, .options = {"--egress", "127.0.0.1:9"}})
+                    .has("RAN-THROUGH-SH"));
+    EXPECT_TRUE(run_spec(grader_spec({script.string()}, {})).has("RAN-THROUGH-SH"));
+}
+
 // A file without an execute bit: 126 under each, found and not executable.
 TEST_P(EitherIdentity, AFileWithoutAnExecuteBitIsNotExecutableUnderEveryBackend) {
     const auto script = workspace() / "not-executable";
