@@ -59,6 +59,12 @@ nlohmann::json identity_record(const CallOutcome &outcome) {
             {"lent", std::move(lent)}};
 }
 
+bool target_exec_failed(const exec::CallResult &result) {
+    const bool confinement_stood = !result.setup_marked || result.setup_reached;
+    return result.started && confinement_stood &&
+           (result.status() == 126 || result.status() == 127);
+}
+
 StartFailure start_failure(const exec::CallResult &result, const audit::Observation *observation,
                            const std::string &observer_reason, const std::string &observer,
                            const std::string &backend) {
@@ -68,7 +74,7 @@ StartFailure start_failure(const exec::CallResult &result, const audit::Observat
                 result.start_error};
     }
     const bool confinement_stood = !result.setup_marked || result.setup_reached;
-    if (confinement_stood && (result.status() == 126 || result.status() == 127)) {
+    if (target_exec_failed(result)) {
         // The shell's convention, which launchers (sh, env, bwrap's helper) follow: the target's
         // own exec failed, found but not executable (126) or not found (127).
         return {FailedSide::target_exec,

@@ -28,6 +28,11 @@ struct StartFailure {
     std::string detail;  // what else is known (an observer with no trace of the call), or ""
 };
 
+// Whether a call whose target never started ended by its target's own exec failing: the
+// confinement stood (its setup mark taken, when it has one) and the plan's launcher exited as a
+// shell does for a program it cannot execute (126) or find (127).
+bool target_exec_failed(const exec::CallResult &result);
+
 // Which side ended a call whose target never started, from what the runner saw (`result`) and
 // what the observer reported (`observation`, null when none watched; `observer_reason`, the
 // observer's own reason for an incomplete report). Nothing is guessed: when the plan ran under

@@ -9,6 +9,7 @@
 
 #include "audit/host_resolution.hpp"
 #include "call/grants.hpp"
+#include "call/target_program.hpp"
 #include "exec/environment.hpp"
 #include "util/error.hpp"
 #include "util/signals.hpp"
@@ -172,8 +173,10 @@ Executed CallSession::execute_with_retry(const exec::LaunchSpec &spec, exec::Exe
     const bool trace_shows_no_start = executed.observation &&
                                       !executed.observation->target_started &&
                                       !plan.audit.target_start.empty();
+    // The target's own exec failing is its answer (126, 127), not the confinement's: a second
+    // try would fail the same way, and its warning would blame the host.
     if (r.started && (trace_shows_no_start || (r.setup_marked && !r.setup_reached)) &&
-        r.interrupted_by == 0 && !r.timed_out && r.status() != 0) {
+        r.interrupted_by == 0 && !r.timed_out && r.status() != 0 && !target_exec_failed(r)) {
         spdlog::warn(
             "the confinement ended (status {}) before the target started; trying once more "
             "with a fresh plan",
@@ -276,6 +279,19 @@ std::optional<exec::ExecPlan> CallSession::stage(exec::LaunchSpec &spec,
 CallOutcome CallSession::call(exec::LaunchSpec spec, const exec::RunOptions &run,
                               const EgressRequest &route_request,
                               std::vector<std::filesystem::path> removed_after) {
+    // Before anything of the call starts, and for every backend alike: a confinement's own
+    // search, as the sandbox identity, would call a command that is nowhere "Permission denied".
+    const auto program = find_target_program(spec.argv.at(0), spec.cwd);
+    if (program.error != 0) {
+        CallOutcome outcome;
+        outcome.result = program_not_started(spec.argv[0], program);
+        outcome.status = program_not_started_status(program);
+        spdlog::error("the target did not start: {}", outcome.result.start_error);
+        outcome.audit.why_not = "the target did not start";
+        outcome.uid = ::getuid();
+        outcome.gid = ::getgid();
+        return outcome;
+    }
     // For this call only, whatever ends it.
     struct Reset {
         Handover &handover;
@@ -420,6 +436,9 @@ CallOutcome CallSession::call(exec::LaunchSpec spec, const exec::RunOptions &run
         outcome.start_failure =
             start_failure(executed.result, executed.observation ? &*executed.observation : nullptr,
                           executed.observer_reason, observer_.name(), backend_name());
+        if (outcome.start_failure.side == FailedSide::target_exec) {
+            outcome.start_failure.detail += "; the runtime found it at " + program.path;
+        }
     }
     if (executed.observation) {
         audit::resolve_named_on_host(*executed.observation, host_view(spec, plan, private_root_));

@@ -12,6 +12,7 @@
 #include <set>
 #include <system_error>
 
+#include "evaluation/program_file.hpp"
 #include "util/fd.hpp"
 
 namespace tea::evaluation {
@@ -611,8 +612,10 @@ struct Project {
     std::optional<fs::path> root;  // canonical; empty when it could not be established
 };
 
-// Where the target lies: relative, inside the project, a regular file. A target that leads out of
-// the project (by ".." or a link) would run a host program the workspace's checkout does not hold.
+// Where the target lies: relative, inside the project, a regular file the kernel will execute. A
+// target that leads out of the project (by ".." or a link) would run a host program the
+// workspace's checkout does not hold; one that cannot be executed would fail every call with 126,
+// recorded against the target.
 std::optional<fs::path> read_target(const Report &report, const json &v, const Project &project,
                                     Entry &entry) {
     auto target = text(report, "target", v);
@@ -631,6 +634,8 @@ std::optional<fs::path> read_target(const Report &report, const json &v, const P
     }
     if (!regular_file(*where)) {
         report("target", in_quotes(*target) + " is not a regular file in the project");
+    } else if (const auto why = why_not_executable(*where)) {
+        report("target", in_quotes(*target) + " (" + where->string() + ") " + *why);
     }
     return where;
 }
@@ -765,7 +770,8 @@ void read_registry(const Report &report, const json &v, const Project &project,
 // ---- the evaluator ----
 
 // The grader runs outside the confinement with the evaluation folder readable: a program outside
-// the project (by ".." or a link) is one that neither the project nor its history holds.
+// the project (by ".." or a link) is one that neither the project nor its history holds. One that
+// cannot be executed would leave every trial without a verdict.
 void check_evaluator_program(const Report &report, const std::string &program,
                              const Project &project, const fs::path &folder) {
     const std::string field = "command[0]";
@@ -783,6 +789,8 @@ void check_evaluator_program(const Report &report, const std::string &program,
         report(field, in_quotes(program) + " leads outside the project " + project.root->string());
     } else if (!regular_file(*where)) {
         report(field, in_quotes(program) + " is not a regular file");
+    } else if (const auto why = why_not_executable(*where)) {
+        report(field, in_quotes(program) + " (" + where->string() + ") " + *why);
     }
 }
 

@@ -12,6 +12,7 @@
 #include <tea/json_bytes.hpp>
 
 #include "evaluation/budgets.hpp"
+#include "evaluation/program_file.hpp"
 #include "evaluation/target_git.hpp"
 #include "exec/environment.hpp"
 #include "files/beneath.hpp"
@@ -598,14 +599,23 @@ void check_targets(const Evaluation &ev, const git::WorkspaceSource &source,
                          "every file of the commit fetches them: git archive " +
                          e.commit() + " >/dev/null) and run again");
     }
+    const std::string where = source.git ? "commit " + source.commit : "the project";
     for (const auto &entry : ev.registry) {
         std::error_code ec;
-        if (!stdfs::is_regular_file(stdfs::symlink_status(check_dir / entry.target, ec))) {
+        const auto target = check_dir / entry.target;
+        if (!stdfs::is_regular_file(stdfs::symlink_status(target, ec))) {
             files::remove_tree(check_dir);
-            throw usage_error(
-                "entry '" + entry.interface_id + "': target '" + entry.target +
-                "' is not a file in " +
-                (source.git ? "commit " + source.commit + " (commit it first)" : "the project"));
+            throw usage_error("entry '" + entry.interface_id + "': target '" + entry.target +
+                              "' is not a file in " + where +
+                              (source.git ? " (commit it first)" : ""));
+        }
+        // The workspace is this checkout: a mode or a first line that only the work tree has
+        // fixed (`check` reads the work tree) would still fail every call with 126.
+        if (const auto why = why_not_executable(target)) {
+            files::remove_tree(check_dir);
+            throw usage_error("entry '" + entry.interface_id + "' field 'target': '" +
+                              entry.target + "' in " + where + " " + *why +
+                              (source.git ? ", and commit it" : ""));
         }
     }
     files::remove_tree(check_dir);

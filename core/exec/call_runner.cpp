@@ -314,6 +314,12 @@ void StartedCall::State::start_plan() {
     if (rc != 0) {
         result.start_errno = rc;
         result.start_error = program + ": " + errno_text(rc);
+        if (rc == ENOEXEC) {
+            // execve runs no script through sh, and neither does any backend: one answer (126).
+            result.start_error +=
+                " (it has neither an interpreter line (#!) nor a format this kernel runs; begin "
+                "a script with a line such as #!/bin/sh)";
+        }
         ended = true;
         return;
     }

@@ -20,6 +20,8 @@ class CheckCli : public ::testing::Test {
         fs::create_directories(eval_ + "/probes");
         test::write_file(project_ + "/tool.sh", "#!/bin/sh\n");
         test::write_file(eval_ + "/grade.sh", "#!/bin/sh\n");
+        fs::permissions(project_ + "/tool.sh", fs::perms{0755});
+        fs::permissions(eval_ + "/grade.sh", fs::perms{0755});
         test::write_file(eval_ + "/probes/first.json", R"({"entry": "tool", "args": ["run"]})");
     }
     void TearDown() override { fs::remove_all(project_); }
@@ -87,6 +89,36 @@ TEST_F(CheckCli, BadEvaluationExitsTwoNamingEveryProblem) {
     EXPECT_EQ(syntax["file"], canonical + "/probes/second.json");
     EXPECT_EQ(syntax["line"], 2);
     EXPECT_EQ(syntax["column"], 10);
+}
+
+// A target without its execute bit, and an evaluator without an interpreter line: check passed
+// both, and every call of the run then failed with 126, recorded against the target.
+TEST_F(CheckCli, ProgramsTheKernelCannotExecuteAreProblemsNamingEntryFieldAndFile) {
+    evaluation("api.example.com");
+    fs::permissions(project_ + "/tool.sh", fs::perms{0644});
+    test::write_file(eval_ + "/grade.sh", "echo '{\"verdict\": \"pass\"}'\n");
+    const auto o = check();
+    EXPECT_EQ(o.status, 2) << o.err;
+    const auto canonical = fs::canonical(eval_).string();
+    EXPECT_NE(o.err.find(canonical + "/evaluation.json: entry 'tool' field 'target': 'tool.sh' (" +
+                         fs::canonical(project_ + "/tool.sh").string() +
+                         ") is not executable (mode 0644)"),
+              std::string::npos)
+        << o.err;
+    EXPECT_NE(
+        o.err.find(canonical + "/evaluation.json: evaluator field 'command[0]': 'grade.sh' (" +
+                   canonical +
+                   "/grade.sh) has neither an interpreter line (#!) nor an ELF "
+                   "header"),
+        std::string::npos)
+        << o.err;
+    EXPECT_NE(o.err.find("tea-evaluate: check: 2 problem(s)"), std::string::npos) << o.err;
+
+    // The control: the same evaluation once both can be executed.
+    fs::permissions(project_ + "/tool.sh", fs::perms{0755});
+    test::write_file(eval_ + "/grade.sh", "#!/bin/sh\necho '{\"verdict\": \"pass\"}'\n");
+    const auto fixed = check();
+    EXPECT_EQ(fixed.status, 0) << fixed.err;
 }
 
 TEST_F(CheckCli, HostileInputCannotForgeLines) {

@@ -215,6 +215,32 @@ TEST(Run, QuickstartPassesAndItsRecordsMatchTheirSchemas) {
         "wrong type");
 }
 
+// The workspace is a checkout of the commit, so a target is executable in a run only if its commit
+// says so (mode 100755): a chmod left uncommitted passes check, which reads the work tree, and
+// every call then failed with 126, the trial failing as if the target had answered wrong.
+TEST(Run, ATargetCommittedWithoutItsExecuteBitIsRefusedBeforeAnyCall) {
+    Project p{"mode"};
+    write_simple_evaluation(p);
+    ::chmod((p.root() / "bin/t").c_str(), 0644);
+    p.commit();
+    ::chmod((p.root() / "bin/t").c_str(), 0755);  // in the work tree only
+    const auto check = p.tea({"check", p.eval().string()});
+    EXPECT_EQ(check.status, 0) << check.err;
+    const auto run = p.run();
+    EXPECT_EQ(run.status, 2) << run.err;
+    EXPECT_NE(run.err.find("entry 't' field 'target': 'bin/t' in commit "), std::string::npos)
+        << run.err;
+    EXPECT_NE(run.err.find("is not executable (mode 0644)"), std::string::npos) << run.err;
+    EXPECT_FALSE(fs::exists(p.eval() / "runs") && !fs::is_empty(p.eval() / "runs"))
+        << "no run was recorded";
+
+    // The control: once the commit holds the mode, the same evaluation runs and passes.
+    p.commit();
+    const auto fixed = p.run();
+    EXPECT_EQ(fixed.status, 0) << fixed.err;
+    EXPECT_EQ(p.tea({"score", run_dir_of(fixed).string()}).status, 0);
+}
+
 TEST(Run, WrongAnswersScoreFail) {
     Project p{"fail"};
     p.copy_example("quickstart");

@@ -52,9 +52,11 @@
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <tea/namespace_init.hpp>
+#include <tea/program_path.hpp>
 #include <vector>
 
 #include "seccomp_filter.hpp"
@@ -110,11 +112,27 @@ Args parse(int argc, char **argv, int first) {
     fail("missing -- PROGRAM");
 }
 
+// execvp's search of PATH (tea/program_path.hpp), each candidate executed in turn, but not its
+// retry of a file the kernel cannot execute (ENOEXEC) through /bin/sh: such a file is 126 under
+// every backend, as execve and the opt-out backend answer it, and a target that sh runs is not
+// the exec the plan names for the audit, which would take the call for one never started.
 void exec_program(char **program) {
-    ::execvp(program[0], program);
-    const int error = errno;
+    const char *path = ::getenv("PATH");  // NOLINT(concurrency-mt-unsafe): single-threaded
+    const auto tried = tea::program_path::resolve(
+        program[0], path != nullptr ? std::optional<std::string_view>{path} : std::nullopt,
+        [&](const std::string &candidate) {
+            ::execve(candidate.c_str(), program, environ);
+            return errno;  // execve returns only when it failed
+        });
+    const int error = tried.error;
     std::string line = std::string{"tea-sandbox-helper: cannot run "} + program[0] + ": " +
-                       std::strerror(error) + "\n";  // NOLINT(concurrency-mt-unsafe)
+                       std::strerror(error);  // NOLINT(concurrency-mt-unsafe)
+    if (error == ENOEXEC) {
+        line +=
+            " (it has neither an interpreter line (#!) nor a format this kernel runs; begin a "
+            "script with a line such as #!/bin/sh)";
+    }
+    line += '\n';
     (void)!::write(STDERR_FILENO, line.data(), line.size());
     ::_exit(error == ENOENT ? 127 : 126);
 }

@@ -176,11 +176,12 @@ struct ErrorName {
     const char *name;
 };
 constexpr ErrorName error_names[] = {
-    {EPERM, "EPERM"},   {ENOENT, "ENOENT"},   {EBADF, "EBADF"},
-    {ENOMEM, "ENOMEM"}, {EACCES, "EACCES"},   {EBUSY, "EBUSY"},
-    {EEXIST, "EEXIST"}, {ENOTDIR, "ENOTDIR"}, {EINVAL, "EINVAL"},
-    {EMFILE, "EMFILE"}, {ENOSPC, "ENOSPC"},   {EROFS, "EROFS"},
-    {ELOOP, "ELOOP"},   {ENOSYS, "ENOSYS"},   {ENAMETOOLONG, "ENAMETOOLONG"},
+    {EPERM, "EPERM"},     {ENOENT, "ENOENT"},   {EBADF, "EBADF"},
+    {ENOMEM, "ENOMEM"},   {EACCES, "EACCES"},   {EBUSY, "EBUSY"},
+    {EEXIST, "EEXIST"},   {ENOTDIR, "ENOTDIR"}, {EINVAL, "EINVAL"},
+    {EMFILE, "EMFILE"},   {ENOSPC, "ENOSPC"},   {EROFS, "EROFS"},
+    {ELOOP, "ELOOP"},     {ENOSYS, "ENOSYS"},   {ENAMETOOLONG, "ENAMETOOLONG"},
+    {ENOEXEC, "ENOEXEC"},
 };
 
 const char *error_name(int error) {
@@ -952,6 +953,11 @@ int memcmp(const void *a, const void *b, std::size_t n) {
     Line line;
     line << "tea-sandbox-view: cannot run " << o.argv[0] << ": " << error_name(r.error)
          << " (errno " << static_cast<unsigned long>(r.error) << ")";
+    if (r.error == ENOEXEC) {
+        // No retry through sh: 126 under every backend (see the helper's exec_program).
+        line << ": it has neither an interpreter line (#!) nor a format this kernel runs; begin "
+                "a script with a line such as #!/bin/sh";
+    }
     line.write_line();
     exit_now(r.error == ENOENT ? 127 : 126);
 }

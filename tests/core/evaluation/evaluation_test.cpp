@@ -28,6 +28,8 @@ class EvaluationTest : public ::testing::Test {
         fs::create_directories(project_ / "bin");
         put(project_ / "bin/greet.sh", "#!/bin/sh\necho hello\n");
         put(folder_ / "evaluator/grade.sh", "#!/bin/sh\necho '{\"verdict\":\"pass\"}'\n");
+        fs::permissions(project_ / "bin/greet.sh", fs::perms{0755});
+        fs::permissions(folder_ / "evaluator/grade.sh", fs::perms{0755});
         put(folder_ / "probes/01-hello.json",
             R"({"entry": "greeter", "args": ["hello", "world"], "stdin": "hi\n",
                 "files": {"in/name.txt": "Ada"}})");
@@ -354,6 +356,46 @@ TEST_F(EvaluationTest, EvaluatorOutsideTheProjectIsRefused) {
     // Elsewhere in the project is fine.
     doc_["evaluator"]["command"] = json::array({"../bin/greet.sh"});
     const auto loaded = load_doc();
+    EXPECT_TRUE(loaded.problems.empty()) << all(loaded);
+}
+
+// A target or evaluator the kernel will not execute would start no call: every call would end
+// with 126, and the run would blame the target (or find no verdict) for the author's mistake.
+TEST_F(EvaluationTest, ProgramsTheKernelCannotExecuteAreRefusedNamingTheFile) {
+    const auto target = (project_ / "bin/greet.sh").string();
+    const auto grader = (folder_ / "evaluator/grade.sh").string();
+    fs::permissions(project_ / "bin/greet.sh", fs::perms{0644});
+    auto loaded = load_doc();
+    EXPECT_TRUE(has(
+        loaded, kEval, "entry 'greeter' field 'target'",
+        "'bin/greet.sh' (" + fs::canonical(target).string() + ") is not executable (mode 0644)"));
+    EXPECT_EQ(loaded.problems.size(), 1U) << all(loaded);
+
+    // Executable, and neither a script with its interpreter line nor an ELF program.
+    fs::permissions(project_ / "bin/greet.sh", fs::perms{0755});
+    put(project_ / "bin/greet.sh", "echo hello\n");
+    EXPECT_TRUE(has(load_doc(), kEval, "entry 'greeter' field 'target'",
+                    "has neither an interpreter line (#!) nor an ELF header"));
+    put(project_ / "bin/greet.sh", "");
+    EXPECT_TRUE(has(load_doc(), kEval, "entry 'greeter' field 'target'",
+                    "has neither an interpreter line (#!) nor an ELF header"));
+    fs::copy_file("/bin/true", project_ / "bin/greet.sh", fs::copy_options::overwrite_existing);
+    loaded = load_doc();
+    EXPECT_TRUE(loaded.problems.empty()) << "an ELF program is executable\n" << all(loaded);
+
+    fs::permissions(grader, fs::perms{0600});
+    EXPECT_TRUE(has(load_doc(), kEval, "evaluator field 'command[0]'",
+                    "'evaluator/grade.sh' (" + fs::canonical(grader).string() +
+                        ") is not executable (mode 0600)"));
+    fs::permissions(grader, fs::perms{0700});
+    put(grader, "{\"verdict\": \"pass\"}\n");
+    EXPECT_TRUE(has(load_doc(), kEval, "evaluator field 'command[0]'",
+                    "has neither an interpreter line (#!) nor an ELF header"));
+
+    // The control: both with their interpreter line and execute bit pass.
+    put(grader, "#!/bin/sh\necho '{\"verdict\":\"pass\"}'\n");
+    put(project_ / "bin/greet.sh", "#!/bin/sh\necho hello\n");
+    loaded = load_doc();
     EXPECT_TRUE(loaded.problems.empty()) << all(loaded);
 }
 
