@@ -37,6 +37,7 @@
 #include "exec/staged_call.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
+#include "util/wait_limit.hpp"
 
 namespace tea::exec {
 namespace {
@@ -191,6 +192,12 @@ void StartedCall::State::make_budget() {
 }
 
 void StartedCall::State::start_plan() {
+    // A deadline past the clock's range would wrap into the past and end the call at once.
+    const std::chrono::milliseconds max_wait{max_wait_ms};
+    if ((options.timeout && *options.timeout > max_wait) || options.kill_grace > max_wait) {
+        throw runtime_failure("a call's timeout and its kill grace may each be at most " +
+                              std::to_string(max_wait_ms) + " ms");
+    }
     const ExecPlan &plan = staged;
     if (plan.holder && has_deferred_files(plan)) {
         // The holder builds the view before the plan's process joins it: nothing to overlap.
