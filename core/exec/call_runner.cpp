@@ -30,6 +30,7 @@
 #include <tea/read_all.hpp>
 #include <vector>
 
+#include "exec/namespace_inits.hpp"
 #include "exec/output_capture.hpp"
 #include "exec/plan_descriptors.hpp"
 #include "exec/reaper.hpp"
@@ -357,8 +358,15 @@ void StartedCall::State::wait() {
     bool leader_done = false;
 
     auto begin_ending = [&](Clock::time_point now) {
-        kill_group(pid, SIGTERM);
-        holder.signal(SIGTERM);
+        // A confined target runs in a pid namespace and a session of its confinement's own: the
+        // group's SIGTERM would reach only the confinement's processes (bwrap dies of it) and end
+        // the target before its grace. The namespace's init passes it on instead. An opt-out
+        // plan's processes are all the target's, and the group is theirs.
+        if (staged.confinement == "opt-out" ||
+            signal_namespace_inits({pid, holder.pid}, SIGTERM) == 0) {
+            kill_group(pid, SIGTERM);
+            holder.signal(SIGTERM);
+        }
         if (!kill_at) {
             kill_at = now + options.kill_grace;
         }
