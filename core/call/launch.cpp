@@ -6,6 +6,7 @@
 #include "util/error.hpp"
 #include "util/paths.hpp"
 #include "util/signals.hpp"
+#include "util/wait_limit.hpp"
 
 namespace tea::call {
 namespace {
@@ -82,6 +83,11 @@ exec::LaunchSpec launch_spec(const CallOptions &options, const RuntimePaths &pat
     }
     if (options.timeout_ms && *options.timeout_ms <= 0) {
         throw usage_error("--timeout: expected a positive number of milliseconds");
+    }
+    if (options.timeout_ms && *options.timeout_ms > max_wait_ms) {
+        throw usage_error("--timeout: expected at most " + std::to_string(max_wait_ms) +
+                          " milliseconds (about 31 years), found " +
+                          std::to_string(*options.timeout_ms));
     }
     exec::LaunchSpec spec;
     spec.argv = options.command;

@@ -8,6 +8,7 @@
 
 #include "util/error.hpp"
 #include "util/toml.hpp"
+#include "util/wait_limit.hpp"
 
 namespace tea::config {
 namespace {
@@ -154,7 +155,8 @@ class LayerReader {
         }
         return out;
     }
-    std::int64_t integer(const toml::node &node, const std::string &key, std::int64_t min) {
+    std::int64_t integer(const toml::node &node, const std::string &key, std::int64_t min,
+                         std::optional<std::int64_t> max = std::nullopt) {
         if (!node.is_integer()) {
             throw config_error(origin_, node.source(), key,
                                std::string{"expected an integer, found "} + type_name(node));
@@ -164,6 +166,11 @@ class LayerReader {
             throw config_error(
                 origin_, node.source(), key,
                 "expected at least " + std::to_string(min) + ", found " + std::to_string(value));
+        }
+        if (max && value > *max) {
+            throw config_error(
+                origin_, node.source(), key,
+                "expected at most " + std::to_string(*max) + ", found " + std::to_string(value));
         }
         return value;
     }
@@ -275,7 +282,8 @@ class LayerReader {
             if (name == "output_cap_bytes") {
                 config_.call.output_cap_bytes = static_cast<std::uint64_t>(integer(value, path, 0));
             } else if (name == "kill_grace_ms") {
-                config_.call.kill_grace = std::chrono::milliseconds{integer(value, path, 0)};
+                config_.call.kill_grace =
+                    std::chrono::milliseconds{integer(value, path, 0, max_wait_ms)};
             } else {
                 unknown(key, path, "output_cap_bytes, kill_grace_ms");
             }

@@ -30,6 +30,7 @@
 #include <tea/read_all.hpp>
 #include <vector>
 
+#include "exec/namespace_inits.hpp"
 #include "exec/output_capture.hpp"
 #include "exec/plan_descriptors.hpp"
 #include "exec/reaper.hpp"
@@ -37,6 +38,7 @@
 #include "exec/staged_call.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
+#include "util/wait_limit.hpp"
 
 namespace tea::exec {
 namespace {
@@ -191,6 +193,12 @@ void StartedCall::State::make_budget() {
 }
 
 void StartedCall::State::start_plan() {
+    // A deadline past the clock's range would wrap into the past and end the call at once.
+    const std::chrono::milliseconds max_wait{max_wait_ms};
+    if ((options.timeout && *options.timeout > max_wait) || options.kill_grace > max_wait) {
+        throw runtime_failure("a call's timeout and its kill grace may each be at most " +
+                              std::to_string(max_wait_ms) + " ms");
+    }
     const ExecPlan &plan = staged;
     if (plan.holder && has_deferred_files(plan)) {
         // The holder builds the view before the plan's process joins it: nothing to overlap.
@@ -356,8 +364,15 @@ void StartedCall::State::wait() {
     bool leader_done = false;
 
     auto begin_ending = [&](Clock::time_point now) {
-        kill_group(pid, SIGTERM);
-        holder.signal(SIGTERM);
+        // A confined target runs in a pid namespace and a session of its confinement's own: the
+        // group's SIGTERM would reach only the confinement's processes (bwrap dies of it) and end
+        // the target before its grace. The namespace's init passes it on instead. An opt-out
+        // plan's processes are all the target's, and the group is theirs.
+        if (staged.confinement == "opt-out" ||
+            signal_namespace_inits({pid, holder.pid}, SIGTERM) == 0) {
+            kill_group(pid, SIGTERM);
+            holder.signal(SIGTERM);
+        }
         if (!kill_at) {
             kill_at = now + options.kill_grace;
         }

@@ -75,8 +75,10 @@ struct CallResult {
 // Runs the plan to its end: its own process group, exactly the plan's
 // environment, only 0-2 and the plan's files inherited, output through pipes
 // into capped files, the whole group ended at the timeout (SIGTERM, then SIGKILL
-// after the grace) and when the leader exits. A runtime that is a child
-// subreaper (see become_subreaper) also ends every orphan the call left behind.
+// after the grace; a confined plan's SIGTERM goes to the inits of the pid
+// namespaces it made, namespace_inits.hpp) and when the leader exits. A runtime
+// that is a child subreaper (see become_subreaper) also ends every orphan the
+// call left behind.
 // A runtime killed outright ends nothing itself: the read ends of the output
 // pipes are this process's alone, so a confinement inside sees their write ends
 // report POLLERR and ends itself (ExecPlan); the processes of a plan that

@@ -30,7 +30,14 @@ void read_children(int task_dir, const char *tid, std::vector<pid_t> &out) {
     if (!fd) {
         return;  // the thread ended meanwhile
     }
-    const std::string text = tea::read_all(fd.get());
+    const auto pids = pids_in(tea::read_all(fd.get()));
+    out.insert(out.end(), pids.begin(), pids.end());
+}
+
+}  // namespace
+
+std::vector<pid_t> pids_in(std::string_view text) {
+    std::vector<pid_t> out;
     pid_t pid = 0;
     bool in_number = false;
     for (const char c : text) {
@@ -46,9 +53,8 @@ void read_children(int task_dir, const char *tid, std::vector<pid_t> &out) {
     if (in_number) {
         out.push_back(pid);
     }
+    return out;
 }
-
-}  // namespace
 
 void kill_group(pid_t group, int signal_number) {
     if (group > 0) {
@@ -56,11 +62,9 @@ void kill_group(pid_t group, int signal_number) {
     }
 }
 
-// The runtime's children, those of every one of its threads: read with plain system calls, as
-// this runs twice after every call, on the way out.
-std::vector<pid_t> own_children() {
+std::vector<pid_t> children_of(int process_dir) {
     std::vector<pid_t> out;
-    const UniqueFd tasks{::open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+    const UniqueFd tasks{::openat(process_dir, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
     if (!tasks) {
         return out;
     }
@@ -69,6 +73,13 @@ std::vector<pid_t> own_children() {
         return true;
     });
     return out;
+}
+
+// The runtime's children, those of every one of its threads: read with plain system calls, as
+// this runs twice after every call, on the way out.
+std::vector<pid_t> own_children() {
+    const UniqueFd self{::open("/proc/self", O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+    return self ? children_of(self.get()) : std::vector<pid_t>{};
 }
 
 bool is_subreaper() {

@@ -4,11 +4,19 @@
 
 #include <sys/types.h>
 
+#include <string_view>
 #include <vector>
 
 namespace tea::exec::detail {
 
 void kill_group(pid_t group, int signal_number);
+
+// The process ids in a /proc list ("12 345 ", "NSpid:\t12\t1"), in order.
+std::vector<pid_t> pids_in(std::string_view text);
+
+// The children of every thread of the process whose /proc directory is open as `process_dir`;
+// none when it is gone.
+std::vector<pid_t> children_of(int process_dir);
 
 // The runtime's children, those of every one of its threads: read with plain system calls, as
 // this runs twice after every call, on the way out.

@@ -112,6 +112,39 @@ TEST(Cli, TimedOutIsNeverSuccessEvenIfTheTargetExitsZeroOnTerm) {
     EXPECT_EQ(o.status, 124) << o.err;
 }
 
+TEST(Cli, ATimeoutOrGraceWhoseDeadlineWouldPassTheClocksRangeIsRefused) {
+    // Near 9.2e12 ms a deadline wraps past the steady clock's range into the past, and the call
+    // would end at once.
+    for (const char *ms : {"1000000000001", "9200000000000", "9223372036854775807"}) {
+        const auto o =
+            test::run(cmd({"exec", "--backend", "opt-out", "--timeout", ms, "--", "true"}), env());
+        EXPECT_EQ(o.status, 2) << ms << "\n" << o.err;
+        EXPECT_NE(o.err.find(std::string{"--timeout: expected at most 1000000000000 "
+                                         "milliseconds (about 31 years), found "} +
+                             ms),
+                  std::string::npos)
+            << o.err;
+    }
+    // The longest accepted runs the call as any other.
+    const auto longest = test::run(cmd({"exec", "--backend", "opt-out", "--timeout",
+                                        "1000000000000", "--", "sh", "-c", "sleep 0.2; exit 5"}),
+                                   env());
+    EXPECT_EQ(longest.status, 5) << longest.err;
+
+    // The configuration's grace likewise, named by file, line and key.
+    const auto dir = test::make_temp_dir("tea-cli-grace");
+    test::write_file(dir + "/c.toml", "[call]\nkill_grace_ms = 9200000000000\n");
+    const auto o = test::run(cmd({"--config", dir + "/c.toml", "exec", "--backend", "opt-out",
+                                  "--timeout", "100", "--", "sleep", "5"}),
+                             env());
+    EXPECT_EQ(o.status, 2) << o.err;
+    EXPECT_NE(o.err.find(dir + "/c.toml:2:17: call.kill_grace_ms: expected at most "
+                               "1000000000000, found 9200000000000"),
+              std::string::npos)
+        << o.err;
+    std::filesystem::remove_all(dir);
+}
+
 TEST(Cli, RepeatableOptionsTakeOneValueEach) {
     const auto o =
         test::run(cmd({"exec", "--backend", "opt-out", "--env", "A=1", "printenv", "A"}), env());

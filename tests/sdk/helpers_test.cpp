@@ -5,6 +5,7 @@
 // Built as C++17, the oldest standard the SDK supports.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -229,6 +230,78 @@ TEST_F(Helpers, NamespaceInitEndsWithItsChildsStatus) {
     }};
     EXPECT_EQ(killed.status(), 128 + SIGTERM);
     ::close(killed.reader);
+}
+
+// In a pid namespace of its own (a user namespace too when not root): an init serving a child
+// that exits 7 on SIGTERM and runs `then` first; the process returns the init's status. The
+// init's id outside the namespace is written to stdout, as text.
+template <typename Then>
+int init_of_a_namespace(Then then) {
+    if (::geteuid() != 0 && ::unshare(CLONE_NEWUSER) != 0) {
+        return 90;
+    }
+    if (::unshare(CLONE_NEWPID) != 0) {
+        return 91;
+    }
+    const pid_t init = ::fork();
+    if (init == 0) {
+        tea::namespace_init::hold_end_signal();
+        const pid_t child = ::fork();
+        if (child == 0) {
+            tea::namespace_init::release_end_signal();
+            (void)::signal(SIGTERM, [](int) { ::_exit(7); });
+            ::_exit(then());
+        }
+        tea::namespace_init::serve(child);
+    }
+    const std::string id = std::to_string(init) + "\n";
+    (void)!::write(STDOUT_FILENO, id.data(), id.size());
+    int status = 0;
+    ::waitpid(init, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// The init's id, as init_of_a_namespace wrote it.
+pid_t read_init_id(int reader) {
+    std::string text;
+    char c = 0;
+    while (::read(reader, &c, 1) == 1 && c != '\n') {
+        text += c;
+    }
+    return text.empty() ? -1 : static_cast<pid_t>(std::stol(text));
+}
+
+TEST_F(Helpers, NamespaceInitPassesTheHostsTermToEveryProcessOfItsNamespace) {
+    const WithOutputPipe init{[] {
+        return init_of_a_namespace([] {
+            ::pause();
+            return 0;
+        });
+    }};
+    ASSERT_GT(init.pid, 0);
+    const pid_t id = read_init_id(init.reader);
+    ASSERT_GT(id, 0) << "no pid namespace could be made";
+    EXPECT_TRUE(init.running_after(100000));
+    // From outside the namespace, where the kernel drops a signal its init neither handles nor
+    // blocks: the child's handler runs.
+    ::kill(id, SIGTERM);
+    EXPECT_EQ(init.status(), 7);
+    ::close(init.reader);
+}
+
+TEST_F(Helpers, NamespaceInitPassesOnNoTermSentFromInsideItsNamespace) {
+    // The child asks its init itself: nothing comes back, and it goes on to exit 3.
+    const WithOutputPipe init{[] {
+        return init_of_a_namespace([] {
+            ::kill(1, SIGTERM);
+            ::usleep(300000);
+            return 3;
+        });
+    }};
+    ASSERT_GT(init.pid, 0);
+    ASSERT_GT(read_init_id(init.reader), 0) << "no pid namespace could be made";
+    EXPECT_EQ(init.status(), 3);
+    ::close(init.reader);
 }
 
 TEST_F(Helpers, NamespaceInitEndsAsSoonAsTheHostIsGone) {

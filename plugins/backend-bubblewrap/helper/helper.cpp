@@ -23,8 +23,9 @@
 //       Inside a grader's sandbox, as its pid 1: run PROGRAM as its child.
 //
 // As a pid namespace's first process (confine, hold, init), the helper is the
-// namespace's init: it reaps orphans, exits with its child's status, and ends
-// the namespace, and everything in it, as soon as the runtime is gone.
+// namespace's init: it reaps orphans, passes the runtime's SIGTERM on to every
+// process of the namespace, exits with its child's status, and ends the
+// namespace, and everything in it, as soon as the runtime is gone.
 //   tea-sandbox-helper enter --handoff-fd N --env-fd M --cwd DIR -- PROGRAM ARGS...
 //       On the host, as the process an observer traces: take the holder's pidfd
 //       from the socket at N, join every namespace of the sandbox it holds, and
@@ -267,6 +268,7 @@ void set_limits(unsigned long long cpu, unsigned long long fsize, unsigned long 
     if (const int rc = tea::helper::install_seccomp_filter(); rc != 0) {
         fail("cannot load the seccomp filter", -rc);
     }
+    tea::namespace_init::release_end_signal();
     static std::vector<char *> envp;
     envp.reserve(env.size() + 1);
     for (auto &e : env) {
@@ -305,6 +307,7 @@ void become_init() {
 }
 
 int confine(int argc, char **argv) {
+    tea::namespace_init::hold_end_signal();
     int env_fd = -1;
     const auto args = parse(argc, argv, 2);
     unsigned long long cpu = 0;
@@ -340,6 +343,7 @@ int confine(int argc, char **argv) {
 // The grader's init: the program as its child, with the environment and working directory bwrap
 // gave, and only 0-2.
 int init(int argc, char **argv) {
+    tea::namespace_init::hold_end_signal();
     const auto args = parse(argc, argv, 2);
     if (!args.options.empty()) {
         fail("init: unknown option " + std::string{args.options.front().first});
@@ -351,6 +355,7 @@ int init(int argc, char **argv) {
     if (::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
         fail("cannot close inherited descriptors", errno);
     }
+    tea::namespace_init::release_end_signal();
     exec_program(args.program);
     return exit_setup;
 }
@@ -380,6 +385,7 @@ struct HandoffMessage {
 };
 
 int hold(int argc, char **argv) {
+    tea::namespace_init::hold_end_signal();
     if (argc != 4 || std::string_view{argv[2]} != "--handoff-fd") {
         fail("usage: tea-sandbox-helper hold --handoff-fd N");
     }
@@ -420,7 +426,7 @@ int hold(int argc, char **argv) {
     }
     // The orphans of the target are reparented here: reaped as they end, until the runtime ends
     // the sandbox, or dies (the pid namespace's first process ignores every signal sent from
-    // inside it).
+    // inside it). The runtime's SIGTERM at the call's end goes on to the joined target.
     tea::namespace_init::serve(-1);
 }
 

@@ -30,6 +30,7 @@
 #include <linux/sched.h>
 #include <linux/seccomp.h>
 #include <linux/signal.h>
+#include <linux/signalfd.h>
 #include <linux/stat.h>
 #include <linux/time.h>
 #include <linux/wait.h>
@@ -733,14 +734,30 @@ bool runtime_gone_now() {
            runtime_gone(output);
 }
 
+constexpr unsigned long end_signal = 1UL << (SIGTERM - 1);
+
+// The runtime's SIGTERM at the end of the call (tea/namespace_init.hpp): blocked from the start, so
+// that one sent while the view is built waits for serve() instead of being dropped by the kernel,
+// which drops a signal from outside the namespace that its init neither handles nor blocks.
+void hold_end_signal() {
+    (void)call(__NR_rt_sigprocmask, SIG_BLOCK, as_long(&end_signal), 0, sizeof end_signal);
+}
+
+void release_end_signal() {
+    (void)call(__NR_rt_sigprocmask, SIG_UNBLOCK, as_long(&end_signal), 0, sizeof end_signal);
+}
+
 // The namespace's init until `child` ends, then its status as a shell reports it (as bwrap's own
 // init reports it); at once when the runtime is gone, which ends the namespace and all in it.
+// Passes each SIGTERM of the runtime's on to every process of the namespace, as
+// tea/namespace_init.hpp does.
 [[noreturn]] void serve(long child) {
-    unsigned long children = 1UL << (SIGCHLD - 1);
-    (void)call(__NR_rt_sigprocmask, SIG_BLOCK, as_long(&children), 0, sizeof children);
+    const unsigned long watched_signals = (1UL << (SIGCHLD - 1)) | end_signal;
+    (void)call(__NR_rt_sigprocmask, SIG_BLOCK, as_long(&watched_signals), 0,
+               sizeof watched_signals);
     // Without a signalfd the init still reaps, once a second, and still watches the runtime.
-    const Result ended =
-        call(__NR_signalfd4, -1, as_long(&children), sizeof children, O_CLOEXEC | O_NONBLOCK);
+    const Result ended = call(__NR_signalfd4, -1, as_long(&watched_signals), sizeof watched_signals,
+                              O_CLOEXEC | O_NONBLOCK);
     for (;;) {
         // Reaped before every wait: a child that ended before SIGCHLD was blocked left no signal.
         for (;;) {
@@ -767,8 +784,14 @@ bool runtime_gone_now() {
             exit_now(128 + SIGKILL);
         }
         if (ended.error == 0 && (watched[2].revents & POLLIN) != 0) {
-            char drained[128 * 4];
-            while (call(__NR_read, ended.value, as_long(drained), sizeof drained).value > 0) {
+            signalfd_siginfo info{};
+            while (call(__NR_read, ended.value, as_long(&info), sizeof info).value ==
+                   static_cast<long>(sizeof info)) {
+                // Only the runtime's (a sender outside the namespace has no pid in it): a target
+                // cannot make the init signal every process of the namespace for it.
+                if (info.ssi_signo == SIGTERM && info.ssi_pid == 0) {
+                    (void)call(__NR_kill, -1, SIGTERM);
+                }
             }
         }
     }
@@ -916,6 +939,7 @@ int memcmp(const void *a, const void *b, std::size_t n) {
     const int argc = static_cast<int>(stack[0]);
     char **argv = reinterpret_cast<char **>(stack + 1);
     char **envp = argv + argc + 1;
+    hold_end_signal();
     const Options o = parse(argc, argv);
 
     const Tokens view = read_stream(o.view_fd);
@@ -949,6 +973,7 @@ int memcmp(const void *a, const void *b, std::size_t n) {
         fail("cannot close inherited descriptors", nullptr, r.error);
     }
     install_seccomp();
+    release_end_signal();
     const Result r = call(__NR_execve, as_long(o.exec), as_long(o.argv), as_long(env));
     Line line;
     line << "tea-sandbox-view: cannot run " << o.argv[0] << ": " << error_name(r.error)

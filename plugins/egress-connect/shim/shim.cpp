@@ -302,6 +302,9 @@ void detach(const std::vector<int> &listeners, const std::string &socket) {
         }
         ::syscall(SYS_close_range, static_cast<unsigned>(low), ~0U, 0U);
         (void)::signal(SIGPIPE, SIG_IGN);
+        // The namespace's init passes the runtime's SIGTERM to every process of the namespace:
+        // the target keeps its route out through the grace it is given to end.
+        (void)::signal(SIGTERM, SIG_IGN);
         relay(listeners, socket);
     }
     int status = 0;
@@ -324,6 +327,7 @@ void detach(const std::vector<int> &listeners, const std::string &socket) {
         fail(std::string{"fork: "} + error_text(errno));
     }
     if (child == 0) {
+        tea::namespace_init::release_end_signal();
         ::execv(program[0], program);
         fail(std::string{"cannot run "} + program[0] + ": " + error_text(errno));
     }
@@ -338,6 +342,7 @@ void detach(const std::vector<int> &listeners, const std::string &socket) {
 }  // namespace
 
 int main(int argc, char **argv) {
+    tea::namespace_init::hold_end_signal();
     const Options options = parse(argc, argv);
     // A runtime killed before bwrap got this far would leave a route, and a target, nobody ends.
     if (tea::namespace_init::host_gone()) {
@@ -362,6 +367,7 @@ int main(int argc, char **argv) {
     if (::getpid() == 1) {
         run_as_init(options.program);
     }
+    tea::namespace_init::release_end_signal();
     ::execv(options.program[0], options.program);
     fail(std::string{"cannot run "} + options.program[0] + ": " + error_text(errno));
 }

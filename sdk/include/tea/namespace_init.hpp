@@ -1,11 +1,21 @@
 // The first process of a pid namespace that a plugin's confinement makes, kept as the namespace's
-// init for the call: it reaps every orphan, and it ends the namespace (the kernel then kills every
-// process in it) when the process it waits for ends, or as soon as the host that ran the call is
-// gone, however the host died.
+// init for the call: it reaps every orphan, passes the end of the call (SIGTERM) on to every
+// process of its namespace, and it ends the namespace (the kernel then kills every process in it)
+// when the process it waits for ends, or as soon as the host that ran the call is gone, however
+// the host died.
 //
+//   tea::namespace_init::hold_end_signal();  // first of all
 //   if (tea::namespace_init::host_gone()) { ...refuse to start anything... }
-//   const pid_t child = fork();  // the child goes on to the target
+//   const pid_t child = fork();  // the child calls release_end_signal() and goes on to the target
 //   tea::namespace_init::serve(child);  // never returns
+//
+// At a call's timeout, or when the host itself is interrupted, the host sends SIGTERM to the first
+// process of each pid namespace the call's processes made, not to the call's process group: the
+// target runs in a session of its own, out of the group's reach, and the confinement's processes
+// that are in the group (bwrap, the observer) would die of it and take the target with them before
+// its grace. The kernel drops a signal from outside the namespace that its init neither handles
+// nor blocks; this init blocks SIGTERM from its start and passes each one the host sends to every
+// process of the namespace, which then has the call's grace to end before the host kills it all.
 //
 // The host is watched through the call's stdout and stderr. The host runs every process of a plan
 // with pipes there whose read ends only the host's own process holds (docs/plugin-authoring.md),
@@ -36,6 +46,24 @@ inline bool reports_host_gone(const std::array<pollfd, 2> &output) {
     return ((output[0].revents | output[1].revents) & POLLERR) != 0;
 }
 
+// Blocks SIGTERM, so that the host's end of the call sent before serve() waits for it instead of
+// being dropped. Called first, before anything of the init can take time.
+inline void hold_end_signal() {
+    sigset_t end;
+    sigemptyset(&end);
+    sigaddset(&end, SIGTERM);
+    ::pthread_sigmask(SIG_BLOCK, &end, nullptr);
+}
+
+// Undoes hold_end_signal in the init's child, before it runs anything of the target's: the target
+// gets SIGTERM as the host sends it.
+inline void release_end_signal() {
+    sigset_t end;
+    sigemptyset(&end);
+    sigaddset(&end, SIGTERM);
+    ::pthread_sigmask(SIG_UNBLOCK, &end, nullptr);
+}
+
 // Whether the host that ran the call has died already.
 inline bool host_gone() {
     std::array<pollfd, 2> output{{{STDOUT_FILENO, 0, 0}, {STDERR_FILENO, 0, 0}}};
@@ -44,14 +72,17 @@ inline bool host_gone() {
 
 // Serves as the namespace's init until `child` ends, then exits with its status as a shell
 // reports it (the exit code, or 128 + the signal), as bwrap's own init does; `child` -1: until
-// the namespace is ended from outside. Exits with host_gone_status as soon as the host is gone.
+// the namespace is ended from outside. Passes every SIGTERM from outside the namespace on to every
+// process in it. Exits with host_gone_status as soon as the host is gone.
 [[noreturn]] inline void serve(pid_t child) {
-    sigset_t children;
-    sigemptyset(&children);
-    sigaddset(&children, SIGCHLD);
-    ::pthread_sigmask(SIG_BLOCK, &children, nullptr);
-    // Without a signalfd the init still reaps, once a second, and still watches the host.
-    const int ended = ::signalfd(-1, &children, SFD_CLOEXEC | SFD_NONBLOCK);
+    sigset_t watched_signals;
+    sigemptyset(&watched_signals);
+    sigaddset(&watched_signals, SIGCHLD);
+    sigaddset(&watched_signals, SIGTERM);
+    ::pthread_sigmask(SIG_BLOCK, &watched_signals, nullptr);
+    // Without a signalfd the init still reaps, once a second, and still watches the host; the
+    // host's SIGTERM then waits, blocked, and the call ends at the end of its grace.
+    const int ended = ::signalfd(-1, &watched_signals, SFD_CLOEXEC | SFD_NONBLOCK);
     for (;;) {
         // Reaped before every wait: a child that ended before SIGCHLD was blocked left no signal.
         int status = 0;
@@ -75,6 +106,11 @@ inline bool host_gone() {
         if (ended >= 0 && (watched[2].revents & POLLIN) != 0) {
             signalfd_siginfo info{};
             while (::read(ended, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+                // Only the host's (a sender outside the namespace has no pid in it): a target
+                // cannot make the init signal every process of the namespace for it.
+                if (info.ssi_signo == SIGTERM && info.ssi_pid == 0) {
+                    ::kill(-1, SIGTERM);
+                }
             }
         }
     }

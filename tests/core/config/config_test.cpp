@@ -171,6 +171,18 @@ TEST(Config, WrongTypeNamesWhatWasExpectedAndFound) {
     EXPECT_NE(message.find("at least 0"), std::string::npos) << message;
 }
 
+TEST(Config, AKillGraceWhoseDeadlineWouldPassTheClocksRangeIsRefused) {
+    // Near 9.2e12 ms, the grace's end wraps past the steady clock's range into the past.
+    Builder builder;
+    const auto message = error_of(builder, "[call]\nkill_grace_ms = 9200000000000\n");
+    EXPECT_NE(message.find("x.toml:2:17: call.kill_grace_ms: expected at most 1000000000000, "
+                           "found 9200000000000"),
+              std::string::npos)
+        << message;
+    builder.apply_text("[call]\nkill_grace_ms = 1000000000000\n", "y.toml", "/base");
+    EXPECT_EQ(builder.get().call.kill_grace.count(), 1'000'000'000'000);
+}
+
 TEST(Config, AUidRangeIsTwoIdsThatCanBeACallsIdentityOrNone) {
     Builder builder;
     EXPECT_FALSE(builder.get().uid_range) << "no range unless configured";

@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "harness.hpp"
+#include "support/process.hpp"
 
 namespace tea::test::bwrap {
 namespace {
@@ -180,6 +181,56 @@ std::string processes_enforced_by(const Result &r) {
 
 bool by_cgroup(const std::string &by) {
     return by == "cgroup1" || by == "cgroup2";
+}
+
+// The calls below under each backend: the view builder's or the holder's sandbox (the suite runs
+// once audited, once with --observer none), the helper as the sandbox's first process (an
+// environment bwrap cannot set keeps it in front of the target), and opt-out.
+std::vector<Call> every_way_to_run(const Call &call, const std::vector<std::string> &base_env) {
+    auto launched = call;
+    launched.exact_env = base_env;
+    launched.exact_env->emplace_back("TEA-NO-EQUALS-SIGN");
+    auto opted_out = call;
+    opted_out.backend = Backend::opt_out;
+    return {call, launched, opted_out};
+}
+
+TEST_P(EitherIdentity, AtItsTimeoutTheTargetsTermHandlerRunsAndTheCallEndsWithIt) {
+    // A grace far longer than the handler needs: a call that ends well within it was ended by its
+    // target, not by the SIGKILL at the grace's end.
+    const Call call{.command = {"/bin/sh", "-c", "trap 'echo got > marker; exit 0' TERM; sleep 60"},
+                    .timeout_ms = 1000,
+                    .config = "[call]\nkill_grace_ms = 30000\n",
+                    .options = {"--json"}};
+    for (const auto &each : every_way_to_run(call, base_env())) {
+        fs::remove(workspace() / "marker");
+        const auto r = run(each);
+        EXPECT_EQ(r.status, 124) << r;
+        EXPECT_EQ(read_file((workspace() / "marker").string()), "got\n")
+            << "the target's SIGTERM handler did not run\n"
+            << r;
+        EXPECT_LT(r.elapsed, 15s) << r;
+        const auto record = record_of(r);
+        ASSERT_TRUE(record.is_object()) << r;
+        EXPECT_TRUE(record["timedOut"].get<bool>()) << r;
+        EXPECT_EQ(record["exitCode"], 0) << "the target's own status is recorded\n" << r;
+    }
+}
+
+TEST_P(EitherIdentity, ATargetThatIgnoresTermIsKilledWhenItsGraceEnds) {
+    for (auto each : every_way_to_run(
+             {.timeout_ms = 1000, .config = "[call]\nkill_grace_ms = 2000\n"}, base_env())) {
+        const auto marker = sleep_marker();
+        // The shell ignores SIGTERM, and so does the sleep it starts.
+        each.command = {"/bin/sh", "-c", "trap '' TERM; sleep \"$1\"", "sh", marker};
+        const auto o = observe(start(each), {}, {marker});
+        ASSERT_TRUE(o.all_seen) << o.result;
+        EXPECT_EQ(o.result.status, 124) << o.result;
+        // The whole grace was given, and no more than it.
+        EXPECT_GE(o.result.elapsed, 3s) << o.result;
+        EXPECT_LT(o.result.elapsed, 20s) << o.result;
+        expect_none_left({marker}, o.result);
+    }
 }
 
 TEST_F(Confinement, ProcessBudgetIsWhatStopsForking) {

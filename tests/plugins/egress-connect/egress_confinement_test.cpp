@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "../backend-bubblewrap/harness.hpp"
+#include "support/process.hpp"
 
 namespace tea::test::bwrap {
 namespace {
@@ -466,6 +467,25 @@ TEST_F(Egress, ASignalEndsTheRouteWithTheCall) {
             << e.path() << " (and the socket in it) was left behind\n"
             << r;
     }
+}
+
+TEST_F(Egress, AtItsTimeoutTheTargetKeepsItsRouteThroughTheGrace) {
+    // The SIGTERM the namespace's init passes to every process of the namespace spares the
+    // relay: the target's handler still reaches the allowed host.
+    const int port = serve("tls");
+    std::string fetch;
+    for (const auto &word : curl(https_url(port))) {
+        fetch += word + " ";
+    }
+    const auto r = run(
+        {.command = {"/bin/sh", "-c", "trap '" + fetch + "> fetched 2>&1; exit 0' TERM; sleep 60"},
+         .timeout_ms = 1000,
+         .config = "[call]\nkill_grace_ms = 30000\n",
+         .options = {"--egress", allow(port)}});
+    EXPECT_EQ(r.status, 124) << r;
+    EXPECT_LT(r.elapsed, std::chrono::seconds{20}) << r;
+    EXPECT_NE(read_file((workspace() / "fetched").string()).find("tea-tls-ok"), std::string::npos)
+        << r;
 }
 
 TEST_F(Egress, NodeFetchReachesAnAllowedHostThroughTheProxy) {
