@@ -8,6 +8,7 @@
 
 #include "plugins/host_services.hpp"
 #include "plugins/library.hpp"
+#include "util/closest_match.hpp"
 #include "util/error.hpp"
 
 namespace tea::plugins {
@@ -319,8 +320,16 @@ const Registry::Entry *Registry::find(std::string_view name) const {
 const LoadedPlugin &Registry::require(std::string_view name, Kind kind) const {
     const auto *entry = find(name);
     if (entry == nullptr) {
+        // find read every manifest: the names of this kind are all known.
+        std::vector<std::string> installed;
+        for (const auto &e : entries_) {
+            if (e.kind == kind && !e.name.empty()) {
+                installed.push_back(e.name);
+            }
+        }
         throw usage_error("no " + std::string{to_string(kind)} + " plugin named '" +
-                          std::string{name} + "' is installed (see 'tea-evaluate plugins')");
+                          std::string{name} + "' is installed (see 'tea-evaluate plugins')" +
+                          did_you_mean(name, installed));
     }
     if (!entry->plugin) {
         throw usage_error("the " + std::string{to_string(kind)} + " plugin '" + std::string{name} +

@@ -104,5 +104,29 @@ TEST_F(CheckCli, MissingFolderAndMissingArgument) {
     EXPECT_EQ(test::run({TEA_EVALUATE_BIN, "check"}, {}).status, 2);
 }
 
+TEST_F(CheckCli, AnUnknownFieldOrEntryNamesTheOneMeant) {
+    test::write_file(eval_ + "/evaluation.json", R"({"trials": 1, "confinement": false,
+        "registry": [{"interfaceId": "tool", "executable": "tool", "target": "tool.sh",
+                      "maxElapsed": 1000}],
+        "evaluator": {"command": ["grade.sh"]}})");
+    test::write_file(eval_ + "/probes/first.json", R"({"entry": "tol", "args": ["run"]})");
+    const auto o = check();
+    EXPECT_EQ(o.status, 2);
+    const auto canonical = fs::canonical(eval_).string();
+    EXPECT_NE(o.err.find(canonical + "/evaluation.json: entry 'tool' field 'maxElapsed': is "
+                                     "unknown: not a field of this format (fields here: "
+                                     "interfaceId, kind, executable, target, subcommandPaths, "
+                                     "artifacts, environmentKeys, maxElapsedMs, "
+                                     "infrastructureExitCodes, systemPaths, egress, login, "
+                                     "budgets); did you mean 'maxElapsedMs'?\n"),
+              std::string::npos)
+        << o.err;
+    EXPECT_NE(o.err.find(canonical + "/probes/first.json: probe 'first' field 'entry': 'tol' names "
+                                     "no entry of the registry (entries: tool); did you mean "
+                                     "'tool'?\n"),
+              std::string::npos)
+        << o.err;
+}
+
 }  // namespace
 }  // namespace tea
