@@ -1,6 +1,7 @@
 #include "config/config.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cstdlib>
 #include <fstream>
@@ -443,7 +444,8 @@ void Builder::apply_text(std::string_view toml_text, const std::string &origin,
 void Builder::apply_file(const std::filesystem::path &file) {
     std::ifstream in{file, std::ios::binary};
     if (!in) {
-        throw usage_error(file.string() + ": cannot read the configuration file");
+        throw usage_error(file.string() +
+                          ": cannot read the configuration file: " + errno_text(errno));
     }
     std::ostringstream text;
     text << in.rdbuf();

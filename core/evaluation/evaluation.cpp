@@ -1067,7 +1067,11 @@ Loaded load(const std::filesystem::path &folder) {
         return out;
     }
     evaluation.folder = fs::canonical(absolute, ec);
-    if (ec || !fs::is_directory(evaluation.folder, ec)) {
+    if (ec) {
+        folder_report({}, "the evaluation folder " + absolute.string() + " does not exist");
+        return out;
+    }
+    if (!fs::is_directory(evaluation.folder, ec)) {
         folder_report({}, "the evaluation folder " + absolute.string() + " is not a directory");
         return out;
     }
@@ -1076,6 +1080,16 @@ Loaded load(const std::filesystem::path &folder) {
         return out;
     }
     const Report report{problems, evaluation.folder / "evaluation.json"};
+    // The project's root given for its evaluation folder: every field would be reported missing.
+    if (fs::status(report.file(), ec).type() == fs::file_type::not_found) {
+        const auto conventional = evaluation.folder / ".tea";
+        report({}, fs::exists(conventional / "evaluation.json", ec)
+                       ? "does not exist; the evaluation folder here is " + conventional.string() +
+                             " (check that folder)"
+                       : "does not exist; EVAL_DIR is the folder that holds evaluation.json "
+                         "(.tea in the project, by convention)");
+        return out;
+    }
 
     std::optional<json> doc;
     const bool object = parse_file(report, doc);

@@ -174,6 +174,18 @@ TEST(Config, UnknownKeyNamesTheKnownKeysAndTheOneMeant) {
     EXPECT_EQ(message.find("did you mean"), std::string::npos) << message;
 }
 
+TEST(Config, AFileThatCannotBeReadSaysWhy) {
+    Builder builder;
+    try {
+        builder.apply_file("/nonexistent-tea-test/config.toml");
+        ADD_FAILURE() << "a missing file was read";
+    } catch (const Error &e) {
+        EXPECT_STREQ(e.what(),
+                     "/nonexistent-tea-test/config.toml: cannot read the configuration file: No "
+                     "such file or directory");
+    }
+}
+
 TEST(Config, UnknownTopLevelTable) {
     Builder builder;
     const auto message = error_of(builder, "[network]\nallow = true\n");

@@ -550,9 +550,16 @@ TEST_F(EvaluationTest, MissingPiecesAreProblems) {
     EXPECT_TRUE(has(load_doc(), kEval, "field 'probes'", "inside the evaluation folder"));
     fs::remove(folder_ / "evaluation.json");
     loaded = load(folder_);
-    EXPECT_TRUE(has(loaded, kEval, "", "cannot be opened"));
+    EXPECT_TRUE(has(loaded, kEval, "",
+                    "does not exist; EVAL_DIR is the folder that holds evaluation.json"));
+    EXPECT_EQ(loaded.problems.size(), 1U) << all(loaded);  // not one per field it lacks
+    fs::create_directory(folder_ / "evaluation.json");
+    EXPECT_TRUE(has(load(folder_), kEval, "", "is not a regular file"));
+    fs::remove(folder_ / "evaluation.json");
     loaded = load(folder_ / "nowhere");
-    EXPECT_TRUE(has(loaded, kEval, "", "not a directory"));
+    EXPECT_TRUE(has(loaded, kEval, "", "does not exist"));
+    loaded = load(project_ / "bin/greet.sh");
+    EXPECT_TRUE(has(loaded, kEval, "", "is not a directory"));
     doc_ = json::array();
     EXPECT_TRUE(has(load_doc(), kEval, "", "JSON object"));
 }
