@@ -259,7 +259,9 @@ bool Registry::read_next() const {
     Pending pending;
     entry.manifest_file = file;
     try {
-        pending.manifest = read_manifest(file, plugin_libdir_, trust_);
+        pending.manifest = parse_manifest(file, trust_);
+        // Named before its library is looked for: a plugin whose library is missing is listed,
+        // and asked for, by its name, and keeps it from a later manifest of the same name.
         entry.name = pending.manifest.name;
         entry.kind = pending.manifest.kind;
         const auto earlier = std::find_if(entries_.begin(), entries_.end(),
@@ -268,6 +270,8 @@ bool Registry::read_next() const {
             // A later directory must not shadow a plugin silently, nor replace it.
             entry.refusal = file.string() + ": duplicate plugin name '" + entry.name +
                             "': already provided by " + earlier->manifest_file.string();
+        } else {
+            pending.manifest.library = locate_library(pending.manifest, plugin_libdir_);
         }
     } catch (const std::exception &e) {
         entry.refusal = e.what();

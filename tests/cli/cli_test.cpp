@@ -366,6 +366,48 @@ TEST(Cli, AMisspelledPluginOrKeyNamesTheOneMeant) {
     std::filesystem::remove_all(dir);
 }
 
+// A manifest that can be read names its plugin, even when its library cannot be found.
+TEST(Cli, PluginsListsAPluginWhoseLibraryIsMissingByItsName) {
+    const auto dir = test::make_temp_dir("tea-cli-ghost");
+    test::write_file(dir + "/ghost.toml", "name = \"ghost\"\nkind = \"backend\"\nabi = \"1." +
+                                              std::to_string(TEA_ABI_MINOR) +
+                                              "\"\nlibrary = \"libtea-backend-ghost.so\"\n");
+    test::write_file(dir + "/c.conf", "[plugins]\npaths = [\"" + dir + "\"]\n");
+    const auto listed = test::run(cmd({"--config", dir + "/c.conf", "plugins"}), env());
+    EXPECT_EQ(listed.status, 0) << listed.err;
+    const auto at = listed.out.find(dir + "/ghost.toml");
+    ASSERT_NE(at, std::string::npos) << listed.out;
+    const auto line = listed.out.substr(listed.out.rfind('\n', at) + 1);
+    EXPECT_EQ(line.substr(0, line.find('\n')),
+              "ghost          backend   refused  " + dir + "/ghost.toml")
+        << listed.out;
+    EXPECT_NE(line.find("    reason: " + dir +
+                        "/ghost.toml: library 'libtea-backend-ghost.so' was not found"),
+              std::string::npos)
+        << listed.out;
+    const auto json = test::run(cmd({"--config", dir + "/c.conf", "plugins", "--json"}), env());
+    const auto doc = nlohmann::json::parse(json.out);
+    bool found = false;
+    for (const auto &p : doc["plugins"]) {
+        if (p["manifest"] == dir + "/ghost.toml") {
+            found = true;
+            EXPECT_EQ(p["name"], "ghost");
+            EXPECT_EQ(p["kind"], "backend");
+            EXPECT_EQ(p["loaded"], false);
+        }
+    }
+    EXPECT_TRUE(found) << json.out;
+    // Asked for by name, it is the plugin that cannot be loaded, not one that is not installed.
+    const auto asked = test::run(
+        cmd({"--config", dir + "/c.conf", "exec", "--backend", "ghost", "--", "true"}), env());
+    EXPECT_EQ(asked.status, 2);
+    EXPECT_NE(asked.err.find("the backend plugin 'ghost' cannot be loaded: " + dir +
+                             "/ghost.toml: library 'libtea-backend-ghost.so' was not found"),
+              std::string::npos)
+        << asked.err;
+    std::filesystem::remove_all(dir);
+}
+
 TEST(Cli, AutoNeverPicksABackendThatConfinesNothing) {
     const auto dir = test::make_temp_dir("tea-cli-auto");
     test::write_file(dir + "/c.toml", "[confinement]\nauto_order = [\"opt-out\"]\n");
