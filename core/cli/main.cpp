@@ -11,8 +11,10 @@
 // to the streams this file passes it (App::exit below). tests/cli checks that the executable
 // builds no standard stream, and that no source of the runtime writes to one or uses the CLI11
 // features that write to std::cout themselves (deprecated and retired options, AutoTimer).
+#include <algorithm>
 #include <array>
 #include <istream>
+#include <optional>
 #include <ostream>
 #include <sstream>
 #if defined(__GLIBCXX__) && !defined(_GLIBCXX_IOSTREAM)
@@ -26,6 +28,7 @@ extern ostream cerr;         // NOLINT(readability-redundant-declaration)
 
 #include "cli/commands.hpp"
 #include "exec/call_runner.hpp"
+#include "util/closest_match.hpp"
 #include "util/console.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
@@ -46,13 +49,9 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 6> kSubcomma
     {"score", "Decide a run's verdict from its records; writes RUN_DIR/score.json"},
 }};
 
-// The subcommand the command line names: its first word that is neither an option nor the value
-// of one of the app's options; "" when there is none before "--", or the word names no subcommand.
-// Only that subcommand is made, with its options: making the other five and their options is a
-// cost of every command (bench/README.md). With none
-// named (the help, or a command line CLI11 refuses anyway) every subcommand is made, so the help
-// lists them all.
-std::string_view named_subcommand(const CLI::App &app, int argc, char **argv) {
+// The word that names the subcommand: the command line's first that is neither an option nor the
+// value of one of the app's options; "" when there is none before "--".
+std::string_view first_word(const CLI::App &app, int argc, char **argv) {
     for (int i = 1; i < argc; ++i) {
         const std::string_view arg{argv[i]};
         if (arg == "--") {
@@ -68,14 +67,62 @@ std::string_view named_subcommand(const CLI::App &app, int argc, char **argv) {
             }
             continue;
         }
-        for (const auto &[name, description] : kSubcommands) {
-            if (arg == name) {
-                return name;
-            }
-        }
-        return {};
+        return arg;
     }
     return {};
+}
+
+bool is_subcommand(std::string_view word) {
+    return std::any_of(kSubcommands.begin(), kSubcommands.end(),
+                       [word](const auto &known) { return known.first == word; });
+}
+
+// The options `cmd` takes, as a command line spells them ("--json", "-v").
+std::vector<std::string> option_names(const CLI::App &cmd) {
+    std::vector<std::string> names;
+    for (const auto *option : cmd.get_options()) {
+        for (const auto &name : option->get_lnames()) {
+            names.push_back("--" + name);
+        }
+        for (const auto &name : option->get_snames()) {
+            names.push_back("-" + name);
+        }
+    }
+    return names;
+}
+
+// What a command line CLI11 refused most likely got wrong, in words that say what to write: an
+// option the command does not take, or a first word that is no subcommand, each with the closest
+// known one. None when the refusal is about something else, whose own message CLI11 gives.
+std::optional<std::string> misspelling(const CLI::App &app, const CLI::App *named,
+                                       std::string_view word) {
+    for (const auto &extra : app.remaining(true)) {
+        if (extra.size() < 2 || extra[0] != '-' || extra == "--") {
+            continue;
+        }
+        const auto option = extra.substr(0, extra.find('='));
+        auto known = option_names(app);
+        std::string where = "tea-evaluate --help lists the options";
+        if (named != nullptr) {
+            const auto own = option_names(*named);
+            known.insert(known.end(), own.begin(), own.end());
+            where = "tea-evaluate " + named->get_name() + " --help lists the options";
+            // `exec sh -c ...` without "--" hands the command's own option to tea-evaluate.
+            if (named->get_option_no_throw("command") != nullptr) {
+                where += "; the command's own options go after --";
+            }
+        }
+        return "unknown option '" + option + "' (" + where + ")" + tea::did_you_mean(option, known);
+    }
+    if (!word.empty() && !is_subcommand(word)) {
+        std::vector<std::string> subcommands;
+        for (const auto &[name, description] : kSubcommands) {
+            subcommands.emplace_back(name);
+        }
+        return "'" + std::string{word} + "' is not a subcommand (" + tea::listed(subcommands) +
+               ")" + tea::did_you_mean(word, subcommands);
+    }
+    return std::nullopt;
 }
 
 int run(int argc, char **argv) {
@@ -98,7 +145,11 @@ int run(int argc, char **argv) {
     app.add_flag("-v,--verbose", common.verbose, "More log output (repeatable)");
     app.add_flag("-q,--quiet", common.quiet, "Log errors only");
 
-    const auto named = named_subcommand(app, argc, argv);
+    // Only the subcommand the command line names is made, with its options: making the other five
+    // and their options is a cost of every command (bench/README.md). With none named (the help,
+    // or a command line CLI11 refuses anyway) every subcommand is made, so the help lists them all.
+    const auto word = first_word(app, argc, argv);
+    const auto named = is_subcommand(word) ? word : std::string_view{};
     // The subcommand `name`, made only when the command line names it or names none.
     const auto subcommand = [&](std::string_view name) -> CLI::App * {
         if (!named.empty() && named != name) {
@@ -187,6 +238,13 @@ int run(int argc, char **argv) {
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError &e) {
+        if (e.get_exit_code() != 0) {
+            const CLI::App *named_cmd =
+                named.empty() ? nullptr : app.get_subcommand(std::string{named});
+            if (auto why = misspelling(app, named_cmd, word)) {
+                throw tea::usage_error(*why);
+            }
+        }
         // Never CLI11's defaults, std::cout and std::cerr: nothing builds those (above).
         std::ostringstream out;
         std::ostringstream err;

@@ -1,11 +1,13 @@
 #include "config/config.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 
+#include "util/closest_match.hpp"
 #include "util/error.hpp"
 #include "util/toml.hpp"
 #include "util/wait_limit.hpp"
@@ -122,7 +124,8 @@ class LayerReader {
             } else if (name == "plugin") {
                 plugin_tables(table(value, name));
             } else {
-                unknown(key, name, "confinement, audit, plugins, call, egress, budgets, plugin");
+                unknown(key, name,
+                        {"confinement", "audit", "plugins", "call", "egress", "budgets", "plugin"});
             }
         }
     }
@@ -174,9 +177,11 @@ class LayerReader {
         }
         return value;
     }
-    [[noreturn]] void unknown(const toml::key &key, const std::string &path, const char *expected) {
+    [[noreturn]] void unknown(const toml::key &key, const std::string &path,
+                              const std::vector<std::string> &known) {
         throw config_error(origin_, key.source(), path,
-                           std::string{"unknown key (known keys here: "} + expected + ")");
+                           "unknown key (known keys here: " + listed(known) + ")" +
+                               did_you_mean(key.str(), known));
     }
     std::string plugin_name(const std::string &name, const std::string &key,
                             const toml::node &node) {
@@ -203,7 +208,7 @@ class LayerReader {
             } else if (name == "uid_range") {
                 config_.uid_range = uid_range(value, path);
             } else {
-                unknown(key, path, "backend, auto_order, opt_out_backend, uid_range");
+                unknown(key, path, {"backend", "auto_order", "opt_out_backend", "uid_range"});
             }
         }
     }
@@ -244,7 +249,7 @@ class LayerReader {
                     plugin_name(item, path, value);
                 }
             } else {
-                unknown(key, path, "observer, auto_order");
+                unknown(key, path, {"observer", "auto_order"});
             }
         }
     }
@@ -255,7 +260,7 @@ class LayerReader {
             if (name == "plugin") {
                 config_.egress = plugin_name(string(value, path), path, value);
             } else {
-                unknown(key, path, "plugin");
+                unknown(key, path, {"plugin"});
             }
         }
     }
@@ -271,7 +276,7 @@ class LayerReader {
                                                    item);  // absolute items stay as they are
                 }
             } else {
-                unknown(key, path, "paths");
+                unknown(key, path, {"paths"});
             }
         }
     }
@@ -285,7 +290,7 @@ class LayerReader {
                 config_.call.kill_grace =
                     std::chrono::milliseconds{integer(value, path, 0, max_wait_ms)};
             } else {
-                unknown(key, path, "output_cap_bytes, kill_grace_ms");
+                unknown(key, path, {"output_cap_bytes", "kill_grace_ms"});
             }
         }
     }
@@ -321,7 +326,7 @@ class LayerReader {
             } else if (name == "disk_bytes") {
                 b.disk_bytes = static_cast<std::uint64_t>(integer(value, path, min_disk));
             } else {
-                unknown(key, path, "memory, processes, cgroup, disk, disk_bytes");
+                unknown(key, path, {"memory", "processes", "cgroup", "disk", "disk_bytes"});
             }
         }
     }
@@ -343,15 +348,16 @@ class LayerReader {
     std::string choice(const toml::node &node, const std::string &key,
                        std::initializer_list<const char *> allowed) {
         auto text = string(node, key);
-        std::string listed;
+        std::string quoted;
         for (const char *a : allowed) {
             if (text == a) {
                 return text;
             }
-            listed += (listed.empty() ? "\"" : ", \"") + std::string{a} + "\"";
+            quoted += (quoted.empty() ? "\"" : ", \"") + std::string{a} + "\"";
         }
         throw config_error(origin_, node.source(), key,
-                           "expected one of " + listed + ", found \"" + text + "\"");
+                           "expected one of " + quoted + ", found \"" + text + "\"" +
+                               did_you_mean(text, {allowed.begin(), allowed.end()}));
     }
     void plugin_tables(const toml::table &t) {
         for (const auto &[key, value] : t) {
@@ -446,7 +452,8 @@ void Builder::apply_text(std::string_view toml_text, const std::string &origin,
 void Builder::apply_file(const std::filesystem::path &file) {
     std::ifstream in{file, std::ios::binary};
     if (!in) {
-        throw usage_error(file.string() + ": cannot read the configuration file");
+        throw usage_error(file.string() +
+                          ": cannot read the configuration file: " + errno_text(errno));
     }
     std::ostringstream text;
     text << in.rdbuf();

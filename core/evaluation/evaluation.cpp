@@ -13,6 +13,7 @@
 #include <system_error>
 
 #include "evaluation/program_file.hpp"
+#include "util/closest_match.hpp"
 #include "util/fd.hpp"
 
 namespace tea::evaluation {
@@ -57,15 +58,23 @@ class Report {
     std::string prefix_;
 };
 
-// One JSON object's fields, each taken by name; whatever is not taken is an unknown field.
+// One JSON object's fields, each taken by name; whatever is not taken is an unknown field, refused
+// with the fields this object has and the one it most likely meant.
 class Fields {
    public:
     Fields(const json &object, const Report &report) : object_(object), report_(report) {}
 
     const json *take(const std::string &key) {
+        if (taken_.insert(key).second) {
+            known_.push_back(key);
+        }
+        return find(key);
+    }
+    // A field that is not unknown but is never offered as an alternative: one removed from the
+    // format, or one that belongs in another object.
+    const json *take_unlisted(const std::string &key) {
         taken_.insert(key);
-        const auto it = object_.find(key);
-        return it == object_.end() ? nullptr : &*it;
+        return find(key);
     }
     const json *require(const std::string &key) {
         const auto *value = take(key);
@@ -77,15 +86,22 @@ class Fields {
     void refuse_unknown(const std::string &field_prefix = {}) const {
         for (const auto &item : object_.items()) {
             if (taken_.count(item.key()) == 0) {
-                report_(field_prefix + item.key(), "is unknown: not a field of this format");
+                report_(field_prefix + item.key(),
+                        "is unknown: not a field of this format (fields here: " + listed(known_) +
+                            ")" + did_you_mean(item.key(), known_));
             }
         }
     }
 
    private:
+    const json *find(const std::string &key) const {
+        const auto it = object_.find(key);
+        return it == object_.end() ? nullptr : &*it;
+    }
     const json &object_;
     const Report &report_;
     std::set<std::string> taken_;
+    std::vector<std::string> known_;  // in the order the format lists them
 };
 
 std::string in_quotes(const std::string &text) {
@@ -185,7 +201,7 @@ Budgets read_budgets(const Report &report, const json &v, bool per_trial) {
     }
     if (per_trial) {
         out.disk_bytes = bytes("diskBytes", std::int64_t{1} << 20U);
-    } else if (f.take("diskBytes") != nullptr) {
+    } else if (f.take_unlisted("diskBytes") != nullptr) {
         report("budgets.diskBytes",
                "is a trial's, shared by every entry's calls: set it in the budgets of "
                "evaluation.json");
@@ -720,7 +736,7 @@ EntrySeen read_entry(const Report &file_report, const json &v, std::size_t index
     if (const auto *b = f.take("budgets")) {
         entry.budgets = read_budgets(report, *b, false);
     }
-    if (f.take("network") != nullptr) {
+    if (f.take_unlisted("network") != nullptr) {
         report("network",
                "was removed; list the hosts the target may reach in 'egress' "
                "([{\"host\": ..., \"port\": ...}])");
@@ -858,6 +874,17 @@ void read_probe_files(const Report &report, const json &v, Probe &probe) {
     }
 }
 
+// The registry's valid ids, in file order: what a probe's "entry" may name.
+std::vector<std::string> interface_ids(const Evaluation &evaluation) {
+    std::vector<std::string> ids;
+    for (const auto &e : evaluation.registry) {
+        if (!e.interface_id.empty()) {
+            ids.push_back(e.interface_id);
+        }
+    }
+    return ids;
+}
+
 void read_probe(const Report &file_report, const std::string &name, const json &doc,
                 bool registry_known, Evaluation &evaluation) {
     Probe probe;
@@ -871,7 +898,10 @@ void read_probe(const Report &file_report, const std::string &name, const json &
             probe.entry = *s;
             entry = evaluation.entry(*s);
             if (!name_like(*s) || (entry == nullptr && registry_known)) {
-                report("entry", in_quotes(*s) + " names no entry of the registry");
+                const auto ids = interface_ids(evaluation);
+                report("entry", in_quotes(*s) + " names no entry of the registry" +
+                                    (ids.empty() ? "" : " (entries: " + listed(ids) + ")") +
+                                    did_you_mean(*s, ids));
             }
         }
     }
@@ -1045,7 +1075,11 @@ Loaded load(const std::filesystem::path &folder) {
         return out;
     }
     evaluation.folder = fs::canonical(absolute, ec);
-    if (ec || !fs::is_directory(evaluation.folder, ec)) {
+    if (ec) {
+        folder_report({}, "the evaluation folder " + absolute.string() + " does not exist");
+        return out;
+    }
+    if (!fs::is_directory(evaluation.folder, ec)) {
         folder_report({}, "the evaluation folder " + absolute.string() + " is not a directory");
         return out;
     }
@@ -1054,6 +1088,16 @@ Loaded load(const std::filesystem::path &folder) {
         return out;
     }
     const Report report{problems, evaluation.folder / "evaluation.json"};
+    // The project's root given for its evaluation folder: every field would be reported missing.
+    if (fs::status(report.file(), ec).type() == fs::file_type::not_found) {
+        const auto conventional = evaluation.folder / ".tea";
+        report({}, fs::exists(conventional / "evaluation.json", ec)
+                       ? "does not exist; the evaluation folder here is " + conventional.string() +
+                             " (check that folder)"
+                       : "does not exist; EVAL_DIR is the folder that holds evaluation.json "
+                         "(.tea in the project, by convention)");
+        return out;
+    }
 
     std::optional<json> doc;
     const bool object = parse_file(report, doc);

@@ -8,6 +8,7 @@
 
 #include "plugins/host_services.hpp"
 #include "plugins/library.hpp"
+#include "util/closest_match.hpp"
 #include "util/error.hpp"
 
 namespace tea::plugins {
@@ -258,7 +259,9 @@ bool Registry::read_next() const {
     Pending pending;
     entry.manifest_file = file;
     try {
-        pending.manifest = read_manifest(file, plugin_libdir_, trust_);
+        pending.manifest = parse_manifest(file, trust_);
+        // Named before its library is looked for: a plugin whose library is missing is listed,
+        // and asked for, by its name, and keeps it from a later manifest of the same name.
         entry.name = pending.manifest.name;
         entry.kind = pending.manifest.kind;
         const auto earlier = std::find_if(entries_.begin(), entries_.end(),
@@ -267,6 +270,8 @@ bool Registry::read_next() const {
             // A later directory must not shadow a plugin silently, nor replace it.
             entry.refusal = file.string() + ": duplicate plugin name '" + entry.name +
                             "': already provided by " + earlier->manifest_file.string();
+        } else {
+            pending.manifest.library = locate_library(pending.manifest, plugin_libdir_);
         }
     } catch (const std::exception &e) {
         entry.refusal = e.what();
@@ -319,8 +324,16 @@ const Registry::Entry *Registry::find(std::string_view name) const {
 const LoadedPlugin &Registry::require(std::string_view name, Kind kind) const {
     const auto *entry = find(name);
     if (entry == nullptr) {
+        // find read every manifest: the names of this kind are all known.
+        std::vector<std::string> installed;
+        for (const auto &e : entries_) {
+            if (e.kind == kind && !e.name.empty()) {
+                installed.push_back(e.name);
+            }
+        }
         throw usage_error("no " + std::string{to_string(kind)} + " plugin named '" +
-                          std::string{name} + "' is installed (see 'tea-evaluate plugins')");
+                          std::string{name} + "' is installed (see 'tea-evaluate plugins')" +
+                          did_you_mean(name, installed));
     }
     if (!entry->plugin) {
         throw usage_error("the " + std::string{to_string(kind)} + " plugin '" + std::string{name} +

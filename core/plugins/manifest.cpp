@@ -72,6 +72,12 @@ std::optional<Kind> kind_from_string(std::string_view text) {
 
 Manifest read_manifest(const std::filesystem::path &file,
                        const std::filesystem::path &plugin_libdir, const TrustPolicy &trust) {
+    auto m = parse_manifest(file, trust);
+    m.library = locate_library(m, plugin_libdir);
+    return m;
+}
+
+Manifest parse_manifest(const std::filesystem::path &file, const TrustPolicy &trust) {
     // Read from the descriptor the trust checks were made on.
     const auto text = read_all(open_trusted(file, trust).get());
     toml::table root;
@@ -116,28 +122,34 @@ Manifest read_manifest(const std::filesystem::path &file,
     if (!library_node->is_string() || library_node->as_string()->get().empty()) {
         throw refusal(file, "key 'library' must be a non-empty string");
     }
-    const std::filesystem::path library{library_node->as_string()->get()};
+    m.library = library_node->as_string()->get();
+    // A relative path with directories could climb out of the plugin directories.
+    if (!m.library.is_absolute() && m.library.has_parent_path()) {
+        throw refusal(
+            file, "library '" + m.library.string() + "' must be a basename or an absolute path");
+    }
+    return m;
+}
+
+std::filesystem::path locate_library(const Manifest &manifest,
+                                     const std::filesystem::path &plugin_libdir) {
+    const auto &library = manifest.library;
     std::vector<std::filesystem::path> candidates;
     if (library.is_absolute()) {
         candidates.push_back(library);
-    } else if (library.has_parent_path()) {
-        // A relative path with directories could climb out of the plugin directories.
-        throw refusal(file,
-                      "library '" + library.string() + "' must be a basename or an absolute path");
     } else {
-        candidates.push_back(file.parent_path() / library);
+        candidates.push_back(manifest.file.parent_path() / library);
         candidates.push_back(plugin_libdir / library);
     }
     std::string looked;
     for (const auto &candidate : candidates) {
         std::error_code ec;
         if (std::filesystem::is_regular_file(candidate, ec)) {
-            m.library = candidate;
-            return m;
+            return candidate;
         }
         looked += (looked.empty() ? "" : ", ") + candidate.string();
     }
-    throw refusal(file,
+    throw refusal(manifest.file,
                   "library '" + library.string() + "' was not found (looked for " + looked + ")");
 }
 

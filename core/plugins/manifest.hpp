@@ -22,7 +22,7 @@ struct Manifest {
     Kind kind = Kind::backend;
     int abi_major = 0;
     int abi_minor = 0;
-    std::filesystem::path library;  // resolved to an existing file
+    std::filesystem::path library;  // resolved to an existing file (as written, by parse_manifest)
 };
 
 // Reads and checks one manifest, opened as `trust` requires (trust.hpp). `library` is a basename
@@ -31,6 +31,13 @@ struct Manifest {
 Manifest read_manifest(const std::filesystem::path &file,
                        const std::filesystem::path &plugin_libdir,
                        const TrustPolicy &trust = TrustPolicy::for_this_process());
+
+// read_manifest in its two steps, so that a manifest whose library is missing still names its
+// plugin: the manifest read and checked with `library` as written, then the library found.
+Manifest parse_manifest(const std::filesystem::path &file,
+                        const TrustPolicy &trust = TrustPolicy::for_this_process());
+std::filesystem::path locate_library(const Manifest &manifest,
+                                     const std::filesystem::path &plugin_libdir);
 
 // The *.toml files of each directory, in order, each directory's sorted by name.
 std::vector<std::filesystem::path> list_manifests(const std::vector<std::filesystem::path> &dirs);

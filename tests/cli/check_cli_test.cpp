@@ -43,6 +43,12 @@ class CheckCli : public ::testing::Test {
                                                        "HOME=/nonexistent-tea-test"}));
     }
 
+    static test::Outcome check_dir(const std::string &dir) {
+        return test::run({TEA_EVALUATE_BIN, "check", dir},
+                         test::environment_with({"XDG_CONFIG_HOME=/nonexistent-tea-test",
+                                                 "HOME=/nonexistent-tea-test"}));
+    }
+
     std::string project_;
     std::string eval_;
 };
@@ -132,8 +138,59 @@ TEST_F(CheckCli, HostileInputCannotForgeLines) {
 TEST_F(CheckCli, MissingFolderAndMissingArgument) {
     const auto o = test::run({TEA_EVALUATE_BIN, "check", project_ + "/nowhere"}, {});
     EXPECT_EQ(o.status, 2);
-    EXPECT_NE(o.err.find("not a directory"), std::string::npos) << o.err;
+    EXPECT_NE(o.err.find("the evaluation folder " + project_ + "/nowhere does not exist"),
+              std::string::npos)
+        << o.err;
+    const auto file = test::run({TEA_EVALUATE_BIN, "check", project_ + "/tool.sh"}, {});
+    EXPECT_EQ(file.status, 2);
+    EXPECT_NE(file.err.find("the evaluation folder " + project_ + "/tool.sh is not a directory"),
+              std::string::npos)
+        << file.err;
     EXPECT_EQ(test::run({TEA_EVALUATE_BIN, "check"}, {}).status, 2);
+}
+
+TEST_F(CheckCli, TheProjectGivenForItsEvaluationFolderNamesTheFolder) {
+    evaluation("api.example.com");
+    const auto o = check_dir(project_);
+    EXPECT_EQ(o.status, 2);
+    const auto canonical = fs::canonical(project_).string();
+    EXPECT_EQ(o.err, canonical +
+                         "/evaluation.json: does not exist; the evaluation folder here is " +
+                         canonical + "/.tea (check that folder)\ntea-evaluate: check: 1 " +
+                         "problem(s) in " + project_ + "\n");
+    // A folder with no evaluation at all says what EVAL_DIR must hold.
+    const auto empty = check_dir(eval_ + "/probes");
+    EXPECT_EQ(empty.status, 2);
+    EXPECT_NE(empty.err.find("/probes/evaluation.json: does not exist; EVAL_DIR is the folder that "
+                             "holds evaluation.json"),
+              std::string::npos)
+        << empty.err;
+    // The control: the evaluation folder itself passes.
+    EXPECT_EQ(check_dir(eval_).status, 0);
+}
+
+TEST_F(CheckCli, AnUnknownFieldOrEntryNamesTheOneMeant) {
+    test::write_file(eval_ + "/evaluation.json", R"({"trials": 1, "confinement": false,
+        "registry": [{"interfaceId": "tool", "executable": "tool", "target": "tool.sh",
+                      "maxElapsed": 1000}],
+        "evaluator": {"command": ["grade.sh"]}})");
+    test::write_file(eval_ + "/probes/first.json", R"({"entry": "tol", "args": ["run"]})");
+    const auto o = check();
+    EXPECT_EQ(o.status, 2);
+    const auto canonical = fs::canonical(eval_).string();
+    EXPECT_NE(o.err.find(canonical + "/evaluation.json: entry 'tool' field 'maxElapsed': is "
+                                     "unknown: not a field of this format (fields here: "
+                                     "interfaceId, kind, executable, target, subcommandPaths, "
+                                     "artifacts, environmentKeys, maxElapsedMs, "
+                                     "infrastructureExitCodes, systemPaths, egress, login, "
+                                     "budgets); did you mean 'maxElapsedMs'?\n"),
+              std::string::npos)
+        << o.err;
+    EXPECT_NE(o.err.find(canonical + "/probes/first.json: probe 'first' field 'entry': 'tol' names "
+                                     "no entry of the registry (entries: tool); did you mean "
+                                     "'tool'?\n"),
+              std::string::npos)
+        << o.err;
 }
 
 }  // namespace

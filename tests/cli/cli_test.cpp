@@ -353,6 +353,124 @@ TEST(Cli, BadConfigNamesFileLineAndKey) {
     std::filesystem::remove_all(dir);
 }
 
+TEST(Cli, AMisspelledSubcommandNamesTheWordAndTheOneMeant) {
+    const auto o = test::run(cmd({"rnu", "eval"}), env());
+    EXPECT_EQ(o.status, 2);
+    EXPECT_EQ(o.out, "");
+    EXPECT_EQ(o.err,
+              "tea-evaluate: 'rnu' is not a subcommand (check, plugins, exec, preflight, run, "
+              "score); did you mean 'run'?\n");
+    // After the common options and their values too; a word near none is answered with the list.
+    const auto late = test::run(cmd({"--backend", "opt-out", "-v", "pluggins"}), env());
+    EXPECT_EQ(late.status, 2);
+    EXPECT_NE(late.err.find("'pluggins' is not a subcommand"), std::string::npos) << late.err;
+    EXPECT_NE(late.err.find("did you mean 'plugins'?"), std::string::npos) << late.err;
+    const auto far = test::run(cmd({"deploy"}), env());
+    EXPECT_EQ(far.status, 2);
+    EXPECT_EQ(far.err,
+              "tea-evaluate: 'deploy' is not a subcommand (check, plugins, exec, preflight, run, "
+              "score)\n");
+    // The control: the word spelled right runs, and no word at all is CLI11's own refusal.
+    EXPECT_EQ(test::run(cmd({"--backend", "opt-out", "-v", "plugins"}), env()).status, 0);
+    const auto none = test::run(cmd({}), env());
+    EXPECT_EQ(none.status, 2);
+    EXPECT_NE(none.err.find("A subcommand is required"), std::string::npos) << none.err;
+}
+
+TEST(Cli, AMisspelledOptionNamesTheOptionAndTheOneMeant) {
+    const auto own = test::run(cmd({"exec", "--withold", "secret", "--", "true"}), env());
+    EXPECT_EQ(own.status, 2);
+    EXPECT_EQ(own.err,
+              "tea-evaluate: unknown option '--withold' (tea-evaluate exec --help lists the "
+              "options; the command's own options go after --); did you mean '--withhold'?\n");
+    const auto joined = test::run(cmd({"exec", "--timout=5", "--", "true"}), env());
+    EXPECT_EQ(joined.status, 2);
+    EXPECT_NE(joined.err.find("unknown option '--timout' (tea-evaluate exec --help lists the "
+                              "options; the command's own options go after --); did you mean "
+                              "'--timeout'?"),
+              std::string::npos)
+        << joined.err;
+    // A common option, before the subcommand or after it.
+    const auto common = test::run(cmd({"plugins", "--jsn"}), env());
+    EXPECT_EQ(common.status, 2);
+    EXPECT_NE(common.err.find("unknown option '--jsn'"), std::string::npos) << common.err;
+    EXPECT_NE(common.err.find("did you mean '--json'?"), std::string::npos) << common.err;
+    const auto before = test::run(cmd({"--bakend", "opt-out", "plugins"}), env());
+    EXPECT_EQ(before.status, 2);
+    EXPECT_NE(before.err.find("unknown option '--bakend'"), std::string::npos) << before.err;
+    EXPECT_NE(before.err.find("did you mean '--backend'?"), std::string::npos) << before.err;
+    const auto far = test::run(cmd({"exec", "--frobnicate", "--", "true"}), env());
+    EXPECT_EQ(far.status, 2);
+    EXPECT_EQ(far.err,
+              "tea-evaluate: unknown option '--frobnicate' (tea-evaluate exec --help lists the "
+              "options; the command's own options go after --)\n");
+    // The control: spelled right, the same command lines run.
+    EXPECT_EQ(
+        test::run(cmd({"exec", "--backend", "opt-out", "--timeout=5000", "--", "true"}), env())
+            .status,
+        0);
+    EXPECT_EQ(test::run(cmd({"plugins", "--json"}), env()).status, 0);
+}
+
+TEST(Cli, AMisspelledPluginOrKeyNamesTheOneMeant) {
+    const auto backend = test::run(cmd({"exec", "--backend", "opt-ot", "--", "true"}), env());
+    EXPECT_EQ(backend.status, 2);
+    EXPECT_NE(backend.err.find("no backend plugin named 'opt-ot' is installed (see 'tea-evaluate "
+                               "plugins'); did you mean 'opt-out'?"),
+              std::string::npos)
+        << backend.err;
+    const auto dir = test::make_temp_dir("tea-cli-key");
+    test::write_file(dir + "/bad.toml", "[call]\nkill_grace = 5\n");
+    const auto key = test::run(cmd({"--config", dir + "/bad.toml", "plugins"}), env());
+    EXPECT_EQ(key.status, 2);
+    EXPECT_EQ(key.err, "tea-evaluate: " + dir +
+                           "/bad.toml:2:1: call.kill_grace: unknown key (known keys here: "
+                           "output_cap_bytes, kill_grace_ms); did you mean 'kill_grace_ms'?\n");
+    std::filesystem::remove_all(dir);
+}
+
+// A manifest that can be read names its plugin, even when its library cannot be found.
+TEST(Cli, PluginsListsAPluginWhoseLibraryIsMissingByItsName) {
+    const auto dir = test::make_temp_dir("tea-cli-ghost");
+    test::write_file(dir + "/ghost.toml", "name = \"ghost\"\nkind = \"backend\"\nabi = \"1." +
+                                              std::to_string(TEA_ABI_MINOR) +
+                                              "\"\nlibrary = \"libtea-backend-ghost.so\"\n");
+    test::write_file(dir + "/c.conf", "[plugins]\npaths = [\"" + dir + "\"]\n");
+    const auto listed = test::run(cmd({"--config", dir + "/c.conf", "plugins"}), env());
+    EXPECT_EQ(listed.status, 0) << listed.err;
+    const auto at = listed.out.find(dir + "/ghost.toml");
+    ASSERT_NE(at, std::string::npos) << listed.out;
+    const auto line = listed.out.substr(listed.out.rfind('\n', at) + 1);
+    EXPECT_EQ(line.substr(0, line.find('\n')),
+              "ghost          backend   refused  " + dir + "/ghost.toml")
+        << listed.out;
+    EXPECT_NE(line.find("    reason: " + dir +
+                        "/ghost.toml: library 'libtea-backend-ghost.so' was not found"),
+              std::string::npos)
+        << listed.out;
+    const auto json = test::run(cmd({"--config", dir + "/c.conf", "plugins", "--json"}), env());
+    const auto doc = nlohmann::json::parse(json.out);
+    bool found = false;
+    for (const auto &p : doc["plugins"]) {
+        if (p["manifest"] == dir + "/ghost.toml") {
+            found = true;
+            EXPECT_EQ(p["name"], "ghost");
+            EXPECT_EQ(p["kind"], "backend");
+            EXPECT_EQ(p["loaded"], false);
+        }
+    }
+    EXPECT_TRUE(found) << json.out;
+    // Asked for by name, it is the plugin that cannot be loaded, not one that is not installed.
+    const auto asked = test::run(
+        cmd({"--config", dir + "/c.conf", "exec", "--backend", "ghost", "--", "true"}), env());
+    EXPECT_EQ(asked.status, 2);
+    EXPECT_NE(asked.err.find("the backend plugin 'ghost' cannot be loaded: " + dir +
+                             "/ghost.toml: library 'libtea-backend-ghost.so' was not found"),
+              std::string::npos)
+        << asked.err;
+    std::filesystem::remove_all(dir);
+}
+
 TEST(Cli, AutoNeverPicksABackendThatConfinesNothing) {
     const auto dir = test::make_temp_dir("tea-cli-auto");
     test::write_file(dir + "/c.toml", "[confinement]\nauto_order = [\"opt-out\"]\n");

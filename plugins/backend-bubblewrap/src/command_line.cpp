@@ -3,8 +3,11 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <array>
 #include <filesystem>
+#include <system_error>
 #include <tea/plugin.hpp>
+#include <tea/program_path.hpp>
 #include <utility>
 
 #include "descriptors.hpp"
@@ -13,11 +16,18 @@ namespace tea::bwrap {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+constexpr std::array<const char *, 5> kProgramDirs{"/usr/bin", "/bin", "/usr/local/bin",
+                                                   "/usr/sbin", "/sbin"};
+
+}  // namespace
+
 std::string find_program(const std::string &name) {
     if (name.find('/') != std::string::npos) {
         return ::access(name.c_str(), X_OK) == 0 ? name : std::string{};
     }
-    for (const char *dir : {"/usr/bin", "/bin", "/usr/local/bin", "/usr/sbin", "/sbin"}) {
+    for (const char *dir : kProgramDirs) {
         auto candidate = std::string{dir} + "/" + name;
         if (::access(candidate.c_str(), X_OK) == 0) {
             return candidate;
@@ -93,7 +103,25 @@ std::vector<std::string> view_builder_command(const Identity &identity, const st
 }
 
 std::string bwrap_missing(const Settings &settings) {
-    return "bubblewrap (" + settings.bwrap + ") is not installed: apt-get install bubblewrap";
+    if (settings.bwrap == Settings{}.bwrap) {
+        return "bubblewrap (" + settings.bwrap + ") is not installed: apt-get install bubblewrap";
+    }
+    // Installing the package would not help: the configuration names another program.
+    std::string why;
+    if (settings.bwrap.find('/') != std::string::npos) {
+        why = "cannot be run (" +
+              std::generic_category().message(
+                  tea::program_path::executable_by_this_process(settings.bwrap)) +
+              ")";
+    } else {
+        why = "names no program in";
+        for (std::size_t i = 0; i < kProgramDirs.size(); ++i) {
+            why += (i == 0 ? " " : i + 1 == kProgramDirs.size() ? " or " : ", ");
+            why += kProgramDirs[i];
+        }
+    }
+    return "plugin.bubblewrap.bwrap = \"" + settings.bwrap + "\" " + why +
+           "; set it to bubblewrap's bwrap, or remove it to use the system's";
 }
 
 std::vector<std::string> bwrap_command(const Settings &settings) {

@@ -37,7 +37,8 @@ std::vector<std::string> view_builder_privileges();
 // mark and runs `exec` as `identity`, which the call's uid 0 stands for on the host.
 std::vector<std::string> view_builder_command(const Identity &identity, const std::string &exec);
 
-// "bubblewrap (NAME) is not installed: ..." with the way out.
+// Why the bwrap the settings name cannot be found, with the way out: the package to install when
+// the setting is the default, the setting to correct when the configuration names another.
 std::string bwrap_missing(const Settings &settings);
 
 // bwrap, reading its arguments from Descriptor::args; throws tea::sdk::Unavailable when the host

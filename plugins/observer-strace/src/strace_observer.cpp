@@ -27,6 +27,7 @@
 #include <system_error>
 #include <tea/documents.hpp>
 #include <tea/plugin.hpp>
+#include <tea/program_path.hpp>
 #include <tea/stamp.hpp>
 #include <vector>
 
@@ -36,6 +37,7 @@ namespace {
 
 using nlohmann::json;
 
+constexpr const char *kDefaultStrace = "strace";
 constexpr int kMinMajor = 6;
 constexpr int kMinMinor = 1;
 constexpr const char *kTraceFile = "trace";
@@ -43,19 +45,33 @@ constexpr const char *kTraceFile = "trace";
 // millions of distinct paths must not exhaust the runtime's memory.
 constexpr std::size_t kDefaultMaxDistinct = std::size_t{1} << 20;
 
+// A fixed list, not the invoker's PATH: a planted "strace" earlier on PATH would be the program
+// that decides what the audit sees.
+constexpr std::array<const char *, 3> kStraceDirs{"/usr/bin", "/bin", "/usr/local/bin"};
+
 std::string find_on_path(const std::string &name) {
     if (name.find('/') != std::string::npos) {
         return ::access(name.c_str(), X_OK) == 0 ? name : std::string{};
     }
-    // A fixed list, not the invoker's PATH: a planted "strace" earlier on PATH would be the
-    // program that decides what the audit sees.
-    for (const char *dir : {"/usr/bin", "/bin", "/usr/local/bin"}) {
+    for (const char *dir : kStraceDirs) {
         std::string candidate = std::string{dir} + "/" + name;
         if (::access(candidate.c_str(), X_OK) == 0) {
             return candidate;
         }
     }
     return {};
+}
+
+// Why find_on_path found nothing for `name`, as the end of a sentence naming it.
+std::string not_found(const std::string &name) {
+    if (name.find('/') != std::string::npos) {
+        return "cannot be run (" +
+               std::generic_category().message(
+                   tea::program_path::executable_by_this_process(name)) +
+               ")";
+    }
+    return std::string{"names no program in "} + kStraceDirs[0] + ", " + kStraceDirs[1] + " or " +
+           kStraceDirs[2];
 }
 
 // Runs `program -V` with no environment and returns the first line it printed.
@@ -196,10 +212,16 @@ class StraceObserver {
 
     void probe() {
         strace_ = find_on_path(strace_name_);
-        if (strace_.empty()) {
+        if (strace_.empty() && !configured()) {
             throw tea::sdk::Unavailable(
                 "strace (" + strace_name_ +
                 ") is not installed; the audit needs strace 6.1 or later: apt-get install strace");
+        }
+        // Installing the package would not help: the configuration names another program.
+        if (strace_.empty()) {
+            throw tea::sdk::Unavailable(setting() + " " + not_found(strace_name_) +
+                                        "; set it to strace 6.1 or later, or remove it to use "
+                                        "the system's strace");
         }
         // Running strace costs a process per command: a version once found good is remembered
         // for this very binary (its inode, size and time) until the next boot.
@@ -214,7 +236,10 @@ class StraceObserver {
             throw tea::sdk::Unavailable(
                 strace_ + " reports \"" + line +
                 "\"; the audit needs strace 6.1 or later (for --seccomp-bpf and "
-                "--decode-pids=pidns): apt-get install strace from Debian 12 or newer");
+                "--decode-pids=pidns): " +
+                (configured() ? "set " + setting() +
+                                    " to a newer one, or remove it to use the system's strace"
+                              : std::string{"apt-get install strace from Debian 12 or newer"}));
         }
         tea::stamp::write(stamp);
     }
@@ -355,7 +380,14 @@ class StraceObserver {
         }
     };
 
-    std::string strace_name_ = "strace";
+    // Whether the configuration names a strace other than the default.
+    [[nodiscard]] bool configured() const { return strace_name_ != kDefaultStrace; }
+    // The setting as the configuration holds it, for a message that asks to change it.
+    [[nodiscard]] std::string setting() const {
+        return "[plugin.strace] strace = \"" + strace_name_ + "\"";
+    }
+
+    std::string strace_name_ = kDefaultStrace;
     std::string strace_;
     std::size_t max_distinct_ = kDefaultMaxDistinct;
 };

@@ -150,6 +150,42 @@ TEST(Config, UnknownKeyNamesFileLineAndKey) {
     EXPECT_NE(message.find("unknown key"), std::string::npos) << message;
 }
 
+TEST(Config, UnknownKeyNamesTheKnownKeysAndTheOneMeant) {
+    Builder builder;
+    auto message = error_of(builder, "[confinement]\nbakend = \"b\"\n");
+    EXPECT_NE(message.find("confinement.bakend: unknown key (known keys here: backend, auto_order, "
+                           "opt_out_backend, uid_range); did you mean 'backend'?"),
+              std::string::npos)
+        << message;
+    message = error_of(builder, "[budget]\nmemory = 0\n");
+    EXPECT_NE(message.find("budget: unknown key (known keys here: confinement, audit, plugins, "
+                           "call, egress, budgets, plugin); did you mean 'budgets'?"),
+              std::string::npos)
+        << message;
+    message = error_of(builder, "[budgets]\ndisk = \"tmfps\"\n");
+    EXPECT_NE(message.find(R"(found "tmfps"; did you mean 'tmpfs'?)"), std::string::npos)
+        << message;
+    // A word near none of them is answered with the list alone.
+    message = error_of(builder, "[call]\nretries = 3\n");
+    EXPECT_NE(message.find("call.retries: unknown key (known keys here: output_cap_bytes, "
+                           "kill_grace_ms)"),
+              std::string::npos)
+        << message;
+    EXPECT_EQ(message.find("did you mean"), std::string::npos) << message;
+}
+
+TEST(Config, AFileThatCannotBeReadSaysWhy) {
+    Builder builder;
+    try {
+        builder.apply_file("/nonexistent-tea-test/config.toml");
+        ADD_FAILURE() << "a missing file was read";
+    } catch (const Error &e) {
+        EXPECT_STREQ(e.what(),
+                     "/nonexistent-tea-test/config.toml: cannot read the configuration file: No "
+                     "such file or directory");
+    }
+}
+
 TEST(Config, UnknownTopLevelTable) {
     Builder builder;
     const auto message = error_of(builder, "[network]\nallow = true\n");

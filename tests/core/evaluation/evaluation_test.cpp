@@ -196,6 +196,57 @@ TEST_F(EvaluationTest, UnknownFieldsAreRefusedEverywhere) {
     EXPECT_TRUE(has(loaded, "00-bye.json", "probe '00-bye' field 'env'", "unknown"));
 }
 
+TEST_F(EvaluationTest, AnUnknownFieldNamesTheFieldsThereAndTheOneMeant) {
+    doc_["trails"] = 3;
+    entry()["maxElapsed"] = 5000;
+    entry()["egress"][0]["prot"] = 443;
+    doc_["evaluator"]["comand"] = json::array({"grade.sh"});
+    doc_["budgets"] = {{"memoryByte", 268435456}};
+    put(folder_ / "probes/00-bye.json", R"({"entry": "greeter", "arg": ["bye"]})");
+    const auto loaded = load_doc();
+    EXPECT_TRUE(has(loaded, kEval, "field 'trails'",
+                    "is unknown: not a field of this format (fields here: confinement, trials, "
+                    "budgets, project, registry, evaluator, probes); did you mean 'trials'?"));
+    EXPECT_TRUE(
+        has(loaded, kEval, "entry 'greeter' field 'maxElapsed'", "did you mean 'maxElapsedMs'?"));
+    EXPECT_TRUE(has(loaded, kEval, "entry 'greeter' field 'egress[0].prot'",
+                    "(fields here: host, port, addresses); did you mean 'port'?"));
+    EXPECT_TRUE(has(loaded, kEval, "evaluator field 'comand'",
+                    "(fields here: command, maxElapsedMs); did you mean 'command'?"));
+    EXPECT_TRUE(has(loaded, kEval, "field 'budgets.memoryByte'", "did you mean 'memoryBytes'?"));
+    EXPECT_TRUE(has(loaded, "00-bye.json", "probe '00-bye' field 'arg'", "did you mean 'args'?"));
+}
+
+TEST_F(EvaluationTest, ARemovedOrMisplacedFieldIsNeverOffered) {
+    entry()["netwrk"] = true;
+    entry()["budgets"] = {{"diskByte", 1073741824}};
+    const auto loaded = load_doc();
+    EXPECT_TRUE(has(loaded, kEval, "entry 'greeter' field 'netwrk'", "is unknown"));
+    EXPECT_TRUE(has(loaded, kEval, "entry 'greeter' field 'budgets.diskByte'",
+                    "(fields here: memoryBytes, processes)"));
+    for (const auto &p : loaded.problems) {
+        EXPECT_EQ(p.message.find("network"), std::string::npos) << to_string(p);
+        EXPECT_EQ(p.message.find("diskBytes"), std::string::npos) << to_string(p);
+    }
+}
+
+TEST_F(EvaluationTest, AProbesUnknownEntryNamesTheEntriesAndTheOneMeant) {
+    doc_["registry"].push_back({{"interfaceId", "counter"},
+                                {"executable", "count"},
+                                {"target", "bin/greet.sh"},
+                                {"maxElapsedMs", 1000},
+                                {"systemPaths", json::array({"/usr/share/zoneinfo/"})}});
+    put(folder_ / "probes/00-bye.json", R"({"entry": "greter"})");
+    put(folder_ / "probes/01-hello.json", R"({"entry": "adder"})");
+    const auto loaded = load_doc();
+    EXPECT_TRUE(has(loaded, "00-bye.json", "probe '00-bye' field 'entry'",
+                    "'greter' names no entry of the registry (entries: greeter, counter); did "
+                    "you mean 'greeter'?"));
+    EXPECT_TRUE(has(loaded, "01-hello.json", "probe '01-hello' field 'entry'",
+                    "'adder' names no entry of the registry (entries: greeter, counter)"));
+    EXPECT_FALSE(has(loaded, "01-hello.json", "", "did you mean"));
+}
+
 TEST_F(EvaluationTest, NetworkIsRemovedInFavourOfEgress) {
     entry()["network"] = true;
     const auto loaded = load_doc();
@@ -541,9 +592,16 @@ TEST_F(EvaluationTest, MissingPiecesAreProblems) {
     EXPECT_TRUE(has(load_doc(), kEval, "field 'probes'", "inside the evaluation folder"));
     fs::remove(folder_ / "evaluation.json");
     loaded = load(folder_);
-    EXPECT_TRUE(has(loaded, kEval, "", "cannot be opened"));
+    EXPECT_TRUE(has(loaded, kEval, "",
+                    "does not exist; EVAL_DIR is the folder that holds evaluation.json"));
+    EXPECT_EQ(loaded.problems.size(), 1U) << all(loaded);  // not one per field it lacks
+    fs::create_directory(folder_ / "evaluation.json");
+    EXPECT_TRUE(has(load(folder_), kEval, "", "is not a regular file"));
+    fs::remove(folder_ / "evaluation.json");
     loaded = load(folder_ / "nowhere");
-    EXPECT_TRUE(has(loaded, kEval, "", "not a directory"));
+    EXPECT_TRUE(has(loaded, kEval, "", "does not exist"));
+    loaded = load(project_ / "bin/greet.sh");
+    EXPECT_TRUE(has(loaded, kEval, "", "is not a directory"));
     doc_ = json::array();
     EXPECT_TRUE(has(load_doc(), kEval, "", "JSON object"));
 }

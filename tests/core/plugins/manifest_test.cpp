@@ -194,6 +194,31 @@ TEST(ManifestRefusal, LibraryNotFoundSaysWhereItLooked) {
                       HasSubstr((libdir / "libtea-backend-missing.so").string())));
 }
 
+// A manifest that was read names its plugin: `plugins` lists it by name and kind, a command that
+// asks for it is told why it cannot be loaded, and it keeps its name from a later manifest.
+TEST(ManifestRefusal, AMissingLibraryKeepsThePluginsNameAndKind) {
+    const TempDir dir;
+    const TempDir later;
+    const TempDir libdir;
+    write_manifest(dir.path(), "x", "observer", "libtea-observer-missing.so");
+    write_manifest(later.path(), "x", "observer", good_backend.string());
+    const auto registry = Registry::discover({dir.path(), later.path()}, libdir.path());
+    const auto &entries = registry.entries();
+    ASSERT_EQ(entries.size(), 2U);
+    EXPECT_EQ(entries[0].name, "x");
+    EXPECT_EQ(entries[0].kind, Kind::observer);
+    EXPECT_THAT(entries[0].refusal,
+                HasSubstr("library 'libtea-observer-missing.so' was not found"));
+    EXPECT_THAT(entries[1].refusal, HasSubstr("duplicate plugin name 'x'"));
+    try {
+        (void)registry.require("x", Kind::observer);
+        ADD_FAILURE() << "a plugin without its library was loaded";
+    } catch (const Error &e) {
+        EXPECT_THAT(e.what(), HasSubstr("the observer plugin 'x' cannot be loaded: "));
+        EXPECT_THAT(e.what(), HasSubstr("was not found"));
+    }
+}
+
 TEST(ManifestRefusal, AbsoluteLibraryNotFound) {
     const TempDir dir;
     const auto missing = dir / "nowhere" / "libx.so";

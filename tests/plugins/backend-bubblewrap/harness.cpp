@@ -585,6 +585,20 @@ Result Confinement::run_direct(const std::vector<std::string> &argv,
     return Process{argv, base_env_, inherit, base_}.wait();
 }
 
+Result Confinement::run_covering(const fs::path &covered, const fs::path &cover,
+                                 const std::vector<std::string> &argv) {
+    std::vector<std::string> wrapped{"/usr/bin/unshare",
+                                     "--mount",
+                                     "--",
+                                     "/bin/sh",
+                                     "-c",
+                                     "/bin/mount --bind \"$0\" \"$1\" && shift && exec \"$@\"",
+                                     cover.string(),
+                                     covered.string()};
+    wrapped.insert(wrapped.end(), argv.begin(), argv.end());
+    return run_direct(wrapped);
+}
+
 std::vector<std::string> Confinement::python(const std::string &code,
                                              const std::vector<std::string> &args) {
     std::vector<std::string> argv{"/usr/bin/python3", "-I", "-c", std::string{prelude} + code};

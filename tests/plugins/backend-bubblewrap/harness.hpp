@@ -172,6 +172,11 @@ class Confinement : public ::testing::Test {
     Result run_direct(const std::vector<std::string> &argv,
                       const std::vector<std::pair<int, int>> &inherit = {});
 
+    // The same, in a mount namespace of its own where the host file `covered` is bind-mounted
+    // over by `cover`: with /dev/null, the host as it is without that program. Root only.
+    Result run_covering(const std::filesystem::path &covered, const std::filesystem::path &cover,
+                        const std::vector<std::string> &argv);
+
     // python3 -I -c <the probe prelude + code> args...
     static std::vector<std::string> python(const std::string &code,
                                            const std::vector<std::string> &args = {});

@@ -1,6 +1,7 @@
 // Calls the backend refuses (exit 12, naming the problem) rather than run
 // less confined than promised.
 #include <fcntl.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <string>
@@ -51,18 +52,24 @@ TEST_F(Confinement, TempDirInsideTheWithheldFolderIsRefused) {
     EXPECT_EQ(elsewhere.status, 0) << elsewhere;
 }
 
-TEST_F(Confinement, MissingBubblewrapIsRefusedWithTheWayToInstallIt) {
+TEST_F(Confinement, AConfiguredBwrapThatCannotRunIsNamedWithItsKey) {
+    // Installing bubblewrap would not help: the configuration names another program.
     const std::string missing = "[plugin.bubblewrap]\nbwrap = \"/nonexistent/bwrap\"\n";
+    const std::string named =
+        R"(plugin.bubblewrap.bwrap = "/nonexistent/bwrap" cannot be run (No such file or )"
+        R"(directory); set it to bubblewrap's bwrap, or remove it to use the system's)";
     const auto by_auto = run({.command = {"true"}, .config = missing});
     EXPECT_EQ(by_auto.status, exit_no_confine) << by_auto;
-    EXPECT_NE(by_auto.err.find("apt-get install bubblewrap"), std::string::npos) << by_auto;
+    EXPECT_NE(by_auto.err.find(named), std::string::npos) << by_auto;
+    EXPECT_EQ(by_auto.err.find("apt-get"), std::string::npos) << by_auto;
 
     const auto config = write_config(missing);
     const auto by_name =
         run_direct({TEA_EVALUATE_BIN, "--config", config, "exec", "--backend", "bubblewrap",
                     "--workspace", workspace().string(), "--", "true"});
     EXPECT_EQ(by_name.status, exit_no_confine) << by_name;
-    EXPECT_NE(by_name.err.find("apt-get install bubblewrap"), std::string::npos) << by_name;
+    EXPECT_NE(by_name.err.find(named), std::string::npos) << by_name;
+    EXPECT_EQ(by_name.err.find("apt-get"), std::string::npos) << by_name;
 
     const auto listed = run_direct({TEA_EVALUATE_BIN, "--config", config, "plugins"});
     EXPECT_EQ(listed.status, 0) << listed;
@@ -71,10 +78,16 @@ TEST_F(Confinement, MissingBubblewrapIsRefusedWithTheWayToInstallIt) {
     const auto entry =
         listed.out.substr(line, listed.out.find('\n', listed.out.find('\n', line) + 1) - line);
     EXPECT_NE(entry.find("unavailable"), std::string::npos) << listed;
-    EXPECT_NE(entry.find("reason: bubblewrap (/nonexistent/bwrap) is not installed: apt-get "
-                         "install bubblewrap"),
+    EXPECT_NE(entry.find("reason: " + named), std::string::npos) << listed;
+
+    // A name, looked for in the system's directories only.
+    const auto by_word =
+        run({.command = {"true"}, .config = "[plugin.bubblewrap]\nbwrap = \"bwrap-nowhere\"\n"});
+    EXPECT_EQ(by_word.status, exit_no_confine) << by_word;
+    EXPECT_NE(by_word.err.find(R"(plugin.bubblewrap.bwrap = "bwrap-nowhere" names no program in )"
+                               "/usr/bin, /bin, /usr/local/bin, /usr/sbin or /sbin"),
               std::string::npos)
-        << listed;
+        << by_word;
 
     // The positive control: with the host's bwrap it is available and runs.
     const auto present = run_direct({TEA_EVALUATE_BIN, "plugins"});
@@ -84,6 +97,25 @@ TEST_F(Confinement, MissingBubblewrapIsRefusedWithTheWayToInstallIt) {
               std::string::npos)
         << present;
     EXPECT_EQ(run({.command = {"true"}}).status, 0);
+}
+
+TEST_F(Confinement, MissingBubblewrapIsRefusedWithTheWayToInstallIt) {
+    if (::geteuid() != 0) {
+        GTEST_SKIP() << "hiding the host's bwrap takes a mount namespace of root's";
+    }
+    const auto system_bwrap =
+        fs::canonical(fs::exists("/usr/bin/bwrap") ? "/usr/bin/bwrap" : "/bin/bwrap");
+    const std::vector<std::string> exec{
+        TEA_EVALUATE_BIN, "exec",        "--backend",          "bubblewrap", "--observer",
+        "none",           "--workspace", workspace().string(), "--",         "true"};
+    const auto r = run_covering(system_bwrap, "/dev/null", exec);
+    EXPECT_EQ(r.status, exit_no_confine) << r;
+    EXPECT_NE(r.err.find("bubblewrap (bwrap) is not installed: apt-get install bubblewrap"),
+              std::string::npos)
+        << r;
+    // The control: the same command line with the host's bwrap in place.
+    const auto present = run_direct(exec);
+    EXPECT_EQ(present.status, 0) << present;
 }
 
 TEST_F(Confinement, TheProbeHoldsWhateverDescriptorsTheRuntimeWasStartedWith) {

@@ -363,16 +363,62 @@ TEST_F(Audit, AnObserverThatSeesNothingIsRefused) {
 }
 
 TEST_F(Audit, AnOldOrMissingStraceIsRefusedByVersion) {
+    // A strace the configuration names is the one to change: installing the package would not
+    // help.
     const auto old = fake_strace(base(), "5.10");
     const auto r =
         run({.command = {"true"}, .config = "[plugin.strace]\nstrace = \"" + old + "\"\n"});
     EXPECT_EQ(r.status, 12) << r;
     EXPECT_NE(r.err.find("version 5.10"), std::string::npos) << r;
-    EXPECT_NE(r.err.find("apt-get install strace"), std::string::npos) << r;
+    EXPECT_NE(r.err.find("set [plugin.strace] strace = \"" + old + "\" to a newer one"),
+              std::string::npos)
+        << r;
+    EXPECT_EQ(r.err.find("apt-get"), std::string::npos) << r;
     const auto missing =
         run({.command = {"true"}, .config = "[plugin.strace]\nstrace = \"/nonexistent/strace\"\n"});
     EXPECT_EQ(missing.status, 12) << missing;
-    EXPECT_NE(missing.err.find("not installed"), std::string::npos) << missing;
+    EXPECT_NE(missing.err.find(R"([plugin.strace] strace = "/nonexistent/strace" cannot be run )"
+                               "(No such file or directory); set it to strace 6.1 or later, or "
+                               "remove it to use the system's strace"),
+              std::string::npos)
+        << missing;
+    EXPECT_EQ(missing.err.find("apt-get"), std::string::npos) << missing;
+    const auto word =
+        run({.command = {"true"}, .config = "[plugin.strace]\nstrace = \"strace-nowhere\"\n"});
+    EXPECT_EQ(word.status, 12) << word;
+    EXPECT_NE(word.err.find(R"([plugin.strace] strace = "strace-nowhere" names no program in )"
+                            "/usr/bin, /bin or /usr/local/bin"),
+              std::string::npos)
+        << word;
+    // The control: the host's strace, named by the default, audits the call.
+    EXPECT_EQ(run({.command = {"true"}}).status, 0);
+}
+
+TEST_F(Audit, AMissingOrOldSystemStraceIsRefusedWithTheWayToInstallIt) {
+    if (::geteuid() != 0) {
+        GTEST_SKIP() << "hiding the host's strace takes a mount namespace of root's";
+    }
+    const auto system_strace = fs::canonical("/usr/bin/strace");
+    const std::vector<std::string> exec{
+        TEA_EVALUATE_BIN,     "exec", "--backend", "bubblewrap", "--workspace",
+        workspace().string(), "--",   "true"};
+    const auto missing = run_covering(system_strace, "/dev/null", exec);
+    EXPECT_EQ(missing.status, 12) << missing;
+    EXPECT_NE(missing.err.find("strace (strace) is not installed; the audit needs strace 6.1 or "
+                               "later: apt-get install strace"),
+              std::string::npos)
+        << missing;
+    // The system's strace too old: the package is the way out.
+    const auto old = fake_strace(base(), "5.10");
+    const auto outdated = run_covering(system_strace, old, exec);
+    EXPECT_EQ(outdated.status, 12) << outdated;
+    EXPECT_NE(outdated.err.find("version 5.10"), std::string::npos) << outdated;
+    EXPECT_NE(outdated.err.find("apt-get install strace from Debian 12 or newer"),
+              std::string::npos)
+        << outdated;
+    // The control: the same command line with the host's strace in place.
+    const auto present = run_direct(exec);
+    EXPECT_EQ(present.status, 0) << present;
 }
 
 // A stand-in for strace that counts its runs in `counter` and fails those whose number matches
