@@ -190,14 +190,27 @@ PATH="$work/path-a:$work/path-b:/usr/bin:/bin" "$tea" --config "$work/which.toml
 [ "$status" -eq 0 ] || fail "exec through oot-which exited $status: $(cat "$work/which.err")"
 [ "$(cat "$work/which.out")" = "b" ] ||
     fail "oot-which ran '$(cat "$work/which.out")', expected the executable prog of path-b"
+# The runtime looks the command up on its own PATH before the backend is asked (docs/cli.md):
+# a prog it may not execute is 126, none at all 127, whatever the backend.
 status=0
 PATH="$work/path-a:$work/path-c:/usr/bin:/bin" "$tea" --config "$work/which.toml" exec \
+    --backend oot-which -- prog > /dev/null 2> "$work/which.err" || status=$?
+[ "$status" -eq 126 ] || fail "a prog that may not be executed exited $status: $(cat "$work/which.err")"
+status=0
+PATH="$work/path-c:/usr/bin:/bin" "$tea" --config "$work/which.toml" exec \
+    --backend oot-which -- prog > /dev/null 2> "$work/which.err" || status=$?
+[ "$status" -eq 127 ] || fail "a missing prog exited $status: $(cat "$work/which.err")"
+# The plugin resolves with the target's own PATH (--env), which may differ from the runtime's.
+status=0
+PATH="$work/path-b:/usr/bin:/bin" "$tea" --config "$work/which.toml" exec \
+    --env "PATH=$work/path-a:$work/path-c:/usr/bin:/bin" \
     --backend oot-which -- prog > /dev/null 2> "$work/which.err" || status=$?
 [ "$status" -ne 0 ] || fail "oot-which ran a prog that may not be executed"
 grep -q "prog: found, but not executable (EACCES)" "$work/which.err" ||
     fail "oot-which did not say EACCES: $(cat "$work/which.err")"
 status=0
-PATH="$work/path-c:/usr/bin:/bin" "$tea" --config "$work/which.toml" exec \
+PATH="$work/path-b:/usr/bin:/bin" "$tea" --config "$work/which.toml" exec \
+    --env "PATH=$work/path-c:/usr/bin:/bin" \
     --backend oot-which -- prog > /dev/null 2> "$work/which.err" || status=$?
 grep -q "prog: not found (ENOENT)" "$work/which.err" ||
     fail "oot-which did not say ENOENT: $(cat "$work/which.err")"
