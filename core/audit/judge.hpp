@@ -48,22 +48,23 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <tea/documents.hpp>
 #include <vector>
 
 namespace tea::audit {
 
-// What an access did to the path it names.
-enum class Access : std::uint8_t {
-    read,      // an open for reading (a directory opened for reading included)
-    write,     // an open for writing, a truncate
-    exec,      // execve of the path; executing a binary reads it
-    list,      // getdents of a directory
-    readlink,  // reading a symbolic link's text
-    create,    // a new name: O_CREAT, mkdir, mknod, the new name of rename/link/symlink
-    remove,    // unlink, rmdir, the old name of rename
-    metadata,  // stat, access, statx: the file's attributes, not its content
-    other,     // names a file without reading it: O_PATH, chdir, the existing name of link
-};
+// What an access did to the path it names: the SDK's type, which observers report in. What each
+// means to the judge:
+//   read      an open for reading (a directory opened for reading included)
+//   write     an open for writing, a truncate
+//   exec      execve of the path; executing a binary reads it
+//   list      getdents of a directory
+//   readlink  reading a symbolic link's text
+//   create    a new name: O_CREAT, mkdir, mknod, the new name of rename/link/symlink
+//   remove    unlink, rmdir, the old name of rename
+//   metadata  stat, access, statx: the file's attributes, not its content
+//   other     names a file without reading it: O_PATH, chdir, the existing name of link
+using Access = documents::Access;
 
 struct ObservedAccess {
     int pid = 0;

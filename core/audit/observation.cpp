@@ -10,30 +10,6 @@ namespace {
 
 using nlohmann::json;
 
-Access access_of(documents::Access access) {
-    switch (access) {
-        case documents::Access::read:
-            return Access::read;
-        case documents::Access::write:
-            return Access::write;
-        case documents::Access::exec:
-            return Access::exec;
-        case documents::Access::list:
-            return Access::list;
-        case documents::Access::readlink:
-            return Access::readlink;
-        case documents::Access::create:
-            return Access::create;
-        case documents::Access::remove:
-            return Access::remove;
-        case documents::Access::metadata:
-            return Access::metadata;
-        case documents::Access::other:
-            break;
-    }
-    return Access::other;
-}
-
 // Each event as the judge takes it, moved in as soon as the SDK's reader has it: no tree and no
 // second list of the events is built.
 struct JudgedEvents {
@@ -48,7 +24,7 @@ struct JudgedEvents {
         a.syscall = std::move(e.syscall);
         a.path_asked = std::move(e.asked);
         a.path_resolved = std::move(e.resolved);
-        a.access = access_of(e.access);
+        a.access = e.access;
         a.success = e.ok;
         a.error = std::move(e.error);
         a.path_named = std::move(e.named);
