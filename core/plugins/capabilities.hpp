@@ -25,6 +25,10 @@ struct Capabilities {
     // 1.7, login: answers grant with the documents of tea/login_documents.hpp; before 1.7
     // they were provisional, and the host never calls grant.
     bool login_grant = false;
+    // 1.8, backend: shows a login's files read-only in the private home ("loginFiles").
+    bool login_files = false;
+    // 1.8, egress: connects a pinned item to its addresses without resolving its host.
+    bool egress_pin = false;
 
     static constexpr Capabilities of_minor(int minor) {
         Capabilities c;
@@ -35,6 +39,8 @@ struct Capabilities {
         c.staged = minor >= TEA_ABI_1_5;
         c.call_identity = minor >= TEA_ABI_1_6;
         c.login_grant = minor >= TEA_ABI_1_7;
+        c.login_files = minor >= TEA_ABI_1_8;
+        c.egress_pin = minor >= TEA_ABI_1_8;
         return c;
     }
 };

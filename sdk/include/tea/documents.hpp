@@ -101,7 +101,19 @@ struct LaunchSpec {
         unsigned gid = 0;  // never 0
     };
     std::optional<Identity> identity;
+    // (ABI 1.8) Files of a login shown read-only inside the private home, with the content the
+    // host read for this call (never a path to the user's file: what the target can read is
+    // exactly what the host read, and so what it redacts). Empty unless the home is set.
+    struct LoginFile {
+        std::string home_path;  // relative to the home, no "." or ".." component
+        std::string content;    // at most kMaxLoginFileBytes
+    };
+    std::vector<LoginFile> login_files;
 };
+
+// The largest login file a launch spec carries: far above any real one (a few hundred bytes for
+// Claude Code, a few KiB for Codex).
+inline constexpr std::size_t kMaxLoginFileBytes = 64 * 1024;
 
 // ---------------------------------------------------------------------------------------------
 // The exec plan
@@ -331,6 +343,24 @@ inline std::optional<Access> access_from_string(std::string_view name) {
 }
 
 namespace detail {
+
+// A path inside the private home: relative, no empty, "." or ".." component, so a grant cannot
+// link a file over anything outside the home or over the home itself.
+inline bool is_home_relative(std::string_view path) {
+    if (path.empty() || path.front() == '/' || path.back() == '/') {
+        return false;
+    }
+    std::size_t begin = 0;
+    while (begin <= path.size()) {
+        const auto end = std::min(path.find('/', begin), path.size());
+        const auto part = path.substr(begin, end - begin);
+        if (part.empty() || part == "." || part == "..") {
+            return false;
+        }
+        begin = end + 1;
+    }
+    return true;
+}
 
 using nlohmann::json;
 
@@ -622,6 +652,14 @@ inline nlohmann::json launch_spec_to_json(const LaunchSpec &spec) {
     if (spec.identity) {
         doc["identity"] = {{"uid", spec.identity->uid}, {"gid", spec.identity->gid}};
     }
+    if (!spec.login_files.empty()) {
+        json files = json::array();
+        for (const auto &f : spec.login_files) {
+            files.push_back({{"homePath", bytes::to_json(f.home_path)},
+                             {"content", bytes::to_json(f.content)}});
+        }
+        doc["loginFiles"] = std::move(files);
+    }
     if (!spec.egress.socket.empty()) {
         doc["egress"] = {{"socket", bytes::to_json(spec.egress.socket)},
                          {"port", spec.egress.port},
@@ -698,6 +736,41 @@ inline LaunchSpec launch_spec_from_json(const nlohmann::json &doc) {
             spec.read_only_over.push_back(
                 {byte_string(field(o, where + ".", "source"), where + ".source"),
                  byte_string(field(o, where + ".", "destination"), where + ".destination")});
+        }
+    }
+    if (const auto files = doc.find("loginFiles"); files != doc.end()) {
+        if (!files->is_array()) {
+            fail("loginFiles: expected an array");
+        }
+        // A login file needs a home to lie in: without one a backend would have to pick a place.
+        if (!files->empty() && spec.home.empty()) {
+            fail("loginFiles: the spec has no home to show them in");
+        }
+        for (std::size_t i = 0; i < files->size(); ++i) {
+            const auto &f = (*files)[i];
+            const auto where = "loginFiles[" + std::to_string(i) + "]";
+            if (!f.is_object()) {
+                fail(where + R"(: expected {"homePath", "content"})");
+            }
+            LaunchSpec::LoginFile file{
+                byte_string(field(f, where + ".", "homePath"), where + ".homePath"),
+                byte_string(field(f, where + ".", "content"), where + ".content")};
+            // Relative and without "..": a file shown anywhere else could cover what the target
+            // trusts (a library, /etc/passwd) or lie outside the home.
+            if (!detail::is_home_relative(file.home_path)) {
+                fail(where + ".homePath: " + file.home_path +
+                     " is not a path inside the home (relative, no empty, . or .. part)");
+            }
+            if (file.content.size() > kMaxLoginFileBytes) {
+                fail(where + ".content: larger than " + std::to_string(kMaxLoginFileBytes) +
+                     " bytes");
+            }
+            for (const auto &other : spec.login_files) {
+                if (other.home_path == file.home_path) {
+                    fail(where + ".homePath: " + file.home_path + " is named twice");
+                }
+            }
+            spec.login_files.push_back(std::move(file));
         }
     }
     if (const auto egress = doc.find("egress"); egress != doc.end()) {

@@ -76,24 +76,6 @@ inline bool is_variable_name(std::string_view name) {
     return true;
 }
 
-// A path inside the private home: relative, no empty, "." or ".." component, so a grant cannot
-// link a file over anything outside the home or over the home itself.
-inline bool is_home_relative(std::string_view path) {
-    if (path.empty() || path.front() == '/' || path.back() == '/') {
-        return false;
-    }
-    std::size_t begin = 0;
-    while (begin <= path.size()) {
-        const auto end = std::min(path.find('/', begin), path.size());
-        const auto part = path.substr(begin, end - begin);
-        if (part.empty() || part == "." || part == "..") {
-            return false;
-        }
-        begin = end + 1;
-    }
-    return true;
-}
-
 inline std::string text_field(const nlohmann::json &doc, const std::string &prefix,
                               const char *name) {
     const auto &value = field(doc, prefix, name);

@@ -55,6 +55,10 @@
  *  1.7  login: grant's request and grant documents (tea/login_documents.hpp);
  *       the host calls grant only on an adapter of 1.7 or later, since the
  *       documents of earlier minors were provisional.
+ *  1.8  launch spec: loginFiles, a login's files shown read-only in the
+ *       private home with the content the host read; egress open: an item's
+ *       "pinned", addresses the proxy connects to without resolving the host.
+ *       The host sends neither to a plugin of an earlier minor.
  *
  * Structured data (a plugin's configuration, a launch spec, an exec plan, an
  * observation) crosses as JSON text whose schema is documented in
@@ -75,7 +79,7 @@ extern "C" {
 #define TEA_ABI_MAJOR 1
 /* The newest minor this header describes. A plugin declares the minor it
  * implements, one of the names below, rather than this number. */
-#define TEA_ABI_MINOR 7
+#define TEA_ABI_MINOR 8
 
 /* The minors, each named for a plugin to declare (see the list above). */
 #define TEA_ABI_1_0 0
@@ -86,6 +90,7 @@ extern "C" {
 #define TEA_ABI_1_5 5
 #define TEA_ABI_1_6 6
 #define TEA_ABI_1_7 7
+#define TEA_ABI_1_8 8
 
 /* Whether the struct at `pointer`, of the size its struct_size says, holds
  * `member` of `type` whole: the check before reading a member that a later

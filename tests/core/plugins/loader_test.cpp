@@ -225,10 +225,13 @@ TEST(Capabilities, EachMinorAddsItsOwn) {
     using C = Capabilities;
     const auto count = [](const C &c) {
         return int{c.target_start_kind} + int{c.setup_mark} + int{c.unmade_directories} +
-               int{c.observed} + int{c.staged} + int{c.call_identity} + int{c.login_grant};
+               int{c.observed} + int{c.staged} + int{c.call_identity} + int{c.login_grant} +
+               int{c.login_files};
     };
     for (int minor = TEA_ABI_1_0; minor <= TEA_ABI_MINOR; ++minor) {
         EXPECT_EQ(count(C::of_minor(minor)), minor) << "1." << minor;
+        // 1.8 gave two kinds one capability each.
+        EXPECT_EQ(C::of_minor(minor).egress_pin, C::of_minor(minor).login_files) << "1." << minor;
     }
     EXPECT_FALSE(C::of_minor(TEA_ABI_1_0).target_start_kind);
     EXPECT_TRUE(C::of_minor(TEA_ABI_1_1).target_start_kind);
@@ -242,6 +245,8 @@ TEST(Capabilities, EachMinorAddsItsOwn) {
     EXPECT_TRUE(C::of_minor(TEA_ABI_1_6).call_identity);
     EXPECT_FALSE(C::of_minor(TEA_ABI_1_6).login_grant);
     EXPECT_TRUE(C::of_minor(TEA_ABI_1_7).login_grant);
+    EXPECT_FALSE(C::of_minor(TEA_ABI_1_7).login_files);
+    EXPECT_TRUE(C::of_minor(TEA_ABI_1_8).login_files);
 }
 
 // ---------------------------------------------------------------------------
