@@ -171,6 +171,30 @@ int run(int argc, char **argv) {
         {"raw bwrap cat", with(raw, {"cat", file}), {}},
         {"tea exec cat", {tea, "exec", "--observer", "none", "--", "cat", file}, {}},
     };
+    // A login's cost on one call: the grant, the file read for the call and its strings, the
+    // redaction of the output. Against the same call through the same env(1), without a login.
+    const std::string no_login_home = ws + "/home-empty";
+    const std::string login_home = ws + "/home-login";
+    std::filesystem::create_directories(no_login_home);
+    std::filesystem::create_directories(login_home + "/.claude");
+    std::ofstream{login_home + "/.claude/.credentials.json"}
+        << R"({"claudeAiOauth": {"accessToken": "sk-ant-oat01-bench-access-token-0123456789",)"
+        << R"( "refreshToken": "sk-ant-ort01-bench-refresh-token-0123456789",)"
+        << R"( "expiresAt": 1, "scopes": ["user:inference"], "subscriptionType": "max"}})";
+    const std::vector<std::string> exec_true{tea, "exec", "--observer", "none"};
+    variants.push_back({"tea exec true, env(1)",
+                        with(with({"env", "HOME=" + no_login_home}, exec_true), {"--", "true"}),
+                        {}});
+    variants.push_back({"tea exec true, token login",
+                        with(with({"env", "HOME=" + no_login_home,
+                                   "CLAUDE_CODE_OAUTH_TOKEN=sk-ant-oat01-bench-token-0123456789"},
+                                  exec_true),
+                             {"--login", "claude", "--", "true"}),
+                        {}});
+    variants.push_back(
+        {"tea exec true, file login",
+         with(with({"env", "HOME=" + login_home}, exec_true), {"--login", "claude", "--", "true"}),
+         {}});
     if (!other.empty()) {
         variants.push_back(
             {"other exec true", {other, "exec", "--observer", "none", "--", "true"}, {}});

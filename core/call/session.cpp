@@ -105,6 +105,10 @@ const std::string &CallSession::backend_name() const {
     return backend_.plugin->name();
 }
 
+const plugins::Capabilities &CallSession::backend_capabilities() const {
+    return backend_.plugin->capabilities();
+}
+
 exec::RunOptions CallSession::run_options(const CallOptions &options) const {
     return call::run_options(options, runtime_.config);
 }
@@ -316,6 +320,13 @@ CallOutcome CallSession::call(exec::LaunchSpec spec, const exec::RunOptions &run
         identity_.emplace(runtime_.config.uid_range->first, runtime_.config.uid_range->last);
         spec.identity = exec::LaunchSpec::Identity{identity_->uid(), identity_->gid()};
         phase("identity taken");
+    }
+    if (!spec.login_files.empty() && !backend_.plugin->capabilities().login_files) {
+        // A backend that cannot show the login's files would start the target without them.
+        throw host_error("a login links files into the private home, and the backend '" +
+                         backend_.plugin->name() + "' (plugin ABI 1." +
+                         std::to_string(backend_.plugin->abi_minor()) +
+                         ") cannot show them (ABI 1.8); upgrade it, or use the login's token");
     }
     // Made on the host only when something needs it: a backend of ABI 1.3 provides the call's
     // temp directory (and a home made for this call alone) inside its confinement.

@@ -67,6 +67,7 @@ class CallSession {
     // The observer's name once chosen ("" when calls are not audited).
     [[nodiscard]] std::string observer_name() const { return observer_.name(); }
     [[nodiscard]] const std::string &backend_name() const;
+    [[nodiscard]] const plugins::Capabilities &backend_capabilities() const;
 
     // The runner's options for a call of `options` (see call/launch.hpp).
     [[nodiscard]] exec::RunOptions run_options(const CallOptions &options) const;

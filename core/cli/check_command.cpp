@@ -1,15 +1,44 @@
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
 #include "cli/report.hpp"
+#include "cli/runtime.hpp"
 #include "evaluation/evaluation.hpp"
 #include "util/console.hpp"
 #include "util/error.hpp"
 
 namespace tea::cli {
 
+namespace {
+
+// Each entry's login names an installed login adapter: a run would stop at it (exit 2) after
+// the evaluation was accepted here.
+void check_logins(const CommonOptions &common, evaluation::Loaded &loaded) {
+    const auto &registry = loaded.evaluation.registry;
+    if (!loaded.problems.empty() ||
+        std::none_of(registry.begin(), registry.end(),
+                     [](const auto &e) { return e.login.has_value(); })) {
+        return;
+    }
+    const auto runtime = load_runtime(common);
+    for (const auto &entry : registry) {
+        if (!entry.login) continue;
+        try {
+            (void)runtime.registry.require(*entry.login, plugins::Kind::login);
+        } catch (const Error &e) {
+            loaded.problems.push_back({loaded.evaluation.folder / "evaluation.json", 0, 0,
+                                       "entry '" + entry.interface_id + "' field 'login'",
+                                       e.what()});
+        }
+    }
+}
+
+}  // namespace
+
 int check_command(const CommonOptions &common, const std::string &eval_dir) {
-    const auto loaded = evaluation::load(eval_dir);
+    auto loaded = evaluation::load(eval_dir);
+    check_logins(common, loaded);
     print_problems(loaded.problems);
     if (common.json) {
         auto problems = nlohmann::json::array();

@@ -16,6 +16,7 @@ namespace tea::cli {
 
 struct ExecOptions : call::CallOptions {
     bool strict = false;  // exit 3 when the audit lists a path (or could not see everything)
+    std::optional<std::string> login;  // --login NAME: the login adapter that grants the call
 };
 
 struct PreflightOptions : call::CallOptions {
@@ -36,6 +37,7 @@ struct OpenedEvaluation {
     evaluation::Evaluation ev;
     std::unique_ptr<call::CallSession> session;
     git::WorkspaceSource source;
+    call::Logins logins;  // granted before any target starts
 };
 std::optional<OpenedEvaluation> open_evaluation(const CommonOptions &common,
                                                 const std::filesystem::path &folder);

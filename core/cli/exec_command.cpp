@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "call/logins.hpp"
 #include "cli/commands.hpp"
 #include "cli/report.hpp"
 #include "evaluation/budgets.hpp"
@@ -38,6 +39,19 @@ int exec_command(const CommonOptions &common, const ExecOptions &options) {
         spdlog::info("the workspace's git directory is withheld; history: {}", git.history);
     }
     const auto route_request = call::egress_request(options);
+    call::Logins logins;
+    if (options.login) {
+        // The names --env passes stand for the entry's environmentKeys.
+        std::vector<std::string> keys;
+        for (const auto &item : options.env) {
+            keys.push_back(item.substr(0, item.find('=')));
+        }
+        const auto &runtime = session.runtime();
+        logins =
+            call::Logins::grant(runtime.registry, runtime.config,
+                                {{"exec", *options.login, options.command.front(), keys}}, true);
+        logins.apply("exec", spec, true);
+    }
 
     auto run = session.run_options(options);
     // With --json stdout carries the record alone, so the target's output goes to stderr.
@@ -45,8 +59,15 @@ int exec_command(const CommonOptions &common, const ExecOptions &options) {
     run.err.tee_fd = STDERR_FILENO;
     run.in = call_stdin();
     run.budget = evaluation::configured_budget(session.runtime().config.budgets);
-    const auto outcome = session.call(std::move(spec), run, route_request);
+    auto outcome = session.call(std::move(spec), run, route_request);
     const auto &result = outcome.result;
+    // What the runtime prints of the call is the target's choice too (a path it opened, a host
+    // it asked for): redacted with every secret, the file's rotated ones included.
+    logins.reread();
+    for (auto &finding : outcome.audit.findings) {
+        finding.path = logins.redact(finding.path);
+    }
+    outcome.egress_records = logins.redact_record(outcome.egress_records);
 
     int status = outcome.status;
     if (outcome.target_never_started && result.interrupted_by == 0) {
@@ -122,7 +143,8 @@ int exec_command(const CommonOptions &common, const ExecOptions &options) {
         if (outcome.egress_records.contains("omitted")) {
             record["egressRefusalsOmitted"] = outcome.egress_records["omitted"];
         }
-        console::out() << record.dump(-1, ' ', console::on_terminal(stdout)) << '\n';
+        console::out() << logins.redact_record(record).dump(-1, ' ', console::on_terminal(stdout))
+                       << '\n';
     }
     return status;
 }

@@ -217,6 +217,11 @@ int run(int argc, char **argv) {
         exec_cmd->add_flag(
             "--strict", exec.strict,
             "Exit 3 when the audit lists a path outside the grants, is incomplete, or did not run");
+        exec_cmd
+            ->add_option("--login", exec.login,
+                         "Grant the call the login adapter NAME's login (its variables, its files "
+                         "read-only in the call's home), and redact its secrets from the output")
+            ->option_text("NAME");
     }
     if (wanted(preflight_cmd)) {
         call_options(preflight_cmd, preflight);

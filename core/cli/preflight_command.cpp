@@ -45,6 +45,7 @@ int preflight_evaluation(const CommonOptions &common, const stdfs::path &folder,
     files::RunDirectory private_dir{session.private_root()};
     evaluation::check_targets(ev, opened->source, private_dir);
     evaluation::RunState state{ev, session, opened->source, "preflight"};
+    state.logins = std::move(opened->logins);
     // The legs' calls have the trials' budgets (their file system stays the private root's).
     state.budget = evaluation::configured_budget(session.runtime().config.budgets);
     state.records = private_dir.make_directory("preflight-records-");
@@ -93,7 +94,8 @@ int preflight_evaluation(const CommonOptions &common, const stdfs::path &folder,
                        << " outside the grants; every trial will too (declare what an entry "
                           "legitimately reads in its systemPaths):\n";
         for (const auto &path : every) {
-            console::err() << "  " << printable(path) << "  (" << printable(reasons[path]) << ")\n";
+            console::err() << "  " << printable(state.logins.redact(path)) << "  ("
+                           << printable(reasons[path]) << ")\n";
         }
     } else {
         console::err() << "tea-evaluate: preflight: no path outside the grants in every leg\n";
@@ -103,8 +105,10 @@ int preflight_evaluation(const CommonOptions &common, const stdfs::path &folder,
                           "nothing\n";
     }
     if (common.json) {
-        console::out() << nlohmann::json{{"everyLeg", bytes::list_to_json(every)},
-                                         {"complete", !incomplete}}
+        console::out() << state.logins
+                              .redact_record(
+                                  nlohmann::json{{"everyLeg", bytes::list_to_json(every)},
+                                                 {"complete", !incomplete}})
                               .dump(-1, ' ', console::on_terminal(stdout))
                        << '\n';
     }

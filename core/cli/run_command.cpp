@@ -115,10 +115,10 @@ std::optional<OpenedEvaluation> open_evaluation(const CommonOptions &common,
                        << printable(folder.string()) << "; nothing was run\n";
         return std::nullopt;
     }
-    OpenedEvaluation o{std::move(loaded.evaluation), nullptr, {}};
+    OpenedEvaluation o{std::move(loaded.evaluation), nullptr, {}, {}};
     o.source = evaluation::open_source(o.ev);
-    evaluation::refuse_logins(o.ev);
     o.session = open_session(common, !o.ev.confinement);
+    o.logins = evaluation::grant_logins(o.ev, *o.session);
     return o;
 }
 
@@ -136,6 +136,7 @@ int run_command(const CommonOptions &common, const RunCommandOptions &options) {
     const auto &source = opened->source;
 
     evaluation::RunState state{ev, session, source, evaluation::new_run_id()};
+    state.logins = std::move(opened->logins);
     files::RunDirectory private_dir{session.private_root()};
     evaluation::begin_run(state, private_dir);
     console::err() << "tea-evaluate: run " << state.run_id << ": " << ev.trials << " trial"
@@ -156,7 +157,8 @@ int run_command(const CommonOptions &common, const RunCommandOptions &options) {
     evaluation::run_trials(state, private_dir, progress);
     const auto summary = evaluation::finish_run(state);
 
-    console::err() << "tea-evaluate: " << state.run["summary"].get<std::string>() << '\n';
+    console::err() << "tea-evaluate: "
+                   << state.logins.redact(state.run["summary"].get<std::string>()) << '\n';
     std::vector<std::string> withheld_first_paths = summary.observed;
     std::vector<std::string> withheld{ev.folder.string(), session.private_root().string()};
     if (source.git) withheld.push_back(source.git_dir.string());
@@ -168,15 +170,16 @@ int run_command(const CommonOptions &common, const RunCommandOptions &options) {
                            << " more (manifest.json lists every one)\n";
             break;
         }
-        console::err() << "  " << printable(path) << "  (" << printable(state.observed_reason[path])
-                       << ")\n";
+        // A path is the target's choice of name: it may spell a secret.
+        console::err() << "  " << printable(state.logins.redact(path)) << "  ("
+                       << printable(state.observed_reason[path]) << ")\n";
     }
     console::err() << "tea-evaluate: records: " << printable(state.records.string()) << '\n';
     if (common.json) {
         console::out() << json{{"runId", state.run_id},
                                {"runDir", state.records.string()},
                                {"status", state.run["status"]},
-                               {"summary", state.run["summary"]}}
+                               {"summary", state.logins.redact_record(state.run["summary"])}}
                               .dump(-1, ' ', console::on_terminal(stdout))
                        << '\n';
     }

@@ -9,6 +9,7 @@
 
 #include "util/closest_match.hpp"
 #include "util/error.hpp"
+#include "util/plugin_name.hpp"
 #include "util/toml.hpp"
 #include "util/wait_limit.hpp"
 
@@ -381,15 +382,7 @@ class LayerReader {
 }  // namespace
 
 bool is_valid_plugin_name(std::string_view name) {
-    // A plugin name is a manifest's file name too: no separators, no leading dot,
-    // nothing a terminal or a log line would misread.
-    if (name.empty() || name.size() > 64 || name[0] == '.' || name[0] == '-') {
-        return false;
-    }
-    return std::all_of(name.begin(), name.end(), [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-               c == '-' || c == '_' || c == '.';
-    });
+    return tea::is_valid_plugin_name(name);
 }
 
 std::uint64_t BudgetSettings::memory_on_host() const {

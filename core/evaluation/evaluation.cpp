@@ -15,6 +15,7 @@
 #include "evaluation/program_file.hpp"
 #include "util/closest_match.hpp"
 #include "util/fd.hpp"
+#include "util/plugin_name.hpp"
 
 namespace tea::evaluation {
 namespace {
@@ -727,10 +728,13 @@ EntrySeen read_entry(const Report &file_report, const json &v, std::size_t index
     }
     if (const auto *l = f.take("login")) {
         if (auto s = text(report, "login", *l)) {
-            if (*s != "claude") {
-                report("login", in_quotes(*s) + " is not a login this build knows (claude)");
+            // A plugin's name; whether an adapter of that name is installed is the command's
+            // question (check and run ask the plugins found).
+            if (!is_valid_plugin_name(*s)) {
+                report("login", in_quotes(*s) + " is not a login adapter's name");
+            } else {
+                entry.login = *s;
             }
-            entry.login = *s;
         }
     }
     if (const auto *b = f.take("budgets")) {

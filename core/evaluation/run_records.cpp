@@ -141,6 +141,30 @@ json isolation_manifest(const json &run, const evaluation::Evaluation &ev,
                                {"paths", bytes::list_to_json(entry.system_paths)}});
         }
     }
+    // The grants of the logins: their files shown read-only in the home, never named by path.
+    std::string login_note;
+    if (const auto logins = run.find("logins"); logins != run.end() && logins->is_array()) {
+        for (const auto &login : *logins) {
+            const auto entry = login.value("interface", "");
+            std::string granted;
+            for (const auto &variable : login.value("variables", json::array())) {
+                granted += (granted.empty() ? "" : ", ") + variable.get<std::string>();
+            }
+            for (const auto &file : login.value("files", json::array())) {
+                allowed.push_back({{"mount", "login"},
+                                   {"access", "read-only"},
+                                   {"entry", entry},
+                                   {"adapter", login.value("adapter", "")},
+                                   {"what", "read-only login " + file.value("file", "")},
+                                   {"homePath", file.value("homePath", "")}});
+                granted += (granted.empty() ? "" : ", ") + file.value("file", "") + " read-only";
+            }
+            if (!granted.empty()) {
+                login_note += "; entry '" + entry + "' is granted its login (" +
+                              login.value("adapter", "") + "): " + granted;
+            }
+        }
+    }
     json observed_mounts = json::array();
     for (const auto &[path, trials] : observed) {
         const auto reason = reasons.find(path);
@@ -181,6 +205,12 @@ json isolation_manifest(const json &run, const evaluation::Evaluation &ev,
                  {"note", opt_out ? by
                                   : by + ": the entry's calls reach the listed hosts only "
                                          "through the runtime's CONNECT proxy"}});
+        }
+    }
+    if (!login_note.empty()) {
+        // Each withheld input is withheld but for what the logins grant: the note says what.
+        for (auto &f : forbidden) {
+            f["note"] = f["note"].get<std::string>() + login_note;
         }
     }
     return json{{"schemaVersion", 1},

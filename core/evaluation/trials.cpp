@@ -146,6 +146,7 @@ json collect_artifacts(const RunState &state, const std::set<std::string> &entri
                 copy.status == files::CopyResult::Status::truncated) {
                 item["file"] = (stdfs::path{"artifacts"} / id / name).string();
                 item["bytes"] = copy.bytes;
+                state.logins.redact_file(dir / name);
             } else {
                 std::error_code ec;
                 stdfs::remove(dir / name, ec);
@@ -203,6 +204,9 @@ json run_evaluator(RunState &state, int index, const stdfs::path &trial_dir,
         progress.finish("interrupted");
         return nullptr;
     }
+    // The grader read the targets' redacted records; what it printed is redacted as well.
+    state.logins.redact_file(run.out.file);
+    state.logins.redact_file(run.err.file);
     std::string error;
     auto verdict = read_verdict(run.out.file, r, &error);
     json record{{"exitCode", r.exit_code},
@@ -219,7 +223,7 @@ json run_evaluator(RunState &state, int index, const stdfs::path &trial_dir,
         record["verdict"] = verdict["verdict"];
         record["reasons"] = verdict["reasons"];
     }
-    files::write_atomically(trial_dir / "verdict.json", record.dump(2) + "\n");
+    write_record(state, trial_dir / "verdict.json", record);
     progress.finish(record["verdict"].get<std::string>());
     if (verdict.is_null()) {
         progress.evaluator_error(error, run.err.file);
@@ -282,7 +286,7 @@ std::string new_run_id() {
 }
 
 void save_run(RunState &state) {
-    files::write_atomically(state.records / "run.json", state.run.dump(2) + "\n");
+    write_record(state, state.records / "run.json", state.run);
 }
 
 // A trial's workspace: for a project at the root of its repository, a checkout attached to a
@@ -327,6 +331,8 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
         spec.argv.insert(spec.argv.end(), probe.args.begin(), probe.args.end());
         // Opted out, the target keeps the host's environment as it keeps the host's files.
         spec.env = ev.confinement ? target_environment(*entry) : exec::current_environment();
+        // The login's variables and files; its strings are secrets before the target starts.
+        state.logins.apply(entry->interface_id, spec, ev.confinement);
         spec.workspace = workspace.string();
         spec.cwd = spec.workspace;
         spec.home = home.string();
@@ -364,8 +370,14 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
         // The trial's workspace and home are removed after its last call (run_trial), and no
         // call gives them back in between: the next call lends them again, what the runtime
         // wrote in between (the probes' files) included.
-        const auto outcome = state.session.call(std::move(spec), run, route, {workspace, home});
+        auto outcome = state.session.call(std::move(spec), run, route, {workspace, home});
         const auto &r = outcome.result;
+        // The call has settled: a token the host's client rotated meanwhile joins the secrets,
+        // and what the call printed is redacted with every one of them.
+        state.logins.reread();
+        state.logins.redact_file(run.out.file);
+        state.logins.redact_file(run.err.file);
+        outcome.egress_records = state.logins.redact_record(outcome.egress_records);
         state.confinement = outcome.confinement;
         if (r.interrupted_by != 0) {
             progress.finish("interrupted");
@@ -432,7 +444,7 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
                                              {"refusals", rec["refusals"]},
                                              {"omitted", rec.value("omitted", 0)}});
         }
-        files::write_atomically(trial_dir / "calls" / (stem + ".json"), call.dump(2) + "\n");
+        write_record(state, trial_dir / "calls" / (stem + ".json"), call);
         out.records.push_back(call);
         if (!stdin_file.empty()) files::remove_tree(stdin_file.parent_path());
         std::string outcome_text = infrastructure ? "infrastructure error, status " : "status ";
@@ -567,20 +579,35 @@ git::WorkspaceSource open_source(const Evaluation &ev) {
     }
 }
 
-void refuse_logins(const Evaluation &ev) {
-    if (!ev.confinement) {
-        return;
-    }
+call::Logins grant_logins(const Evaluation &ev, const call::CallSession &session) {
+    std::vector<call::LoginAsk> asks;
     for (const auto &entry : ev.registry) {
         if (entry.login) {
-            // A confined target has a private home: without an adapter granting the login,
-            // the agent would run without it and fail in ways that look like its own.
-            throw host_error("entry '" + entry.interface_id + "' declares login '" + *entry.login +
-                             "', and this build has no login adapter to grant it to a "
-                             "confined target; remove the field, or set \"confinement\": "
-                             "false in evaluation.json to keep your home for the target");
+            asks.push_back(
+                {entry.interface_id, *entry.login, entry.executable, entry.environment_keys});
         }
     }
+    if (asks.empty()) {
+        return {};
+    }
+    const auto &runtime = session.runtime();
+    auto logins = call::Logins::grant(runtime.registry, runtime.config, asks, ev.confinement);
+    const bool files = std::any_of(logins.granted().begin(), logins.granted().end(),
+                                   [](const auto &g) { return !g.grant.files.empty(); });
+    if (ev.confinement && files && !session.backend_capabilities().login_files) {
+        // Said before any target starts: each call would otherwise stop at its first call.
+        throw host_error(
+            "a login of the evaluation links files into the private home, and the "
+            "backend '" +
+            session.backend_name() +
+            "' cannot show them (plugin ABI 1.8); upgrade it, or use the login's "
+            "token");
+    }
+    return logins;
+}
+
+void write_record(const RunState &state, const stdfs::path &path, const json &doc) {
+    files::write_atomically(path, state.logins.redact_record(doc).dump(2) + "\n");
 }
 
 void check_targets(const Evaluation &ev, const git::WorkspaceSource &source,
@@ -668,7 +695,7 @@ void begin_run(RunState &state, files::RunDirectory &private_dir) {
              {"egress", json::array()},
              {"egressRefusals", json::array()},
              {"hostSocketTruncation", json::array()},
-             {"logins", json::array()},
+             {"logins", state.logins.records(ev.confinement)},
              {"budgets", run_budgets_record(entry_budget(state.budget, ev.budgets, {}), ev,
                                             state.disk ? settings.disk : "none", state.disk_bytes,
                                             state.disk_reason)},
@@ -742,7 +769,7 @@ RunSummary finish_run(RunState &state) {
     // The manifest first, then run.json: a run.json that says complete always has its manifest.
     const auto manifest =
         isolation_manifest(state.run, state.ev, state.observed, state.observed_reason);
-    files::write_atomically(state.records / "manifest.json", manifest.dump(2) + "\n");
+    write_record(state, state.records / "manifest.json", manifest);
     state.run["summary"] = summary_line(summary);
     save_run(state);
     return summary;

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "call/logins.hpp"
 #include "call/session.hpp"
 #include "config/config.hpp"
 #include "evaluation/evaluation.hpp"
@@ -65,6 +66,9 @@ struct RunState {
     std::uint64_t disk_bytes = 0;
     std::set<int> budget_trials;  // trials a budget stopped something in
     std::string disk_reason;      // why the trials have no file system of their own
+    // The grants of the entries that declare a login, and the secrets no record may hold: every
+    // record of the run is written through it (write_record).
+    call::Logins logins;
 };
 
 // What a trial's (or a preflight leg's) calls did.
@@ -97,10 +101,14 @@ void save_run(RunState &state);
 // cannot be read.
 git::WorkspaceSource open_source(const Evaluation &ev);
 
-// A confined target has a private home: an entry that declares a login is refused (exit 12),
-// since no login adapter can grant it here.
-void refuse_logins(const Evaluation &ev);
+// The grants of the evaluation's entries that declare a login (call/logins.hpp), asked of each
+// adapter before any target starts. Exit 2 for an adapter that is not installed, 12 for one that
+// cannot grant (a confined entry with no route, a backend that cannot show the files).
+call::Logins grant_logins(const Evaluation &ev, const call::CallSession &session);
 
+// Writes a record of the run (a JSON document) atomically, every string in it redacted.
+void write_record(const RunState &state, const std::filesystem::path &path,
+                  const nlohmann::json &doc);
 // Every target checked to be a file of the evaluated commit before anything runs (exit 2), and
 // the commit's objects to be present (exit 12).
 void check_targets(const Evaluation &ev, const git::WorkspaceSource &source,

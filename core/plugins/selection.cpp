@@ -165,4 +165,9 @@ Selected select_egress(const Registry &registry, const config::Config &config) {
     return select_named(registry, config, config.egress, Kind::egress);
 }
 
+Selected select_login(const Registry &registry, const config::Config &config,
+                      const std::string &name) {
+    return select_named(registry, config, name, Kind::login);
+}
+
 }  // namespace tea::plugins

@@ -53,4 +53,9 @@ Selected select_observer(const Registry &registry, const config::Config &config)
 // the route it asked for, nor with one nobody decides on.
 Selected select_egress(const Registry &registry, const config::Config &config);
 
+// The login adapter `name` (a registry entry's "login", exec --login), created and probed. Exit 2
+// when it is missing, refused or not a login adapter; exit 12 when it cannot work on this host.
+Selected select_login(const Registry &registry, const config::Config &config,
+                      const std::string &name);
+
 }  // namespace tea::plugins

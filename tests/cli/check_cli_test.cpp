@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "support/process.hpp"
 
@@ -64,6 +65,28 @@ TEST_F(CheckCli, GoodEvaluationExitsZeroWithASummary) {
     const auto doc = nlohmann::json::parse(j.out);
     EXPECT_EQ(doc["ok"], true);
     EXPECT_TRUE(doc["problems"].empty());
+}
+
+// A login names an installed adapter: one that is not is refused by check, with the closest name.
+TEST_F(CheckCli, AnUnknownLoginAdapterExitsTwoNamingIt) {
+    for (const auto &[login, status, said] :
+         {std::tuple{std::string{"claude"}, 0, std::string{"ok: 1 entries"}},
+          std::tuple{std::string{"codex"}, 0, std::string{"ok: 1 entries"}},
+          std::tuple{std::string{"claud"}, 2, std::string{"did you mean 'claude'"}},
+          std::tuple{std::string{"github"}, 2, std::string{"no login plugin named 'github'"}},
+          std::tuple{std::string{"bubblewrap"}, 2, std::string{"not a login plugin"}}}) {
+        test::write_file(eval_ + "/evaluation.json", R"({"confinement": false,
+            "registry": [{"interfaceId": "tool", "executable": "tool", "target": "tool.sh",
+                          "maxElapsedMs": 1000, "login": ")" +
+                                                         login + R"("}],
+            "evaluator": {"command": ["grade.sh"]}})");
+        const auto o = check();
+        EXPECT_EQ(o.status, status) << login << "\n" << o.err;
+        EXPECT_NE((o.out + o.err).find(said), std::string::npos) << login << "\n" << o.err;
+        if (status != 0) {
+            EXPECT_NE(o.err.find("entry 'tool' field 'login'"), std::string::npos) << o.err;
+        }
+    }
 }
 
 TEST_F(CheckCli, BadEvaluationExitsTwoNamingEveryProblem) {

@@ -1061,19 +1061,294 @@ TEST(Run, EgressRefusalsAreRecordedAndNamed) {
               "no-route\n");
 }
 
-// A login the build cannot grant stops a confined run before any target starts (exit 12).
-TEST(Run, ALoginWithoutAnAdapterStopsAConfinedRun) {
-    Project p{"login"};
-    write_simple_evaluation(p);
+// ---------------------------------------------------------------------------------------------
+// Logins (docs/logins.md), with the real claude and codex adapters.
+
+const std::string kToken = "sk-ant-oat01-TOKEN-4f9a2c7e11";
+
+// Every file under `dir` that holds `secret`, as "path" lines; "" when none does.
+std::string files_holding(const fs::path &dir, const std::string &secret) {
+    std::string found;
+    for (const auto &e : fs::recursive_directory_iterator(dir)) {
+        if (e.is_regular_file() && e.file_size() < (std::uintmax_t{64} << 20U) &&
+            test::read_file(e.path().string()).find(secret) != std::string::npos) {
+            found += e.path().string() + "\n";
+        }
+    }
+    return found;
+}
+
+// A project whose entry "agent" declares `login`, and whose target prints its token variable in
+// every way a record can take it: stdout (whole and split across two writes), stderr, an
+// artifact. Its grader, which keeps the host's environment, puts the token in its reasons.
+void write_login_evaluation(Project &p, const std::string &login, bool confined = true,
+                            const std::string &variable = "CLAUDE_CODE_OAUTH_TOKEN") {
+    const std::string v = "$" + variable;
+    p.write("bin/agent",
+            "#!/bin/sh\n"
+            "echo \"out " +
+                v +
+                "\"\n"
+                "printf 'split %s' \"$(printf %s \"" +
+                v +
+                "\" | cut -c1-9)\"\n"
+                "sleep 0.2\n"
+                "printf '%s\\n' \"$(printf %s \"" +
+                v +
+                "\" | cut -c10-)\"\n"
+                "echo \"err " +
+                v +
+                "\" >&2\n"
+                "echo \"other key: ${ANTHROPIC_API_KEY:-none}\"\n"
+                "mkdir -p out && echo \"artifact " +
+                v +
+                "\" > out/a.txt\n"
+                "[ ! -e \"$HOME/.claude/.credentials.json\" ] || cat "
+                "\"$HOME/.claude/.credentials.json\"\n",
+            true);
     p.write(".tea/evaluation.json",
-            R"({"registry": [{"interfaceId": "t", "executable": "t", "target": "bin/t",
-                 "maxElapsedMs": 60000, "login": "claude"}],
+            R"({"confinement": )" + std::string{confined ? "true" : "false"} +
+                R"(, "registry": [{"interfaceId": "agent", "executable": "agent",
+                 "target": "bin/agent", "artifacts": {"a": "out/a.txt"},
+                 "maxElapsedMs": 60000)" +
+                (login.empty() ? "" : R"(, "login": ")" + login + "\"") + R"(}],
                 "evaluator": {"command": ["evaluator/grade.sh"]}})");
+    p.write(".tea/probes/only.json", R"({"entry": "agent"})");
+    p.write(".tea/evaluator/grade.sh",
+            "#!/bin/sh\nprintf '{\"verdict\": \"pass\", \"reasons\": [\"grader saw %s\"]}\\n' "
+            "\"" +
+                v + "\"\n",
+            true);
+}
+
+// The invoker's environment for a login test: a home of the test's own (no login in it unless
+// the test writes one), the token when given, and another credential that must not pass.
+std::vector<std::string> login_env(const Project &p, const fs::path &home,
+                                   const std::string &token) {
+    auto env = p.env();
+    for (const auto &item : std::vector<std::string>{
+             "HOME=" + home.string(), "CLAUDE_CONFIG_DIR=", "CODEX_HOME=",
+             "CLAUDE_CODE_OAUTH_TOKEN=" + token, "ANTHROPIC_API_KEY=sk-ant-api03-NOT-PASSED-77"}) {
+        const auto name = item.substr(0, item.find('=') + 1);
+        std::erase_if(env, [&](const std::string &e) { return e.rfind(name, 0) == 0; });
+        env.push_back(item);
+    }
+    return env;
+}
+
+test::Outcome tea_in(const std::vector<std::string> &env, std::vector<std::string> args) {
+    args.insert(args.begin(), TEA_EVALUATE_BIN);
+    return test::run(args, env);
+}
+
+TEST(RunLogin, TheTokenRoutePassesTheTokenAloneAndNoRecordHoldsIt) {
+    Project p{"login-token"};
+    write_login_evaluation(p, "claude");
     p.commit();
-    const auto run = p.run();
+    const auto home = p.root().parent_path() / "home";
+    fs::create_directories(home);
+    const auto env = login_env(p, home, kToken);
+    const auto run = tea_in(env, {"--json", "run", p.eval().string()});
+    ASSERT_EQ(run.status, 0) << run.err;
+    const auto dir = run_dir_of(run);
+    const auto score = tea_in(env, {"score", dir.string()});
+    EXPECT_EQ(score.status, 0) << score.err;
+
+    const auto calls = dir / "trials" / "1" / "calls";
+    EXPECT_EQ(test::read_file((calls / "01-only.stdout").string()),
+              "out [redacted]\nsplit [redacted]\nother key: none\n");
+    EXPECT_EQ(test::read_file((calls / "01-only.stderr").string()), "err [redacted]\n");
+    EXPECT_EQ(test::read_file((dir / "trials" / "1" / "artifacts" / "agent" / "a").string()),
+              "artifact [redacted]\n");
+    const auto record = read_json(dir / "run.json");
+    EXPECT_EQ(record["trials"][0]["verdict"]["reasons"][0], "grader saw [redacted]");
+    ASSERT_EQ(record["logins"].size(), 1U) << record["logins"];
+    const auto &login = record["logins"][0];
+    EXPECT_EQ(login["interface"], "agent");
+    EXPECT_EQ(login["executable"], "agent");
+    EXPECT_EQ(login["adapter"], "claude");
+    EXPECT_EQ(login["variables"], json::array({"CLAUDE_CODE_OAUTH_TOKEN"}));
+    EXPECT_TRUE(login["files"].empty());
+    const auto manifest = read_json(dir / "manifest.json");
+    for (const auto &f : manifest["forbiddenInputs"]) {
+        EXPECT_NE(f["note"].get<std::string>().find("CLAUDE_CODE_OAUTH_TOKEN"), std::string::npos)
+            << f.dump();
+    }
+    expect_schema_valid(dir / "run.json", "run.schema.json");
+    expect_schema_valid(dir / "manifest.json", "manifest.schema.json");
+    EXPECT_EQ(files_holding(dir, kToken), "");
+    EXPECT_EQ(files_holding(dir, "NOT-PASSED"), "");
+    EXPECT_EQ(run.err.find(kToken), std::string::npos) << run.err;
+    EXPECT_EQ(score.err.find(kToken), std::string::npos) << score.err;
+
+    // The control: the same target, opted out and with no login, prints the token the records
+    // then hold, so the probe above would have shown a leak.
+    Project q{"login-token-control"};
+    write_login_evaluation(q, "", false);
+    q.commit();
+    const auto control = tea_in(login_env(q, home, kToken), {"--json", "run", q.eval().string()});
+    ASSERT_EQ(control.status, 0) << control.err;
+    EXPECT_NE(files_holding(run_dir_of(control), kToken), "");
+}
+
+TEST(RunLogin, AConfinedEntryWithNeitherSourceStopsBeforeAnyTarget) {
+    Project p{"login-none"};
+    write_login_evaluation(p, "claude");
+    p.commit();
+    const auto home = p.root().parent_path() / "home";
+    fs::create_directories(home);
+    const auto run = tea_in(login_env(p, home, ""), {"run", p.eval().string()});
     EXPECT_EQ(run.status, 12) << run.err;
-    EXPECT_NE(run.err.find("login adapter"), std::string::npos) << run.err;
+    for (const auto &named :
+         {std::string{"entry 'agent'"}, (home / ".claude" / ".credentials.json").string(),
+          std::string{"CLAUDE_CODE_OAUTH_TOKEN"}, std::string{"\"confinement\": false"}}) {
+        EXPECT_NE(run.err.find(named), std::string::npos) << named << "\n" << run.err;
+    }
     EXPECT_FALSE(fs::exists(p.eval() / "runs"));
+
+    // Opted out, the same entry runs with the invoker's own home and environment.
+    Project q{"login-none-opted-out"};
+    write_login_evaluation(q, "claude", false);
+    q.commit();
+    const auto opted_out = tea_in(login_env(q, home, ""), {"--json", "run", q.eval().string()});
+    EXPECT_EQ(opted_out.status, 0) << opted_out.err;
+}
+
+TEST(RunLogin, AnOptedOutRunRecordsTheLoginWithNoFileAndStillRedacts) {
+    Project p{"login-opt-out"};
+    write_login_evaluation(p, "claude", false);
+    p.commit();
+    const auto home = p.root().parent_path() / "home";
+    fs::create_directories(home / ".claude");
+    const std::string file_token = "sk-ant-oat01-FROM-THE-FILE-5d1e";
+    test::write_file((home / ".claude" / ".credentials.json").string(),
+                     R"({"claudeAiOauth": {"accessToken": ")" + file_token +
+                         R"(", "scopes": ["user:inference"], "subscriptionType": "enterprise"}})");
+    const auto run = tea_in(login_env(p, home, kToken), {"--json", "run", p.eval().string()});
+    ASSERT_EQ(run.status, 0) << run.err;
+    const auto dir = run_dir_of(run);
+    const auto record = read_json(dir / "run.json");
+    EXPECT_EQ(record["confinement"], "opt-out");
+    ASSERT_EQ(record["logins"].size(), 1U);
+    EXPECT_TRUE(record["logins"][0]["files"].empty()) << record["logins"];
+    // The unconfined target read the file where it is: its secret is replaced, the fields the
+    // format says are no secret are kept.
+    const auto out = test::read_file((dir / "trials" / "1" / "calls" / "01-only.stdout").string());
+    EXPECT_NE(out.find(R"("accessToken": "[redacted]")"), std::string::npos) << out;
+    EXPECT_NE(out.find("enterprise"), std::string::npos) << out;
+    EXPECT_NE(out.find("user:inference"), std::string::npos) << out;
+    EXPECT_EQ(files_holding(dir, kToken), "");
+    EXPECT_EQ(files_holding(dir, file_token), "");
+}
+
+// A token the client on the host writes into the file during a call is redacted from that call.
+TEST(RunLogin, ATokenRotatedIntoTheFileDuringACallIsRedactedFromIt) {
+    Project p{"login-rotated"};
+    const std::string rotated = "sk-ant-oat01-ROTATED-DURING-9c3b";
+    // The target prints, late, what it was handed on stdin: the token the file will hold then.
+    p.write("bin/agent", "#!/bin/sh\nsleep 2\ncat\n", true);
+    p.write(".tea/evaluation.json",
+            R"({"confinement": false, "registry": [{"interfaceId": "agent", "executable": "agent",
+                 "target": "bin/agent", "maxElapsedMs": 60000, "login": "claude"}],
+                "evaluator": {"command": ["evaluator/grade.sh"]}})");
+    p.write(".tea/probes/only.json", R"({"entry": "agent", "stdin": ")" + rotated + R"(\n"})");
+    p.write(".tea/evaluator/grade.sh", "#!/bin/sh\necho '{\"verdict\": \"pass\"}'\n", true);
+    p.commit();
+    const auto home = p.root().parent_path() / "home";
+    fs::create_directories(home / ".claude");
+    const auto file = home / ".claude" / ".credentials.json";
+    const auto write_token = [&](const std::string &token) {
+        test::write_file(file.string(), R"({"claudeAiOauth": {"accessToken": ")" + token + "\"}}");
+    };
+    for (const bool rotate : {true, false}) {
+        write_token("sk-ant-oat01-BEFORE-THE-CALL-1a2b");
+        std::atomic<bool> done{false};
+        std::thread rotator([&] {
+            if (!rotate) return;
+            // Once the call has started (its capture exists), the host's client rotates.
+            for (int i = 0; i < 400 && !done; ++i) {
+                for (const auto &e : fs::recursive_directory_iterator(
+                         p.eval(), fs::directory_options::skip_permission_denied)) {
+                    if (e.path().extension() == ".stdout") {
+                        write_token(rotated);
+                        return;
+                    }
+                }
+                std::this_thread::sleep_for(std::chrono::milliseconds{10});
+            }
+        });
+        const auto run = tea_in(login_env(p, home, ""), {"--json", "run", p.eval().string()});
+        done = true;
+        rotator.join();
+        ASSERT_EQ(run.status, 0) << run.err;
+        const auto out = test::read_file(
+            (run_dir_of(run) / "trials" / "1" / "calls" / "01-only.stdout").string());
+        // The control (no rotation): the same string is nobody's secret and stays.
+        EXPECT_EQ(out, rotate ? "[redacted]\n" : rotated + "\n") << "rotate=" << rotate;
+    }
+}
+
+TEST(RunLogin, ALoginFileThatIsNoPlainFileStopsTheRun) {
+    Project p{"login-bad-file"};
+    write_login_evaluation(p, "claude");
+    p.commit();
+    const auto home = p.root().parent_path() / "home";
+    const auto dir = home / ".claude";
+    const auto file = dir / ".credentials.json";
+    fs::create_directories(dir);
+    const auto expect_refused = [&](const std::string &what, const std::string &said) {
+        const auto run = tea_in(login_env(p, home, kToken), {"run", p.eval().string()});
+        EXPECT_EQ(run.status, 12) << what << "\n" << run.err;
+        EXPECT_NE(run.err.find(said), std::string::npos) << what << "\n" << run.err;
+        EXPECT_NE(run.err.find(file.string()), std::string::npos) << what << "\n" << run.err;
+        EXPECT_FALSE(fs::exists(p.eval() / "runs")) << what;
+        std::error_code ec;
+        fs::remove(file, ec);
+    };
+    test::write_file((home / "elsewhere").string(), "{}");
+    fs::create_symlink(home / "elsewhere", file);
+    expect_refused("a link", "symbolic link");
+    ASSERT_EQ(::mkfifo(file.c_str(), 0600), 0);
+    expect_refused("a fifo", "not a regular file");
+    fs::create_directory(file);
+    expect_refused("a directory", "not a regular file");
+    test::write_file(file.string(), "{\"a\": \"" + std::string(70 * 1024, 'x') + "\"}");
+    expect_refused("a huge file", "KiB");
+}
+
+// A token with a line break and bytes that are not UTF-8 is replaced as it is, and an entry of
+// another adapter in the same run keeps its own login.
+TEST(RunLogin, OddTokensAndTwoAdaptersInOneRunAreRedacted) {
+    Project p{"login-two"};
+    write_login_evaluation(p, "claude");
+    p.write("bin/codex",
+            "#!/bin/sh\necho \"key $OPENAI_API_KEY\"\necho \"claude $CLAUDE_CODE_OAUTH_TOKEN\"\n",
+            true);
+    p.write(".tea/evaluation.json",
+            R"({"registry": [{"interfaceId": "agent", "executable": "agent", "target": "bin/agent",
+                 "maxElapsedMs": 60000, "login": "claude"},
+                {"interfaceId": "codex", "executable": "codex", "target": "bin/codex",
+                 "maxElapsedMs": 60000, "login": "codex", "environmentKeys": ["OPENAI_API_KEY"]}],
+                "evaluator": {"command": ["evaluator/grade.sh"]}})");
+    p.write(".tea/probes/a.json", R"({"entry": "agent"})");
+    p.write(".tea/probes/b.json", R"({"entry": "codex"})");
+    p.commit();
+    const auto home = p.root().parent_path() / "home";
+    fs::create_directories(home);
+    const std::string odd = "sk-ant-oat01-\nLINE\xff\xfe-TAIL-0042";
+    const std::string key = "sk-proj-OPENAI-KEY-8e2d";
+    auto env = login_env(p, home, odd);
+    env.push_back("OPENAI_API_KEY=" + key);
+    const auto run = tea_in(env, {"--json", "run", p.eval().string()});
+    ASSERT_EQ(run.status, 0) << run.err;
+    const auto dir = run_dir_of(run);
+    const auto calls = dir / "trials" / "1" / "calls";
+    EXPECT_EQ(test::read_file((calls / "01-a.stdout").string()).substr(0, 15), "out [redacted]\n");
+    // The codex entry gets its key and not the claude token.
+    EXPECT_EQ(test::read_file((calls / "02-b.stdout").string()), "key [redacted]\nclaude \n");
+    EXPECT_EQ(files_holding(dir, "LINE\xff\xfe-TAIL"), "");
+    EXPECT_EQ(files_holding(dir, key), "");
+    EXPECT_EQ(read_json(dir / "run.json")["logins"].size(), 2U);
 }
 
 }  // namespace

@@ -32,6 +32,7 @@ docs::LaunchSpec sample_spec() {
     spec.egress = {"/p/run-a/egress-e/connect.sock", 3128, "/usr/libexec/tea-evaluate/shim"};
     spec.observed = true;
     spec.identity = docs::LaunchSpec::Identity{70001, 70001};
+    spec.login_files = {{".claude/.credentials.json", std::string{"{\"t\": \"\xfe\0x\"}", 12}}};
     return spec;
 }
 
@@ -65,6 +66,9 @@ TEST(Documents, LaunchSpecRoundTripsEveryField) {
     EXPECT_TRUE(back.observed);
     EXPECT_FALSE(back.staged);
     EXPECT_EQ(back.identity, spec.identity);
+    ASSERT_EQ(back.login_files.size(), 1U);
+    EXPECT_EQ(back.login_files[0].home_path, ".claude/.credentials.json");
+    EXPECT_EQ(back.login_files[0].content, spec.login_files[0].content);
     // A byte string that is not UTF-8 travels as base64.
     EXPECT_TRUE(docs::launch_spec_to_json(spec)["argv"][1].contains("base64"));
 }
@@ -99,6 +103,28 @@ TEST(Documents, LaunchSpecIgnoresUnknownFieldsButRefusesBadKnownOnes) {
                    "egress.port");
     expect_refused(decode, with("readOnlyOver", json::array({{{"source", "/a"}}})),
                    "readOnlyOver[0].destination: missing");
+    // A login file lies inside the home, once, within the cap, and only in a spec with a home.
+    const auto file = [&](const std::string &path, const std::string &content = "{}") {
+        return with("loginFiles", json::array({{{"homePath", path}, {"content", content}}}));
+    };
+    for (const char *outside : {"/etc/passwd", "../x", ".claude/../../x", "a//b", "./a", "a/"}) {
+        expect_refused(decode, file(outside), "loginFiles[0].homePath");
+    }
+    expect_refused(decode, file("a", std::string(docs::kMaxLoginFileBytes + 1, 'x')),
+                   "loginFiles[0].content");
+    expect_refused(decode,
+                   with("loginFiles", json::array({{{"homePath", "a"}, {"content", ""}},
+                                                   {{"homePath", "a"}, {"content", ""}}})),
+                   "loginFiles[1].homePath");
+    expect_refused(decode, with("loginFiles", json::array({{{"homePath", "a"}}})),
+                   "loginFiles[0].content: missing");
+    auto homeless = json::parse(file("a"));
+    homeless["home"] = "";
+    expect_refused(decode, homeless.dump(), "loginFiles: the spec has no home");
+    EXPECT_EQ(docs::decode_launch_spec(file("a", std::string(docs::kMaxLoginFileBytes, 'x')))
+                  .login_files[0]
+                  .content.size(),
+              docs::kMaxLoginFileBytes);
 }
 
 docs::ExecPlan sample_plan() {

@@ -526,7 +526,7 @@ TEST_F(EvaluationTest, EntryFieldRefusals) {
     entry()["environmentKeys"] = json::array({"HOME", "1BAD", "LANG", "LANG"});
     entry()["infrastructureExitCodes"] = json::array({0, 75, 75, 256});
     entry()["artifacts"] = json::object({{"bad name", "out"}, {"ok", "../up"}});
-    entry()["login"] = "github";
+    entry()["login"] = "git hub";
     entry()["executable"] = "greet me";
     entry()["subcommandPaths"] = json::array();
     auto twin = entry();
@@ -543,7 +543,7 @@ TEST_F(EvaluationTest, EntryFieldRefusals) {
     EXPECT_TRUE(has(loaded, kEval, g + "'infrastructureExitCodes[3]'", "1 to 255"));
     EXPECT_TRUE(has(loaded, kEval, g + "'artifacts.bad name'", "not a name"));
     EXPECT_TRUE(has(loaded, kEval, g + "'artifacts.ok'", "'..'"));
-    EXPECT_TRUE(has(loaded, kEval, g + "'login'", "'github'"));
+    EXPECT_TRUE(has(loaded, kEval, g + "'login'", "not a login adapter's name"));
     EXPECT_TRUE(has(loaded, kEval, g + "'executable'", "not a name"));
     EXPECT_TRUE(has(loaded, kEval, g + "'subcommandPaths'", "non-empty"));
     EXPECT_TRUE(has(loaded, kEval, "entry 'greeter' field 'interfaceId'", "earlier entry"));
