@@ -203,10 +203,11 @@ int run(int argc, char **argv) {
             ->option_text("NAME[=VALUE]")
             ->allow_extra_args(false);
         cmd->add_option("--egress", o.egress,
-                        "Let the target reach HOST:PORT through the egress proxy, at ADDR,... "
-                        "only when given; an IPv6 host in brackets (one per --egress: repeat the "
-                        "option for more)")
-            ->option_text("HOST:PORT[=ADDR,...]")
+                        "Let the target reach HOST:PORT through the egress proxy: after '=', "
+                        "only at the addresses HOST resolves to among ADDR,...; after '@', at "
+                        "ADDR,... in order, never resolving HOST; an IPv6 host in brackets (one "
+                        "per --egress: repeat the option for more)")
+            ->option_text("HOST:PORT[=ADDR,...|@ADDR,...]")
             ->allow_extra_args(false);
         cmd->add_option("command", o.command, "The command and its arguments, after --")
             ->required();

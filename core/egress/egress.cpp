@@ -1,11 +1,13 @@
 #include "egress/egress.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <utility>
 #include <variant>
 
+#include "egress/pin.hpp"
 #include "util/error.hpp"
 
 namespace tea::egress {
@@ -24,27 +26,41 @@ std::uint16_t parse_port(std::string_view text, std::string_view option) {
     return static_cast<std::uint16_t>(value);
 }
 
+// The comma-separated addresses after '=' or '@'.
+std::vector<std::string> address_list(std::string_view rest, char mark, const std::string &option) {
+    std::vector<std::string> out;
+    while (true) {
+        const auto comma = rest.find(',');
+        const auto address = rest.substr(0, comma);
+        if (address.empty()) {
+            throw usage_error("--egress " + option + ": an empty address after '" +
+                              std::string{mark} + "'");
+        }
+        out.emplace_back(address);
+        if (comma == std::string_view::npos) {
+            return out;
+        }
+        rest = rest.substr(comma + 1);
+    }
+}
+
 }  // namespace
 
 Item parse_item(std::string_view text) {
     const std::string option{text};
     Item item;
     const auto eq = text.find('=');
-    const auto target = text.substr(0, eq);
-    if (eq != std::string_view::npos) {
-        auto rest = text.substr(eq + 1);
-        while (true) {
-            const auto comma = rest.find(',');
-            const auto address = rest.substr(0, comma);
-            if (address.empty()) {
-                throw usage_error("--egress " + option + ": an empty address after '='");
-            }
-            item.addresses.emplace_back(address);
-            if (comma == std::string_view::npos) {
-                break;
-            }
-            rest = rest.substr(comma + 1);
-        }
+    const auto at = text.find('@');
+    if (eq != std::string_view::npos && at != std::string_view::npos) {
+        throw usage_error("--egress " + option +
+                          ": '=' (filter what the host resolves to) and '@' (pin the host to "
+                          "addresses) exclude each other");
+    }
+    const auto mark = std::min(eq, at);
+    const auto target = text.substr(0, mark);
+    if (mark != std::string_view::npos) {
+        item.pinned = mark == at;
+        item.addresses = address_list(text.substr(mark + 1), text[mark], option);
     }
     std::string_view host;
     std::string_view port;
@@ -61,7 +77,8 @@ Item parse_item(std::string_view text) {
         // One colon only: an IPv6 host must be in brackets, or its port would be a guess.
         if (colon == std::string_view::npos || target.find(':', colon + 1) != std::string::npos) {
             throw usage_error("--egress " + option +
-                              ": expected HOST:PORT[=ADDR,...] (an IPv6 host in brackets)");
+                              ": expected HOST:PORT[=ADDR,...] or HOST:PORT@ADDR[,...] (an IPv6 "
+                              "host in brackets)");
         }
         host = target.substr(0, colon);
         port = target.substr(colon + 1);
@@ -71,6 +88,11 @@ Item parse_item(std::string_view text) {
     }
     item.host = std::string{host};
     item.port = parse_port(port, option);
+    if (item.pinned) {
+        if (auto problem = pin_problem(item.host, item.addresses)) {
+            throw usage_error("--egress " + option + ": " + *problem);
+        }
+    }
     return item;
 }
 
@@ -81,6 +103,9 @@ std::string items_to_json(const std::vector<Item> &items) {
         if (!i.addresses.empty()) {
             one["addresses"] = i.addresses;
         }
+        if (i.pinned) {
+            one["pinned"] = true;
+        }
         out.push_back(std::move(one));
     }
     return out.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -89,6 +114,17 @@ std::string items_to_json(const std::vector<Item> &items) {
 OpenRoute::OpenRoute(const plugins::Instance &instance, const std::string &entry,
                      const std::vector<Item> &items, const std::string &socket_dir)
     : instance_(instance), ops_(&std::get<tea_egress_ops>(instance.plugin().ops())) {
+    // A plugin before 1.8 may not know "pinned": one that ignored it would resolve the host and
+    // take the pinned addresses for a filter of whatever the name resolves to.
+    const auto pinned =
+        std::find_if(items.begin(), items.end(), [](const Item &i) { return i.pinned; });
+    if (pinned != items.end() && !instance.plugin().capabilities().egress_pin) {
+        throw host_error("the egress item " + pinned->host + ":" + std::to_string(pinned->port) +
+                         " pins its host to addresses, and the egress plugin '" +
+                         instance.plugin().name() + "' implements ABI 1." +
+                         std::to_string(instance.plugin().abi_minor()) +
+                         ", before pins (ABI 1.8); upgrade it, or list the host without '@'");
+    }
     const json request{
         {"entry", entry}, {"items", json::parse(items_to_json(items))}, {"socketDir", socket_dir}};
     const auto text = request.dump(-1, ' ', false, json::error_handler_t::replace);

@@ -20,14 +20,19 @@ namespace tea::egress {
 struct Item {
     std::string host;  // as written; an IPv6 address without its brackets
     std::uint16_t port = 0;
-    std::vector<std::string> addresses;  // the resolved addresses allowed; empty: any
+    // Not pinned: the resolved addresses allowed (empty: any). Pinned: the addresses connected
+    // to, in order, without resolving the host.
+    std::vector<std::string> addresses;
+    bool pinned = false;
 };
 
-// HOST:PORT[=ADDR,ADDR...], an IPv6 host in brackets ([::1]:443). Throws tea::Error (exit 2)
-// naming the option. The host's spelling is checked by the plugin's policy, not here.
+// HOST:PORT[=ADDR,ADDR...] filters what HOST resolves to; HOST:PORT@ADDR[,ADDR...] pins HOST to
+// literal addresses. An IPv6 host in brackets ([::1]:443). Throws tea::Error (exit 2) naming the
+// option. The host's spelling is checked by the plugin's policy, not here.
 Item parse_item(std::string_view text);
 
-// {"host", "port", "addresses"}; the form both the plugin's request and exec --json use.
+// {"host", "port", "addresses"?, "pinned"?}; the form both the plugin's request and exec --json
+// use.
 std::string items_to_json(const std::vector<Item> &items);
 
 // What a session hands the call.

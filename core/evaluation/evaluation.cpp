@@ -12,6 +12,7 @@
 #include <set>
 #include <system_error>
 
+#include "egress/pin.hpp"
 #include "evaluation/program_file.hpp"
 #include "util/closest_match.hpp"
 #include "util/fd.hpp"
@@ -470,14 +471,14 @@ bool ip_literal(const std::string &s) {
 
 void read_egress(const Report &report, const json &v, Entry &entry) {
     if (!v.is_array()) {
-        report("egress", "must be an array of {host, port, addresses}");
+        report("egress", "must be an array of {host, port, addresses or pinned}");
         return;
     }
     std::set<std::pair<std::string, std::int64_t>> seen;
     for (std::size_t i = 0; i < v.size(); ++i) {
         const auto at = "egress[" + std::to_string(i) + "]";
         if (!v[i].is_object()) {
-            report(at, "must be an object {host, port, addresses}");
+            report(at, "must be an object {host, port, addresses or pinned}");
             continue;
         }
         Fields f{v[i], report};
@@ -497,8 +498,14 @@ void read_egress(const Report &report, const json &v, Entry &entry) {
         } else {
             ok = false;
         }
-        if (const auto *a = f.take("addresses")) {
-            if (auto list = texts(report, at + ".addresses", *a)) {
+        const auto *addresses = f.take("addresses");
+        const auto *pinned = f.take("pinned");
+        if (addresses != nullptr && pinned != nullptr) {
+            report(at + ".pinned",
+                   "excludes 'addresses': 'addresses' filters what the host resolves to, "
+                   "'pinned' connects to its addresses without resolving the host; keep one");
+        } else if (addresses != nullptr) {
+            if (auto list = texts(report, at + ".addresses", *addresses)) {
                 for (std::size_t k = 0; k < list->size(); ++k) {
                     if (!ip_literal((*list)[k])) {
                         report(at + ".addresses[" + std::to_string(k) + "]",
@@ -506,6 +513,14 @@ void read_egress(const Report &report, const json &v, Entry &entry) {
                     }
                 }
                 item.addresses = std::move(*list);
+            }
+        } else if (pinned != nullptr) {
+            if (auto list = texts(report, at + ".pinned", *pinned)) {
+                if (auto problem = egress::pin_problem(item.host, *list)) {
+                    report(at + ".pinned", *problem);
+                }
+                item.addresses = std::move(*list);
+                item.pinned = true;
             }
         }
         f.refuse_unknown(at + ".");

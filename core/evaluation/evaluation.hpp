@@ -30,7 +30,10 @@ std::string to_string(const Problem &problem);
 struct EgressItem {
     std::string host;  // as written; an IPv6 address without brackets
     std::uint16_t port = 0;
-    std::vector<std::string> addresses;  // the resolved addresses allowed; empty: any
+    // Not pinned: the resolved addresses allowed (empty: any). Pinned ("pinned" in the file):
+    // the addresses connected to, in order, without resolving the host.
+    std::vector<std::string> addresses;
+    bool pinned = false;
 };
 
 // What a call, or a trial's file system, may consume; unset: the configuration's [budgets]

@@ -364,7 +364,7 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
         call::EgressRequest route;
         route.entry = entry->interface_id;
         for (const auto &item : entry->egress) {
-            route.items.push_back({item.host, item.port, item.addresses});
+            route.items.push_back({item.host, item.port, item.addresses, item.pinned});
         }
         progress.start(label + ": " + probe.name + " (" + entry->executable + ")");
         // The trial's workspace and home are removed after its last call (run_trial), and no
@@ -703,7 +703,9 @@ void begin_run(RunState &state, files::RunDirectory &private_dir) {
     for (const auto &entry : ev.registry) {
         if (!entry.egress.empty()) {
             std::vector<egress::Item> items;
-            for (const auto &i : entry.egress) items.push_back({i.host, i.port, i.addresses});
+            for (const auto &i : entry.egress) {
+                items.push_back({i.host, i.port, i.addresses, i.pinned});
+            }
             state.run["egress"].push_back({{"entry", entry.interface_id},
                                            {"items", json::parse(egress::items_to_json(items))}});
         }

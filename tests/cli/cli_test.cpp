@@ -161,7 +161,7 @@ TEST(Cli, TheHelpSaysRepeatableOptionsTakeOneValuePerOccurrence) {
         {"--withhold", "PATH"},
         {"--system-path", "DIR"},
         {"--env", "NAME[=VALUE]"},
-        {"--egress", "HOST:PORT[=ADDR,...]"}};
+        {"--egress", "HOST:PORT[=ADDR,...|@ADDR,...]"}};
     for (const std::string sub : {"exec", "preflight"}) {
         const auto help = test::run(cmd({sub, "--help"}), env());
         ASSERT_EQ(help.status, 0) << help.err;
@@ -576,6 +576,45 @@ int processes_mentioning(const std::string &text) {
         found += cmdline.find(text) != std::string::npos ? 1 : 0;
     }
     return found;
+}
+
+// A pinned egress item is never sent to an egress plugin that implements a minor before pins
+// (ABI 1.8): one that ignored "pinned" would resolve the host and read the addresses as a filter.
+TEST(Cli, APinnedItemIsRefusedToAnEgressPluginBeforeAbi18) {
+    const test::TempDir dir{"tea-cli-egress-pin"};
+    const auto manifests = dir.path() / "plugins.d";
+    std::filesystem::create_directory(manifests);
+    test::write_file((manifests / "egress-abi-1-7.toml").string(),
+                     "name = \"egress-abi-1-7\"\nkind = \"egress\"\nabi = \"1.7\"\nlibrary = \"" +
+                         std::string{TEA_FIXTURE_EGRESS_ABI_1_7} + "\"\n");
+    test::write_file((manifests / "good-egress.toml").string(),
+                     "name = \"good-egress\"\nkind = \"egress\"\nabi = \"1." +
+                         std::to_string(TEA_ABI_MINOR) + "\"\nlibrary = \"" +
+                         std::string{TEA_FIXTURE_GOOD_EGRESS} + "\"\n");
+    const auto exec_with = [&](const std::string &plugin, const std::string &item) {
+        const auto config = (dir.path() / (plugin + ".toml")).string();
+        test::write_file(config, "[plugins]\npaths = [\"" + manifests.string() +
+                                     "\"]\n[egress]\nplugin = \"" + plugin + "\"\n");
+        return test::run(cmd({"--config", config, "exec", "--backend", "opt-out", "--egress", item,
+                              "--", "/bin/true"}),
+                         env());
+    };
+    const auto refused = exec_with("egress-abi-1-7", "api.tea-evaluate.test:443@127.0.0.1");
+    EXPECT_EQ(refused.status, 12) << refused.err;
+    EXPECT_NE(refused.err.find("'egress-abi-1-7' implements ABI 1.7"), std::string::npos)
+        << refused.err;
+    EXPECT_NE(refused.err.find("api.tea-evaluate.test:443"), std::string::npos) << refused.err;
+    // The controls: the same plugin is sent an unpinned item, and a plugin of 1.8 the pinned one
+    // (the fixture then answers with no route, which stops the call otherwise).
+    for (const auto &[plugin, item] : std::vector<std::pair<std::string, std::string>>{
+             {"egress-abi-1-7", "api.tea-evaluate.test:443=127.0.0.1"},
+             {"good-egress", "api.tea-evaluate.test:443@127.0.0.1"}}) {
+        const auto sent = exec_with(plugin, item);
+        EXPECT_NE(sent.status, 12) << plugin << " " << item << "\n" << sent.err;
+        EXPECT_NE(sent.err.find("'" + plugin + "' returned an invalid route"), std::string::npos)
+            << plugin << " " << item << "\n"
+            << sent.err;
+    }
 }
 
 #ifdef TEA_STRACE_PLUGIN

@@ -1061,6 +1061,40 @@ TEST(Run, EgressRefusalsAreRecordedAndNamed) {
               "no-route\n");
 }
 
+// An entry's pinned item reaches run.json as written, with "pinned", and its calls connect to the
+// pinned address without resolving the made-up name: nothing listens on 127.0.0.1:9, so the
+// proxy's refusal is that the address cannot be reached, not that the name does not resolve.
+TEST(Run, APinnedEgressItemIsRecordedAndConnectedWithoutResolving) {
+    Project p{"egress-pin"};
+    const std::string target =
+        "#!/bin/sh\n"
+        "curl -s -o /dev/null -w '%{http_code}' -p -x \"$HTTPS_PROXY\" "
+        "https://api.tea-evaluate.test:9/ || true\n";
+    write_simple_evaluation(p, "", target);
+    p.write(".tea/evaluation.json",
+            R"({"registry": [{"interfaceId": "t", "executable": "t", "target": "bin/t",
+                 "maxElapsedMs": 60000,
+                 "egress": [{"host": "api.tea-evaluate.test", "port": 9,
+                             "pinned": ["127.0.0.1"]}]}],
+                "evaluator": {"command": ["evaluator/grade.sh"]}})");
+    p.commit();
+    const auto run = p.run();
+    ASSERT_EQ(run.status, 0) << run.err;
+    const auto dir = run_dir_of(run);
+    const auto record = read_json(dir / "run.json");
+    ASSERT_EQ(record["egress"].size(), 1U) << record["egress"].dump();
+    EXPECT_EQ(record["egress"][0]["items"][0], (nlohmann::json{{"host", "api.tea-evaluate.test"},
+                                                               {"port", 9},
+                                                               {"addresses", {"127.0.0.1"}},
+                                                               {"pinned", true}}));
+    ASSERT_EQ(record["egressRefusals"].size(), 1U) << record.dump(2);
+    const auto &refusal = record["egressRefusals"][0]["refusals"][0];
+    EXPECT_EQ(refusal["status"], 502);
+    EXPECT_NE(refusal["reason"].get<std::string>().find("127.0.0.1"), std::string::npos) << refusal;
+    EXPECT_EQ(refusal["reason"].get<std::string>().find("resolve"), std::string::npos) << refusal;
+    expect_schema_valid(dir / "run.json", "run.schema.json");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Logins (docs/logins.md), with the real claude and codex adapters.
 

@@ -1,7 +1,9 @@
 // The egress plugin "connect": one CONNECT proxy per call that lists egress items, served on a
 // Unix socket in a directory the core makes for the call, and ended with the call.
 //
-// open   {"entry": name, "items": [{"host", "port", "addresses"?}], "socketDir": path}
+// open   {"entry": name, "items": [{"host", "port", "addresses"?, "pinned"?}], "socketDir": path}
+//        An item with "pinned": true is connected to its addresses, in order, without resolving
+//        its host (ABI 1.8).
 //        -> {"socket": path, "port": P, "shim": path, "env": {NAME: VALUE}}
 //        The shim (tea-egress-shim, shipped beside the sandbox helper) is what the backend runs
 //        inside the confinement to listen on 127.0.0.1:P and carry each connection to the socket.
@@ -90,7 +92,7 @@ std::vector<tea::egress::EgressItem> parse_items(const json &doc) {
     if (!doc.contains("items") || !doc["items"].is_array() || doc["items"].empty() ||
         doc["items"].size() > kMaxItems) {
         throw tea::sdk::Invalid("items: expected an array of 1 to " + std::to_string(kMaxItems) +
-                                " {\"host\", \"port\", \"addresses\"} items");
+                                " {\"host\", \"port\", \"addresses\", \"pinned\"} items");
     }
     std::vector<tea::egress::EgressItem> items;
     for (std::size_t i = 0; i < doc["items"].size(); ++i) {
@@ -118,8 +120,14 @@ std::vector<tea::egress::EgressItem> parse_items(const json &doc) {
                 out.addresses.push_back(a.get<std::string>());
             }
         }
+        if (item.contains("pinned")) {
+            if (!item["pinned"].is_boolean()) {
+                throw tea::sdk::Invalid(where + "pinned: expected true or false");
+            }
+            out.pinned = item["pinned"].get<bool>();
+        }
         for (const auto &[key, value] : item.items()) {
-            if (key != "host" && key != "port" && key != "addresses") {
+            if (key != "host" && key != "port" && key != "addresses" && key != "pinned") {
                 throw tea::sdk::Invalid(where + key + ": unknown field");
             }
         }
@@ -218,4 +226,4 @@ class Connect {
 
 }  // namespace
 
-TEA_SDK_EGRESS_PLUGIN(Connect, "connect", "1.0.0", TEA_ABI_1_6)
+TEA_SDK_EGRESS_PLUGIN(Connect, "connect", "1.0.0", TEA_ABI_1_8)

@@ -237,6 +237,21 @@ Policy::Policy(std::string entry, std::vector<EgressItem> items, Resolver resolv
             }
             parsed.addresses.push_back(*address);
         }
+        if (item.pinned && parsed.addresses.empty()) {
+            throw std::invalid_argument(describe_item(entry_, item) + ": pinned to no address");
+        }
+        // A host spelled as one address tunnelled to another would record a destination the
+        // tunnel never reached.
+        if (const auto literal = SocketAddress::parse(item.host, 0); item.pinned && literal) {
+            for (const SocketAddress &address : parsed.addresses) {
+                if (!literal->same_host(address)) {
+                    throw std::invalid_argument(describe_item(entry_, item) +
+                                                ": the host is an address and cannot be pinned "
+                                                "to another (" +
+                                                address.text() + ")");
+                }
+            }
+        }
         item.host = std::move(*host);
         for (const Item &earlier : parsed_) {
             if (earlier.spelled.host == item.host && earlier.spelled.port == item.port) {
@@ -281,6 +296,16 @@ Decision Policy::decide(const Authority &target) const {
         if (candidate.spelled.host == target.host && candidate.spelled.port == target.port) {
             item = &candidate;
         }
+    }
+    if (item->spelled.pinned) {
+        // The operator named the addresses: a made-up name (a local stand-in of an API) has
+        // nothing to resolve, and a name that does resolve must not be moved by DNS.
+        for (SocketAddress address : item->addresses) {
+            address.set_port(target.port);
+            decision.addresses.push_back(address);
+        }
+        decision.verdict = Decision::Verdict::allow;
+        return decision;
     }
     Resolution resolution = resolver_(target.host, target.port);
     if (resolution.status != Resolution::Status::ok) {

@@ -18,8 +18,10 @@ namespace tea::egress {
 struct EgressItem {
     std::string host;  // a name, or an IPv6 literal with or without brackets
     std::uint16_t port = 0;
-    // The resolved addresses the proxy may connect to; empty: any address the name resolves to.
+    // Not pinned: the resolved addresses the proxy may connect to (empty: any address the name
+    // resolves to). Pinned: the addresses it connects to, in order, never resolving the host.
     std::vector<std::string> addresses;
+    bool pinned = false;
 };
 
 // One IPv4 or IPv6 socket address (the port included).
@@ -87,7 +89,8 @@ struct Decision {
 class Policy {
    public:
     // Throws std::invalid_argument naming the entry and the item when an item's host, port or
-    // address is spelled otherwise than the rules allow, or a host:port is listed twice.
+    // address is spelled otherwise than the rules allow, a host:port is listed twice, or a pin
+    // has no address or moves a host spelled as an address to another.
     Policy(std::string entry, std::vector<EgressItem> items,
            Resolver resolver = resolve_with_getaddrinfo,
            LocalAddresses local_addresses = addresses_of_this_host);
@@ -103,8 +106,9 @@ class Policy {
     // a name that is not listed never reaches a resolver.
     std::optional<std::string> refuse_unlisted(const Authority &target) const;
 
-    // Refuses an unlisted target without resolving; resolves a listed one and keeps only the
-    // addresses its item names. Blocks for as long as the resolver does.
+    // Refuses an unlisted target without resolving; allows a pinned one its pinned addresses
+    // without resolving; resolves any other listed one and keeps only the addresses its item
+    // names. Blocks for as long as the resolver does.
     Decision decide(const Authority &target) const;
 
    private:

@@ -210,7 +210,7 @@ TEST_F(EvaluationTest, AnUnknownFieldNamesTheFieldsThereAndTheOneMeant) {
     EXPECT_TRUE(
         has(loaded, kEval, "entry 'greeter' field 'maxElapsed'", "did you mean 'maxElapsedMs'?"));
     EXPECT_TRUE(has(loaded, kEval, "entry 'greeter' field 'egress[0].prot'",
-                    "(fields here: host, port, addresses); did you mean 'port'?"));
+                    "(fields here: host, port, addresses, pinned); did you mean 'port'?"));
     EXPECT_TRUE(has(loaded, kEval, "evaluator field 'comand'",
                     "(fields here: command, maxElapsedMs); did you mean 'command'?"));
     EXPECT_TRUE(has(loaded, kEval, "field 'budgets.memoryByte'", "did you mean 'memoryBytes'?"));
@@ -321,6 +321,24 @@ TEST_F(EvaluationTest, EgressItemsAreRefused) {
         {{{"host", "api.example.com"}, {"port", 443}, {"addresses", {"10.0.0.300"}}},
          "egress[0].addresses[0]",
          "not an IPv4 or IPv6"},
+        {{{"host", "api.example.com"},
+          {"port", 443},
+          {"addresses", {"127.0.0.1"}},
+          {"pinned", {"127.0.0.1"}}},
+         "egress[0].pinned",
+         "excludes 'addresses'"},
+        {{{"host", "api.example.com"}, {"port", 443}, {"pinned", json::array()}},
+         "egress[0].pinned",
+         "at least one address"},
+        {{{"host", "api.example.com"}, {"port", 443}, {"pinned", {"localhost"}}},
+         "egress[0].pinned",
+         "not a literal IPv4 or IPv6"},
+        {{{"host", "api.example.com"}, {"port", 443}, {"pinned", "127.0.0.1"}},
+         "egress[0].pinned",
+         "array of strings"},
+        {{{"host", "192.0.2.7"}, {"port", 443}, {"pinned", {"127.0.0.1"}}},
+         "egress[0].pinned",
+         "cannot be pinned to another"},
     };
     for (const auto &c : cases) {
         entry()["egress"] = json::array({c.item});
@@ -328,6 +346,20 @@ TEST_F(EvaluationTest, EgressItemsAreRefused) {
         EXPECT_TRUE(has(loaded, kEval, "entry 'greeter' field '" + c.field + "'", c.message))
             << c.item.dump();
     }
+}
+
+TEST_F(EvaluationTest, EgressPinnedItemIsReadWithItsAddressesInOrder) {
+    entry()["egress"] = json::parse(R"([{"host": "api.tea-evaluate.test", "port": 8443,
+                                         "pinned": ["127.0.0.1", "::1"]},
+                                        {"host": "a.example", "port": 443,
+                                         "addresses": ["192.0.2.1"]}])");
+    const auto loaded = load_doc();
+    ASSERT_TRUE(loaded.problems.empty()) << all(loaded);
+    const auto &egress = loaded.evaluation.registry.at(0).egress;
+    ASSERT_EQ(egress.size(), 2U);
+    EXPECT_TRUE(egress[0].pinned);
+    EXPECT_EQ(egress[0].addresses, (std::vector<std::string>{"127.0.0.1", "::1"}));
+    EXPECT_FALSE(egress[1].pinned);
 }
 
 TEST_F(EvaluationTest, EgressHostAndPortTwiceIsRefused) {

@@ -557,6 +557,43 @@ TEST(Policy, UnlistedTargetsNeverReachTheResolver) {
     EXPECT_EQ(listed.addresses[0].port(), 443);
 }
 
+TEST(Policy, APinnedItemIsNeverResolved) {
+    FakeResolver fake;  // knows no name: a made-up host does not resolve
+    const Policy policy("agent",
+                        {{"api.tea-evaluate.test", 443, {"127.0.0.2", "::1", "127.0.0.1"}, true}},
+                        fake.get());
+    const Decision pinned = policy.decide({"api.tea-evaluate.test", 443, false});
+    ASSERT_EQ(pinned.verdict, Decision::Verdict::allow) << pinned.reason;
+    ASSERT_EQ(pinned.addresses.size(), 3u);
+    EXPECT_EQ(pinned.addresses[0].text(), "127.0.0.2");
+    EXPECT_EQ(pinned.addresses[1].text(), "::1");
+    EXPECT_EQ(pinned.addresses[2].text(), "127.0.0.1");
+    EXPECT_EQ(pinned.addresses[2].port(), 443);
+    // The pin opens its own host and port only, and never resolves another name.
+    EXPECT_EQ(policy.decide({"other.tea-evaluate.test", 443, false}).verdict,
+              Decision::Verdict::refuse);
+    EXPECT_EQ(policy.decide({"api.tea-evaluate.test", 8443, false}).verdict,
+              Decision::Verdict::refuse);
+    EXPECT_EQ(policy.decide({"127.0.0.1", 443, false}).verdict, Decision::Verdict::refuse);
+    EXPECT_EQ(fake.calls->load(), 0);
+    // The control: the same addresses as a filter resolve the name, which does not resolve.
+    const Policy filter("agent", {{"api.tea-evaluate.test", 443, {"127.0.0.1"}}}, fake.get());
+    EXPECT_EQ(filter.decide({"api.tea-evaluate.test", 443, false}).verdict,
+              Decision::Verdict::unresolved);
+    EXPECT_EQ(fake.calls->load(), 1);
+}
+
+TEST(Policy, RefusesBadPins) {
+    const auto make = [](EgressItem item) { return Policy("e", {std::move(item)}); };
+    EXPECT_THROW(make({"api.example.com", 443, {}, true}), std::invalid_argument);
+    EXPECT_THROW(make({"api.example.com", 443, {"api.example.net"}, true}), std::invalid_argument);
+    EXPECT_THROW(make({"127.0.0.1", 443, {"127.0.0.2"}, true}), std::invalid_argument);
+    EXPECT_THROW(make({"::1", 443, {"127.0.0.1"}, true}), std::invalid_argument);
+    // Positive control: a name pinned to loopback, and an address pinned to itself.
+    EXPECT_NO_THROW(make({"api.example.com", 443, {"127.0.0.1", "::1"}, true}));
+    EXPECT_NO_THROW(make({"127.0.0.1", 443, {"127.0.0.1"}, true}));
+}
+
 TEST(Policy, KeepsOnlyTheAddressesTheItemNames) {
     FakeResolver fake;
     fake.names["pinned.example"] = {"192.0.2.1", "::ffff:192.0.2.2", "2001:db8::3"};
@@ -909,6 +946,24 @@ TEST(ConnectProxy, TriesEachAllowedAddressThen502) {
     EXPECT_NE(response.find("127.0.0.2"), std::string::npos) << response;
     EXPECT_NE(response.find("127.0.0.3"), std::string::npos) << response;
     EXPECT_EQ(proxy.records().tunnels_opened, 1u);
+}
+
+TEST(ConnectProxy, TunnelsAPinnedMadeUpNameToItsAddressesInOrder) {
+    EchoServer echo;  // on 127.0.0.1 only: 127.0.0.2, tried first, refuses the connection
+    FakeResolver fake;
+    const std::string target = "api.tea-evaluate.test:" + std::to_string(echo.port());
+    RunningProxy pinned(
+        Policy("agent", {{"api.tea-evaluate.test", echo.port(), {"127.0.0.2", "127.0.0.1"}, true}},
+               fake.get()));
+    EXPECT_GE(open_echo_tunnel(pinned.socket(), target).get(), 0);
+    EXPECT_EQ(fake.calls->load(), 0);
+    EXPECT_TRUE(pinned.records().refusals.empty());
+    // The control: the same item as a filter asks the resolver, and the made-up name gets 502.
+    RunningProxy filter(
+        Policy("agent", {{"api.tea-evaluate.test", echo.port(), {"127.0.0.1"}}}, fake.get()));
+    EXPECT_EQ(status_line(ask(filter.socket(), connect_head(target))), "HTTP/1.1 502 Bad Gateway");
+    EXPECT_EQ(fake.calls->load(), 1);
+    EXPECT_EQ(echo.accepted(), 1);
 }
 
 TEST(ConnectProxy, TunnelsToAnIpv6Literal) {

@@ -44,6 +44,9 @@ def relay_sockets():
     return found
 )PY";
 
+// A name no resolver knows (.test is reserved for testing): reached only through a pin.
+constexpr const char *made_up_host = "api.tea-evaluate.test";
+
 class Egress : public Confinement {
    protected:
     void SetUp() override {
@@ -58,10 +61,11 @@ class Egress : public Confinement {
         fs::permissions(dir, fs::perms{0755});
         cert_ = dir / "cert.pem";
         key_ = dir / "key.pem";
-        const auto made = run_direct({"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048",
-                                      "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1", "-addext",
-                                      "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout",
-                                      key_.string(), "-out", cert_.string()});
+        const auto made = run_direct(
+            {"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+             "-subj", "/CN=127.0.0.1", "-addext",
+             "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:" + std::string{made_up_host},
+             "-keyout", key_.string(), "-out", cert_.string()});
         ASSERT_EQ(made.status, 0) << made;
         fs::permissions(cert_, fs::perms{0644});
     }
@@ -300,6 +304,76 @@ TEST_F(Egress, ANameThatResolvesToAnAddressTheItemDoesNotNameIsRefused) {
         run({.command = curl(url), .options = {"--egress", item + "=127.0.0.1,::1"}});
     EXPECT_EQ(allowed.status, 0) << allowed;
     EXPECT_NE(allowed.out.find("tea-tls-ok"), std::string::npos) << allowed;
+}
+
+TEST_F(Egress, APinnedMadeUpNameReachesTheServerItIsPinnedTo) {
+    const int port = serve("tls");
+    const auto url = "https://" + std::string{made_up_host} + ":" + std::to_string(port) + "/";
+    const auto item = std::string{made_up_host} + ":" + std::to_string(port);
+    const auto pinned =
+        run({.command = curl(url), .options = {"--json", "--egress", item + "@127.0.0.1"}});
+    EXPECT_EQ(pinned.status, 0) << pinned;
+    // Under --json the target's output goes to stderr.
+    EXPECT_NE(pinned.err.find("tea-tls-ok"), std::string::npos) << pinned;
+    const auto doc = record(pinned);
+    ASSERT_TRUE(doc.is_object()) << pinned;
+    EXPECT_TRUE(doc["egressRefusals"].empty()) << doc;
+    ASSERT_EQ(doc["egress"].size(), 1U) << doc;
+    EXPECT_EQ(doc["egress"][0], (json{{"host", made_up_host},
+                                      {"port", port},
+                                      {"addresses", {"127.0.0.1"}},
+                                      {"pinned", true}}))
+        << doc;
+    // The control: the same address as a filter leaves the name to the resolver, which does not
+    // know it.
+    const auto filtered =
+        run({.command = curl(url), .options = {"--json", "--egress", item + "=127.0.0.1"}});
+    EXPECT_NE(filtered.status, 0) << filtered;
+    EXPECT_EQ(filtered.err.find("tea-tls-ok"), std::string::npos) << filtered;
+    const auto refused = record(filtered);
+    ASSERT_TRUE(refused.is_object()) << filtered;
+    ASSERT_EQ(refused["egressRefusals"].size(), 1U) << refused;
+    EXPECT_EQ(refused["egressRefusals"][0]["status"], 502) << refused;
+    EXPECT_EQ(refused["egressRefusals"][0]["host"], made_up_host) << refused;
+}
+
+TEST_F(Egress, APinOpensItsOwnHostOnly) {
+    const int port = serve("tls");
+    const auto item = std::string{made_up_host} + ":" + std::to_string(port) + "@127.0.0.1";
+    // Another name, and the pinned address itself, on the same port: neither is listed.
+    const auto other = "https://other.tea-evaluate.test:" + std::to_string(port) + "/";
+    const auto refused = run({.command = {"/bin/sh", "-c",
+                                          "\"$0\" -sS --max-time 20 -k \"$1\"; "
+                                          "\"$0\" -sS --max-time 20 --cacert \"$2\" \"$3\"",
+                                          "/usr/bin/curl", other, cert_.string(), https_url(port)},
+                              .options = {"--json", "--egress", item}});
+    EXPECT_EQ(refused.err.find("tea-tls-ok"), std::string::npos) << refused;
+    const auto doc = record(refused);
+    ASSERT_TRUE(doc.is_object()) << refused;
+    ASSERT_EQ(doc["egressRefusals"].size(), 2U) << doc;
+    for (const auto &r : doc["egressRefusals"]) {
+        EXPECT_EQ(r["status"], 403) << doc;
+        EXPECT_NE(r["reason"].get<std::string>().find("not listed"), std::string::npos) << doc;
+    }
+}
+
+TEST_F(Egress, AMalformedPinStopsTheCallBeforeAnythingRuns) {
+    const auto marker = workspace() / "ran";
+    const std::vector<std::string> touch{"/usr/bin/touch", marker.string()};
+    for (const std::string bad :
+         {"api.tea-evaluate.test:443@", "api.tea-evaluate.test:443@notanip",
+          "api.tea-evaluate.test:443@1.2.3.4,", "api.tea-evaluate.test:443@1.2.3.4=5.6.7.8",
+          "127.0.0.1:443@192.0.2.1"}) {
+        const auto r = run({.command = touch, .options = {"--egress", bad}});
+        EXPECT_EQ(r.status, 2) << bad << "\n" << r;
+        EXPECT_NE(r.err.find("--egress " + bad), std::string::npos) << bad << "\n" << r;
+        EXPECT_FALSE(fs::exists(marker)) << bad;
+    }
+    // Positive control: a well-formed pin, and the same command runs.
+    const auto ok =
+        run({.command = touch, .options = {"--egress", "api.tea-evaluate.test:443@127.0.0.1"}});
+    EXPECT_EQ(ok.status, 0) << ok;
+    EXPECT_TRUE(fs::exists(marker)) << ok;
 }
 
 TEST_F(Egress, ADirectConnectFromInsideFindsNothing) {
