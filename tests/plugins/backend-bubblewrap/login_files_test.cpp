@@ -276,6 +276,24 @@ TEST_F(Confinement, ALoginIsShownToTheCallsOwnIdentity) {
     EXPECT_FALSE(tree_holds(made.home(), content.substr(0, 40)));
 }
 
+// More files than any login has, or a place the confinement refuses to carry, is refused before
+// anything runs.
+TEST_F(Confinement, LoginFilesTheViewCannotCarryAreRefused) {
+    auto spec = target_spec({"/bin/true"});
+    for (int i = 0; i <= 16; ++i) {
+        spec.login_files.push_back({".claude/file-" + std::to_string(i), "x"});
+    }
+    const auto many = run_spec(spec, Backend::bubblewrap, true);
+    EXPECT_EQ(many.status, 12) << many;
+    EXPECT_NE(many.err.find("17 login files"), std::string::npos) << many;
+    spec.login_files.resize(16);
+    EXPECT_EQ(run_spec(spec, Backend::bubblewrap, true).status, 0) << "the control: 16 plan";
+    spec.login_files = {{".claude/a'quote", "x"}};
+    const auto quoted = run_spec(spec, Backend::bubblewrap, true);
+    EXPECT_EQ(quoted.status, 12) << quoted;
+    EXPECT_NE(quoted.err.find("login file path holds a quote"), std::string::npos) << quoted;
+}
+
 // A login is the target's: a grader's spec that names one is refused.
 TEST_F(Confinement, AGraderTakesNoLogin) {
     auto spec = grader_spec({"/bin/true"}, {});
