@@ -16,6 +16,11 @@ audit::Grants call_grants(const exec::LaunchSpec &spec, const exec::ExecPlan &pl
         g.runtime = {spec.runtime_prefix};
     }
     g.system_paths = spec.system_paths;
+    // A login's files shown read-only in the home: the target reads them (the home grants that),
+    // and a CLI refreshing its token is refused there by design, which is no attempt to list.
+    for (const auto &file : spec.login_files) {
+        g.read_only_logins.push_back((std::filesystem::path{spec.home} / file.home_path).string());
+    }
     // The launch spec's read-only grants (a trial's private repository) are readable; one that
     // lies under the private root is excepted from it, as the home is.
     g.system_paths.insert(g.system_paths.end(), spec.read_only.begin(), spec.read_only.end());

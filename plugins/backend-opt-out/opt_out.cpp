@@ -36,6 +36,8 @@ class OptOut {
         plan.env = spec.env;
         plan.cwd = spec.cwd;
         plan.confinement = "opt-out";
+        // loginFiles (ABI 1.8) is ignored: the target keeps the host's HOME and reads a login's
+        // files where the user keeps them; there is no private home to show them in.
         if (!spec.unmade.empty()) {
             // The target keeps the host's environment, so nothing of it names the call's
             // directories: there is nothing to make.
@@ -51,4 +53,4 @@ class OptOut {
 
 }  // namespace
 
-TEA_SDK_BACKEND_PLUGIN(OptOut, "opt-out", "1.0.0", TEA_ABI_1_6)
+TEA_SDK_BACKEND_PLUGIN(OptOut, "opt-out", "1.0.0", TEA_ABI_1_8)

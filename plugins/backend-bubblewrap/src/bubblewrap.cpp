@@ -5,6 +5,7 @@
 //
 // One mechanism per file: settings.cpp (the [plugin.bubblewrap] table), probe.cpp,
 // target_call.cpp (a target's spec checked, and what follows from it), environment.cpp,
+// login_files.cpp (a login's files shown read-only in the home),
 // reach.cpp (what the target's identity can reach), view_list.cpp and socket_masks.cpp (the
 // view), target_plan.cpp and grader_plan.cpp (plan assembly), command_line.cpp (bwrap's and its
 // helpers' command lines), descriptors.hpp (the numbers the plan's files take).
@@ -66,4 +67,4 @@ class Bubblewrap {
 
 }  // namespace
 
-TEA_SDK_BACKEND_PLUGIN(Bubblewrap, "bubblewrap", "1.0.0", TEA_ABI_1_6)
+TEA_SDK_BACKEND_PLUGIN(Bubblewrap, "bubblewrap", "1.0.0", TEA_ABI_1_8)

@@ -31,6 +31,9 @@ enum class Descriptor : int {
     view = 18,
     // The view builder, open like the helper.
     view_builder = 19,
+    // (ABI 1.8) The first of a login's files, each a sealed copy of what the host read that bwrap
+    // shows read-only in the home (login_files.hpp); the others follow it, one number each.
+    login_files = 20,
 };
 
 constexpr int number(Descriptor d) {

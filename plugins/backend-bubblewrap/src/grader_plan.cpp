@@ -31,6 +31,12 @@ documents::ExecPlan grader_plan(const Settings &settings, const documents::Launc
     if (!spec.egress.socket.empty()) {
         throw tea::sdk::Invalid("a grader keeps the host's network and takes no egress route");
     }
+    // A login is the target's: a grader shown one would hand the evaluation layer a credential
+    // no entry granted it.
+    if (!spec.login_files.empty()) {
+        throw tea::sdk::Invalid("a grader takes no login; loginFiles names " +
+                                spec.login_files.front().home_path);
+    }
     if (!spec.read_only_over.empty()) {
         throw tea::sdk::Invalid("a grader sees the host's own files; nothing is shown over " +
                                 spec.read_only_over.front().destination);

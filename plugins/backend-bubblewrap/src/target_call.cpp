@@ -7,6 +7,7 @@
 #include <tea/plugin.hpp>
 
 #include "environment.hpp"
+#include "login_files.hpp"
 #include "path_checks.hpp"
 #include "paths.hpp"
 #include "reach.hpp"
@@ -136,6 +137,7 @@ TargetCall target_call(const Settings &settings, const documents::LaunchSpec &sp
         }
     }
     check_reachable(call);
+    check_login_files(call);
 
     call.env = target_environment(spec, temp_mount);
     const auto limit = [](std::uint64_t spec_value, std::uint64_t fallback) {
@@ -163,7 +165,9 @@ TargetCall target_call(const Settings &settings, const documents::LaunchSpec &sp
     for (const auto &dir : call.private_temp.replaced()) {
         call.writable.push_back(dir);
     }
-    call.by_view_builder = !call.start.empty() && !spec.observed;
+    // The view builder makes no file of given content: a call with a login's files is built by
+    // bwrap itself (--ro-bind-data), unstaged.
+    call.by_view_builder = !call.start.empty() && !spec.observed && spec.login_files.empty();
     call.staged = spec.staged && call.by_view_builder;
     return call;
 }

@@ -7,6 +7,7 @@
 
 #include "command_line.hpp"
 #include "descriptors.hpp"
+#include "login_files.hpp"
 #include "seccomp_program.hpp"  // generated from helper/seccomp_rules.cpp at build time
 #include "view_list.hpp"
 
@@ -51,6 +52,9 @@ void start_by_holder(const Settings &settings, const TargetCall &call,
         "/",
         {target_args_file(args), seccomp_file(), program_file(Descriptor::helper, helper)},
         number(Descriptor::holder_handoff)};
+    // bwrap, the holder, reads the login's files while it builds the view.
+    const auto logins = login_plan_files(call);
+    plan.holder->files.insert(plan.holder->files.end(), logins.begin(), logins.end());
     plan.handoff_fd = number(Descriptor::handoff);
     // Run through its descriptor, as inside: the sandbox identity may not search the directories
     // the runtime is installed in.
@@ -132,6 +136,8 @@ void start_by_launcher(const TargetCall &call, std::vector<std::string> args, Ex
     plan.argv.insert(plan.argv.end(), spec.argv.begin(), spec.argv.end());
     plan.files = {content_file(Descriptor::env, join_nul(call.env)), target_args_file(args),
                   program_file(Descriptor::helper, helper), seccomp_file()};
+    const auto logins = login_plan_files(call);
+    plan.files.insert(plan.files.end(), logins.begin(), logins.end());
     if (!call.egress_dir.empty()) {
         plan.files.push_back(program_file(Descriptor::shim, spec.egress.shim));
     }

@@ -5,6 +5,7 @@
 #include <system_error>
 #include <tea/plugin.hpp>
 
+#include "login_files.hpp"
 #include "path_checks.hpp"
 #include "paths.hpp"
 #include "socket_masks.hpp"
@@ -140,6 +141,10 @@ TargetView target_view(const Settings &settings, const TargetCall &call) {
     call_dir(spec.temp_dir, temp_mount);
     add({"--size", "65536", "--tmpfs", private_root});
     call_dir(spec.home, spec.home);
+    // Inside the home's own mount, whichever it is: the directories bwrap makes on the way
+    // (.claude) are the target's to write in.
+    const auto logins = login_file_options(call);
+    view.insert(view.end(), logins.begin(), logins.end());
     if (workspace_in_root) {
         // After the cover, or the cover would hide it; the run's other directories stay hidden.
         add({"--bind", spec.workspace, spec.workspace});

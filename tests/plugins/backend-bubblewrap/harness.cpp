@@ -524,6 +524,21 @@ Result Confinement::run_spec(const std::string &spec_json, Backend backend, bool
     return plan_call(spec_json, backend, plan_only, staged_cut).wait();
 }
 
+Result Confinement::run_session(const tea::exec::LaunchSpec &spec, const std::string &observer,
+                                const std::string &config) {
+    const auto file = base_ / ("spec-" + std::to_string(++specs_) + ".json");
+    make_file(file, tea::exec::to_json(spec), 0644);
+    std::vector<std::string> argv = launcher_;
+    const auto runtime = runtime_wrapper();
+    argv.insert(argv.end(), runtime.begin(), runtime.end());
+    argv.insert(argv.end(),
+                {TEA_PLAN_CALL_BIN, "--session", "bubblewrap", observer, file.string()});
+    if (!config.empty()) {
+        argv.push_back(write_config(config));
+    }
+    return Process{argv, base_env_, {}, base_}.wait();
+}
+
 Process Confinement::start_spec(const tea::exec::LaunchSpec &spec, Backend backend) {
     return plan_call(tea::exec::to_json(spec), backend, false, std::nullopt);
 }

@@ -156,6 +156,12 @@ class Confinement : public ::testing::Test {
                     bool plan_only = false, std::optional<long> staged_cut = std::nullopt);
     Result run_spec(const tea::exec::LaunchSpec &spec, Backend backend = Backend::bubblewrap,
                     bool plan_only = false, std::optional<long> staged_cut = std::nullopt);
+    // The spec's call made through the runtime's own session (tea-plan-call --session): the
+    // observer ("strace" or "none") confirmed and wrapped around the plan, the audit judged with
+    // the call's grants and printed on stderr as "AUDIT:<json>"; `config`, when set, the TOML of
+    // a configuration file.
+    Result run_session(const tea::exec::LaunchSpec &spec, const std::string &observer = "strace",
+                       const std::string &config = "");
     // The same, started: for a test that ends tea-plan-call (the runtime of the call) itself.
     Process start_spec(const tea::exec::LaunchSpec &spec, Backend backend = Backend::bubblewrap);
     // A target's launch spec as an unaudited exec sends it: the fixture's workspace, the call's

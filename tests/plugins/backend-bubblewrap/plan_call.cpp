@@ -4,6 +4,12 @@
 // workspace under the private root.
 //
 //   tea-plan-call [--plan-only] [--staged CUT] BACKEND SPEC_FILE
+//   tea-plan-call --session BACKEND OBSERVER SPEC_FILE [CONFIG_FILE]
+//
+// --session makes the call through the runtime's own CallSession instead (the private root of
+// TEA_EVALUATE_PRIVATE_ROOT, the observer confirmed and wrapped around the plan, the audit judged
+// with the call's grants) and prints the judged audit on stderr as one line "AUDIT:<json>"; the
+// status is the call's. For a launch spec the command line cannot fill yet (loginFiles).
 //
 // The plan's output is the process's own; its status is the exit status. --plan-only prints the
 // plan instead of running it. --staged runs it as the session runs an unaudited call (ABI 1.5):
@@ -23,9 +29,13 @@
 #include <string>
 #include <vector>
 
+#include "audit/observation.hpp"
+#include "call/session.hpp"
+#include "config/config.hpp"
 #include "exec/call_runner.hpp"
 #include "exec/exec_plan.hpp"
 #include "exec/lending.hpp"
+#include "files/private_dirs.hpp"
 #include "plugins/loader.hpp"
 #include "support/process.hpp"
 #include "util/runtime_paths.hpp"
@@ -107,10 +117,43 @@ int run(bool plan_only, std::optional<long> staged_cut, const std::string &backe
     return result.status();
 }
 
+int run_session(const std::string &backend, const std::string &observer,
+                const std::string &spec_file, const std::string &config_file) {
+    tea::config::Sources sources;
+    sources.read_user_file = false;
+    if (!config_file.empty()) {
+        sources.explicit_file = config_file;
+    }
+    sources.backend_flag = backend;
+    sources.observer_flag = observer;
+    auto paths =
+        tea::RuntimePaths::for_prefix(fs::path{TEA_EVALUATE_BIN}.parent_path().parent_path());
+    auto registry = tea::plugins::Registry::discover({paths.manifest_dir}, paths.plugin_libdir);
+    tea::call::CallSession session{
+        tea::call::Runtime{tea::config::load(sources), std::move(paths), std::move(registry)},
+        tea::files::default_private_root()};
+    tea::exec::RunOptions options;
+    options.timeout = std::chrono::seconds{60};
+    options.out.tee_fd = STDOUT_FILENO;
+    options.err.tee_fd = STDERR_FILENO;
+    const auto outcome =
+        session.call(tea::exec::launch_spec_from_json(tea::test::read_file(spec_file)), options);
+    std::cerr << "AUDIT:" << tea::audit::to_json(outcome.audit).dump() << '\n';
+    return outcome.status;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
     std::vector<std::string> args(argv + 1, argv + argc);
+    if ((args.size() == 4 || args.size() == 5) && args[0] == "--session") {
+        try {
+            return run_session(args[1], args[2], args[3], args.size() == 5 ? args[4] : "");
+        } catch (const std::exception &e) {
+            std::cerr << "tea-plan-call: " << e.what() << '\n';
+            return 12;
+        }
+    }
     const bool plan_only = !args.empty() && args[0] == "--plan-only";
     if (plan_only) {
         args.erase(args.begin());
@@ -126,7 +169,8 @@ int main(int argc, char **argv) {
         args.erase(args.begin(), args.begin() + 2);
     }
     if (args.size() != 2) {
-        std::cerr << "usage: tea-plan-call [--plan-only] [--staged CUT] BACKEND SPEC_FILE\n";
+        std::cerr << "usage: tea-plan-call [--plan-only] [--staged CUT] BACKEND SPEC_FILE\n"
+                     "       tea-plan-call --session BACKEND OBSERVER SPEC_FILE [CONFIG_FILE]\n";
         return 2;
     }
     try {
