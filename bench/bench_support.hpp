@@ -15,7 +15,9 @@
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
+#include <initializer_list>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -126,6 +128,24 @@ inline std::string cpu_pressure() {
     std::string text{buffer, n > 0 ? static_cast<std::size_t>(n) : 0};
     text = text.substr(0, text.find('\n'));
     return text.empty() ? "unknown" : text;
+}
+
+// Reads "--name N" pairs into the numbers they name; false, having said which, at a name that is
+// not among `options`.
+inline bool read_numeric_options(
+    int argc, char **argv,
+    std::initializer_list<std::pair<std::string_view, std::size_t *>> options) {
+    for (int i = 1; i + 1 < argc; i += 2) {
+        const std::string_view flag = argv[i];
+        const auto *option = std::find_if(options.begin(), options.end(),
+                                          [&](const auto &known) { return known.first == flag; });
+        if (option == options.end()) {
+            std::fprintf(stderr, "unknown option %s\n", argv[i]);
+            return false;
+        }
+        *option->second = std::strtoull(argv[i + 1], nullptr, 10);
+    }
+    return true;
 }
 
 inline double median(std::vector<double> v) {

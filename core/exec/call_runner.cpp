@@ -244,6 +244,7 @@ void StartedCall::State::start_plan() {
         child_ends[i].reset(p[1]);
         captures[i].spec = specs[i];
         captures[i].file = open_capture_file(*specs[i]);
+        captures[i].start_redacting();
         ::fcntl(captures[i].pipe.get(), F_SETFL, O_NONBLOCK);
     }
     show_on_terminals(captures, terminal_lines);

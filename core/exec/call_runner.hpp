@@ -13,12 +13,19 @@
 #include "exec/call_cgroup.hpp"
 #include "exec/exec_plan.hpp"
 
+namespace tea::redaction {
+class SecretMatcher;  // redaction/secret_matcher.hpp
+}  // namespace tea::redaction
+
 namespace tea::exec {
 
 struct OutputSpec {
     std::filesystem::path file;   // created (never overwritten); empty: not kept
-    std::uint64_t cap_bytes = 0;  // bytes kept in file; the rest is counted
+    std::uint64_t cap_bytes = 0;  // bytes kept in file, after redaction; the rest is counted
     int tee_fd = -1;              // also copied here when >= 0 (the runtime's own stdout)
+    // The secrets replaced by "[redacted]" before the stream reaches the file or the tee, a
+    // secret split across the target's writes included; null: none.
+    std::shared_ptr<const redaction::SecretMatcher> redact;
 };
 
 struct StdinSpec {
@@ -43,9 +50,10 @@ struct RunOptions {
 };
 
 struct StreamResult {
-    std::uint64_t total_bytes = 0;
-    std::uint64_t kept_bytes = 0;
-    bool truncated = false;
+    std::uint64_t total_bytes = 0;  // written by the target
+    std::uint64_t kept_bytes = 0;   // in the file, after redaction
+    bool truncated = false;         // the redacted stream was longer than the cap
+    std::uint64_t redactions = 0;   // markers that replaced a secret
 };
 
 struct CallResult {

@@ -1,6 +1,6 @@
-// The call's output as the runner captures it: each stream read from its pipe into a capped file
-// and, when asked, copied to the runtime's own stream (shown as text on a terminal,
-// exec/terminal_text.hpp).
+// The call's output as the runner captures it: each stream read from its pipe, redacted when asked
+// (redaction/stream_redactor.hpp), into a capped file and, when asked, copied to the runtime's own
+// stream (shown as text on a terminal, exec/terminal_text.hpp).
 #pragma once
 
 #include <sys/types.h>
@@ -8,13 +8,16 @@
 
 #include <array>
 #include <cerrno>
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "exec/call_runner.hpp"
 #include "exec/plan_descriptors.hpp"
 #include "exec/terminal_text.hpp"
+#include "redaction/stream_redactor.hpp"
 #include "util/fd.hpp"
 
 namespace tea::exec::detail {
@@ -37,7 +40,9 @@ struct TerminalLine {
     }
 };
 
-struct Capture {
+// One stream of the call: what the target writes is counted, redacted when the spec names
+// secrets, then kept in the capped file and copied to the tee.
+struct Capture final : redaction::ByteSink {
     UniqueFd pipe;
     UniqueFd file;
     const OutputSpec *spec = nullptr;
@@ -47,28 +52,55 @@ struct Capture {
     // forge or hide the runtime's lines (terminal_text.hpp). The file keeps them exact.
     std::optional<TerminalText> terminal;
     TerminalLine *line = nullptr;
+    // Stands between the pipe and both the file and the tee, so that neither sees a login's
+    // secret, whole or split across the target's writes; it holds back less than the longest one.
+    std::optional<redaction::StreamRedactor> redactor;
+    std::uint64_t delivered_bytes = 0;  // of the redacted stream
+
+    void start_redacting() {
+        if (spec->redact && !spec->redact->empty()) {
+            redactor.emplace(*spec->redact, *this);
+        }
+    }
 
     void consume(const char *data, std::size_t size) {
         result.total_bytes += size;
+        if (redactor) {
+            redactor->write({data, size});
+        } else {
+            write({data, size});
+        }
+    }
+
+    // The stream as it is kept and shown (redacted when the spec names secrets): the cap bounds
+    // these bytes, so a cut can shorten a marker but never leaves part of a secret.
+    void write(std::string_view bytes) override {
+        delivered_bytes += bytes.size();
         if (file) {
             const auto room = spec->cap_bytes - std::min(spec->cap_bytes, result.kept_bytes);
-            const auto keep = std::min<std::uint64_t>(room, size);
+            const auto keep = std::min<std::uint64_t>(room, bytes.size());
             if (keep > 0) {
-                write_all(file.get(), data, keep);
+                write_all(file.get(), bytes.data(), keep);
                 result.kept_bytes += keep;
             }
         }
-        if (result.total_bytes > spec->cap_bytes) {
+        if (delivered_bytes > spec->cap_bytes) {
             result.truncated = true;
         }
         if (spec->tee_fd < 0 || !tee_ok) {
             return;
         }
-        tee(terminal ? terminal->render({data, size}) : std::string_view{data, size});
+        tee(terminal ? terminal->render(bytes) : bytes);
     }
 
-    // What the terminal still holds back of a sequence cut at the stream's end, escaped.
+    // What the redactor held back (the stream's last bytes, which might have begun a secret that
+    // never came), then what the terminal still holds back of a sequence cut at the stream's end,
+    // escaped.
     void end_of_stream() {
+        if (redactor) {
+            redactor->finish();
+            result.redactions = redactor->redactions();
+        }
         if (terminal && spec->tee_fd >= 0 && tee_ok) {
             tee(terminal->finish());
         }

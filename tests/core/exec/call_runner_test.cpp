@@ -52,8 +52,8 @@ class CallRunner : public ::testing::Test {
     }
     RunOptions capture(std::uint64_t cap = 1 << 20) {
         RunOptions o;
-        o.out = {dir_ / "stdout", cap, -1};
-        o.err = {dir_ / "stderr", cap, -1};
+        o.out = {dir_ / "stdout", cap, -1, nullptr};
+        o.err = {dir_ / "stderr", cap, -1, nullptr};
         o.kill_grace = std::chrono::milliseconds{300};
         return o;
     }
