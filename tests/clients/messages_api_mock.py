@@ -17,11 +17,13 @@
 # that offers no tools (a side request of the client's own), with a short text. A BLOCK is
 # {"type": "text", "text": T} or {"type": "tool_use", "name": N, "input": {...}}. In a text,
 # {{authorization}} and {{x-api-key}} become the values of those request headers ("" when absent),
-# so a turn can show what credential the client sent.
+# so a turn can show what credential the client sent. A block {"type": "wait", "path": P} is no
+# part of the answer: the turn is held until P exists (at most 30 s), so a test can change
+# something on the host while the client is between two requests of one session.
 #
 # LOG gets one JSON object per line: {"kind": "request", "method", "path", "headers", "body",
 # "turn"} for each request to the api listener (body parsed when it is JSON), {"kind": "connect",
-# "target", "allowed"} for each CONNECT.
+# "target", "allowed"} for each CONNECT, {"kind": "error", "error"} for a request the mock failed.
 import argparse
 import http.server
 import json
@@ -30,6 +32,8 @@ import select
 import socket
 import ssl
 import threading
+import time
+import traceback
 
 parser = argparse.ArgumentParser()
 for name in ("host", "script", "log", "cert", "key", "ports"):
@@ -54,6 +58,15 @@ def fill(text, headers):
     return text
 
 
+def wait_for(path, seconds=30):
+    deadline = time.monotonic() + seconds
+    while not os.path.exists(path):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
 def answer_blocks(body, headers):
     """The content blocks of the answer to a Messages request, and its turn (None: no turn)."""
     if not body.get("tools"):
@@ -63,7 +76,10 @@ def answer_blocks(body, headers):
         return [{"type": "text", "text": "mock: the script has ended"}], turn
     blocks = []
     for i, block in enumerate(turns[turn]):
-        if block["type"] == "text":
+        if block["type"] == "wait":
+            if not wait_for(block["path"]):
+                blocks.append({"type": "text", "text": "mock: %s never appeared" % block["path"]})
+        elif block["type"] == "text":
             blocks.append({"type": "text", "text": fill(block["text"], headers)})
         else:
             blocks.append({"type": "tool_use", "id": "toolu_mock_%d_%d" % (turn, i),
@@ -112,6 +128,14 @@ class Api(http.server.BaseHTTPRequestHandler):
             self.wfile.write(data)
 
     def handle_request(self):
+        try:
+            self.answer()
+        except Exception:
+            # A mistake of the mock shows in the log, not only as a connection the client lost.
+            record({"kind": "error", "error": traceback.format_exc()})
+            raise
+
+    def answer(self):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         try:
