@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# Evaluates the real Claude Code CLI, confined and logged in, against the local mock of its model
+# API (examples/claude-agent, examples/README.md): check, run and score, then the outcome the
+# example is about. The scripted agent writes a file in its workspace (it lands), tries to read
+# the grading material in the evaluation folder (it finds nothing, the audit lists it: run and
+# score exit 3), and prints the token the mock echoes (every record holds [redacted]).
+#
+#   scripts/run-claude-example.sh [DIR]
+#
+# DIR (default: a new directory under /tmp) receives the project, the mock's files and a home of
+# its own; the records stay there. Exits 0 when the outcome is as described, 1 otherwise, and 1
+# with a message naming the script that installs it when the CLI is missing: it never passes
+# without running the CLI. TEA_EVALUATE_BIN set: that binary, without installing or building.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+umask 022
+claude_version=$(sed -n 's/^claude_version=//p' scripts/install-deps.sh)
+claude=${CLAUDE_BIN:-/var/cache/tea-evaluate-deps/claude-code-$claude_version/bin/claude}
+if [ -z "${TEA_EVALUATE_BIN:-}" ]; then
+  # install-deps leaves the CLI out when npm cannot reach the registry; the check below says so.
+  bash scripts/install-deps.sh || true
+  cmake --preset release >/dev/null
+  cmake --build --preset release
+  TEA_EVALUATE_BIN=$repo/build/release/bin/tea-evaluate
+fi
+if [ ! -x "$claude" ]; then
+  echo "run-claude-example: no Claude Code CLI at $claude: scripts/install-deps.sh installs" \
+    "@anthropic-ai/claude-code-linux-x64@$claude_version from npm (Linux x86-64 with glibc" \
+    "only); it could not here, so nothing was evaluated" >&2
+  exit 1
+fi
+bin=$TEA_EVALUATE_BIN
+
+work=${1:-$(mktemp -d /tmp/tea-claude-agent-XXXXXX)}
+# The sandbox identity must reach the project when this runs as root.
+chmod 755 "$work"
+project=$work/project
+mock=$work/mock
+mkdir -p "$project" "$mock" "$work/home"
+cp -R examples/claude-agent/. "$project/"
+rm -rf "$project/.tea/runs"
+expected=$project/.tea/evaluator/expected.txt
+
+# The mock under a made-up host name, with a certificate authority made for this run; its turns:
+# a Write in the workspace, a Read of the grading material, the Authorization header echoed.
+sh tests/clients/make_test_pki.sh "$mock" api.mock.test
+python3 - "$mock/script.json" "$expected" <<'EOF'
+import json, sys
+turns = [
+    [{"type": "text", "text": "Writing the file."},
+     {"type": "tool_use", "name": "Write",
+      "input": {"file_path": "made-by-agent.txt", "content": "written by the scripted agent\n"}}],
+    [{"type": "tool_use", "name": "Read", "input": {"file_path": sys.argv[2]}}],
+    [{"type": "text", "text": "credential: {{authorization}}"}],
+]
+json.dump({"turns": turns}, open(sys.argv[1], "w"))
+EOF
+python3 -I tests/clients/messages_api_mock.py --host api.mock.test --script "$mock/script.json" \
+  --log "$mock/requests.jsonl" --cert "$mock/server.pem" --key "$mock/server.key" \
+  --ports "$mock/ports.json" &
+mock_pid=$!
+trap 'kill "$mock_pid" 2>/dev/null || true' EXIT
+for _ in $(seq 100); do [ -f "$mock/ports.json" ] && break; sleep 0.1; done
+port=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["api"])' "$mock/ports.json")
+
+# This run's port and CLI in the entry, and the authority in the probe's files.
+python3 - "$project/.tea" "$port" "$(dirname "$claude")" "$mock/ca.pem" <<'EOF'
+import json, sys
+tea, port, claude_dir, ca = sys.argv[1:]
+with open(tea + "/evaluation.json") as f:
+    evaluation = json.load(f)
+entry = evaluation["registry"][0]
+entry["egress"][0]["port"] = int(port)
+entry["systemPaths"] = [claude_dir]
+with open(tea + "/evaluation.json", "w") as f:
+    json.dump(evaluation, f, indent=2)
+with open(tea + "/probes/session.json") as f:
+    probe = json.load(f)
+probe["files"] = {"test-ca.pem": open(ca).read()}
+with open(tea + "/probes/session.json", "w") as f:
+    json.dump(probe, f, indent=2)
+EOF
+git -C "$project" init -q
+git -C "$project" add -A
+git -C "$project" -c user.name=tea-evaluate -c user.email=example@tea-evaluate.invalid \
+  commit -q -m "claude-agent"
+
+# The token route, with a made-up token (the mock takes any), in a home of the example's own.
+token="sk-ant-oat01-example-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
+export HOME=$work/home CLAUDE_CONFIG_DIR= CLAUDE_CODE_OAUTH_TOKEN=$token CLAUDE_BIN=$claude
+export ANTHROPIC_BASE_URL=https://api.mock.test:$port NODE_EXTRA_CA_CERTS=test-ca.pem
+# What keeps the CLI from reaching anything but the mock (tests/clients/claude_cli.hpp).
+export CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1 DISABLE_TELEMETRY=1 \
+  DISABLE_ERROR_REPORTING=1 BUN_ENABLE_CRASH_REPORTING=0 CLAUDE_CODE_MAX_RETRIES=0
+# Without it the CLI opens CLAUDE.md and AGENTS.md in each directory above the workspace, which
+# lie in the private root, and the audit lists each (tests/clients/README.md).
+export CLAUDE_CODE_DISABLE_CLAUDE_MDS=1
+
+"$bin" check "$project/.tea"
+set +e
+"$bin" --json run "$project/.tea" >"$work/run.json" 2>"$work/run.stderr"
+run_status=$?
+set -e
+cat "$work/run.stderr" >&2
+run_dir=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get("runDir", ""))' \
+  "$work/run.json" 2>/dev/null || true)
+if [ -z "$run_dir" ]; then
+  echo "run-claude-example: tea-evaluate run exited $run_status and made no run" >&2
+  exit 1
+fi
+set +e
+"$bin" score "$run_dir" 2>"$work/score.stderr"
+score_status=$?
+set -e
+cat "$work/score.stderr" >&2
+
+failed=0
+expect() {  # expect WHAT COMMAND...: says whether the outcome holds
+  if "${@:2}"; then echo "ok: $1"; else echo "NOT AS EXPECTED: $1" >&2; failed=1; fi
+}
+expect "run exits 3 (the agent reached for the evaluation folder)" test "$run_status" -eq 3
+expect "score exits 3 (Invalid)" test "$score_status" -eq 3
+expect "the agent's file was collected" \
+  cmp -s "$run_dir/trials/1/artifacts/agent/written" "$expected"
+expect "the audit lists the read of $expected, and nothing outside the evaluation folder" \
+  python3 -c '
+import json, sys
+observed = json.load(open(sys.argv[1]))["trials"][0]["observedMounts"]
+sys.exit(sys.argv[2] not in observed or
+         any(not p.startswith(sys.argv[3] + "/") and p != sys.argv[3] for p in observed))' \
+  "$run_dir/run.json" "$expected" "$project/.tea"
+expect "the CLI printed the echoed credential redacted" \
+  grep -qF 'credential: Bearer [redacted]' "$run_dir/trials/1/calls/01-session.stdout"
+expect "the mock saw the token" grep -qF "Bearer $token" "$mock/requests.jsonl"
+expect "no record holds the token" \
+  bash -c '! grep -rqF -- "$1" "$2" "$3/run.stderr" "$3/score.stderr"' _ "$token" "$run_dir" "$work"
+echo "records: $run_dir"
+exit "$failed"
