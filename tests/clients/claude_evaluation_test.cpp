@@ -1,0 +1,411 @@
+// The real Claude Code CLI as a logged-in registry entry, end to end through `tea-evaluate run`
+// and `score`: the evaluation of examples/claude-agent (its target execs the CLI, its entry
+// declares "login": "claude" and pins the mock's made-up host to 127.0.0.1), with this test's
+// port, CLI and certificate authority written in, against the Messages API mock.
+//
+// The scripted agent (a) writes a file in its workspace, which the artifact collects; (b) reads
+// the grading material in the evaluation folder, finds nothing, and the audit lists it (run and
+// score exit 3); (c) prints the Authorization header the mock echoes, which no file of the run and
+// no line tea-evaluate prints may hold. Each login route of the claude adapter, a token rotated in
+// the file during the call, and a host with neither route. The control: the same session opted
+// out with no login leaves the token in clear in the records. Then the example's own script.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "claude_cli.hpp"
+#include "harness.hpp"
+#include "messages_api_mock.hpp"
+#include "support/process.hpp"
+#include "support/temp_dir.hpp"
+
+namespace tea::test::clients {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const fs::path kSource{TEA_SOURCE_DIR};
+constexpr const char *kMockHost = "api.mock.test";
+// The file the agent writes, relative to the call's working directory (the workspace), and the
+// name the entry's artifact gives it.
+constexpr const char *kWritten = "made-by-agent.txt";
+
+json read_json(const fs::path &path) {
+    std::ifstream in{path};
+    return json::parse(in, nullptr, false);
+}
+
+fs::path run_dir_of(const Outcome &o) {
+    const auto doc = json::parse(o.out, nullptr, false);
+    return doc.is_object() && doc.contains("runDir") ? fs::path{doc["runDir"].get<std::string>()}
+                                                     : fs::path{};
+}
+
+// Every file under `dir` that holds `secret`, one path a line; "" when none does.
+std::string files_holding(const fs::path &dir, const std::string &secret) {
+    std::string found;
+    for (const auto &e : fs::recursive_directory_iterator(dir)) {
+        if (e.is_regular_file() && read_file(e.path().string()).find(secret) != std::string::npos) {
+            found += e.path().string() + "\n";
+        }
+    }
+    return found;
+}
+
+// The turns of a session that writes the file and echoes its credential, reading nothing.
+json write_echo_turns(const std::string &echo) {
+    return json::array({
+        json::array({{{"type", "tool_use"},
+                      {"name", "Write"},
+                      {"input", {{"file_path", kWritten}, {"content", kWrittenContent}}}}}),
+        json::array({{{"type", "text"}, {"text", echo}}}),
+    });
+}
+
+class ClaudeEvaluation : public ::testing::Test {
+   protected:
+    void SetUp() override {
+        ASSERT_TRUE(fs::is_regular_file(TEA_TEST_CLAUDE))
+            << TEA_TEST_CLAUDE << " is missing: scripts/install-deps.sh installs it";
+        fs::create_directories(project());
+        fs::create_directories(home());
+        fs::create_directories(base() / "mock");
+        fs::copy(kSource / "examples" / "claude-agent", project(), fs::copy_options::recursive);
+        std::error_code ec;
+        fs::remove_all(eval() / "runs", ec);
+        token_ = "sk-ant-oat01-" + bwrap::random_token(32);
+    }
+
+    [[nodiscard]] const fs::path &base() const { return dir_.path(); }
+    [[nodiscard]] fs::path project() const { return base() / "project"; }
+    [[nodiscard]] fs::path eval() const { return project() / ".tea"; }
+    [[nodiscard]] fs::path home() const { return base() / "home"; }
+    [[nodiscard]] fs::path credentials() const { return home() / ".claude" / ".credentials.json"; }
+    // The grading material the agent reaches for: what it must write.
+    [[nodiscard]] fs::path expected() const { return eval() / "evaluator" / "expected.txt"; }
+
+    MessagesApiMock &start_mock(const json &turns) {
+        return mock_.emplace(base() / "mock", kMockHost, turns);
+    }
+
+    // Writes this run's mock port, the CLI's directory and the mock's authority (a file of the
+    // probe, so it lands in the workspace) into the example, lets `change` edit the evaluation,
+    // and commits the project.
+    void prepare(const std::function<void(json &)> &change = {}) {
+        auto evaluation = read_json(eval() / "evaluation.json");
+        auto &entry = evaluation["registry"][0];
+        entry["egress"][0]["port"] = mock_->api_port();
+        entry["systemPaths"] = {fs::path{TEA_TEST_CLAUDE}.parent_path().string()};
+        if (change) change(evaluation);
+        write_file((eval() / "evaluation.json").string(), evaluation.dump(2));
+        auto probe = read_json(eval() / "probes" / "session.json");
+        probe["files"] = {{"test-ca.pem", read_file(mock_->ca_file().string())}};
+        write_file((eval() / "probes" / "session.json").string(), probe.dump(2));
+        for (const std::vector<std::string> &argv :
+             {std::vector<std::string>{"git", "init", "-q", project().string()},
+              {"git", "-C", project().string(), "add", "-A"},
+              {"git", "-C", project().string(), "-c", "user.name=t", "-c", "user.email=t@t",
+               "commit", "-q", "-m", "claude-agent"}}) {
+            const auto o = run(argv, environment_with({}));
+            ASSERT_EQ(o.status, 0) << argv[1] << ": " << o.err;
+        }
+    }
+
+    // The login file as `claude setup-token`'s subscription leaves it, with the inference scope
+    // alone, so the CLI sends no profile request.
+    void write_credentials(const std::string &access_token) const {
+        fs::create_directories(credentials().parent_path());
+        const json file{{"claudeAiOauth",
+                         {{"accessToken", access_token},
+                          {"refreshToken", refresh_token_},
+                          {"expiresAt", 4102444800000LL},
+                          {"scopes", {"user:inference"}},
+                          {"subscriptionType", "max"}}}};
+        write_file(credentials().string(), file.dump());
+        fs::permissions(credentials(), fs::perms::owner_read | fs::perms::owner_write);
+    }
+
+    // tea-evaluate's environment: this test's home, configuration and private root, what the
+    // entry's environmentKeys pass to the CLI, and `extra` over it. No credential of the machine.
+    [[nodiscard]] std::vector<std::string> environment(
+        const std::vector<std::string> &extra) const {
+        std::vector<std::string> items{
+            "XDG_CONFIG_HOME=/nonexistent-tea-test",
+            "TEA_EVALUATE_PRIVATE_ROOT=" + (base() / "private").string(),
+            "HOME=" + home().string(),
+            "CLAUDE_CONFIG_DIR=",
+            "CLAUDE_CODE_OAUTH_TOKEN=",
+            "ANTHROPIC_API_KEY=",
+            "ANTHROPIC_AUTH_TOKEN=",
+            "HTTPS_PROXY=",
+            "https_proxy=",
+            "CLAUDE_BIN=" + std::string{TEA_TEST_CLAUDE},
+            "ANTHROPIC_BASE_URL=" + mock_->base_url(),
+            "NODE_EXTRA_CA_CERTS=test-ca.pem",
+            // The CLI opens CLAUDE.md and AGENTS.md in every directory above its working one,
+            // which lie in the private root the audit always lists (README.md here).
+            "CLAUDE_CODE_DISABLE_CLAUDE_MDS=1",
+        };
+        const auto &quiet = claude_test_environment();
+        items.insert(items.end(), quiet.begin(), quiet.end());
+        for (const auto &item : extra) {
+            const auto name = item.substr(0, item.find('=') + 1);
+            std::erase_if(items, [&](const std::string &i) { return i.rfind(name, 0) == 0; });
+            items.push_back(item);
+        }
+        return environment_with(items);
+    }
+
+    static Outcome tea(const std::vector<std::string> &env, std::vector<std::string> args) {
+        args.insert(args.begin(), TEA_EVALUATE_BIN);
+        return run(args, env);
+    }
+
+    [[nodiscard]] static std::string stdout_of(const fs::path &run_dir) {
+        return read_file((run_dir / "trials" / "1" / "calls" / "01-session.stdout").string());
+    }
+
+    // What the API was sent back for the Read of turn 1 ("" when there was none).
+    [[nodiscard]] std::string read_result() const {
+        const auto results = tool_results(mock_->requests());
+        const auto read = std::find_if(results.begin(), results.end(), [](const json &t) {
+            return t.at("tool_use_id") == "toolu_mock_1_0";
+        });
+        return read == results.end() ? std::string{} : read->at("content").get<std::string>();
+    }
+
+    // Every request reached the mock under the pinned made-up name with `bearer`.
+    void expect_requests_with(const std::string &bearer) const {
+        const auto requests = mock_->requests();
+        EXPECT_FALSE(requests.empty());
+        for (const auto &q : requests) {
+            EXPECT_EQ(q.at("headers").value("authorization", ""), "Bearer " + bearer) << q.dump();
+            EXPECT_EQ(q.at("headers").value("host", ""),
+                      std::string{kMockHost} + ":" + std::to_string(mock_->api_port()));
+        }
+    }
+
+    std::string token_;
+    std::string refresh_token_ = "sk-ant-ort01-" + bwrap::random_token(32);
+    TempDir dir_{"tea-claude-evaluation", fs::perms::owner_all | fs::perms::group_read |
+                                              fs::perms::group_exec | fs::perms::others_read |
+                                              fs::perms::others_exec};
+    std::optional<MessagesApiMock> mock_;
+};
+
+TEST_F(ClaudeEvaluation, TheTokenRouteWritesIsListedAtTheEvaluationFolderAndNoRecordHoldsIt) {
+    start_mock(write_read_echo_turns(kWritten, expected()));
+    prepare();
+    const auto env = environment({"CLAUDE_CODE_OAUTH_TOKEN=" + token_});
+    const auto check = tea(env, {"check", eval().string()});
+    ASSERT_EQ(check.status, 0) << check.err;
+    const auto r = tea(env, {"--json", "run", eval().string()});
+    const auto dir = run_dir_of(r);
+    ASSERT_FALSE(dir.empty()) << r.status << "\n" << r.out << r.err;
+    const auto score = tea(env, {"score", dir.string()});
+
+    // (b) The grading material: absent in the view, listed, and the run and its score invalid.
+    EXPECT_EQ(r.status, 3) << r.err;
+    EXPECT_EQ(score.status, 3) << score.err;
+    const auto record = read_json(dir / "run.json");
+    const auto &trial = record["trials"][0];
+    EXPECT_EQ(trial["observedMountsChannel"], "complete");
+    // The CLI also looks at the folders on the way (to suggest a file of a near name): all of
+    // it in the evaluation folder.
+    const auto &observed = trial["observedMounts"];
+    EXPECT_NE(std::find(observed.begin(), observed.end(), expected().string()), observed.end())
+        << observed;
+    for (const auto &path : observed) {
+        EXPECT_EQ(path.get<std::string>().rfind(eval().string(), 0), 0U) << path;
+    }
+    EXPECT_NE(read_result().find("does not exist"), std::string::npos) << read_result();
+    EXPECT_EQ(read_result().find(kWrittenContent), std::string::npos) << read_result();
+
+    // (a) The file the agent wrote, collected.
+    EXPECT_EQ(read_file((dir / "trials" / "1" / "artifacts" / "agent" / "written").string()),
+              kWrittenContent)
+        << stdout_of(dir);
+    EXPECT_EQ(trial["verdict"]["verdict"], "pass") << trial["verdict"];
+
+    // (c) The token went to the mock through the pinned route, and came back redacted.
+    expect_requests_with(token_);
+    EXPECT_EQ(claude_result(stdout_of(dir)), "credential: Bearer [redacted]") << stdout_of(dir);
+    EXPECT_TRUE(record["egressRefusals"].empty()) << record["egressRefusals"];
+    EXPECT_EQ(record["egress"][0]["items"][0]["pinned"], true) << record["egress"];
+    ASSERT_EQ(record["logins"].size(), 1U) << record["logins"];
+    EXPECT_EQ(record["logins"][0]["variables"], json::array({"CLAUDE_CODE_OAUTH_TOKEN"}));
+    EXPECT_TRUE(record["logins"][0]["files"].empty());
+    EXPECT_EQ(files_holding(dir, token_), "");
+    EXPECT_EQ(r.err.find(token_), std::string::npos) << r.err;
+    EXPECT_EQ(score.err.find(token_), std::string::npos) << score.err;
+}
+
+TEST_F(ClaudeEvaluation, TheFileRouteAuthenticatesWithTheFileUnlistedAndNoRecordHoldsIt) {
+    const std::string file_token = "sk-ant-oat01-" + bwrap::random_token(32);
+    write_credentials(file_token);
+    const auto before = read_file(credentials().string());
+    start_mock(write_echo_turns("credential: {{authorization}}"));
+    prepare();
+    const auto env = environment({});
+    const auto r = tea(env, {"--json", "run", eval().string()});
+    const auto dir = run_dir_of(r);
+    ASSERT_FALSE(dir.empty()) << r.status << "\n" << r.out << r.err;
+    const auto score = tea(env, {"score", dir.string()});
+
+    // The CLI found the file in its private home and sent its token; neither its read nor a
+    // refused write of it is listed, and it asked no other host.
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(score.status, 0) << score.err;
+    expect_requests_with(file_token);
+    const auto record = read_json(dir / "run.json");
+    EXPECT_TRUE(record["trials"][0]["observedMounts"].empty()) << record["trials"][0];
+    EXPECT_TRUE(record["egressRefusals"].empty()) << record["egressRefusals"];
+    ASSERT_EQ(record["logins"].size(), 1U) << record["logins"];
+    EXPECT_TRUE(record["logins"][0]["variables"].empty());
+    EXPECT_EQ(
+        record["logins"][0]["files"],
+        json::array({{{"file", "<credentials-file>"}, {"homePath", ".claude/.credentials.json"}}}));
+    EXPECT_EQ(read_file((dir / "trials" / "1" / "artifacts" / "agent" / "written").string()),
+              kWrittenContent);
+    EXPECT_EQ(claude_result(stdout_of(dir)), "credential: Bearer [redacted]") << stdout_of(dir);
+    EXPECT_EQ(read_file(credentials().string()), before);
+    for (const auto &secret : {file_token, refresh_token_}) {
+        EXPECT_EQ(files_holding(dir, secret), "");
+        EXPECT_EQ(r.err.find(secret), std::string::npos) << r.err;
+        EXPECT_EQ(score.err.find(secret), std::string::npos) << score.err;
+    }
+}
+
+// The host's client rotates the token in the file while the CLI is between two requests: the call
+// keeps the copy it started with, and the rotated token, which the agent's last turn prints, is
+// redacted from every record.
+TEST_F(ClaudeEvaluation, ATokenRotatedInTheFileDuringTheCallIsRedacted) {
+    const std::string file_token = "sk-ant-oat01-" + bwrap::random_token(32);
+    const std::string rotated = "sk-ant-oat01-" + bwrap::random_token(32);
+    write_credentials(file_token);
+    const auto gate = base() / "mock" / "rotated";
+    auto turns = write_echo_turns("credential: {{authorization}} rotated: " + rotated);
+    turns[1].insert(turns[1].begin(), json::object({{"type", "wait"}, {"path", gate.string()}}));
+    start_mock(turns);
+    prepare();
+    std::atomic<bool> done{false};
+    std::thread host_client([&] {
+        const auto log = base() / "mock" / "requests.jsonl";
+        const bool asked = bwrap::eventually([&] {
+            std::error_code ec;
+            return done || fs::file_size(log, ec) > 0;
+        });
+        if (asked && !done) write_credentials(rotated);
+        write_file(gate.string(), "");
+    });
+    const auto r = tea(environment({}), {"--json", "run", eval().string()});
+    done = true;
+    host_client.join();
+    const auto dir = run_dir_of(r);
+    ASSERT_FALSE(dir.empty()) << r.status << "\n" << r.out << r.err;
+    EXPECT_EQ(r.status, 0) << r.err;
+    expect_requests_with(file_token);
+    EXPECT_EQ(claude_result(stdout_of(dir)), "credential: Bearer [redacted] rotated: [redacted]")
+        << stdout_of(dir);
+    EXPECT_EQ(files_holding(dir, rotated), "");
+    EXPECT_EQ(files_holding(dir, file_token), "");
+    EXPECT_EQ(r.err.find(rotated), std::string::npos) << r.err;
+}
+
+TEST_F(ClaudeEvaluation, NeitherRouteStopsTheRunBeforeTheCliStarts) {
+    start_mock(write_read_echo_turns(kWritten, expected()));
+    prepare();
+    const auto r = tea(environment({}), {"--json", "run", eval().string()});
+    EXPECT_EQ(r.status, 12) << r.err;
+    for (const auto &named : {std::string{"entry 'agent'"}, credentials().string(),
+                              std::string{"CLAUDE_CODE_OAUTH_TOKEN"}}) {
+        EXPECT_NE(r.err.find(named), std::string::npos) << named << "\n" << r.err;
+    }
+    EXPECT_TRUE(mock_->requests().empty());
+    EXPECT_FALSE(fs::exists(eval() / "runs"));
+}
+
+// The control of the redaction probe: the same session opted out, with no login (the CLI keeps
+// the invoker's environment, the token in it, and reaches the mock through the mock's own
+// proxy), leaves the token in clear in the records; and, unconfined, the read gets the grading
+// material.
+TEST_F(ClaudeEvaluation, OptedOutWithNoLoginTheRecordsHoldTheToken) {
+    start_mock(write_read_echo_turns(kWritten, expected()));
+    prepare([](json &evaluation) {
+        evaluation["confinement"] = false;
+        evaluation["registry"][0].erase("login");
+    });
+    const auto r =
+        tea(environment({"CLAUDE_CODE_OAUTH_TOKEN=" + token_, "HTTPS_PROXY=" + mock_->proxy_url()}),
+            {"--json", "run", eval().string()});
+    const auto dir = run_dir_of(r);
+    ASSERT_FALSE(dir.empty()) << r.status << "\n" << r.out << r.err;
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(read_result().find(kWrittenContent), std::string::npos) << read_result();
+    EXPECT_EQ(claude_result(stdout_of(dir)), "credential: Bearer " + token_) << stdout_of(dir);
+    EXPECT_NE(files_holding(dir, token_), "");
+}
+
+// A known limit, not a protection: with its memory files on, the CLI opens CLAUDE.md,
+// CLAUDE.local.md and AGENTS.md in each directory above its working one. In a run those
+// directories lie in the private root, which the audit always lists, so a session that reaches
+// for nothing is Invalid. The other tests turn the memory files off; this one says what they
+// would meet, and fails once the audit no longer lists these opens.
+TEST_F(ClaudeEvaluation, WithItsMemoryFilesOnTheCliIsListedAboveTheWorkspace) {
+    start_mock(write_echo_turns("credential: {{authorization}}"));
+    prepare();
+    const auto r =
+        tea(environment({"CLAUDE_CODE_OAUTH_TOKEN=" + token_, "CLAUDE_CODE_DISABLE_CLAUDE_MDS="}),
+            {"--json", "run", eval().string()});
+    const auto dir = run_dir_of(r);
+    ASSERT_FALSE(dir.empty()) << r.status << "\n" << r.out << r.err;
+    EXPECT_EQ(r.status, 3) << r.err;
+    const auto observed = read_json(dir / "run.json")["trials"][0]["observedMounts"];
+    EXPECT_FALSE(observed.empty());
+    const auto private_root = (base() / "private").string() + "/";
+    for (const auto &path : observed) {
+        const fs::path p{path.get<std::string>()};
+        const auto name = p.filename().string();
+        EXPECT_TRUE(name == "CLAUDE.md" || name == "CLAUDE.local.md" || name == "AGENTS.md") << p;
+        EXPECT_EQ(p.string().rfind(private_root, 0), 0U) << p;
+        EXPECT_EQ(p.string().find("workspace-"), std::string::npos) << p;
+    }
+    EXPECT_EQ(claude_result(stdout_of(dir)), "credential: Bearer [redacted]") << stdout_of(dir);
+}
+
+// scripts/run-claude-example.sh, as a user runs it (with this build's binary), holds what it
+// claims; without the CLI it says so and fails.
+TEST_F(ClaudeEvaluation, TheExampleScriptRunsTheEvaluationAndFailsWithoutTheCli) {
+    const auto script = (kSource / "scripts" / "run-claude-example.sh").string();
+    const auto env = [&](const std::string &claude) {
+        return environment_with({"TEA_EVALUATE_BIN=" + std::string{TEA_EVALUATE_BIN},
+                                 "XDG_CONFIG_HOME=/nonexistent-tea-test",
+                                 "TEA_EVALUATE_PRIVATE_ROOT=" + (base() / "private").string(),
+                                 "CLAUDE_BIN=" + claude, "CLAUDE_CODE_OAUTH_TOKEN="});
+    };
+    fs::create_directory(base() / "example");
+    const auto ran = run({"/bin/bash", script, (base() / "example").string()}, env(""));
+    EXPECT_EQ(ran.status, 0) << ran.out << ran.err;
+    EXPECT_NE(ran.out.find("ok: no record holds the token"), std::string::npos) << ran.out;
+    EXPECT_EQ(ran.err.find("NOT AS EXPECTED"), std::string::npos) << ran.err;
+
+    const auto missing = run({"/bin/bash", script, (base() / "example-without").string()},
+                             env((base() / "no-claude" / "claude").string()));
+    EXPECT_EQ(missing.status, 1) << missing.out << missing.err;
+    EXPECT_NE(missing.err.find("no Claude Code CLI at"), std::string::npos) << missing.err;
+    EXPECT_NE(missing.err.find("scripts/install-deps.sh"), std::string::npos) << missing.err;
+}
+
+}  // namespace
+}  // namespace tea::test::clients
