@@ -286,6 +286,11 @@ bool lists_always_listed(int listed_depth, int exception_depth, bool above_excep
                             a.access == Access::other)) {
         return false;
     }
+    // `mkdir -p "$HOME/x"` makes each ancestor from the root down: one that exists answers EEXIST,
+    // which tells only that it is there, as the home's own path does. Anything else is listed.
+    if (above_exception && a.access == Access::create && !a.success && a.error == "EEXIST") {
+        return false;
+    }
     // A failed stat learns only that a name is absent, and walk-ups (module resolution, git's
     // repository discovery) make such probes with no intent. A successful one is listed: the size
     // and times of a grading file are an oracle on its content.

@@ -58,6 +58,8 @@ int exec_command(const CommonOptions &common, const ExecOptions &options) {
     run.out.tee_fd = common.json ? STDERR_FILENO : STDOUT_FILENO;
     run.err.tee_fd = STDERR_FILENO;
     run.in = call_stdin();
+    // The terminal never shows a secret: the output passes through the redactor first.
+    run.out.redact = run.err.redact = logins.matcher();
     run.budget = evaluation::configured_budget(session.runtime().config.budgets);
     auto outcome = session.call(std::move(spec), run, route_request);
     const auto &result = outcome.result;

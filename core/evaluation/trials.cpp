@@ -193,6 +193,7 @@ json run_evaluator(RunState &state, int index, const stdfs::path &trial_dir,
     // turn it into an error: the answer has its own limit.
     run.out.cap_bytes = kVerdictCap;
     run.err.file = trial_dir / "evaluator.stderr";
+    run.out.redact = run.err.redact = state.logins.matcher();
     run.in = {exec::StdinSpec::Kind::null_device, {}};
     progress.start("trial " + std::to_string(index) + "/" + std::to_string(ev.trials) +
                    ": evaluator");
@@ -353,6 +354,8 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
         run.budget = entry_budget(state.budget, ev.budgets, entry->budgets);
         run.out.file = trial_dir / "calls" / (stem + ".stdout");
         run.err.file = trial_dir / "calls" / (stem + ".stderr");
+        // Streamed with the secrets known as the call starts, and again once it settles.
+        run.out.redact = run.err.redact = state.logins.matcher();
         stdfs::path stdin_file;
         if (!probe.stdin_text.empty()) {
             stdin_file = private_dir.make_directory("stdin-") / "stdin";

@@ -1275,6 +1275,81 @@ TEST(RunLogin, AnOptedOutRunRecordsTheLoginWithNoFileAndStillRedacts) {
     EXPECT_EQ(files_holding(dir, file_token), "");
 }
 
+// The file route, confined: the home holds the file read-only with what the host read, the
+// target reads it and cannot change it, the audit lists neither, and no record holds a secret of
+// it while the fields the format says are no secret stay.
+TEST(RunLogin, TheFileRouteShowsTheFileReadOnlyAndNoRecordHoldsItsSecrets) {
+    Project p{"login-file"};
+    write_login_evaluation(p, "claude");
+    p.write("bin/agent",
+            "#!/bin/sh\n"
+            "f=\"$HOME/.claude/.credentials.json\"\n"
+            "cat \"$f\"; echo\n"
+            "(echo forged > \"$f\") 2>/dev/null && echo WROTE\n"
+            "rm -f \"$f\" 2>/dev/null; [ -e \"$f\" ] && echo still-there\n"
+            "echo \"token: ${CLAUDE_CODE_OAUTH_TOKEN:-none}\"\n"
+            "mkdir -p \"$HOME/.claude/projects\" && echo state > \"$HOME/.claude/projects/s\" "
+            "&& echo state-written\n",
+            true);
+    p.commit();
+    const auto home = p.root().parent_path() / "home";
+    fs::create_directories(home / ".claude");
+    const std::string access = "sk-ant-oat01-ACCESS-FROM-FILE-77aa";
+    const std::string refresh = "sk-ant-ort01-REFRESH-FROM-FILE-88bb";
+    const auto file = home / ".claude" / ".credentials.json";
+    const std::string content = R"({"claudeAiOauth": {"accessToken": ")" + access +
+                                R"(", "refreshToken": ")" + refresh +
+                                R"(", "expiresAt": 1, "scopes": ["user:inference"],)"
+                                R"( "subscriptionType": "enterprise"}})";
+    test::write_file(file.string(), content);
+    ::chmod(file.c_str(), 0600);
+    const auto env = login_env(p, home, "");
+    const auto run = tea_in(env, {"--json", "run", p.eval().string()});
+    ASSERT_EQ(run.status, 0) << run.err;
+    const auto dir = run_dir_of(run);
+    const auto out = test::read_file((dir / "trials" / "1" / "calls" / "01-only.stdout").string());
+    EXPECT_NE(out.find(R"("accessToken": "[redacted]", "refreshToken": "[redacted]")"),
+              std::string::npos)
+        << out;
+    EXPECT_NE(out.find(R"("scopes": ["user:inference"], "subscriptionType": "enterprise")"),
+              std::string::npos)
+        << out;
+    EXPECT_EQ(out.find("WROTE"), std::string::npos) << out;
+    EXPECT_NE(out.find("still-there"), std::string::npos) << out;
+    EXPECT_NE(out.find("token: none"), std::string::npos) << out;
+    EXPECT_NE(out.find("state-written"), std::string::npos) << out;
+    EXPECT_EQ(test::read_file(file.string()), content);
+    const auto record = read_json(dir / "run.json");
+    EXPECT_TRUE(record["trials"][0]["observedMounts"].empty()) << record["trials"][0].dump(2);
+    EXPECT_EQ(
+        record["logins"][0]["files"],
+        json::array({{{"file", "<credentials-file>"}, {"homePath", ".claude/.credentials.json"}}}));
+    EXPECT_TRUE(record["logins"][0]["variables"].empty());
+    bool mounted = false;
+    const auto manifest = read_json(dir / "manifest.json");
+    for (const auto &m : manifest["allowedMounts"]) {
+        mounted = mounted || m.value("what", "") == "read-only login <credentials-file>";
+    }
+    EXPECT_TRUE(mounted);
+    expect_schema_valid(dir / "run.json", "run.schema.json");
+    expect_schema_valid(dir / "manifest.json", "manifest.schema.json");
+    EXPECT_EQ(files_holding(dir, access), "");
+    EXPECT_EQ(files_holding(dir, refresh), "");
+    EXPECT_EQ(files_holding(dir, file.string()), "");
+
+    // exec --login shows the same file and redacts the terminal and the --json record; the
+    // control, without --login, finds no file and prints the token it is handed.
+    const auto exec = tea_in(env, {"--json", "exec", "--login", "claude", "--", "sh", "-c",
+                                   "cat \"$HOME/.claude/.credentials.json\""});
+    EXPECT_EQ(exec.status, 0) << exec.err;
+    EXPECT_EQ(exec.err.find(access), std::string::npos) << exec.err;
+    EXPECT_NE(exec.err.find(R"("accessToken": "[redacted]")"), std::string::npos) << exec.err;
+    const auto control =
+        tea_in(env, {"exec", "--env", "T=" + access, "--", "sh", "-c",
+                     "echo \"$T\"; cat \"$HOME/.claude/.credentials.json\" 2>/dev/null"});
+    EXPECT_EQ(control.out, access + "\n") << control.err;
+}
+
 // A token the client on the host writes into the file during a call is redacted from that call.
 TEST(RunLogin, ATokenRotatedIntoTheFileDuringACallIsRedactedFromIt) {
     Project p{"login-rotated"};

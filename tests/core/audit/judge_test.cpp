@@ -489,6 +489,23 @@ TEST(JudgeAlwaysListed, TraversalProbesOnTheWayToTheHomeAreNotListed) {
     EXPECT_TRUE(listed(ok(Access::read, "/priv/run-1")));
 }
 
+TEST(JudgeAlwaysListed, MkdirPOnTheWayToTheHomeIsNotListed) {
+    // coreutils' mkdir -p makes every ancestor of "$HOME/.claude/projects" from the root down.
+    const std::vector<ObservedAccess> walk = {
+        failed(Access::create, "/priv", "EEXIST"),
+        failed(Access::create, "/priv/run-1", "EEXIST"),
+        failed(Access::create, "/priv/run-1/home-a", "EEXIST"),
+        ok(Access::create, "/priv/run-1/home-a/.claude"),
+    };
+    EXPECT_TRUE(judge(walk).empty());
+    // Positive controls: the same mkdir of a directory that leads to no exception is listed, and
+    // so is one beside the home that the cover refused, or one that was not refused as existing.
+    EXPECT_TRUE(listed(failed(Access::create, "/priv/run-2", "EEXIST")));
+    EXPECT_TRUE(listed(failed(Access::create, "/priv/run-1/new", "EROFS")));
+    EXPECT_TRUE(listed(failed(Access::create, "/priv/run-1", "EROFS")));
+    EXPECT_TRUE(listed(failed(Access::create, "/repo/.tea", "EEXIST")));
+}
+
 TEST(JudgeAlwaysListed, ModuleWalkUpBesideTheHome) {
     // A failed stat learns nothing; a failed open is an attempt on the folder.
     EXPECT_FALSE(listed(failed(Access::metadata, "/priv/run-1/node_modules", "ENOENT")));
