@@ -106,6 +106,7 @@ long as_long(const void *p) {
 
 constexpr int exit_setup = 125;
 constexpr int at_fdcwd = -100;
+constexpr int mnt_detach = 2;  // umount2's MNT_DETACH, which only the C library's headers name
 
 // ---- output -----------------------------------------------------------------------------------
 
@@ -596,9 +597,8 @@ int detached_tmpfs(unsigned long bytes, const char *dest) {
 
 // bwrap's --ro-bind-data: the content of descriptor `source` at `dest`, read-only, with `mode`,
 // owned by the call's uid 0 (the target's uid in its own namespace). The content lives in a tmpfs
-// of its own that no path of the view reaches, so none of it lands on the host's disk, and only
-// the file is bound: a write, chmod, rename or unlink of it answers EROFS or EBUSY. `top` is the
-// mount of the view `dest` lies in.
+// of its own, so none of it lands on the host's disk, and only the file is bound: a write, chmod,
+// rename or unlink of it answers EROFS or EBUSY. `top` is the mount of the view `dest` lies in.
 void show_data(int source, const char *dest, unsigned long mode, const char *top) {
     struct statx st {};
     if (const Result r =
@@ -606,6 +606,8 @@ void show_data(int source, const char *dest, unsigned long mode, const char *top
         r.error != 0) {
         fail("cannot inspect the content of", dest, r.error);
     }
+    const int dir = open_place_parent(top, dest);
+    const int place = file_mount_point(dir, dest);
     const int mnt = detached_tmpfs(st.stx_size, dest);
     const Result file =
         call(__NR_openat, mnt, as_long("data"), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0400);
@@ -617,9 +619,22 @@ void show_data(int source, const char *dest, unsigned long mode, const char *top
         fail("cannot set the mode of", dest, r.error);
     }
     (void)call(__NR_close, file.value);
+    // A kernel before 6.15 clones no file of a detached mount: the tmpfs stands over the place's
+    // directory for as long as the clone takes (nothing of the call runs yet), then goes.
+    if (const Result r = call(__NR_move_mount, mnt, as_long(""), dir, as_long(""),
+                              MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
+        r.error != 0) {
+        fail("cannot attach the file system for", dest, r.error);
+    }
     const Result tree =
         call(__NR_open_tree, mnt, as_long("data"), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+    Text<64> attached;
+    attached << "/proc/self/fd/" << static_cast<unsigned long>(mnt);
+    if (const Result r = call(__NR_umount2, as_long(attached.c_str()), mnt_detach); r.error != 0) {
+        fail("cannot detach the file system for", dest, r.error);
+    }
     (void)call(__NR_close, mnt);
+    (void)call(__NR_close, dir);
     if (tree.error != 0) {
         fail("cannot take the file for", dest, tree.error);
     }
@@ -628,9 +643,6 @@ void show_data(int source, const char *dest, unsigned long mode, const char *top
         e != 0) {
         fail("cannot make read-only the file for", dest, e);
     }
-    const int dir = open_place_parent(top, dest);
-    const int place = file_mount_point(dir, dest);
-    (void)call(__NR_close, dir);
     if (const Result r = call(__NR_move_mount, tree.value, as_long(""), place, as_long(""),
                               MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
         r.error != 0) {
