@@ -70,9 +70,9 @@ std::vector<std::string> login_file_options(const TargetCall &call) {
     for (const auto &file : call.spec.login_files) {
         // Read-only and readable by its owner alone (the target's identity): a write, chmod,
         // unlink, rename or link over it fails (EROFS, EBUSY), so the target cannot change
-        // what the next process of the call reads as the login. bwrap copies the content into a
-        // file of its own memory and unlinks that, so no byte of it reaches the host's disk; the
-        // home keeps at most the empty file the mount stands on.
+        // what the next process of the call reads as the login. bwrap (or the view builder, in a
+        // tmpfs of its own) copies the content into a file in memory, so no byte of it reaches the
+        // host's disk; the home keeps at most the empty file the mount stands on.
         options.insert(options.end(), {"--perms", "0400", "--ro-bind-data", std::to_string(fd++),
                                        shown_at(call, file)});
     }

@@ -1,8 +1,8 @@
 // (ABI 1.8) A login's files shown read-only in the target's private home: each one at
 // <home>/<homePath>, with the content the host read for this call, from a sealed copy the plan
-// hands bwrap (--ro-bind-data). The user's own file is never opened here: as root the target runs
-// as an account that could not read it, and what the target reads must be exactly what the
-// runtime redacts.
+// hands bwrap or the view builder (--ro-bind-data). The user's own file is never opened here: as
+// root the target runs as an account that could not read it, and what the target reads must be
+// exactly what the runtime redacts.
 #pragma once
 
 #include <cstddef>

@@ -165,9 +165,7 @@ TargetCall target_call(const Settings &settings, const documents::LaunchSpec &sp
     for (const auto &dir : call.private_temp.replaced()) {
         call.writable.push_back(dir);
     }
-    // The view builder makes no file of given content: a call with a login's files is built by
-    // bwrap itself (--ro-bind-data), unstaged.
-    call.by_view_builder = !call.start.empty() && !spec.observed && spec.login_files.empty();
+    call.by_view_builder = !call.start.empty() && !spec.observed;
     call.staged = spec.staged && call.by_view_builder;
     return call;
 }

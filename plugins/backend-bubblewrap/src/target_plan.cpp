@@ -96,6 +96,9 @@ void start_by_view_builder(const TargetCall &call, std::vector<std::string> args
                   call.staged ? PlanFile{number(Descriptor::view), {}, {}, true}
                               : content_file(Descriptor::view, join_nul(view)),
                   program_file(Descriptor::view_builder, view_builder_path())};
+    // The builder reads the login's files while it builds the view (its --ro-bind-data).
+    const auto logins = login_plan_files(call);
+    plan.files.insert(plan.files.end(), logins.begin(), logins.end());
     plan.child = {call.limits, true};
     plan.audit = {call.start, true, call.writable};
 }

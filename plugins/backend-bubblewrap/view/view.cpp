@@ -7,7 +7,8 @@
 //
 // bwrap leaves it uid 0 in the call's user namespace with those three capabilities. It reads the
 // view from descriptor V: NUL-separated options in bwrap's own words (--dev, --bind, --ro-bind,
-// --ro-bind-try, --tmpfs with --size and --perms, --remount-ro, --chdir), ending with "--end". It
+// --ro-bind-try, --tmpfs with --size and --perms, --ro-bind-data with --perms, --remount-ro,
+// --chdir), ending with "--end". It
 // makes those mounts with plain system calls: bwrap itself re-reads the whole mount table after
 // every bind and every remount, and that re-reading was most of what the view cost. Then it
 // forbids further user namespaces, enters a nested one that maps U and G (the identity the
@@ -105,6 +106,7 @@ long as_long(const void *p) {
 
 constexpr int exit_setup = 125;
 constexpr int at_fdcwd = -100;
+constexpr int mnt_detach = 2;  // umount2's MNT_DETACH, which only the C library's headers name
 
 // ---- output -----------------------------------------------------------------------------------
 
@@ -445,6 +447,211 @@ void tmpfs(const char *dest, unsigned long size, unsigned long mode) {
     }
 }
 
+// ---- a file of given content (bwrap's --ro-bind-data) ---------------------------------------
+
+// Whether `path` lies strictly beneath the directory `dir`.
+bool beneath(const char *path, const char *dir) {
+    const std::size_t n = length(dir);
+    if (n == 1 && dir[0] == '/') {
+        return path[0] == '/' && path[1] != '\0';
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+        if (path[i] != dir[i]) {
+            return false;
+        }
+    }
+    return path[n] == '/' && path[n + 1] != '\0';
+}
+
+char place_name[256];  // the last component of the file's place, set by open_place_parent
+
+// The directory that holds `dest`, opened beneath `top` (the mount `dest` lies in), with what is
+// missing made as bwrap makes it (0755). Below `top` no link is followed: a link an earlier call
+// of the trial planted in its home would carry the file's mount to a place the target chose (over
+// a file of the view it reads as trusted, /etc/passwd, say).
+int open_place_parent(const char *top, const char *dest) {
+    const Result opened =
+        call(__NR_openat, at_fdcwd, as_long(top), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (opened.error != 0) {
+        fail("cannot open the mount that holds", dest, opened.error);
+    }
+    int dir = static_cast<int>(opened.value);
+    const char *part = dest + (same(top, "/") ? 1 : length(top) + 1);
+    for (;;) {
+        std::size_t n = 0;
+        while (part[n] != '\0' && part[n] != '/') {
+            ++n;
+        }
+        if (n == 0 || n >= sizeof place_name || (n == 1 && part[0] == '.') ||
+            (n == 2 && part[0] == '.' && part[1] == '.')) {
+            fail("a file's place must name each directory plainly:", dest);
+        }
+        for (std::size_t k = 0; k < n; ++k) {
+            place_name[k] = part[k];
+        }
+        place_name[n] = '\0';
+        if (part[n] == '\0') {
+            return dir;
+        }
+        if (const Result r = call(__NR_mkdirat, dir, as_long(place_name), 0755);
+            r.error != 0 && r.error != EEXIST) {
+            fail("cannot make a directory on the way to", dest, r.error);
+        }
+        const Result next = call(__NR_openat, dir, as_long(place_name),
+                                 O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        (void)call(__NR_close, dir);
+        if (next.error != 0) {
+            fail("a link or a file that is no directory lies on the way to", dest, next.error);
+        }
+        dir = static_cast<int>(next.value);
+        part += n + 1;
+    }
+}
+
+// The empty file the mount stands on, made when missing: the place itself is never a link, and is
+// a regular file. Returns it opened as a path.
+int file_mount_point(int dir, const char *dest) {
+    const Result made = call(__NR_openat, dir, as_long(place_name),
+                             O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
+    if (made.error != 0 && made.error != EEXIST) {
+        fail("cannot make the mount point", dest, made.error);
+    }
+    if (made.error == 0) {
+        (void)call(__NR_close, made.value);
+    }
+    const Result place =
+        call(__NR_openat, dir, as_long(place_name), O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (place.error != 0) {
+        fail("cannot open the mount point", dest, place.error);
+    }
+    struct statx st {};
+    if (call(__NR_statx, place.value, as_long(""), AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_TYPE,
+             as_long(&st))
+                .error != 0 ||
+        (st.stx_mode & S_IFMT) != S_IFREG) {
+        fail("the place of a file of given content is no regular file:", dest);
+    }
+    return static_cast<int>(place.value);
+}
+
+constexpr std::size_t copy_room = 65536;
+char copy_buffer[copy_room];
+
+// The whole content of `source` (from its start) into `file`.
+void copy_content(int source, int file, const char *dest) {
+    long offset = 0;
+    for (;;) {
+        const Result got = call(__NR_pread64, source, as_long(copy_buffer), copy_room, offset);
+        if (got.error == EINTR) {
+            continue;
+        }
+        if (got.error != 0) {
+            fail("cannot read the content of", dest, got.error);
+        }
+        if (got.value == 0) {
+            return;
+        }
+        for (long written = 0; written < got.value;) {
+            const Result w =
+                call(__NR_write, file, as_long(copy_buffer + written), got.value - written);
+            if (w.error == EINTR) {
+                continue;
+            }
+            if (w.error != 0) {
+                fail("cannot write the content of", dest, w.error);
+            }
+            written += w.value;
+        }
+        offset += got.value;
+    }
+}
+
+// A tmpfs of its own, detached (never in the view), just large enough for `bytes`.
+int detached_tmpfs(unsigned long bytes, const char *dest) {
+    const Result fs = call(__NR_fsopen, as_long("tmpfs"), FSOPEN_CLOEXEC);
+    if (fs.error != 0) {
+        fail("cannot make a file system for", dest, fs.error);
+    }
+    Text<32> size;
+    size << ((bytes + 4095) / 4096 + 1) * 4096;
+    const char *const settings[][2] = {{"size", size.c_str()}, {"mode", "0700"}};
+    for (const auto &[key, value] : settings) {
+        if (const Result r =
+                call(__NR_fsconfig, fs.value, FSCONFIG_SET_STRING, as_long(key), as_long(value), 0);
+            r.error != 0) {
+            fail("cannot size the file system for", dest, r.error);
+        }
+    }
+    if (const Result r = call(__NR_fsconfig, fs.value, FSCONFIG_CMD_CREATE, 0, 0, 0);
+        r.error != 0) {
+        fail("cannot create the file system for", dest, r.error);
+    }
+    const Result mnt = call(__NR_fsmount, fs.value, FSMOUNT_CLOEXEC,
+                            MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+    (void)call(__NR_close, fs.value);
+    if (mnt.error != 0) {
+        fail("cannot mount the file system for", dest, mnt.error);
+    }
+    return static_cast<int>(mnt.value);
+}
+
+// bwrap's --ro-bind-data: the content of descriptor `source` at `dest`, read-only, with `mode`,
+// owned by the call's uid 0 (the target's uid in its own namespace). The content lives in a tmpfs
+// of its own, so none of it lands on the host's disk, and only the file is bound: a write, chmod,
+// rename or unlink of it answers EROFS or EBUSY. `top` is the mount of the view `dest` lies in.
+void show_data(int source, const char *dest, unsigned long mode, const char *top) {
+    struct statx st {};
+    if (const Result r =
+            call(__NR_statx, source, as_long(""), AT_EMPTY_PATH, STATX_SIZE, as_long(&st));
+        r.error != 0) {
+        fail("cannot inspect the content of", dest, r.error);
+    }
+    const int dir = open_place_parent(top, dest);
+    const int place = file_mount_point(dir, dest);
+    const int mnt = detached_tmpfs(st.stx_size, dest);
+    const Result file =
+        call(__NR_openat, mnt, as_long("data"), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0400);
+    if (file.error != 0) {
+        fail("cannot make the file for", dest, file.error);
+    }
+    copy_content(source, static_cast<int>(file.value), dest);
+    if (const Result r = call(__NR_fchmod, file.value, mode); r.error != 0) {
+        fail("cannot set the mode of", dest, r.error);
+    }
+    (void)call(__NR_close, file.value);
+    // A kernel before 6.15 clones no file of a detached mount: the tmpfs stands over the place's
+    // directory for as long as the clone takes (nothing of the call runs yet), then goes.
+    if (const Result r = call(__NR_move_mount, mnt, as_long(""), dir, as_long(""),
+                              MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
+        r.error != 0) {
+        fail("cannot attach the file system for", dest, r.error);
+    }
+    const Result tree =
+        call(__NR_open_tree, mnt, as_long("data"), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+    Text<64> attached;
+    attached << "/proc/self/fd/" << static_cast<unsigned long>(mnt);
+    if (const Result r = call(__NR_umount2, as_long(attached.c_str()), mnt_detach); r.error != 0) {
+        fail("cannot detach the file system for", dest, r.error);
+    }
+    (void)call(__NR_close, mnt);
+    (void)call(__NR_close, dir);
+    if (tree.error != 0) {
+        fail("cannot take the file for", dest, tree.error);
+    }
+    if (const int e = set_attributes(static_cast<int>(tree.value), "", AT_EMPTY_PATH,
+                                     MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0);
+        e != 0) {
+        fail("cannot make read-only the file for", dest, e);
+    }
+    if (const Result r = call(__NR_move_mount, tree.value, as_long(""), place, as_long(""),
+                              MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
+        r.error != 0) {
+        fail("cannot mount the file onto", dest, r.error);
+    }
+    (void)call(__NR_close, place);
+    (void)call(__NR_close, tree.value);
+}
+
 constexpr std::size_t max_binds = 8192;
 int trees[max_binds];  // each bind's captured tree, in the view's order
 
@@ -459,7 +666,7 @@ bool is_bind(const char *op) {
 
 // How many values an option takes, or -1 for one the builder does not know.
 int arity(const char *op) {
-    if (is_bind(op)) {
+    if (is_bind(op) || same(op, "--ro-bind-data")) {
         return 2;
     }
     for (const char *one : {"--size", "--perms", "--tmpfs", "--remount-ro", "--chdir", "--dev"}) {
@@ -535,6 +742,11 @@ void check_and_capture(Tokens view) {
             if (!octal(t[i + 1], ignored)) {
                 fail("expected an octal mode after --perms");
             }
+        } else if (same(op, "--ro-bind-data")) {
+            const unsigned long fd = required_number(t[i + 1], op);
+            if (fd < 3 || fd > 255 || t[i + 2][0] != '/') {
+                fail("expected a descriptor 3..255 and an absolute path after", op);
+            }
         } else {
             // Every path of a view is absolute, so none can be taken for an option or an --end.
             for (int k = 1; k <= values; ++k) {
@@ -567,6 +779,22 @@ void check_and_capture(Tokens view) {
     }
 }
 
+// The deepest mount of the view that options before `upto` made and `dest` lies beneath ("/" when
+// none did, the view's root).
+const char *enclosing_mount(Tokens view, std::size_t upto, const char *dest) {
+    const char *deepest = "/";
+    for (std::size_t i = 0; i < upto; i += static_cast<std::size_t>(arity(view.items[i])) + 1) {
+        const char *op = view.items[i];
+        const char *at = same(op, "--tmpfs") || same(op, "--dev") ? view.items[i + 1]
+                         : is_bind(op)                            ? view.items[i + 2]
+                                                                  : nullptr;
+        if (at != nullptr && beneath(dest, at) && length(at) > length(deepest)) {
+            deepest = at;
+        }
+    }
+    return deepest;
+}
+
 // Every option of the checked view, applied in order; returns the --chdir directory, made current.
 const char *build_view(Tokens view) {
     check_and_capture(view);
@@ -574,7 +802,8 @@ const char *build_view(Tokens view) {
     const std::size_t n = view.count;
     const char *cwd = nullptr;
     unsigned long size = 0;
-    unsigned long mode = 0755;
+    unsigned long mode = 0;
+    bool perms = false;  // as bwrap: a --perms applies to the next tmpfs or file alone
     std::size_t bind = 0;
     for (std::size_t i = 0; i < n; ++i) {
         const char *op = t[i];
@@ -583,10 +812,15 @@ const char *build_view(Tokens view) {
             size = required_number(first, op);
         } else if (same(op, "--perms")) {
             (void)octal(first, mode);
+            perms = true;
         } else if (same(op, "--tmpfs")) {
-            tmpfs(first, size, mode);
+            tmpfs(first, size, perms ? mode : 0755);
             size = 0;
-            mode = 0755;
+            perms = false;
+        } else if (same(op, "--ro-bind-data")) {
+            show_data(static_cast<int>(required_number(first, op)), t[i + 2], perms ? mode : 0600,
+                      enclosing_mount(view, i, t[i + 2]));
+            perms = false;
         } else if (same(op, "--dev")) {
             dev(first);
         } else if (is_bind(op)) {

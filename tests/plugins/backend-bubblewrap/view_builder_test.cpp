@@ -55,7 +55,8 @@ class ViewBuilder : public Confinement {
     // bwrap as the plan starts it, as the plan's identity, with `stream` as the view and
     // `options` as the builder's (the plan's, running command, unless given).
     Result build(const std::string &stream, const std::vector<std::string> &command,
-                 std::vector<std::string> options = {}) {
+                 std::vector<std::string> options = {},
+                 const std::vector<std::pair<int, int>> &more_fds = {}) {
         const auto args_file = base() / ("args-" + random_token());
         const auto view_file = base() / ("view-" + random_token());
         for (const auto &f : plan_.files) {
@@ -91,8 +92,10 @@ class ViewBuilder : public Confinement {
         }
         argv.insert(argv.end(), options.begin(), options.end());
         argv.insert(argv.end(), command.begin(), command.end());
-        auto r = run_direct(
-            argv, {{args, args_fd}, {view, view_fd}, {mark[0], mark_fd}, {builder, builder_fd}});
+        std::vector<std::pair<int, int>> fds{
+            {args, args_fd}, {view, view_fd}, {mark[0], mark_fd}, {builder, builder_fd}};
+        fds.insert(fds.end(), more_fds.begin(), more_fds.end());
+        auto r = run_direct(argv, fds);
         for (const int fd : {args, view, builder, mark[0]}) {
             ::close(fd);
         }
@@ -255,6 +258,70 @@ TEST_F(ViewBuilder, AReadOnlyHostMountBeneathAWritableBindStaysReadOnly) {
         build(stream({"--bind", source.string(), source.string()}),
               {"/bin/sh", "-c", "touch \"$1/x\" && echo SOURCE-WROTE", "sh", source.string()});
     EXPECT_TRUE(c.has("SOURCE-WROTE")) << c;
+}
+
+// A file of given content (a login's, --ro-bind-data) in a directory a target of an earlier call
+// could write: a link it planted on the way to the file's place, or at the place itself, would
+// carry the mount over the file the link names. The builder refuses both before the target runs;
+// the control, the same place made of plain directories, shows the content read-only and 0400.
+TEST_F(ViewBuilder, AFileOfGivenContentIsNeverMountedThroughALink) {
+    const auto home = workspace() / ("home-" + random_token());
+    const auto elsewhere = workspace() / ("elsewhere-" + random_token());
+    fs::create_directories(home);
+    fs::create_directories(elsewhere);
+    make_file(elsewhere / "creds", "ORIGINAL", 0644);
+    const auto content = "LOGIN-" + random_token();
+    const auto data = base() / ("data-" + random_token());
+    make_file(data, content, 0600);
+    constexpr int data_fd = 20;
+    const auto place = (home / ".claude" / "creds").string();
+    const std::vector<std::string> command{
+        "/bin/sh",
+        "-c",
+        "echo TARGET-RAN; cat \"$1\"; echo; cat \"$2\"; echo; stat -c MODE-%a \"$1\"; "
+        "echo x > \"$1\" 2>/dev/null && echo WROTE || echo READ-ONLY",
+        "sh",
+        place,
+        (elsewhere / "creds").string()};
+    const auto run = [&] {
+        hand_to_target(home);
+        hand_to_target(elsewhere);
+        const int fd = ::open(data.c_str(), O_RDONLY | O_CLOEXEC);
+        EXPECT_GE(fd, 0);
+        auto r = build(stream({"--bind", home.string(), home.string(), "--perms", "0400",
+                               "--ro-bind-data", std::to_string(data_fd), place}),
+                       command, {}, {{fd, data_fd}});
+        ::close(fd);
+        return r;
+    };
+
+    // The attack: .claude a link to another directory of the view.
+    fs::create_directory_symlink(elsewhere, home / ".claude");
+    const auto on_the_way = run();
+    EXPECT_EQ(on_the_way.status, 125) << on_the_way;
+    EXPECT_FALSE(on_the_way.has("TARGET-RAN")) << on_the_way;
+    EXPECT_NE(on_the_way.err.find("a link or a file that is no directory lies on the way to"),
+              std::string::npos)
+        << on_the_way;
+    // And the place itself a link to that file.
+    fs::remove(home / ".claude");
+    fs::create_directory(home / ".claude");
+    fs::create_symlink(elsewhere / "creds", place);
+    const auto at_the_place = run();
+    EXPECT_EQ(at_the_place.status, 125) << at_the_place;
+    EXPECT_FALSE(at_the_place.has("TARGET-RAN")) << at_the_place;
+    EXPECT_NE(at_the_place.err.find("is no regular file"), std::string::npos) << at_the_place;
+
+    // Control: plain directories on the way, the place made by the builder.
+    fs::remove(place);
+    const auto shown = run();
+    EXPECT_EQ(shown.status, 0) << shown;
+    EXPECT_TRUE(shown.has(content)) << shown;
+    EXPECT_TRUE(shown.has("ORIGINAL")) << "the other file is as it was\n" << shown;
+    EXPECT_TRUE(shown.has("MODE-400")) << shown;
+    EXPECT_TRUE(shown.has("READ-ONLY")) << shown;
+    // Nothing of the content reached the host's disk: the place is the empty mount point.
+    EXPECT_EQ(fs::file_size(place), 0U);
 }
 
 }  // namespace
