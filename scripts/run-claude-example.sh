@@ -93,9 +93,6 @@ export ANTHROPIC_BASE_URL=https://api.mock.test:$port NODE_EXTRA_CA_CERTS=test-c
 # What keeps the CLI from reaching anything but the mock (tests/clients/claude_cli.hpp).
 export CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1 DISABLE_TELEMETRY=1 \
   DISABLE_ERROR_REPORTING=1 BUN_ENABLE_CRASH_REPORTING=0 CLAUDE_CODE_MAX_RETRIES=0
-# Without it the CLI opens CLAUDE.md and AGENTS.md in each directory above the workspace, which
-# lie in the private root, and the audit lists each (tests/clients/README.md).
-export CLAUDE_CODE_DISABLE_CLAUDE_MDS=1
 
 "$bin" check "$project/.tea"
 set +e

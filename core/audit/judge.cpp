@@ -20,6 +20,7 @@ enum Mark : std::uint16_t {
     kException = 1U << 8U,
     kAboveException = 1U << 9U,  // a strict ancestor of an exception; not inherited
     kCallOwn = 1U << 10U,
+    kAboveWorkspace = 1U << 11U,  // a strict ancestor of a workspace-like grant; not inherited
 };
 constexpr std::uint16_t kReadGrants = kWorkspace | kRuntime | kSystem | kOs | kLogin | kCallOwn;
 // Where the target can create files, and so plant links.
@@ -211,6 +212,7 @@ void Judge::add(const std::vector<std::string> &paths, const char *field, std::u
         std::uint32_t node = 0;
         for (const auto component : components) {
             if (mark == kException) nodes_[node].marks |= kAboveException;
+            if (mark == kWorkspace) nodes_[node].marks |= kAboveWorkspace;
             auto &children = nodes_[node].children;
             auto it = std::lower_bound(
                 children.begin(), children.end(), component,
@@ -235,7 +237,8 @@ Judge::Match Judge::match(const std::vector<std::string_view> &components) const
     int grant_depth = -1;
     const auto visit = [&](std::uint32_t index, int depth) {
         const Node &node = nodes_[index];
-        m.marks = static_cast<std::uint16_t>(m.marks | (node.marks & ~kAboveException));
+        m.marks = static_cast<std::uint16_t>(m.marks |
+                                             (node.marks & ~(kAboveException | kAboveWorkspace)));
         if ((node.marks & kListed) != 0) {
             m.listed_depth = depth;
             m.listed_node = index;
@@ -261,6 +264,11 @@ Judge::Match Judge::match(const std::vector<std::string_view> &components) const
             children.begin(), children.end(), component,
             [](const auto &child, std::string_view name) { return child.first < name; });
         if (it == children.end() || it->first != component) {
+            // A name directly inside, or a hidden directory's tree (.claude/, .git/): the
+            // private root's own entries (run-*, tea-evaluate-*) are neither.
+            m.beside_way_to_workspace =
+                (nodes_[index].marks & kAboveWorkspace) != 0 &&
+                (depth + 1 == static_cast<int>(components.size()) || component.front() == '.');
             settle();
             return m;
         }
@@ -276,7 +284,7 @@ namespace {
 
 // Whether an access to a path the match places beneath an always-listed path is listed.
 bool lists_always_listed(int listed_depth, int exception_depth, bool above_exception,
-                         const ObservedAccess &a) {
+                         bool beside_way_to_workspace, const ObservedAccess &a) {
     // A path named both always-listed and excepted stays listed: the safer reading of a mistake.
     if (listed_depth < 0 || listed_depth < exception_depth) return false;
     // Reaching the call's own home or temp directory passes through its ancestors (realpath
@@ -284,6 +292,14 @@ bool lists_always_listed(int listed_depth, int exception_depth, bool above_excep
     // the directory below did not already tell. Listing or opening an ancestor still counts.
     if (above_exception && (a.access == Access::metadata || a.access == Access::readlink ||
                             a.access == Access::other)) {
+        return false;
+    }
+    // A client looks for its files in every directory above its working directory (Claude Code's
+    // CLAUDE.md, .claude/CLAUDE.md and AGENTS.md, package.json, .git). Beside the way down to a
+    // workspace-like grant the cover holds nothing, so such a name is absent by construction and
+    // its failed open learns nothing. A name deeper that is not hidden (another run's home) is
+    // still listed, and so is any access that found something.
+    if (beside_way_to_workspace && !a.success && a.error == "ENOENT") {
         return false;
     }
     // `mkdir -p "$HOME/x"` makes each ancestor from the root down: one that exists answers EEXIST,
@@ -323,10 +339,12 @@ void Judge::observe(const ObservedAccess &a) {
     // the evaluation folder reaches the grading material whichever path the process named, and a
     // link inside the evaluation folder shows the process went there.
     const bool listed_real =
-        is_file && lists_always_listed(real_match.listed_depth, real_match.exception_depth,
-                                       real_match.above_exception, a);
-    const bool listed_asked = lists_always_listed(
-        asked_match.listed_depth, asked_match.exception_depth, asked_match.above_exception, a);
+        is_file &&
+        lists_always_listed(real_match.listed_depth, real_match.exception_depth,
+                            real_match.above_exception, real_match.beside_way_to_workspace, a);
+    const bool listed_asked =
+        lists_always_listed(asked_match.listed_depth, asked_match.exception_depth,
+                            asked_match.above_exception, asked_match.beside_way_to_workspace, a);
     if (listed_real || listed_asked) {
         // The path inside the always-listed folder is the one reported: a granted file reached
         // through a link there would otherwise read as harmless.

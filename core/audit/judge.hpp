@@ -179,6 +179,9 @@ class Judge {
         int exception_depth = -1;       // depth of the deepest exception ancestor-or-self
         std::uint32_t listed_node = 0;  // the node of listed_depth (for the reason)
         bool above_exception = false;   // the path is a strict ancestor of an exception
+        // The path leaves the way down to a workspace-like grant at one of its strict ancestors,
+        // as a name directly inside it or inside a hidden directory there.
+        bool beside_way_to_workspace = false;
     };
     struct Entry {
         Finding finding;

@@ -153,9 +153,6 @@ class ClaudeEvaluation : public ::testing::Test {
             "CLAUDE_BIN=" + std::string{TEA_TEST_CLAUDE},
             "ANTHROPIC_BASE_URL=" + mock_->base_url(),
             "NODE_EXTRA_CA_CERTS=test-ca.pem",
-            // The CLI opens CLAUDE.md and AGENTS.md in every directory above its working one,
-            // which lie in the private root the audit always lists (README.md here).
-            "CLAUDE_CODE_DISABLE_CLAUDE_MDS=1",
         };
         const auto &quiet = claude_test_environment();
         items.insert(items.end(), quiet.begin(), quiet.end());
@@ -357,30 +354,29 @@ TEST_F(ClaudeEvaluation, OptedOutWithNoLoginTheRecordsHoldTheToken) {
     EXPECT_NE(files_holding(dir, token_), "");
 }
 
-// A known limit, not a protection: with its memory files on, the CLI opens CLAUDE.md,
-// CLAUDE.local.md and AGENTS.md in each directory above its working one. In a run those
-// directories lie in the private root, which the audit always lists, so a session that reaches
-// for nothing is Invalid. The other tests turn the memory files off; this one says what they
-// would meet, and fails once the audit no longer lists these opens.
-TEST_F(ClaudeEvaluation, WithItsMemoryFilesOnTheCliIsListedAboveTheWorkspace) {
+// The CLI opens CLAUDE.md, CLAUDE.local.md and AGENTS.md (and the same under .claude/) in each
+// directory above its working one, which in a run lie in the private root the audit always
+// lists. Those names are absent beneath the cover, and the audit leaves such walk-ups out
+// (docs/audit.md), so a session that reaches for nothing is not Invalid. The workspace's own
+// CLAUDE.md is read, and its instruction reaches the API. The Read of the evaluation folder, the
+// control that the audit still lists what the agent reaches for, is in the token test.
+TEST_F(ClaudeEvaluation, ItsWalkUpForMemoryFilesAboveTheWorkspaceIsNotListed) {
     start_mock(write_echo_turns("credential: {{authorization}}"));
+    const std::string note = "memory-file-" + bwrap::random_token(8);
+    write_file((project() / "CLAUDE.md").string(), "Always mention " + note + ".\n");
     prepare();
     const auto r =
-        tea(environment({"CLAUDE_CODE_OAUTH_TOKEN=" + token_, "CLAUDE_CODE_DISABLE_CLAUDE_MDS="}),
-            {"--json", "run", eval().string()});
+        tea(environment({"CLAUDE_CODE_OAUTH_TOKEN=" + token_}), {"--json", "run", eval().string()});
     const auto dir = run_dir_of(r);
     ASSERT_FALSE(dir.empty()) << r.status << "\n" << r.out << r.err;
-    EXPECT_EQ(r.status, 3) << r.err;
-    const auto observed = read_json(dir / "run.json")["trials"][0]["observedMounts"];
-    EXPECT_FALSE(observed.empty());
-    const auto private_root = (base() / "private").string() + "/";
-    for (const auto &path : observed) {
-        const fs::path p{path.get<std::string>()};
-        const auto name = p.filename().string();
-        EXPECT_TRUE(name == "CLAUDE.md" || name == "CLAUDE.local.md" || name == "AGENTS.md") << p;
-        EXPECT_EQ(p.string().rfind(private_root, 0), 0U) << p;
-        EXPECT_EQ(p.string().find("workspace-"), std::string::npos) << p;
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_TRUE(read_json(dir / "run.json")["trials"][0]["observedMounts"].empty())
+        << read_json(dir / "run.json")["trials"][0].dump(2);
+    bool instructed = false;
+    for (const auto &request : mock_->requests()) {
+        instructed = instructed || request.dump().find(note) != std::string::npos;
     }
+    EXPECT_TRUE(instructed) << "the workspace's CLAUDE.md never reached the API";
     EXPECT_EQ(claude_result(stdout_of(dir)), "credential: Bearer [redacted]") << stdout_of(dir);
 }
 

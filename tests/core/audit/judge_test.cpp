@@ -506,6 +506,30 @@ TEST(JudgeAlwaysListed, MkdirPOnTheWayToTheHomeIsNotListed) {
     EXPECT_TRUE(listed(failed(Access::create, "/repo/.tea", "EEXIST")));
 }
 
+TEST(JudgeAlwaysListed, AClientsWalkUpForItsFilesAboveTheHomeIsNotListed) {
+    // Claude Code opens CLAUDE.md, CLAUDE.local.md and AGENTS.md in each directory above its
+    // working directory; under the private root's cover none of them exists.
+    const std::vector<ObservedAccess> walk = {
+        failed(Access::read, "/priv/CLAUDE.md", "ENOENT"),
+        failed(Access::read, "/priv/run-1/AGENTS.md", "ENOENT"),
+        failed(Access::read, "/priv/run-1/CLAUDE.local.md", "ENOENT"),
+        failed(Access::read, "/priv/run-1/.claude/CLAUDE.md", "ENOENT"),
+        failed(Access::read, "/priv/.claude/agents/x/AGENTS.md", "ENOENT"),
+    };
+    EXPECT_TRUE(judge(walk).empty());
+    // Positive controls: deeper than the way down (another run's home, the git directory's refs),
+    // a name that was found, an open the cover refused, and the same walk-up inside the
+    // evaluation folder, which no workspace lies beneath, are all listed.
+    EXPECT_TRUE(listed(failed(Access::read, "/priv/run-2/CLAUDE.md", "ENOENT")));
+    EXPECT_TRUE(listed(failed(Access::read, "/priv/run-2/home-b/.claude.json", "ENOENT")));
+    EXPECT_TRUE(listed(failed(Access::read, "/priv/run-2/.claude/CLAUDE.md", "ENOENT")));
+    EXPECT_TRUE(listed(ok(Access::read, "/priv/run-1/CLAUDE.md")));
+    EXPECT_TRUE(listed(failed(Access::write, "/priv/run-1/CLAUDE.md", "EROFS")));
+    EXPECT_TRUE(listed(failed(Access::read, "/priv/run-1/CLAUDE.md", "EACCES")));
+    EXPECT_TRUE(listed(failed(Access::read, "/repo/.tea/CLAUDE.md", "ENOENT")));
+    EXPECT_TRUE(listed(failed(Access::read, "/repo/.git/refs/CLAUDE.md", "ENOENT")));
+}
+
 TEST(JudgeAlwaysListed, ModuleWalkUpBesideTheHome) {
     // A failed stat learns nothing; a failed open is an attempt on the folder.
     EXPECT_FALSE(listed(failed(Access::metadata, "/priv/run-1/node_modules", "ENOENT")));
