@@ -1,14 +1,13 @@
 // The real Claude Code CLI as a confined target of `tea-evaluate exec`: real bwrap, the strace
 // audit and the egress proxy, against the Messages API mock on this machine's loopback. The
-// token route only: a login from a credentials file has no grant yet, and the CLI in a private
-// home finds no file (tests/clients/README.md says what a confined file login meets today).
+// token is handed with --env, not through a login, so nothing redacts it: these calls are the
+// control that the logged-in evaluations of claude_evaluation_test.cpp are held against.
 //
 // The scripted agent writes a file in its workspace, reads the secret of the withheld evaluation
 // folder, and prints the credential the mock echoes. Confined, the write lands, the read finds
 // nothing and is listed (exit 3 under --strict), and the credential shows in clear in the
-// target's output: nothing redacts it yet, which is the control the redaction will be held
-// against. The same call under --backend opt-out, the control of the read, hands the secret to
-// the API.
+// target's output. The same call under --backend opt-out, the control of the read, hands the
+// secret to the API.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -30,9 +29,9 @@ using bwrap::Backend;
 using bwrap::Call;
 using nlohmann::json;
 
-// The egress proxy resolves an item's host and connects only to the addresses it resolves to
-// that the item allows (docs/egress.md), so a made-up name such as api.mock.test finds no
-// address (502): the confined CLI reaches the mock as localhost, which resolves to 127.0.0.1.
+// This test keeps a filtering item (`=`): the CLI reaches the mock as localhost, which resolves to
+// 127.0.0.1. A made-up name needs a pinned item (`@`, docs/egress.md), which
+// claude_evaluation_test.cpp uses.
 constexpr const char *kMockHost = "localhost";
 
 class ClaudeConfined : public bwrap::Confinement {
