@@ -610,7 +610,11 @@ call::Logins grant_logins(const Evaluation &ev, const call::CallSession &session
 }
 
 void write_record(const RunState &state, const stdfs::path &path, const json &doc) {
-    files::write_atomically(path, state.logins.redact_record(doc).dump(2) + "\n");
+    // A marker replacing a secret that began inside a character could leave a string that is not
+    // UTF-8: such bytes become U+FFFD rather than end the run without its records.
+    files::write_atomically(
+        path,
+        state.logins.redact_record(doc).dump(2, ' ', false, json::error_handler_t::replace) + "\n");
 }
 
 void check_targets(const Evaluation &ev, const git::WorkspaceSource &source,
