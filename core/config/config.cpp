@@ -448,14 +448,23 @@ void Builder::apply_file(const std::filesystem::path &file) {
         throw usage_error(file.string() +
                           ": cannot read the configuration file: " + errno_text(errno));
     }
-    std::ostringstream text;
-    text << in.rdbuf();
+    // A directory reads as empty and a device or fifo may never end: either would stand for a
+    // configuration the user did not write.
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(file, ec)) {
+        throw usage_error(file.string() +
+                          ": the configuration file is not a regular file (a directory, a device "
+                          "or a fifo)");
+    }
     constexpr std::size_t max_config_bytes = 4U << 20U;  // a config is small; refuse a huge file
-    if (text.str().size() > max_config_bytes) {
+    std::string text(max_config_bytes + 1, '\0');
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    text.resize(static_cast<std::size_t>(in.gcount()));
+    if (text.size() > max_config_bytes) {
         throw usage_error(file.string() + ": the configuration file is larger than 4 MiB");
     }
     const auto absolute = std::filesystem::absolute(file);
-    apply_text(text.str(), file.string(), absolute.parent_path());
+    apply_text(text, file.string(), absolute.parent_path());
 }
 
 void Builder::apply_user_file(const std::filesystem::path &file) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -184,6 +185,31 @@ TEST(Config, AFileThatCannotBeReadSaysWhy) {
                      "/nonexistent-tea-test/config.toml: cannot read the configuration file: No "
                      "such file or directory");
     }
+}
+
+// A directory or a device in place of the file is refused, never read as an empty (or endless)
+// configuration; the control is the same name as a file, which is read.
+TEST(Config, AConfigurationThatIsNoRegularFileIsRefused) {
+    std::string made = (std::filesystem::temp_directory_path() / "tea-config-XXXXXX").string();
+    ASSERT_NE(::mkdtemp(made.data()), nullptr);
+    const std::filesystem::path dir{made};
+    for (const std::string &path : {dir.string(), std::string{"/dev/zero"}}) {
+        Builder builder;
+        try {
+            builder.apply_file(path);
+            ADD_FAILURE() << path << " was read as a configuration";
+        } catch (const Error &e) {
+            EXPECT_EQ(std::string{e.what()},
+                      path +
+                          ": the configuration file is not a regular file (a directory, a "
+                          "device or a fifo)");
+        }
+    }
+    std::ofstream{dir / "c.toml"} << "[call]\nkill_grace_ms = 7\n";
+    Builder builder;
+    builder.apply_file(dir / "c.toml");
+    EXPECT_EQ(builder.get().call.kill_grace.count(), 7);
+    std::filesystem::remove_all(dir);
 }
 
 TEST(Config, UnknownTopLevelTable) {
