@@ -10,7 +10,7 @@
 #include "plugins/selection.hpp"
 #include "redaction/credentials_file.hpp"
 #include "redaction/file_redactor.hpp"
-#include "redaction/stream_redactor.hpp"
+#include "redaction/json_redactor.hpp"
 #include "util/error.hpp"
 
 namespace tea::call {
@@ -160,54 +160,32 @@ std::shared_ptr<const redaction::SecretMatcher> Logins::matcher() const {
     return secrets_.matcher();
 }
 
-namespace {
-
-std::string redact_with(const redaction::SecretMatcher &m, std::string_view text) {
-    redaction::StringSink sink;
-    redaction::StreamRedactor redactor{m, sink};
-    redactor.write(text);
-    redactor.finish();
-    return std::move(sink.text);
-}
-
-nlohmann::json redact_tree(const redaction::SecretMatcher &m, const nlohmann::json &doc) {
-    if (doc.is_string()) {
-        return redact_with(m, doc.get_ref<const std::string &>());
-    }
-    if (doc.is_array()) {
-        auto out = nlohmann::json::array();
-        for (const auto &item : doc) {
-            out.push_back(redact_tree(m, item));
-        }
-        return out;
-    }
-    if (doc.is_object()) {
-        auto out = nlohmann::json::object();
-        for (const auto &[key, value] : doc.items()) {
-            out[redact_with(m, key)] = redact_tree(m, value);
-        }
-        return out;
-    }
-    return doc;
-}
-
-}  // namespace
-
 std::string Logins::redact(std::string_view text) const {
     const auto m = matcher();
-    return m ? redact_with(*m, text) : std::string{text};
+    return m ? redaction::redact_text(*m, text) : std::string{text};
 }
 
 nlohmann::json Logins::redact_record(const nlohmann::json &doc) const {
     const auto m = matcher();
-    return m ? redact_tree(*m, doc) : doc;
+    return m ? redaction::redact_json(*m, doc) : doc;
 }
 
-void Logins::redact_file(const std::filesystem::path &path) const {
+void Logins::redact_file(const std::filesystem::path &path, bool cut) const {
     const auto m = matcher();
     std::error_code ec;
     if (m && std::filesystem::is_regular_file(std::filesystem::symlink_status(path, ec))) {
-        (void)redaction::redact_file(path, *m);
+        (void)redaction::redact_file(path, *m, cut);
+    }
+}
+
+void Logins::redact_findings(std::vector<audit::Finding> &findings) const {
+    const auto m = matcher();
+    if (!m) {
+        return;
+    }
+    for (auto &f : findings) {
+        f.path = redaction::redact_text(*m, f.path);
+        f.reason = redaction::redact_text(*m, f.reason);
     }
 }
 

@@ -18,6 +18,7 @@
 #include <tea/login_documents.hpp>
 #include <vector>
 
+#include "audit/judge.hpp"
 #include "config/config.hpp"
 #include "exec/exec_plan.hpp"
 #include "plugins/loader.hpp"
@@ -71,7 +72,11 @@ class Logins {
     [[nodiscard]] nlohmann::json redact_record(const nlohmann::json &doc) const;
     // Redacts a file the run wrote (a captured output, an artifact) in place with every secret
     // kept now (redaction/file_redactor.hpp); nothing when there is no secret or no such file.
-    void redact_file(const std::filesystem::path &path) const;
+    // `cut`: the file is a capped copy, whose end may cut a secret short.
+    void redact_file(const std::filesystem::path &path, bool cut = false) const;
+    // The audit's findings with every path and reason redacted: both are the target's choice
+    // (a name it opened, a link's text, an interpreter line), and both are printed.
+    void redact_findings(std::vector<audit::Finding> &findings) const;
 
     // run.json's "logins": each grant as {interface, executable, adapter, variables, files}, the
     // files named "<credentials-file>", never by path or content.

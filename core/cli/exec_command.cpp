@@ -66,9 +66,8 @@ int exec_command(const CommonOptions &common, const ExecOptions &options) {
     // What the runtime prints of the call is the target's choice too (a path it opened, a host
     // it asked for): redacted with every secret, the file's rotated ones included.
     logins.reread();
-    for (auto &finding : outcome.audit.findings) {
-        finding.path = logins.redact(finding.path);
-    }
+    logins.redact_findings(outcome.audit.findings);
+    outcome.audit.reason = logins.redact(outcome.audit.reason);
     outcome.egress_records = logins.redact_record(outcome.egress_records);
 
     int status = outcome.status;
@@ -145,7 +144,9 @@ int exec_command(const CommonOptions &common, const ExecOptions &options) {
         if (outcome.egress_records.contains("omitted")) {
             record["egressRefusalsOmitted"] = outcome.egress_records["omitted"];
         }
-        console::out() << logins.redact_record(record).dump(-1, ' ', console::on_terminal(stdout))
+        console::out() << logins.redact_record(record).dump(
+                              -1, ' ', console::on_terminal(stdout),
+                              nlohmann::json::error_handler_t::replace)
                        << '\n';
     }
     return status;

@@ -109,7 +109,8 @@ int preflight_evaluation(const CommonOptions &common, const stdfs::path &folder,
                               .redact_record(
                                   nlohmann::json{{"everyLeg", bytes::list_to_json(every)},
                                                  {"complete", !incomplete}})
-                              .dump(-1, ' ', console::on_terminal(stdout))
+                              .dump(-1, ' ', console::on_terminal(stdout),
+                                    nlohmann::json::error_handler_t::replace)
                        << '\n';
     }
     return every.empty() && !incomplete ? 0 : static_cast<int>(ExitCode::invalid);

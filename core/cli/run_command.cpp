@@ -180,7 +180,8 @@ int run_command(const CommonOptions &common, const RunCommandOptions &options) {
                                {"runDir", state.records.string()},
                                {"status", state.run["status"]},
                                {"summary", state.logins.redact_record(state.run["summary"])}}
-                              .dump(-1, ' ', console::on_terminal(stdout))
+                              .dump(-1, ' ', console::on_terminal(stdout),
+                                    json::error_handler_t::replace)
                        << '\n';
     }
     if (state.interrupted != 0) return 128 + state.interrupted;

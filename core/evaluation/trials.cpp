@@ -146,7 +146,8 @@ json collect_artifacts(const RunState &state, const std::set<std::string> &entri
                 copy.status == files::CopyResult::Status::truncated) {
                 item["file"] = (stdfs::path{"artifacts"} / id / name).string();
                 item["bytes"] = copy.bytes;
-                state.logins.redact_file(dir / name);
+                state.logins.redact_file(dir / name,
+                                         copy.status == files::CopyResult::Status::truncated);
             } else {
                 std::error_code ec;
                 stdfs::remove(dir / name, ec);
@@ -206,8 +207,8 @@ json run_evaluator(RunState &state, int index, const stdfs::path &trial_dir,
         return nullptr;
     }
     // The grader read the targets' redacted records; what it printed is redacted as well.
-    state.logins.redact_file(run.out.file);
-    state.logins.redact_file(run.err.file);
+    state.logins.redact_file(run.out.file, r.out.truncated);
+    state.logins.redact_file(run.err.file, r.err.truncated);
     std::string error;
     auto verdict = read_verdict(run.out.file, r, &error);
     json record{{"exitCode", r.exit_code},
@@ -378,8 +379,10 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
         // The call has settled: a token the host's client rotated meanwhile joins the secrets,
         // and what the call printed is redacted with every one of them.
         state.logins.reread();
-        state.logins.redact_file(run.out.file);
-        state.logins.redact_file(run.err.file);
+        state.logins.redact_file(run.out.file, r.out.truncated);
+        state.logins.redact_file(run.err.file, r.err.truncated);
+        state.logins.redact_findings(outcome.audit.findings);
+        outcome.audit.reason = state.logins.redact(outcome.audit.reason);
         outcome.egress_records = state.logins.redact_record(outcome.egress_records);
         state.confinement = outcome.confinement;
         if (r.interrupted_by != 0) {

@@ -105,7 +105,8 @@ class TempFile {
 
 }  // namespace
 
-std::uint64_t redact_file(const std::filesystem::path &path, const SecretMatcher &matcher) {
+std::uint64_t redact_file(const std::filesystem::path &path, const SecretMatcher &matcher,
+                          bool cut) {
     // O_NOFOLLOW: a link a target left where a record goes would have the runtime rewrite the
     // file it points to. O_NONBLOCK: a fifo there would block the run.
     const UniqueFd in{::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)};
@@ -131,7 +132,11 @@ std::uint64_t redact_file(const std::filesystem::path &path, const SecretMatcher
         if (n == 0) break;
         redactor.write({block.data(), static_cast<std::size_t>(n)});
     }
-    redactor.finish();
+    if (cut) {
+        redactor.finish_cut();
+    } else {
+        redactor.finish();
+    }
     if (redactor.redactions() == 0) return 0;
     sink.flush();
     temp.replace(path);

@@ -19,6 +19,9 @@ namespace tea::redaction {
 // Returns the number of markers written (0: the file was left as it was). Throws tea::Error
 // (exit 125) naming the path when the file cannot be read, written or replaced; the file is then
 // left as it was and no temporary file stays.
-std::uint64_t redact_file(const std::filesystem::path &path, const SecretMatcher &matcher);
+// `cut`: the file is a capped copy whose end may lie inside a secret; the start of a secret it ends
+// with is replaced too (StreamRedactor::finish_cut).
+std::uint64_t redact_file(const std::filesystem::path &path, const SecretMatcher &matcher,
+                          bool cut = false);
 
 }  // namespace tea::redaction

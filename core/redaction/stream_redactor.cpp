@@ -29,6 +29,13 @@ void StreamRedactor::write(std::string_view bytes) {
     hold(window);
 }
 
+void StreamRedactor::finish_cut() {
+    if (const auto partial = matcher_.depth(state_); partial != 0) {
+        cover(position_ - partial, position_);
+    }
+    finish();
+}
+
 void StreamRedactor::finish() {
     const Window window{held_, decided_, {}, position_};
     write_decided(position_, window);

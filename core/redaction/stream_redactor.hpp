@@ -58,6 +58,9 @@ class StreamRedactor {
     // Writes what is held back, redacted: the end of the stream. A write after it begins a new
     // stream.
     void finish();
+    // The end of a stream that was cut short (a capped copy): the bytes held back as the start of
+    // a secret become a marker too, since the rest of the secret may be what the cut took.
+    void finish_cut();
 
     // Markers written so far.
     [[nodiscard]] std::uint64_t redactions() const noexcept { return redactions_; }
