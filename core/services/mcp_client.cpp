@@ -190,7 +190,8 @@ McpReply McpClient::notify(std::string_view method, const json &params,
 }
 
 McpReply McpClient::initialize(std::chrono::milliseconds timeout) {
-    const auto deadline = Clock::now() + timeout;
+    const auto deadline = Clock::now() + std::chrono::milliseconds{std::clamp<std::int64_t>(
+                                             timeout.count(), 0, max_wait_ms)};
     McpReply reply = request("initialize",
                              {{"protocolVersion", protocol_version},
                               {"capabilities", json::object()},
@@ -224,7 +225,7 @@ McpReply McpClient::exchange(std::string_view method, const json &params, bool w
     std::tie(record.request, record.request_cut) =
         cut_for_record(std::string_view{line}.substr(0, line.size() - 1), limits_.record_bytes);
 
-    McpReply reply;
+    McpReply reply{McpOutcome::result, nullptr, ""};
     if (closed_) {
         reply = {McpOutcome::closed, nullptr, "the tool server had already closed its stdout"};
     } else if (write_line(line, deadline, reply)) {
@@ -395,7 +396,7 @@ bool McpClient::is_answer(const std::string &line, std::int64_t id, Clock::time_
             const json refusal{{"jsonrpc", "2.0"},
                                {"id", parsed["id"]},
                                {"error", {{"code", -32601}, {"message", "method not found"}}}};
-            McpReply ignored;
+            McpReply ignored{McpOutcome::result, nullptr, ""};
             write_line(refusal.dump(-1, ' ', false, json::error_handler_t::replace) + "\n",
                        deadline, ignored);
         }

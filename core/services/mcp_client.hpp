@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "util/fd.hpp"
@@ -77,6 +78,8 @@ nlohmann::json exchange_record(const McpExchange &exchange);
 nlohmann::json peer_event_record(const McpPeerEvent &event);
 
 struct McpReply {
+    McpReply(McpOutcome how, nlohmann::json answer, std::string why)
+        : outcome(how), value(std::move(answer)), detail(std::move(why)) {}
     McpOutcome outcome = McpOutcome::timed_out;
     nlohmann::json value;  // "result" or "error" of the response; null otherwise
     std::string detail;

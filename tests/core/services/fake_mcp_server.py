@@ -2,6 +2,7 @@
 """A scripted tool server for mcp_client_test.cpp: speaks MCP's stdio transport (one JSON-RPC
 message a line) and tells the lie its first argument names before, or instead of, each answer."""
 import json
+import os
 import sys
 import time
 
@@ -28,6 +29,10 @@ for line in sys.stdin:
         continue  # a notification
     if mode == "close":
         sys.exit(0)
+    if mode == "close_stdin":
+        answer(request, result={})
+        os.close(0)
+        time.sleep(60)
     if mode == "flood":
         while True:
             out.write("not json\n" * 1000)

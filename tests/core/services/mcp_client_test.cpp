@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <string>
+#include <thread>
 
 #include "fake_server.hpp"
 
@@ -98,6 +99,20 @@ TEST(McpClient, AnEarlyCloseEndsThisRequestAndEveryLaterOne) {
     const McpReply second = s.client.request("tools/list", nullptr, answer_time);
     EXPECT_EQ(second.outcome, McpOutcome::closed);
     EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
+}
+
+// A write to a closed pipe raises SIGPIPE, whose default action would end this test (and the
+// runtime, were it not ignoring the signal): the client takes it as the server's close.
+TEST(McpClient, AServerThatClosesItsStdinIsAnOutcomeNotASignal) {
+    Scripted s{"close_stdin"};
+    ASSERT_EQ(s.client.request("tools/list", nullptr, answer_time).outcome, McpOutcome::result);
+    McpReply reply{McpOutcome::result, nullptr, ""};
+    for (int i = 0; i < 100 && reply.outcome != McpOutcome::closed; ++i) {
+        std::this_thread::sleep_for(20ms);  // until the server's close has happened
+        reply = s.client.request("tools/list", nullptr, 50ms);
+    }
+    EXPECT_EQ(reply.outcome, McpOutcome::closed);
+    EXPECT_NE(reply.detail.find("closed its stdin"), std::string::npos) << reply.detail;
 }
 
 TEST(McpClient, AServerThatNeverAnswersTimesOutOnTime) {
