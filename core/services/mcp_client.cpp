@@ -147,20 +147,17 @@ std::string_view peer_event_name(McpPeerEventKind kind) {
 }
 
 json exchange_record(const McpExchange &exchange) {
-    json record{{"method", exchange.method},
-                {"request", exchange.request},
-                {"requestCut", exchange.request_cut},
-                {"response", exchange.response},
-                {"responseCut", exchange.response_cut},
-                {"outcome", outcome_name(exchange.outcome)},
-                {"elapsedMs", exchange.elapsed_ms}};
-    if (exchange.id != 0) {
-        record["id"] = exchange.id;
-    }
-    if (!exchange.detail.empty()) {
-        record["detail"] = exchange.detail;
-    }
-    return record;
+    // The shape every protocol's exchange shares in a call record (docs/records.md).
+    return {{"protocol", "mcp"},
+            {"method", exchange.method},
+            {"id", exchange.id != 0 ? json(exchange.id) : json(nullptr)},
+            {"request", exchange.request},
+            {"requestCut", exchange.request_cut},
+            {"response", exchange.response},
+            {"responseCut", exchange.response_cut},
+            {"outcome", outcome_name(exchange.outcome)},
+            {"sentence", exchange.detail},
+            {"ms", exchange.elapsed_ms}};
 }
 
 json peer_event_record(const McpPeerEvent &event) {

@@ -2107,5 +2107,94 @@ TEST(Run, UnixSocketsOfRootBeyondTheMaskRoomStopTheRun) {
     EXPECT_EQ(p.leftover_run_dirs(), 0U);
 }
 
+// A tool server that answers as its argument says: "good" answers every request, "junk" prints a
+// line that is no JSON and exits at its first request, "silent" answers only the handshake.
+constexpr const char *kScriptedToolServer = R"(#!/usr/bin/python3
+import json, sys
+mode = sys.argv[1]
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "id" not in msg:
+        continue
+    if mode == "junk":
+        print("not json at all", flush=True)
+        sys.exit(5)
+    if msg["method"] == "initialize":
+        result = {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "scripted", "version": "1"}}
+    elif mode == "silent":
+        continue
+    else:
+        result = {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}
+    print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
+)";
+
+TEST(RunToolServer, EachProbeTalksToItsOwnServerAndALyingServerSpoilsOnlyItsProbe) {
+    Project p{"tool-server"};
+    p.write("bin/server", kScriptedToolServer, true);
+    p.write(".tea/evaluation.json", R"({
+        "registry": [
+          {"interfaceId": "good", "kind": "toolServer", "executable": "server",
+           "target": "bin/server", "args": ["good"], "maxElapsedMs": 60000},
+          {"interfaceId": "junk", "kind": "toolServer", "executable": "server",
+           "target": "bin/server", "args": ["junk"], "maxElapsedMs": 60000},
+          {"interfaceId": "silent", "kind": "toolServer", "executable": "server",
+           "target": "bin/server", "args": ["silent"], "maxElapsedMs": 60000}],
+        "evaluator": {"command": ["evaluator/grade.sh"]}})");
+    p.write(".tea/probes/01-list.json", R"({"entry": "good", "method": "tools/list",
+        "expect": {"result": {"tools": [{"name": "echo"}]}}})");
+    p.write(".tea/probes/02-wrong.json", R"({"entry": "good", "method": "tools/list",
+        "expect": {"result": {"tools": [{"name": "other"}]}}})");
+    p.write(".tea/probes/03-junk.json", R"({"entry": "junk", "method": "tools/list",
+        "expect": {"result": {}}})");
+    p.write(".tea/probes/04-silent.json",
+            R"({"entry": "silent", "method": "tools/list", "timeoutMs": 1500})");
+    p.write(".tea/evaluator/grade.sh", "#!/bin/sh\necho '{\"verdict\": \"pass\"}'\n", true);
+    p.commit();
+    const auto check = p.tea({"check", p.eval().string()});
+    ASSERT_EQ(check.status, 0) << check.err;
+    const auto run = p.run();
+    ASSERT_EQ(run.status, 0) << run.err;
+    const auto dir = run_dir_of(run);
+    const auto record = read_json(dir / "run.json");
+    const auto &calls = record["trials"][0]["calls"];
+    ASSERT_EQ(calls.size(), 4U) << record.dump(2);
+
+    const auto &list = calls[0];
+    EXPECT_EQ(list["args"], json::array({"good"})) << list.dump(2);
+    EXPECT_TRUE(list["stdout"].is_null());
+    EXPECT_TRUE(list["endedByRuntime"]) << list.dump(2);
+    ASSERT_EQ(list["exchanges"].size(), 3U) << list.dump(2);  // the handshake's two, the request
+    EXPECT_EQ(list["exchanges"][0]["method"], "initialize");
+    EXPECT_EQ(list["exchanges"][2]["method"], "tools/list");
+    EXPECT_EQ(list["exchanges"][2]["outcome"], "result");
+    EXPECT_EQ(list["exchanges"][2]["protocol"], "mcp");
+    EXPECT_EQ(list["expect"], (json{{"met", true}, {"differences", json::array()}}));
+
+    const auto &wrong = calls[1];
+    EXPECT_FALSE(wrong["expect"]["met"]) << wrong.dump(2);
+    ASSERT_EQ(wrong["expect"]["differences"].size(), 1U);
+    EXPECT_NE(wrong["expect"]["differences"][0].get<std::string>().find("result.tools[0].name"),
+              std::string::npos)
+        << wrong.dump(2);
+
+    const auto &junk = calls[2];
+    ASSERT_FALSE(junk["peerEvents"].empty()) << junk.dump(2);
+    EXPECT_EQ(junk["peerEvents"][0]["kind"], "notJson");
+    EXPECT_EQ(junk["peerEvents"][0]["line"], "not json at all");
+    EXPECT_EQ(junk["exchanges"][0]["outcome"], "closed") << junk.dump(2);
+    EXPECT_FALSE(junk["expect"]["met"]);
+    EXPECT_EQ(junk["exitCode"], 5);
+
+    const auto &silent = calls[3];
+    ASSERT_EQ(silent["exchanges"].size(), 3U) << silent.dump(2);
+    EXPECT_EQ(silent["exchanges"][2]["outcome"], "timedOut");
+    EXPECT_FALSE(silent.contains("expect"));
+    EXPECT_TRUE(silent["endedByRuntime"]);
+    EXPECT_LT(silent["elapsedMs"].get<double>(), 30000.0) << "ended at the request's timeout";
+    expect_schema_valid(dir / "run.json", "run.schema.json");
+    EXPECT_EQ(p.leftover_run_dirs(), 0U);
+}
+
 }  // namespace
 }  // namespace tea

@@ -50,7 +50,10 @@ TEST(McpClient, AnswersComeBackWithTheirExchangesRecorded) {
     EXPECT_EQ(s.client.exchanges()[1].id, 0);
     const json record = exchange_record(s.client.exchanges()[2]);
     EXPECT_EQ(record["id"], 2);
+    EXPECT_EQ(record["protocol"], "mcp");
     EXPECT_EQ(record["outcome"], "result");
+    EXPECT_EQ(record["sentence"], "");
+    EXPECT_TRUE(exchange_record(s.client.exchanges()[1])["id"].is_null());
     EXPECT_EQ(json::parse(record["request"].get<std::string>())["method"], "tools/call");
     EXPECT_EQ(json::parse(record["response"].get<std::string>())["id"], 2);
     EXPECT_TRUE(s.client.peer_events().empty());
