@@ -30,6 +30,7 @@
 
 #include "policy.hpp"
 #include "proxy.hpp"
+#include "support/socket_io.hpp"
 
 extern char **environ;
 
@@ -39,6 +40,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
+using test::send_all;
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures: temp directories, sockets, servers and a TCP-to-Unix forwarder for curl and Python.
@@ -88,16 +90,6 @@ void set_timeouts(int fd, std::chrono::milliseconds timeout) {
     tv.tv_usec = static_cast<suseconds_t>((timeout.count() % 1000) * 1000);
     ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-}
-
-bool send_all(int fd, std::string_view bytes) {
-    while (!bytes.empty()) {
-        const ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return false;
-        bytes.remove_prefix(static_cast<std::size_t>(n));
-    }
-    return true;
 }
 
 // Reads until end of stream, an error or the receive timeout.
