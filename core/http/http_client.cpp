@@ -83,7 +83,10 @@ class Sender {
             const std::string_view rest =
                 sent_ < head_.size() ? head_.substr(sent_) : body_.substr(sent_ - head_.size());
             // MSG_NOSIGNAL: a service that closes early must not kill the runtime with SIGPIPE.
-            const ssize_t n = ::send(fd, rest.data(), rest.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+            // MSG_MORE: the head and a body leave in one segment rather than two.
+            const int more = sent_ < head_.size() && !body_.empty() ? MSG_MORE : 0;
+            const ssize_t n =
+                ::send(fd, rest.data(), rest.size(), MSG_DONTWAIT | MSG_NOSIGNAL | more);
             if (n < 0) {
                 if (errno == EINTR) continue;
                 return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : errno;

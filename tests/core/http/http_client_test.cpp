@@ -31,11 +31,19 @@ using namespace std::chrono_literals;
 using std::chrono::milliseconds;
 using test::send_all;
 
-// The request head and what of the body came with it (the client sends at most a few KiB here).
+// The request head and the body its Content-Length announces (at most 64 KiB of either here).
 std::string read_request(int fd) {
     std::string request;
     char buffer[4096];
-    while (request.find("\r\n\r\n") == std::string::npos && request.size() < 65536) {
+    const auto whole = [&request] {
+        const auto end = request.find("\r\n\r\n");
+        if (end == std::string::npos) return false;
+        const auto length = request.find("Content-Length: ");
+        const std::size_t body =
+            length < end ? std::strtoul(request.c_str() + length + 16, nullptr, 10) : 0;
+        return request.size() >= end + 4 + body;
+    };
+    while (!whole() && request.size() < 65536) {
         const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
         if (n <= 0) break;
         request.append(buffer, static_cast<std::size_t>(n));
@@ -74,28 +82,8 @@ class ServerThread {
     using Behaviour = std::function<void(int client, int stop)>;
 
     explicit ServerThread(Behaviour behaviour, int family = AF_INET) {
-        listener_.reset(::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0));
-        sockaddr_storage storage{};
-        socklen_t length = 0;
-        if (family == AF_INET) {
-            auto *v4 = reinterpret_cast<sockaddr_in *>(&storage);
-            v4->sin_family = AF_INET;
-            v4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-            length = sizeof *v4;
-        } else {
-            auto *v6 = reinterpret_cast<sockaddr_in6 *>(&storage);
-            v6->sin6_family = AF_INET6;
-            v6->sin6_addr = in6addr_loopback;
-            length = sizeof *v6;
-        }
-        if (!listener_ || ::bind(listener_.get(), reinterpret_cast<sockaddr *>(&storage), length) ||
-            ::listen(listener_.get(), 4) ||
-            ::getsockname(listener_.get(), reinterpret_cast<sockaddr *>(&storage), &length)) {
-            listener_.reset();
-            return;
-        }
-        port_ = ntohs(family == AF_INET ? reinterpret_cast<sockaddr_in *>(&storage)->sin_port
-                                        : reinterpret_cast<sockaddr_in6 *>(&storage)->sin6_port);
+        listener_.reset(test::listen_loopback(family, port_));
+        if (!listener_) return;
         int ends[2];
         if (::pipe2(ends, O_CLOEXEC) != 0) throw std::runtime_error("pipe2");
         stop_read_.reset(ends[0]);

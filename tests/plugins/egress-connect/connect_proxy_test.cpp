@@ -155,33 +155,8 @@ std::string status_line(const std::string &response) {
     return response.substr(0, response.find("\r\n"));
 }
 
-// A listening TCP socket on the loopback; port 0 picks a free one.
 Fd listen_loopback(int family, std::uint16_t &port) {
-    Fd fd(::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    const int one = 1;
-    ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    sockaddr_storage storage{};
-    socklen_t length = 0;
-    if (family == AF_INET) {
-        auto *v4 = reinterpret_cast<sockaddr_in *>(&storage);
-        v4->sin_family = AF_INET;
-        v4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        length = sizeof *v4;
-    } else {
-        auto *v6 = reinterpret_cast<sockaddr_in6 *>(&storage);
-        v6->sin6_family = AF_INET6;
-        v6->sin6_addr = in6addr_loopback;
-        length = sizeof *v6;
-    }
-    if (::bind(fd.get(), reinterpret_cast<sockaddr *>(&storage), length) != 0 ||
-        ::listen(fd.get(), 256) != 0) {
-        return Fd();
-    }
-    length = sizeof storage;
-    ::getsockname(fd.get(), reinterpret_cast<sockaddr *>(&storage), &length);
-    port = ntohs(family == AF_INET ? reinterpret_cast<sockaddr_in *>(&storage)->sin_port
-                                   : reinterpret_cast<sockaddr_in6 *>(&storage)->sin6_port);
-    return fd;
+    return Fd(test::listen_loopback(family, port));
 }
 
 // A port on 127.0.0.1 where nothing listens.
