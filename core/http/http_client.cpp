@@ -15,7 +15,6 @@
 #include <string_view>
 
 #include "http/http_response_parser.hpp"
-#include "http/http_syntax.hpp"
 #include "util/fd.hpp"
 
 namespace tea::http {
@@ -24,8 +23,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-constexpr std::size_t kMethodBytes = 64;
-constexpr std::size_t kTargetBytes = std::size_t{8} * 1024;
 constexpr std::size_t kReadBytes = std::size_t{64} * 1024;
 
 std::string errno_words(int error) {
@@ -151,47 +148,6 @@ std::string to_string(Outcome outcome) {
             return "connectFailed";
     }
     return "unknown";
-}
-
-std::optional<std::string> invalid_method(const std::string &method) {
-    if (!is_token(method)) return "the method \"" + method + "\" is not an HTTP token";
-    if (method.size() > kMethodBytes) {
-        return "the method is longer than " + std::to_string(kMethodBytes) + " bytes";
-    }
-    // A 2xx answer to CONNECT turns the connection into a tunnel, which is not an exchange.
-    if (method == "CONNECT") return "the method CONNECT opens a tunnel, not an exchange";
-    return std::nullopt;
-}
-
-std::optional<std::string> invalid_target(const std::string &target) {
-    if (target.empty() || target.front() != '/') {
-        return "the path \"" + target + "\" does not start with '/'";
-    }
-    if (target.size() > kTargetBytes) {
-        return "the path is longer than " + std::to_string(kTargetBytes) + " bytes";
-    }
-    for (const char c : target) {
-        const auto u = static_cast<unsigned char>(c);
-        // A space or control byte would end the request line or start another request.
-        if (u <= 0x20 || u >= 0x7f) {
-            return "the path holds a byte outside visible ASCII (write it percent-encoded)";
-        }
-    }
-    return std::nullopt;
-}
-
-std::optional<std::string> invalid_header(const Header &header) {
-    if (!is_token(header.name)) return "the header name \"" + header.name + "\" is not a token";
-    const std::string name = lowercase(header.name);
-    // The client frames the request itself; a probe's own framing would smuggle a second request.
-    if (name == "host" || name == "content-length" || name == "transfer-encoding" ||
-        name == "connection") {
-        return "the header " + header.name + " is set by the runtime, not by a probe";
-    }
-    if (header.value.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) {
-        return "the value of header " + header.name + " holds a CR, LF or NUL";
-    }
-    return std::nullopt;
 }
 
 namespace {
