@@ -327,6 +327,32 @@ TEST(HttpClient, ARequestLargerThanTheSocketBuffersSaysHowMuchTheServiceTook) {
     EXPECT_LT(exchange.elapsed, 1000ms);
 }
 
+TEST(HttpClient, AServiceThatResetsWhileTheRequestIsSentEndsClosed) {
+    ServerThread resetting([](int client, int) {
+        char head[256];
+        (void)::recv(client, head, sizeof head, 0);
+        const linger abort_on_close{1, 0};
+        ::setsockopt(client, SOL_SOCKET, SO_LINGER, &abort_on_close, sizeof abort_on_close);
+    });
+    Request request{"PUT", "/upload", {}, std::string(std::size_t{32} << 20, 'z')};
+    const auto exchange = exchange_with(resetting, request, 5s);
+    EXPECT_EQ(to_string(exchange.outcome), "closed");
+    EXPECT_LT(exchange.elapsed, 1s);
+}
+
+TEST(HttpClient, APeerGoneBeforeTheRequestDoesNotKillTheRuntimeWithSigpipe) {
+    // A write to a stream whose reader is gone raises SIGPIPE, which would end the runtime.
+    int ends[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends), 0);
+    UniqueFd client(ends[0]);
+    ::close(ends[1]);
+    const auto exchange = http::exchange(client.get(), get(), "service", 1s);
+    EXPECT_EQ(to_string(exchange.outcome), "closed");
+    EXPECT_TRUE(says(exchange, "without answering; sending stopped after 0 of"))
+        << exchange.sentence;
+    EXPECT_TRUE(says(exchange, std::strerror(EPIPE))) << exchange.sentence;
+}
+
 TEST(HttpClient, AMalformedResponseIsRefusedWithItsReason) {
     ServerThread server([](int client, int stop) {
         read_request(client);
