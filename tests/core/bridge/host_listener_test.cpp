@@ -1,0 +1,351 @@
+// The bridge's host listener (core/bridge) with the real tea-bridge-relay in front of a real
+// loopback server, no confinement: requests carried, the port chosen, the relay's refusal of a
+// non-loopback service, and the limits against a client that never reads and thousands of
+// connections, each with its control.
+#include "bridge/host_listener.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "util/fd.hpp"
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace {
+
+enum class ServerMode { http, sink, never_read };
+
+// A loopback server on 127.0.0.1 with a port the system picks.
+class LoopbackServer {
+   public:
+    explicit LoopbackServer(ServerMode mode) : mode_(mode) {
+        listener_.reset(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        EXPECT_EQ(::bind(listener_.get(), reinterpret_cast<sockaddr *>(&a), sizeof a), 0);
+        EXPECT_EQ(::listen(listener_.get(), 1024), 0);
+        socklen_t size = sizeof a;
+        ::getsockname(listener_.get(), reinterpret_cast<sockaddr *>(&a), &size);
+        port_ = ntohs(a.sin_port);
+        acceptor_ = std::thread([this] { accept_loop(); });
+    }
+    LoopbackServer(const LoopbackServer &) = delete;
+    LoopbackServer &operator=(const LoopbackServer &) = delete;
+    ~LoopbackServer() {
+        stopping_ = true;
+        ::shutdown(listener_.get(), SHUT_RDWR);
+        acceptor_.join();
+        for (auto &fd : held_) {
+            ::shutdown(fd.get(), SHUT_RDWR);
+        }
+        for (auto &t : workers_) {
+            t.join();
+        }
+    }
+    [[nodiscard]] std::uint16_t port() const { return port_; }
+    [[nodiscard]] std::uint64_t received() const { return received_; }
+
+   private:
+    void accept_loop() {
+        for (;;) {
+            const int fd = ::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC);
+            if (fd < 0 || stopping_) {
+                if (fd >= 0) {
+                    ::close(fd);
+                }
+                return;
+            }
+            held_.emplace_back(fd);
+            if (mode_ != ServerMode::never_read) {
+                workers_.emplace_back([this, fd] { serve(fd); });
+            }
+        }
+    }
+    void serve(int fd) {
+        std::string head;
+        char buffer[65536];
+        for (;;) {
+            const auto n = ::recv(fd, buffer, sizeof buffer, 0);
+            if (n <= 0) {
+                ::shutdown(fd, SHUT_RDWR);  // a client's end ends the connection, as servers do
+                return;
+            }
+            received_ += static_cast<std::uint64_t>(n);
+            if (mode_ == ServerMode::http) {
+                head.append(buffer, static_cast<std::size_t>(n));
+                if (head.find("\r\n\r\n") != std::string::npos) {
+                    const std::string reply =
+                        "HTTP/1.0 200 OK\r\nContent-Length: 17\r\n\r\nhello from inside";
+                    (void)!::send(fd, reply.data(), reply.size(), MSG_NOSIGNAL);
+                    ::shutdown(fd, SHUT_WR);
+                    return;
+                }
+            }
+        }
+    }
+
+    ServerMode mode_;
+    tea::UniqueFd listener_;
+    std::uint16_t port_ = 0;
+    std::atomic<bool> stopping_{false};
+    std::atomic<std::uint64_t> received_{0};
+    std::vector<tea::UniqueFd> held_;
+    std::vector<std::thread> workers_;
+    std::thread acceptor_;
+};
+
+// The real tea-bridge-relay, in front of a loopback service, on a socket in a directory of its own.
+class Relay {
+   public:
+    Relay(const std::string &address, std::uint16_t port, int idle_ms = 60'000) {
+        char pattern[] = "/tmp/tea-bridge-test-XXXXXX";
+        dir_ = ::mkdtemp(pattern);
+        socket_ = dir_ / "bridge.sock";
+        pid_ = ::fork();
+        if (pid_ == 0) {
+            const std::string p = std::to_string(port);
+            const std::string idle = std::to_string(idle_ms);
+            ::execl(TEA_BRIDGE_RELAY, TEA_BRIDGE_RELAY, "--socket", socket_.c_str(), "--address",
+                    address.c_str(), "--port", p.c_str(), "--idle-ms", idle.c_str(), nullptr);
+            ::_exit(127);
+        }
+        for (int i = 0; i < 200 && !fs::exists(socket_) && !exited(); ++i) {
+            std::this_thread::sleep_for(10ms);
+        }
+    }
+    Relay(const Relay &) = delete;
+    Relay &operator=(const Relay &) = delete;
+    ~Relay() {
+        if (status_ < 0) {
+            ::kill(pid_, SIGKILL);
+            ::waitpid(pid_, nullptr, 0);
+        }
+        fs::remove_all(dir_);
+    }
+    bool exited() {
+        int status = 0;
+        if (status_ < 0 && ::waitpid(pid_, &status, WNOHANG) == pid_) {
+            status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        }
+        return status_ >= 0;
+    }
+    [[nodiscard]] int status() const { return status_; }
+    [[nodiscard]] const fs::path &socket() const { return socket_; }
+    [[nodiscard]] std::size_t open_descriptors() const {
+        const fs::path fds = "/proc/" + std::to_string(pid_) + "/fd";
+        return static_cast<std::size_t>(
+            std::distance(fs::directory_iterator{fds}, fs::directory_iterator{}));
+    }
+    [[nodiscard]] long resident_kib() const {
+        std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
+        for (std::string line; std::getline(in, line);) {
+            if (line.rfind("VmRSS:", 0) == 0) {
+                return std::stol(line.substr(6));
+            }
+        }
+        return -1;
+    }
+
+   private:
+    fs::path dir_;
+    fs::path socket_;
+    pid_t pid_ = -1;
+    int status_ = -1;
+};
+
+tea::UniqueFd connect_to(std::uint16_t port, bool blocking = true) {
+    tea::UniqueFd fd{
+        ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | (blocking ? 0 : SOCK_NONBLOCK), 0)};
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const int rc = ::connect(fd.get(), reinterpret_cast<sockaddr *>(&a), sizeof a);
+    if (rc != 0 && !(errno == EINPROGRESS && !blocking)) {
+        return {};
+    }
+    return fd;
+}
+
+// One HTTP request; the whole reply, or what arrived before `limit`.
+std::string request(std::uint16_t port, std::chrono::milliseconds limit = 5000ms) {
+    const tea::UniqueFd fd = connect_to(port);
+    if (!fd) {
+        return "(no connection)";
+    }
+    const std::string get = "GET / HTTP/1.0\r\nHost: x\r\n\r\n";
+    (void)!::send(fd.get(), get.data(), get.size(), MSG_NOSIGNAL);
+    std::string reply;
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    char buffer[4096];
+    for (;;) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - std::chrono::steady_clock::now());
+        pollfd p{fd.get(), POLLIN, 0};
+        if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) {
+            return reply;
+        }
+        const auto n = ::recv(fd.get(), buffer, sizeof buffer, 0);
+        if (n <= 0) {
+            return reply;
+        }
+        reply.append(buffer, static_cast<std::size_t>(n));
+    }
+}
+
+std::uint16_t free_port() {
+    LoopbackServer probe(ServerMode::never_read);
+    return probe.port();
+}
+
+bool ends_with_body(const std::string &reply) {
+    return reply.size() >= 17 && reply.substr(reply.size() - 17) == "hello from inside";
+}
+
+TEST(HostListener, CarriesARequestToTheServiceOnItsOwnPort) {
+    LoopbackServer service(ServerMode::http);
+    Relay relay("127.0.0.1", service.port());
+    const std::uint16_t wanted = free_port();
+    tea::bridge::HostListener bridge({.wanted_port = wanted, .relay_socket = relay.socket()});
+    EXPECT_EQ(bridge.port(), wanted);
+    EXPECT_TRUE(bridge.own_port());
+    EXPECT_TRUE(ends_with_body(request(bridge.port()))) << request(bridge.port());
+    bridge.stop();
+    EXPECT_GE(bridge.counts().carried, 1U);
+}
+
+TEST(HostListener, TakesAPortTheSystemPicksWhenTheServicesIsTaken) {
+    LoopbackServer service(ServerMode::http);
+    Relay relay("127.0.0.1", service.port());
+    LoopbackServer squatter(ServerMode::never_read);
+    tea::bridge::HostListener bridge(
+        {.wanted_port = squatter.port(), .relay_socket = relay.socket()});
+    EXPECT_NE(bridge.port(), squatter.port());
+    EXPECT_FALSE(bridge.own_port());
+    EXPECT_TRUE(ends_with_body(request(bridge.port())));
+}
+
+TEST(HostListener, AConnectionEndsWithTheBridge) {
+    LoopbackServer service(ServerMode::never_read);
+    Relay relay("127.0.0.1", service.port());
+    tea::bridge::HostListener bridge({.wanted_port = 0, .relay_socket = relay.socket()});
+    const tea::UniqueFd client = connect_to(bridge.port());
+    std::this_thread::sleep_for(100ms);
+    bridge.stop();
+    char c = 0;
+    pollfd p{client.get(), POLLIN, 0};
+    ASSERT_EQ(::poll(&p, 1, 2000), 1);
+    EXPECT_LE(::recv(client.get(), &c, 1, 0), 0);     // closed by the bridge's end
+    EXPECT_FALSE(connect_to(bridge.port()).valid());  // the listener went with it
+}
+
+TEST(BridgeRelay, RefusesAServiceAddressThatIsNotLoopback) {
+    // Control: the same relay on 127.0.0.1 listens (the request tests above).
+    for (const char *address : {"0.0.0.0", "10.0.0.1", "::", "127.0.0.2", "localhost"}) {
+        Relay relay(address, 8080);
+        for (int i = 0; i < 200 && !relay.exited(); ++i) {
+            std::this_thread::sleep_for(10ms);
+        }
+        EXPECT_EQ(relay.status(), 125) << address;
+        EXPECT_FALSE(fs::exists(relay.socket())) << address;
+    }
+}
+
+// Sends as much of `total` as the path takes within `patience` of no progress; the bytes sent.
+std::uint64_t send_until_stalled(int fd, std::uint64_t total, std::chrono::milliseconds patience) {
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+    std::vector<char> chunk(std::size_t{1} << 20, 'x');
+    std::uint64_t sent = 0;
+    while (sent < total) {
+        pollfd p{fd, POLLOUT, 0};
+        if (::poll(&p, 1, static_cast<int>(patience.count())) <= 0) {
+            break;
+        }
+        const auto n = ::send(fd, chunk.data(), chunk.size(), MSG_NOSIGNAL);
+        if (n <= 0 && errno != EAGAIN) {
+            break;
+        }
+        sent += n > 0 ? static_cast<std::uint64_t>(n) : 0;
+    }
+    return sent;
+}
+
+constexpr std::uint64_t kUpload = std::uint64_t{256} << 20;
+
+TEST(BridgeAttack, AServiceThatNeverReadsHoldsTheUploadBoundedInTheRelay) {
+    LoopbackServer service(ServerMode::never_read);
+    Relay relay("127.0.0.1", service.port());
+    tea::bridge::HostListener bridge({.wanted_port = 0, .relay_socket = relay.socket()});
+    const long before = relay.resident_kib();
+    const tea::UniqueFd client = connect_to(bridge.port());
+    const std::uint64_t sent = send_until_stalled(client.get(), kUpload, 1000ms);
+    // Kernel socket buffers on three hops plus two 64 KiB buffers, never the upload.
+    EXPECT_LT(sent, std::uint64_t{48} << 20);
+    EXPECT_LT(relay.resident_kib() - before, 1024);
+}
+
+TEST(BridgeAttack, ControlAServiceThatReadsTakesTheWholeUpload) {
+    LoopbackServer service(ServerMode::sink);
+    Relay relay("127.0.0.1", service.port());
+    tea::bridge::HostListener bridge({.wanted_port = 0, .relay_socket = relay.socket()});
+    const tea::UniqueFd client = connect_to(bridge.port());
+    EXPECT_EQ(send_until_stalled(client.get(), kUpload, 5000ms), kUpload);
+}
+
+TEST(BridgeAttack, ThousandsOfConnectionsCostNoMoreThanTheLimit) {
+    LoopbackServer service(ServerMode::http);
+    Relay relay("127.0.0.1", service.port());
+    tea::bridge::HostListener bridge({.wanted_port = 0, .relay_socket = relay.socket()});
+    std::vector<tea::UniqueFd> flood;
+    for (int i = 0; i < 3000; ++i) {
+        flood.push_back(connect_to(bridge.port(), false));
+    }
+    std::this_thread::sleep_for(500ms);
+    // The relay's socket, its standard streams, and two per pair at most.
+    EXPECT_LE(relay.open_descriptors(), 2 * 256 + 8U);
+    flood.clear();
+    EXPECT_TRUE(ends_with_body(request(bridge.port(), 10'000ms)));
+}
+
+// Every slot held by a peer that sends nothing: the idle timeout frees them for a new client.
+std::string request_past_idle_peers(int idle_ms) {
+    LoopbackServer service(ServerMode::http);
+    Relay relay("127.0.0.1", service.port(), idle_ms);
+    tea::bridge::HostListener bridge({.wanted_port = 0,
+                                      .relay_socket = relay.socket(),
+                                      .limits = {256, std::chrono::milliseconds{idle_ms}}});
+    std::vector<tea::UniqueFd> idle;
+    for (int i = 0; i < 256; ++i) {
+        idle.push_back(connect_to(bridge.port()));
+    }
+    std::this_thread::sleep_for(200ms);
+    return request(bridge.port(), 3000ms);
+}
+
+TEST(BridgeAttack, IdlePeersLoseTheirSlots) {
+    EXPECT_TRUE(ends_with_body(request_past_idle_peers(300)));
+}
+
+TEST(BridgeAttack, ControlWithoutTheIdleTimeoutIdlePeersHoldEverySlot) {
+    EXPECT_EQ(request_past_idle_peers(0), "");
+}
+
+}  // namespace
