@@ -325,6 +325,29 @@ TEST(BridgeAttack, ThousandsOfConnectionsCostNoMoreThanTheLimit) {
     EXPECT_TRUE(ends_with_body(request(bridge.port(), 10'000ms)));
 }
 
+TEST(BridgeAttack, ThousandsOfConnectionsToTheRelayItselfCostNoMoreThanItsLimit) {
+    // A target can connect to the relay's socket in its call directory without the host
+    // listener's limit in front.
+    LoopbackServer service(ServerMode::http);
+    Relay relay("127.0.0.1", service.port());
+    std::vector<int> flood;
+    for (int i = 0; i < 3000; ++i) {
+        const int fd = tea::stream_relay::connect_unix(relay.socket().string());
+        if (fd >= 0) {
+            flood.push_back(fd);
+        }
+        if (i % 100 == 99) {
+            std::this_thread::sleep_for(10ms);  // the relay accepts as the flood goes on
+        }
+    }
+    std::this_thread::sleep_for(500ms);
+    EXPECT_GT(flood.size(), 256U);
+    EXPECT_LE(relay.open_descriptors(), 2 * 256 + 8U);
+    for (const int fd : flood) {
+        ::close(fd);
+    }
+}
+
 // Every slot held by a peer that sends nothing: the idle timeout frees them for a new client.
 std::string request_past_idle_peers(int idle_ms) {
     LoopbackServer service(ServerMode::http);
