@@ -178,15 +178,18 @@ void Logins::redact_file(const std::filesystem::path &path, bool cut) const {
     }
 }
 
-void Logins::redact_findings(std::vector<audit::Finding> &findings) const {
+void Logins::settle(CallOutcome &outcome) {
+    reread();
     const auto m = matcher();
     if (!m) {
         return;
     }
-    for (auto &f : findings) {
+    for (auto &f : outcome.audit.findings) {
         f.path = redaction::redact_text(*m, f.path);
         f.reason = redaction::redact_text(*m, f.reason);
     }
+    outcome.audit.reason = redaction::redact_text(*m, outcome.audit.reason);
+    outcome.egress_records = redaction::redact_json(*m, outcome.egress_records);
 }
 
 nlohmann::json Logins::records(bool confined) const {

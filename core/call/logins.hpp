@@ -18,7 +18,7 @@
 #include <tea/login_documents.hpp>
 #include <vector>
 
-#include "audit/judge.hpp"
+#include "call/outcome.hpp"
 #include "config/config.hpp"
 #include "exec/exec_plan.hpp"
 #include "plugins/loader.hpp"
@@ -74,9 +74,11 @@ class Logins {
     // kept now (redaction/file_redactor.hpp); nothing when there is no secret or no such file.
     // `cut`: the file is a capped copy, whose end may cut a secret short.
     void redact_file(const std::filesystem::path &path, bool cut = false) const;
-    // The audit's findings with every path and reason redacted: both are the target's choice
-    // (a name it opened, a link's text, an interpreter line), and both are printed.
-    void redact_findings(std::vector<audit::Finding> &findings) const;
+    // A call has settled: reads every granted file again (reread), then redacts what the runtime
+    // prints or records of the call that the target chose: each finding's path and reason (a
+    // name it opened, a link's text, an interpreter line), the audit's reason and the egress
+    // records (a host it asked for).
+    void settle(CallOutcome &outcome);
 
     // run.json's "logins": each grant as {interface, executable, adapter, variables, files}, the
     // files named "<credentials-file>", never by path or content.

@@ -65,10 +65,7 @@ int exec_command(const CommonOptions &common, const ExecOptions &options) {
     const auto &result = outcome.result;
     // What the runtime prints of the call is the target's choice too (a path it opened, a host
     // it asked for): redacted with every secret, the file's rotated ones included.
-    logins.reread();
-    logins.redact_findings(outcome.audit.findings);
-    outcome.audit.reason = logins.redact(outcome.audit.reason);
-    outcome.egress_records = logins.redact_record(outcome.egress_records);
+    logins.settle(outcome);
 
     int status = outcome.status;
     if (outcome.target_never_started && result.interrupted_by == 0) {

@@ -378,12 +378,9 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
         const auto &r = outcome.result;
         // The call has settled: a token the host's client rotated meanwhile joins the secrets,
         // and what the call printed is redacted with every one of them.
-        state.logins.reread();
+        state.logins.settle(outcome);
         state.logins.redact_file(run.out.file, r.out.truncated);
         state.logins.redact_file(run.err.file, r.err.truncated);
-        state.logins.redact_findings(outcome.audit.findings);
-        outcome.audit.reason = state.logins.redact(outcome.audit.reason);
-        outcome.egress_records = state.logins.redact_record(outcome.egress_records);
         state.confinement = outcome.confinement;
         if (r.interrupted_by != 0) {
             progress.finish("interrupted");
@@ -615,9 +612,11 @@ call::Logins grant_logins(const Evaluation &ev, const call::CallSession &session
 void write_record(const RunState &state, const stdfs::path &path, const json &doc) {
     // A marker replacing a secret that began inside a character could leave a string that is not
     // UTF-8: such bytes become U+FFFD rather than end the run without its records.
+    const auto text = [](const json &record) {
+        return record.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+    };
     files::write_atomically(
-        path,
-        state.logins.redact_record(doc).dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+        path, state.logins.empty() ? text(doc) : text(state.logins.redact_record(doc)));
 }
 
 void check_targets(const Evaluation &ev, const git::WorkspaceSource &source,
