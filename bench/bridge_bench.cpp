@@ -195,15 +195,15 @@ int main(int argc, char **argv) {
     const std::string socket = dir + "/bridge.sock";
     const pid_t relay = ::fork();
     if (relay == 0) {
-        const std::string port = std::to_string(server.port());
-        ::execl(TEA_BRIDGE_RELAY, TEA_BRIDGE_RELAY, "--socket", socket.c_str(), "--address",
-                "127.0.0.1", "--port", port.c_str(), nullptr);
+        ::execl(TEA_BRIDGE_RELAY, TEA_BRIDGE_RELAY, "--socket", socket.c_str(), nullptr);
         ::_exit(127);
     }
     while (!fs::exists(socket)) {
         std::this_thread::sleep_for(std::chrono::milliseconds{5});
     }
-    tea::bridge::HostListener bridge({.wanted_port = 0, .relay_socket = socket});
+    tea::bridge::HostListener bridge({.wanted_port = 0,
+                                      .service = {tea::bridge_preface::Family::ipv4, server.port()},
+                                      .relay_socket = socket});
 
     std::vector<double> rps_direct, rps_bridge, us_direct, us_bridge, mbs_direct, mbs_bridge;
     (void)small_requests(server.port(), requests / 10);  // warm-up, not counted

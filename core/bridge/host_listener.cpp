@@ -5,12 +5,15 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "bridge/relay_socket.hpp"
 #include "util/error.hpp"
 
 namespace tea::bridge {
@@ -44,6 +47,24 @@ std::uint16_t bound_port(int fd) {
     return ntohs(a.sin_port);
 }
 
+// A connection to the relay with the preface written, or -1 (errno EAGAIN: the relay's backlog
+// is full, try again).
+int connect_relay(const std::string &socket,
+                  const std::array<std::uint8_t, bridge_preface::kBytes> &preface) {
+    const int fd = connect_relay_socket(socket);
+    if (fd < 0) {
+        return -1;
+    }
+    // A new connection's empty buffer takes three bytes at once.
+    if (::send(fd, preface.data(), preface.size(), MSG_NOSIGNAL) !=
+        static_cast<ssize_t>(preface.size())) {
+        ::close(fd);
+        errno = ECONNREFUSED;
+        return -1;
+    }
+    return fd;
+}
+
 }  // namespace
 
 HostListener::HostListener(HostListenerOptions options) : options_(std::move(options)) {
@@ -70,11 +91,15 @@ HostListener::HostListener(HostListenerOptions options) : options_(std::move(opt
     if (!stop_) {
         throw runtime_failure("bridge: eventfd: " + errno_text(errno));
     }
-    carrier_ = std::thread([this, socket] {
+    if (options_.service.port == 0) {
+        options_.service.port = options_.wanted_port;
+    }
+    const auto preface = bridge_preface::encode(options_.service);
+    carrier_ = std::thread([this, socket, preface] {
         const std::vector<int> listeners{listener_.get()};
         stream_relay::serve(
-            listeners, [&socket] { return stream_relay::connect_unix(socket); }, options_.limits,
-            stop_.get(), &counts_);
+            listeners, [&socket, &preface](int) { return connect_relay(socket, preface); },
+            options_.limits, stop_.get(), &counts_);
     });
 }
 

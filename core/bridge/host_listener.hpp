@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <tea/bridge_preface.hpp>
 #include <tea/stream_relay.hpp>
 #include <thread>
 
@@ -15,6 +16,9 @@ namespace tea::bridge {
 struct HostListenerOptions {
     // The port the service reported: listened on when the host has it free.
     std::uint16_t wanted_port = 0;
+    // Where the relay connects each connection inside the namespace (written as its preface):
+    // the service's loopback address and port. A port of 0 means wanted_port.
+    bridge_preface::Destination service{};
     // The relay's socket inside the call's directory.
     std::filesystem::path relay_socket;
     stream_relay::Limits limits{256, std::chrono::milliseconds{60'000}};
@@ -36,6 +40,7 @@ class HostListener {
     [[nodiscard]] bool own_port() const noexcept { return port_ == options_.wanted_port; }
     // Closes the listener and every connection it carries; the counts are final afterwards.
     void stop();
+    // Read while it runs or after stop().
     [[nodiscard]] const stream_relay::Counts &counts() const noexcept { return counts_; }
 
    private:

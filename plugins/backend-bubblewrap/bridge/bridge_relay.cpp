@@ -1,11 +1,12 @@
 // tea-bridge-relay: the namespace's end of the bridge into a started HTTP service
 // (docs/services-bridge-design.md), run inside the confinement as the sandbox identity.
 //
-//   tea-bridge-relay --socket S --address 127.0.0.1|::1 --port P [--idle-ms MS]
+//   tea-bridge-relay --socket S [--idle-ms MS]
 //
 // It listens on the Unix socket S (in a private directory of the call, which the runtime's host
-// listener connects to) and carries each accepted connection to the service's loopback port
-// ADDRESS:P. It runs until it is killed; the call's pid namespace ends it with the call.
+// listener connects to) and carries each accepted connection to the service's loopback port that
+// the connection's preface names (tea/bridge_preface.hpp): 127.0.0.1 or ::1, nothing else. It
+// runs until it is killed; the call's pid namespace ends it with the call.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -14,12 +15,14 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <tea/bridge_preface.hpp>
 #include <tea/stream_relay.hpp>
 #include <vector>
 
@@ -36,13 +39,10 @@ std::string error_text(int error) {
     ::_exit(125);
 }
 
-constexpr std::string_view kUsage =
-    "usage: tea-bridge-relay --socket S --address 127.0.0.1|::1 --port P [--idle-ms MS]";
+constexpr std::string_view kUsage = "usage: tea-bridge-relay --socket S [--idle-ms MS]";
 
 struct Options {
     std::string socket;
-    sockaddr_storage service{};
-    socklen_t service_size = 0;
     std::chrono::milliseconds idle{60'000};
 };
 
@@ -57,31 +57,8 @@ long parse_number(const std::string &option, const std::string &v, long low, lon
     return n;
 }
 
-// The only destinations are the service's loopback addresses: a relay handed any other address
-// (by a port file or a record the target wrote) would be a route from the host to whatever that
-// address reaches inside the namespace.
-void set_service(Options &o, const std::string &address, std::uint16_t port) {
-    if (address == "127.0.0.1") {
-        auto &a = reinterpret_cast<sockaddr_in &>(o.service);
-        a.sin_family = AF_INET;
-        a.sin_port = htons(port);
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        o.service_size = sizeof a;
-    } else if (address == "::1") {
-        auto &a = reinterpret_cast<sockaddr_in6 &>(o.service);
-        a.sin6_family = AF_INET6;
-        a.sin6_port = htons(port);
-        a.sin6_addr = in6addr_loopback;
-        o.service_size = sizeof a;
-    } else {
-        fail("--address: only 127.0.0.1 or ::1 is a service's address, got \"" + address + "\"");
-    }
-}
-
 Options parse(int argc, char **argv) {
     Options o;
-    std::string address;
-    long port = 0;
     for (int i = 1; i < argc; ++i) {
         const std::string_view a{argv[i]};
         if (i + 1 >= argc) {
@@ -90,23 +67,18 @@ Options parse(int argc, char **argv) {
         const std::string v{argv[++i]};
         if (a == "--socket") {
             o.socket = v;
-        } else if (a == "--address") {
-            address = v;
-        } else if (a == "--port") {
-            port = parse_number("--port", v, 1, 65535);
         } else if (a == "--idle-ms") {
             o.idle = std::chrono::milliseconds{parse_number("--idle-ms", v, 0, 86'400'000)};
         } else {
             fail("unknown option " + std::string{a} + " (" + std::string{kUsage} + ")");
         }
     }
-    if (o.socket.empty() || address.empty() || port == 0) {
+    if (o.socket.empty()) {
         fail(std::string{kUsage});
     }
     if (o.socket.size() >= sizeof(sockaddr_un::sun_path)) {
         fail("--socket: the path is too long for a Unix socket: " + o.socket);
     }
-    set_service(o, address, static_cast<std::uint16_t>(port));
     return o;
 }
 
@@ -125,17 +97,60 @@ int listen_unix(const std::string &path) {
     return fd;
 }
 
-// A non-blocking connect to loopback: a service whose backlog is full leaves the connect
-// pending instead of stalling every other pair; a refused one shows as POLLERR and ends the pair.
-int connect_service(const Options &o) {
+// The service's loopback address at the port the connection's preface names. The only
+// destinations are 127.0.0.1 and ::1: a relay that connected wherever it was told would be a route
+// from the host to whatever the namespace reaches.
+sockaddr_storage service_address(const tea::bridge_preface::Destination &d, socklen_t &size) {
+    sockaddr_storage storage{};
+    if (d.family == tea::bridge_preface::Family::ipv4) {
+        auto &a = reinterpret_cast<sockaddr_in &>(storage);
+        a.sin_family = AF_INET;
+        a.sin_port = htons(d.port);
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        size = sizeof a;
+    } else {
+        auto &a = reinterpret_cast<sockaddr_in6 &>(storage);
+        a.sin6_family = AF_INET6;
+        a.sin6_port = htons(d.port);
+        a.sin6_addr = in6addr_loopback;
+        size = sizeof a;
+    }
+    return storage;
+}
+
+// Reads the accepted connection's preface and connects to the service, non-blocking: a service
+// whose backlog is full leaves the connect pending instead of stalling every other pair; a
+// refused one shows as an error and ends the pair. -1 with errno EAGAIN: the preface has not all
+// arrived.
+int connect_service(int accepted) {
+    std::array<std::uint8_t, tea::bridge_preface::kBytes> bytes{};
+    const auto peeked = ::recv(accepted, bytes.data(), bytes.size(), MSG_PEEK | MSG_DONTWAIT);
+    if (peeked < 0 || (peeked > 0 && static_cast<std::size_t>(peeked) < bytes.size())) {
+        errno = peeked < 0 ? errno : EAGAIN;
+        return -1;
+    }
+    if (peeked == 0 || ::recv(accepted, bytes.data(), bytes.size(), MSG_DONTWAIT) !=
+                           static_cast<ssize_t>(bytes.size())) {
+        errno = ECONNRESET;
+        return -1;
+    }
+    const auto destination = tea::bridge_preface::decode(bytes);
+    if (!destination) {
+        errno = EINVAL;  // not a preface: the connection is closed
+        return -1;
+    }
+    socklen_t size = 0;
+    const sockaddr_storage address = service_address(*destination, size);
     const int fd =
-        ::socket(o.service.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, IPPROTO_TCP);
+        ::socket(address.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, IPPROTO_TCP);
     if (fd < 0) {
         return -1;
     }
-    if (::connect(fd, reinterpret_cast<const sockaddr *>(&o.service), o.service_size) != 0 &&
+    if (::connect(fd, reinterpret_cast<const sockaddr *>(&address), size) != 0 &&
         errno != EINPROGRESS) {
+        const int error = errno;
         ::close(fd);
+        errno = error == EAGAIN ? ECONNREFUSED : error;
         return -1;
     }
     return fd;
@@ -152,8 +167,9 @@ int main(int argc, char **argv) {
     ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     (void)::signal(SIGPIPE, SIG_IGN);
     const std::vector<int> listeners{listen_unix(options.socket)};
-    const tea::stream_relay::Limits limits{256, options.idle};
-    tea::stream_relay::serve(
-        listeners, [&options] { return connect_service(options); }, limits);
+    // A connection whose preface has not come within the wait is closed: the host writes it at
+    // once, and a peer that never does would keep every other client in the backlog.
+    const tea::stream_relay::Limits limits{256, options.idle, std::chrono::milliseconds{2000}};
+    tea::stream_relay::serve(listeners, connect_service, limits);
     fail("poll: " + error_text(errno));
 }

@@ -124,7 +124,7 @@ int listen_on(int family, std::uint16_t port) {
     // tunnel may idle as long as its call lasts.
     const tea::stream_relay::Limits limits{.max_pairs = 256, .idle = {}};
     tea::stream_relay::serve(
-        listeners, [&socket] { return tea::stream_relay::connect_unix(socket); }, limits);
+        listeners, [&socket](int) { return tea::stream_relay::connect_unix(socket); }, limits);
     ::_exit(1);
 }
 
