@@ -214,10 +214,13 @@ tea::bridge_preface::Destination to(const LoopbackServer &service) {
     return {tea::bridge_preface::Family::ipv4, service.port()};
 }
 
-// A connection straight to the relay's socket, as a target in the call could open, with the
-// preface `bytes` written first.
+// A blocking connection straight to the relay's socket, as a target in the call could open, with
+// the preface `bytes` written first.
 tea::UniqueFd connect_relay(const Relay &relay, const std::string &bytes) {
     tea::UniqueFd fd{tea::stream_relay::connect_unix(relay.socket().string())};
+    if (fd) {
+        ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
+    }
     if (fd && !bytes.empty()) {
         (void)!::send(fd.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL);
     }
@@ -403,6 +406,38 @@ TEST(BridgeAttack, ThousandsOfConnectionsCostNoMoreThanTheLimit) {
     bridge.stop();
     EXPECT_EQ(bridge.counts().unreachable.load(), 0U);
     EXPECT_GT(bridge.counts().carried.load(), 3000U);
+}
+
+// The relay's slots and its backlog taken (here by a target connecting to its socket; in the flood
+// above, by pairs the host had already closed): a host client waits for a slot instead of being
+// accepted and closed at once.
+TEST(BridgeAttack, AClientWaitsWhileTheRelayIsFullInsteadOfBeingAcceptedAndClosed) {
+    LoopbackServer service(ServerMode::http);
+    Relay relay;
+    tea::bridge::HostListener bridge(
+        {.wanted_port = 0, .service = to(service), .relay_socket = relay.socket()});
+    // Connects until the relay's 256 pairs and its backlog are full: refused (EAGAIN) for 300 ms
+    // on end, while the relay accepts what it can.
+    std::vector<tea::UniqueFd> held;
+    for (int refused_in_a_row = 0; refused_in_a_row < 15 && held.size() < 4096;) {
+        auto fd = connect_relay(relay, preface_of(service));
+        if (fd) {
+            held.push_back(std::move(fd));
+            refused_in_a_row = 0;
+            continue;
+        }
+        ASSERT_EQ(errno, EAGAIN);
+        ++refused_in_a_row;
+        std::this_thread::sleep_for(20ms);
+    }
+    ASSERT_GT(held.size(), 256U);
+    std::string reply;
+    std::thread client([&] { reply = request(bridge.port(), 10'000ms); });
+    std::this_thread::sleep_for(300ms);
+    EXPECT_EQ(bridge.counts().unreachable.load(), 0U);  // not closed while it waits
+    held.clear();
+    client.join();
+    EXPECT_TRUE(ends_with_body(reply)) << reply;
 }
 
 TEST(BridgeAttack, ThousandsOfConnectionsToTheRelayItselfCostNoMoreThanItsLimit) {

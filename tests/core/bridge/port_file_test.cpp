@@ -69,8 +69,7 @@ TEST_F(PortFile, GarbageIsRefusedAndQuoted) {
 }
 
 TEST_F(PortFile, ANumberOutsideThePortsIsRefused) {
-    for (const std::string n :
-         {"0", "65536", "99999", "18446744073709551616", "000000000000070000"}) {
+    for (const std::string n : {"0", "65536", "99999", "9999999999999999", "0000000000070000"}) {
         write(n);
         expect_refused("not a port from 1 to 65535");
     }

@@ -5,6 +5,7 @@
 // bubblewrap backend is in tests/plugins/backend-bubblewrap.
 #include "bridge/service_bridge.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
@@ -121,7 +122,10 @@ TEST_F(ServiceBridgeTest, AServiceOnLoopbackIsReachedByCurlThroughTheHostPort) {
     EXPECT_EQ(curl(bridge.host_port()), "200");
     bridge.stop();
     const auto record = bridge.record();
-    EXPECT_EQ(record.reported_port, bridge.host_port());  // its own port was free on the host?
+    // Unconfined, the service holds its own port on the host's network: the bridge took another.
+    EXPECT_FALSE(record.own_port);
+    EXPECT_NE(record.reported_port, bridge.host_port());
+    EXPECT_EQ(record.bridge_port, bridge.host_port());
     EXPECT_GE(record.connections, 1U);
     EXPECT_FALSE(record.refusal);
     const auto json = tea::bridge::to_json(record);
@@ -161,7 +165,7 @@ TEST_F(ServiceBridgeTest, GarbageOrAHugeNumberInThePortFileIsRefused) {
 
 TEST_F(ServiceBridgeTest, AServiceThatNeverWritesItsPortEndsTheWaitWithTheCall) {
     int ended[2];
-    ASSERT_EQ(::pipe(ended), 0);
+    ASSERT_EQ(::pipe2(ended, O_CLOEXEC), 0);
     Child service({"sleep", "30"});
     auto o = options(service.pid());
     o.call_ended = ended[0];
@@ -195,10 +199,14 @@ class HostSocket {
         EXPECT_EQ(::bind(fd_.get(), reinterpret_cast<sockaddr *>(&a), sizeof a), 0);
         EXPECT_EQ(::listen(fd_.get(), 8), 0);
     }
-    // Whether a connection arrived within `limit`.
+    // Whether a connection arrived within `limit` (accepted and closed, so the next is seen).
     bool connected_within(std::chrono::milliseconds limit) {
         pollfd p{fd_.get(), POLLIN, 0};
-        return ::poll(&p, 1, static_cast<int>(limit.count())) == 1;
+        if (::poll(&p, 1, static_cast<int>(limit.count())) != 1) {
+            return false;
+        }
+        const tea::UniqueFd accepted{::accept4(fd_.get(), nullptr, nullptr, SOCK_CLOEXEC)};
+        return accepted.valid();
     }
 
    private:
@@ -217,6 +225,10 @@ TEST_F(ServiceBridgeTest, APlantedLinkInPlaceOfTheRelaysSocketIsNotFollowed) {
     // The target swaps the relay's socket for a link to the host socket.
     fs::path planted = dir_ / "planted";
     fs::create_symlink(host_path, planted);
+    // Control: a connect by path, as the host listener made it before, follows the link.
+    const tea::UniqueFd by_path{tea::stream_relay::connect_unix(planted.string())};
+    EXPECT_TRUE(by_path.valid());
+    EXPECT_TRUE(host.connected_within(1000ms));
     errno = 0;
     EXPECT_EQ(tea::bridge::connect_relay_socket(planted.string()), -1);
     EXPECT_EQ(errno, ELOOP);
