@@ -328,6 +328,13 @@ CallOutcome CallSession::call(exec::LaunchSpec spec, const exec::RunOptions &run
                          std::to_string(backend_.plugin->abi_minor()) +
                          ") cannot show them (ABI 1.8); upgrade it, or use the login's token");
     }
+    if (!spec.bridge.dir.empty() && !backend_.plugin->capabilities().bridge) {
+        // A backend that cannot run the relay would start the service with no way in.
+        throw host_error("a started service is reached through the bridge, and the backend '" +
+                         backend_.plugin->name() + "' (plugin ABI 1." +
+                         std::to_string(backend_.plugin->abi_minor()) +
+                         ") cannot run its relay (ABI 1.9); upgrade it");
+    }
     // Made on the host only when something needs it: a backend of ABI 1.3 provides the call's
     // temp directory (and a home made for this call alone) inside its confinement.
     files::RunDirectory run_dir{private_root_, files::RunDirectory::Creation::with_first_directory};

@@ -213,6 +213,21 @@ TEST_F(CallSessionTest, AFailedPrepareLeavesNothing) {
     EXPECT_TRUE(left_behind().empty());
 }
 
+// A backend declaring a minor before 1.9 would drop the bridge and start the service with no way
+// in: the call is refused (12) naming the backend, and the spec never reaches it. Control: the
+// same call without a bridge runs (ACallReportsItsTargetsStatusAfterOnePrepare).
+TEST_F(CallSessionTest, ABridgeIsNeverSentToABackendOlderThan19) {
+    const auto session = open("call-backend", "plain");
+    auto with_bridge = spec({"true"});
+    with_bridge.bridge = {"/p/run-a/bridge-b", "/usr/libexec/tea-evaluate/tea-bridge-relay"};
+    std::string what;
+    EXPECT_EQ(error_code([&] { (void)session->call(with_bridge, run()); }, &what), 12);
+    EXPECT_NE(what.find("'call-backend' (plugin ABI 1.6)"), std::string::npos) << what;
+    EXPECT_NE(what.find("ABI 1.9"), std::string::npos) << what;
+    EXPECT_TRUE(prepares().empty());
+    EXPECT_TRUE(left_behind().empty());
+}
+
 TEST_F(CallSessionTest, APlanThatLendsASystemDirectoryIsRefusedAndLeavesNothing) {
     const auto session = open("call-backend", "lend-etc");
     std::string what;
