@@ -1,18 +1,23 @@
 // tea-bridge-relay: the namespace's end of the bridge into a started HTTP service
 // (docs/services-bridge-design.md), run inside the confinement as the sandbox identity.
 //
-//   tea-bridge-relay --socket S [--idle-ms MS]
+//   tea-bridge-relay --socket S [--idle-ms MS] [-- PROGRAM ARGS...]
 //
 // It listens on the Unix socket S (in a private directory of the call, which the runtime's host
 // listener connects to) and carries each accepted connection to the service's loopback port that
-// the connection's preface names (tea/bridge_preface.hpp): 127.0.0.1 or ::1, nothing else. It
-// runs until it is killed; the call's pid namespace ends it with the call.
+// the connection's preface names (tea/bridge_preface.hpp): 127.0.0.1 or ::1, nothing else.
+// Alone, it runs until it is killed. In front of PROGRAM (how a plan starts it beside the
+// service), it listens first, detaches the relay and execs PROGRAM in its own place, so PROGRAM
+// keeps its process, its status and its children; the relay ends when PROGRAM's process ends.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
@@ -39,11 +44,13 @@ std::string error_text(int error) {
     ::_exit(125);
 }
 
-constexpr std::string_view kUsage = "usage: tea-bridge-relay --socket S [--idle-ms MS]";
+constexpr std::string_view kUsage =
+    "usage: tea-bridge-relay --socket S [--idle-ms MS] [-- PROGRAM ARGS...]";
 
 struct Options {
     std::string socket;
     std::chrono::milliseconds idle{60'000};
+    char **program = nullptr;  // after "--": what runs beside the relay
 };
 
 long parse_number(const std::string &option, const std::string &v, long low, long high) {
@@ -61,6 +68,13 @@ Options parse(int argc, char **argv) {
     Options o;
     for (int i = 1; i < argc; ++i) {
         const std::string_view a{argv[i]};
+        if (a == "--") {
+            if (i + 1 >= argc) {
+                fail("nothing to run after -- (" + std::string{kUsage} + ")");
+            }
+            o.program = argv + i + 1;
+            break;
+        }
         if (i + 1 >= argc) {
             fail("option " + std::string{a} + " needs a value (" + std::string{kUsage} + ")");
         }
@@ -156,20 +170,74 @@ int connect_service(int accepted) {
     return fd;
 }
 
-}  // namespace
-
-int main(int argc, char **argv) {
-    const Options options = parse(argc, argv);
+// Carries connections until `stop_fd` (when not -1) is readable.
+[[noreturn]] void relay(const Options &options, int listener, int stop_fd) {
     // No new privileges: nothing the relay could exec would gain any.
     ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
     // Not dumpable: a target of the same identity cannot open the relay's /proc/PID/mem and write
     // its code.
     ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     (void)::signal(SIGPIPE, SIG_IGN);
-    const std::vector<int> listeners{listen_unix(options.socket)};
+    const std::vector<int> listeners{listener};
     // A connection whose preface has not come within the wait is closed: the host writes it at
     // once, and a peer that never does would keep every other client in the backlog.
     const tea::stream_relay::Limits limits{256, options.idle, std::chrono::milliseconds{2000}};
-    tea::stream_relay::serve(listeners, connect_service, limits);
-    fail("poll: " + error_text(errno));
+    if (tea::stream_relay::serve(listeners, connect_service, limits, stop_fd)) {
+        ::_exit(0);
+    }
+    fail("epoll: " + error_text(errno));
+}
+
+// Starts the relay beside `program` and becomes the program. The relay is the child of a child
+// that exits at once: never the program's child, whose wait(2) for its own children (a shell's
+// `wait`) it would hold, and never its parent. It watches the program's process through a pidfd
+// and ends when that process does, so it never keeps the call alive after the target's end.
+[[noreturn]] void beside(const Options &options, int listener) {
+    const int program_ended = static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0));
+    if (program_ended < 0) {
+        fail("pidfd_open: " + error_text(errno));
+    }
+    const pid_t child = ::fork();
+    if (child < 0) {
+        fail("fork: " + error_text(errno));
+    }
+    if (child == 0) {
+        const pid_t relay_pid = ::fork();
+        if (relay_pid == 0) {
+            // The program's streams are the call's output: the relay holding them would keep
+            // the runtime reading after the program's end.
+            const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+            for (int fd = 0; fd <= 2 && null >= 0; ++fd) {
+                ::dup2(null, fd);
+            }
+            relay(options, listener, program_ended);
+        }
+        ::_exit(relay_pid < 0 ? 125 : 0);
+    }
+    int status = 0;
+    while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        fail("the relay could not be started");
+    }
+    ::close(listener);
+    ::close(program_ended);
+    ::execvp(options.program[0], options.program);
+    const int error = errno;
+    const std::string line = "tea-bridge-relay: cannot run " + std::string{options.program[0]} +
+                             ": " + error_text(error) + "\n";
+    (void)!::write(STDERR_FILENO, line.data(), line.size());
+    ::_exit(error == ENOENT ? 127 : 126);
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    const Options options = parse(argc, argv);
+    // Listening before the program starts: the socket exists by the time the service does.
+    const int listener = listen_unix(options.socket);
+    if (options.program != nullptr) {
+        beside(options, listener);
+    }
+    relay(options, listener, -1);
 }

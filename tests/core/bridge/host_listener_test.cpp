@@ -249,6 +249,19 @@ bool ends_with_body(const std::string &reply) {
     return reply.size() >= 17 && reply.substr(reply.size() - 17) == "hello from inside";
 }
 
+// Polls `ready` until it holds or `limit` passes; whether it held.
+template <typename Ready>
+bool wait_for(Ready &&ready, std::chrono::milliseconds limit) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (!ready()) {
+        if (std::chrono::steady_clock::now() >= deadline) {
+            return false;
+        }
+        std::this_thread::sleep_for(5ms);
+    }
+    return true;
+}
+
 TEST(HostListener, CarriesARequestToTheServiceOnItsOwnPort) {
     LoopbackServer service(ServerMode::http);
     Relay relay;
@@ -305,6 +318,71 @@ TEST(BridgeRelay, ConnectsWhereThePrefaceSaysOnLoopbackOnly) {
         const auto fd = connect_relay(relay, bad);
         EXPECT_TRUE(closed_within(fd.get(), 1000ms));
     }
+}
+
+// `tea-bridge-relay --socket <dir>/bridge.sock -- sh -c script` as a plan starts it beside the
+// service: its exit status and how long it took.
+struct Beside {
+    int status = -1;
+    std::chrono::milliseconds took{0};
+};
+Beside run_beside(const fs::path &socket, const std::string &script) {
+    const auto start = std::chrono::steady_clock::now();
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        ::execl(TEA_BRIDGE_RELAY, TEA_BRIDGE_RELAY, "--socket", socket.c_str(), "--", "/bin/sh",
+                "-c", script.c_str(), nullptr);
+        ::_exit(127);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
+            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                  start)};
+}
+
+TEST(BridgeRelay, BesideAProgramItKeepsTheProgramsStatusAndItsWaitAndEndsWithIt) {
+    LoopbackServer service(ServerMode::http);
+    char pattern[] = "/tmp/tea-bridge-beside-XXXXXX";
+    const fs::path dir = ::mkdtemp(pattern);
+    const fs::path socket = dir / "bridge.sock";
+    // The relay carries while the program runs: the program itself asks through the socket.
+    const std::string script =
+        "python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); s.connect('" +
+        socket.string() + "'); s.sendall(bytes([4, " + std::to_string(service.port() >> 8) + ", " +
+        std::to_string(service.port() & 0xff) +
+        "]) + b'GET / HTTP/1.0\\r\\n\\r\\n'); print(s.makefile('rb').read().decode())\" | grep -q "
+        "'hello from inside' && exit 7";
+    const auto carried = run_beside(socket, script);
+    EXPECT_EQ(carried.status, 7);  // the program's own status, and the reply came through
+    // A shell's wait for its children is not held by the relay (not the program's child), and
+    // the relay is gone with the program: the socket refuses afterwards.
+    fs::remove(socket);
+    const auto waited = run_beside(socket, "sleep 0.1 & wait; exit 3");
+    EXPECT_EQ(waited.status, 3);
+    EXPECT_LT(waited.took, 5000ms);
+    EXPECT_TRUE(wait_for(
+        [&] {
+            const int fd = tea::stream_relay::connect_unix(socket.string());
+            if (fd >= 0) {
+                ::close(fd);
+                return false;
+            }
+            return errno == ECONNREFUSED;
+        },
+        5000ms));
+    // A program that cannot be run: 127, named.
+    fs::remove(socket);
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        ::execl(TEA_BRIDGE_RELAY, TEA_BRIDGE_RELAY, "--socket", socket.c_str(), "--",
+                "/nonexistent/program", nullptr);
+        ::_exit(1);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    EXPECT_EQ(WEXITSTATUS(status), 127);
+    fs::remove_all(dir);
 }
 
 TEST(BridgeAttack, APeerThatNeverSendsAPrefaceDoesNotHoldTheRelay) {
@@ -366,19 +444,6 @@ TEST(BridgeAttack, ControlAServiceThatReadsTakesTheWholeUpload) {
 constexpr std::size_t kDescriptorsPerPair = 6;
 // The relay's socket, its standard streams, its epoll set and a connection waiting for room.
 constexpr std::size_t kRelayOwnDescriptors = 8;
-
-// Polls `ready` until it holds or `limit` passes; whether it held.
-template <typename Ready>
-bool wait_for(Ready &&ready, std::chrono::milliseconds limit) {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    while (!ready()) {
-        if (std::chrono::steady_clock::now() >= deadline) {
-            return false;
-        }
-        std::this_thread::sleep_for(5ms);
-    }
-    return true;
-}
 
 TEST(BridgeAttack, ThousandsOfConnectionsCostNoMoreThanTheLimit) {
     LoopbackServer service(ServerMode::http);
