@@ -24,6 +24,7 @@
 
 #include "bridge/port_file.hpp"
 #include "bridge/relay_socket.hpp"
+#include "support/process.hpp"
 #include "util/fd.hpp"
 
 namespace fs = std::filesystem;
@@ -100,19 +101,12 @@ class ServiceBridgeTest : public ::testing::Test {
     std::optional<Child> relay_;
 };
 
+// curl's HTTP status for GET / on 127.0.0.1:port ("000": no answer).
 std::string curl(std::uint16_t port) {
-    const std::string command =
-        "curl -s -o /dev/null -w '%{http_code}' --max-time 10 http://127.0.0.1:" +
-        std::to_string(port) + "/ 2>&1";
-    std::string out;
-    if (FILE *p = ::popen(command.c_str(), "r")) {
-        std::array<char, 256> buffer{};
-        while (std::fgets(buffer.data(), buffer.size(), p) != nullptr) {
-            out += buffer.data();
-        }
-        ::pclose(p);
-    }
-    return out;
+    return tea::test::run({"curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time",
+                           "10", "http://127.0.0.1:" + std::to_string(port) + "/"},
+                          tea::test::environment_with({}))
+        .out;
 }
 
 TEST_F(ServiceBridgeTest, AServiceOnLoopbackIsReachedByCurlThroughTheHostPort) {
