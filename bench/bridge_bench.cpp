@@ -1,5 +1,6 @@
 // The bridge into a started service (core/bridge's host listener and the real tea-bridge-relay)
-// against direct loopback connections to the same server, interleaved round by round: small
+// against direct loopback connections to the same server, and against one relay hop in the host
+// (the next design's data path), interleaved round by round: small
 // requests per second on one keep-alive connection, the added median round-trip latency, and bulk
 // throughput. No confinement: this measures the two relays, not the namespace.
 //
@@ -8,11 +9,14 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -103,6 +107,39 @@ class Server {
     int fd_ = -1;
     std::uint16_t port_ = 0;
 };
+
+// A listening TCP socket on 127.0.0.1 at a port the system picks, non-blocking.
+int tcp_listener() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0 || ::listen(fd, 128) != 0) {
+        std::perror("listen");
+        std::exit(1);
+    }
+    return fd;
+}
+
+std::uint16_t bound_port(int fd) {
+    sockaddr_in a{};
+    socklen_t size = sizeof a;
+    ::getsockname(fd, reinterpret_cast<sockaddr *>(&a), &size);
+    return ntohs(a.sin_port);
+}
+
+int connect_nonblocking(std::uint16_t port) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0 && errno != EINPROGRESS) {
+        ::close(fd);
+        return -1;
+    }
+    return fd;
+}
 
 int connect_to(std::uint16_t port) {
     const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -205,34 +242,51 @@ int main(int argc, char **argv) {
                                       .service = {tea::bridge_preface::Family::ipv4, server.port()},
                                       .relay_socket = socket});
 
-    std::vector<double> rps_direct, rps_bridge, us_direct, us_bridge, mbs_direct, mbs_bridge;
-    (void)small_requests(server.port(), requests / 10);  // warm-up, not counted
-    (void)small_requests(bridge.port(), requests / 10);
+    // The next design's data path, for comparison: one relay in the host's process carrying each
+    // connection straight to the service's TCP port (as it would once the relay hands the host
+    // its connection to the service), with the same epoll loop and splicing.
+    const int one_hop_listener = tcp_listener();
+    const int one_hop_stop = ::eventfd(0, EFD_CLOEXEC);
+    std::thread one_hop([&] {
+        const std::vector<int> listeners{one_hop_listener};
+        tea::stream_relay::serve(
+            listeners, [&](int) { return connect_nonblocking(server.port()); },
+            tea::stream_relay::Limits{}, one_hop_stop);
+    });
+    const std::array<std::uint16_t, 3> ports{server.port(), bridge.port(),
+                                             bound_port(one_hop_listener)};
+    std::array<std::vector<double>, 3> rps, us, mbs;
+    for (const auto port : ports) {
+        (void)small_requests(port, requests / 10);  // warm-up, not counted
+    }
     for (int r = 0; r < rounds; ++r) {
-        // Interleaved, the order alternating, so drift on the host falls on both alike.
-        const bool bridge_first = r % 2 == 1;
-        for (int k = 0; k < 2; ++k) {
-            const bool through_bridge = (k == 0) == bridge_first;
-            const std::uint16_t port = through_bridge ? bridge.port() : server.port();
-            const Small s = small_requests(port, requests);
-            const double m = bulk(port, mib);
-            (through_bridge ? rps_bridge : rps_direct).push_back(s.per_second);
-            (through_bridge ? us_bridge : us_direct).push_back(s.median_us);
-            (through_bridge ? mbs_bridge : mbs_direct).push_back(m);
+        // Interleaved, the order rotating, so drift on the host falls on every variant alike.
+        for (int k = 0; k < 3; ++k) {
+            const auto v = static_cast<std::size_t>((r + k) % 3);
+            const Small s = small_requests(ports[v], requests);
+            const double m = bulk(ports[v], mib);
+            rps[v].push_back(s.per_second);
+            us[v].push_back(s.median_us);
+            mbs[v].push_back(m);
         }
     }
     bridge.stop();
+    const std::uint64_t one = 1;
+    (void)!::write(one_hop_stop, &one, sizeof one);
+    one_hop.join();
     ::kill(relay, SIGKILL);
     ::waitpid(relay, nullptr, 0);
 
     using tea::bench::median;
     std::printf("rounds %d, %d small requests and %d MiB per variant and round\n", rounds, requests,
                 mib);
-    std::printf("small requests/s   direct %10.0f  bridge %10.0f  ratio %.2f\n", median(rps_direct),
-                median(rps_bridge), median(rps_bridge) / median(rps_direct));
-    std::printf("median round trip  direct %8.1f us  bridge %8.1f us  added %.1f us\n",
-                median(us_direct), median(us_bridge), median(us_bridge) - median(us_direct));
-    std::printf("bulk MiB/s         direct %10.0f  bridge %10.0f  ratio %.2f\n", median(mbs_direct),
-                median(mbs_bridge), median(mbs_bridge) / median(mbs_direct));
+    const char *names[] = {"direct", "bridge (two relays)", "one relay hop (next design)"};
+    for (std::size_t v = 0; v < 3; ++v) {
+        std::printf(
+            "%-28s requests/s %8.0f (%.2f)  median round trip %7.1f us (+%.1f)  bulk MiB/s %6.0f "
+            "(%.2f)\n",
+            names[v], median(rps[v]), median(rps[v]) / median(rps[0]), median(us[v]),
+            median(us[v]) - median(us[0]), median(mbs[v]), median(mbs[v]) / median(mbs[0]));
+    }
     return 0;
 }
