@@ -2193,7 +2193,86 @@ TEST(RunToolServer, EachProbeTalksToItsOwnServerAndALyingServerSpoilsOnlyItsProb
     EXPECT_TRUE(silent["endedByRuntime"]);
     EXPECT_LT(silent["elapsedMs"].get<double>(), 30000.0) << "ended at the request's timeout";
     expect_schema_valid(dir / "run.json", "run.schema.json");
+    const auto score = p.tea({"score", dir.string()});
+    EXPECT_EQ(score.status, 0) << score.err;
     EXPECT_EQ(p.leftover_run_dirs(), 0U);
+}
+
+// examples/mcp-filesystem with its evaluation folder's path in the probe that reads it.
+void copy_filesystem_example(Project &p, bool confined) {
+    p.copy_example("mcp-filesystem");
+    const auto probe = p.eval() / "probes/03-evaluation.json";
+    auto text = test::read_file(probe.string());
+    text.replace(text.find("@EVALUATION@"), 12, p.eval().string());
+    p.write(".tea/probes/03-evaluation.json", text);
+    if (!confined) {
+        auto doc = read_json(p.eval() / "evaluation.json");
+        doc["confinement"] = false;
+        p.write(".tea/evaluation.json", doc.dump(2));
+    }
+    p.commit();
+}
+
+// The answer's text of a tools/call exchange (the probe's request, the call's last exchange).
+std::string tool_text(const json &call) {
+    const auto response = json::parse(call["exchanges"].back()["response"].get<std::string>());
+    return response["result"]["content"][0]["text"].get<std::string>();
+}
+bool tool_error(const json &call) {
+    const auto response = json::parse(call["exchanges"].back()["response"].get<std::string>());
+    return response["result"].value("isError", false);
+}
+
+// The pinned @modelcontextprotocol/server-filesystem, told it may serve "/" as well as its
+// workspace: its own path checks let everything through, so only the confinement stands between
+// it and the grading material.
+TEST(RunToolServer, TheFilesystemServerListsItsWorkspaceAndTheConfinementStopsItsReads) {
+    ASSERT_TRUE(fs::exists(TEA_TEST_MCP_FILESYSTEM)) << "run scripts/install-deps.sh";
+    Project p{"mcp-filesystem"};
+    copy_filesystem_example(p, true);
+    const auto run = p.run();
+    EXPECT_EQ(run.status, 3) << run.err;
+    EXPECT_NE(run.err.find("access to always-listed " + p.eval().string()), std::string::npos)
+        << run.err;
+    const auto dir = run_dir_of(run);
+    const auto record = read_json(dir / "run.json");
+    const auto &calls = record["trials"][0]["calls"];
+    ASSERT_EQ(calls.size(), 3U) << record.dump(2);
+    EXPECT_EQ(calls[0]["expect"]["met"], true) << calls[0].dump(2);
+    EXPECT_NE(tool_text(calls[0]).find("[FILE] hello.txt"), std::string::npos);
+    // The sandbox identity (or the invoker, who is not root) may not read the shadow file.
+    EXPECT_TRUE(tool_error(calls[1])) << calls[1].dump(2);
+    EXPECT_NE(tool_text(calls[1]).find("EACCES"), std::string::npos) << calls[1].dump(2);
+    // The evaluation folder is withheld: the server finds nothing there, and the audit lists it.
+    EXPECT_TRUE(tool_error(calls[2])) << calls[2].dump(2);
+    EXPECT_NE(tool_text(calls[2]).find("ENOENT"), std::string::npos) << calls[2].dump(2);
+    const auto &seen = calls[2]["observedMounts"];
+    EXPECT_NE(std::find(seen.begin(), seen.end(), (p.eval() / "evaluation.json").string()),
+              seen.end())
+        << seen.dump();
+    expect_schema_valid(dir / "run.json", "run.schema.json");
+    const auto score = p.tea({"score", dir.string()});
+    EXPECT_EQ(score.status, 3) << score.err;
+    EXPECT_EQ(score.err.find("records are missing"), std::string::npos) << score.err;
+    EXPECT_EQ(p.leftover_run_dirs(), 0U);
+}
+
+// The control: the same server, opted out, reads what the confined one could not.
+TEST(RunToolServer, TheFilesystemServerOptedOutReadsWhatTheConfinedOneCouldNot) {
+    ASSERT_TRUE(fs::exists(TEA_TEST_MCP_FILESYSTEM)) << "run scripts/install-deps.sh";
+    Project p{"mcp-filesystem-opt-out"};
+    copy_filesystem_example(p, false);
+    const auto run = p.run();
+    EXPECT_EQ(run.status, 0) << run.err;
+    const auto record = read_json(run_dir_of(run) / "run.json");
+    const auto &calls = record["trials"][0]["calls"];
+    ASSERT_EQ(calls.size(), 3U) << record.dump(2);
+    if (::geteuid() == 0) {
+        EXPECT_FALSE(tool_error(calls[1])) << calls[1].dump(2);
+        EXPECT_NE(tool_text(calls[1]).find("root:"), std::string::npos);
+    }
+    EXPECT_FALSE(tool_error(calls[2])) << calls[2].dump(2);
+    EXPECT_NE(tool_text(calls[2]).find("\"toolServer\""), std::string::npos) << calls[2].dump(2);
 }
 
 }  // namespace
