@@ -2275,5 +2275,56 @@ TEST(RunToolServer, TheFilesystemServerOptedOutReadsWhatTheConfinedOneCouldNot) 
     EXPECT_NE(tool_text(calls[2]).find("\"toolServer\""), std::string::npos) << calls[2].dump(2);
 }
 
+// A tool server that says its login's token in every place a toolServer call record keeps: a
+// line that is no JSON (a peer event), its answer, and its stderr.
+void write_login_tool_server(Project &p, const std::string &login, bool confined) {
+    p.write("bin/server",
+            "#!/usr/bin/python3\n"
+            "import json, os, sys\n"
+            "token = os.environ.get('CLAUDE_CODE_OAUTH_TOKEN', 'none')\n"
+            "print('stray ' + token, file=sys.stderr, flush=True)\n"
+            "for line in sys.stdin:\n"
+            "    msg = json.loads(line)\n"
+            "    if 'id' in msg:\n"
+            "        print('banner ' + token, flush=True)\n"
+            "        print(json.dumps({'jsonrpc': '2.0', 'id': msg['id'],\n"
+            "                          'result': {'said': token}}), flush=True)\n",
+            true);
+    p.write(".tea/evaluation.json",
+            R"({"confinement": )" + std::string{confined ? "true" : "false"} +
+                R"(, "registry": [{"interfaceId": "agent", "kind": "toolServer",
+                 "executable": "server", "target": "bin/server", "maxElapsedMs": 60000)" +
+                (login.empty() ? "" : R"(, "login": ")" + login + "\"") + R"(}],
+                "evaluator": {"command": ["evaluator/grade.sh"]}})");
+    p.write(".tea/probes/only.json", R"({"entry": "agent", "method": "tools/list"})");
+    p.write(".tea/evaluator/grade.sh", "#!/bin/sh\necho '{\"verdict\": \"pass\"}'\n", true);
+    p.commit();
+}
+
+TEST(RunLogin, WhatAToolServerSaysOfItsTokenIsRedactedInEveryRecord) {
+    Project p{"login-tool-server"};
+    write_login_tool_server(p, "claude", true);
+    const auto home = p.root().parent_path() / "home";
+    fs::create_directories(home);
+    const auto run = tea_in(login_env(p, home, kToken), {"--json", "run", p.eval().string()});
+    ASSERT_EQ(run.status, 0) << run.err;
+    const auto dir = run_dir_of(run);
+    const auto call = read_json(dir / "trials/1/calls/01-only.json");
+    ASSERT_FALSE(call["peerEvents"].empty()) << call.dump(2);
+    EXPECT_EQ(call["peerEvents"][0]["line"], "banner [redacted]");
+    EXPECT_NE(call["exchanges"].back()["response"].get<std::string>().find("[redacted]"),
+              std::string::npos)
+        << call.dump(2);
+    EXPECT_EQ(files_holding(dir, kToken), "");
+    EXPECT_EQ(run.err.find(kToken), std::string::npos) << run.err;
+
+    // The control: opted out and with no login, the same server's token is in the records.
+    Project q{"login-tool-server-control"};
+    write_login_tool_server(q, "", false);
+    const auto control = tea_in(login_env(q, home, kToken), {"--json", "run", q.eval().string()});
+    ASSERT_EQ(control.status, 0) << control.err;
+    EXPECT_NE(files_holding(run_dir_of(control), kToken), "");
+}
+
 }  // namespace
 }  // namespace tea
