@@ -2196,6 +2196,16 @@ TEST(RunToolServer, EachProbeTalksToItsOwnServerAndALyingServerSpoilsOnlyItsProb
     const auto score = p.tea({"score", dir.string()});
     EXPECT_EQ(score.status, 0) << score.err;
     EXPECT_EQ(p.leftover_run_dirs(), 0U);
+
+    // Only a conversation's record may name no stdout file: one without its exchanges is missing
+    // its output, and the score says so instead of passing it.
+    auto edited = record;
+    edited["trials"][0]["calls"][0].erase("exchanges");
+    p.write(fs::relative(dir / "run.json", p.root()).string(), edited.dump(2));
+    const auto tampered = p.tea({"score", dir.string()});
+    EXPECT_NE(tampered.status, 0) << tampered.err;
+    EXPECT_NE(tampered.err.find("call 01-list: its output records are missing"), std::string::npos)
+        << tampered.err;
 }
 
 // examples/mcp-filesystem with its evaluation folder's path in the probe that reads it.
