@@ -2108,7 +2108,8 @@ TEST(Run, UnixSocketsOfRootBeyondTheMaskRoomStopTheRun) {
 }
 
 // A tool server that answers as its argument says: "good" answers every request, "junk" prints a
-// line that is no JSON and exits at its first request, "silent" answers only the handshake.
+// line that is no JSON and exits at its first request, "silent" answers only the handshake,
+// "daemon" leaves a process holding its stdout open and exits instead of answering.
 constexpr const char *kScriptedToolServer = R"(#!/usr/bin/python3
 import json, sys
 mode = sys.argv[1]
@@ -2124,6 +2125,12 @@ for line in sys.stdin:
                   "serverInfo": {"name": "scripted", "version": "1"}}
     elif mode == "silent":
         continue
+    elif mode == "daemon":
+        import os, time
+        if os.fork() == 0:
+            os.setsid()
+            time.sleep(300)
+        sys.exit(0)
     else:
         result = {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}
     print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
@@ -2139,7 +2146,9 @@ TEST(RunToolServer, EachProbeTalksToItsOwnServerAndALyingServerSpoilsOnlyItsProb
           {"interfaceId": "junk", "kind": "toolServer", "executable": "server",
            "target": "bin/server", "args": ["junk"], "maxElapsedMs": 60000},
           {"interfaceId": "silent", "kind": "toolServer", "executable": "server",
-           "target": "bin/server", "args": ["silent"], "maxElapsedMs": 60000}],
+           "target": "bin/server", "args": ["silent"], "maxElapsedMs": 60000},
+          {"interfaceId": "daemon", "kind": "toolServer", "executable": "server",
+           "target": "bin/server", "args": ["daemon"], "maxElapsedMs": 60000}],
         "evaluator": {"command": ["evaluator/grade.sh"]}})");
     p.write(".tea/probes/01-list.json", R"({"entry": "good", "method": "tools/list",
         "expect": {"result": {"tools": [{"name": "echo"}]}}})");
@@ -2149,6 +2158,8 @@ TEST(RunToolServer, EachProbeTalksToItsOwnServerAndALyingServerSpoilsOnlyItsProb
         "expect": {"result": {}}})");
     p.write(".tea/probes/04-silent.json",
             R"({"entry": "silent", "method": "tools/list", "timeoutMs": 1500})");
+    p.write(".tea/probes/05-daemon.json",
+            R"({"entry": "daemon", "method": "tools/list", "timeoutMs": 30000})");
     p.write(".tea/evaluator/grade.sh", "#!/bin/sh\necho '{\"verdict\": \"pass\"}'\n", true);
     p.commit();
     const auto check = p.tea({"check", p.eval().string()});
@@ -2158,7 +2169,7 @@ TEST(RunToolServer, EachProbeTalksToItsOwnServerAndALyingServerSpoilsOnlyItsProb
     const auto dir = run_dir_of(run);
     const auto record = read_json(dir / "run.json");
     const auto &calls = record["trials"][0]["calls"];
-    ASSERT_EQ(calls.size(), 4U) << record.dump(2);
+    ASSERT_EQ(calls.size(), 5U) << record.dump(2);
 
     const auto &list = calls[0];
     EXPECT_EQ(list["args"], json::array({"good"})) << list.dump(2);
@@ -2192,6 +2203,11 @@ TEST(RunToolServer, EachProbeTalksToItsOwnServerAndALyingServerSpoilsOnlyItsProb
     EXPECT_FALSE(silent.contains("expect"));
     EXPECT_TRUE(silent["endedByRuntime"]);
     EXPECT_LT(silent["elapsedMs"].get<double>(), 30000.0) << "ended at the request's timeout";
+
+    // The process it left holding its stdout ends with the call, and so does the wait.
+    const auto &daemon = calls[4];
+    EXPECT_EQ(daemon["exchanges"].back()["outcome"], "closed") << daemon.dump(2);
+    EXPECT_LT(daemon["elapsedMs"].get<double>(), 20000.0) << daemon.dump(2);
     expect_schema_valid(dir / "run.json", "run.schema.json");
     const auto score = p.tea({"score", dir.string()});
     EXPECT_EQ(score.status, 0) << score.err;
