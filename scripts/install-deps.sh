@@ -91,6 +91,18 @@ node_for_tests() {
   keep_binary "$tmp/package/bin/node" "$dir"
   rm -rf "$tmp"
 }
+# npm_pack_pinned SPEC TARBALL INTEGRITY DIR: the registry's tarball of SPEC, named TARBALL, in
+# DIR, refused unless its sha512 is INTEGRITY: a registry that serves other bytes for a pinned
+# version fails the install.
+npm_pack_pinned() {
+  local spec=$1 tarball=$2 integrity=$3 dir=$4 got
+  (cd "$dir" && npm pack -q "$spec" >/dev/null)
+  got="sha512-$(openssl dgst -sha512 -binary "$dir/$tarball" | base64 -w0)"
+  if [ "$got" != "$integrity" ]; then
+    echo "install-deps: $tarball from the npm registry has $got, not the pinned $integrity" >&2
+    return 1
+  fi
+}
 # The real Claude Code CLI for the client tests (tests/clients/README.md), kept in
 # /var/cache/tea-evaluate-deps/claude-code-<version>/bin/claude. Since 2.1.113 the npm package
 # @anthropic-ai/claude-code is a wrapper whose postinstall copies a native binary (Bun, with the
@@ -103,22 +115,43 @@ node_for_tests() {
 claude_version=2.1.332
 claude_integrity=sha512-f4JWhzwYutJIHScC7/dYOPX6s28tt7ZADhsOi8zwOHq5fFPEuUeChh2NMfinSg0GrUckYxaeebC4h0DqiKzLcw==
 claude_for_tests() {
-  local dir=/var/cache/tea-evaluate-deps/claude-code-$claude_version tmp tarball got
+  local dir=/var/cache/tea-evaluate-deps/claude-code-$claude_version tmp tarball
   [ -x "$dir/bin/claude" ] && return 0
   [ "$(uname -m)" = x86_64 ] || return 0
   command -v npm >/dev/null || missing+=(npm)
   [ ${#missing[@]} -eq 0 ] || return 0  # after the packages below
   tmp=$(mktemp -d)
   tarball=anthropic-ai-claude-code-linux-x64-$claude_version.tgz
-  (cd "$tmp" && npm pack -q "@anthropic-ai/claude-code-linux-x64@$claude_version" >/dev/null)
-  got="sha512-$(openssl dgst -sha512 -binary "$tmp/$tarball" | base64 -w0)"
-  if [ "$got" != "$claude_integrity" ]; then
-    rm -rf "$tmp"
-    echo "install-deps: $tarball from the npm registry has $got, not the pinned $claude_integrity" >&2
-    return 1
-  fi
+  npm_pack_pinned "@anthropic-ai/claude-code-linux-x64@$claude_version" "$tarball" \
+    "$claude_integrity" "$tmp" || { rm -rf "$tmp"; return 1; }
   tar -xzf "$tmp/$tarball" -C "$tmp" package/claude
   keep_binary "$tmp/package/claude" "$dir"
+  rm -rf "$tmp"
+}
+# The real MCP filesystem server for the tool-server client's test (docs/services-mcp-design.md),
+# kept in /var/cache/tea-evaluate-deps/mcp-server-filesystem-<version>, run by the Node above.
+# The package's tarball is checked against the sha512 pinned here (the registry's dist.integrity
+# when it was pinned); its dependencies come from the registry within the package's own ranges,
+# each checked by npm against the registry's integrity. No package's scripts run.
+mcp_filesystem_version=2026.8.31
+mcp_filesystem_integrity=sha512-kKaFkyAh6oipvc9+EAbJ552JafnMnOq5nzmzWkp1jJdBhTAAGpmIpWihUG1+rfNhmEFM98gUZDdCHCDD4v6a7Q==
+mcp_filesystem_for_tests() {
+  local dir=/var/cache/tea-evaluate-deps/mcp-server-filesystem-$mcp_filesystem_version tmp tarball
+  [ -f "$dir/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js" ] && return 0
+  command -v npm >/dev/null || missing+=(npm)
+  [ ${#missing[@]} -eq 0 ] || return 0  # after the packages below
+  tmp=$(mktemp -d)
+  tarball=modelcontextprotocol-server-filesystem-$mcp_filesystem_version.tgz
+  npm_pack_pinned "@modelcontextprotocol/server-filesystem@$mcp_filesystem_version" "$tarball" \
+    "$mcp_filesystem_integrity" "$tmp" || { rm -rf "$tmp"; return 1; }
+  mkdir "$tmp/install"
+  (cd "$tmp/install" && npm install -q --ignore-scripts --omit=dev --no-audit --no-fund \
+    "$tmp/$tarball" >/dev/null)
+  $sudo rm -rf "$dir.new"
+  $sudo mkdir -p "$dir.new"
+  $sudo cp -r "$tmp/install/node_modules" "$dir.new/node_modules"
+  $sudo chmod -R a+rX "$dir.new"
+  $sudo mv "$dir.new" "$dir"
   rm -rf "$tmp"
 }
 missing=()
@@ -136,9 +169,11 @@ fi
 missing=()
 node_for_tests
 claude_for_tests
+mcp_filesystem_for_tests
 if [ ${#missing[@]} -ne 0 ]; then
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   node_for_tests
   claude_for_tests
+  mcp_filesystem_for_tests
 fi
 vm_kernel

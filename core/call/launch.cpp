@@ -137,6 +137,7 @@ exec::RunOptions run_options(const CallOptions &options, const config::Config &c
     run.out.cap_bytes = config.call.output_cap_bytes;
     run.err.cap_bytes = config.call.output_cap_bytes;
     run.signal_fd = Signals::instance().fd();
+    run.conversation = options.conversation;
     return run;
 }
 

@@ -25,6 +25,8 @@ struct CallOptions {
     std::vector<std::string> env;     // NAME=VALUE or NAME (the host's value)
     std::vector<std::string> egress;  // --egress HOST:PORT[=ADDR,...]
     std::vector<std::string> command;
+    // Handed to the runner as it is (exec::RunOptions::conversation).
+    std::optional<exec::Conversation> conversation;
 };
 
 // The hosts a call may reach through the egress plugin's route; none: no route at all.

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <string_view>
 #include <system_error>
 
 #include "egress/pin.hpp"
@@ -702,9 +703,9 @@ EntrySeen read_entry(const Report &file_report, const json &v, std::size_t index
     }
     if (const auto *kind = f.take("kind")) {
         if (auto s = text(report, "kind", *kind)) {
-            if (*s == "toolServer" || *s == "http") {
+            if (*s == "http") {
                 report("kind", in_quotes(*s) + " entries are not supported yet by this build");
-            } else if (*s != "command") {
+            } else if (*s != "command" && *s != "toolServer") {
                 report("kind", in_quotes(*s) + " is not a kind (command, toolServer, http)");
             }
             entry.kind = *s;
@@ -718,7 +719,17 @@ EntrySeen read_entry(const Report &file_report, const json &v, std::size_t index
     if (const auto *t = f.require("target")) {
         seen.target = read_target(report, *t, project, entry);
     }
-    if (const auto *p = f.take("subcommandPaths")) {
+    if (entry.kind != "command") {
+        if (const auto *a = f.take("args")) {
+            entry.args = texts(report, "args", *a).value_or(std::vector<std::string>{});
+        }
+        // A server's command line is its entry's: no probe adds to it.
+        if (f.take_unlisted("subcommandPaths") != nullptr) {
+            report("subcommandPaths",
+                   "is for command entries; a " + entry.kind + " entry's arguments are its 'args'");
+        }
+        entry.subcommand_paths = {{}};
+    } else if (const auto *p = f.take("subcommandPaths")) {
         read_subcommand_paths(report, *p, entry);
     } else {
         entry.subcommand_paths = {{}};
@@ -904,6 +915,27 @@ std::vector<std::string> interface_ids(const Evaluation &evaluation) {
     return ids;
 }
 
+// A toolServer probe's request; its stdin is the runtime's conversation and its command line the
+// entry's.
+void read_tool_server_fields(const Report &report, Fields &f, const Entry &entry, Probe &probe) {
+    for (const char *refused : {"args", "stdin"}) {
+        if (f.take_unlisted(refused) != nullptr) {
+            report(refused, std::string{"is not taken by a probe of a toolServer entry: "} +
+                                (std::string_view{refused} == "args"
+                                     ? "the server's arguments are the entry's 'args'"
+                                     : "the server's stdin carries the runtime's requests"));
+        }
+    }
+    const ToolServerProbeFields fields{f.require("method"), f.take("params"), f.take("expect"),
+                                       f.take("timeoutMs")};
+    if (fields.method == nullptr) {
+        return;  // reported as required
+    }
+    probe.tool_server = read_tool_server_probe(
+        fields, entry.max_elapsed_ms,
+        [&](const std::string &field, const std::string &message) { report(field, message); });
+}
+
 void read_probe(const Report &file_report, const std::string &name, const json &doc,
                 bool registry_known, Evaluation &evaluation) {
     Probe probe;
@@ -924,7 +956,11 @@ void read_probe(const Report &file_report, const std::string &name, const json &
             }
         }
     }
-    if (const auto *a = f.take("args")) {
+    const bool tool_server = entry != nullptr && entry->kind == "toolServer";
+    if (tool_server) {
+        read_tool_server_fields(report, f, *entry, probe);
+    }
+    if (const auto *a = tool_server ? nullptr : f.take("args")) {
         probe.args = texts(report, "args", *a).value_or(std::vector<std::string>{});
     }
     if (entry != nullptr && !entry->subcommand_paths.empty() &&
@@ -932,7 +968,7 @@ void read_probe(const Report &file_report, const std::string &name, const json &
         report("args", "start with none of the entry's subcommandPaths (" +
                            list_of(entry->subcommand_paths) + ")");
     }
-    if (const auto *s = f.take("stdin")) {
+    if (const auto *s = tool_server ? nullptr : f.take("stdin")) {
         if (auto in = text(report, "stdin", *s)) {
             if (in->size() > kMaxStdinBytes) {
                 report("stdin", "is " + std::to_string(in->size()) + " bytes; the limit is 1 MiB");

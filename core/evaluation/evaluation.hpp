@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "evaluation/tool_server_probe.hpp"
+
 namespace tea::evaluation {
 
 // One thing wrong with the evaluation. Rendered as "<file>:<line>:<column>: <where>: <message>",
@@ -44,13 +46,15 @@ struct Budgets {
     std::optional<std::uint64_t> disk_bytes;  // the evaluation's only: a trial's file system
 };
 
-// A registry entry. Only "command" entries run today; the kind keeps the model open for tool
-// servers and HTTP services.
+// A registry entry: a "command" run once a probe, or a "toolServer" started for each probe and
+// spoken to over its stdio (tool_server_probe.hpp).
 struct Entry {
     std::string interface_id;  // unique; names the entry in probes and records
     std::string kind = "command";
     std::string executable;  // the name the target is known by (records, progress)
     std::string target;      // the program, relative to the project root (and so the workspace)
+    // A toolServer's own arguments after the target (a command's come from its probes).
+    std::vector<std::string> args;
     // The argument prefixes a probe of this entry may start with; [[]] allows any arguments.
     std::vector<std::vector<std::string>> subcommand_paths;
     // Artifact name -> path relative to the workspace, copied (bounded, links not followed) for
@@ -74,6 +78,8 @@ struct Probe {
     std::string stdin_text;         // what the call reads on stdin (empty: nothing)
     // Files written into the workspace before the call: workspace-relative path -> content.
     std::map<std::string, std::string> files;
+    // A probe of a toolServer entry: its request (args and stdin are then empty).
+    std::optional<ToolServerProbe> tool_server;
 };
 
 struct Evaluator {

@@ -14,6 +14,7 @@
 #include "evaluation/budgets.hpp"
 #include "evaluation/program_file.hpp"
 #include "evaluation/target_git.hpp"
+#include "evaluation/tool_server_call.hpp"
 #include "exec/environment.hpp"
 #include "files/beneath.hpp"
 #include "git/private_repository.hpp"
@@ -330,7 +331,9 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
         }
         exec::LaunchSpec spec;
         spec.argv.push_back((workspace / entry->target).string());
-        spec.argv.insert(spec.argv.end(), probe.args.begin(), probe.args.end());
+        // A tool server's command line is its entry's; a command's arguments are its probe's.
+        const auto &args = probe.tool_server ? entry->args : probe.args;
+        spec.argv.insert(spec.argv.end(), args.begin(), args.end());
         // Opted out, the target keeps the host's environment as it keeps the host's files.
         spec.env = ev.confinement ? target_environment(*entry) : exec::current_environment();
         // The login's variables and files; its strings are secrets before the target starts.
@@ -353,7 +356,13 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
         auto run = state.session.run_options({});
         run.timeout = std::chrono::milliseconds{entry->max_elapsed_ms};
         run.budget = entry_budget(state.budget, ev.budgets, entry->budgets);
-        run.out.file = trial_dir / "calls" / (stem + ".stdout");
+        std::optional<ToolServerCall> tool_server;
+        if (probe.tool_server) {
+            tool_server.emplace(*probe.tool_server, *run.timeout);
+            run.conversation = tool_server->conversation();
+        } else {
+            run.out.file = trial_dir / "calls" / (stem + ".stdout");
+        }
         run.err.file = trial_dir / "calls" / (stem + ".stderr");
         // Streamed with the secrets known as the call starts, and again once it settles.
         run.out.redact = run.err.redact = state.logins.matcher();
@@ -379,7 +388,9 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
         // The call has settled: a token the host's client rotated meanwhile joins the secrets,
         // and what the call printed is redacted with every one of them.
         state.logins.settle(outcome);
-        state.logins.redact_file(run.out.file, r.out.truncated);
+        if (!run.out.file.empty()) {
+            state.logins.redact_file(run.out.file, r.out.truncated);
+        }
         state.logins.redact_file(run.err.file, r.err.truncated);
         state.confinement = outcome.confinement;
         if (r.interrupted_by != 0) {
@@ -405,7 +416,7 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
         json call{{"probe", probe.name},
                   {"entry", entry->interface_id},
                   {"executable", entry->executable},
-                  {"args", bytes::list_to_json(probe.args)},
+                  {"args", bytes::list_to_json(args)},
                   {"started", r.started},
                   {"startError", r.start_error},
                   {"exitCode", r.exit_code},
@@ -415,7 +426,7 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
                   {"status", outcome.status},
                   {"infrastructureError", infrastructure},
                   {"targetStarted", r.started && !outcome.target_never_started},
-                  {"stdout", "calls/" + stem + ".stdout"},
+                  {"stdout", tool_server ? json(nullptr) : json("calls/" + stem + ".stdout")},
                   {"stderr", "calls/" + stem + ".stderr"},
                   {"stdoutBytes", r.out.total_bytes},
                   {"stderrBytes", r.err.total_bytes},
@@ -426,6 +437,11 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
                   {"audit", audit::to_json(outcome.audit)},
                   {"budget", call_budget_record(r.budget, r.limits)},
                   {"budgetHits", budget_hits(r.budget)}};
+        if (tool_server) {
+            // What the server said, redacted with the rest of the record (write_record).
+            call["endedByRuntime"] = r.ended_by_runtime;
+            call.update(tool_server->record());
+        }
         ++out.made;
         if (!outcome.sockets_left_reachable.empty()) {
             ++out.truncated;
@@ -452,6 +468,9 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
         if (!stdin_file.empty()) files::remove_tree(stdin_file.parent_path());
         std::string outcome_text = infrastructure ? "infrastructure error, status " : "status ";
         outcome_text += std::to_string(outcome.status);
+        if (tool_server && call.contains("expect")) {
+            outcome_text += tool_server->expect_met() ? ", expect met" : ", expect not met";
+        }
         if (!outcome.audit.findings.empty()) {
             outcome_text += ", " + std::to_string(outcome.audit.findings.size()) +
                             " path(s) outside the grants";

@@ -30,6 +30,7 @@
 #include <tea/read_all.hpp>
 #include <vector>
 
+#include "exec/conversation.hpp"
 #include "exec/namespace_inits.hpp"
 #include "exec/output_capture.hpp"
 #include "exec/plan_descriptors.hpp"
@@ -134,6 +135,8 @@ struct StartedCall::State {
     std::vector<pid_t> children_before;
     std::vector<DeferredFile> deferred;
     std::optional<CallCgroup> cgroup;  // ends what is left in it, whatever ends the call
+    // Destroyed after the destructor's body ended the call: its thread sees call_ended then.
+    std::unique_ptr<ConversationThread> conversation;
     ChildBudget child_budget;
     bool ended = false;  // waited for, or never started
     // The thread that started the processes: their parent-death signal fires when that thread
@@ -233,9 +236,19 @@ void StartedCall::State::start_plan() {
         handoff = socket_pair();
     }
 
+    if (options.conversation) {
+        conversation = std::make_unique<ConversationThread>(*options.conversation);
+    }
+    const bool stdio = conversation && options.conversation->stdio;
+    static const OutputSpec not_captured;
     std::array<UniqueFd, 2> child_ends;
-    const std::array<const OutputSpec *, 2> specs{&options.out, &options.err};
+    const std::array<const OutputSpec *, 2> specs{stdio ? &not_captured : &options.out,
+                                                  &options.err};
     for (std::size_t i = 0; i < 2; ++i) {
+        if (i == 0 && stdio) {
+            captures[i].spec = specs[i];  // the target's stdout is the conversation's
+            continue;
+        }
         std::array<int, 2> p{};
         if (::pipe2(p.data(), O_CLOEXEC) != 0) {
             throw setup_error("pipe2", errno);
@@ -250,19 +263,24 @@ void StartedCall::State::start_plan() {
     show_on_terminals(captures, terminal_lines);
 
     UniqueFd stdin_fd;
-    if (options.in.kind == StdinSpec::Kind::null_device) {
+    if (stdio) {
+        stdin_fd = std::move(conversation->target_stdin());
+    } else if (options.in.kind == StdinSpec::Kind::null_device) {
         stdin_fd.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
     } else if (options.in.kind == StdinSpec::Kind::file) {
         stdin_fd.reset(::open(options.in.file.c_str(), O_RDONLY | O_CLOEXEC));
     }
-    if (options.in.kind != StdinSpec::Kind::inherit && !stdin_fd) {
+    if ((stdio || options.in.kind != StdinSpec::Kind::inherit) && !stdin_fd) {
         throw setup_error("opening the call's stdin", errno);
     }
     std::vector<std::pair<int, int>> streams;
     if (stdin_fd) {
         streams.emplace_back(stdin_fd.get(), 0);
     }
-    streams.emplace_back(child_ends[0].get(), 1);
+    // A stdio conversation's stdout is the target's alone: the holder writes to stderr.
+    const int stdout_end = stdio ? conversation->target_stdout().get() : child_ends[0].get();
+    const int holder_stdout = stdio ? child_ends[1].get() : child_ends[0].get();
+    streams.emplace_back(stdout_end, 1);
     streams.emplace_back(child_ends[1].get(), 2);
 
     // Whatever a library or plugin opened without O_CLOEXEC stays out of the
@@ -289,7 +307,7 @@ void StartedCall::State::start_plan() {
                            plan.holder->cwd,
                            plan.holder->files,
                            {{null.get(), 0},
-                            {child_ends[0].get(), 1},
+                            {holder_stdout, 1},
                             {child_ends[1].get(), 2},
                             {handoff[0].get(), plan.holder->handoff_fd}}};
         parts.mount_namespace = options.mount_namespace;
@@ -334,6 +352,10 @@ void StartedCall::State::start_plan() {
     }
     pid = started_pid;
     result.started = true;
+    if (stdio) {
+        // Only the target holds them now: the conversation sees its stdout end with it.
+        conversation->target_stdout().reset();
+    }
 
     pidfd.reset(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
     if (!pidfd) {
@@ -363,6 +385,11 @@ void StartedCall::State::wait() {
     std::optional<Clock::time_point> kill_at;
     std::optional<Clock::time_point> drain_until;
     bool leader_done = false;
+    bool talk_returned = false;
+    if (conversation) {
+        // Here, not at the start: a staged process talks only once it has its whole plan.
+        conversation->start(pid);
+    }
 
     auto begin_ending = [&](Clock::time_point now) {
         // A confined target runs in a pid namespace and a session of its confinement's own: the
@@ -401,6 +428,11 @@ void StartedCall::State::wait() {
             (!leader_done && options.signal_fd >= 0) ? static_cast<int>(fds.size()) : -1;
         if (signal_slot >= 0) {
             fds.push_back(pollfd{options.signal_fd, POLLIN, 0});
+        }
+        const int talk_slot =
+            (!leader_done && conversation && !talk_returned) ? static_cast<int>(fds.size()) : -1;
+        if (talk_slot >= 0) {
+            fds.push_back(pollfd{conversation->returned_fd(), POLLIN, 0});
         }
         const auto deferred_slot = fds.size();
         for (const auto &d : deferred) {
@@ -441,6 +473,13 @@ void StartedCall::State::wait() {
                 begin_ending(now);
             }
         }
+        if (talk_slot >= 0 && (fds[static_cast<std::size_t>(talk_slot)].revents & POLLIN) != 0) {
+            talk_returned = true;
+            if (!kill_at) {
+                result.ended_by_runtime = true;
+                begin_ending(now);
+            }
+        }
         if (pid_slot >= 0 && (fds[static_cast<std::size_t>(pid_slot)].revents & POLLIN) != 0) {
             result.elapsed = Clock::now() - start;
             // What the target left running in its group ends with it. Sent
@@ -455,6 +494,9 @@ void StartedCall::State::wait() {
                 result.signal = WTERMSIG(status);
             }
             leader_done = true;
+            if (conversation) {
+                conversation->call_ended();
+            }
             for (auto &d : deferred) {
                 d.fd.reset();
             }
@@ -500,6 +542,9 @@ void StartedCall::State::wait() {
         int unread = 0;
         result.setup_marked = ::ioctl(mark.get(), FIONREAD, &unread) == 0;
         result.setup_reached = result.setup_marked && unread == 0;
+    }
+    if (conversation) {
+        conversation->join();
     }
 }
 

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -33,6 +34,26 @@ struct StdinSpec {
     std::filesystem::path file;
 };
 
+// What the runtime's side of a conversation with the running call is handed.
+struct ConversationChannel {
+    int to_target = -1;    // stdio conversations: the write end of the target's stdin pipe
+    int from_target = -1;  // stdio conversations: the read end of the target's stdout pipe
+    int call_ended = -1;   // becomes readable (POLLIN) once the plan's process has ended
+    pid_t pid = -1;        // the plan's process (its first process)
+};
+
+// A peer the runtime talks to while the call runs: a tool server's stdio, an HTTP service.
+struct Conversation {
+    // true: the target's stdin and stdout are pipes handed to `talk` (StdinSpec and the out
+    // capture are then not used; stderr is captured as always).
+    bool stdio = false;
+    // Run on a thread of its own once the plan's process has started; the call is ended (TERM to
+    // its pid namespace inits, KILL after the grace, as at a timeout) when it returns, and the
+    // runner joins it before run_call returns. Must return soon after call_ended is readable.
+    // What it throws is thrown again by run_call (StartedCall::finish) once the call has ended.
+    std::function<void(const ConversationChannel &)> talk;
+};
+
 struct RunOptions {
     std::optional<std::chrono::milliseconds> timeout;
     std::chrono::milliseconds kill_grace{2000};
@@ -47,6 +68,8 @@ struct RunOptions {
     // What the call may consume, enforced by a cgroup of its own where the host has one
     // (exec/call_cgroup.hpp), by resource limits otherwise; nothing bounded when empty.
     Budget budget;
+    // A conversation with the call while it runs; none: the call is only waited for.
+    std::optional<Conversation> conversation;
 };
 
 struct StreamResult {
@@ -63,7 +86,8 @@ struct CallResult {
     int exit_code = -1;       // when it exited
     int signal = 0;           // when a signal ended it
     bool timed_out = false;
-    int interrupted_by = 0;  // the signal that ended the runtime's wait
+    bool ended_by_runtime = false;  // the conversation finished and the runtime ended the call
+    int interrupted_by = 0;         // the signal that ended the runtime's wait
     std::chrono::nanoseconds elapsed{0};
     StreamResult out;
     StreamResult err;

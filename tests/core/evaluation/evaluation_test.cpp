@@ -554,7 +554,6 @@ TEST_F(EvaluationTest, EveryProblemIsReportedAtOnce) {
 }
 
 TEST_F(EvaluationTest, EntryFieldRefusals) {
-    entry()["kind"] = "toolServer";
     entry()["environmentKeys"] = json::array({"HOME", "1BAD", "LANG", "LANG"});
     entry()["infrastructureExitCodes"] = json::array({0, 75, 75, 256});
     entry()["artifacts"] = json::object({{"bad name", "out"}, {"ok", "../up"}});
@@ -564,6 +563,9 @@ TEST_F(EvaluationTest, EntryFieldRefusals) {
     auto twin = entry();
     twin["kind"] = "ftp";
     doc_["registry"].push_back(twin);
+    auto http = twin;
+    http["kind"] = "http";
+    doc_["registry"].push_back(http);
     const auto loaded = load_doc();
     const std::string g = "entry 'greeter' field ";
     EXPECT_TRUE(has(loaded, kEval, g + "'kind'", "not supported yet by this build"));
@@ -580,6 +582,113 @@ TEST_F(EvaluationTest, EntryFieldRefusals) {
     EXPECT_TRUE(has(loaded, kEval, g + "'subcommandPaths'", "non-empty"));
     EXPECT_TRUE(has(loaded, kEval, "entry 'greeter' field 'interfaceId'", "earlier entry"));
     EXPECT_TRUE(has(loaded, kEval, g + "'kind'", "'ftp' is not a kind"));
+}
+
+// A toolServer entry and its probes (tool_server_probe.hpp), made from the valid folder.
+class ToolServerEvaluation : public EvaluationTest {
+   protected:
+    void SetUp() override {
+        EvaluationTest::SetUp();
+        entry()["kind"] = "toolServer";
+        entry().erase("subcommandPaths");
+        entry()["args"] = json::array({"."});
+        fs::remove(folder_ / "probes/00-bye.json");
+        probe(R"({"entry": "greeter", "method": "tools/call",
+                  "params": {"name": "list_directory", "arguments": {"path": "."}},
+                  "expect": {"result": {"content": [{"type": "text"}]}}, "timeoutMs": 4000,
+                  "files": {"hello.txt": "hi"}})");
+    }
+    void probe(const std::string &text) { put(folder_ / "probes/01-hello.json", text); }
+};
+
+TEST_F(ToolServerEvaluation, LoadsWithItsRequest) {
+    const auto loaded = load_doc();
+    ASSERT_TRUE(loaded.problems.empty()) << all(loaded);
+    const auto &e = loaded.evaluation;
+    EXPECT_EQ(e.registry.at(0).kind, "toolServer");
+    EXPECT_EQ(e.registry.at(0).args, std::vector<std::string>{"."});
+    ASSERT_EQ(e.probes.size(), 1U);
+    const auto &p = e.probes[0];
+    ASSERT_TRUE(p.tool_server);
+    EXPECT_EQ(p.tool_server->method, "tools/call");
+    EXPECT_EQ(p.tool_server->params["name"], "list_directory");
+    EXPECT_EQ(p.tool_server->timeout_ms, 4000);
+    ASSERT_TRUE(p.tool_server->expect);
+    EXPECT_TRUE(p.args.empty());
+    EXPECT_EQ(p.files.at("hello.txt"), "hi");
+}
+
+TEST_F(ToolServerEvaluation, AnEntryTakesNoSubcommandPaths) {
+    entry()["subcommandPaths"] = json::array({json::array({"x"})});
+    const auto loaded = load_doc();
+    EXPECT_TRUE(has(loaded, kEval, "entry 'greeter' field 'subcommandPaths'", "'args'"));
+}
+
+TEST_F(ToolServerEvaluation, ArgsOnACommandEntryAreUnknown) {
+    entry()["kind"] = "command";
+    const auto loaded = load_doc();
+    EXPECT_TRUE(has(loaded, kEval, "entry 'greeter' field 'args'", "unknown"));
+}
+
+TEST_F(ToolServerEvaluation, ProbeRefusalsNameTheField) {
+    const std::string f = "probe '01-hello' field ";
+    const auto refused = [&](const std::string &text, const std::string &field,
+                             const std::string &message) {
+        probe(text);
+        return has(load_doc(), "01-hello.json", f + "'" + field + "'", message);
+    };
+    EXPECT_TRUE(refused(R"({"entry": "greeter", "method": "tools/list", "args": ["x"]})", "args",
+                        "entry's 'args'"));
+    EXPECT_TRUE(refused(R"({"entry": "greeter", "method": "tools/list", "stdin": "x"})", "stdin",
+                        "runtime's requests"));
+    EXPECT_TRUE(refused(R"({"entry": "greeter"})", "method", "is required"));
+    EXPECT_TRUE(refused(R"({"entry": "greeter", "method": "prompts/list"})", "method",
+                        "one of initialize"));
+    EXPECT_TRUE(refused(R"({"entry": "greeter", "method": 7})", "method", "one of initialize"));
+    EXPECT_TRUE(refused(R"({"entry": "greeter", "method": "tools/call"})", "params",
+                        "required for tools/call"));
+    EXPECT_TRUE(refused(R"({"entry": "greeter", "method": "tools/call", "params": {}})",
+                        "params.name", "name the tool"));
+    EXPECT_TRUE(refused(R"({"entry": "greeter", "method": "tools/call",
+                            "params": {"name": "x", "arguments": []}})",
+                        "params.arguments", "object"));
+    EXPECT_TRUE(refused(R"({"entry": "greeter", "method": "tools/list", "params": [1]})", "params",
+                        "must be an object"));
+    EXPECT_TRUE(refused(R"({"entry": "greeter", "method": "resources/read", "params": {}})",
+                        "params.uri", "name the resource"));
+    EXPECT_TRUE(refused(R"({"entry": "greeter", "method": "initialize", "params": {}})", "params",
+                        "its own"));
+    EXPECT_TRUE(refused(R"({"entry": "greeter", "method": "tools/list", "expect": {"x": 1}})",
+                        "expect", "'result' or 'error'"));
+    EXPECT_TRUE(refused(R"({"entry": "greeter", "method": "tools/list",
+                            "expect": {"result": 1, "error": {}}})",
+                        "expect", "exactly one"));
+    EXPECT_TRUE(refused(R"({"entry": "greeter", "method": "tools/list", "expect": {"error": 3}})",
+                        "expect.error", "object"));
+    EXPECT_TRUE(refused(R"({"entry": "greeter", "method": "tools/list", "timeoutMs": 5001})",
+                        "timeoutMs", "1 to 5000"));
+    EXPECT_TRUE(refused(R"({"entry": "greeter", "method": "tools/list", "timeoutMs": 0})",
+                        "timeoutMs", "1 to 5000"));
+    EXPECT_TRUE(refused(R"({"entry": "greeter", "method": "tools/list", "timeoutMs": "9"})",
+                        "timeoutMs", "1 to 5000"));
+}
+
+TEST(ToolServerExpect, AnObjectMatchesOneHoldingAtLeastItsMembers) {
+    const auto expect = json::parse(R"({"result": {"content": [{"type": "text"}]}})");
+    const auto answer =
+        json::parse(R"({"content": [{"type": "text", "text": "[FILE] a"}], "isError": false})");
+    EXPECT_TRUE(expect_differences(expect, true, false, answer).empty());
+    const auto two = json::parse(R"({"content": [{"type": "text"}, {"type": "text"}]})");
+    EXPECT_EQ(expect_differences(expect, true, false, two).size(), 1U);
+    const auto other = json::parse(R"({"content": [{"type": "image"}]})");
+    const auto d = expect_differences(expect, true, false, other);
+    ASSERT_EQ(d.size(), 1U);
+    EXPECT_NE(d[0].find("result.content[0].type"), std::string::npos) << d[0];
+    EXPECT_EQ(expect_differences(expect, true, true, json{{"code", -1}}).size(), 1U);
+    EXPECT_EQ(expect_differences(expect, false, false, nullptr).size(), 1U);
+    const auto error = json::parse(R"({"error": {"code": -32602}})");
+    EXPECT_TRUE(
+        expect_differences(error, true, true, json{{"code", -32602}, {"message", "x"}}).empty());
 }
 
 TEST_F(EvaluationTest, HostileStringsAreProblemsNotCrashes) {
