@@ -240,7 +240,8 @@ McpReply McpClient::exchange(std::string_view method, const json &params, bool w
             }
             if (status == LineStatus::closed) {
                 reply = {McpOutcome::closed, nullptr,
-                         "the tool server closed its stdout before answering " +
+                         (stopped_ ? "the call ended before the tool server answered "
+                                   : "the tool server closed its stdout before answering ") +
                              std::string{method} + " (id " + std::to_string(record.id) + ")"};
                 break;
             }
@@ -280,8 +281,15 @@ bool McpClient::write_line(const std::string &line, Clock::time_point deadline, 
         }
         if (n < 0 && errno == EAGAIN) {
             // A server that reads nothing fills the pipe; the request's deadline bounds the wait.
-            pollfd out{to_server_.get(), POLLOUT, 0};
-            const int ready = ::poll(&out, 1, remaining_ms(deadline));
+            std::array<pollfd, 2> fds{
+                {{to_server_.get(), POLLOUT, 0}, {stop_fd_, POLLIN, 0}}};  // poll skips fd -1
+            const int ready = ::poll(fds.data(), fds.size(), remaining_ms(deadline));
+            if (ready > 0 && fds[0].revents == 0 && (fds[1].revents & POLLIN) != 0) {
+                stopped_ = closed_ = true;
+                failure = {McpOutcome::closed, nullptr,
+                           "the call ended before the tool server read the request"};
+                return false;
+            }
             if (ready == 0) {
                 failure = {McpOutcome::timed_out, nullptr,
                            "the tool server did not read the request within its timeout (" +
@@ -348,9 +356,15 @@ McpClient::LineStatus McpClient::read_line(std::string &line, Clock::time_point 
         if (Clock::now() >= deadline) {
             return LineStatus::timed_out;
         }
-        pollfd in{from_server_.get(), POLLIN, 0};
-        const int ready = ::poll(&in, 1, remaining_ms(deadline));
+        // A process that left the server's stdout open (a daemon it forked) cannot hold the
+        // caller past the call's end.
+        std::array<pollfd, 2> fds{{{from_server_.get(), POLLIN, 0}, {stop_fd_, POLLIN, 0}}};
+        const int ready = ::poll(fds.data(), fds.size(), remaining_ms(deadline));
         if (ready == 0) {
+            continue;
+        }
+        if (ready > 0 && fds[0].revents == 0 && (fds[1].revents & POLLIN) != 0) {
+            stopped_ = closed_ = true;
             continue;
         }
         if (ready < 0) {

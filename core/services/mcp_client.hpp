@@ -99,6 +99,10 @@ class McpClient {
                     std::chrono::milliseconds timeout);
     // The protocol's opening: initialize, then notifications/initialized when it was answered.
     McpReply initialize(std::chrono::milliseconds timeout);
+    // Once `fd` is readable (the call's end, exec::ConversationChannel::call_ended), a request
+    // waits no longer: what the server already wrote is still read, then the request ends
+    // `closed`, and so does every later one. -1: none.
+    void stop_when_readable(int fd) { stop_fd_ = fd; }
 
     [[nodiscard]] const std::vector<McpExchange> &exchanges() const { return exchanges_; }
     [[nodiscard]] const std::vector<McpPeerEvent> &peer_events() const { return peer_events_; }
@@ -121,6 +125,8 @@ class McpClient {
 
     UniqueFd to_server_;
     UniqueFd from_server_;
+    int stop_fd_ = -1;
+    bool stopped_ = false;  // stop_fd_ was readable: the server's process has ended
     McpLimits limits_;
     std::int64_t next_id_ = 1;
     bool closed_ = false;
