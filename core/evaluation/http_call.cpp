@@ -1,23 +1,12 @@
 #include "evaluation/http_call.hpp"
 
-#include <poll.h>
-
 #include <string>
 
 #include "bridge/service_bridge.hpp"
 #include "http/http_client.hpp"
 
 namespace tea::evaluation {
-namespace {
-
 using nlohmann::json;
-
-bool readable(int fd) {
-    pollfd p{fd, POLLIN, 0};
-    return fd >= 0 && ::poll(&p, 1, 0) > 0;
-}
-
-}  // namespace
 
 HttpCall::HttpCall(const HttpProbe &probe, std::chrono::milliseconds max_elapsed)
     : probe_{probe},
@@ -43,18 +32,18 @@ void HttpCall::talk(const exec::ConversationChannel &channel) {
     exchanges_ = json::array();
     differences_ = json::array();
     never_reported_ = false;
-    still_running_ = false;
+    infrastructure_error_ = false;
     failed_to_start_.reset();
     expect_met_ = !probe_.expect;
+    // The call's own timeout ends a silent service first; settle() then tells that apart.
     bridge::ServiceBridge bridge{{.dir = dir_,
                                   .pid = channel.pid,
                                   .call_ended = channel.call_ended,
-                                  .patience = max_elapsed_}};
+                                  .patience = max_elapsed_ + std::chrono::seconds{5}}};
     if (!bridge.start()) {
         const auto record = bridge.record();
         failed_to_start_ = record.refusal.value_or("the bridge did not open");
         never_reported_ = !record.reported_port;
-        still_running_ = !readable(channel.call_ended);
         service_ = bridge::to_json(record);
         if (probe_.expect) {
             differences_.push_back("no request was sent: " + *failed_to_start_);
@@ -79,6 +68,24 @@ void HttpCall::talk(const exec::ConversationChannel &channel) {
         }
     }
     expect_met_ = differences_.empty();
+}
+
+void HttpCall::settle(const exec::CallResult &result) {
+    infrastructure_error_ = never_reported_ && result.timed_out;
+    if (!infrastructure_error_) {
+        return;
+    }
+    const auto sentence =
+        "the service wrote no port in its port file within the entry's "
+        "maxElapsedMs (" +
+        std::to_string(max_elapsed_.count()) + " ms)";
+    failed_to_start_ = sentence;
+    if (service_.is_object()) {
+        service_["refusal"] = sentence;
+    }
+    if (probe_.expect) {
+        differences_ = json::array({"no request was sent: " + sentence});
+    }
 }
 
 json HttpCall::record() const {

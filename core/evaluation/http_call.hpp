@@ -43,11 +43,11 @@ class HttpCall {
     [[nodiscard]] const std::optional<std::string> &failed_to_start() const {
         return failed_to_start_;
     }
-    // The service never reported its port within maxElapsedMs (`result`: the call's): the
-    // harness could not reach the target at all, so no verdict on it may rest on the call.
-    [[nodiscard]] bool infrastructure_error(const exec::CallResult &result) const {
-        return never_reported_ && (still_running_ || result.timed_out);
-    }
+    // Once the call has returned, with its result: a service that never reported its port
+    // before the call's timeout (its maxElapsedMs) is the harness's failure to reach the target at
+    // all, not a verdict on it, and its record says so.
+    void settle(const exec::CallResult &result);
+    [[nodiscard]] bool infrastructure_error() const { return infrastructure_error_; }
 
    private:
     void talk(const exec::ConversationChannel &channel);
@@ -61,7 +61,7 @@ class HttpCall {
     nlohmann::json differences_ = nlohmann::json::array();
     bool expect_met_ = true;
     bool never_reported_ = false;  // the bridge did not open and no port was ever read
-    bool still_running_ = false;   // ...while the service still ran
+    bool infrastructure_error_ = false;
     std::optional<std::string> failed_to_start_;
 };
 

@@ -44,7 +44,8 @@ void withheld_first(std::vector<std::string> &paths, const std::vector<std::stri
 
 // "run <id>: ..." naming what weakened a run its evaluation declares confined, every lossy trial,
 // every trial the egress proxy refused a request of, every trial whose calls left host sockets
-// reachable, every service that failed to start, the count of paths outside the grants, and an opted-out run's missing sandbox.
+// reachable, every service that failed to start, the count of paths outside the grants, and an
+// opted-out run's missing sandbox.
 std::string summary_line(const RunSummary &summary);
 
 // Whether a name is a run id (new_run_id's form, trials.hpp); only such folders of EVAL_DIR/runs

@@ -12,9 +12,9 @@
 #include <tea/json_bytes.hpp>
 
 #include "evaluation/budgets.hpp"
+#include "evaluation/http_call.hpp"
 #include "evaluation/program_file.hpp"
 #include "evaluation/target_git.hpp"
-#include "evaluation/http_call.hpp"
 #include "evaluation/tool_server_call.hpp"
 #include "exec/environment.hpp"
 #include "files/beneath.hpp"
@@ -389,10 +389,13 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
         // The trial's workspace and home are removed after its last call (run_trial), and no
         // call gives them back in between: the next call lends them again, what the runtime
         // wrote in between (the probes' files) included.
-        auto outcome =
-            state.session.call(std::move(spec), run, route, {workspace, home},
-                               http_call ? http_call->bridge_request() : call::ServiceBridgeRequest{});
+        auto outcome = state.session.call(
+            std::move(spec), run, route, {workspace, home},
+            http_call ? http_call->bridge_request() : call::ServiceBridgeRequest{});
         const auto &r = outcome.result;
+        if (http_call) {
+            http_call->settle(r);
+        }
         // The call has settled: a token the host's client rotated meanwhile joins the secrets,
         // and what the call printed is redacted with every one of them.
         state.logins.settle(outcome);
@@ -409,7 +412,7 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
         const bool infrastructure =
             !r.started || outcome.target_never_started ||
             (r.signal == 0 && !r.timed_out && infrastructure_code(*entry, r.exit_code)) ||
-            (http_call && http_call->infrastructure_error(r));
+            (http_call && http_call->infrastructure_error());
         out.infrastructure_errors += infrastructure ? 1 : 0;
         json observed_paths = json::array();
         for (const auto &f : outcome.audit.findings) {
