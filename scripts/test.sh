@@ -12,14 +12,15 @@ for preset in release asan; do
   cmake --build --preset "$preset"
   ctest --preset "$preset"
 done
-# Two parsers of bytes the runtime does not control, each under libFuzzer (with ASan and UBSan)
-# for a bounded time: the egress proxy's request-head parser, and the git module's reader of the
-# project's packs (index, entries, zlib, delta chains, deltas); and the redaction of a login's
+# Three parsers of bytes the runtime does not control, each under libFuzzer (with ASan and UBSan)
+# for a bounded time: the egress proxy's request-head parser, the git module's reader of the
+# project's packs (index, entries, zlib, delta chains, deltas), and the HTTP probe client's reader
+# of what a service answers; and the redaction of a login's
 # secrets from a stream written in pieces, against the naive replacement. Their seed corpora are
 # also replayed by ctest in both builds above. New inputs stay in the build tree, and a crash
 # leaves its input there and fails this script.
 fuzz=build/fuzz
-mkdir -p "$fuzz/corpus" "$fuzz/pack-corpus" "$fuzz/redaction-corpus"
+mkdir -p "$fuzz/corpus" "$fuzz/pack-corpus" "$fuzz/redaction-corpus" "$fuzz/http-corpus"
 fuzz_flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all)
 clang++ "${fuzz_flags[@]}" \
   -Iplugins/egress-connect/src tests/plugins/egress-connect/request_head_fuzz.cpp \
@@ -40,3 +41,8 @@ clang++ "${fuzz_flags[@]}" -Icore -Itests tests/core/redaction/stream_redactor_f
 "$fuzz/stream_redactor_fuzz" -max_total_time=15 -max_len=4096 -timeout=10 \
   -artifact_prefix="$fuzz/redaction-" "$fuzz/redaction-corpus" \
   tests/core/redaction/stream_redactor_fuzz_corpus
+clang++ "${fuzz_flags[@]}" -Icore -Itests tests/core/http/http_response_parser_fuzz.cpp \
+  core/http/http_response_parser.cpp -o "$fuzz/http_response_parser_fuzz"
+"$fuzz/http_response_parser_fuzz" -max_total_time=20 -max_len=4096 -timeout=10 \
+  -artifact_prefix="$fuzz/http-" "$fuzz/http-corpus" \
+  tests/core/http/http_response_parser_fuzz_corpus

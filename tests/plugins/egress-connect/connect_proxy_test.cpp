@@ -30,6 +30,7 @@
 
 #include "policy.hpp"
 #include "proxy.hpp"
+#include "support/socket_io.hpp"
 
 extern char **environ;
 
@@ -39,6 +40,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
+using test::send_all;
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures: temp directories, sockets, servers and a TCP-to-Unix forwarder for curl and Python.
@@ -88,16 +90,6 @@ void set_timeouts(int fd, std::chrono::milliseconds timeout) {
     tv.tv_usec = static_cast<suseconds_t>((timeout.count() % 1000) * 1000);
     ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-}
-
-bool send_all(int fd, std::string_view bytes) {
-    while (!bytes.empty()) {
-        const ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return false;
-        bytes.remove_prefix(static_cast<std::size_t>(n));
-    }
-    return true;
 }
 
 // Reads until end of stream, an error or the receive timeout.
@@ -163,33 +155,8 @@ std::string status_line(const std::string &response) {
     return response.substr(0, response.find("\r\n"));
 }
 
-// A listening TCP socket on the loopback; port 0 picks a free one.
 Fd listen_loopback(int family, std::uint16_t &port) {
-    Fd fd(::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    const int one = 1;
-    ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    sockaddr_storage storage{};
-    socklen_t length = 0;
-    if (family == AF_INET) {
-        auto *v4 = reinterpret_cast<sockaddr_in *>(&storage);
-        v4->sin_family = AF_INET;
-        v4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        length = sizeof *v4;
-    } else {
-        auto *v6 = reinterpret_cast<sockaddr_in6 *>(&storage);
-        v6->sin6_family = AF_INET6;
-        v6->sin6_addr = in6addr_loopback;
-        length = sizeof *v6;
-    }
-    if (::bind(fd.get(), reinterpret_cast<sockaddr *>(&storage), length) != 0 ||
-        ::listen(fd.get(), 256) != 0) {
-        return Fd();
-    }
-    length = sizeof storage;
-    ::getsockname(fd.get(), reinterpret_cast<sockaddr *>(&storage), &length);
-    port = ntohs(family == AF_INET ? reinterpret_cast<sockaddr_in *>(&storage)->sin_port
-                                   : reinterpret_cast<sockaddr_in6 *>(&storage)->sin6_port);
-    return fd;
+    return Fd(test::listen_loopback(family, port));
 }
 
 // A port on 127.0.0.1 where nothing listens.
