@@ -155,7 +155,8 @@ namespace {
 // The exchange of exchange() and exchange_tcp(), against one deadline set when the caller began
 // (a connect's time counts), so that no piece of the exchange gets a timeout of its own.
 Exchange exchange_until(int fd, const Request &request, const std::string &host,
-                        Clock::time_point start, milliseconds timeout, const Limits &limits) {
+                        Clock::time_point start, milliseconds timeout, const Limits &limits,
+                        const BodyWatch &watch) {
     const auto deadline = start + timeout;
 
     Exchange result;
@@ -219,6 +220,10 @@ Exchange exchange_until(int fd, const Request &request, const std::string &host,
                 return end(Outcome::tooLarge, "the response is too large: " + parser.reason());
             case ResponseParser::State::needMore:
                 if (n == 0) return closed(parser.closed_sentence());
+                if (watch && !parser.raw_head().empty() && watch(parser.response())) {
+                    result.ended_by_watch = true;
+                    return end(Outcome::response, "");
+                }
                 break;
         }
     }
@@ -230,11 +235,11 @@ Exchange exchange(int fd, const Request &request, const std::string &host, milli
                   const Limits &limits) {
     const auto start = Clock::now();
     check_request(request, host);
-    return exchange_until(fd, request, host, start, timeout, limits);
+    return exchange_until(fd, request, host, start, timeout, limits, {});
 }
 
 Exchange exchange_tcp(const std::string &address, std::uint16_t port, const Request &request,
-                      milliseconds timeout, const Limits &limits) {
+                      milliseconds timeout, const Limits &limits, const BodyWatch &watch) {
     const auto start = Clock::now();
     const auto deadline = start + timeout;
     const auto failed = [&](Outcome outcome, std::string sentence) {
@@ -291,7 +296,7 @@ Exchange exchange_tcp(const std::string &address, std::uint16_t port, const Requ
     }
     const std::string host = (storage.ss_family == AF_INET6 ? "[" + address + "]" : address) + ":" +
                              std::to_string(port);
-    return exchange_until(socket.get(), request, host, start, timeout, limits);
+    return exchange_until(socket.get(), request, host, start, timeout, limits, watch);
 }
 
 }  // namespace tea::http
