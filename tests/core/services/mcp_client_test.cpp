@@ -51,6 +51,8 @@ TEST(McpClient, AnswersComeBackWithTheirExchangesRecorded) {
     const json record = exchange_record(s.client.exchanges()[2]);
     EXPECT_EQ(record["id"], 2);
     EXPECT_EQ(record["protocol"], "mcp");
+    EXPECT_EQ(record["transport"], "stdio");
+    EXPECT_TRUE(record["status"].is_null());
     EXPECT_EQ(record["outcome"], "result");
     EXPECT_EQ(record["sentence"], "");
     EXPECT_TRUE(exchange_record(s.client.exchanges()[1])["id"].is_null());
