@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "fake_server.hpp"
+#include "peer_events.hpp"
 
 namespace tea::services {
 namespace {
@@ -27,13 +28,7 @@ struct Scripted {
     McpClient client;
 };
 
-std::size_t count(const McpClient &client, McpPeerEventKind kind) {
-    std::size_t n = 0;
-    for (const auto &event : client.peer_events()) {
-        n += event.kind == kind ? 1 : 0;
-    }
-    return n;
-}
+using test::count;
 
 TEST(McpClient, AnswersComeBackWithTheirExchangesRecorded) {
     Scripted s{"good"};
