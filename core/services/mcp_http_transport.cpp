@@ -70,7 +70,21 @@ McpHttpTransport::McpHttpTransport(McpHttpEndpoint endpoint, http::Limits limits
     }
 }
 
-http::Request McpHttpTransport::post(const std::string &message) const {
+http::Exchange McpHttpTransport::post(const std::string &message, McpClock::time_point deadline,
+                                      const http::BodyWatch &watch) const {
+    try {
+        return http::exchange_tcp(endpoint_.address, endpoint_.port, request_for(message),
+                                  left_until(deadline), limits_, watch);
+    } catch (const std::invalid_argument &refused) {
+        // Only the runtime's own words reach the request's head, each checked: not reached.
+        http::Exchange unsent;
+        unsent.outcome = http::Outcome::connectFailed;
+        unsent.sentence = refused.what();
+        return unsent;
+    }
+}
+
+http::Request McpHttpTransport::request_for(const std::string &message) const {
     http::Request request{"POST", endpoint_.path, {}, message};
     request.headers.push_back(
         {"Accept", std::string{json_type} + ", " + std::string{event_stream_type}});
@@ -130,14 +144,7 @@ McpDelivery McpHttpTransport::send(const std::string &message, bool awaits_answe
         fed = so_far.body.size();
         return answered;
     };
-    http::Exchange exchange;
-    try {
-        exchange = http::exchange_tcp(endpoint_.address, endpoint_.port, post(message),
-                                      left_until(deadline), limits_, watch);
-    } catch (const std::invalid_argument &refused) {
-        return {McpOutcome::closed,
-                "the request " + std::string{what} + " was not sent: " + refused.what()};
-    }
+    const http::Exchange exchange = post(message, deadline, watch);
     const std::string request = std::string{what};
     switch (exchange.outcome) {
         case http::Outcome::timedOut:
@@ -207,8 +214,7 @@ McpDelivery McpHttpTransport::send(const std::string &message, bool awaits_answe
 
 void McpHttpTransport::answer_server(const std::string &message, McpClock::time_point deadline,
                                      const McpInbox &inbox) {
-    const auto exchange = http::exchange_tcp(endpoint_.address, endpoint_.port, post(message),
-                                             left_until(deadline), limits_);
+    const http::Exchange exchange = post(message, deadline, {});
     if (exchange.outcome != http::Outcome::response || exchange.response.status != 202) {
         const std::string reason =
             exchange.outcome == http::Outcome::response

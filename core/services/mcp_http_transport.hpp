@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 
+#include "http/http_client.hpp"
 #include "http/http_types.hpp"
 #include "services/mcp_transport.hpp"
 
@@ -39,7 +40,10 @@ class McpHttpTransport final : public McpTransport {
     [[nodiscard]] const std::string &session_id() const { return session_id_; }
 
    private:
-    http::Request post(const std::string &message) const;
+    http::Request request_for(const std::string &message) const;
+    // POSTs `message`; never throws (a request exchange_tcp refuses ends connectFailed).
+    http::Exchange post(const std::string &message, McpClock::time_point deadline,
+                        const http::BodyWatch &watch) const;
     // Takes the session id a response hands out, once; one the transport refuses to send back
     // is a peer event instead.
     void take_session(const http::Response &response, const McpInbox &inbox);
