@@ -43,14 +43,14 @@ std::string media_type(const http::Response &response) {
     return http::lowercase(value);
 }
 
-// What the session id and the protocol version may hold to be sent back in a header: the
-// transport's own words are checked before a server's word becomes part of a request head.
+// Whether a server's word (its session id, the revision it agreed to) may go into the runtime's
+// own request head: visible ASCII only, so it can neither end a header nor start another.
 bool visible_ascii(std::string_view text, std::size_t max_bytes) {
     return !text.empty() && text.size() <= max_bytes &&
            std::all_of(text.begin(), text.end(), [](char c) { return c > 0x20 && c < 0x7f; });
 }
 
-// The whole response as received, for a peer event.
+// A response the transport does not take, kept as a peer event: the reason, the head, the body.
 void refuse_response(const McpInbox &inbox, const http::Exchange &exchange,
                      const std::string &reason) {
     const std::string said = reason + "\n" + exchange.raw_head + exchange.response.body;
