@@ -108,16 +108,20 @@ void check_trials(const stdfs::path &run_dir, const json &run, bool opt_out, Dec
             call += ", call ";
             call += c.is_object() ? c.value("probe", "?") : "?";
             call += ": ";
-            if (!c.is_object() || !record_file(dir, c.value("stdout", json{})) ||
+            // A tool server's stdout is its conversation, kept as the record's exchanges: only a
+            // record that holds them may name no stdout file.
+            const bool conversation = c.is_object() && c.value("stdout", json{}).is_null() &&
+                                      c.contains("exchanges") && c["exchanges"].is_array();
+            if (!c.is_object() || (!conversation && !record_file(dir, c.value("stdout", json{}))) ||
                 !record_file(dir, c.value("stderr", json{}))) {
                 d.invalid.push_back(call + "its output records are missing");
                 continue;
             }
             std::string why;
-            const auto rec_name = c["stdout"].get<std::string>();
-            constexpr std::string_view suffix = ".stdout";
+            const auto rec_name = c[conversation ? "stderr" : "stdout"].get<std::string>();
+            const std::string_view suffix = conversation ? ".stderr" : ".stdout";
             if (!rec_name.ends_with(suffix)) {
-                d.invalid.push_back(call + "its record names no .stdout file");
+                d.invalid.push_back(call + "its record names no " + std::string{suffix} + " file");
                 continue;
             }
             const auto json_name = rec_name.substr(0, rec_name.size() - suffix.size()) + ".json";

@@ -40,6 +40,7 @@ void ToolServerCall::talk(const exec::ConversationChannel &channel) {
     differences_ = json::array();
     peer_events_dropped_ = 0;
     services::McpClient client{own_copy(channel.to_target), own_copy(channel.from_target)};
+    client.stop_when_readable(channel.call_ended);
     // Every request but initialize needs the handshake first; the probe's own initialize is it.
     auto reply = client.initialize(timeout_);
     const bool handshake_answered = reply.outcome == McpOutcome::result;

@@ -50,6 +50,10 @@ class McpClient {
                     std::chrono::milliseconds timeout);
     // The protocol's opening: initialize, then notifications/initialized when it was answered.
     McpReply initialize(std::chrono::milliseconds timeout);
+    // Once `fd` is readable (the call's end, exec::ConversationChannel::call_ended), a request
+    // waits no longer: what the server already sent is still read, then the request ends
+    // `closed`, and so does every later one, on either transport. -1: none.
+    void stop_when_readable(int fd) { transport_->stop_when_readable(fd); }
 
     [[nodiscard]] const std::vector<McpExchange> &exchanges() const { return exchanges_; }
     [[nodiscard]] const std::vector<McpPeerEvent> &peer_events() const { return peer_events_; }

@@ -74,7 +74,7 @@ http::Exchange McpHttpTransport::post(const std::string &message, McpClock::time
                                       const http::BodyWatch &watch) const {
     try {
         return http::exchange_tcp(endpoint_.address, endpoint_.port, request_for(message),
-                                  left_until(deadline), limits_, watch);
+                                  left_until(deadline), limits_, watch, stop_fd());
     } catch (const std::invalid_argument &refused) {
         // Only the runtime's own words reach the request's head, each checked: not reached.
         http::Exchange unsent;
@@ -127,6 +127,9 @@ void McpHttpTransport::take_session(const http::Response &response, const McpInb
 McpDelivery McpHttpTransport::send(const std::string &message, bool awaits_answer,
                                    std::string_view what, McpClock::time_point deadline,
                                    std::chrono::milliseconds timeout, const McpInbox &inbox) {
+    if (was_stopped()) {
+        return {McpOutcome::closed, "the call had already ended"};
+    }
     bool answered = false;
     int status_seen = 0;
     std::size_t fed = 0;
@@ -146,6 +149,14 @@ McpDelivery McpHttpTransport::send(const std::string &message, bool awaits_answe
     };
     const http::Exchange exchange = post(message, deadline, watch);
     const std::string request = std::string{what};
+    // A process the server left listening on the port cannot hold the caller past the call's end.
+    if (exchange.stopped) {
+        stopped();
+        return {McpOutcome::closed,
+                "the call ended before the tool server answered " + request + " (" +
+                    exchange.sentence + ")",
+                status_seen};
+    }
     switch (exchange.outcome) {
         case http::Outcome::timedOut:
             return {McpOutcome::timed_out,
@@ -215,6 +226,10 @@ McpDelivery McpHttpTransport::send(const std::string &message, bool awaits_answe
 void McpHttpTransport::answer_server(const std::string &message, McpClock::time_point deadline,
                                      const McpInbox &inbox) {
     const http::Exchange exchange = post(message, deadline, {});
+    if (exchange.stopped) {
+        stopped();
+        return;
+    }
     if (exchange.outcome != http::Outcome::response || exchange.response.status != 202) {
         const std::string reason =
             exchange.outcome == http::Outcome::response

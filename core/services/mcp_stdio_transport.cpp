@@ -99,7 +99,9 @@ McpDelivery McpStdioTransport::send(const std::string &message, bool awaits_answ
         }
         if (status == LineStatus::closed) {
             return {McpOutcome::closed,
-                    "the tool server closed its stdout before answering " + std::string{what}};
+                    (was_stopped() ? "the call ended before the tool server answered "
+                                   : "the tool server closed its stdout before answering ") +
+                        std::string{what}};
         }
         if (inbox.message(line)) {
             return delivery;
@@ -129,8 +131,16 @@ bool McpStdioTransport::write_line(const std::string &line, McpClock::time_point
         }
         if (n < 0 && errno == EAGAIN) {
             // A server that reads nothing fills the pipe; the request's deadline bounds the wait.
-            pollfd out{to_server_.get(), POLLOUT, 0};
-            const int ready = ::poll(&out, 1, remaining_ms(deadline));
+            std::array<pollfd, 2> fds{
+                {{to_server_.get(), POLLOUT, 0}, {stop_fd(), POLLIN, 0}}};  // poll skips fd -1
+            const int ready = ::poll(fds.data(), fds.size(), remaining_ms(deadline));
+            if (ready > 0 && fds[0].revents == 0 && (fds[1].revents & POLLIN) != 0) {
+                stopped();
+                closed_ = true;
+                failure = {McpOutcome::closed,
+                           "the call ended before the tool server read the request"};
+                return false;
+            }
             if (ready == 0) {
                 failure = {McpOutcome::timed_out,
                            "the tool server did not read the request within its timeout (" +
@@ -199,9 +209,16 @@ McpStdioTransport::LineStatus McpStdioTransport::read_line(std::string &line,
         if (McpClock::now() >= deadline) {
             return LineStatus::timed_out;
         }
-        pollfd in{from_server_.get(), POLLIN, 0};
-        const int ready = ::poll(&in, 1, remaining_ms(deadline));
+        // A process that left the server's stdout open (a daemon it forked) cannot hold the
+        // caller past the call's end.
+        std::array<pollfd, 2> fds{{{from_server_.get(), POLLIN, 0}, {stop_fd(), POLLIN, 0}}};
+        const int ready = ::poll(fds.data(), fds.size(), remaining_ms(deadline));
         if (ready == 0) {
+            continue;
+        }
+        if (ready > 0 && fds[0].revents == 0 && (fds[1].revents & POLLIN) != 0) {
+            stopped();
+            closed_ = true;
             continue;
         }
         if (ready < 0) {

@@ -23,7 +23,7 @@ class McpStdioTransport final : public McpTransport {
                      const McpInbox &inbox) override;
     void answer_server(const std::string &message, McpClock::time_point deadline,
                        const McpInbox &inbox) override;
-    [[nodiscard]] bool closed() const override { return closed_; }
+    [[nodiscard]] bool closed() const override { return closed_ || was_stopped(); }
 
    private:
     enum class LineStatus : std::uint8_t { line, timed_out, closed };

@@ -61,8 +61,23 @@ class McpTransport {
     // The handshake is done and the server agreed to `protocol_version`.
     virtual void opened(std::string_view protocol_version) { static_cast<void>(protocol_version); }
 
-    // True once the transport can carry nothing more (a stdio server closed its end).
-    [[nodiscard]] virtual bool closed() const { return false; }
+    // True once the transport can carry nothing more (a stdio server closed its end, or the call
+    // ended).
+    [[nodiscard]] virtual bool closed() const { return stopped_; }
+
+    // Once `fd` is readable (the call's end), a send waits no longer and ends `closed`, and so
+    // does every later one. -1: none.
+    void stop_when_readable(int fd) { stop_fd_ = fd; }
+
+   protected:
+    [[nodiscard]] int stop_fd() const { return stop_fd_; }
+    // Says the stop was seen: the server's process has ended.
+    void stopped() { stopped_ = true; }
+    [[nodiscard]] bool was_stopped() const { return stopped_; }
+
+   private:
+    int stop_fd_ = -1;
+    bool stopped_ = false;
 };
 
 }  // namespace tea::services

@@ -2108,7 +2108,8 @@ TEST(Run, UnixSocketsOfRootBeyondTheMaskRoomStopTheRun) {
 }
 
 // A tool server that answers as its argument says: "good" answers every request, "junk" prints a
-// line that is no JSON and exits at its first request, "silent" answers only the handshake.
+// line that is no JSON and exits at its first request, "silent" answers only the handshake,
+// "daemon" leaves a process holding its stdout open and exits instead of answering.
 constexpr const char *kScriptedToolServer = R"(#!/usr/bin/python3
 import json, sys
 mode = sys.argv[1]
@@ -2124,6 +2125,12 @@ for line in sys.stdin:
                   "serverInfo": {"name": "scripted", "version": "1"}}
     elif mode == "silent":
         continue
+    elif mode == "daemon":
+        import os, time
+        if os.fork() == 0:
+            os.setsid()
+            time.sleep(300)
+        sys.exit(0)
     else:
         result = {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}
     print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
@@ -2139,7 +2146,9 @@ TEST(RunToolServer, EachProbeTalksToItsOwnServerAndALyingServerSpoilsOnlyItsProb
           {"interfaceId": "junk", "kind": "toolServer", "executable": "server",
            "target": "bin/server", "args": ["junk"], "maxElapsedMs": 60000},
           {"interfaceId": "silent", "kind": "toolServer", "executable": "server",
-           "target": "bin/server", "args": ["silent"], "maxElapsedMs": 60000}],
+           "target": "bin/server", "args": ["silent"], "maxElapsedMs": 60000},
+          {"interfaceId": "daemon", "kind": "toolServer", "executable": "server",
+           "target": "bin/server", "args": ["daemon"], "maxElapsedMs": 60000}],
         "evaluator": {"command": ["evaluator/grade.sh"]}})");
     p.write(".tea/probes/01-list.json", R"({"entry": "good", "method": "tools/list",
         "expect": {"result": {"tools": [{"name": "echo"}]}}})");
@@ -2149,6 +2158,8 @@ TEST(RunToolServer, EachProbeTalksToItsOwnServerAndALyingServerSpoilsOnlyItsProb
         "expect": {"result": {}}})");
     p.write(".tea/probes/04-silent.json",
             R"({"entry": "silent", "method": "tools/list", "timeoutMs": 1500})");
+    p.write(".tea/probes/05-daemon.json",
+            R"({"entry": "daemon", "method": "tools/list", "timeoutMs": 30000})");
     p.write(".tea/evaluator/grade.sh", "#!/bin/sh\necho '{\"verdict\": \"pass\"}'\n", true);
     p.commit();
     const auto check = p.tea({"check", p.eval().string()});
@@ -2158,7 +2169,7 @@ TEST(RunToolServer, EachProbeTalksToItsOwnServerAndALyingServerSpoilsOnlyItsProb
     const auto dir = run_dir_of(run);
     const auto record = read_json(dir / "run.json");
     const auto &calls = record["trials"][0]["calls"];
-    ASSERT_EQ(calls.size(), 4U) << record.dump(2);
+    ASSERT_EQ(calls.size(), 5U) << record.dump(2);
 
     const auto &list = calls[0];
     EXPECT_EQ(list["args"], json::array({"good"})) << list.dump(2);
@@ -2192,8 +2203,153 @@ TEST(RunToolServer, EachProbeTalksToItsOwnServerAndALyingServerSpoilsOnlyItsProb
     EXPECT_FALSE(silent.contains("expect"));
     EXPECT_TRUE(silent["endedByRuntime"]);
     EXPECT_LT(silent["elapsedMs"].get<double>(), 30000.0) << "ended at the request's timeout";
+
+    // The process it left holding its stdout ends with the call, and so does the wait.
+    const auto &daemon = calls[4];
+    EXPECT_EQ(daemon["exchanges"].back()["outcome"], "closed") << daemon.dump(2);
+    EXPECT_LT(daemon["elapsedMs"].get<double>(), 20000.0) << daemon.dump(2);
     expect_schema_valid(dir / "run.json", "run.schema.json");
+    const auto score = p.tea({"score", dir.string()});
+    EXPECT_EQ(score.status, 0) << score.err;
     EXPECT_EQ(p.leftover_run_dirs(), 0U);
+
+    // Only a conversation's record may name no stdout file: one without its exchanges is missing
+    // its output, and the score says so instead of passing it.
+    auto edited = record;
+    edited["trials"][0]["calls"][0].erase("exchanges");
+    p.write(fs::relative(dir / "run.json", p.root()).string(), edited.dump(2));
+    const auto tampered = p.tea({"score", dir.string()});
+    EXPECT_NE(tampered.status, 0) << tampered.err;
+    EXPECT_NE(tampered.err.find("call 01-list: its output records are missing"), std::string::npos)
+        << tampered.err;
+}
+
+// examples/mcp-filesystem with its evaluation folder's path in the probe that reads it.
+void copy_filesystem_example(Project &p, bool confined) {
+    p.copy_example("mcp-filesystem");
+    const auto probe = p.eval() / "probes/03-evaluation.json";
+    auto text = test::read_file(probe.string());
+    text.replace(text.find("@EVALUATION@"), 12, p.eval().string());
+    p.write(".tea/probes/03-evaluation.json", text);
+    if (!confined) {
+        auto doc = read_json(p.eval() / "evaluation.json");
+        doc["confinement"] = false;
+        p.write(".tea/evaluation.json", doc.dump(2));
+    }
+    p.commit();
+}
+
+// The answer's text of a tools/call exchange (the probe's request, the call's last exchange).
+std::string tool_text(const json &call) {
+    const auto response = json::parse(call["exchanges"].back()["response"].get<std::string>());
+    return response["result"]["content"][0]["text"].get<std::string>();
+}
+bool tool_error(const json &call) {
+    const auto response = json::parse(call["exchanges"].back()["response"].get<std::string>());
+    return response["result"].value("isError", false);
+}
+
+// The pinned @modelcontextprotocol/server-filesystem, told it may serve "/" as well as its
+// workspace: its own path checks let everything through, so only the confinement stands between
+// it and the grading material.
+TEST(RunToolServer, TheFilesystemServerListsItsWorkspaceAndTheConfinementStopsItsReads) {
+    ASSERT_TRUE(fs::exists(TEA_TEST_MCP_FILESYSTEM)) << "run scripts/install-deps.sh";
+    Project p{"mcp-filesystem"};
+    copy_filesystem_example(p, true);
+    const auto run = p.run();
+    EXPECT_EQ(run.status, 3) << run.err;
+    EXPECT_NE(run.err.find("access to always-listed " + p.eval().string()), std::string::npos)
+        << run.err;
+    const auto dir = run_dir_of(run);
+    const auto record = read_json(dir / "run.json");
+    const auto &calls = record["trials"][0]["calls"];
+    ASSERT_EQ(calls.size(), 3U) << record.dump(2);
+    EXPECT_EQ(calls[0]["expect"]["met"], true) << calls[0].dump(2);
+    EXPECT_NE(tool_text(calls[0]).find("[FILE] hello.txt"), std::string::npos);
+    // The sandbox identity (or the invoker, who is not root) may not read the shadow file.
+    EXPECT_TRUE(tool_error(calls[1])) << calls[1].dump(2);
+    EXPECT_NE(tool_text(calls[1]).find("EACCES"), std::string::npos) << calls[1].dump(2);
+    // The evaluation folder is withheld: the server finds nothing there, and the audit lists it.
+    EXPECT_TRUE(tool_error(calls[2])) << calls[2].dump(2);
+    EXPECT_NE(tool_text(calls[2]).find("ENOENT"), std::string::npos) << calls[2].dump(2);
+    const auto &seen = calls[2]["observedMounts"];
+    EXPECT_NE(std::find(seen.begin(), seen.end(), (p.eval() / "evaluation.json").string()),
+              seen.end())
+        << seen.dump();
+    expect_schema_valid(dir / "run.json", "run.schema.json");
+    const auto score = p.tea({"score", dir.string()});
+    EXPECT_EQ(score.status, 3) << score.err;
+    EXPECT_EQ(score.err.find("records are missing"), std::string::npos) << score.err;
+    EXPECT_EQ(p.leftover_run_dirs(), 0U);
+}
+
+// The control: the same server, opted out, reads what the confined one could not.
+TEST(RunToolServer, TheFilesystemServerOptedOutReadsWhatTheConfinedOneCouldNot) {
+    ASSERT_TRUE(fs::exists(TEA_TEST_MCP_FILESYSTEM)) << "run scripts/install-deps.sh";
+    Project p{"mcp-filesystem-opt-out"};
+    copy_filesystem_example(p, false);
+    const auto run = p.run();
+    EXPECT_EQ(run.status, 0) << run.err;
+    const auto record = read_json(run_dir_of(run) / "run.json");
+    const auto &calls = record["trials"][0]["calls"];
+    ASSERT_EQ(calls.size(), 3U) << record.dump(2);
+    if (::geteuid() == 0) {
+        EXPECT_FALSE(tool_error(calls[1])) << calls[1].dump(2);
+        EXPECT_NE(tool_text(calls[1]).find("root:"), std::string::npos);
+    }
+    EXPECT_FALSE(tool_error(calls[2])) << calls[2].dump(2);
+    EXPECT_NE(tool_text(calls[2]).find("\"toolServer\""), std::string::npos) << calls[2].dump(2);
+}
+
+// A tool server that says its login's token in every place a toolServer call record keeps: a
+// line that is no JSON (a peer event), its answer, and its stderr.
+void write_login_tool_server(Project &p, const std::string &login, bool confined) {
+    p.write("bin/server",
+            "#!/usr/bin/python3\n"
+            "import json, os, sys\n"
+            "token = os.environ.get('CLAUDE_CODE_OAUTH_TOKEN', 'none')\n"
+            "print('stray ' + token, file=sys.stderr, flush=True)\n"
+            "for line in sys.stdin:\n"
+            "    msg = json.loads(line)\n"
+            "    if 'id' in msg:\n"
+            "        print('banner ' + token, flush=True)\n"
+            "        print(json.dumps({'jsonrpc': '2.0', 'id': msg['id'],\n"
+            "                          'result': {'said': token}}), flush=True)\n",
+            true);
+    p.write(".tea/evaluation.json",
+            R"({"confinement": )" + std::string{confined ? "true" : "false"} +
+                R"(, "registry": [{"interfaceId": "agent", "kind": "toolServer",
+                 "executable": "server", "target": "bin/server", "maxElapsedMs": 60000)" +
+                (login.empty() ? "" : R"(, "login": ")" + login + "\"") + R"(}],
+                "evaluator": {"command": ["evaluator/grade.sh"]}})");
+    p.write(".tea/probes/only.json", R"({"entry": "agent", "method": "tools/list"})");
+    p.write(".tea/evaluator/grade.sh", "#!/bin/sh\necho '{\"verdict\": \"pass\"}'\n", true);
+    p.commit();
+}
+
+TEST(RunLogin, WhatAToolServerSaysOfItsTokenIsRedactedInEveryRecord) {
+    Project p{"login-tool-server"};
+    write_login_tool_server(p, "claude", true);
+    const auto home = p.root().parent_path() / "home";
+    fs::create_directories(home);
+    const auto run = tea_in(login_env(p, home, kToken), {"--json", "run", p.eval().string()});
+    ASSERT_EQ(run.status, 0) << run.err;
+    const auto dir = run_dir_of(run);
+    const auto call = read_json(dir / "trials/1/calls/01-only.json");
+    ASSERT_FALSE(call["peerEvents"].empty()) << call.dump(2);
+    EXPECT_EQ(call["peerEvents"][0]["line"], "banner [redacted]");
+    EXPECT_NE(call["exchanges"].back()["response"].get<std::string>().find("[redacted]"),
+              std::string::npos)
+        << call.dump(2);
+    EXPECT_EQ(files_holding(dir, kToken), "");
+    EXPECT_EQ(run.err.find(kToken), std::string::npos) << run.err;
+
+    // The control: opted out and with no login, the same server's token is in the records.
+    Project q{"login-tool-server-control"};
+    write_login_tool_server(q, "", false);
+    const auto control = tea_in(login_env(q, home, kToken), {"--json", "run", q.eval().string()});
+    ASSERT_EQ(control.status, 0) << control.err;
+    EXPECT_NE(files_holding(run_dir_of(control), kToken), "");
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <string>
 #include <thread>
 
+#include "call_end.hpp"
 #include "fake_server.hpp"
 #include "peer_events.hpp"
 
@@ -124,6 +125,27 @@ TEST(McpClient, AServerThatNeverAnswersTimesOutOnTime) {
     EXPECT_GE(waited, 300ms);
     EXPECT_LT(waited, 3s);
     EXPECT_NE(reply.detail.find("within 300 ms"), std::string::npos) << reply.detail;
+}
+
+// The call's end (an eventfd here, as the runner's call_ended is) stops the wait, whatever time
+// the request had left: a daemon holding the server's stdout open cannot keep the caller waiting.
+TEST(McpClient, TheCallsEndStopsAWaitForAnAnswerAndAWaitToWrite) {
+    for (const char *mode : {"silent", "no_read"}) {
+        Scripted s{mode};
+        const test::CallEnd ended{200ms};
+        s.client.stop_when_readable(ended.fd());
+        const auto start = std::chrono::steady_clock::now();
+        const McpReply reply =
+            s.client.request("tools/call", {{"blob", std::string(4U << 20U, 'a')}}, 30s);
+        const auto waited = std::chrono::steady_clock::now() - start;
+        EXPECT_EQ(reply.outcome, McpOutcome::closed) << mode << ": " << reply.detail;
+        EXPECT_NE(reply.detail.find("the call ended"), std::string::npos) << reply.detail;
+        EXPECT_LT(waited, 5s) << mode;
+        EXPECT_EQ(s.client.request("tools/list", nullptr, 30s).outcome, McpOutcome::closed);
+    }
+    // Control: without it, the same silent server holds the request to its own timeout.
+    Scripted s{"silent"};
+    EXPECT_EQ(s.client.request("tools/list", nullptr, 300ms).outcome, McpOutcome::timed_out);
 }
 
 // A server that never stops writing keeps data ready for every read: the deadline still holds,

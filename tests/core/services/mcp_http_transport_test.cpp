@@ -10,6 +10,7 @@
 #include <chrono>
 #include <string>
 
+#include "call_end.hpp"
 #include "peer_events.hpp"
 #include "port_server.hpp"
 #include "services/mcp_client.hpp"
@@ -141,6 +142,25 @@ TEST(McpHttpTransport, AServerThatNeverAnswersTimesOutAtTheDeadline) {
     EXPECT_TRUE(says(reply, "did not answer tools/list (id 1) within 500 ms")) << reply.detail;
     EXPECT_GE(took, 500ms);
     EXPECT_LT(took, 3s);
+}
+
+// The call's end (an eventfd, as the runner's call_ended is) stops the wait, whatever time the
+// request had left: a process the server left holding its port cannot keep the caller waiting.
+TEST(McpHttpTransport, TheCallsEndStopsAWaitForAnAnswer) {
+    Scripted s{"silent"};
+    const test::CallEnd ended{200ms};
+    s.client.stop_when_readable(ended.fd());
+    const auto start = std::chrono::steady_clock::now();
+    const McpReply reply = s.client.request("tools/list", nullptr, 30s);
+    const auto waited = std::chrono::steady_clock::now() - start;
+    EXPECT_EQ(reply.outcome, McpOutcome::closed) << reply.detail;
+    EXPECT_TRUE(says(reply, "the call ended")) << reply.detail;
+    EXPECT_LT(waited, 5s);
+    EXPECT_TRUE(s.client.closed());
+    EXPECT_EQ(s.client.request("tools/list", nullptr, 30s).outcome, McpOutcome::closed);
+    // Control: without it, the same silent server holds the request to its own timeout.
+    Scripted control{"silent"};
+    EXPECT_EQ(control.client.request("tools/list", nullptr, 300ms).outcome, McpOutcome::timed_out);
 }
 
 // A gibibyte of one event: the read stops at core/http's body limit, memory stays bounded.
