@@ -15,6 +15,7 @@
 
 #include "egress/pin.hpp"
 #include "evaluation/program_file.hpp"
+#include "http/http_client.hpp"
 #include "util/closest_match.hpp"
 #include "util/fd.hpp"
 #include "util/plugin_name.hpp"
@@ -673,6 +674,38 @@ std::optional<fs::path> read_target(const Report &report, const json &v, const P
     return where;
 }
 
+// A toolServer's transport, and for http its endpoint's path, checked as an HTTP probe's path is.
+void read_tool_server_transport(const Report &report, Fields &f, Entry &entry) {
+    if (const auto *t = f.take("transport")) {
+        if (auto s = text(report, "transport", *t)) {
+            if (*s == "http") {
+                // Until a run starts an HTTP tool server and hands its client the bridge's port,
+                // an http entry would be spoken to over stdio and never answer.
+                report("transport", "\"http\" tool servers are not supported yet by this build");
+                entry.transport = *s;
+            } else if (*s == "stdio") {
+                entry.transport = *s;
+            } else {
+                report("transport", in_quotes(*s) + " is not a transport (stdio, http)");
+            }
+        }
+    }
+    const auto *p = f.take("path");
+    if (p == nullptr) {
+        return;
+    }
+    if (entry.transport != "http") {
+        report("path", "is the endpoint of an http transport; this entry's transport is " +
+                           entry.transport);
+    } else if (auto s = text(report, "path", *p)) {
+        if (auto problem = http::invalid_target(*s)) {
+            report("path", *problem);
+        } else {
+            entry.endpoint_path = *s;
+        }
+    }
+}
+
 struct EntrySeen {
     std::string name;                    // how problems name the entry
     std::optional<fs::path> target;      // resolved, for the cross-entry check
@@ -722,6 +755,9 @@ EntrySeen read_entry(const Report &file_report, const json &v, std::size_t index
                "that serves, relative to the project root)");
     } else if (const auto *t = f.require("target")) {
         seen.target = read_target(report, *t, project, entry);
+    }
+    if (entry.kind == "toolServer") {
+        read_tool_server_transport(report, f, entry);
     }
     if (entry.kind != "command") {
         if (const auto *a = f.take("args")) {

@@ -57,6 +57,10 @@ struct Entry {
     std::string target;      // the program, relative to the project root (and so the workspace)
     // A toolServer's own arguments after the target (a command's come from its probes).
     std::vector<std::string> args;
+    // How a toolServer is spoken to: "stdio" (its stdin and stdout) or "http" (the streamable
+    // HTTP endpoint at endpoint_path, on the port it reports as an HTTP entry's service does).
+    std::string transport = "stdio";
+    std::string endpoint_path = "/mcp";
     // The argument prefixes a probe of this entry may start with; [[]] allows any arguments.
     std::vector<std::vector<std::string>> subcommand_paths;
     // Artifact name -> path relative to the workspace, copied (bounded, links not followed) for

@@ -155,7 +155,8 @@ namespace {
 // The exchange of exchange() and exchange_tcp(), against one deadline set when the caller began
 // (a connect's time counts), so that no piece of the exchange gets a timeout of its own.
 Exchange exchange_until(int fd, const Request &request, const std::string &host,
-                        Clock::time_point start, milliseconds timeout, const Limits &limits) {
+                        Clock::time_point start, milliseconds timeout, const Limits &limits,
+                        const BodyWatch &watch, int stop_fd) {
     const auto deadline = start + timeout;
 
     Exchange result;
@@ -185,13 +186,20 @@ Exchange exchange_until(int fd, const Request &request, const std::string &host,
                                               progress(sender, parser) + ")");
         }
         const bool sending = send_failure.empty() && !sender.finished();
-        pollfd watched{fd, static_cast<short>(POLLIN | (sending ? POLLOUT : 0)), 0};
-        const int ready = ::poll(&watched, 1, wait);
+        std::array<pollfd, 2> fds{{{fd, static_cast<short>(POLLIN | (sending ? POLLOUT : 0)), 0},
+                                   {stop_fd, POLLIN, 0}}};  // poll skips fd -1
+        const int ready = ::poll(fds.data(), fds.size(), wait);
         if (ready < 0) {
             if (errno == EINTR) continue;
             return closed("waiting on the connection failed: " + errno_words(errno));
         }
         if (ready == 0) continue;
+        const pollfd &watched = fds[0];
+        if (watched.revents == 0 && (fds[1].revents & POLLIN) != 0) {
+            result.stopped = true;
+            return closed("the wait was stopped before the response was whole (" +
+                          progress(sender, parser) + ")");
+        }
         if (sending && (watched.revents & (POLLOUT | POLLERR | POLLHUP)) != 0) {
             if (const int error = sender.send_some(fd); error != 0) {
                 // The service may still answer after refusing the rest of the request.
@@ -219,6 +227,10 @@ Exchange exchange_until(int fd, const Request &request, const std::string &host,
                 return end(Outcome::tooLarge, "the response is too large: " + parser.reason());
             case ResponseParser::State::needMore:
                 if (n == 0) return closed(parser.closed_sentence());
+                if (watch && !parser.raw_head().empty() && watch(parser.response())) {
+                    result.ended_by_watch = true;
+                    return end(Outcome::response, "");
+                }
                 break;
         }
     }
@@ -230,11 +242,12 @@ Exchange exchange(int fd, const Request &request, const std::string &host, milli
                   const Limits &limits) {
     const auto start = Clock::now();
     check_request(request, host);
-    return exchange_until(fd, request, host, start, timeout, limits);
+    return exchange_until(fd, request, host, start, timeout, limits, {}, -1);
 }
 
 Exchange exchange_tcp(const std::string &address, std::uint16_t port, const Request &request,
-                      milliseconds timeout, const Limits &limits) {
+                      milliseconds timeout, const Limits &limits, const BodyWatch &watch,
+                      int stop_fd) {
     const auto start = Clock::now();
     const auto deadline = start + timeout;
     const auto failed = [&](Outcome outcome, std::string sentence) {
@@ -265,9 +278,15 @@ Exchange exchange_tcp(const std::string &address, std::uint16_t port, const Requ
                           "could not connect to " + where + ": " + errno_words(errno));
         }
         while (true) {
-            pollfd watched{socket.get(), POLLOUT, 0};
-            const int ready = ::poll(&watched, 1, poll_milliseconds(deadline));
+            std::array<pollfd, 2> fds{{{socket.get(), POLLOUT, 0}, {stop_fd, POLLIN, 0}}};
+            const int ready = ::poll(fds.data(), fds.size(), poll_milliseconds(deadline));
             if (ready < 0 && errno == EINTR) continue;
+            if (ready > 0 && fds[0].revents == 0 && (fds[1].revents & POLLIN) != 0) {
+                Exchange stopped = failed(
+                    Outcome::closed, "the wait for the connection to " + where + " was stopped");
+                stopped.stopped = true;
+                return stopped;
+            }
             if (ready == 0) {
                 return failed(Outcome::timedOut, "the connection to " + where +
                                                      " was not accepted within " +
@@ -291,7 +310,7 @@ Exchange exchange_tcp(const std::string &address, std::uint16_t port, const Requ
     }
     const std::string host = (storage.ss_family == AF_INET6 ? "[" + address + "]" : address) + ":" +
                              std::to_string(port);
-    return exchange_until(socket.get(), request, host, start, timeout, limits);
+    return exchange_until(socket.get(), request, host, start, timeout, limits, watch, stop_fd);
 }
 
 }  // namespace tea::http

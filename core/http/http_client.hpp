@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -25,7 +26,14 @@ struct Exchange {
     std::string raw_head;      // the bytes of the response head as received (for the record)
     std::string request_head;  // the request's head as sent (for the record)
     std::chrono::milliseconds elapsed{0};
+    bool ended_by_watch = false;  // a BodyWatch ended the read before the response's end
+    bool stopped = false;         // the caller's stop descriptor ended it (outcome closed)
 };
+
+// Looks at a response whose head is read while its body is still arriving (an event stream that
+// may stay open after what the caller waits for): true ends the exchange there, with outcome
+// response and the body read so far. Called after each read that leaves the response unfinished.
+using BodyWatch = std::function<bool(const Response &so_far)>;
 
 // Sends `request` on a connected stream socket (adding Host: <host>, Content-Length when there is
 // a body or the method is POST, PUT or PATCH, and Connection: close) and reads one response (1xx
@@ -39,9 +47,12 @@ Exchange exchange(int fd, const Request &request, const std::string &host,
 
 // Connects to `address` (a loopback address, 127.0.0.0/8 or ::1), port `port`, then exchange()
 // with Host: address:port; connectFailed with errno's words, timedOut when the connection is not
-// accepted before the deadline. The connection is closed before it returns.
+// accepted before the deadline. The connection is closed before it returns. `watch`, when set,
+// may end the read early (BodyWatch). Once `stop_fd` (-1: none) is readable, the exchange waits
+// no longer: outcome closed, `stopped` set.
 Exchange exchange_tcp(const std::string &address, std::uint16_t port, const Request &request,
-                      std::chrono::milliseconds timeout, const Limits &limits = {});
+                      std::chrono::milliseconds timeout, const Limits &limits = {},
+                      const BodyWatch &watch = {}, int stop_fd = -1);
 
 // The record's spelling: "response", "timedOut", "closed", "malformed", "tooLarge",
 // "connectFailed".

@@ -630,6 +630,46 @@ TEST_F(ToolServerEvaluation, ArgsOnACommandEntryAreUnknown) {
     EXPECT_TRUE(has(loaded, kEval, "entry 'greeter' field 'args'", "unknown"));
 }
 
+TEST_F(ToolServerEvaluation, TheTransportIsStdioUnlessNamed) {
+    const auto loaded = load_doc();
+    ASSERT_TRUE(loaded.problems.empty()) << all(loaded);
+    EXPECT_EQ(loaded.evaluation.registry.at(0).transport, "stdio");
+    EXPECT_EQ(loaded.evaluation.registry.at(0).endpoint_path, "/mcp");
+}
+
+// Read whole, then refused as not supported yet: a run would speak to it over stdio.
+TEST_F(ToolServerEvaluation, AnHttpTransportTakesItsEndpointPath) {
+    entry()["transport"] = "http";
+    entry()["path"] = "/rpc/v1?x=1";
+    const auto loaded = load_doc();
+    ASSERT_EQ(loaded.problems.size(), 1U) << all(loaded);
+    EXPECT_TRUE(has(loaded, kEval, "entry 'greeter' field 'transport'",
+                    "\"http\" tool servers are not supported yet by this build"));
+    EXPECT_EQ(loaded.evaluation.registry.at(0).transport, "http");
+    EXPECT_EQ(loaded.evaluation.registry.at(0).endpoint_path, "/rpc/v1?x=1");
+}
+
+TEST_F(ToolServerEvaluation, TransportRefusalsNameTheField) {
+    const std::string g = "entry 'greeter' field ";
+    const auto refused = [&](const json &transport, const json &path, const std::string &field,
+                             const std::string &message) {
+        entry()["transport"] = transport;
+        entry()["path"] = path;
+        return has(load_doc(), kEval, g + "'" + field + "'", message);
+    };
+    EXPECT_TRUE(refused("smtp", "/mcp", "transport", "'smtp' is not a transport (stdio, http)"));
+    EXPECT_TRUE(refused(7, "/mcp", "transport", "string"));
+    EXPECT_TRUE(refused("stdio", "/mcp", "path", "endpoint of an http transport"));
+    EXPECT_TRUE(refused("http", "mcp", "path", "does not start with '/'"));
+    EXPECT_TRUE(refused("http", "/a b", "path", "visible ASCII"));
+    EXPECT_TRUE(refused("http", "/a\r\nX-Injected: 1", "path", "visible ASCII"));
+    EXPECT_TRUE(refused("http", json::array(), "path", "string"));
+    entry()["kind"] = "command";
+    entry().erase("args");
+    entry().erase("path");
+    EXPECT_TRUE(has(load_doc(), kEval, g + "'transport'", "unknown"));
+}
+
 TEST_F(ToolServerEvaluation, ProbeRefusalsNameTheField) {
     const std::string f = "probe '01-hello' field ";
     const auto refused = [&](const std::string &text, const std::string &field,

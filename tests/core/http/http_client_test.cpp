@@ -258,6 +258,34 @@ TEST(HttpClient, TheDeadlineHoldsOverallWhenTheServerTrickles) {
     EXPECT_LT(exchange.elapsed, 3000ms);
 }
 
+// An event stream that stays open after what the caller waits for: the watch ends the read there,
+// well before the deadline; without the watch the same stream holds the client to its deadline.
+TEST(HttpClient, AWatchEndsAStreamThatStaysOpen) {
+    const auto open_stream = [](int client, int stop) {
+        read_request(client);
+        send_in_pieces(client, {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+                                "6\r\nfirst \r\n", "6\r\nanswer\r\n"});
+        wait_for_stop(client, stop);
+    };
+    ServerThread watched_server(open_stream);
+    int looks = 0;
+    const auto watched = exchange_tcp(
+        "127.0.0.1", watched_server.port(), get(), 5s, {}, [&](const Response &so_far) {
+            ++looks;
+            return so_far.status == 200 && so_far.body.find("answer") != std::string::npos;
+        });
+    ASSERT_EQ(to_string(watched.outcome), "response") << watched.sentence;
+    EXPECT_TRUE(watched.ended_by_watch);
+    EXPECT_EQ(watched.response.body, "first answer");
+    EXPECT_GE(looks, 1);
+    EXPECT_LT(watched.elapsed, 2s);
+
+    ServerThread unwatched_server(open_stream);
+    const auto unwatched = exchange_with(unwatched_server, get(), 300ms);
+    EXPECT_EQ(to_string(unwatched.outcome), "timedOut");
+    EXPECT_FALSE(unwatched.ended_by_watch);
+}
+
 TEST(HttpClient, InterimResponsesAreSkipped) {
     ServerThread server([](int client, int) {
         read_request(client);

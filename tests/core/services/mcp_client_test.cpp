@@ -4,14 +4,14 @@
 #include "services/mcp_client.hpp"
 
 #include <gtest/gtest.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <string>
 #include <thread>
 
+#include "call_end.hpp"
 #include "fake_server.hpp"
+#include "peer_events.hpp"
 
 namespace tea::services {
 namespace {
@@ -29,13 +29,7 @@ struct Scripted {
     McpClient client;
 };
 
-std::size_t count(const McpClient &client, McpPeerEventKind kind) {
-    std::size_t n = 0;
-    for (const auto &event : client.peer_events()) {
-        n += event.kind == kind ? 1 : 0;
-    }
-    return n;
-}
+using test::count;
 
 TEST(McpClient, AnswersComeBackWithTheirExchangesRecorded) {
     Scripted s{"good"};
@@ -53,6 +47,8 @@ TEST(McpClient, AnswersComeBackWithTheirExchangesRecorded) {
     const json record = exchange_record(s.client.exchanges()[2]);
     EXPECT_EQ(record["id"], 2);
     EXPECT_EQ(record["protocol"], "mcp");
+    EXPECT_EQ(record["transport"], "stdio");
+    EXPECT_TRUE(record["status"].is_null());
     EXPECT_EQ(record["outcome"], "result");
     EXPECT_EQ(record["sentence"], "");
     EXPECT_TRUE(exchange_record(s.client.exchanges()[1])["id"].is_null());
@@ -136,18 +132,12 @@ TEST(McpClient, AServerThatNeverAnswersTimesOutOnTime) {
 TEST(McpClient, TheCallsEndStopsAWaitForAnAnswerAndAWaitToWrite) {
     for (const char *mode : {"silent", "no_read"}) {
         Scripted s{mode};
-        const UniqueFd ended{::eventfd(0, EFD_CLOEXEC)};
-        s.client.stop_when_readable(ended.get());
-        std::thread end_call{[&] {
-            std::this_thread::sleep_for(200ms);
-            const std::uint64_t one = 1;
-            (void)::write(ended.get(), &one, sizeof one);
-        }};
+        const test::CallEnd ended{200ms};
+        s.client.stop_when_readable(ended.fd());
         const auto start = std::chrono::steady_clock::now();
         const McpReply reply =
             s.client.request("tools/call", {{"blob", std::string(4U << 20U, 'a')}}, 30s);
         const auto waited = std::chrono::steady_clock::now() - start;
-        end_call.join();
         EXPECT_EQ(reply.outcome, McpOutcome::closed) << mode << ": " << reply.detail;
         EXPECT_NE(reply.detail.find("the call ended"), std::string::npos) << reply.detail;
         EXPECT_LT(waited, 5s) << mode;
