@@ -678,12 +678,7 @@ std::optional<fs::path> read_target(const Report &report, const json &v, const P
 void read_tool_server_transport(const Report &report, Fields &f, Entry &entry) {
     if (const auto *t = f.take("transport")) {
         if (auto s = text(report, "transport", *t)) {
-            if (*s == "http") {
-                // Until a run starts an HTTP tool server and hands its client the bridge's port,
-                // an http entry would be spoken to over stdio and never answer.
-                report("transport", "\"http\" tool servers are not supported yet by this build");
-                entry.transport = *s;
-            } else if (*s == "stdio") {
+            if (*s == "http" || *s == "stdio") {
                 entry.transport = *s;
             } else {
                 report("transport", in_quotes(*s) + " is not a transport (stdio, http)");

@@ -359,14 +359,18 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
         run.budget = entry_budget(state.budget, ev.budgets, entry->budgets);
         std::optional<ToolServerCall> tool_server;
         std::optional<HttpCall> http_call;
+        // A server over stdio talks on its stdout; one over HTTP prints there as a command does.
+        const bool stdio_server = probe.tool_server && entry->transport != "http";
         if (probe.tool_server) {
-            tool_server.emplace(*probe.tool_server, *run.timeout);
+            tool_server.emplace(
+                *probe.tool_server, *run.timeout,
+                stdio_server ? std::nullopt : std::optional<std::string>{entry->endpoint_path});
             run.conversation = tool_server->conversation();
-        } else {
-            if (probe.http) {
-                http_call.emplace(*probe.http, *run.timeout);
-                run.conversation = http_call->conversation();
-            }
+        } else if (probe.http) {
+            http_call.emplace(*probe.http, *run.timeout);
+            run.conversation = http_call->conversation();
+        }
+        if (!stdio_server) {
             run.out.file = trial_dir / "calls" / (stem + ".stdout");
         }
         run.err.file = trial_dir / "calls" / (stem + ".stderr");
@@ -389,13 +393,22 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
         // The trial's workspace and home are removed after its last call (run_trial), and no
         // call gives them back in between: the next call lends them again, what the runtime
         // wrote in between (the probes' files) included.
-        auto outcome = state.session.call(
-            std::move(spec), run, route, {workspace, home},
-            http_call ? http_call->bridge_request() : call::ServiceBridgeRequest{});
+        auto outcome = state.session.call(std::move(spec), run, route, {workspace, home},
+                                          http_call     ? http_call->bridge_request()
+                                          : tool_server ? tool_server->bridge_request()
+                                                        : call::ServiceBridgeRequest{});
         const auto &r = outcome.result;
         if (http_call) {
             http_call->settle(r);
         }
+        if (tool_server) {
+            tool_server->settle(r);
+        }
+        // The bridged service that never got its request, when one did not.
+        const std::optional<std::string> service_failure = http_call ? http_call->failed_to_start()
+                                                           : tool_server
+                                                               ? tool_server->failed_to_start()
+                                                               : std::nullopt;
         // The call has settled: a token the host's client rotated meanwhile joins the secrets,
         // and what the call printed is redacted with every one of them.
         state.logins.settle(outcome);
@@ -412,7 +425,8 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
         const bool infrastructure =
             !r.started || outcome.target_never_started ||
             (r.signal == 0 && !r.timed_out && infrastructure_code(*entry, r.exit_code)) ||
-            (http_call && http_call->infrastructure_error());
+            (http_call && http_call->infrastructure_error()) ||
+            (tool_server && tool_server->infrastructure_error());
         out.infrastructure_errors += infrastructure ? 1 : 0;
         json observed_paths = json::array();
         for (const auto &f : outcome.audit.findings) {
@@ -438,7 +452,7 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
                   {"status", outcome.status},
                   {"infrastructureError", infrastructure},
                   {"targetStarted", r.started && !outcome.target_never_started},
-                  {"stdout", tool_server ? json(nullptr) : json("calls/" + stem + ".stdout")},
+                  {"stdout", stdio_server ? json(nullptr) : json("calls/" + stem + ".stdout")},
                   {"stderr", "calls/" + stem + ".stderr"},
                   {"stdoutBytes", r.out.total_bytes},
                   {"stderrBytes", r.err.total_bytes},
@@ -457,13 +471,13 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
         if (http_call) {
             call["endedByRuntime"] = r.ended_by_runtime;
             call.update(http_call->record());
-            if (const auto &why = http_call->failed_to_start()) {
-                state.services_failed.push_back({{"trialIndex", index},
-                                                 {"entry", entry->interface_id},
-                                                 {"probe", probe.name},
-                                                 {"reason", *why},
-                                                 {"infrastructureError", infrastructure}});
-            }
+        }
+        if (service_failure) {
+            state.services_failed.push_back({{"trialIndex", index},
+                                             {"entry", entry->interface_id},
+                                             {"probe", probe.name},
+                                             {"reason", *service_failure},
+                                             {"infrastructureError", infrastructure}});
         }
         ++out.made;
         if (!outcome.sockets_left_reachable.empty()) {
@@ -491,8 +505,8 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
         if (!stdin_file.empty()) files::remove_tree(stdin_file.parent_path());
         std::string outcome_text = infrastructure ? "infrastructure error, status " : "status ";
         outcome_text += std::to_string(outcome.status);
-        if (http_call && http_call->failed_to_start()) {
-            outcome_text += ", the service did not start: " + *http_call->failed_to_start();
+        if (service_failure) {
+            outcome_text += ", the service did not start: " + *service_failure;
         }
         if (call.contains("expect")) {
             outcome_text += call["expect"]["met"].get<bool>() ? ", expect met" : ", expect not met";

@@ -2302,6 +2302,64 @@ TEST(RunToolServer, TheFilesystemServerOptedOutReadsWhatTheConfinedOneCouldNot) 
     EXPECT_NE(tool_text(calls[2]).find("\"toolServer\""), std::string::npos) << calls[2].dump(2);
 }
 
+// The MCP TypeScript SDK's own streamable HTTP server (tests/core/services/mcp_http_sdk_server.mjs)
+// as a toolServer entry over HTTP: started confined, its port reported, spoken to through the
+// bridge with answers as event streams; opted out (the control) the same conversation holds.
+TEST(RunToolServer, AnHttpToolServerIsSpokenToThroughTheBridge) {
+    const std::string deps = "/var/cache/tea-evaluate-deps";
+    const std::string modules = deps + "/mcp-server-filesystem-2026.8.31/node_modules";
+    ASSERT_TRUE(fs::exists(modules + "/@modelcontextprotocol/sdk"))
+        << "run scripts/install-deps.sh";
+    for (const bool confined : {true, false}) {
+        SCOPED_TRACE(confined ? "confined" : "opted out");
+        Project p{confined ? "mcp-http" : "mcp-http-opt-out"};
+        p.write(
+            "bin/server.mjs",
+            test::read_file((kSource / "tests/core/services/mcp_http_sdk_server.mjs").string()));
+        p.write("bin/sdk-server",
+                "#!/bin/sh\nexec " + deps +
+                    "/node-22.23.5/bin/node \"$(dirname \"$0\")/server.mjs\" \"$@\"\n",
+                true);
+        p.write(".tea/evaluation.json",
+                json{{"confinement", confined},
+                     {"registry", json::array({{{"interfaceId", "sdk"},
+                                                {"kind", "toolServer"},
+                                                {"transport", "http"},
+                                                {"executable", "sdk-server"},
+                                                {"target", "bin/sdk-server"},
+                                                {"args", json::array({modules, "sse"})},
+                                                {"systemPaths", json::array({deps})},
+                                                {"maxElapsedMs", 60000}}})},
+                     {"evaluator", {{"command", json::array({"evaluator/grade.sh"})}}}}
+                    .dump(2));
+        p.write(".tea/probes/01-list.json", R"({"entry": "sdk", "method": "tools/list",
+            "expect": {"result": {"tools": [{"name": "echo"}, {"name": "session"}]}}})");
+        p.write(".tea/probes/02-echo.json", R"({"entry": "sdk", "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": "hi"}},
+            "expect": {"result": {"content": [{"type": "text", "text": "echo: hi"}]}}})");
+        p.write(".tea/evaluator/grade.sh", "#!/bin/sh\necho '{\"verdict\": \"pass\"}'\n", true);
+        p.commit();
+        const auto check = p.tea({"check", p.eval().string()});
+        ASSERT_EQ(check.status, 0) << check.err;
+        const auto run = p.run();
+        EXPECT_EQ(run.status, 0) << run.err;
+        const auto dir = run_dir_of(run);
+        const auto record = read_json(dir / "run.json");
+        const auto &calls = record["trials"][0]["calls"];
+        ASSERT_EQ(calls.size(), 2U) << record.dump(2);
+        for (const auto &call : calls) {
+            EXPECT_EQ(call["expect"]["met"], true) << call.dump(2);
+            EXPECT_TRUE(call["service"]["refusal"].is_null()) << call.dump(2);
+            EXPECT_GE(call["service"]["connections"].get<int>(), 2) << call.dump(2);
+            EXPECT_EQ(call["exchanges"][0]["transport"], "http") << call.dump(2);
+            EXPECT_TRUE(call["stdout"].is_string()) << call.dump(2);
+        }
+        EXPECT_TRUE(record["servicesFailed"].empty()) << record.dump(2);
+        expect_schema_valid(dir / "run.json", "run.schema.json");
+        EXPECT_EQ(p.leftover_run_dirs(), 0U);
+    }
+}
+
 // A tool server that says its login's token in every place a toolServer call record keeps: a
 // line that is no JSON (a peer event), its answer, and its stderr.
 void write_login_tool_server(Project &p, const std::string &login, bool confined) {

@@ -637,14 +637,11 @@ TEST_F(ToolServerEvaluation, TheTransportIsStdioUnlessNamed) {
     EXPECT_EQ(loaded.evaluation.registry.at(0).endpoint_path, "/mcp");
 }
 
-// Read whole, then refused as not supported yet: a run would speak to it over stdio.
 TEST_F(ToolServerEvaluation, AnHttpTransportTakesItsEndpointPath) {
     entry()["transport"] = "http";
     entry()["path"] = "/rpc/v1?x=1";
     const auto loaded = load_doc();
-    ASSERT_EQ(loaded.problems.size(), 1U) << all(loaded);
-    EXPECT_TRUE(has(loaded, kEval, "entry 'greeter' field 'transport'",
-                    "\"http\" tool servers are not supported yet by this build"));
+    ASSERT_TRUE(loaded.problems.empty()) << all(loaded);
     EXPECT_EQ(loaded.evaluation.registry.at(0).transport, "http");
     EXPECT_EQ(loaded.evaluation.registry.at(0).endpoint_path, "/rpc/v1?x=1");
 }
