@@ -197,6 +197,12 @@ int connect_service(int accepted) {
     if (program_ended < 0) {
         fail("pidfd_open: " + error_text(errno));
     }
+    // Opened here, before the program is exec'd: an audit that starts at that exec would
+    // otherwise take the relay's open of /dev/null, made at the same time, for the target's.
+    const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (null < 0) {
+        fail("/dev/null: " + error_text(errno));
+    }
     const pid_t child = ::fork();
     if (child < 0) {
         fail("fork: " + error_text(errno));
@@ -206,8 +212,7 @@ int connect_service(int accepted) {
         if (relay_pid == 0) {
             // The program's streams are the call's output: the relay holding them would keep
             // the runtime reading after the program's end.
-            const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-            for (int fd = 0; fd <= 2 && null >= 0; ++fd) {
+            for (int fd = 0; fd <= 2; ++fd) {
                 ::dup2(null, fd);
             }
             relay(options, listener, program_ended);
@@ -222,6 +227,7 @@ int connect_service(int accepted) {
     }
     ::close(listener);
     ::close(program_ended);
+    ::close(null);
     ::execvp(options.program[0], options.program);
     const int error = errno;
     const std::string line = "tea-bridge-relay: cannot run " + std::string{options.program[0]} +
