@@ -172,11 +172,6 @@ int connect_service(int accepted) {
 
 // Carries connections until `stop_fd` (when not -1) is readable.
 [[noreturn]] void relay(const Options &options, int listener, int stop_fd) {
-    // No new privileges: nothing the relay could exec would gain any.
-    ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-    // Not dumpable: a target of the same identity cannot open the relay's /proc/PID/mem and write
-    // its code.
-    ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     (void)::signal(SIGPIPE, SIG_IGN);
     const std::vector<int> listeners{listener};
     // A connection whose preface has not come within the wait is closed: the host writes it at
@@ -240,6 +235,12 @@ int connect_service(int accepted) {
 
 int main(int argc, char **argv) {
     const Options options = parse(argc, argv);
+    // No new privileges: nothing the relay could exec would gain any.
+    ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+    // Not dumpable, before any fork: a target of the same identity, which may start before the
+    // detached relay's first instruction, cannot open its /proc/PID/mem and write its code. The
+    // program's exec makes the program dumpable again as the kernel decides; the relay stays not.
+    ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     // Listening before the program starts: the socket exists by the time the service does.
     const int listener = listen_unix(options.socket);
     if (options.program != nullptr) {

@@ -259,6 +259,31 @@ TEST_P(ServiceBridge, EveryPlanStartsTheRelayBeforeTheHelperAndAfterTheShim) {
     EXPECT_NE(grader.err.find("takes no bridge"), std::string::npos) << grader;
 }
 
+// The relay beside the target is one of the sandbox's processes like the shim: under the target's
+// seccomp filter, and not dumpable, so the target can neither write its memory nor gain the
+// kernel surface back through it. The target's own child, the control, is writable.
+TEST_P(ServiceBridge, TheRelayIsFilteredAndNotWritableByTheTarget) {
+    auto spec = target_spec(python(process_survey_probe));
+    const auto run_dir = fs::path{spec.home}.parent_path();
+    const auto dir = run_dir / "bridge-survey";
+    fs::create_directories(dir);
+    hand_to_caller(run_dir);
+    spec.bridge = {dir.string(), TEA_BRIDGE_RELAY_BIN};
+    const auto r = run_spec(spec);
+    EXPECT_EQ(r.status, 0) << r;
+    EXPECT_TRUE(r.has("CHILD-MEM-OK")) << r;
+    int others = 0;
+    for (int pid = 1; pid < 64; ++pid) {
+        const auto name = "PID" + std::to_string(pid);
+        if (const auto seccomp = r.value(name + "-SECCOMP")) {
+            ++others;
+            EXPECT_EQ(*seccomp, "2") << name << "\n" << r;
+            EXPECT_TRUE(r.has(name + "-MEM-DENIED:EACCES")) << name << "\n" << r;
+        }
+    }
+    EXPECT_GE(others, 2) << "the sandbox's init and the relay were seen\n" << r;
+}
+
 INSTANTIATE_TEST_SUITE_P(Identities, ServiceBridge,
                          ::testing::Values(Identity::invoker, Identity::unprivileged),
                          identity_name);
