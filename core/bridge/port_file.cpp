@@ -58,6 +58,23 @@ void make_port_file(const std::filesystem::path &dir,
     }
 }
 
+void reset_bridge_directory(const std::filesystem::path &dir) {
+    std::error_code ec;
+    // Each entry removed as itself: remove_all follows no link it meets.
+    for (const auto &entry : std::filesystem::directory_iterator(dir, ec)) {
+        std::filesystem::remove_all(entry.path(), ec);
+        if (ec) {
+            throw runtime_failure("bridge: cannot empty the directory " + dir.string() +
+                                  " for the retry: " + entry.path().string() + ": " + ec.message());
+        }
+    }
+    if (ec) {
+        throw runtime_failure("bridge: cannot list the directory " + dir.string() +
+                              " for the retry: " + ec.message());
+    }
+    make_port_file(dir);
+}
+
 PortFileReading read_port_file(const std::filesystem::path &dir) {
     const std::string path = (dir / kPortFileName).string();
     const UniqueFd dir_fd{::open(dir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)};

@@ -20,6 +20,11 @@ inline constexpr std::size_t kMaxPortFileBytes = 16;
 void make_port_file(const std::filesystem::path &dir,
                     std::optional<std::pair<unsigned, unsigned>> owner = std::nullopt);
 
+// Empties the bridge's directory (the port file and a relay's socket from an attempt whose target
+// never started) and makes the empty port file again, for the session's retry: a port or socket
+// left from the first attempt would otherwise be read, or refused by the new relay, as this one's.
+void reset_bridge_directory(const std::filesystem::path &dir);
+
 struct PortFileReading {
     enum class State { empty, port, refused };
     State state = State::empty;

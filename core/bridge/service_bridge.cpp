@@ -5,6 +5,7 @@
 #include <ctime>
 #include <utility>
 
+#include "bridge/call_network.hpp"
 #include "bridge/listening_check.hpp"
 #include "bridge/port_file.hpp"
 
@@ -94,7 +95,14 @@ bool ServiceBridge::start() {
     // Listening: a service may write its port a moment before it listens on it.
     Listening listening;
     for (;;) {
-        listening = check_listening(options_.pid, reading.port);
+        const auto inside =
+            options_.own_network ? process_in_call_network(options_.pid) : options_.pid;
+        // Until bwrap has made the call's network there is none to read: a port a host process
+        // listens on must never pass for the service's.
+        listening = inside ? check_listening(*inside, reading.port)
+                           : Listening{false, false, false,
+                                       "nothing listens on port " + std::to_string(reading.port) +
+                                           ": the call has no process in its network"};
         if (listening.ok) {
             break;
         }

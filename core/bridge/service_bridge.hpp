@@ -40,8 +40,12 @@ nlohmann::json to_json(const BridgeRecord &record);
 
 struct ServiceBridgeOptions {
     std::filesystem::path dir;  // the bridge's directory: the port file and the relay's socket
-    pid_t pid = -1;             // a process in the call's network namespace (the plan's)
-    int call_ended = -1;        // readable once the call's process has ended; -1: none
+    pid_t pid = -1;             // the plan's process, or a process of the runtime above it
+    // The call has a network namespace of its own (a confining backend): its listening sockets
+    // are read from a descendant of `pid` in another namespace, never from the runtime's network.
+    // false (opt-out): the service shares `pid`'s network.
+    bool own_network = true;
+    int call_ended = -1;  // readable once the call's process has ended; -1: none
     std::chrono::milliseconds patience{30'000};  // for the port file and the listening port
     stream_relay::Limits limits{256, std::chrono::milliseconds{60'000}};
 };

@@ -194,6 +194,9 @@ Executed CallSession::execute_with_retry(const exec::LaunchSpec &spec, exec::Exe
         }
         check_plan(plan, spec, backend_name());
         make_planned_dirs(plan, run_dir);
+        if (!spec.bridge.dir.empty()) {
+            bridge::reset_bridge_directory(spec.bridge.dir);
+        }
         for (const auto *stream : {&run.out, &run.err}) {
             // The runner creates output files afresh; nothing of the target reached them.
             if (!stream->file.empty()) {

@@ -172,11 +172,6 @@ int connect_service(int accepted) {
 
 // Carries connections until `stop_fd` (when not -1) is readable.
 [[noreturn]] void relay(const Options &options, int listener, int stop_fd) {
-    // No new privileges: nothing the relay could exec would gain any.
-    ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-    // Not dumpable: a target of the same identity cannot open the relay's /proc/PID/mem and write
-    // its code.
-    ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     (void)::signal(SIGPIPE, SIG_IGN);
     const std::vector<int> listeners{listener};
     // A connection whose preface has not come within the wait is closed: the host writes it at
@@ -197,6 +192,12 @@ int connect_service(int accepted) {
     if (program_ended < 0) {
         fail("pidfd_open: " + error_text(errno));
     }
+    // Opened here, before the program is exec'd: an audit that starts at that exec would
+    // otherwise take the relay's open of /dev/null, made at the same time, for the target's.
+    const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (null < 0) {
+        fail("/dev/null: " + error_text(errno));
+    }
     const pid_t child = ::fork();
     if (child < 0) {
         fail("fork: " + error_text(errno));
@@ -206,8 +207,7 @@ int connect_service(int accepted) {
         if (relay_pid == 0) {
             // The program's streams are the call's output: the relay holding them would keep
             // the runtime reading after the program's end.
-            const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-            for (int fd = 0; fd <= 2 && null >= 0; ++fd) {
+            for (int fd = 0; fd <= 2; ++fd) {
                 ::dup2(null, fd);
             }
             relay(options, listener, program_ended);
@@ -222,6 +222,7 @@ int connect_service(int accepted) {
     }
     ::close(listener);
     ::close(program_ended);
+    ::close(null);
     ::execvp(options.program[0], options.program);
     const int error = errno;
     const std::string line = "tea-bridge-relay: cannot run " + std::string{options.program[0]} +
@@ -234,6 +235,12 @@ int connect_service(int accepted) {
 
 int main(int argc, char **argv) {
     const Options options = parse(argc, argv);
+    // No new privileges: nothing the relay could exec would gain any.
+    ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+    // Not dumpable, before any fork: a target of the same identity, which may start before the
+    // detached relay's first instruction, cannot open its /proc/PID/mem and write its code. The
+    // program's exec makes the program dumpable again as the kernel decides; the relay stays not.
+    ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     // Listening before the program starts: the socket exists by the time the service does.
     const int listener = listen_unix(options.socket);
     if (options.program != nullptr) {

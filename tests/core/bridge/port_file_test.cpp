@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 namespace fs = std::filesystem;
@@ -114,3 +115,23 @@ TEST_F(PortFile, ADirectoryOrNothingIsRefused) {
 }
 
 }  // namespace
+
+// The session's retry of a call whose target never started: what the first attempt left (a port,
+// the relay's socket, a link the set-up could not have made but a retry must not follow) is
+// removed, and the port file is empty again, so the retry's service is the only one read.
+TEST_F(PortFile, AResetLeavesOnlyAFreshEmptyPortFile) {
+    write("8080");
+    const auto outside = dir_.parent_path() / (dir_.filename().string() + "-outside");
+    std::ofstream(outside) << "kept";
+    fs::create_symlink(outside, dir_ / "link");
+    fs::create_directory(dir_ / "sub");
+    std::ofstream(dir_ / "sub" / "file") << "x";
+    ASSERT_EQ(read().port, 8080);
+    tea::bridge::reset_bridge_directory(dir_);
+    EXPECT_EQ(read().state, PortFileReading::State::empty);
+    EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator{}), 1);
+    std::string content;
+    std::ifstream(outside) >> content;
+    EXPECT_EQ(content, "kept");
+    fs::remove(outside);
+}

@@ -95,7 +95,8 @@ class ServiceBridgeTest : public ::testing::Test {
         fs::remove_all(dir_);
     }
     tea::bridge::ServiceBridgeOptions options(pid_t pid) {
-        return {.dir = dir_, .pid = pid, .call_ended = -1, .patience = 10'000ms};
+        return {
+            .dir = dir_, .pid = pid, .own_network = false, .call_ended = -1, .patience = 10'000ms};
     }
     fs::path dir_;
     std::optional<Child> relay_;

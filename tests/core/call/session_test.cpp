@@ -274,6 +274,7 @@ TEST_F(CallSessionTest, AServiceBridgesDirectoryIsMadeNamedAndRemovedWithTheCall
             // Unconfined, the service shares this process's network.
             bridge::ServiceBridge bridge({.dir = made,
                                           .pid = ::getpid(),
+                                          .own_network = false,
                                           .call_ended = -1,
                                           .patience = std::chrono::milliseconds{20'000}});
             if (bridge.start()) {

@@ -76,8 +76,11 @@ TEST(BridgeOptOut, TheSameRelayUnconfinedIsReachedThroughTheHostsBridge) {
         ::_exit(127);
     }
     {
-        tea::bridge::ServiceBridge bridge(
-            {.dir = dir, .pid = call, .call_ended = -1, .patience = 20'000ms});
+        tea::bridge::ServiceBridge bridge({.dir = dir,
+                                           .pid = call,
+                                           .own_network = false,
+                                           .call_ended = -1,
+                                           .patience = 20'000ms});
         ASSERT_TRUE(bridge.start()) << *bridge.record().refusal;
         EXPECT_EQ(curl(bridge.host_port()), "200");
         bridge.stop();
