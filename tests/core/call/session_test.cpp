@@ -52,6 +52,9 @@ class CallSessionTest : public ::testing::Test {
                                             stdfs::perms::others_exec);
         write(dir_.path() / "plugins.d" / "call-backend.toml",
               manifest("call-backend", "backend", TEA_FIXTURE_CALL_BACKEND));
+        write(dir_.path() / "plugins.d" / "call-backend-bridge.toml",
+              manifest("call-backend-bridge", "backend", TEA_FIXTURE_CALL_BACKEND_BRIDGE,
+                       TEA_ABI_1_9));
         write(dir_.path() / "plugins.d" / "call-observer.toml",
               manifest("call-observer", "observer", TEA_FIXTURE_CALL_OBSERVER));
         write(dir_.path() / "plugins.d" / "stager-backend.toml",
@@ -215,6 +218,23 @@ TEST_F(CallSessionTest, ACallWhoseConfinementEndedBeforeItsTargetIsRetriedOnce) 
     EXPECT_FALSE(outcome.target_never_started);
     EXPECT_EQ(read(workspace() / "ran"), "ran\n");
     EXPECT_EQ(prepares(), (std::vector<std::string>{"staged", "prepare"}));
+    EXPECT_TRUE(left_behind().empty());
+}
+
+// The retry of a call whose confinement ended before its target started, with a bridge: what the
+// first attempt left in the bridge's directory (a port, a socket) is gone, and the retry's target
+// finds an empty port file alone (before the reset it read the first attempt's 4444).
+TEST_F(CallSessionTest, ARetriedServiceFindsAFreshEmptyPortFile) {
+    const auto session = open("call-backend-bridge", "fail-once");
+    ServiceBridgeRequest request;
+    request.wanted = true;
+    const auto outcome = session->call(
+        spec(
+            {"sh", "-c", R"({ cat "$TEA_PORT_FILE"; echo; ls -A "${TEA_PORT_FILE%/*}"; } > seen)"}),
+        run(), {}, {}, request);
+    EXPECT_EQ(outcome.status, 0);
+    EXPECT_EQ(prepares(), (std::vector<std::string>{"staged", "prepare"}));
+    EXPECT_EQ(read(workspace() / "seen"), "\nport\n");
     EXPECT_TRUE(left_behind().empty());
 }
 
