@@ -67,10 +67,12 @@ void ConversationThread::start(pid_t pid) {
         } catch (...) {
             thrown_ = std::current_exception();
         }
+        // The runner learns of talk's return before the target can see its stdin end: a target
+        // that exits at that end is still one the runtime ended, never one that ended first.
+        signal_event(returned_.get());
         // The target sees its stdin end once the runtime has nothing more to say.
         to_target_.reset();
         from_target_.reset();
-        signal_event(returned_.get());
     }};
 }
 

@@ -5,6 +5,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "exec/call_runner.hpp"
 #include "support/temp_dir.hpp"
@@ -63,6 +65,40 @@ std::string read_line(int fd, milliseconds bound) {
         line += c;
     }
     return line;
+}
+
+// A server that exits the moment its stdin ends (as an MCP server reading lines does) was still
+// ended by the runtime: talk's return is known before the server can see that end.
+TEST_F(Conversing, AServerThatExitsAtItsStdinsEndWasEndedByTheRuntime) {
+    // Busy threads make the talk's thread lose its CPU between the pipes' close and its signal,
+    // where the race lay, as a loaded machine does.
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> busy;
+    for (unsigned i = 0; i < std::max(2U, std::thread::hardware_concurrency()); ++i) {
+        busy.emplace_back([&stop] {
+            while (!stop.load(std::memory_order_relaxed)) {
+            }
+        });
+    }
+    struct Joiner {
+        std::atomic<bool> &stop;
+        std::vector<std::thread> &threads;
+        ~Joiner() {
+            stop = true;
+            for (auto &t : threads) t.join();
+        }
+    } joiner{stop, busy};
+    for (int i = 0; i < 200; ++i) {
+        fs::remove(dir_ / "stderr");
+        const auto r = run_call(plan({"sh", "-c", "read l; echo \"got $l\"; cat >/dev/null"}),
+                                options([&](const ConversationChannel &c) {
+                                    ASSERT_EQ(::write(c.to_target, "hi\n", 3), 3);
+                                    (void)read_line(c.from_target, milliseconds{10000});
+                                }));
+        ASSERT_TRUE(r.started) << r.start_error;
+        ASSERT_TRUE(r.ended_by_runtime) << "round " << i;
+        EXPECT_EQ(r.signal == 0 ? r.exit_code : -r.signal, r.signal == 0 ? 0 : -SIGTERM);
+    }
 }
 
 TEST_F(Conversing, TheTargetsStdioIsTheTalksAndItsReturnEndsTheCall) {
