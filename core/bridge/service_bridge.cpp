@@ -110,8 +110,9 @@ bool ServiceBridge::start() {
             return refuse(listening.refusal);
         }
         if (!pause(options_.call_ended, kPollMs)) {
-            return refuse("the service ended before it listened on port " +
-                          std::to_string(reading.port));
+            // Said as the last look found it: nothing there until the call ended (a port of
+            // another network, or one the service never opened).
+            return refuse(listening.refusal + " (looked for until the call ended)");
         }
     }
     HostListenerOptions host;

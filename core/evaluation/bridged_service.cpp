@@ -23,6 +23,9 @@ std::optional<std::uint16_t> BridgedService::open(const exec::ConversationChanne
     bridge_ = std::make_unique<bridge::ServiceBridge>(
         bridge::ServiceBridgeOptions{.dir = dir_,
                                      .pid = channel.pid,
+                                     // A confined service is looked for in its own network only, so
+                                     // a port of the runtime's network never passes for its.
+                                     .own_network = channel.confined,
                                      .call_ended = channel.call_ended,
                                      .patience = max_elapsed_ + std::chrono::seconds{5}});
     if (bridge_->start()) {

@@ -37,14 +37,17 @@ std::string egress_directory(const documents::LaunchSpec &spec, const std::strin
 }
 
 // The bridge's directory (the port file and the relay's socket), or "" for a call without a
-// bridge. Shown read-write at its own path, so it must be a directory of this call's run directory:
-// one anywhere else would hand the target a host directory to write.
-std::string bridge_directory(const documents::LaunchSpec &spec, const std::string &run_dir) {
+// bridge. Shown read-write at its own path, so it must be a directory of this call's own run
+// directory, the one its temp directory is made in (a trial's home lies in the trial's): one
+// anywhere else would hand the target a host directory to write.
+std::string bridge_directory(const documents::LaunchSpec &spec) {
     if (spec.bridge.dir.empty()) {
         return {};
     }
     check_path(spec.bridge.dir, "bridge directory");
     check_path(spec.bridge.relay, "bridge relay");
+    check_path(spec.temp_dir, "temp directory of a call with a bridge");
+    const auto run_dir = normal(fs::path{spec.temp_dir}.parent_path().string()).string();
     const auto dir = normal(spec.bridge.dir);
     if (dir.parent_path() != fs::path{run_dir}) {
         throw tea::sdk::Invalid("the bridge directory " + spec.bridge.dir +
@@ -161,7 +164,7 @@ TargetCall target_call(const Settings &settings, const documents::LaunchSpec &sp
             call.lent_paths.push_back(p);
         }
     }
-    call.bridge_dir = bridge_directory(spec, call.run_dir);
+    call.bridge_dir = bridge_directory(spec);
     if (!call.bridge_dir.empty()) {
         // Lent like the temp directory: the service writes its port file there and the relay
         // binds its socket, as the sandbox identity; the host reads both as hostile.
