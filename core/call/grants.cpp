@@ -40,6 +40,11 @@ audit::Grants call_grants(const exec::LaunchSpec &spec, const exec::ExecPlan &pl
     g.always_listed_exceptions = {spec.temp_dir, spec.home, spec.workspace};
     g.always_listed_exceptions.insert(g.always_listed_exceptions.end(), spec.read_only.begin(),
                                       spec.read_only.end());
+    if (!spec.bridge.dir.empty()) {
+        // The started service's port file and the relay's socket: the call's own, like its home.
+        g.workspace_like.push_back(spec.bridge.dir);
+        g.always_listed_exceptions.push_back(spec.bridge.dir);
+    }
     return g;
 }
 

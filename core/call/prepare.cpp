@@ -26,10 +26,11 @@ void check_lend(const exec::ExecPlan &plan, const exec::LaunchSpec &spec) {
             throw runtime_failure("the backend asked to hand " + p +
                                   " to the sandbox identity, a directory it left unmade");
         }
-        if (p != spec.workspace && p != spec.temp_dir && p != spec.home) {
+        if (p != spec.workspace && p != spec.temp_dir && p != spec.home &&
+            (spec.bridge.dir.empty() || p != spec.bridge.dir)) {
             throw runtime_failure("the backend asked to hand " + p +
                                   " to the sandbox identity; only the workspace, the call's temp "
-                                  "directory and the home may be");
+                                  "directory, the home and the bridge's directory may be");
         }
     }
     // A call given an identity of its own shares it with no other: a plan that runs the target,

@@ -8,6 +8,7 @@
 #include <csignal>
 
 #include "audit/host_resolution.hpp"
+#include "bridge/port_file.hpp"
 #include "call/grants.hpp"
 #include "call/target_program.hpp"
 #include "exec/environment.hpp"
@@ -193,6 +194,9 @@ Executed CallSession::execute_with_retry(const exec::LaunchSpec &spec, exec::Exe
         }
         check_plan(plan, spec, backend_name());
         make_planned_dirs(plan, run_dir);
+        if (!spec.bridge.dir.empty()) {
+            bridge::reset_bridge_directory(spec.bridge.dir);
+        }
         for (const auto *stream : {&run.out, &run.err}) {
             // The runner creates output files afresh; nothing of the target reached them.
             if (!stream->file.empty()) {
@@ -282,7 +286,8 @@ std::optional<exec::ExecPlan> CallSession::stage(exec::LaunchSpec &spec,
 
 CallOutcome CallSession::call(exec::LaunchSpec spec, const exec::RunOptions &run,
                               const EgressRequest &route_request,
-                              std::vector<std::filesystem::path> removed_after) {
+                              std::vector<std::filesystem::path> removed_after,
+                              const ServiceBridgeRequest &service_bridge) {
     // Before anything of the call starts, and for every backend alike: a confinement's own
     // search, as the sandbox identity, would call a command that is nowhere "Permission denied".
     const auto program = find_target_program(spec.argv.at(0), spec.cwd);
@@ -328,6 +333,14 @@ CallOutcome CallSession::call(exec::LaunchSpec spec, const exec::RunOptions &run
                          std::to_string(backend_.plugin->abi_minor()) +
                          ") cannot show them (ABI 1.8); upgrade it, or use the login's token");
     }
+    if ((service_bridge.wanted || !spec.bridge.dir.empty()) &&
+        !backend_.plugin->capabilities().bridge) {
+        // A backend that cannot run the relay would start the service with no way in.
+        throw host_error("a started service is reached through the bridge, and the backend '" +
+                         backend_.plugin->name() + "' (plugin ABI 1." +
+                         std::to_string(backend_.plugin->abi_minor()) +
+                         ") cannot run its relay (ABI 1.9); upgrade it");
+    }
     // Made on the host only when something needs it: a backend of ABI 1.3 provides the call's
     // temp directory (and a home made for this call alone) inside its confinement.
     files::RunDirectory run_dir{private_root_, files::RunDirectory::Creation::with_first_directory};
@@ -358,6 +371,18 @@ CallOutcome CallSession::call(exec::LaunchSpec spec, const exec::RunOptions &run
         // A home elsewhere would escape the cover the confinement lays over the private root.
         throw runtime_failure("the home " + spec.home + " does not lie beneath the private root " +
                               private_root_.string());
+    }
+    if (service_bridge.wanted) {
+        // Beneath the run's private parent like the egress socket's directory: covered from every
+        // other call, removed with the call, reclaimed after a kill.
+        const auto dir = run_dir.make_directory("bridge-");
+        bridge::make_port_file(dir);
+        spec.bridge = {dir.string(), (runtime_.paths.helper_dir / "tea-bridge-relay").string()};
+        // The directory is shown at its own path, so the host's path is the one the target sees.
+        spec.env.push_back("TEA_PORT_FILE=" + (dir / bridge::kPortFileName).string());
+        if (service_bridge.dir_made) {
+            service_bridge.dir_made(dir);
+        }
     }
     phase("private directories made");
     const auto call_env = spec.env;

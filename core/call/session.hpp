@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,6 +28,17 @@
 
 namespace tea::call {
 
+// A call whose target is a started service reached through the bridge
+// (docs/services-bridge-design.md): the session makes the bridge's directory in the call's run
+// directory with the empty port file, names the file in the target's TEA_PORT_FILE, and hands the
+// directory to the backend (the launch spec's bridge) and to `dir_made` before the target starts,
+// so the caller's conversation can drive a bridge::ServiceBridge on it. The directory goes with the
+// call's run directory.
+struct ServiceBridgeRequest {
+    bool wanted = false;
+    std::function<void(const std::filesystem::path &dir)> dir_made;
+};
+
 class CallSession {
    public:
     // Selects and probes the configured backend (exit 2 or 12 when it cannot), then opens the
@@ -46,7 +58,8 @@ class CallSession {
     // trial's workspace and home); lent to the sandbox identity, they are not given back.
     CallOutcome call(exec::LaunchSpec spec, const exec::RunOptions &run,
                      const EgressRequest &route_request = {},
-                     std::vector<std::filesystem::path> removed_after = {});
+                     std::vector<std::filesystem::path> removed_after = {},
+                     const ServiceBridgeRequest &service_bridge = {});
 
     // Runs a process of the evaluation layer (an evaluator) through the backend's grader view:
     // outside every target's confinement, unaudited, as the invoking user, with the spec's

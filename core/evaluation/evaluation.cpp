@@ -678,12 +678,7 @@ std::optional<fs::path> read_target(const Report &report, const json &v, const P
 void read_tool_server_transport(const Report &report, Fields &f, Entry &entry) {
     if (const auto *t = f.take("transport")) {
         if (auto s = text(report, "transport", *t)) {
-            if (*s == "http") {
-                // Until a run starts an HTTP tool server and hands its client the bridge's port,
-                // an http entry would be spoken to over stdio and never answer.
-                report("transport", "\"http\" tool servers are not supported yet by this build");
-                entry.transport = *s;
-            } else if (*s == "stdio") {
+            if (*s == "http" || *s == "stdio") {
                 entry.transport = *s;
             } else {
                 report("transport", in_quotes(*s) + " is not a transport (stdio, http)");
@@ -736,9 +731,7 @@ EntrySeen read_entry(const Report &file_report, const json &v, std::size_t index
     }
     if (const auto *kind = f.take("kind")) {
         if (auto s = text(report, "kind", *kind)) {
-            if (*s == "http") {
-                report("kind", in_quotes(*s) + " entries are not supported yet by this build");
-            } else if (*s != "command" && *s != "toolServer") {
+            if (*s != "command" && *s != "toolServer" && *s != "http") {
                 report("kind", in_quotes(*s) + " is not a kind (command, toolServer, http)");
             }
             entry.kind = *s;
@@ -749,7 +742,13 @@ EntrySeen read_entry(const Report &file_report, const json &v, std::size_t index
             entry.executable = *s;
         }
     }
-    if (const auto *t = f.require("target")) {
+    if (entry.kind == "http" && !v.contains("target")) {
+        // The runtime starts the service it bridges to; there is no outside server to name.
+        (void)f.take("target");
+        report("target",
+               "is required: an HTTP entry names no server without it (the program "
+               "that serves, relative to the project root)");
+    } else if (const auto *t = f.require("target")) {
         seen.target = read_target(report, *t, project, entry);
     }
     if (entry.kind == "toolServer") {
@@ -972,6 +971,40 @@ void read_tool_server_fields(const Report &report, Fields &f, const Entry &entry
         [&](const std::string &field, const std::string &message) { report(field, message); });
 }
 
+// An HTTP probe's request and what its answer should be; the service's command line is the
+// entry's, and its stdin is not the probe's.
+void read_http_fields(const Report &report, Fields &f, const Entry &entry, Probe &probe) {
+    for (const char *refused : {"args", "stdin"}) {
+        if (f.take_unlisted(refused) != nullptr) {
+            report(refused, std::string{"is not taken by a probe of an http entry: "} +
+                                (std::string_view{refused} == "args"
+                                     ? "the service's arguments are the entry's 'args'"
+                                     : "the probe's request is 'request'"));
+        }
+    }
+    const ProbeProblem problem = [&](const std::string &field, const std::string &message) {
+        report(field, message);
+    };
+    HttpProbe http;
+    bool fine = true;
+    if (const auto *r = f.require("request")) {
+        auto request = read_http_request(*r, problem);
+        fine = request.has_value();
+        if (request) http.request = std::move(*request);
+    } else {
+        fine = false;
+    }
+    if (const auto *e = f.take("expect")) {
+        http.expect = read_http_expect(*e, problem);
+        fine = http.expect.has_value() && fine;
+    }
+    if (const auto *t = f.take("timeoutMs")) {
+        http.timeout_ms = read_probe_timeout(*t, entry.max_elapsed_ms, problem);
+        fine = http.timeout_ms.has_value() && fine;
+    }
+    if (fine) probe.http = std::move(http);
+}
+
 void read_probe(const Report &file_report, const std::string &name, const json &doc,
                 bool registry_known, Evaluation &evaluation) {
     Probe probe;
@@ -993,10 +1026,13 @@ void read_probe(const Report &file_report, const std::string &name, const json &
         }
     }
     const bool tool_server = entry != nullptr && entry->kind == "toolServer";
+    const bool http = entry != nullptr && entry->kind == "http";
     if (tool_server) {
         read_tool_server_fields(report, f, *entry, probe);
+    } else if (http) {
+        read_http_fields(report, f, *entry, probe);
     }
-    if (const auto *a = tool_server ? nullptr : f.take("args")) {
+    if (const auto *a = tool_server || http ? nullptr : f.take("args")) {
         probe.args = texts(report, "args", *a).value_or(std::vector<std::string>{});
     }
     if (entry != nullptr && !entry->subcommand_paths.empty() &&
@@ -1004,7 +1040,7 @@ void read_probe(const Report &file_report, const std::string &name, const json &
         report("args", "start with none of the entry's subcommandPaths (" +
                            list_of(entry->subcommand_paths) + ")");
     }
-    if (const auto *s = tool_server ? nullptr : f.take("stdin")) {
+    if (const auto *s = tool_server || http ? nullptr : f.take("stdin")) {
         if (auto in = text(report, "stdin", *s)) {
             if (in->size() > kMaxStdinBytes) {
                 report("stdin", "is " + std::to_string(in->size()) + " bytes; the limit is 1 MiB");

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "evaluation/http_probe.hpp"
 #include "evaluation/tool_server_probe.hpp"
 
 namespace tea::evaluation {
@@ -46,8 +47,9 @@ struct Budgets {
     std::optional<std::uint64_t> disk_bytes;  // the evaluation's only: a trial's file system
 };
 
-// A registry entry: a "command" run once a probe, or a "toolServer" started for each probe and
-// spoken to over its stdio (tool_server_probe.hpp).
+// A registry entry: a "command" run once a probe, a "toolServer" started for each probe and
+// spoken to over its stdio (tool_server_probe.hpp), or an "http" service started for each probe
+// and sent its request through the bridge (http_probe.hpp).
 struct Entry {
     std::string interface_id;  // unique; names the entry in probes and records
     std::string kind = "command";
@@ -84,6 +86,8 @@ struct Probe {
     std::map<std::string, std::string> files;
     // A probe of a toolServer entry: its request (args and stdin are then empty).
     std::optional<ToolServerProbe> tool_server;
+    // A probe of an http entry: its request (args and stdin are then empty).
+    std::optional<HttpProbe> http;
 };
 
 struct Evaluator {

@@ -44,11 +44,14 @@ std::string summary_line(const RunSummary &s) {
         line += "INTERRUPTED by signal " + std::to_string(s.interrupted) + "; ";
     }
     line += std::to_string(s.trials) + " trial" + (s.trials == 1 ? "" : "s");
-    const std::string budgets = s.budget_trials.empty()
-                                    ? ""
-                                    : "; a budget stopped the target in trial" +
-                                          std::string{s.budget_trials.size() == 1 ? " " : "s "} +
-                                          join({s.budget_trials.begin(), s.budget_trials.end()});
+    std::string budgets = s.budget_trials.empty()
+                              ? ""
+                              : "; a budget stopped the target in trial" +
+                                    std::string{s.budget_trials.size() == 1 ? " " : "s "} +
+                                    join({s.budget_trials.begin(), s.budget_trials.end()});
+    for (std::size_t i = 0; i < s.failed_services.size(); ++i) {
+        budgets += (i == 0 ? "; services that failed to start: " : ", ") + s.failed_services[i];
+    }
     if (s.opt_out && s.weakened.empty()) {
         line +=
             ", confinement opt-out: the targets' file system was not sandboxed and nothing "

@@ -23,6 +23,8 @@ struct RunSummary {
     std::set<int> refusal_trials;
     std::set<int> socket_truncation_trials;  // trials whose calls left host sockets reachable
     std::set<int> budget_trials;             // a budget stopped something in them
+    // "entry 'web' in trial 2": services that failed to start (run.json's servicesFailed).
+    std::vector<std::string> failed_services;
     // What took away the confinement or the audit the evaluation declares, each as "backend
     // opt-out ran the targets unconfined and unaudited" (run.json's weakened).
     std::vector<std::string> weakened;
@@ -42,7 +44,8 @@ void withheld_first(std::vector<std::string> &paths, const std::vector<std::stri
 
 // "run <id>: ..." naming what weakened a run its evaluation declares confined, every lossy trial,
 // every trial the egress proxy refused a request of, every trial whose calls left host sockets
-// reachable, the count of paths outside the grants, and an opted-out run's missing sandbox.
+// reachable, every service that failed to start, the count of paths outside the grants, and an
+// opted-out run's missing sandbox.
 std::string summary_line(const RunSummary &summary);
 
 // Whether a name is a run id (new_run_id's form, trials.hpp); only such folders of EVAL_DIR/runs

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "services/mcp_client.hpp"
+#include "services/mcp_http_transport.hpp"
 #include "util/fd.hpp"
 
 namespace tea::evaluation {
@@ -20,9 +21,12 @@ UniqueFd own_copy(int fd) {
 
 }  // namespace
 
-ToolServerCall::ToolServerCall(const ToolServerProbe &probe, std::chrono::milliseconds timeout)
+ToolServerCall::ToolServerCall(const ToolServerProbe &probe, std::chrono::milliseconds timeout,
+                               std::optional<std::string> http_path)
     : probe_{probe},
-      timeout_{probe.timeout_ms ? std::chrono::milliseconds{*probe.timeout_ms} : timeout} {
+      timeout_{probe.timeout_ms ? std::chrono::milliseconds{*probe.timeout_ms} : timeout},
+      http_path_{std::move(http_path)},
+      service_{http_path_ ? std::make_unique<BridgedService>(timeout) : nullptr} {
     if (probe_.expect) {
         // Until a conversation took place: a server that never started met nothing.
         expect_met_ = false;
@@ -31,7 +35,30 @@ ToolServerCall::ToolServerCall(const ToolServerProbe &probe, std::chrono::millis
 }
 
 exec::Conversation ToolServerCall::conversation() {
-    return {true, [this](const exec::ConversationChannel &channel) { talk(channel); }};
+    return {!service_, [this](const exec::ConversationChannel &channel) { talk(channel); }};
+}
+
+call::ServiceBridgeRequest ToolServerCall::bridge_request() {
+    return service_ ? service_->bridge_request() : call::ServiceBridgeRequest{};
+}
+
+void ToolServerCall::settle(const exec::CallResult &result) {
+    if (!service_) {
+        return;
+    }
+    service_->settle(result);
+    if (service_->infrastructure_error() && probe_.expect) {
+        differences_ = json::array({"no conversation took place: " + *service_->failed_to_start()});
+    }
+}
+
+const std::optional<std::string> &ToolServerCall::failed_to_start() const {
+    static const std::optional<std::string> none;
+    return service_ ? service_->failed_to_start() : none;
+}
+
+bool ToolServerCall::infrastructure_error() const {
+    return service_ && service_->infrastructure_error();
 }
 
 void ToolServerCall::talk(const exec::ConversationChannel &channel) {
@@ -39,7 +66,23 @@ void ToolServerCall::talk(const exec::ConversationChannel &channel) {
     peer_events_ = json::array();
     differences_ = json::array();
     peer_events_dropped_ = 0;
-    services::McpClient client{own_copy(channel.to_target), own_copy(channel.from_target)};
+    expect_met_ = !probe_.expect;
+    std::optional<services::McpClient> over;
+    if (service_) {
+        const auto port = service_->open(channel);
+        if (!port) {
+            if (probe_.expect) {
+                differences_.push_back("no conversation took place: " +
+                                       *service_->failed_to_start());
+            }
+            return;
+        }
+        over.emplace(std::make_unique<services::McpHttpTransport>(
+            services::McpHttpEndpoint{"127.0.0.1", *port, *http_path_}));
+    } else {
+        over.emplace(own_copy(channel.to_target), own_copy(channel.from_target));
+    }
+    auto &client = *over;
     client.stop_when_readable(channel.call_ended);
     // Every request but initialize needs the handshake first; the probe's own initialize is it.
     auto reply = client.initialize(timeout_);
@@ -54,6 +97,9 @@ void ToolServerCall::talk(const exec::ConversationChannel &channel) {
         peer_events_.push_back(services::peer_event_record(event));
     }
     peer_events_dropped_ = client.peer_events_dropped();
+    if (service_) {
+        service_->close();
+    }
     if (!probe_.expect) {
         return;
     }
@@ -78,6 +124,9 @@ json ToolServerCall::record() const {
              {"peerEventsDropped", peer_events_dropped_}};
     if (probe_.expect) {
         out["expect"] = {{"met", expect_met_}, {"differences", differences_}};
+    }
+    if (service_) {
+        out["service"] = service_->record();
     }
     return out;
 }

@@ -138,17 +138,8 @@ std::optional<ToolServerProbe> read_tool_server_probe(const ToolServerProbeField
         ok = read_expect(*fields.expect, report, probe) && ok;
     }
     if (fields.timeout_ms != nullptr) {
-        const auto max = max_elapsed_ms > 0 ? max_elapsed_ms : std::numeric_limits<int>::max();
-        const auto &v = *fields.timeout_ms;
-        if (!v.is_number_integer() ||
-            (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(max)) ||
-            v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > max) {
-            report("timeoutMs", "must be an integer from 1 to " + std::to_string(max) +
-                                    " (the entry's maxElapsedMs)");
-            ok = false;
-        } else {
-            probe.timeout_ms = v.get<std::int64_t>();
-        }
+        probe.timeout_ms = read_probe_timeout(*fields.timeout_ms, max_elapsed_ms, report);
+        ok = probe.timeout_ms.has_value() && ok;
     }
     return ok ? std::optional{std::move(probe)} : std::nullopt;
 }

@@ -4,11 +4,12 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "evaluation/probe_fields.hpp"
 
 namespace tea::evaluation {
 
@@ -31,9 +32,6 @@ struct ToolServerProbeFields {
     const nlohmann::json *expect = nullptr;
     const nlohmann::json *timeout_ms = nullptr;
 };
-
-// Where a problem goes: the field ("params.name") and the sentence.
-using ProbeProblem = std::function<void(const std::string &field, const std::string &message)>;
 
 // Checks the fields against an entry whose maxElapsedMs is `max_elapsed_ms` (0: not known);
 // every problem goes to `report`. The probe is returned whole only when none was found.

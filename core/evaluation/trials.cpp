@@ -12,6 +12,7 @@
 #include <tea/json_bytes.hpp>
 
 #include "evaluation/budgets.hpp"
+#include "evaluation/http_call.hpp"
 #include "evaluation/program_file.hpp"
 #include "evaluation/target_git.hpp"
 #include "evaluation/tool_server_call.hpp"
@@ -331,8 +332,8 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
         }
         exec::LaunchSpec spec;
         spec.argv.push_back((workspace / entry->target).string());
-        // A tool server's command line is its entry's; a command's arguments are its probe's.
-        const auto &args = probe.tool_server ? entry->args : probe.args;
+        // A server's command line is its entry's; a command's arguments are its probe's.
+        const auto &args = probe.tool_server || probe.http ? entry->args : probe.args;
         spec.argv.insert(spec.argv.end(), args.begin(), args.end());
         // Opted out, the target keeps the host's environment as it keeps the host's files.
         spec.env = ev.confinement ? target_environment(*entry) : exec::current_environment();
@@ -357,10 +358,19 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
         run.timeout = std::chrono::milliseconds{entry->max_elapsed_ms};
         run.budget = entry_budget(state.budget, ev.budgets, entry->budgets);
         std::optional<ToolServerCall> tool_server;
+        std::optional<HttpCall> http_call;
+        // A server over stdio talks on its stdout; one over HTTP prints there as a command does.
+        const bool stdio_server = probe.tool_server && entry->transport != "http";
         if (probe.tool_server) {
-            tool_server.emplace(*probe.tool_server, *run.timeout);
+            tool_server.emplace(
+                *probe.tool_server, *run.timeout,
+                stdio_server ? std::nullopt : std::optional<std::string>{entry->endpoint_path});
             run.conversation = tool_server->conversation();
-        } else {
+        } else if (probe.http) {
+            http_call.emplace(*probe.http, *run.timeout);
+            run.conversation = http_call->conversation();
+        }
+        if (!stdio_server) {
             run.out.file = trial_dir / "calls" / (stem + ".stdout");
         }
         run.err.file = trial_dir / "calls" / (stem + ".stderr");
@@ -383,8 +393,22 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
         // The trial's workspace and home are removed after its last call (run_trial), and no
         // call gives them back in between: the next call lends them again, what the runtime
         // wrote in between (the probes' files) included.
-        auto outcome = state.session.call(std::move(spec), run, route, {workspace, home});
+        auto outcome = state.session.call(std::move(spec), run, route, {workspace, home},
+                                          http_call     ? http_call->bridge_request()
+                                          : tool_server ? tool_server->bridge_request()
+                                                        : call::ServiceBridgeRequest{});
         const auto &r = outcome.result;
+        if (http_call) {
+            http_call->settle(r);
+        }
+        if (tool_server) {
+            tool_server->settle(r);
+        }
+        // The bridged service that never got its request, when one did not.
+        const std::optional<std::string> service_failure = http_call ? http_call->failed_to_start()
+                                                           : tool_server
+                                                               ? tool_server->failed_to_start()
+                                                               : std::nullopt;
         // The call has settled: a token the host's client rotated meanwhile joins the secrets,
         // and what the call printed is redacted with every one of them.
         state.logins.settle(outcome);
@@ -400,7 +424,9 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
         }
         const bool infrastructure =
             !r.started || outcome.target_never_started ||
-            (r.signal == 0 && !r.timed_out && infrastructure_code(*entry, r.exit_code));
+            (r.signal == 0 && !r.timed_out && infrastructure_code(*entry, r.exit_code)) ||
+            (http_call && http_call->infrastructure_error()) ||
+            (tool_server && tool_server->infrastructure_error());
         out.infrastructure_errors += infrastructure ? 1 : 0;
         json observed_paths = json::array();
         for (const auto &f : outcome.audit.findings) {
@@ -426,7 +452,7 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
                   {"status", outcome.status},
                   {"infrastructureError", infrastructure},
                   {"targetStarted", r.started && !outcome.target_never_started},
-                  {"stdout", tool_server ? json(nullptr) : json("calls/" + stem + ".stdout")},
+                  {"stdout", stdio_server ? json(nullptr) : json("calls/" + stem + ".stdout")},
                   {"stderr", "calls/" + stem + ".stderr"},
                   {"stdoutBytes", r.out.total_bytes},
                   {"stderrBytes", r.err.total_bytes},
@@ -441,6 +467,17 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
             // What the server said, redacted with the rest of the record (write_record).
             call["endedByRuntime"] = r.ended_by_runtime;
             call.update(tool_server->record());
+        }
+        if (http_call) {
+            call["endedByRuntime"] = r.ended_by_runtime;
+            call.update(http_call->record());
+        }
+        if (service_failure) {
+            state.services_failed.push_back({{"trialIndex", index},
+                                             {"entry", entry->interface_id},
+                                             {"probe", probe.name},
+                                             {"reason", *service_failure},
+                                             {"infrastructureError", infrastructure}});
         }
         ++out.made;
         if (!outcome.sockets_left_reachable.empty()) {
@@ -468,8 +505,11 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
         if (!stdin_file.empty()) files::remove_tree(stdin_file.parent_path());
         std::string outcome_text = infrastructure ? "infrastructure error, status " : "status ";
         outcome_text += std::to_string(outcome.status);
-        if (tool_server && call.contains("expect")) {
-            outcome_text += tool_server->expect_met() ? ", expect met" : ", expect not met";
+        if (service_failure) {
+            outcome_text += ", the service did not start: " + *service_failure;
+        }
+        if (call.contains("expect")) {
+            outcome_text += call["expect"]["met"].get<bool>() ? ", expect met" : ", expect not met";
         }
         if (!outcome.audit.findings.empty()) {
             outcome_text += ", " + std::to_string(outcome.audit.findings.size()) +
@@ -722,6 +762,7 @@ void begin_run(RunState &state, files::RunDirectory &private_dir) {
              {"trials", json::array()},
              {"egress", json::array()},
              {"egressRefusals", json::array()},
+             {"servicesFailed", json::array()},
              {"hostSocketTruncation", json::array()},
              {"logins", state.logins.records(ev.confinement)},
              {"budgets", run_budgets_record(entry_budget(state.budget, ev.budgets, {}), ev,
@@ -774,6 +815,7 @@ RunSummary finish_run(RunState &state) {
     const auto observer = state.session.observer_name();
     state.run["observer"] = observer.empty() ? json(nullptr) : json(observer);
     state.run["egressRefusals"] = state.egress_refusals;
+    state.run["servicesFailed"] = state.services_failed;
     state.run["weakened"] = weakened_by(state);
 
     RunSummary summary;
@@ -787,6 +829,14 @@ RunSummary finish_run(RunState &state) {
     for (const auto &t : state.run["hostSocketTruncation"])
         summary.socket_truncation_trials.insert(t["trialIndex"].get<int>());
     summary.budget_trials = state.budget_trials;
+    for (const auto &f : state.services_failed) {
+        const auto named = "entry '" + f["entry"].get<std::string>() + "' in trial " +
+                           std::to_string(f["trialIndex"].get<int>());
+        if (std::find(summary.failed_services.begin(), summary.failed_services.end(), named) ==
+            summary.failed_services.end()) {
+            summary.failed_services.push_back(named);
+        }
+    }
     summary.weakened = weakened_sentences(state.run["weakened"]);
     summary.interrupted = state.interrupted;
 

@@ -59,6 +59,8 @@ struct RunState {
     std::map<std::string, std::string> observed_reason;
     std::vector<int> lossy;
     nlohmann::json egress_refusals = nlohmann::json::array();
+    // Each http probe whose service never got its request: run.json's servicesFailed.
+    nlohmann::json services_failed = nlohmann::json::array();
     int interrupted = 0;
     std::string confinement;
     exec::Budget budget;                  // the configuration's, for what the evaluation leaves

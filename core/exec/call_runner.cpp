@@ -388,7 +388,7 @@ void StartedCall::State::wait() {
     bool talk_returned = false;
     if (conversation) {
         // Here, not at the start: a staged process talks only once it has its whole plan.
-        conversation->start(pid);
+        conversation->start(pid, staged.confinement != "opt-out");
     }
 
     auto begin_ending = [&](Clock::time_point now) {

@@ -40,6 +40,9 @@ struct ConversationChannel {
     int from_target = -1;  // stdio conversations: the read end of the target's stdout pipe
     int call_ended = -1;   // becomes readable (POLLIN) once the plan's process has ended
     pid_t pid = -1;        // the plan's process (its first process)
+    // The plan declares a confinement (not "opt-out"): its target runs in a network of its own,
+    // below `pid`, and never in the runtime's.
+    bool confined = false;
 };
 
 // A peer the runtime talks to while the call runs: a tool server's stdio, an HTTP service.

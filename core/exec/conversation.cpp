@@ -57,9 +57,10 @@ ConversationThread::~ConversationThread() {
     }
 }
 
-void ConversationThread::start(pid_t pid) {
-    thread_ = std::thread{[this, pid] {
-        const ConversationChannel channel{to_target_.get(), from_target_.get(), ended_.get(), pid};
+void ConversationThread::start(pid_t pid, bool confined) {
+    thread_ = std::thread{[this, pid, confined] {
+        const ConversationChannel channel{to_target_.get(), from_target_.get(), ended_.get(), pid,
+                                          confined};
         try {
             if (conversation_.talk) {
                 conversation_.talk(channel);

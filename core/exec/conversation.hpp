@@ -30,8 +30,9 @@ class ConversationThread {
     UniqueFd &target_stdin() { return target_stdin_; }
     UniqueFd &target_stdout() { return target_stdout_; }
 
-    // Starts talk on a thread of its own, for the plan's process `pid`.
-    void start(pid_t pid);
+    // Starts talk on a thread of its own, for the plan's process `pid` (of a plan that confines
+    // its target, or not: ConversationChannel::confined).
+    void start(pid_t pid, bool confined);
     // Readable once talk has returned (or thrown); the runner then ends the call.
     [[nodiscard]] int returned_fd() const { return returned_.get(); }
     // Makes ConversationChannel::call_ended readable; idempotent.

@@ -29,6 +29,8 @@ struct Capabilities {
     bool login_files = false;
     // 1.8, egress: connects a pinned item to its addresses without resolving its host.
     bool egress_pin = false;
+    // 1.9, backend: runs the bridge's relay beside the target in the call's namespaces ("bridge").
+    bool bridge = false;
 
     static constexpr Capabilities of_minor(int minor) {
         Capabilities c;
@@ -41,6 +43,7 @@ struct Capabilities {
         c.login_grant = minor >= TEA_ABI_1_7;
         c.login_files = minor >= TEA_ABI_1_8;
         c.egress_pin = minor >= TEA_ABI_1_8;
+        c.bridge = minor >= TEA_ABI_1_9;
         return c;
     }
 };

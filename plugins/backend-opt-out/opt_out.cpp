@@ -33,6 +33,15 @@ class OptOut {
         }
         tea::documents::ExecPlan plan;
         plan.argv = spec.argv;
+        if (!spec.bridge.dir.empty()) {
+            if (spec.role == "grader") {
+                throw tea::sdk::Invalid("a grader starts no service and takes no bridge");
+            }
+            // The same relay as a confining backend runs, unconfined, so the host's side of the
+            // bridge is the same: it listens in the bridge's directory beside the target.
+            plan.argv = {spec.bridge.relay, "--socket", spec.bridge.dir + "/bridge.sock", "--"};
+            plan.argv.insert(plan.argv.end(), spec.argv.begin(), spec.argv.end());
+        }
         plan.env = spec.env;
         plan.cwd = spec.cwd;
         plan.confinement = "opt-out";
@@ -53,4 +62,4 @@ class OptOut {
 
 }  // namespace
 
-TEA_SDK_BACKEND_PLUGIN(OptOut, "opt-out", "1.0.0", TEA_ABI_1_8)
+TEA_SDK_BACKEND_PLUGIN(OptOut, "opt-out", "1.0.0", TEA_ABI_1_9)

@@ -37,7 +37,7 @@ TEST(Cli, PluginsListsOptOutWithItsAbi) {
     EXPECT_EQ(o.status, 0) << o.err;
     EXPECT_NE(o.out.find("opt-out"), std::string::npos) << o.out;
     // The minor the opt-out backend declares it implements, not the header's newest.
-    EXPECT_NE(o.out.find("ABI 1." + std::to_string(TEA_ABI_1_8)), std::string::npos) << o.out;
+    EXPECT_NE(o.out.find("ABI 1." + std::to_string(TEA_ABI_1_9)), std::string::npos) << o.out;
     const auto j = test::run(cmd({"plugins", "--json"}), env());
     const auto doc = nlohmann::json::parse(j.out);
     bool found = false;
@@ -45,7 +45,7 @@ TEST(Cli, PluginsListsOptOutWithItsAbi) {
         if (p["name"] == "opt-out") {
             found = true;
             EXPECT_EQ(p["kind"], "backend");
-            EXPECT_EQ(p["abi"], "1." + std::to_string(TEA_ABI_1_8));
+            EXPECT_EQ(p["abi"], "1." + std::to_string(TEA_ABI_1_9));
             EXPECT_EQ(p["available"], true);
         }
     }

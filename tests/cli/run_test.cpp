@@ -3,6 +3,7 @@
 // shows the same probe succeeding without it.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <pwd.h>
 #include <signal.h>
 #include <spawn.h>
@@ -2301,6 +2302,64 @@ TEST(RunToolServer, TheFilesystemServerOptedOutReadsWhatTheConfinedOneCouldNot) 
     EXPECT_NE(tool_text(calls[2]).find("\"toolServer\""), std::string::npos) << calls[2].dump(2);
 }
 
+// The MCP TypeScript SDK's own streamable HTTP server (tests/core/services/mcp_http_sdk_server.mjs)
+// as a toolServer entry over HTTP: started confined, its port reported, spoken to through the
+// bridge with answers as event streams; opted out (the control) the same conversation holds.
+TEST(RunToolServer, AnHttpToolServerIsSpokenToThroughTheBridge) {
+    const std::string deps = "/var/cache/tea-evaluate-deps";
+    const std::string modules = deps + "/mcp-server-filesystem-2026.8.31/node_modules";
+    ASSERT_TRUE(fs::exists(modules + "/@modelcontextprotocol/sdk"))
+        << "run scripts/install-deps.sh";
+    for (const bool confined : {true, false}) {
+        SCOPED_TRACE(confined ? "confined" : "opted out");
+        Project p{confined ? "mcp-http" : "mcp-http-opt-out"};
+        p.write(
+            "bin/server.mjs",
+            test::read_file((kSource / "tests/core/services/mcp_http_sdk_server.mjs").string()));
+        p.write("bin/sdk-server",
+                "#!/bin/sh\nexec " + deps +
+                    "/node-22.23.5/bin/node \"$(dirname \"$0\")/server.mjs\" \"$@\"\n",
+                true);
+        p.write(".tea/evaluation.json",
+                json{{"confinement", confined},
+                     {"registry", json::array({{{"interfaceId", "sdk"},
+                                                {"kind", "toolServer"},
+                                                {"transport", "http"},
+                                                {"executable", "sdk-server"},
+                                                {"target", "bin/sdk-server"},
+                                                {"args", json::array({modules, "sse"})},
+                                                {"systemPaths", json::array({deps})},
+                                                {"maxElapsedMs", 60000}}})},
+                     {"evaluator", {{"command", json::array({"evaluator/grade.sh"})}}}}
+                    .dump(2));
+        p.write(".tea/probes/01-list.json", R"({"entry": "sdk", "method": "tools/list",
+            "expect": {"result": {"tools": [{"name": "echo"}, {"name": "session"}]}}})");
+        p.write(".tea/probes/02-echo.json", R"({"entry": "sdk", "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": "hi"}},
+            "expect": {"result": {"content": [{"type": "text", "text": "echo: hi"}]}}})");
+        p.write(".tea/evaluator/grade.sh", "#!/bin/sh\necho '{\"verdict\": \"pass\"}'\n", true);
+        p.commit();
+        const auto check = p.tea({"check", p.eval().string()});
+        ASSERT_EQ(check.status, 0) << check.err;
+        const auto run = p.run();
+        EXPECT_EQ(run.status, 0) << run.err;
+        const auto dir = run_dir_of(run);
+        const auto record = read_json(dir / "run.json");
+        const auto &calls = record["trials"][0]["calls"];
+        ASSERT_EQ(calls.size(), 2U) << record.dump(2);
+        for (const auto &call : calls) {
+            EXPECT_EQ(call["expect"]["met"], true) << call.dump(2);
+            EXPECT_TRUE(call["service"]["refusal"].is_null()) << call.dump(2);
+            EXPECT_GE(call["service"]["connections"].get<int>(), 2) << call.dump(2);
+            EXPECT_EQ(call["exchanges"][0]["transport"], "http") << call.dump(2);
+            EXPECT_TRUE(call["stdout"].is_string()) << call.dump(2);
+        }
+        EXPECT_TRUE(record["servicesFailed"].empty()) << record.dump(2);
+        expect_schema_valid(dir / "run.json", "run.schema.json");
+        EXPECT_EQ(p.leftover_run_dirs(), 0U);
+    }
+}
+
 // A tool server that says its login's token in every place a toolServer call record keeps: a
 // line that is no JSON (a peer event), its answer, and its stderr.
 void write_login_tool_server(Project &p, const std::string &login, bool confined) {
@@ -2350,6 +2409,279 @@ TEST(RunLogin, WhatAToolServerSaysOfItsTokenIsRedactedInEveryRecord) {
     const auto control = tea_in(login_env(q, home, kToken), {"--json", "run", q.eval().string()});
     ASSERT_EQ(control.status, 0) << control.err;
     EXPECT_NE(files_holding(run_dir_of(control), kToken), "");
+}
+
+// The processes whose command line holds `text`.
+std::vector<std::string> running_with(const std::string &text) {
+    std::vector<std::string> out;
+    std::error_code ec;
+    for (const auto &e : fs::directory_iterator("/proc", ec)) {
+        std::ifstream in{e.path() / "cmdline"};
+        const std::string cmdline{std::istreambuf_iterator<char>{in}, {}};
+        if (cmdline.find(text) != std::string::npos && e.path().filename() != "self") {
+            out.push_back(e.path().filename().string());
+        }
+    }
+    return out;
+}
+
+// A service of an http entry that behaves as its arguments say:
+//   serve [ADDRESS]   binds ADDRESS (127.0.0.1 by default), reports its port and answers
+//                     GET /file?path=P with P's bytes (200) or the error's name (404);
+//   port TEXT         writes TEXT in its port file and serves nothing;
+//   link              makes its port file a link to /etc/passwd;
+//   silent            never writes its port file;
+//   daemon MARKER     leaves a process of its own session behind (its argv holds MARKER), then
+//                     serves as `serve` does.
+constexpr const char *kHttpService = R"(#!/usr/bin/python3
+import http.server, os, sys, time, urllib.parse
+mode = sys.argv[1]
+port_file = os.environ["TEA_PORT_FILE"]
+def idle():
+    while True:
+        time.sleep(60)
+if mode == "port":
+    with open(port_file, "w") as f:
+        f.write(sys.argv[2])
+    idle()
+if mode == "link":
+    os.unlink(port_file)
+    os.symlink("/etc/passwd", port_file)
+    idle()
+if mode == "silent":
+    idle()
+if mode == "daemon":
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            os.execv("/bin/sleep", ["sleep", "300", sys.argv[2]])
+        os._exit(0)
+    os.wait()
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        url = urllib.parse.urlparse(self.path)
+        status, body = 404, b"no route"
+        if url.path == "/file":
+            try:
+                with open(urllib.parse.parse_qs(url.query)["path"][0], "rb") as f:
+                    status, body = 200, f.read()
+            except OSError as e:
+                status, body = 404, (e.__class__.__name__ + " " + str(e.errno)).encode()
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+bind = sys.argv[2] if mode == "serve" and len(sys.argv) > 2 else "127.0.0.1"
+server = http.server.HTTPServer((bind, 0), Handler)
+with open(port_file, "w") as f:
+    f.write(str(server.server_address[1]))
+server.serve_forever()
+)";
+
+// One http entry per service in `services` (name -> its args), each probed once with GET `path`.
+void write_http_evaluation(Project &p, const std::vector<std::pair<std::string, json>> &services,
+                           const std::string &path, bool confined, int max_elapsed_ms = 60000) {
+    p.write("bin/service", kHttpService, true);
+    json doc{{"confinement", confined},
+             {"registry", json::array()},
+             {"evaluator", {{"command", json::array({"evaluator/grade.sh"})}}}};
+    int n = 0;
+    for (const auto &[name, args] : services) {
+        doc["registry"].push_back({{"interfaceId", name},
+                                   {"kind", "http"},
+                                   {"executable", "service"},
+                                   {"target", "bin/service"},
+                                   {"args", args},
+                                   {"maxElapsedMs", max_elapsed_ms}});
+        p.write(".tea/probes/0" + std::to_string(++n) + "-" + name + ".json",
+                json{{"entry", name}, {"request", {{"method", "GET"}, {"path", path}}}}.dump());
+    }
+    p.write(".tea/evaluation.json", doc.dump(2));
+    p.write(".tea/evaluator/grade.sh", "#!/bin/sh\necho '{\"verdict\": \"pass\"}'\n", true);
+    p.commit();
+}
+
+// The body the service answered a call with ("" when no answer came).
+std::string answered_body(const json &call) {
+    if (!call.contains("exchanges") || call["exchanges"].empty()) return "";
+    return call["exchanges"][0]["responseBody"].get<std::string>();
+}
+
+// examples/http-service: a notes service started confined for each probe, reached through the
+// bridge by the runtime's requests, its answers compared with each probe's expect.
+TEST(RunHttp, TheNotesExampleIsServedThroughTheBridge) {
+    Project p{"http-notes"};
+    p.copy_example("http-service");
+    p.commit();
+    const auto check = p.tea({"check", p.eval().string()});
+    ASSERT_EQ(check.status, 0) << check.err;
+    const auto run = p.run();
+    ASSERT_EQ(run.status, 0) << run.err;
+    const auto dir = run_dir_of(run);
+    const auto record = read_json(dir / "run.json");
+    EXPECT_EQ(record["confinement"], "bubblewrap") << record.dump(2);
+    const auto &calls = record["trials"][0]["calls"];
+    ASSERT_EQ(calls.size(), 4U) << record.dump(2);
+    for (const auto &call : calls) {
+        EXPECT_EQ(call["expect"]["met"], true) << call.dump(2);
+        EXPECT_TRUE(call["endedByRuntime"]) << call.dump(2);
+        EXPECT_EQ(call["service"]["connections"], 1) << call.dump(2);
+        EXPECT_TRUE(call["service"]["refusal"].is_null()) << call.dump(2);
+        EXPECT_EQ(call["exchanges"][0]["protocol"], "http");
+        EXPECT_FALSE(call["infrastructureError"]);
+    }
+    EXPECT_EQ(answered_body(calls[2]), "buy milk\n");
+    EXPECT_EQ(record["trials"][0]["verdict"]["verdict"], "pass") << record.dump(2);
+    EXPECT_TRUE(record["servicesFailed"].empty());
+    EXPECT_EQ(record["trials"][0]["observedMounts"], json::array()) << record.dump(2);
+    expect_schema_valid(dir / "run.json", "run.schema.json");
+    EXPECT_EQ(p.tea({"score", dir.string()}).status, 0);
+    EXPECT_EQ(p.leftover_run_dirs(), 0U);
+}
+
+// A confined service asked for the grading material finds nothing, and the audit lists the
+// attempt; opted out (the control), the same service hands it over.
+TEST(RunHttp, AConfinedServiceCannotServeTheGradingMaterial) {
+    for (const bool confined : {true, false}) {
+        SCOPED_TRACE(confined ? "confined" : "opted out");
+        Project p{confined ? "http-leak" : "http-leak-opt-out"};
+        write_http_evaluation(p, {{"web", json::array({"serve"})}},
+                              "/file?path=" + (p.eval() / "evaluation.json").string(), confined);
+        const auto run = p.run();
+        const auto record = read_json(run_dir_of(run) / "run.json");
+        const auto &call = record["trials"][0]["calls"][0];
+        if (confined) {
+            EXPECT_EQ(run.status, 3) << run.err;
+            EXPECT_EQ(call["exchanges"][0]["status"], 404) << call.dump(2);
+            EXPECT_NE(answered_body(call).find("FileNotFoundError"), std::string::npos);
+            const auto &seen = call["observedMounts"];
+            EXPECT_NE(std::find(seen.begin(), seen.end(), (p.eval() / "evaluation.json").string()),
+                      seen.end())
+                << seen.dump();
+        } else {
+            EXPECT_EQ(run.status, 0) << run.err;
+            EXPECT_EQ(call["exchanges"][0]["status"], 200) << call.dump(2);
+            EXPECT_NE(answered_body(call).find("\"registry\""), std::string::npos);
+        }
+        EXPECT_EQ(p.leftover_run_dirs(), 0U);
+    }
+}
+
+// A service listening on every address of its network is refused, named and recorded; the run
+// goes on, and its summary names the service. Control: the same service on 127.0.0.1 is served.
+TEST(RunHttp, AServiceOnEveryAddressIsRefusedAndNamed) {
+    Project p{"http-any-address"};
+    write_http_evaluation(
+        p, {{"anywhere", json::array({"serve", "0.0.0.0"})}, {"loopback", json::array({"serve"})}},
+        "/file?path=/dev/null", true);
+    const auto run = p.run();
+    ASSERT_EQ(run.status, 0) << run.err;
+    const auto record = read_json(run_dir_of(run) / "run.json");
+    const auto &calls = record["trials"][0]["calls"];
+    ASSERT_EQ(calls.size(), 2U) << record.dump(2);
+    const auto refusal = calls[0]["service"]["refusal"];
+    ASSERT_TRUE(refusal.is_string()) << calls[0].dump(2);
+    EXPECT_NE(refusal.get<std::string>().find("0.0.0.0"), std::string::npos) << refusal;
+    EXPECT_TRUE(calls[0]["exchanges"].empty());
+    EXPECT_FALSE(calls[0]["infrastructureError"]);
+    ASSERT_EQ(record["servicesFailed"].size(), 1U) << record.dump(2);
+    EXPECT_EQ(record["servicesFailed"][0]["entry"], "anywhere");
+    EXPECT_NE(record["summary"].get<std::string>().find(
+                  "services that failed to start: entry 'anywhere' in trial 1"),
+              std::string::npos)
+        << record["summary"];
+    EXPECT_TRUE(calls[1]["service"]["refusal"].is_null()) << calls[1].dump(2);
+    EXPECT_EQ(calls[1]["exchanges"][0]["status"], 200) << calls[1].dump(2);
+    expect_schema_valid(run_dir_of(run) / "run.json", "run.schema.json");
+}
+
+// What a port file may hold is a port the service listens on inside its own network: garbage, a
+// number out of range and a link are refused with what they held; a port of a host process is
+// not reachable from the call's network; a service that never reports is an infrastructure error
+// once maxElapsedMs has passed. Nothing is left running.
+TEST(RunHttp, PortFilesThatLieAreRefusedAndNothingIsLeftRunning) {
+    const int host = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(host, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    ASSERT_EQ(::bind(host, reinterpret_cast<sockaddr *>(&a), sizeof a), 0);
+    ASSERT_EQ(::listen(host, 8), 0);
+    ASSERT_EQ(::getsockname(host, reinterpret_cast<sockaddr *>(&a), &len), 0);
+    const auto host_port = std::to_string(ntohs(a.sin_port));
+    const std::string marker = "tea-http-daemon-" + std::to_string(::getpid());
+    Project p{"http-port-files"};
+    write_http_evaluation(p,
+                          {{"garbage", json::array({"port", "eighty"})},
+                           {"huge", json::array({"port", "99999"})},
+                           {"link", json::array({"link"})},
+                           {"hostport", json::array({"port", host_port})},
+                           {"silent", json::array({"silent"})},
+                           {"daemon", json::array({"daemon", marker})}},
+                          "/file?path=/dev/null", true, 4000);
+    const auto run = p.run();
+    ::close(host);
+    ASSERT_EQ(run.status, 0) << run.err;
+    const auto record = read_json(run_dir_of(run) / "run.json");
+    const auto &calls = record["trials"][0]["calls"];
+    ASSERT_EQ(calls.size(), 6U) << record.dump(2);
+    const auto refusal = [&](std::size_t i) {
+        const auto &r = calls[i]["service"]["refusal"];
+        return r.is_string() ? r.get<std::string>() : std::string{"(none)"};
+    };
+    EXPECT_NE(refusal(0).find("eighty"), std::string::npos) << refusal(0);
+    EXPECT_NE(refusal(1).find("99999"), std::string::npos) << refusal(1);
+    EXPECT_NE(refusal(2).find("link"), std::string::npos) << refusal(2);
+    EXPECT_NE(refusal(3).find("nothing listens on port " + host_port), std::string::npos)
+        << refusal(3);
+    EXPECT_NE(refusal(4).find("wrote no port"), std::string::npos) << refusal(4);
+    for (std::size_t i = 0; i < 4; ++i) {
+        EXPECT_FALSE(calls[i]["infrastructureError"]) << calls[i].dump(2);
+    }
+    EXPECT_TRUE(calls[4]["infrastructureError"]) << calls[4].dump(2);
+    EXPECT_EQ(record["trials"][0]["infrastructureErrors"], 1);
+    EXPECT_EQ(calls[5]["exchanges"][0]["status"], 200) << calls[5].dump(2);
+    EXPECT_EQ(record["servicesFailed"].size(), 5U) << record.dump(2);
+    EXPECT_TRUE(running_with(marker).empty()) << "the service's daemon outlived its trial";
+    EXPECT_EQ(p.leftover_run_dirs(), 0U);
+}
+
+// The control of a port file naming a host process's port: opted out, the service shares the
+// host's network, and the bridge carries the request to that process.
+TEST(RunHttp, APortOfAHostProcessIsReachedOnlyOptedOut) {
+    const int host = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(host, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    ASSERT_EQ(::bind(host, reinterpret_cast<sockaddr *>(&a), sizeof a), 0);
+    ASSERT_EQ(::listen(host, 8), 0);
+    ASSERT_EQ(::getsockname(host, reinterpret_cast<sockaddr *>(&a), &len), 0);
+    std::thread answer{[host] {
+        const int c = ::accept4(host, nullptr, nullptr, SOCK_CLOEXEC);
+        if (c < 0) return;
+        char buf[4096];
+        (void)::recv(c, buf, sizeof buf, 0);
+        const std::string reply = "HTTP/1.0 200 OK\r\nContent-Length: 4\r\n\r\nhost";
+        (void)::send(c, reply.data(), reply.size(), MSG_NOSIGNAL);
+        ::close(c);
+    }};
+    Project p{"http-host-port-opt-out"};
+    write_http_evaluation(p,
+                          {{"hostport", json::array({"port", std::to_string(ntohs(a.sin_port))})}},
+                          "/", false, 10000);
+    const auto run = p.run();
+    ::shutdown(host, SHUT_RDWR);
+    answer.join();
+    ::close(host);
+    EXPECT_EQ(run.status, 0) << run.err;
+    const auto record = read_json(run_dir_of(run) / "run.json");
+    const auto &call = record["trials"][0]["calls"][0];
+    EXPECT_EQ(answered_body(call), "host") << call.dump(2);
 }
 
 }  // namespace

@@ -33,6 +33,7 @@ docs::LaunchSpec sample_spec() {
     spec.observed = true;
     spec.identity = docs::LaunchSpec::Identity{70001, 70001};
     spec.login_files = {{".claude/.credentials.json", std::string{"{\"t\": \"\xfe\0x\"}", 12}}};
+    spec.bridge = {"/p/run-a/bridge-f", "/usr/libexec/tea-evaluate/tea-bridge-relay"};
     return spec;
 }
 
@@ -66,6 +67,8 @@ TEST(Documents, LaunchSpecRoundTripsEveryField) {
     EXPECT_TRUE(back.observed);
     EXPECT_FALSE(back.staged);
     EXPECT_EQ(back.identity, spec.identity);
+    EXPECT_EQ(back.bridge.dir, spec.bridge.dir);
+    EXPECT_EQ(back.bridge.relay, spec.bridge.relay);
     ASSERT_EQ(back.login_files.size(), 1U);
     EXPECT_EQ(back.login_files[0].home_path, ".claude/.credentials.json");
     EXPECT_EQ(back.login_files[0].content, spec.login_files[0].content);
@@ -101,6 +104,12 @@ TEST(Documents, LaunchSpecIgnoresUnknownFieldsButRefusesBadKnownOnes) {
     expect_refused(decode, with("unmade", json::array({"/elsewhere"})), "unmade: /elsewhere");
     expect_refused(decode, with("egress", {{"socket", "/s"}, {"port", 0}, {"shim", "/x"}}),
                    "egress.port");
+    expect_refused(decode, with("bridge", "/p/run-a/bridge-f"), "bridge: expected");
+    expect_refused(decode, with("bridge", {{"dir", "/p/run-a/bridge-f"}}), "bridge.relay: missing");
+    expect_refused(decode, with("bridge", {{"dir", "bridge-f"}, {"relay", "/r"}}),
+                   "bridge.dir: expected an absolute path");
+    expect_refused(decode, with("bridge", {{"dir", "/d"}, {"relay", ""}}),
+                   "bridge.relay: expected an absolute path");
     expect_refused(decode, with("readOnlyOver", json::array({{{"source", "/a"}}})),
                    "readOnlyOver[0].destination: missing");
     // A login file lies inside the home, once, within the cap, and only in a spec with a home.

@@ -20,6 +20,7 @@
 #include <tea/path_components.hpp>
 #include <tea/read_all.hpp>
 #include <tea/stamp.hpp>
+#include <tea/stream_relay.hpp>  // compiled as C++17 here; tested in tests/core/bridge
 
 #include "support/temp_dir.hpp"
 

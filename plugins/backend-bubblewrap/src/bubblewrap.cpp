@@ -67,4 +67,4 @@ class Bubblewrap {
 
 }  // namespace
 
-TEA_SDK_BACKEND_PLUGIN(Bubblewrap, "bubblewrap", "1.0.0", TEA_ABI_1_8)
+TEA_SDK_BACKEND_PLUGIN(Bubblewrap, "bubblewrap", "1.0.0", TEA_ABI_1_9)

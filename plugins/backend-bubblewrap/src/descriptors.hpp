@@ -31,9 +31,11 @@ enum class Descriptor : int {
     view = 18,
     // The view builder, open like the helper.
     view_builder = 19,
+    // (ABI 1.9) The bridge relay, open like the helper (a call whose spec has a bridge only).
+    bridge_relay = 20,
     // (ABI 1.8) The first of a login's files, each a sealed copy of what the host read that bwrap
     // shows read-only in the home (login_files.hpp); the others follow it, one number each.
-    login_files = 20,
+    login_files = 21,
 };
 
 constexpr int number(Descriptor d) {

@@ -31,6 +31,9 @@ documents::ExecPlan grader_plan(const Settings &settings, const documents::Launc
     if (!spec.egress.socket.empty()) {
         throw tea::sdk::Invalid("a grader keeps the host's network and takes no egress route");
     }
+    if (!spec.bridge.dir.empty()) {
+        throw tea::sdk::Invalid("a grader starts no service and takes no bridge");
+    }
     // A login is the target's: a grader shown one would hand the evaluation layer a credential
     // no entry granted it.
     if (!spec.login_files.empty()) {

@@ -36,10 +36,37 @@ std::string egress_directory(const documents::LaunchSpec &spec, const std::strin
     return dir;
 }
 
+// The bridge's directory (the port file and the relay's socket), or "" for a call without a
+// bridge. Shown read-write at its own path, so it must be a directory of this call's own run
+// directory, the one its temp directory is made in (a trial's home lies in the trial's): one
+// anywhere else would hand the target a host directory to write.
+std::string bridge_directory(const documents::LaunchSpec &spec) {
+    if (spec.bridge.dir.empty()) {
+        return {};
+    }
+    check_path(spec.bridge.dir, "bridge directory");
+    check_path(spec.bridge.relay, "bridge relay");
+    check_path(spec.temp_dir, "temp directory of a call with a bridge");
+    const auto run_dir = normal(fs::path{spec.temp_dir}.parent_path().string()).string();
+    const auto dir = normal(spec.bridge.dir);
+    if (dir.parent_path() != fs::path{run_dir}) {
+        throw tea::sdk::Invalid("the bridge directory " + spec.bridge.dir +
+                                " must be a directory of the call's run directory " + run_dir);
+    }
+    std::error_code ec;
+    const auto status = fs::symlink_status(dir, ec);
+    // A link there would carry the read-write bind (and the loan) to wherever it points.
+    if (!fs::is_directory(status)) {
+        throw tea::sdk::Invalid("the bridge directory " + spec.bridge.dir +
+                                " is not a directory (a link is refused)");
+    }
+    return dir.string();
+}
+
 // The host's temp directories as the call's view has them: each replaced, unless a place the view
 // shows at its host path holds it.
 PrivateTemp private_temp_of(const documents::LaunchSpec &spec, const std::string &egress_dir) {
-    std::vector<std::string> shown{spec.workspace, spec.home, egress_dir};
+    std::vector<std::string> shown{spec.workspace, spec.home, egress_dir, spec.bridge.dir};
     shown.insert(shown.end(), spec.system_paths.begin(), spec.system_paths.end());
     shown.insert(shown.end(), spec.read_only.begin(), spec.read_only.end());
     return PrivateTemp{{host_temp_dirs.begin(), host_temp_dirs.end()}, std::move(shown)};
@@ -114,13 +141,21 @@ TargetCall target_call(const Settings &settings, const documents::LaunchSpec &sp
                               : sandbox;
     check_paths(spec);
     const auto private_root = fs::path{spec.home}.parent_path().parent_path().string();
-    TargetCall call{spec,         identity,
-                    {},           {},
-                    {},           {},
-                    private_root, normal(fs::path{spec.home}.parent_path().string()).string(),
-                    {},           PrivateTemp{{}, {}},
-                    {},           {},
-                    false,        false};
+    TargetCall call{spec,
+                    identity,
+                    {},
+                    {},
+                    {},
+                    {},
+                    private_root,
+                    normal(fs::path{spec.home}.parent_path().string()).string(),
+                    {},
+                    {},
+                    PrivateTemp{{}, {}},
+                    {},
+                    {},
+                    false,
+                    false};
     // What the plan lends: the runtime shows each at its own path whatever lies above it, so
     // only what lies inside a tree can keep the identity out.
     call.lent_paths.push_back(spec.workspace);
@@ -128,6 +163,12 @@ TargetCall target_call(const Settings &settings, const documents::LaunchSpec &sp
         if (!call.unmade(p)) {
             call.lent_paths.push_back(p);
         }
+    }
+    call.bridge_dir = bridge_directory(spec);
+    if (!call.bridge_dir.empty()) {
+        // Lent like the temp directory: the service writes its port file there and the relay
+        // binds its socket, as the sandbox identity; the host reads both as hostile.
+        call.lent_paths.push_back(call.bridge_dir);
     }
     if (identity.dropped) {
         for (const auto &p : call.lent_paths) {
@@ -155,13 +196,16 @@ TargetCall target_call(const Settings &settings, const documents::LaunchSpec &sp
             "temp directories are its own; run the call in its workspace");
     }
     // Empty when the host has no such program (the call then fails to start), or when a launcher
-    // must start the target: for a route out (the shim goes first) or an environment bwrap's
-    // --setenv cannot carry.
-    if (call.egress_dir.empty() && settable(call.env)) {
+    // must start the target: for a route out or a bridge (the shim and the relay go first) or an
+    // environment bwrap's --setenv cannot carry.
+    if (call.egress_dir.empty() && call.bridge_dir.empty() && settable(call.env)) {
         call.start =
             exec_path(spec.argv[0], call.env, spec.cwd, identity, call.lent, call.private_temp);
     }
     call.writable.emplace_back(temp_mount);
+    if (!call.bridge_dir.empty()) {
+        call.writable.push_back(call.bridge_dir);  // the port file and the relay's socket
+    }
     for (const auto &dir : call.private_temp.replaced()) {
         call.writable.push_back(dir);
     }

@@ -35,6 +35,7 @@ struct TargetCall {
     std::string private_root;      // the home's grandparent
     std::string run_dir;           // the home's parent, normalised
     std::string egress_dir;        // the egress socket's directory; "" without a route out
+    std::string bridge_dir;        // (ABI 1.9) the bridge's directory; "" without a bridge
     PrivateTemp private_temp;
     // The path bwrap's exec of the target names (reach.hpp): the plan's targetStart when bwrap
     // or its view builder starts the target; empty when a launcher does.

@@ -105,7 +105,8 @@ void start_by_view_builder(const TargetCall &call, std::vector<std::string> args
 
 // The helper takes the environment from a descriptor, sets the limits, closes every other
 // descriptor, loads the seccomp program and runs the target (with its own error, 127, when there
-// is no such program); for a call with a route out, the egress shim before it.
+// is no such program); for a call with a route out, the egress shim before it, and for a call with
+// a bridge, the bridge relay.
 void start_by_launcher(const TargetCall &call, std::vector<std::string> args, ExecPlan &plan) {
     const auto &spec = call.spec;
     const auto helper = helper_path();
@@ -115,6 +116,14 @@ void start_by_launcher(const TargetCall &call, std::vector<std::string> args, Ex
         plan.argv.insert(plan.argv.end(),
                          {in_sandbox(Descriptor::shim), "--port", std::to_string(spec.egress.port),
                           "--socket", spec.egress.socket, "--"});
+    }
+    if (!call.bridge_dir.empty()) {
+        // After the shim, so the shim stays the namespace's init and the relay's connections to
+        // the service never pass through it; before the helper, so its socket exists before the
+        // service starts. It detaches itself and execs the rest, so it runs under the same filter,
+        // identity and namespaces as the target, and ends with the pid namespace.
+        plan.argv.insert(plan.argv.end(), {in_sandbox(Descriptor::bridge_relay), "--socket",
+                                           call.bridge_dir + "/bridge.sock", "--"});
     }
     // The shim (or else the helper) is the namespace's init, staying as its reaper and ending the
     // namespace when the runtime dies: bwrap's own init is dumpable here (a target writing its
@@ -143,6 +152,9 @@ void start_by_launcher(const TargetCall &call, std::vector<std::string> args, Ex
     plan.files.insert(plan.files.end(), logins.begin(), logins.end());
     if (!call.egress_dir.empty()) {
         plan.files.push_back(program_file(Descriptor::shim, spec.egress.shim));
+    }
+    if (!call.bridge_dir.empty()) {
+        plan.files.push_back(program_file(Descriptor::bridge_relay, spec.bridge.relay));
     }
     plan.audit = {in_sandbox(Descriptor::helper), false, call.writable};
 }

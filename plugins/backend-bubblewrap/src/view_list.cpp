@@ -149,6 +149,11 @@ TargetView target_view(const Settings &settings, const TargetCall &call) {
         // After the cover, or the cover would hide it; the run's other directories stay hidden.
         add({"--bind", spec.workspace, spec.workspace});
     }
+    if (!call.bridge_dir.empty()) {
+        // After the cover, at its own path, read-write: the service writes its port file there and
+        // the relay binds its socket (the port file's path is the one TEA_PORT_FILE names).
+        add({"--bind", call.bridge_dir, call.bridge_dir});
+    }
     if (!call.egress_dir.empty()) {
         // Read-only: the target may connect to the proxy's socket, never replace it.
         add({"--ro-bind", call.egress_dir, call.egress_dir});

@@ -13,7 +13,6 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -23,21 +22,17 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <memory>
 #include <string>
 #include <string_view>
 #include <tea/namespace_init.hpp>
+#include <tea/stream_relay.hpp>
 #include <vector>
 
 namespace {
-
-constexpr std::size_t kMaxPairs = 256;  // connections carried at once; more wait in the backlog
-constexpr std::size_t kBufferBytes = std::size_t{64} * 1024;
 
 // strerror's buffer is only shared between threads, and the shim has one.
 std::string error_text(int error) {
@@ -124,144 +119,13 @@ int listen_on(int family, std::uint16_t port) {
     return fd;
 }
 
-// One direction of a pair: bytes read from `from` waiting to be written to `to`.
-struct Flow {
-    std::array<char, kBufferBytes> buffer{};
-    std::size_t start = 0;
-    std::size_t end = 0;
-    bool eof = false;   // `from` reached its end
-    bool shut = false;  // `to` was shut for writing after the last byte
-    [[nodiscard]] bool empty() const { return start == end; }
-};
-
-struct Pair {
-    int client = -1;  // the TCP connection from the target
-    int proxy = -1;   // the Unix connection to the proxy
-    Flow up;          // client -> proxy
-    Flow down;        // proxy -> client
-    bool broken = false;
-};
-
-int connect_proxy(const std::string &path) {
-    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0) {
-        return -1;
-    }
-    sockaddr_un a{};
-    a.sun_family = AF_UNIX;
-    std::memcpy(a.sun_path, path.data(), path.size());
-    // A Unix connect completes at once or not at all: EAGAIN (the proxy's backlog is full) is a
-    // refusal, and the client sees its connection closed.
-    if (::connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0) {
-        ::close(fd);
-        return -1;
-    }
-    return fd;
-}
-
-// Reads what fits from `from` into the flow, then writes what it holds to `to`.
-void move(Flow &f, int from, int to, bool &broken) {
-    if (!f.eof && f.end < f.buffer.size()) {
-        const auto n = ::recv(from, f.buffer.data() + f.end, f.buffer.size() - f.end, 0);
-        if (n > 0) {
-            f.end += static_cast<std::size_t>(n);
-        } else if (n == 0) {
-            f.eof = true;
-        } else if (errno != EAGAIN && errno != EINTR) {
-            broken = true;
-            return;
-        }
-    }
-    while (!f.empty()) {
-        const auto n = ::send(to, f.buffer.data() + f.start, f.end - f.start, MSG_NOSIGNAL);
-        if (n > 0) {
-            f.start += static_cast<std::size_t>(n);
-        } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-            break;
-        } else {
-            broken = true;
-            return;
-        }
-    }
-    if (f.empty()) {
-        f.start = f.end = 0;
-        if (f.eof && !f.shut) {
-            ::shutdown(to, SHUT_WR);
-            f.shut = true;
-        }
-    }
-}
-
-short wanted(const Flow &out, const Flow &in) {
-    short events = 0;
-    if (!out.eof && out.end < out.buffer.size()) {
-        events |= POLLIN;
-    }
-    if (!in.empty()) {
-        events |= POLLOUT;
-    }
-    return events;
-}
-
 [[noreturn]] void relay(const std::vector<int> &listeners, const std::string &socket) {
-    std::vector<std::unique_ptr<Pair>> pairs;
-    std::vector<pollfd> fds;
-    for (;;) {
-        fds.clear();
-        for (const int l : listeners) {
-            fds.push_back({l, static_cast<short>(pairs.size() < kMaxPairs ? POLLIN : 0), 0});
-        }
-        for (const auto &p : pairs) {
-            fds.push_back({p->client, wanted(p->up, p->down), 0});
-            fds.push_back({p->proxy, wanted(p->down, p->up), 0});
-        }
-        if (::poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) {
-            ::_exit(1);
-        }
-        const std::size_t polled = pairs.size();
-        for (std::size_t i = 0; i < listeners.size(); ++i) {
-            if ((fds[i].revents & POLLIN) == 0) {
-                continue;
-            }
-            const int client =
-                ::accept4(listeners[i], nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-            if (client < 0) {
-                continue;
-            }
-            const int proxy = connect_proxy(socket);
-            if (proxy < 0) {
-                // No proxy: the client sees its connection closed, as with no route at all.
-                ::close(client);
-                continue;
-            }
-            auto p = std::make_unique<Pair>();
-            p->client = client;
-            p->proxy = proxy;
-            pairs.push_back(std::move(p));
-        }
-        for (std::size_t k = 0; k < pairs.size(); ++k) {
-            Pair &p = *pairs[k];
-            // An error on either side ends the pair: polling it again would only spin.
-            if (k < polled && ((fds[listeners.size() + 2 * k].revents |
-                                fds[listeners.size() + 2 * k + 1].revents) &
-                               POLLERR) != 0) {
-                p.broken = true;
-                continue;
-            }
-            move(p.up, p.client, p.proxy, p.broken);
-            if (!p.broken) {
-                move(p.down, p.proxy, p.client, p.broken);
-            }
-        }
-        std::erase_if(pairs, [](const std::unique_ptr<Pair> &p) {
-            const bool done = p->broken || (p->up.shut && p->down.shut);
-            if (done) {
-                ::close(p->client);
-                ::close(p->proxy);
-            }
-            return done;
-        });
-    }
+    // 256 connections carried at once, the rest wait in the backlog; no idle limit: a target's
+    // tunnel may idle as long as its call lasts.
+    const tea::stream_relay::Limits limits{.max_pairs = 256, .idle = {}};
+    tea::stream_relay::serve(
+        listeners, [&socket](int) { return tea::stream_relay::connect_unix(socket); }, limits);
+    ::_exit(1);
 }
 
 // Detaches the relay: a child forks the relay and exits at once, so the relay's parent is the

@@ -62,6 +62,14 @@ struct EgressRoute {
     std::string shim;        // the shim the plan runs in front of the target
 };
 
+// (ABI 1.9) The bridge into a started service (docs/services-bridge-design.md): the backend runs
+// `relay` inside the call's pid and network namespaces, listening on `<dir>/bridge.sock`, and
+// shows `dir` read-write at its own path. A call without one has an empty dir and sends none.
+struct BridgeRoute {
+    std::string dir;    // made by the host in the call's run directory
+    std::string relay;  // tea-bridge-relay
+};
+
 // (ABI 1.1) A file or directory the runtime made in the call's run directory, shown read-only in
 // place of an entry of the workspace, after the withheld paths (it may cover one).
 struct ReadOnlyOver {
@@ -109,6 +117,7 @@ struct LaunchSpec {
         std::string content;    // at most kMaxLoginFileBytes
     };
     std::vector<LoginFile> login_files;
+    BridgeRoute bridge;  // (ABI 1.9)
 };
 
 // The largest login file a launch spec carries: far above any real one (a few hundred bytes for
@@ -660,6 +669,10 @@ inline nlohmann::json launch_spec_to_json(const LaunchSpec &spec) {
         }
         doc["loginFiles"] = std::move(files);
     }
+    if (!spec.bridge.dir.empty()) {
+        doc["bridge"] = {{"dir", bytes::to_json(spec.bridge.dir)},
+                         {"relay", bytes::to_json(spec.bridge.relay)}};
+    }
     if (!spec.egress.socket.empty()) {
         doc["egress"] = {{"socket", bytes::to_json(spec.egress.socket)},
                          {"port", spec.egress.port},
@@ -785,6 +798,20 @@ inline LaunchSpec launch_spec_from_json(const nlohmann::json &doc) {
         spec.egress.socket = byte_string(field(*egress, "egress.", "socket"), "egress.socket");
         spec.egress.port = port.get<std::uint16_t>();
         spec.egress.shim = byte_string(field(*egress, "egress.", "shim"), "egress.shim");
+    }
+    if (const auto bridge = doc.find("bridge"); bridge != doc.end()) {
+        if (!bridge->is_object()) {
+            fail(R"(bridge: expected {"dir", "relay"})");
+        }
+        spec.bridge.dir = byte_string(field(*bridge, "bridge.", "dir"), "bridge.dir");
+        spec.bridge.relay = byte_string(field(*bridge, "bridge.", "relay"), "bridge.relay");
+        // Relative paths would be resolved against whatever directory the backend runs in.
+        for (const auto &[name, path] : {std::pair{"bridge.dir", &spec.bridge.dir},
+                                         std::pair{"bridge.relay", &spec.bridge.relay}}) {
+            if (path->empty() || path->front() != '/') {
+                fail(std::string{name} + ": expected an absolute path, got \"" + *path + "\"");
+            }
+        }
     }
     return spec;
 }

@@ -59,6 +59,9 @@
  *       private home with the content the host read; egress open: an item's
  *       "pinned", addresses the proxy connects to without resolving the host.
  *       The host sends neither to a plugin of an earlier minor.
+ *  1.9  launch spec: bridge, the directory of the way into a started service
+ *       and the relay a backend runs beside the target to listen in it. The
+ *       host sends it only to a plugin of 1.9 or later.
  *
  * Structured data (a plugin's configuration, a launch spec, an exec plan, an
  * observation) crosses as JSON text whose schema is documented in
@@ -79,7 +82,7 @@ extern "C" {
 #define TEA_ABI_MAJOR 1
 /* The newest minor this header describes. A plugin declares the minor it
  * implements, one of the names below, rather than this number. */
-#define TEA_ABI_MINOR 8
+#define TEA_ABI_MINOR 9
 
 /* The minors, each named for a plugin to declare (see the list above). */
 #define TEA_ABI_1_0 0
@@ -91,6 +94,7 @@ extern "C" {
 #define TEA_ABI_1_6 6
 #define TEA_ABI_1_7 7
 #define TEA_ABI_1_8 8
+#define TEA_ABI_1_9 9
 
 /* Whether the struct at `pointer`, of the size its struct_size says, holds
  * `member` of `type` whole: the check before reading a member that a later

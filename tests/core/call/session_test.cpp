@@ -12,7 +12,9 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 
+#include "bridge/service_bridge.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
 #include "tea_fixtures.h"
@@ -50,10 +52,17 @@ class CallSessionTest : public ::testing::Test {
                                             stdfs::perms::others_exec);
         write(dir_.path() / "plugins.d" / "call-backend.toml",
               manifest("call-backend", "backend", TEA_FIXTURE_CALL_BACKEND));
+        write(dir_.path() / "plugins.d" / "call-backend-bridge.toml",
+              manifest("call-backend-bridge", "backend", TEA_FIXTURE_CALL_BACKEND_BRIDGE,
+                       TEA_ABI_1_9));
         write(dir_.path() / "plugins.d" / "call-observer.toml",
               manifest("call-observer", "observer", TEA_FIXTURE_CALL_OBSERVER));
         write(dir_.path() / "plugins.d" / "stager-backend.toml",
               manifest("stager-backend", "backend", TEA_FIXTURE_STAGER_BACKEND, TEA_ABI_1_5));
+#ifdef TEA_OPT_OUT_PLUGIN
+        write(dir_.path() / "plugins.d" / "opt-out.toml",
+              manifest("opt-out", "backend", TEA_OPT_OUT_PLUGIN, TEA_ABI_1_9));
+#endif
 #ifdef TEA_STRACE_PLUGIN
         write(dir_.path() / "plugins.d" / "strace.toml",
               manifest("strace", "observer", TEA_STRACE_PLUGIN));
@@ -81,6 +90,21 @@ class CallSessionTest : public ::testing::Test {
         auto registry = plugins::Registry::discover({dir_.path() / "plugins.d"}, "/nonexistent");
         return std::make_unique<CallSession>(
             Runtime{std::move(cfg), std::move(paths), std::move(registry)}, private_root());
+    }
+
+    // A session over `backend` with no table of its own (the opt-out backend takes none).
+    std::unique_ptr<CallSession> open_unconfigured(const std::string &backend) {
+        const auto config = dir_.path() / "config.toml";
+        write(config, "[confinement]\nbackend = \"" + backend +
+                          "\"\n[audit]\nobserver = \"none\"\n[plugins]\npaths = [\"" +
+                          (dir_.path() / "plugins.d").string() + "\"]\n");
+        config::Sources sources;
+        sources.read_user_file = false;
+        sources.explicit_file = config;
+        auto registry = plugins::Registry::discover({dir_.path() / "plugins.d"}, "/nonexistent");
+        return std::make_unique<CallSession>(
+            Runtime{config::load(sources), RuntimePaths::detect(), std::move(registry)},
+            private_root());
     }
 
     // A copy of /bin/sh of this test's own: a plan that runs it is one no confirmation stamp of
@@ -197,6 +221,23 @@ TEST_F(CallSessionTest, ACallWhoseConfinementEndedBeforeItsTargetIsRetriedOnce) 
     EXPECT_TRUE(left_behind().empty());
 }
 
+// The retry of a call whose confinement ended before its target started, with a bridge: what the
+// first attempt left in the bridge's directory (a port, a socket) is gone, and the retry's target
+// finds an empty port file alone (before the reset it read the first attempt's 4444).
+TEST_F(CallSessionTest, ARetriedServiceFindsAFreshEmptyPortFile) {
+    const auto session = open("call-backend-bridge", "fail-once");
+    ServiceBridgeRequest request;
+    request.wanted = true;
+    const auto outcome = session->call(
+        spec(
+            {"sh", "-c", R"({ cat "$TEA_PORT_FILE"; echo; ls -A "${TEA_PORT_FILE%/*}"; } > seen)"}),
+        run(), {}, {}, request);
+    EXPECT_EQ(outcome.status, 0);
+    EXPECT_EQ(prepares(), (std::vector<std::string>{"staged", "prepare"}));
+    EXPECT_EQ(read(workspace() / "seen"), "\nport\n");
+    EXPECT_TRUE(left_behind().empty());
+}
+
 TEST_F(CallSessionTest, AStagedCallIsFinishedByItsCompletePlan) {
     const auto session = open("stager-backend", "match");
     const auto outcome = session->call(spec({"true"}), run());
@@ -212,6 +253,71 @@ TEST_F(CallSessionTest, AFailedPrepareLeavesNothing) {
     EXPECT_EQ(error_code([&] { (void)session->call(spec({"true"}), run()); }), 12);
     EXPECT_TRUE(left_behind().empty());
 }
+
+// A backend declaring a minor before 1.9 would drop the bridge and start the service with no way
+// in: the call is refused (12) naming the backend, and the spec never reaches it. Control: the
+// same call without a bridge runs (ACallReportsItsTargetsStatusAfterOnePrepare).
+TEST_F(CallSessionTest, ABridgeIsNeverSentToABackendOlderThan19) {
+    const auto session = open("call-backend", "plain");
+    auto with_bridge = spec({"true"});
+    with_bridge.bridge = {"/p/run-a/bridge-b", "/usr/libexec/tea-evaluate/tea-bridge-relay"};
+    std::string what;
+    EXPECT_EQ(error_code([&] { (void)session->call(with_bridge, run()); }, &what), 12);
+    EXPECT_NE(what.find("'call-backend' (plugin ABI 1.6)"), std::string::npos) << what;
+    EXPECT_NE(what.find("ABI 1.9"), std::string::npos) << what;
+    EXPECT_TRUE(prepares().empty());
+    EXPECT_TRUE(left_behind().empty());
+}
+
+#ifdef TEA_OPT_OUT_PLUGIN
+// The session makes the bridge's directory and port file, names the file in TEA_PORT_FILE, and
+// hands the directory over before the target starts: a ServiceBridge on it reaches the service
+// (python3's http.server) with curl while the call runs, and the directory goes with the call.
+TEST_F(CallSessionTest, AServiceBridgesDirectoryIsMadeNamedAndRemovedWithTheCall) {
+    const auto session = open_unconfigured("opt-out");
+    auto service = spec({"python3", "-c",
+                         "import http.server, os, threading, time\n"
+                         "s = http.server.HTTPServer(('127.0.0.1', 0), "
+                         "http.server.SimpleHTTPRequestHandler)\n"
+                         "open(os.environ['TEA_PORT_FILE'], 'w').write(str(s.server_port))\n"
+                         "threading.Thread(target=s.serve_forever, daemon=True).start()\n"
+                         "while not os.path.exists('stop'): time.sleep(0.05)\n"});
+    service.env = test::environment_with({});
+    std::filesystem::path dir;
+    std::string status;
+    std::thread host;
+    ServiceBridgeRequest request;
+    request.wanted = true;
+    request.dir_made = [&](const std::filesystem::path &made) {
+        dir = made;
+        host = std::thread([&, made] {
+            // Unconfined, the service shares this process's network.
+            bridge::ServiceBridge bridge({.dir = made,
+                                          .pid = ::getpid(),
+                                          .own_network = false,
+                                          .call_ended = -1,
+                                          .patience = std::chrono::milliseconds{20'000}});
+            if (bridge.start()) {
+                status = test::run(
+                             {"curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time",
+                              "10", "http://127.0.0.1:" + std::to_string(bridge.host_port()) + "/"},
+                             test::environment_with({}))
+                             .out;
+            } else {
+                status = *bridge.record().refusal;
+            }
+            write(workspace() / "stop", "");
+        });
+    };
+    const auto outcome = session->call(service, run(), {}, {}, request);
+    host.join();
+    EXPECT_EQ(outcome.status, 0);
+    EXPECT_EQ(status, "200");
+    EXPECT_EQ(dir.parent_path().parent_path(), private_root());
+    EXPECT_FALSE(stdfs::exists(dir));
+    EXPECT_TRUE(left_behind().empty());
+}
+#endif
 
 TEST_F(CallSessionTest, APlanThatLendsASystemDirectoryIsRefusedAndLeavesNothing) {
     const auto session = open("call-backend", "lend-etc");

@@ -568,7 +568,7 @@ TEST_F(EvaluationTest, EntryFieldRefusals) {
     doc_["registry"].push_back(http);
     const auto loaded = load_doc();
     const std::string g = "entry 'greeter' field ";
-    EXPECT_TRUE(has(loaded, kEval, g + "'kind'", "not supported yet by this build"));
+    EXPECT_FALSE(has(loaded, kEval, g + "'kind'", "not supported")) << all(loaded);
     EXPECT_TRUE(has(loaded, kEval, g + "'environmentKeys[0]'", "set by the runtime"));
     EXPECT_TRUE(has(loaded, kEval, g + "'environmentKeys[1]'", "variable name"));
     EXPECT_TRUE(has(loaded, kEval, g + "'environmentKeys[3]'", "twice"));
@@ -637,14 +637,11 @@ TEST_F(ToolServerEvaluation, TheTransportIsStdioUnlessNamed) {
     EXPECT_EQ(loaded.evaluation.registry.at(0).endpoint_path, "/mcp");
 }
 
-// Read whole, then refused as not supported yet: a run would speak to it over stdio.
 TEST_F(ToolServerEvaluation, AnHttpTransportTakesItsEndpointPath) {
     entry()["transport"] = "http";
     entry()["path"] = "/rpc/v1?x=1";
     const auto loaded = load_doc();
-    ASSERT_EQ(loaded.problems.size(), 1U) << all(loaded);
-    EXPECT_TRUE(has(loaded, kEval, "entry 'greeter' field 'transport'",
-                    "\"http\" tool servers are not supported yet by this build"));
+    ASSERT_TRUE(loaded.problems.empty()) << all(loaded);
     EXPECT_EQ(loaded.evaluation.registry.at(0).transport, "http");
     EXPECT_EQ(loaded.evaluation.registry.at(0).endpoint_path, "/rpc/v1?x=1");
 }
@@ -729,6 +726,134 @@ TEST(ToolServerExpect, AnObjectMatchesOneHoldingAtLeastItsMembers) {
     const auto error = json::parse(R"({"error": {"code": -32602}})");
     EXPECT_TRUE(
         expect_differences(error, true, true, json{{"code", -32602}, {"message", "x"}}).empty());
+}
+
+// An http entry and its probes (http_probe.hpp), made from the valid folder.
+class HttpEvaluation : public EvaluationTest {
+   protected:
+    void SetUp() override {
+        EvaluationTest::SetUp();
+        entry()["kind"] = "http";
+        entry().erase("subcommandPaths");
+        entry()["args"] = json::array({"--quiet"});
+        fs::remove(folder_ / "probes/00-bye.json");
+        probe(R"({"entry": "greeter",
+                  "request": {"method": "PUT", "path": "/notes/today?x=1",
+                              "headers": {"Content-Type": "text/plain"}, "body": "milk"},
+                  "expect": {"status": 201, "headers": {"content-type": "text/plain"},
+                             "body": "stored"},
+                  "timeoutMs": 4000, "files": {"notes/.keep": ""}})");
+    }
+    void probe(const std::string &text) { put(folder_ / "probes/01-hello.json", text); }
+};
+
+TEST_F(HttpEvaluation, LoadsWithItsRequestAndExpectation) {
+    const auto loaded = load_doc();
+    ASSERT_TRUE(loaded.problems.empty()) << all(loaded);
+    const auto &e = loaded.evaluation;
+    EXPECT_EQ(e.registry.at(0).kind, "http");
+    EXPECT_EQ(e.registry.at(0).args, std::vector<std::string>{"--quiet"});
+    ASSERT_EQ(e.probes.size(), 1U);
+    const auto &p = e.probes[0];
+    ASSERT_TRUE(p.http);
+    EXPECT_EQ(p.http->request.method, "PUT");
+    EXPECT_EQ(p.http->request.target, "/notes/today?x=1");
+    ASSERT_EQ(p.http->request.headers.size(), 1U);
+    EXPECT_EQ(p.http->request.headers[0].name, "Content-Type");
+    EXPECT_EQ(p.http->request.body, "milk");
+    ASSERT_TRUE(p.http->expect);
+    EXPECT_EQ(p.http->expect->status, 201);
+    EXPECT_EQ(p.http->expect->body, "stored");
+    EXPECT_EQ(p.http->timeout_ms, 4000);
+    EXPECT_TRUE(p.args.empty());
+}
+
+TEST_F(HttpEvaluation, AnEntryWithoutItsServerIsRefused) {
+    entry().erase("target");
+    const auto loaded = load_doc();
+    EXPECT_TRUE(has(loaded, kEval, "entry 'greeter' field 'target'", "names no server"))
+        << all(loaded);
+}
+
+TEST_F(HttpEvaluation, ProbeRefusalsNameTheField) {
+    const std::string f = "probe '01-hello' field ";
+    const auto refused = [&](const std::string &text, const std::string &field,
+                             const std::string &message) {
+        probe(text);
+        const auto loaded = load_doc();
+        const bool found = has(loaded, "01-hello.json", f + "'" + field + "'", message);
+        if (!found) ADD_FAILURE() << text << "\n" << all(loaded);
+        return found;
+    };
+    const std::string get = R"("request": {"method": "GET", "path": "/"})";
+    EXPECT_TRUE(refused(R"({"entry": "greeter"})", "request", "is required"));
+    EXPECT_TRUE(
+        refused(R"({"entry": "greeter", "args": ["x"], )" + get + "}", "args", "entry's 'args'"));
+    EXPECT_TRUE(
+        refused(R"({"entry": "greeter", "stdin": "x", )" + get + "}", "stdin", "'request'"));
+    EXPECT_TRUE(refused(R"({"entry": "greeter", "request": []})", "request", "object"));
+    EXPECT_TRUE(refused(R"({"entry": "greeter", "request": {"path": "/"}})", "request.method",
+                        "is required"));
+    EXPECT_TRUE(refused(R"({"entry": "greeter", "request": {"method": "GET"}})", "request.path",
+                        "is required"));
+    EXPECT_TRUE(refused(R"({"entry": "greeter", "request": {"method": "G T", "path": "/"}})",
+                        "request.method", ""));
+    EXPECT_TRUE(refused(R"({"entry": "greeter", "request": {"method": "CONNECT", "path": "/"}})",
+                        "request.method", ""));
+    EXPECT_TRUE(refused(R"({"entry": "greeter", "request": {"method": "GET", "path": "x"}})",
+                        "request.path", ""));
+    EXPECT_TRUE(refused(R"({"entry": "greeter", "request": {"method": "GET", "path": "/a b"}})",
+                        "request.path", ""));
+    EXPECT_TRUE(refused(R"({"entry": "greeter", "request": {"method": "GET", "path": "/",
+                            "headers": {"Host": "evil"}}})",
+                        "request.headers.Host", ""));
+    EXPECT_TRUE(refused(R"({"entry": "greeter", "request": {"method": "GET", "path": "/",
+                            "headers": {"X-A": "1\r\nX-B: 2"}}})",
+                        "request.headers.X-A", ""));
+    EXPECT_TRUE(refused(R"({"entry": "greeter", "request": {"method": "GET", "path": "/",
+                            "headers": {"X-A": "1", "x-a": "2"}}})",
+                        "request.headers.x-a", "twice"));
+    EXPECT_TRUE(refused(R"({"entry": "greeter", "request": {"method": "GET", "path": "/",
+                            "headers": {"X-A": 1}}})",
+                        "request.headers.X-A", "string"));
+    EXPECT_TRUE(refused(R"({"entry": "greeter", "request": {"method": "GET", "path": "/",
+                            "query": "x"}})",
+                        "request.query", "not a field"));
+    EXPECT_TRUE(refused(R"({"entry": "greeter", )" + get + R"(, "expect": {"status": 42}})",
+                        "expect.status", "100 to 999"));
+    EXPECT_TRUE(
+        refused(R"({"entry": "greeter", )" + get + R"(, "expect": {"headers": {"a b": "x"}}})",
+                "expect.headers.a b", "header name"));
+    EXPECT_TRUE(refused(R"({"entry": "greeter", )" + get + R"(, "expect": {"body": 1}})",
+                        "expect.body", "string"));
+    EXPECT_TRUE(refused(R"({"entry": "greeter", )" + get + R"(, "expect": {"json": 1}})",
+                        "expect.json", "not a field"));
+    EXPECT_TRUE(refused(R"({"entry": "greeter", )" + get + R"(, "timeoutMs": 5001})", "timeoutMs",
+                        "1 to 5000"));
+    const std::string big(std::size_t{1} << 20U | 1U, 'x');
+    EXPECT_TRUE(refused(R"({"entry": "greeter", "request": {"method": "POST", "path": "/",
+                            "body": ")" +
+                            big + R"("}})",
+                        "request.body", "1 MiB"));
+}
+
+TEST(HttpExpect, TheDifferencesAreNamed) {
+    HttpExpect expect{201, {{"Content-Type", "text/plain"}, {"X-Id", "7"}}, "stored"};
+    http::Response answer{
+        201, "Created", {{"content-type", "text/plain"}, {"x-id", "7"}}, "stored"};
+    EXPECT_TRUE(http_differences(expect, answer).empty());
+    // A header sent twice is one list: either the joined value or one of them meets it.
+    answer.headers.push_back({"X-Id", "8"});
+    EXPECT_TRUE(http_differences(expect, answer).empty());
+    expect.headers[1].value = "7, 8";
+    EXPECT_TRUE(http_differences(expect, answer).empty());
+    answer = {500, "Oops", {{"X-Id", "9"}}, "stores"};
+    const auto d = http_differences(expect, answer);
+    ASSERT_EQ(d.size(), 4U);
+    EXPECT_NE(d[0].find("status 500, expected 201"), std::string::npos) << d[0];
+    EXPECT_NE(d[1].find("Content-Type missing"), std::string::npos) << d[1];
+    EXPECT_NE(d[2].find("X-Id is \"9\""), std::string::npos) << d[2];
+    EXPECT_NE(d[3].find("from byte 5"), std::string::npos) << d[3];
 }
 
 TEST_F(EvaluationTest, HostileStringsAreProblemsNotCrashes) {

@@ -524,19 +524,37 @@ Result Confinement::run_spec(const std::string &spec_json, Backend backend, bool
     return plan_call(spec_json, backend, plan_only, staged_cut).wait();
 }
 
-Result Confinement::run_session(const tea::exec::LaunchSpec &spec, const std::string &observer,
-                                const std::string &config) {
+std::vector<std::string> Confinement::session_command(const tea::exec::LaunchSpec &spec,
+                                                      Backend backend,
+                                                      const std::string &observer) {
     const auto file = base_ / ("spec-" + std::to_string(++specs_) + ".json");
     make_file(file, tea::exec::to_json(spec), 0644);
     std::vector<std::string> argv = launcher_;
     const auto runtime = runtime_wrapper();
     argv.insert(argv.end(), runtime.begin(), runtime.end());
     argv.insert(argv.end(),
-                {TEA_PLAN_CALL_BIN, "--session", "bubblewrap", observer, file.string()});
+                {TEA_PLAN_CALL_BIN, "--session",
+                 backend == Backend::opt_out ? "opt-out" : "bubblewrap", observer, file.string()});
+    return argv;
+}
+
+Result Confinement::run_session(const tea::exec::LaunchSpec &spec, const std::string &observer,
+                                const std::string &config) {
+    auto argv = session_command(spec, Backend::bubblewrap, observer);
     if (!config.empty()) {
         argv.push_back(write_config(config));
     }
     return Process{argv, base_env_, {}, base_}.wait();
+}
+
+Result Confinement::run_bridged(const tea::exec::LaunchSpec &spec, Backend backend,
+                                const std::string &observer, const std::string &client,
+                                const fs::path &stop) {
+    auto env = base_env_;
+    env.push_back("TEA_TEST_BRIDGE_CLIENT=" + client);
+    env.push_back("TEA_TEST_BRIDGE_STOP=" + stop.string());
+    env.emplace_back("TEA_TEST_BRIDGE_PATIENCE_MS=5000");
+    return Process{session_command(spec, backend, observer), env, {}, base_}.wait();
 }
 
 Process Confinement::start_spec(const tea::exec::LaunchSpec &spec, Backend backend) {

@@ -162,6 +162,13 @@ class Confinement : public ::testing::Test {
     // a configuration file.
     Result run_session(const tea::exec::LaunchSpec &spec, const std::string &observer = "strace",
                        const std::string &config = "");
+    // The spec's call as a started service's through the runtime's session, unaudited or
+    // audited (`observer`), with the bridge (tea-plan-call's TEA_TEST_BRIDGE_CLIENT): `client`,
+    // a shell command, runs on the host with BRIDGE_PORT once the bridge is open, and `stop` is
+    // made afterwards for the service to end by.
+    Result run_bridged(const tea::exec::LaunchSpec &spec, Backend backend,
+                       const std::string &observer, const std::string &client,
+                       const std::filesystem::path &stop);
     // The same, started: for a test that ends tea-plan-call (the runtime of the call) itself.
     Process start_spec(const tea::exec::LaunchSpec &spec, Backend backend = Backend::bubblewrap);
     // A target's launch spec as an unaudited exec sends it: the fixture's workspace, the call's
@@ -218,6 +225,10 @@ class Confinement : public ::testing::Test {
     std::vector<std::string> command_line(const Call &call);
     Process plan_call(const std::string &spec_json, Backend backend, bool plan_only,
                       std::optional<long> staged_cut);
+    // tea-plan-call --session BACKEND OBSERVER <the spec, written to a file>, as the calls'
+    // identity.
+    std::vector<std::string> session_command(const tea::exec::LaunchSpec &spec, Backend backend,
+                                             const std::string &observer);
 
     std::filesystem::path base_;
     std::filesystem::path host_dir_;

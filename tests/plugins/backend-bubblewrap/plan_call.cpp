@@ -10,6 +10,12 @@
 // TEA_EVALUATE_PRIVATE_ROOT, the observer confirmed and wrapped around the plan, the audit judged
 // with the call's grants) and prints the judged audit on stderr as one line "AUDIT:<json>"; the
 // status is the call's. For a launch spec the command line cannot fill yet (loginFiles).
+// With TEA_TEST_BRIDGE_CLIENT set (a shell command), the call is a started service's: the session
+// makes the bridge, a ServiceBridge is driven on it from this process (the plan's ancestor, as
+// the runtime is), and once it is open the command runs with BRIDGE_PORT set to the host port. It
+// prints "BRIDGE-CLIENT:<the command's output>", or "BRIDGE-REFUSED:<why>", and
+// "BRIDGE-DIR:<the bridge's directory>", then makes the file TEA_TEST_BRIDGE_STOP names so the
+// service can end.
 //
 // The plan's output is the process's own; its status is the exit status. --plan-only prints the
 // plan instead of running it. --staged runs it as the session runs an unaudited call (ABI 1.5):
@@ -24,12 +30,15 @@
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "audit/observation.hpp"
+#include "bridge/service_bridge.hpp"
 #include "call/session.hpp"
 #include "config/config.hpp"
 #include "exec/call_runner.hpp"
@@ -117,6 +126,12 @@ int run(bool plan_only, std::optional<long> staged_cut, const std::string &backe
     return result.status();
 }
 
+// TEA_TEST_BRIDGE_PATIENCE_MS, or 20 s.
+std::chrono::milliseconds patience() {
+    const char *ms = std::getenv("TEA_TEST_BRIDGE_PATIENCE_MS");
+    return std::chrono::milliseconds{ms != nullptr ? std::atol(ms) : 20'000};
+}
+
 int run_session(const std::string &backend, const std::string &observer,
                 const std::string &spec_file, const std::string &config_file) {
     tea::config::Sources sources;
@@ -136,8 +151,48 @@ int run_session(const std::string &backend, const std::string &observer,
     options.timeout = std::chrono::seconds{60};
     options.out.tee_fd = STDOUT_FILENO;
     options.err.tee_fd = STDERR_FILENO;
+    tea::call::ServiceBridgeRequest request;
+    std::thread host;
+    if (const char *client = std::getenv("TEA_TEST_BRIDGE_CLIENT")) {
+        request.wanted = true;
+        request.dir_made = [&host, client, backend](const fs::path &dir) {
+            host = std::thread([dir, client, backend] {
+                tea::bridge::ServiceBridge bridge({.dir = dir,
+                                                   .pid = ::getpid(),
+                                                   .own_network = backend != "opt-out",
+                                                   .call_ended = -1,
+                                                   .patience = patience()});
+                std::string line = "BRIDGE-DIR:" + dir.string() + "\n";
+                if (bridge.start()) {
+                    line +=
+                        "BRIDGE-CLIENT:" +
+                        tea::test::run({"/bin/sh", "-c", client},
+                                       tea::test::environment_with(
+                                           {"BRIDGE_PORT=" + std::to_string(bridge.host_port())}))
+                            .out +
+                        "\n";
+                } else {
+                    line += "BRIDGE-REFUSED:" + bridge.record().refusal.value_or("") + "\n";
+                }
+                std::cout << line << std::flush;
+                if (const char *stop = std::getenv("TEA_TEST_BRIDGE_STOP")) {
+                    std::ofstream{stop} << "stop";
+                }
+            });
+        };
+    }
+    // Joined whatever ends the call: its patience bounds it.
+    struct Joined {
+        std::thread &thread;
+        ~Joined() {
+            if (thread.joinable()) {
+                thread.join();
+            }
+        }
+    } const joined{host};
     const auto outcome =
-        session.call(tea::exec::launch_spec_from_json(tea::test::read_file(spec_file)), options);
+        session.call(tea::exec::launch_spec_from_json(tea::test::read_file(spec_file)), options, {},
+                     {}, request);
     std::cerr << "AUDIT:" << tea::audit::to_json(outcome.audit).dump() << '\n';
     return outcome.status;
 }

@@ -1,0 +1,556 @@
+// The bridge's host listener (core/bridge) with the real tea-bridge-relay in front of a real
+// loopback server, no confinement: requests carried, the port chosen, the relay's refusal of a
+// non-loopback service, and the limits against a client that never reads and thousands of
+// connections, each with its control.
+#include "bridge/host_listener.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "util/fd.hpp"
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace {
+
+enum class ServerMode { http, sink, never_read };
+
+// A loopback server on 127.0.0.1 with a port the system picks.
+class LoopbackServer {
+   public:
+    explicit LoopbackServer(ServerMode mode) : mode_(mode) {
+        listener_.reset(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        EXPECT_EQ(::bind(listener_.get(), reinterpret_cast<sockaddr *>(&a), sizeof a), 0);
+        EXPECT_EQ(::listen(listener_.get(), 1024), 0);
+        socklen_t size = sizeof a;
+        ::getsockname(listener_.get(), reinterpret_cast<sockaddr *>(&a), &size);
+        port_ = ntohs(a.sin_port);
+        acceptor_ = std::thread([this] { accept_loop(); });
+    }
+    LoopbackServer(const LoopbackServer &) = delete;
+    LoopbackServer &operator=(const LoopbackServer &) = delete;
+    ~LoopbackServer() {
+        stopping_ = true;
+        ::shutdown(listener_.get(), SHUT_RDWR);
+        acceptor_.join();
+        for (auto &fd : held_) {
+            ::shutdown(fd.get(), SHUT_RDWR);
+        }
+        for (auto &t : workers_) {
+            t.join();
+        }
+    }
+    [[nodiscard]] std::uint16_t port() const { return port_; }
+    [[nodiscard]] std::uint64_t received() const { return received_; }
+
+   private:
+    void accept_loop() {
+        for (;;) {
+            const int fd = ::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC);
+            if (fd < 0 || stopping_) {
+                if (fd >= 0) {
+                    ::close(fd);
+                }
+                return;
+            }
+            held_.emplace_back(fd);
+            if (mode_ != ServerMode::never_read) {
+                workers_.emplace_back([this, fd] { serve(fd); });
+            }
+        }
+    }
+    void serve(int fd) {
+        std::string head;
+        char buffer[65536];
+        for (;;) {
+            const auto n = ::recv(fd, buffer, sizeof buffer, 0);
+            if (n <= 0) {
+                ::shutdown(fd, SHUT_RDWR);  // a client's end ends the connection, as servers do
+                return;
+            }
+            received_ += static_cast<std::uint64_t>(n);
+            if (mode_ == ServerMode::http) {
+                head.append(buffer, static_cast<std::size_t>(n));
+                if (head.find("\r\n\r\n") != std::string::npos) {
+                    const std::string reply =
+                        "HTTP/1.0 200 OK\r\nContent-Length: 17\r\n\r\nhello from inside";
+                    (void)!::send(fd, reply.data(), reply.size(), MSG_NOSIGNAL);
+                    ::shutdown(fd, SHUT_WR);
+                    return;
+                }
+            }
+        }
+    }
+
+    ServerMode mode_;
+    tea::UniqueFd listener_;
+    std::uint16_t port_ = 0;
+    std::atomic<bool> stopping_{false};
+    std::atomic<std::uint64_t> received_{0};
+    std::vector<tea::UniqueFd> held_;
+    std::vector<std::thread> workers_;
+    std::thread acceptor_;
+};
+
+// The real tea-bridge-relay on a socket in a directory of its own.
+class Relay {
+   public:
+    explicit Relay(int idle_ms = 60'000) {
+        char pattern[] = "/tmp/tea-bridge-test-XXXXXX";
+        dir_ = ::mkdtemp(pattern);
+        socket_ = dir_ / "bridge.sock";
+        pid_ = ::fork();
+        if (pid_ == 0) {
+            const std::string idle = std::to_string(idle_ms);
+            ::execl(TEA_BRIDGE_RELAY, TEA_BRIDGE_RELAY, "--socket", socket_.c_str(), "--idle-ms",
+                    idle.c_str(), nullptr);
+            ::_exit(127);
+        }
+        for (int i = 0; i < 200 && !fs::exists(socket_) && !exited(); ++i) {
+            std::this_thread::sleep_for(10ms);
+        }
+    }
+    Relay(const Relay &) = delete;
+    Relay &operator=(const Relay &) = delete;
+    ~Relay() {
+        if (status_ < 0) {
+            ::kill(pid_, SIGKILL);
+            ::waitpid(pid_, nullptr, 0);
+        }
+        fs::remove_all(dir_);
+    }
+    bool exited() {
+        int status = 0;
+        if (status_ < 0 && ::waitpid(pid_, &status, WNOHANG) == pid_) {
+            status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        }
+        return status_ >= 0;
+    }
+    [[nodiscard]] int status() const { return status_; }
+    [[nodiscard]] const fs::path &socket() const { return socket_; }
+    [[nodiscard]] std::size_t open_descriptors() const {
+        const fs::path fds = "/proc/" + std::to_string(pid_) + "/fd";
+        return static_cast<std::size_t>(
+            std::distance(fs::directory_iterator{fds}, fs::directory_iterator{}));
+    }
+    [[nodiscard]] long resident_kib() const {
+        std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
+        for (std::string line; std::getline(in, line);) {
+            if (line.rfind("VmRSS:", 0) == 0) {
+                return std::stol(line.substr(6));
+            }
+        }
+        return -1;
+    }
+
+   private:
+    fs::path dir_;
+    fs::path socket_;
+    pid_t pid_ = -1;
+    int status_ = -1;
+};
+
+tea::UniqueFd connect_to(std::uint16_t port, bool blocking = true) {
+    tea::UniqueFd fd{
+        ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | (blocking ? 0 : SOCK_NONBLOCK), 0)};
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const int rc = ::connect(fd.get(), reinterpret_cast<sockaddr *>(&a), sizeof a);
+    if (rc != 0 && !(errno == EINPROGRESS && !blocking)) {
+        return {};
+    }
+    return fd;
+}
+
+// One HTTP request; the whole reply, or what arrived before `limit`.
+std::string request(std::uint16_t port, std::chrono::milliseconds limit = 5000ms) {
+    const tea::UniqueFd fd = connect_to(port);
+    if (!fd) {
+        return "(no connection)";
+    }
+    const std::string get = "GET / HTTP/1.0\r\nHost: x\r\n\r\n";
+    (void)!::send(fd.get(), get.data(), get.size(), MSG_NOSIGNAL);
+    std::string reply;
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    char buffer[4096];
+    for (;;) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - std::chrono::steady_clock::now());
+        pollfd p{fd.get(), POLLIN, 0};
+        if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) {
+            return reply;
+        }
+        const auto n = ::recv(fd.get(), buffer, sizeof buffer, 0);
+        if (n <= 0) {
+            return reply;
+        }
+        reply.append(buffer, static_cast<std::size_t>(n));
+    }
+}
+
+tea::bridge_preface::Destination to(const LoopbackServer &service) {
+    return {tea::bridge_preface::Family::ipv4, service.port()};
+}
+
+// A blocking connection straight to the relay's socket, as a target in the call could open, with
+// the preface `bytes` written first.
+tea::UniqueFd connect_relay(const Relay &relay, const std::string &bytes) {
+    tea::UniqueFd fd{tea::stream_relay::connect_unix(relay.socket().string())};
+    if (fd) {
+        ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
+    }
+    if (fd && !bytes.empty()) {
+        (void)!::send(fd.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    }
+    return fd;
+}
+
+std::string preface_of(const LoopbackServer &service) {
+    const auto bytes = tea::bridge_preface::encode(to(service));
+    return {bytes.begin(), bytes.end()};
+}
+
+// Whether the peer closed `fd` within `limit` (true), rather than keeping it open.
+bool closed_within(int fd, std::chrono::milliseconds limit) {
+    pollfd p{fd, POLLIN, 0};
+    char c = 0;
+    return ::poll(&p, 1, static_cast<int>(limit.count())) == 1 &&
+           ::recv(fd, &c, 1, MSG_DONTWAIT) <= 0;
+}
+
+std::uint16_t free_port() {
+    LoopbackServer probe(ServerMode::never_read);
+    return probe.port();
+}
+
+bool ends_with_body(const std::string &reply) {
+    return reply.size() >= 17 && reply.substr(reply.size() - 17) == "hello from inside";
+}
+
+// Polls `ready` until it holds or `limit` passes; whether it held.
+template <typename Ready>
+bool wait_for(Ready &&ready, std::chrono::milliseconds limit) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (!ready()) {
+        if (std::chrono::steady_clock::now() >= deadline) {
+            return false;
+        }
+        std::this_thread::sleep_for(5ms);
+    }
+    return true;
+}
+
+TEST(HostListener, CarriesARequestToTheServiceOnItsOwnPort) {
+    LoopbackServer service(ServerMode::http);
+    Relay relay;
+    const std::uint16_t wanted = free_port();
+    tea::bridge::HostListener bridge(
+        {.wanted_port = wanted, .service = to(service), .relay_socket = relay.socket()});
+    EXPECT_EQ(bridge.port(), wanted);
+    EXPECT_TRUE(bridge.own_port());
+    EXPECT_TRUE(ends_with_body(request(bridge.port()))) << request(bridge.port());
+    bridge.stop();
+    EXPECT_GE(bridge.counts().carried.load(), 1U);
+}
+
+TEST(HostListener, TakesAPortTheSystemPicksWhenTheServicesIsTaken) {
+    LoopbackServer service(ServerMode::http);
+    Relay relay;
+    LoopbackServer squatter(ServerMode::never_read);
+    tea::bridge::HostListener bridge(
+        {.wanted_port = squatter.port(), .service = to(service), .relay_socket = relay.socket()});
+    EXPECT_NE(bridge.port(), squatter.port());
+    EXPECT_FALSE(bridge.own_port());
+    EXPECT_TRUE(ends_with_body(request(bridge.port())));
+}
+
+TEST(HostListener, AConnectionEndsWithTheBridge) {
+    LoopbackServer service(ServerMode::never_read);
+    Relay relay;
+    tea::bridge::HostListener bridge(
+        {.wanted_port = 0, .service = to(service), .relay_socket = relay.socket()});
+    const tea::UniqueFd client = connect_to(bridge.port());
+    std::this_thread::sleep_for(100ms);
+    bridge.stop();
+    char c = 0;
+    pollfd p{client.get(), POLLIN, 0};
+    ASSERT_EQ(::poll(&p, 1, 2000), 1);
+    EXPECT_LE(::recv(client.get(), &c, 1, 0), 0);     // closed by the bridge's end
+    EXPECT_FALSE(connect_to(bridge.port()).valid());  // the listener went with it
+}
+
+TEST(BridgeRelay, ConnectsWhereThePrefaceSaysOnLoopbackOnly) {
+    LoopbackServer service(ServerMode::http);
+    Relay relay;
+    // Control: a preface naming the service's port is carried to it.
+    const auto good = connect_relay(relay, preface_of(service) + "GET / HTTP/1.0\r\n\r\n");
+    std::string reply;
+    char buffer[256];
+    for (ssize_t n; (n = ::recv(good.get(), buffer, sizeof buffer, 0)) > 0;) {
+        reply.append(buffer, static_cast<std::size_t>(n));
+    }
+    EXPECT_TRUE(ends_with_body(reply)) << reply;
+    // A family other than 4 or 6, or port 0, names no loopback address: closed at once.
+    for (const std::string &bad :
+         {std::string{"\x09\x1f\x90", 3}, std::string{"\x04\x00\x00", 3}, std::string{"GET", 3}}) {
+        const auto fd = connect_relay(relay, bad);
+        EXPECT_TRUE(closed_within(fd.get(), 1000ms));
+    }
+}
+
+// `tea-bridge-relay --socket <dir>/bridge.sock -- sh -c script` as a plan starts it beside the
+// service: its exit status and how long it took.
+struct Beside {
+    int status = -1;
+    std::chrono::milliseconds took{0};
+};
+Beside run_beside(const fs::path &socket, const std::string &script) {
+    const auto start = std::chrono::steady_clock::now();
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        ::execl(TEA_BRIDGE_RELAY, TEA_BRIDGE_RELAY, "--socket", socket.c_str(), "--", "/bin/sh",
+                "-c", script.c_str(), nullptr);
+        ::_exit(127);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
+            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                  start)};
+}
+
+TEST(BridgeRelay, BesideAProgramItKeepsTheProgramsStatusAndItsWaitAndEndsWithIt) {
+    LoopbackServer service(ServerMode::http);
+    char pattern[] = "/tmp/tea-bridge-beside-XXXXXX";
+    const fs::path dir = ::mkdtemp(pattern);
+    const fs::path socket = dir / "bridge.sock";
+    // The relay carries while the program runs: the program itself asks through the socket.
+    const std::string script =
+        "python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); s.connect('" +
+        socket.string() + "'); s.sendall(bytes([4, " + std::to_string(service.port() >> 8) + ", " +
+        std::to_string(service.port() & 0xff) +
+        "]) + b'GET / HTTP/1.0\\r\\n\\r\\n'); print(s.makefile('rb').read().decode())\" | grep -q "
+        "'hello from inside' && exit 7";
+    const auto carried = run_beside(socket, script);
+    EXPECT_EQ(carried.status, 7);  // the program's own status, and the reply came through
+    // A shell's wait for its children is not held by the relay (not the program's child), and
+    // the relay is gone with the program: the socket refuses afterwards.
+    fs::remove(socket);
+    const auto waited = run_beside(socket, "sleep 0.1 & wait; exit 3");
+    EXPECT_EQ(waited.status, 3);
+    EXPECT_LT(waited.took, 5000ms);
+    EXPECT_TRUE(wait_for(
+        [&] {
+            const int fd = tea::stream_relay::connect_unix(socket.string());
+            if (fd >= 0) {
+                ::close(fd);
+                return false;
+            }
+            return errno == ECONNREFUSED;
+        },
+        5000ms));
+    // A program that cannot be run: 127, named.
+    fs::remove(socket);
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        ::execl(TEA_BRIDGE_RELAY, TEA_BRIDGE_RELAY, "--socket", socket.c_str(), "--",
+                "/nonexistent/program", nullptr);
+        ::_exit(1);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    EXPECT_EQ(WEXITSTATUS(status), 127);
+    fs::remove_all(dir);
+}
+
+TEST(BridgeAttack, APeerThatNeverSendsAPrefaceDoesNotHoldTheRelay) {
+    LoopbackServer service(ServerMode::http);
+    Relay relay;
+    tea::bridge::HostListener bridge(
+        {.wanted_port = 0, .service = to(service), .relay_socket = relay.socket()});
+    // A target connects to the relay's socket and stays silent: the relay closes it after its
+    // wait, and the host's request behind it is answered.
+    const auto silent = connect_relay(relay, "");
+    EXPECT_TRUE(ends_with_body(request(bridge.port(), 10'000ms)));
+    EXPECT_TRUE(closed_within(silent.get(), 5000ms));
+}
+
+// Sends as much of `total` as the path takes within `patience` of no progress; the bytes sent.
+std::uint64_t send_until_stalled(int fd, std::uint64_t total, std::chrono::milliseconds patience) {
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+    std::vector<char> chunk(std::size_t{1} << 20, 'x');
+    std::uint64_t sent = 0;
+    while (sent < total) {
+        pollfd p{fd, POLLOUT, 0};
+        if (::poll(&p, 1, static_cast<int>(patience.count())) <= 0) {
+            break;
+        }
+        const auto n = ::send(fd, chunk.data(), chunk.size(), MSG_NOSIGNAL);
+        if (n <= 0 && errno != EAGAIN) {
+            break;
+        }
+        sent += n > 0 ? static_cast<std::uint64_t>(n) : 0;
+    }
+    return sent;
+}
+
+constexpr std::uint64_t kUpload = std::uint64_t{256} << 20;
+
+TEST(BridgeAttack, AServiceThatNeverReadsHoldsTheUploadBoundedInTheRelay) {
+    LoopbackServer service(ServerMode::never_read);
+    Relay relay;
+    tea::bridge::HostListener bridge(
+        {.wanted_port = 0, .service = to(service), .relay_socket = relay.socket()});
+    const long before = relay.resident_kib();
+    const tea::UniqueFd client = connect_to(bridge.port());
+    const std::uint64_t sent = send_until_stalled(client.get(), kUpload, 1000ms);
+    // Kernel socket buffers on three hops plus two 64 KiB buffers, never the upload.
+    EXPECT_LT(sent, std::uint64_t{48} << 20);
+    EXPECT_LT(relay.resident_kib() - before, 1024);
+}
+
+TEST(BridgeAttack, ControlAServiceThatReadsTakesTheWholeUpload) {
+    LoopbackServer service(ServerMode::sink);
+    Relay relay;
+    tea::bridge::HostListener bridge(
+        {.wanted_port = 0, .service = to(service), .relay_socket = relay.socket()});
+    const tea::UniqueFd client = connect_to(bridge.port());
+    EXPECT_EQ(send_until_stalled(client.get(), kUpload, 5000ms), kUpload);
+}
+
+// Two connections and a pipe (two ends) per direction.
+constexpr std::size_t kDescriptorsPerPair = 6;
+// The relay's socket, its standard streams, its epoll set and a connection waiting for room.
+constexpr std::size_t kRelayOwnDescriptors = 8;
+
+TEST(BridgeAttack, ThousandsOfConnectionsCostNoMoreThanTheLimit) {
+    LoopbackServer service(ServerMode::http);
+    Relay relay;
+    tea::bridge::HostListener bridge(
+        {.wanted_port = 0, .service = to(service), .relay_socket = relay.socket()});
+    std::vector<tea::UniqueFd> flood;
+    for (int i = 0; i < 3000; ++i) {
+        flood.push_back(connect_to(bridge.port(), false));
+    }
+    // Both ends full: the host listener carries its 256 pairs and the relay the same 256.
+    ASSERT_TRUE(wait_for([&] { return bridge.counts().open.load() == 256; }, 20'000ms));
+    ASSERT_TRUE(
+        wait_for([&] { return relay.open_descriptors() >= kDescriptorsPerPair * 256; }, 20'000ms));
+    for (int sample = 0; sample < 10; ++sample) {
+        EXPECT_EQ(bridge.counts().open.load(), 256U);
+        EXPECT_LE(relay.open_descriptors(), kDescriptorsPerPair * 256 + kRelayOwnDescriptors);
+        std::this_thread::sleep_for(20ms);
+    }
+    EXPECT_GE(bridge.counts().waited_at_limit.load(), 1U);
+    flood.clear();
+    // Every client that closed is still accepted and carried in its turn, none is accepted and
+    // closed for want of room, and a new client is answered behind them.
+    EXPECT_TRUE(ends_with_body(request(bridge.port(), 20'000ms)));
+    bridge.stop();
+    EXPECT_EQ(bridge.counts().unreachable.load(), 0U);
+    EXPECT_GT(bridge.counts().carried.load(), 3000U);
+}
+
+// The relay's slots and its backlog taken (here by a target connecting to its socket; in the flood
+// above, by pairs the host had already closed): a host client waits for a slot instead of being
+// accepted and closed at once.
+TEST(BridgeAttack, AClientWaitsWhileTheRelayIsFullInsteadOfBeingAcceptedAndClosed) {
+    LoopbackServer service(ServerMode::http);
+    Relay relay;
+    tea::bridge::HostListener bridge(
+        {.wanted_port = 0, .service = to(service), .relay_socket = relay.socket()});
+    // Connects until the relay's 256 pairs and its backlog are full: refused (EAGAIN) for 300 ms
+    // on end, while the relay accepts what it can.
+    std::vector<tea::UniqueFd> held;
+    for (int refused_in_a_row = 0; refused_in_a_row < 15 && held.size() < 4096;) {
+        auto fd = connect_relay(relay, preface_of(service));
+        if (fd) {
+            held.push_back(std::move(fd));
+            refused_in_a_row = 0;
+            continue;
+        }
+        ASSERT_EQ(errno, EAGAIN);
+        ++refused_in_a_row;
+        std::this_thread::sleep_for(20ms);
+    }
+    ASSERT_GT(held.size(), 256U);
+    std::string reply;
+    std::thread client([&] { reply = request(bridge.port(), 10'000ms); });
+    std::this_thread::sleep_for(300ms);
+    EXPECT_EQ(bridge.counts().unreachable.load(), 0U);  // not closed while it waits
+    held.clear();
+    client.join();
+    EXPECT_TRUE(ends_with_body(reply)) << reply;
+}
+
+TEST(BridgeAttack, ThousandsOfConnectionsToTheRelayItselfCostNoMoreThanItsLimit) {
+    // A target can connect to the relay's socket in its call directory without the host
+    // listener's limit in front.
+    LoopbackServer service(ServerMode::http);
+    Relay relay;
+    std::vector<int> flood;
+    for (int i = 0; i < 3000; ++i) {
+        auto fd = connect_relay(relay, preface_of(service));
+        if (fd) {
+            flood.push_back(fd.release());
+        }
+        if (i % 100 == 99) {
+            std::this_thread::sleep_for(10ms);  // the relay accepts as the flood goes on
+        }
+    }
+    EXPECT_GT(flood.size(), 256U);
+    ASSERT_TRUE(
+        wait_for([&] { return relay.open_descriptors() >= kDescriptorsPerPair * 256; }, 20'000ms));
+    EXPECT_LE(relay.open_descriptors(), kDescriptorsPerPair * 256 + kRelayOwnDescriptors);
+    for (const int fd : flood) {
+        ::close(fd);
+    }
+}
+
+// Every slot held by a peer that sends nothing: the idle timeout frees them for a new client.
+std::string request_past_idle_peers(int idle_ms) {
+    LoopbackServer service(ServerMode::http);
+    Relay relay(idle_ms);
+    tea::bridge::HostListener bridge({.wanted_port = 0,
+                                      .service = to(service),
+                                      .relay_socket = relay.socket(),
+                                      .limits = {256, std::chrono::milliseconds{idle_ms}}});
+    std::vector<tea::UniqueFd> idle;
+    for (int i = 0; i < 256; ++i) {
+        idle.push_back(connect_to(bridge.port()));
+    }
+    std::this_thread::sleep_for(200ms);
+    return request(bridge.port(), 3000ms);
+}
+
+TEST(BridgeAttack, IdlePeersLoseTheirSlots) {
+    EXPECT_TRUE(ends_with_body(request_past_idle_peers(300)));
+}
+
+TEST(BridgeAttack, ControlWithoutTheIdleTimeoutIdlePeersHoldEverySlot) {
+    EXPECT_EQ(request_past_idle_peers(0), "");
+}
+
+}  // namespace
