@@ -90,6 +90,11 @@ PortFileReading read_port_file(const std::filesystem::path &dir) {
         if (errno == ELOOP) {
             return refused("the port file " + path + " is a symbolic link, not the file given");
         }
+        // A service may remove the file and make it again (or be caught mid-way through making a
+        // link there): gone for now is not written yet, and what takes its place is read next.
+        if (errno == ENOENT) {
+            return {PortFileReading::State::empty, 0, "the port file " + path + " is gone"};
+        }
         return refused("the port file " + path + " cannot be opened: " + errno_text(errno));
     }
     struct stat st {};
