@@ -950,17 +950,24 @@ std::vector<std::string> interface_ids(const Evaluation &evaluation) {
     return ids;
 }
 
+// A server's probe takes neither a command's arguments (the entry's `args` are the server's) nor
+// its stdin; each is refused with the kind's reason.
+void refuse_command_fields(const Report &report, Fields &f, const std::string &kind,
+                           const std::string &why_args, const std::string &why_stdin) {
+    for (const char *refused : {"args", "stdin"}) {
+        if (f.take_unlisted(refused) != nullptr) {
+            report(refused, "is not taken by a probe of " + kind + ": " +
+                                (std::string_view{refused} == "args" ? why_args : why_stdin));
+        }
+    }
+}
+
 // A toolServer probe's request; its stdin is the runtime's conversation and its command line the
 // entry's.
 void read_tool_server_fields(const Report &report, Fields &f, const Entry &entry, Probe &probe) {
-    for (const char *refused : {"args", "stdin"}) {
-        if (f.take_unlisted(refused) != nullptr) {
-            report(refused, std::string{"is not taken by a probe of a toolServer entry: "} +
-                                (std::string_view{refused} == "args"
-                                     ? "the server's arguments are the entry's 'args'"
-                                     : "the server's stdin carries the runtime's requests"));
-        }
-    }
+    refuse_command_fields(report, f, "a toolServer entry",
+                          "the server's arguments are the entry's 'args'",
+                          "the server's stdin carries the runtime's requests");
     const ToolServerProbeFields fields{f.require("method"), f.take("params"), f.take("expect"),
                                        f.take("timeoutMs")};
     if (fields.method == nullptr) {
@@ -974,14 +981,9 @@ void read_tool_server_fields(const Report &report, Fields &f, const Entry &entry
 // An HTTP probe's request and what its answer should be; the service's command line is the
 // entry's, and its stdin is not the probe's.
 void read_http_fields(const Report &report, Fields &f, const Entry &entry, Probe &probe) {
-    for (const char *refused : {"args", "stdin"}) {
-        if (f.take_unlisted(refused) != nullptr) {
-            report(refused, std::string{"is not taken by a probe of an http entry: "} +
-                                (std::string_view{refused} == "args"
-                                     ? "the service's arguments are the entry's 'args'"
-                                     : "the probe's request is 'request'"));
-        }
-    }
+    refuse_command_fields(report, f, "an http entry",
+                          "the service's arguments are the entry's 'args'",
+                          "the probe's request is 'request'");
     const ProbeProblem problem = [&](const std::string &field, const std::string &message) {
         report(field, message);
     };

@@ -29,6 +29,7 @@
 
 #include "support/fake_bwrap.hpp"
 #include "support/process.hpp"
+#include "support/socket_io.hpp"
 
 namespace tea {
 namespace {
@@ -2518,7 +2519,8 @@ TEST(RunHttp, TheNotesExampleIsServedThroughTheBridge) {
     const auto check = p.tea({"check", p.eval().string()});
     ASSERT_EQ(check.status, 0) << check.err;
     const auto run = p.run();
-    ASSERT_EQ(run.status, 0) << run.err;
+    ASSERT_EQ(run.status, 0) << run.err
+                             << read_json(run_dir_of(run) / "run.json")["trials"].dump(2);
     const auto dir = run_dir_of(run);
     const auto record = read_json(dir / "run.json");
     EXPECT_EQ(record["confinement"], "bubblewrap") << record.dump(2);
@@ -2602,16 +2604,10 @@ TEST(RunHttp, AServiceOnEveryAddressIsRefusedAndNamed) {
 // not reachable from the call's network; a service that never reports is an infrastructure error
 // once maxElapsedMs has passed. Nothing is left running.
 TEST(RunHttp, PortFilesThatLieAreRefusedAndNothingIsLeftRunning) {
-    const int host = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    std::uint16_t host_port_number = 0;
+    const int host = test::listen_loopback(AF_INET, host_port_number);
     ASSERT_GE(host, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    ASSERT_EQ(::bind(host, reinterpret_cast<sockaddr *>(&a), sizeof a), 0);
-    ASSERT_EQ(::listen(host, 8), 0);
-    ASSERT_EQ(::getsockname(host, reinterpret_cast<sockaddr *>(&a), &len), 0);
-    const auto host_port = std::to_string(ntohs(a.sin_port));
+    const auto host_port = std::to_string(host_port_number);
     const std::string marker = "tea-http-daemon-" + std::to_string(::getpid());
     Project p{"http-port-files"};
     write_http_evaluation(p,
@@ -2652,15 +2648,9 @@ TEST(RunHttp, PortFilesThatLieAreRefusedAndNothingIsLeftRunning) {
 // The control of a port file naming a host process's port: opted out, the service shares the
 // host's network, and the bridge carries the request to that process.
 TEST(RunHttp, APortOfAHostProcessIsReachedOnlyOptedOut) {
-    const int host = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    std::uint16_t host_port_number = 0;
+    const int host = test::listen_loopback(AF_INET, host_port_number);
     ASSERT_GE(host, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    ASSERT_EQ(::bind(host, reinterpret_cast<sockaddr *>(&a), sizeof a), 0);
-    ASSERT_EQ(::listen(host, 8), 0);
-    ASSERT_EQ(::getsockname(host, reinterpret_cast<sockaddr *>(&a), &len), 0);
     std::thread answer{[host] {
         const int c = ::accept4(host, nullptr, nullptr, SOCK_CLOEXEC);
         if (c < 0) return;
@@ -2672,7 +2662,7 @@ TEST(RunHttp, APortOfAHostProcessIsReachedOnlyOptedOut) {
     }};
     Project p{"http-host-port-opt-out"};
     write_http_evaluation(p,
-                          {{"hostport", json::array({"port", std::to_string(ntohs(a.sin_port))})}},
+                          {{"hostport", json::array({"port", std::to_string(host_port_number)})}},
                           "/", false, 10000);
     const auto run = p.run();
     ::shutdown(host, SHUT_RDWR);
