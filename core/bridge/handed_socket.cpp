@@ -13,11 +13,16 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <utility>
 #include <vector>
 
 #include "bridge/relay_socket.hpp"
 #include "util/error.hpp"
+
+#ifndef SO_NETNS_COOKIE
+#define SO_NETNS_COOKIE 71  // Linux 5.14
+#endif
 
 namespace tea::bridge {
 namespace {
@@ -68,6 +73,58 @@ std::string peer_refusal(int fd, const ServiceEnd &end) {
     }
     return std::string{"the handed socket is connected to "} + text + " port " +
            port_text(ntohs(a.sin6_port)) + ", not to ::1 port " + port_text(want);
+}
+
+// The network namespace's cookie of socket `fd` (SO_NETNS_COOKIE, no privilege needed).
+std::optional<std::uint64_t> network_cookie(int fd) {
+    std::uint64_t cookie = 0;
+    socklen_t size = sizeof cookie;
+    if (::getsockopt(fd, SOL_SOCKET, SO_NETNS_COOKIE, &cookie, &size) != 0) {
+        return std::nullopt;
+    }
+    return cookie;
+}
+
+// "" when socket `fd` is in the namespace `call_network` names, a refusal otherwise.
+std::string network_refusal(int fd, int call_network) {
+    struct stat call {};
+    if (::fstat(call_network, &call) != 0) {
+        return "the call's network namespace cannot be read: " + errno_text(errno);
+    }
+    const UniqueFd its_network{::ioctl(fd, SIOCGSKNS)};
+    if (its_network) {
+        struct stat its {};
+        if (::fstat(its_network.get(), &its) != 0) {
+            return "the handed socket's network namespace cannot be read: " + errno_text(errno);
+        }
+        if (its.st_dev != call.st_dev || its.st_ino != call.st_ino) {
+            return "the handed socket is in network namespace " + std::to_string(its.st_ino) +
+                   ", not the call's (" + std::to_string(call.st_ino) + "): refused";
+        }
+        return {};
+    }
+    const int error = errno;
+    // SIOCGSKNS needs CAP_NET_ADMIN over the socket's network: a runtime not root lacks it over
+    // its own (the opt-out backend's call shares it). That network alone is compared by the
+    // cookie the kernel gives any socket of it.
+    struct stat own {};
+    const bool call_is_own = ::stat("/proc/self/ns/net", &own) == 0 && own.st_dev == call.st_dev &&
+                             own.st_ino == call.st_ino;
+    if (error != EPERM || !call_is_own) {
+        return "the handed socket's network namespace cannot be read (SIOCGSKNS): " +
+               errno_text(error);
+    }
+    const UniqueFd probe{::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+    const auto its = network_cookie(fd);
+    const auto ours = probe ? network_cookie(probe.get()) : std::nullopt;
+    if (!its || !ours) {
+        return "the handed socket's network namespace cannot be read (SO_NETNS_COOKIE): " +
+               errno_text(errno);
+    }
+    if (*its != *ours) {
+        return "the handed socket is in another network namespace than the call's: refused";
+    }
+    return {};
 }
 
 }  // namespace
@@ -155,19 +212,9 @@ SocketCheck check_service_socket(int fd, const ServiceEnd &end) {
     }
     // A socket of another network (the host's, had the target one) would make the bridge a
     // route there: the socket's namespace must be the call's.
-    const UniqueFd its_network{::ioctl(fd, SIOCGSKNS)};
-    if (!its_network) {
-        return refused("the handed socket's network namespace cannot be read (SIOCGSKNS): " +
-                       errno_text(errno));
-    }
-    struct stat its {};
-    struct stat call {};
-    if (::fstat(its_network.get(), &its) != 0 || ::fstat(end.network, &call) != 0) {
-        return refused("the network namespaces cannot be compared: " + errno_text(errno));
-    }
-    if (its.st_dev != call.st_dev || its.st_ino != call.st_ino) {
-        return refused("the handed socket is in network namespace " + std::to_string(its.st_ino) +
-                       ", not the call's (" + std::to_string(call.st_ino) + "): refused");
+    auto sentence = network_refusal(fd, end.network);
+    if (!sentence.empty()) {
+        return refused(std::move(sentence));
     }
     int error = 0;
     if (option(fd, SOL_SOCKET, SO_ERROR, error) != 0 || error != 0) {
@@ -188,7 +235,7 @@ SocketCheck check_service_socket(int fd, const ServiceEnd &end) {
                        std::to_string(info.tcpi_state) + "): refused");
     }
     // Connected elsewhere in the call's network, it would reach another of the target's ports.
-    auto sentence = peer_refusal(fd, end);
+    sentence = peer_refusal(fd, end);
     if (!sentence.empty()) {
         return refused(std::move(sentence) + ": refused");
     }
