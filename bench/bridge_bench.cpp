@@ -1,33 +1,36 @@
 // The bridge into a started service (core/bridge's host listener and the real tea-bridge-relay)
-// against direct loopback connections to the same server, and against one relay hop in the host
-// (the next design's data path), interleaved round by round: small
-// requests per second on one keep-alive connection, the added median round-trip latency, and bulk
-// throughput. No confinement: this measures the two relays, not the namespace.
+// against direct loopback connections to the same server, interleaved round by round: the relay
+// carrying every byte (two hops), the relay handing its connection to the host listener (one hop),
+// and the handed connection used by the runtime's own client (no hop). Small requests per second
+// on one keep-alive connection, the added median round-trip latency, and bulk throughput. No
+// confinement: this measures the relays, not the namespace.
 //
 //   bridge_bench [--rounds R] [--requests N] [--mib M]
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
 
 #include "bench_support.hpp"
+#include "bridge/handed_socket.hpp"
 #include "bridge/host_listener.hpp"
+#include "util/fd.hpp"
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -108,38 +111,8 @@ class Server {
     std::uint16_t port_ = 0;
 };
 
-// A listening TCP socket on 127.0.0.1 at a port the system picks, non-blocking.
-int tcp_listener() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0 || ::listen(fd, 128) != 0) {
-        std::perror("listen");
-        std::exit(1);
-    }
-    return fd;
-}
-
-std::uint16_t bound_port(int fd) {
-    sockaddr_in a{};
-    socklen_t size = sizeof a;
-    ::getsockname(fd, reinterpret_cast<sockaddr *>(&a), &size);
-    return ntohs(a.sin_port);
-}
-
-int connect_nonblocking(std::uint16_t port) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0 && errno != EINPROGRESS) {
-        ::close(fd);
-        return -1;
-    }
-    return fd;
-}
+// Opens one connection to the variant measured.
+using Connector = std::function<int()>;
 
 int connect_to(std::uint16_t port) {
     const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -161,8 +134,8 @@ struct Small {
 };
 
 // N request/reply round trips on one connection.
-Small small_requests(std::uint16_t port, int requests) {
-    const int fd = connect_to(port);
+Small small_requests(const Connector &connect, int requests) {
+    const int fd = connect();
     std::vector<double> us;
     us.reserve(static_cast<std::size_t>(requests));
     char reply[kReply.size()];
@@ -183,8 +156,8 @@ Small small_requests(std::uint16_t port, int requests) {
 }
 
 // MiB/s for `mib` MiB sent to the sink, until the sink confirms the end.
-double bulk(std::uint16_t port, int mib) {
-    const int fd = connect_to(port);
+double bulk(const Connector &connect, int mib) {
+    const int fd = connect();
     std::vector<char> chunk(std::size_t{1} << 20, 'x');
     const auto start = Clock::now();
     for (int i = 0; i < mib; ++i) {
@@ -238,52 +211,61 @@ int main(int argc, char **argv) {
     while (!fs::exists(socket)) {
         std::this_thread::sleep_for(std::chrono::milliseconds{5});
     }
-    tea::bridge::HostListener bridge({.wanted_port = 0,
-                                      .service = {tea::bridge_preface::Family::ipv4, server.port()},
-                                      .relay_socket = socket});
-
-    // The next design's data path, for comparison: one relay in the host's process carrying each
-    // connection straight to the service's TCP port (as it would once the relay hands the host
-    // its connection to the service), with the same epoll loop and splicing.
-    const int one_hop_listener = tcp_listener();
-    const int one_hop_stop = ::eventfd(0, EFD_CLOEXEC);
-    std::thread one_hop([&] {
-        const std::vector<int> listeners{one_hop_listener};
-        tea::stream_relay::serve(
-            listeners, [&](int) { return connect_nonblocking(server.port()); },
-            tea::stream_relay::Limits{}, one_hop_stop);
-    });
-    const std::array<std::uint16_t, 3> ports{server.port(), bridge.port(),
-                                             bound_port(one_hop_listener)};
-    std::array<std::vector<double>, 3> rps, us, mbs;
-    for (const auto port : ports) {
-        (void)small_requests(port, requests / 10);  // warm-up, not counted
+    const tea::bridge_preface::Destination service{tea::bridge_preface::Family::ipv4,
+                                                   server.port()};
+    tea::bridge::HostListener two_hops(
+        {.wanted_port = 0, .service = service, .relay_socket = socket});
+    // Unconfined, the relay's connections are in this process's network.
+    const tea::UniqueFd network{::open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC)};
+    tea::bridge::HostListener one_hop({.wanted_port = 0,
+                                       .service = service,
+                                       .relay_socket = socket,
+                                       .call_network = network.get()});
+    const auto handed = [&] {
+        std::string refusal;
+        tea::UniqueFd fd = tea::bridge::hand_over(socket, {service, network.get()},
+                                                  std::chrono::seconds{5}, -1, refusal);
+        if (!fd) {
+            std::fprintf(stderr, "no handed connection: %s\n", refusal.c_str());
+            std::exit(1);
+        }
+        // Blocking, as the other variants' connections are.
+        ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
+        no_delay(fd.get());
+        return fd.release();
+    };
+    constexpr std::size_t kVariants = 4;
+    const std::array<Connector, kVariants> variants{
+        [&] { return connect_to(server.port()); }, [&] { return connect_to(two_hops.port()); },
+        [&] { return connect_to(one_hop.port()); }, handed};
+    std::array<std::vector<double>, kVariants> rps, us, mbs;
+    for (const auto &connect : variants) {
+        (void)small_requests(connect, requests / 10);  // warm-up, not counted
     }
     for (int r = 0; r < rounds; ++r) {
         // Interleaved, the order rotating, so drift on the host falls on every variant alike.
-        for (int k = 0; k < 3; ++k) {
-            const auto v = static_cast<std::size_t>((r + k) % 3);
-            const Small s = small_requests(ports[v], requests);
-            const double m = bulk(ports[v], mib);
+        for (std::size_t k = 0; k < kVariants; ++k) {
+            const auto v = (static_cast<std::size_t>(r) + k) % kVariants;
+            const Small s = small_requests(variants[v], requests);
+            const double m = bulk(variants[v], mib);
             rps[v].push_back(s.per_second);
             us[v].push_back(s.median_us);
             mbs[v].push_back(m);
         }
     }
-    bridge.stop();
-    const std::uint64_t one = 1;
-    (void)!::write(one_hop_stop, &one, sizeof one);
-    one_hop.join();
+    two_hops.stop();
+    one_hop.stop();
     ::kill(relay, SIGKILL);
     ::waitpid(relay, nullptr, 0);
 
     using tea::bench::median;
     std::printf("rounds %d, %d small requests and %d MiB per variant and round\n", rounds, requests,
                 mib);
-    const char *names[] = {"direct", "bridge (two relays)", "one relay hop (next design)"};
-    for (std::size_t v = 0; v < 3; ++v) {
+    const char *names[] = {"direct", "bridge, relay carries (two hops)",
+                           "bridge, handed over (one hop)", "handed socket (no hop)"};
+    for (std::size_t v = 0; v < kVariants; ++v) {
         std::printf(
-            "%-28s requests/s %8.0f (%.2f)  median round trip %7.1f us (+%.1f)  bulk MiB/s %6.0f "
+            "%-33s requests/s %8.0f (%.2f)  median round trip %7.1f us (+%.1f)  bulk MiB/s %6.0f "
             "(%.2f)\n",
             names[v], median(rps[v]), median(rps[v]) / median(rps[0]), median(us[v]),
             median(us[v]) - median(us[0]), median(mbs[v]), median(mbs[v]) / median(mbs[0]));

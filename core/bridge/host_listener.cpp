@@ -9,10 +9,12 @@
 
 #include <array>
 #include <cerrno>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "bridge/handed_socket.hpp"
 #include "bridge/relay_socket.hpp"
 #include "util/error.hpp"
 
@@ -94,6 +96,16 @@ HostListener::HostListener(HostListenerOptions options) : options_(std::move(opt
     if (options_.service.port == 0) {
         options_.service.port = options_.wanted_port;
     }
+    options_.service.hand_over = options_.call_network >= 0;
+    if (options_.call_network >= 0) {
+        // A relay that never answers (a socket the target bound in its place) would hold every
+        // client behind the one waiting.
+        if (options_.limits.wait.count() == 0) {
+            options_.limits.wait = kHandOverWait;
+        }
+        carrier_ = std::thread([this, socket] { carry_handed(socket); });
+        return;
+    }
     const auto preface = bridge_preface::encode(options_.service);
     carrier_ = std::thread([this, socket, preface] {
         const std::vector<int> listeners{listener_.get()};
@@ -101,6 +113,42 @@ HostListener::HostListener(HostListenerOptions options) : options_(std::move(opt
             listeners, [&socket, &preface](int) { return connect_relay(socket, preface); },
             options_.limits, stop_.get(), &counts_);
     });
+}
+
+void HostListener::carry_handed(const std::string &socket) {
+    const ServiceEnd end{options_.service, options_.call_network};
+    std::optional<HandOver> handing;
+    const auto connect = [&](int, stream_relay::Wake &wake) {
+        if (wake.first || !handing) {
+            handing.emplace(socket, end);
+        }
+        switch (handing->advance(wake)) {
+            case HandOver::State::waiting:
+                errno = EAGAIN;
+                return -1;
+            case HandOver::State::ready: {
+                const int fd = handing->take().release();
+                handing.reset();
+                return fd;
+            }
+            case HandOver::State::refused:
+                break;
+        }
+        {
+            const std::lock_guard lock{refusal_mutex_};
+            last_refusal_ = handing->refusal();
+        }
+        handing.reset();
+        errno = ECONNREFUSED;  // the client's connection is closed
+        return -1;
+    };
+    const std::vector<int> listeners{listener_.get()};
+    stream_relay::serve(listeners, connect, options_.limits, stop_.get(), &counts_);
+}
+
+std::string HostListener::last_refusal() const {
+    const std::lock_guard lock{refusal_mutex_};
+    return last_refusal_;
 }
 
 void HostListener::stop() {

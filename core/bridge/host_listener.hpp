@@ -1,10 +1,13 @@
 // The host's end of the bridge into a started HTTP service (docs/services-bridge-design.md): a
-// loopback TCP listener in the runtime's process whose every connection is carried to the relay's
-// Unix socket in the call's directory, and from there by tea-bridge-relay to the service.
+// loopback TCP listener in the runtime's process. Each connection is carried either straight to
+// the relay's connection to the service, which tea-bridge-relay hands over (one hop, when the
+// call's network is given), or to the relay's Unix socket, and from there by the relay.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
+#include <mutex>
+#include <string>
 #include <tea/bridge_preface.hpp>
 #include <tea/stream_relay.hpp>
 #include <thread>
@@ -22,6 +25,11 @@ struct HostListenerOptions {
     // The relay's socket inside the call's directory.
     std::filesystem::path relay_socket;
     stream_relay::Limits limits{256, std::chrono::milliseconds{60'000}};
+    // An open /proc/<pid>/ns/net of the call's network, kept open by the caller while the
+    // listener lives: the relay then hands each connection to the service over (checked to be
+    // in this network, handed_socket.hpp) and the listener carries to it itself. -1: the relay
+    // carries each connection's bytes itself (two hops).
+    int call_network = -1;
 };
 
 // Listens on 127.0.0.1 from construction and carries connections on a thread of its own until
@@ -42,13 +50,22 @@ class HostListener {
     void stop();
     // Read while it runs or after stop().
     [[nodiscard]] const stream_relay::Counts &counts() const noexcept { return counts_; }
+    // Why the last hand-over was refused ("" when none was), read while it runs or after stop().
+    [[nodiscard]] std::string last_refusal() const;
 
    private:
+    // How long a client waits for the relay's hand-over when the limits set no wait.
+    static constexpr std::chrono::milliseconds kHandOverWait{2000};
+    // The carrier thread's loop when the relay hands its connections over.
+    void carry_handed(const std::string &socket);
+
     HostListenerOptions options_;
     UniqueFd listener_;
     UniqueFd stop_;
     std::uint16_t port_ = 0;
     stream_relay::Counts counts_;
+    mutable std::mutex refusal_mutex_;
+    std::string last_refusal_;
     std::thread carrier_;
 };
 

@@ -1,13 +1,16 @@
 #include "bridge/service_bridge.hpp"
 
+#include <fcntl.h>
 #include <poll.h>
 
 #include <ctime>
 #include <utility>
 
 #include "bridge/call_network.hpp"
+#include "bridge/handed_socket.hpp"
 #include "bridge/listening_check.hpp"
 #include "bridge/port_file.hpp"
+#include "util/error.hpp"
 
 namespace tea::bridge {
 namespace {
@@ -94,9 +97,9 @@ bool ServiceBridge::start() {
     record_.reported_port = reading.port;
     // Listening: a service may write its port a moment before it listens on it.
     Listening listening;
+    std::optional<pid_t> inside;
     for (;;) {
-        const auto inside =
-            options_.own_network ? process_in_call_network(options_.pid) : options_.pid;
+        inside = options_.own_network ? process_in_call_network(options_.pid) : options_.pid;
         // Until bwrap has made the call's network there is none to read: a port a host process
         // listens on must never pass for the service's.
         listening = inside ? check_listening(*inside, reading.port)
@@ -115,12 +118,22 @@ bool ServiceBridge::start() {
             return refuse(listening.refusal + " (looked for until the call ended)");
         }
     }
+    // The network the listening check read is the one every handed socket must be in; held open
+    // so that its identity stays the call's for the bridge's life.
+    const std::string network = "/proc/" + std::to_string(*inside) + "/ns/net";
+    call_network_.reset(::open(network.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!call_network_) {
+        return refuse("cannot open " + network +
+                      " to check the connections the relay hands over: " + errno_text(errno));
+    }
     HostListenerOptions host;
     host.wanted_port = reading.port;
-    host.service = {listening.ipv4 ? bridge_preface::Family::ipv4 : bridge_preface::Family::ipv6,
-                    reading.port};
+    service_ = {listening.ipv4 ? bridge_preface::Family::ipv4 : bridge_preface::Family::ipv6,
+                reading.port, true};
+    host.service = service_;
     host.relay_socket = options_.dir / kRelaySocketName;
     host.limits = options_.limits;
+    host.call_network = call_network_.get();
     listener_ = std::make_unique<HostListener>(host);
     record_.bridge_port = listener_->port();
     record_.own_port = listener_->own_port();
@@ -130,6 +143,20 @@ bool ServiceBridge::start() {
 
 std::uint16_t ServiceBridge::host_port() const {
     return listener_ ? listener_->port() : 0;
+}
+
+UniqueFd ServiceBridge::connect_service(std::chrono::milliseconds timeout, std::string &refusal) {
+    if (!listener_ || !record_.ended_at.empty()) {
+        refusal = "the bridge into the service is not open";
+        return {};
+    }
+    auto fd =
+        hand_over((options_.dir / kRelaySocketName).string(),
+                  ServiceEnd{service_, call_network_.get()}, timeout, options_.call_ended, refusal);
+    if (fd) {
+        ++direct_connections_;
+    }
+    return fd;
 }
 
 void ServiceBridge::stop() {
@@ -144,7 +171,7 @@ BridgeRecord ServiceBridge::record() const {
     BridgeRecord r = record_;
     if (listener_) {
         const auto &c = listener_->counts();
-        r.connections = c.carried.load();
+        r.connections = c.carried.load() + direct_connections_;
         r.refused_at_limit = c.waited_at_limit.load();
         r.closed_idle = c.idle_closed.load();
     }

@@ -1,7 +1,8 @@
 // The bridge into one started service, as an HTTP call drives it (docs/services-bridge-design.md):
 // wait for the service's port file, check that the port listens on loopback only inside the call's
-// network, then listen on the host and carry connections to the relay's socket in the bridge's
-// directory. Its record is the call record's "service" object.
+// network, then listen on the host and carry each connection to the connection the relay in the
+// bridge's directory hands over; or hand such a connection to the runtime's own client directly.
+// Its record is the call record's "service" object.
 #pragma once
 
 #include <sys/types.h>
@@ -16,6 +17,7 @@
 #include <tea/stream_relay.hpp>
 
 #include "bridge/host_listener.hpp"
+#include "util/fd.hpp"
 
 namespace tea::bridge {
 
@@ -62,6 +64,11 @@ class ServiceBridge {
     // the patience, or the call's end first.
     bool start();
     [[nodiscard]] std::uint16_t host_port() const;
+    // A connection to the service for the runtime's own client, no relay on its path: handed over
+    // by the relay and checked (handed_socket.hpp). Empty, with `refusal` saying why, when the
+    // bridge is not open, the hand-over is refused, or `timeout` or the call's end comes first.
+    // Counted in the record's connections.
+    UniqueFd connect_service(std::chrono::milliseconds timeout, std::string &refusal);
     // Closes the listener and every connection; the record's counts are final afterwards.
     void stop();
     [[nodiscard]] BridgeRecord record() const;
@@ -69,6 +76,9 @@ class ServiceBridge {
    private:
     ServiceBridgeOptions options_;
     BridgeRecord record_;
+    bridge_preface::Destination service_{};  // the service's loopback family and port
+    UniqueFd call_network_;  // /proc/<pid>/ns/net of the call's network, held while open
+    std::uint64_t direct_connections_ = 0;
     std::unique_ptr<HostListener> listener_;
 };
 

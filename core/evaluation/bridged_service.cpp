@@ -39,6 +39,14 @@ std::optional<std::uint16_t> BridgedService::open(const exec::ConversationChanne
     return std::nullopt;
 }
 
+UniqueFd BridgedService::connect(std::chrono::milliseconds timeout, std::string &refusal) {
+    if (!bridge_) {
+        refusal = "the bridge into the service is not open";
+        return {};
+    }
+    return bridge_->connect_service(timeout, refusal);
+}
+
 void BridgedService::close() {
     if (bridge_) {
         bridge_->stop();

@@ -15,6 +15,7 @@
 
 #include "call/session.hpp"
 #include "exec/call_runner.hpp"
+#include "util/fd.hpp"
 
 namespace tea::bridge {
 class ServiceBridge;
@@ -38,6 +39,9 @@ class BridgedService {
     // From the conversation's thread: waits for the service's port and opens the bridge. The
     // host port to connect to, or nullopt with failed_to_start() saying why.
     std::optional<std::uint16_t> open(const exec::ConversationChannel &channel);
+    // A connection to the service for the runtime's own client, handed over by the relay (no
+    // relay on its path), or empty with `refusal` saying why (bridge::ServiceBridge).
+    UniqueFd connect(std::chrono::milliseconds timeout, std::string &refusal);
     // Stops the bridge (every connection closed); its record is final afterwards.
     void close();
     // Once the call has returned, with its result.

@@ -1,5 +1,7 @@
 #include "evaluation/http_call.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <string>
 
 #include "http/http_client.hpp"
@@ -34,8 +36,22 @@ void HttpCall::talk(const exec::ConversationChannel &channel) {
         }
         return;
     }
-    // Through the host listener, as any client of the service would come.
-    const auto exchange = http::exchange_tcp("127.0.0.1", *port, probe_.request, timeout_);
+    // Over the relay's own connection to the service, checked by the bridge: the service sees
+    // the request as from any client of the bridge, with no relay on its path.
+    const auto start = std::chrono::steady_clock::now();
+    std::string refusal;
+    const auto connection = service_.connect(timeout_, refusal);
+    http::Exchange exchange;
+    if (connection) {
+        const auto left = std::max(std::chrono::milliseconds{1},
+                                   timeout_ - std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                  std::chrono::steady_clock::now() - start));
+        exchange = http::exchange(connection.get(), probe_.request,
+                                  "127.0.0.1:" + std::to_string(*port), left);
+    } else {
+        exchange.outcome = http::Outcome::connectFailed;
+        exchange.sentence = "no connection to the service: " + refusal;
+    }
     exchanges_.push_back(http::exchange_record(probe_.request, exchange));
     service_.close();
     if (!probe_.expect) {

@@ -5,7 +5,8 @@
 //
 // It listens on the Unix socket S (in a private directory of the call, which the runtime's host
 // listener connects to) and carries each accepted connection to the service's loopback port that
-// the connection's preface names (tea/bridge_preface.hpp): 127.0.0.1 or ::1, nothing else.
+// the connection's preface names (tea/bridge_preface.hpp): 127.0.0.1 or ::1, nothing else; or,
+// when the preface asks, connects there and hands the connection to the host, keeping no copy.
 // Alone, it runs until it is killed. In front of PROGRAM (how a plan starts it beside the
 // service), it listens first, detaches the relay and execs PROGRAM in its own place, so PROGRAM
 // keeps its process, its status and its children; the relay ends when PROGRAM's process ends.
@@ -28,6 +29,7 @@
 #include <string>
 #include <string_view>
 #include <tea/bridge_preface.hpp>
+#include <tea/send_descriptors.hpp>
 #include <tea/stream_relay.hpp>
 #include <vector>
 
@@ -132,10 +134,23 @@ sockaddr_storage service_address(const tea::bridge_preface::Destination &d, sock
     return storage;
 }
 
+// Sends the connection to the service to the host over `accepted` and closes the relay's copy:
+// the host then carries its client's bytes to the service itself, and the relay is off the data
+// path. The host checks what arrives as the target's (core/bridge/handed_socket.hpp).
+int hand_over(int accepted, int service) {
+    const auto sent = tea::send_descriptors(accepted, {service}, MSG_DONTWAIT);
+    ::close(service);
+    if (sent != 1) {
+        errno = ECONNRESET;
+        return -1;
+    }
+    return tea::stream_relay::kHandedOver;
+}
+
 // Reads the accepted connection's preface and connects to the service, non-blocking: a service
 // whose backlog is full leaves the connect pending instead of stalling every other pair; a
 // refused one shows as an error and ends the pair. -1 with errno EAGAIN: the preface has not all
-// arrived.
+// arrived. A preface asking for the hand-over gets the connection sent back (kHandedOver).
 int connect_service(int accepted) {
     std::array<std::uint8_t, tea::bridge_preface::kBytes> bytes{};
     const auto peeked = ::recv(accepted, bytes.data(), bytes.size(), MSG_PEEK | MSG_DONTWAIT);
@@ -167,7 +182,8 @@ int connect_service(int accepted) {
         errno = error == EAGAIN ? ECONNREFUSED : error;
         return -1;
     }
-    return fd;
+    // A connect still in progress is handed as it is: the host waits for it before any byte.
+    return destination->hand_over ? hand_over(accepted, fd) : fd;
 }
 
 // Carries connections until `stop_fd` (when not -1) is readable.

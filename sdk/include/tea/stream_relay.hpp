@@ -13,7 +13,10 @@
 // with errno EAGAIN when it cannot connect yet (a Unix listener's full backlog, a preface not
 // arrived): the accepted connection then waits, up to Limits::wait, and the connect is tried
 // again; the listeners are not accepted from meanwhile. Any other -1 closes the accepted
-// connection.
+// connection. A connect function taking a second argument, `Wake &`, may name a descriptor and
+// the events that mean it can make progress, so that a waiting connection is tried again when
+// they come instead of on a timer. kHandedOver says the connect function served the accepted
+// connection itself (the relay handed its destination to the peer): it is closed, no pair made.
 //
 // One epoll loop carries every pair, edge-triggered, and each direction moves through a pipe with
 // splice(2), so a byte is never copied into the relay's memory. serve returns when stop_fd (when
@@ -43,6 +46,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace tea::stream_relay {
@@ -62,10 +66,24 @@ struct Limits {
 // Read by other threads while serve runs (a host listener's counts), so each is atomic.
 struct Counts {
     std::atomic<std::uint64_t> carried{0};          // accepted and paired
+    std::atomic<std::uint64_t> handed{0};           // accepted and served by kHandedOver
     std::atomic<std::uint64_t> unreachable{0};      // accepted, the destination refused: closed
     std::atomic<std::uint64_t> idle_closed{0};      // closed by the idle timeout
     std::atomic<std::uint64_t> waited_at_limit{0};  // times every slot was taken and clients waited
     std::atomic<std::uint64_t> open{0};             // pairs carried at this moment
+};
+
+// What a connect function returns when it served the accepted connection without a pair.
+inline constexpr int kHandedOver = -2;
+
+// A connect function's second argument. `first` (set by the loop) is true on the first call for
+// an accepted connection, so that the function drops what it held for a connection the loop gave
+// up on. The function may set `fd` and `events` (EPOLLIN, EPOLLOUT) when it returns EAGAIN: the
+// connection is tried again when they come. The descriptor stays the function's.
+struct Wake {
+    bool first = false;
+    int fd = -1;
+    std::uint32_t events = 0;
 };
 
 // What one direction of a pair may hold: a pipe's default capacity, so a peer that never reads
@@ -210,6 +228,8 @@ class Loop {
                 }
                 if (tag == &listener_tag_) {
                     listener_ready = true;
+                } else if (tag == &wake_tag_) {
+                    // The waiting connection is tried below, as on every turn.
                 } else {
                     Pair &p = *static_cast<Pair *>(tag);
                     // An error on either side ends the pair: waiting on it again would only spin.
@@ -262,8 +282,13 @@ class Loop {
 
     int timeout(std::chrono::steady_clock::time_point now) const {
         int ms = -1;
-        if (waiting_ >= 0) {
+        if (waiting_ >= 0 && wake_.fd < 0) {
             ms = 2;  // the destination's backlog had no room: try again soon
+        } else if (waiting_ >= 0 && limits_.wait.count() > 0) {
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                  waiting_since_ + limits_.wait - now)
+                                  .count();
+            ms = static_cast<int>(std::clamp<std::int64_t>(left + 1, 0, 60'000));
         }
         if (limits_.idle.count() > 0 && !pairs_.empty()) {
             const auto left =
@@ -284,14 +309,41 @@ class Loop {
                 }
                 waiting_ = accepted;
                 waiting_since_ = now;
+                waiting_tried_ = false;
                 pair_waiting(connect, now);
             }
         }
     }
 
+    // Calls the connect function with a Wake when it takes one, registering what it names.
+    template <typename Connect>
+    int call_connect(Connect &connect) {
+        if constexpr (std::is_invocable_v<Connect &, int, Wake &>) {
+            forget_wake();
+            wake_.first = !waiting_tried_;
+            waiting_tried_ = true;
+            const int destination = connect(waiting_, wake_);
+            const int error = errno;
+            const bool watch = destination == -1 && error == EAGAIN && wake_.fd >= 0;
+            if (!watch || !add(wake_.fd, wake_.events, &wake_tag_)) {
+                wake_ = Wake{};  // nothing watched: tried again on the timer, if at all
+            }
+            errno = error;
+            return destination;
+        } else {
+            return connect(waiting_);
+        }
+    }
+
     template <typename Connect>
     void pair_waiting(Connect &connect, std::chrono::steady_clock::time_point now) {
-        const int destination = connect(waiting_);
+        const int destination = call_connect(connect);
+        if (destination == kHandedOver) {
+            ::close(waiting_);
+            waiting_ = -1;
+            ++counts_.handed;
+            return;
+        }
         if (destination < 0) {
             // A peer that never lets its connect proceed (no preface) would hold every other
             // client in the backlog.
@@ -301,6 +353,7 @@ class Loop {
                 return;  // no room at the destination yet: the client waits, it is not closed
             }
             // No destination: the client sees its connection closed, as with no route at all.
+            forget_wake();
             ::close(waiting_);
             waiting_ = -1;
             ++counts_.unreachable;
@@ -359,6 +412,15 @@ class Loop {
         }
     }
 
+    // The connect function closes its wake descriptor (or returns it as the destination): it
+    // leaves the epoll set here, before the destination is added to it.
+    void forget_wake() {
+        if (wake_.fd >= 0) {
+            ::epoll_ctl(epoll_, EPOLL_CTL_DEL, wake_.fd, nullptr);
+        }
+        wake_ = Wake{};
+    }
+
     void end(Pair &p) {
         if (!p.ended) {
             p.ended = true;
@@ -415,9 +477,12 @@ class Loop {
     int epoll_ = -1;
     int waiting_ = -1;  // accepted, its destination's backlog full: tried again soon
     std::chrono::steady_clock::time_point waiting_since_;
+    bool waiting_tried_ = false;
     bool accepting_ = true;
     char stop_tag_ = 0;
     char listener_tag_ = 0;
+    char wake_tag_ = 0;
+    Wake wake_;  // what the waiting connection waits on, when the connect function named it
     std::vector<std::unique_ptr<Pair>> pairs_;
     std::vector<Pair *> ended_;
     std::chrono::steady_clock::time_point next_idle_;
