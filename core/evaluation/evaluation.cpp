@@ -1188,14 +1188,21 @@ Loaded load(const std::filesystem::path &folder) {
     const auto absolute = fs::absolute(folder, ec);
     const Report folder_report{problems, absolute / "evaluation.json"};
 
+    // A path of the host that no confinement can carry: reported like the rest, marked so `run`
+    // refuses it as a host it cannot confine (exit 12) rather than as a malformed folder.
+    const auto cannot_confine = [&](const Report &report, std::string message) {
+        report({}, std::move(message));
+        problems.back().cannot_confine = true;
+    };
     // TMPDIR reaches every bind mount and environment the runtime builds.
-    if (const char *tmp = std::getenv("TMPDIR"); tmp != nullptr) {  // NOLINT(concurrency-mt-unsafe)
+    const char *tmp = std::getenv("TMPDIR");  // NOLINT(concurrency-mt-unsafe)
+    if (tmp != nullptr) {
         if (auto why = uncarriable(tmp)) {
-            Report{problems, {}, "TMPDIR"}({}, std::move(*why));
+            cannot_confine(Report{problems, {}, "TMPDIR"}, std::move(*why));
         }
     }
     if (auto why = uncarriable(absolute.string())) {
-        folder_report({}, "the evaluation folder's path " + *why);
+        cannot_confine(folder_report, "the evaluation folder's path " + *why);
         return out;
     }
     evaluation.folder = fs::canonical(absolute, ec);
@@ -1208,8 +1215,17 @@ Loaded load(const std::filesystem::path &folder) {
         return out;
     }
     if (auto why = uncarriable(evaluation.folder.string())) {
-        folder_report({}, "the evaluation folder's path " + *why);
+        cannot_confine(folder_report, "the evaluation folder's path " + *why);
         return out;
+    }
+    // A temp directory inside the evaluation folder puts what writes temp files (the evaluator,
+    // an opted-out target) among the grading material, where no confinement may grant it.
+    if (tmp != nullptr && tmp[0] == '/') {
+        if (const auto temp = resolved(tmp); temp && inside(evaluation.folder, *temp, false)) {
+            cannot_confine(Report{problems, {}, "TMPDIR"},
+                           temp->string() + " lies inside the evaluation folder " +
+                               evaluation.folder.string() + "; point TMPDIR elsewhere");
+        }
     }
     const Report report{problems, evaluation.folder / "evaluation.json"};
     // The project's root given for its evaluation folder: every field would be reported missing.

@@ -422,6 +422,41 @@ TEST(Run, TheRuntimesOwnVariablesReplaceTheHostsThatEnvironmentKeysName) {
     EXPECT_EQ(seen["TEA_TEST_HOST_VALUE"], "host-marker") << out;
 }
 
+// An evaluation folder or TMPDIR whose path no confinement can carry (a quote, a line break), or a
+// TMPDIR inside the evaluation folder, stops run with exit 12 before any trial, naming the path;
+// check reports the same as a problem of the folder (exit 2). Control: the same evaluation under
+// the test's own TMPDIR runs.
+TEST(Run, HostilePathsOfTheFolderOrTmpdirAreExit12BeforeAnyTrial) {
+    Project p{"hostile"};
+    write_simple_evaluation(p);
+    p.commit();
+    const auto no_trial = [&](const test::Outcome &o, const std::string &named) {
+        EXPECT_EQ(o.status, 12) << o.err;
+        EXPECT_NE(o.err.find(named), std::string::npos) << o.err;
+        EXPECT_NE(o.err.find("Nothing was run"), std::string::npos) << o.err;
+        EXPECT_FALSE(fs::exists(p.eval() / "runs")) << o.err;
+    };
+    no_trial(p.run({"TMPDIR=/tmp/a\nb"}), "control character");
+    const auto check = p.tea({"check", p.eval().string()}, {"TMPDIR=/tmp/a\nb"});
+    EXPECT_EQ(check.status, 2) << check.err;
+    EXPECT_NE(check.err.find("TMPDIR: holds a control character"), std::string::npos) << check.err;
+
+    fs::create_directories(p.eval() / "tmp");
+    no_trial(p.run({"TMPDIR=" + (p.eval() / "tmp").string()}), "inside the evaluation folder");
+    fs::remove(p.eval() / "tmp");
+
+    Project quoted{"it's"};
+    write_simple_evaluation(quoted);
+    quoted.commit();
+    const auto q = quoted.run();
+    EXPECT_EQ(q.status, 12) << q.err;
+    EXPECT_NE(q.err.find("holds a quote"), std::string::npos) << q.err;
+    EXPECT_FALSE(fs::exists(quoted.eval() / "runs")) << q.err;
+
+    const auto control = p.run();
+    EXPECT_EQ(control.status, 0) << control.err;
+}
+
 // A flag (or setting) that takes away what the evaluation declares makes the run Invalid, in its
 // summary, its exit status, run.json and the score: never "no path outside the grants" or PASS.
 TEST(Run, AConfinedEvaluationRunUnauditedOrOptedOutSaysSoAndIsInvalid) {
