@@ -369,6 +369,33 @@ TEST(Run, OptOutIsRecordedAndSaidEverywhere) {
     EXPECT_NE(s["summary"].get<std::string>().find("not sandboxed"), std::string::npos);
 }
 
+// An opted-out run makes no private home: its target keeps the host's HOME. The probe looks for a
+// home in the private root, where a trial's home lies beside its workspace. Control: the same
+// search finds the trial's workspace there, so a home beside it would be found.
+TEST(Run, AnOptedOutRunMakesNoHome) {
+    Project p{"optout-home"};
+    write_simple_evaluation(p, R"(, "confinement": false)",
+                            "#!/bin/sh\n"
+                            "find \"$1\" -maxdepth 3 -name 'tea-evaluate-target-home-*' "
+                            "| sed 's/^/HOME-FOUND /'\n"
+                            "find \"$1\" -maxdepth 3 -name 'workspace-*' | sed 's/^/WORKSPACE /'\n"
+                            "echo \"HOME=$HOME\"\n");
+    p.write(".tea/probes/only.json",
+            R"({"entry": "t", "args": [")" + p.private_root().string() + R"("]})");
+    p.commit();
+    const auto run = p.run({"HOME=/nonexistent-host-home"});
+    ASSERT_EQ(run.status, 0) << run.err;
+    const auto dir = run_dir_of(run);
+    const auto out = test::read_file((dir / "trials" / "1" / "calls" / "01-only.stdout").string());
+    EXPECT_EQ(out.find("HOME-FOUND"), std::string::npos) << out;
+    EXPECT_NE(out.find("WORKSPACE " + p.private_root().string()), std::string::npos) << out;
+    EXPECT_NE(out.find("HOME=/nonexistent-host-home\n"), std::string::npos) << out;
+    const auto manifest = read_json(dir / "manifest.json");
+    for (const auto &m : manifest["allowedMounts"]) {
+        EXPECT_NE(m["mount"], "home") << m.dump();
+    }
+}
+
 // environmentKeys may name the variables the runtime sets (HOME, XDG_*, TMPDIR, TMP, TEMP and the
 // proxy variables): the host's values are taken, and the runtime's replace them before the target
 // starts, so a confined target never sees the host's. Control: a name the runtime does not set,
