@@ -357,7 +357,12 @@ CallOutcome CallSession::call(exec::LaunchSpec spec, const exec::RunOptions &run
         runtime_.config.observer != "none" && !(observer_.chosen() && !observer_.watching());
     // A backend of ABI 1.4 may then keep its set-up out of the trace (a holder, see ExecPlan).
     spec.observed = audited && backend_.plugin->capabilities().observed;
-    if (spec.home.empty()) {
+    // The backend the configuration names for opting out leaves the target the host's HOME: a
+    // home made for its call would be a directory nothing names. A login's files still need one
+    // to lie in (the launch spec refuses them without), though that backend shows none of them.
+    const bool wants_home =
+        backend_name() != runtime_.config.opt_out_backend || !spec.login_files.empty();
+    if (spec.home.empty() && wants_home) {
         // After an audited call the runtime resolves the links a target planted in its home,
         // so a home the audit may need stays on the host.
         if (backend_makes && !audited) {
@@ -366,8 +371,9 @@ CallOutcome CallSession::call(exec::LaunchSpec spec, const exec::RunOptions &run
         } else {
             spec.home = run_dir.make_directory("tea-evaluate-target-home-").string();
         }
-    } else if (std::filesystem::path{spec.home}.lexically_normal().parent_path().parent_path() !=
-               private_root_.lexically_normal()) {
+    } else if (!spec.home.empty() &&
+               std::filesystem::path{spec.home}.lexically_normal().parent_path().parent_path() !=
+                   private_root_.lexically_normal()) {
         // A home elsewhere would escape the cover the confinement lays over the private root.
         throw runtime_failure("the home " + spec.home + " does not lie beneath the private root " +
                               private_root_.string());

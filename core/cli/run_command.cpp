@@ -2,6 +2,7 @@
 // the summary at the end.
 #include <unistd.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <iomanip>
 #include <mutex>
@@ -107,6 +108,17 @@ class Progress final : public evaluation::TrialProgress {
 std::optional<OpenedEvaluation> open_evaluation(const CommonOptions &common,
                                                 const stdfs::path &folder) {
     auto loaded = evaluation::load(folder);
+    const auto &problems = loaded.problems;
+    if (!problems.empty() && std::all_of(problems.begin(), problems.end(),
+                                         [](const auto &p) { return p.cannot_confine; })) {
+        // A path no confinement can carry is the host's to change, not the folder's: exit 12.
+        print_problems(problems);
+        throw host_error("the confinement cannot carry the path" +
+                         std::string{problems.size() == 1 ? "" : "s"} +
+                         " above; move the evaluation folder, or point TMPDIR, to a path "
+                         "without quotes, backslashes or control characters, outside the "
+                         "evaluation folder. Nothing was run");
+    }
     if (!loaded.problems.empty()) {
         // A malformed evaluation never starts a target.
         print_problems(loaded.problems);

@@ -567,9 +567,9 @@ void read_environment_keys(const Report &report, const json &v, Entry &entry) {
     if (!list) {
         return;
     }
-    static const std::set<std::string> runtime_owned{
-        "HOME",           "TMPDIR",        "TMP",         "TEMP",        "XDG_CONFIG_HOME",
-        "XDG_CACHE_HOME", "XDG_DATA_HOME", "HTTPS_PROXY", "https_proxy", "NODE_USE_ENV_PROXY"};
+    // HOME, XDG_*, TMPDIR, TMP, TEMP and the proxy variables are accepted like any name: the
+    // backend and the call's route set the runtime's values after these, so the host's value of
+    // one of them never reaches a confined target (docs/evaluation-format.md#environmentkeys).
     std::set<std::string> seen;
     for (std::size_t i = 0; i < list->size(); ++i) {
         const auto field = "environmentKeys[" + std::to_string(i) + "]";
@@ -581,9 +581,6 @@ void read_environment_keys(const Report &report, const json &v, Entry &entry) {
                                  });
         if (!well_formed) {
             report(field, in_quotes(key) + " is not a variable name ([A-Za-z_][A-Za-z0-9_]*)");
-        } else if (runtime_owned.count(key) != 0) {
-            // The host's value would point the target at the user's own home, temp or proxy.
-            report(field, in_quotes(key) + " is set by the runtime; it replaces any host value");
         } else if (!seen.insert(key).second) {
             report(field, in_quotes(key) + " is listed twice");
         } else {
@@ -1193,14 +1190,21 @@ Loaded load(const std::filesystem::path &folder) {
     const auto absolute = fs::absolute(folder, ec);
     const Report folder_report{problems, absolute / "evaluation.json"};
 
+    // A path of the host that no confinement can carry: reported like the rest, marked so `run`
+    // refuses it as a host it cannot confine (exit 12) rather than as a malformed folder.
+    const auto cannot_confine = [&](const Report &report, std::string message) {
+        report({}, std::move(message));
+        problems.back().cannot_confine = true;
+    };
     // TMPDIR reaches every bind mount and environment the runtime builds.
-    if (const char *tmp = std::getenv("TMPDIR"); tmp != nullptr) {  // NOLINT(concurrency-mt-unsafe)
+    const char *tmp = std::getenv("TMPDIR");  // NOLINT(concurrency-mt-unsafe)
+    if (tmp != nullptr) {
         if (auto why = uncarriable(tmp)) {
-            Report{problems, {}, "TMPDIR"}({}, std::move(*why));
+            cannot_confine(Report{problems, {}, "TMPDIR"}, std::move(*why));
         }
     }
     if (auto why = uncarriable(absolute.string())) {
-        folder_report({}, "the evaluation folder's path " + *why);
+        cannot_confine(folder_report, "the evaluation folder's path " + *why);
         return out;
     }
     evaluation.folder = fs::canonical(absolute, ec);
@@ -1213,8 +1217,17 @@ Loaded load(const std::filesystem::path &folder) {
         return out;
     }
     if (auto why = uncarriable(evaluation.folder.string())) {
-        folder_report({}, "the evaluation folder's path " + *why);
+        cannot_confine(folder_report, "the evaluation folder's path " + *why);
         return out;
+    }
+    // A temp directory inside the evaluation folder puts what writes temp files (the evaluator,
+    // an opted-out target) among the grading material, where no confinement may grant it.
+    if (tmp != nullptr && tmp[0] == '/') {
+        if (const auto temp = resolved(tmp); temp && inside(evaluation.folder, *temp, false)) {
+            cannot_confine(Report{problems, {}, "TMPDIR"},
+                           temp->string() + " lies inside the evaluation folder " +
+                               evaluation.folder.string() + "; point TMPDIR elsewhere");
+        }
     }
     const Report report{problems, evaluation.folder / "evaluation.json"};
     // The project's root given for its evaluation folder: every field would be reported missing.

@@ -27,6 +27,9 @@ struct Problem {
     std::size_t column = 0;  // 1-based; 0 when not a syntax error
     std::string where;       // the entry, probe or evaluator and the field; may be empty
     std::string message;
+    // A path of the host no confinement can carry (the evaluation folder's, TMPDIR), not a fault
+    // of what the folder holds: `check` reports it with the rest, `run` refuses it with exit 12.
+    bool cannot_confine = false;
 };
 std::string to_string(const Problem &problem);
 

@@ -127,9 +127,11 @@ json isolation_manifest(const json &run, const evaluation::Evaluation &ev,
     allowed.push_back({{"mount", "workspace"},
                        {"access", "read-write"},
                        {"what", "a fresh checkout of the evaluated commit for each trial"}});
-    allowed.push_back({{"mount", "home"},
-                       {"access", "read-write"},
-                       {"what", "one private home per trial, removed when the trial ends"}});
+    if (!opt_out) {  // an opted-out run makes no home: its targets keep the host's
+        allowed.push_back({{"mount", "home"},
+                           {"access", "read-write"},
+                           {"what", "one private home per trial, removed when the trial ends"}});
+    }
     allowed.push_back({{"mount", "temp"},
                        {"access", "read-write"},
                        {"what", "a private temp directory per call (TMPDIR)"}});

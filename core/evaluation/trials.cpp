@@ -393,7 +393,9 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
         // The trial's workspace and home are removed after its last call (run_trial), and no
         // call gives them back in between: the next call lends them again, what the runtime
         // wrote in between (the probes' files) included.
-        auto outcome = state.session.call(std::move(spec), run, route, {workspace, home},
+        std::vector<stdfs::path> removed_after{workspace};
+        if (!home.empty()) removed_after.push_back(home);
+        auto outcome = state.session.call(std::move(spec), run, route, std::move(removed_after),
                                           http_call     ? http_call->bridge_request()
                                           : tool_server ? tool_server->bridge_request()
                                                         : call::ServiceBridgeRequest{});
@@ -533,7 +535,10 @@ bool run_trial(RunState &state, int index, files::RunDirectory &private_dir,
     const auto &ev = state.ev;
     const auto trial_dir = state.records / "trials" / std::to_string(index);
     const auto workspace = private_dir.make_directory("workspace-");
-    const auto home = private_dir.make_directory("tea-evaluate-target-home-");
+    // Opted out, the targets keep the host's HOME (and the whole environment): a private home
+    // would be a directory nothing names.
+    const auto home =
+        ev.confinement ? private_dir.make_directory("tea-evaluate-target-home-") : stdfs::path{};
     std::optional<files::TrialDisk> disk;
     if (state.disk) {
         disk.emplace(private_dir, *state.disk, state.disk_bytes, workspace, home);
@@ -572,7 +577,7 @@ bool run_trial(RunState &state, int index, files::RunDirectory &private_dir,
     }
     files::remove_tree(workspace);
     if (!repository.empty()) files::remove_tree(repository);
-    files::remove_tree(home);  // each trial starts with an empty home
+    if (!home.empty()) files::remove_tree(home);  // each trial starts with an empty home
 
     trial["observedMountsChannel"] =
         !calls.audited_all ? "unaudited" : (calls.lossy ? "lossy" : "complete");

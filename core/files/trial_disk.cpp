@@ -184,7 +184,9 @@ TrialDisk::TrialDisk(RunDirectory &run_dir, DiskKind kind, std::uint64_t bytes,
         }
         bind(root / "workspace", workspace_);
         mounted_ = true;
-        bind(root / "home", home_);
+        if (!home_.empty()) {
+            bind(root / "home", home_);
+        }
     } catch (...) {
         release();
         (void)::umount2(root.c_str(), MNT_DETACH);
@@ -221,7 +223,9 @@ bool TrialDisk::full() const {
 void TrialDisk::release() {
     if (mounted_) {
         (void)::umount2(workspace_.c_str(), MNT_DETACH);
-        (void)::umount2(home_.c_str(), MNT_DETACH);
+        if (!home_.empty()) {
+            (void)::umount2(home_.c_str(), MNT_DETACH);
+        }
         mounted_ = false;
     }
     if (!dir_.empty()) {

@@ -28,7 +28,8 @@ void enter_private_mount_namespace();
 class TrialDisk {
    public:
     // Makes a file system of `bytes` in `run_dir` and mounts it over `workspace` and `home`, two
-    // empty directories of run_dir. Throws tea::Error (exit 12) naming the step that failed.
+    // empty directories of run_dir (`home` empty: a trial that has none, the workspace alone).
+    // Throws tea::Error (exit 12) naming the step that failed.
     TrialDisk(RunDirectory &run_dir, DiskKind kind, std::uint64_t bytes,
               const std::filesystem::path &workspace, const std::filesystem::path &home);
     TrialDisk(const TrialDisk &) = delete;

@@ -22,7 +22,9 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -79,16 +81,20 @@ class Project {
         }
     }
 
-    [[nodiscard]] std::vector<std::string> env() const {
-        return test::environment_with(
-            {"XDG_CONFIG_HOME=/nonexistent-tea-test",
-             "TEA_EVALUATE_PRIVATE_ROOT=" + (base_ / "private").string()});
+    // The test's environment, with `host` ("NAME=VALUE") set on top of it.
+    [[nodiscard]] std::vector<std::string> env(std::vector<std::string> host = {}) const {
+        host.insert(host.begin(), {"XDG_CONFIG_HOME=/nonexistent-tea-test",
+                                   "TEA_EVALUATE_PRIVATE_ROOT=" + (base_ / "private").string()});
+        return test::environment_with(host);
     }
-    [[nodiscard]] test::Outcome tea(std::vector<std::string> args) const {
+    [[nodiscard]] test::Outcome tea(std::vector<std::string> args,
+                                    std::vector<std::string> host = {}) const {
         args.insert(args.begin(), TEA_EVALUATE_BIN);
-        return test::run(args, env());
+        return test::run(args, env(std::move(host)));
     }
-    [[nodiscard]] test::Outcome run() const { return tea({"--json", "run", eval().string()}); }
+    [[nodiscard]] test::Outcome run(std::vector<std::string> host = {}) const {
+        return tea({"--json", "run", eval().string()}, std::move(host));
+    }
     [[nodiscard]] fs::path eval() const { return root_ / ".tea"; }
     [[nodiscard]] const fs::path &root() const { return root_; }
     [[nodiscard]] fs::path private_root() const { return base_ / "private"; }
@@ -362,6 +368,121 @@ TEST(Run, OptOutIsRecordedAndSaidEverywhere) {
     const auto s = read_json(dir / "score.json");
     EXPECT_EQ(s["confinement"], "opt-out");
     EXPECT_NE(s["summary"].get<std::string>().find("not sandboxed"), std::string::npos);
+}
+
+// An opted-out run makes no private home: its target keeps the host's HOME. The probe looks for a
+// home in the private root, where a trial's home lies beside its workspace. Control: the same
+// search finds the trial's workspace there, so a home beside it would be found.
+TEST(Run, AnOptedOutRunMakesNoHome) {
+    Project p{"optout-home"};
+    write_simple_evaluation(p, R"(, "confinement": false)",
+                            "#!/bin/sh\n"
+                            "find \"$1\" -maxdepth 3 -name 'tea-evaluate-target-home-*' "
+                            "| sed 's/^/HOME-FOUND /'\n"
+                            "find \"$1\" -maxdepth 3 -name 'workspace-*' | sed 's/^/WORKSPACE /'\n"
+                            "echo \"HOME=$HOME\"\n");
+    p.write(".tea/probes/only.json",
+            R"({"entry": "t", "args": [")" + p.private_root().string() + R"("]})");
+    p.commit();
+    const auto run = p.run({"HOME=/nonexistent-host-home"});
+    ASSERT_EQ(run.status, 0) << run.err;
+    const auto dir = run_dir_of(run);
+    const auto out = test::read_file((dir / "trials" / "1" / "calls" / "01-only.stdout").string());
+    EXPECT_EQ(out.find("HOME-FOUND"), std::string::npos) << out;
+    EXPECT_NE(out.find("WORKSPACE " + p.private_root().string()), std::string::npos) << out;
+    EXPECT_NE(out.find("HOME=/nonexistent-host-home\n"), std::string::npos) << out;
+    const auto manifest = read_json(dir / "manifest.json");
+    for (const auto &m : manifest["allowedMounts"]) {
+        EXPECT_NE(m["mount"], "home") << m.dump();
+    }
+}
+
+// environmentKeys may name the variables the runtime sets (HOME, XDG_*, TMPDIR, TMP, TEMP and the
+// proxy variables): the host's values are taken, and the runtime's replace them before the target
+// starts, so a confined target never sees the host's. Control: a name the runtime does not set,
+// in the same list, passes the host's value.
+TEST(Run, TheRuntimesOwnVariablesReplaceTheHostsThatEnvironmentKeysName) {
+    Project p{"env-keys"};
+    write_simple_evaluation(p, "", "#!/bin/sh\nenv\n");
+    p.write(".tea/evaluation.json",
+            R"({"registry": [{"interfaceId": "t", "executable": "t", "target": "bin/t",
+                 "maxElapsedMs": 60000,
+                 "environmentKeys": ["HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME",
+                                     "XDG_DATA_HOME", "TMPDIR", "TMP", "TEMP", "HTTPS_PROXY",
+                                     "https_proxy", "NODE_USE_ENV_PROXY", "TEA_TEST_HOST_VALUE"]}],
+                "evaluator": {"command": ["evaluator/grade.sh"]}})");
+    p.commit();
+    const std::vector<std::string> host{"HOME=/host-home-marker",
+                                        "XDG_CACHE_HOME=/host-cache-marker",
+                                        "XDG_DATA_HOME=/host-data-marker",
+                                        "TMPDIR=/var/tmp",
+                                        "TMP=/host-tmp-marker",
+                                        "TEMP=/host-temp-marker",
+                                        "HTTPS_PROXY=http://host-proxy.invalid:3128",
+                                        "https_proxy=http://host-proxy.invalid:3128",
+                                        "NODE_USE_ENV_PROXY=host-marker",
+                                        "TEA_TEST_HOST_VALUE=host-marker"};
+    const auto run = p.run(host);
+    ASSERT_EQ(run.status, 0) << run.err;
+    const auto out =
+        test::read_file((run_dir_of(run) / "trials" / "1" / "calls" / "01-only.stdout").string());
+    std::map<std::string, std::string> seen;
+    std::istringstream lines{out};
+    for (std::string line; std::getline(lines, line);) {
+        if (const auto eq = line.find('='); eq != std::string::npos) {
+            seen[line.substr(0, eq)] = line.substr(eq + 1);
+        }
+    }
+    const auto home = seen["HOME"];
+    EXPECT_NE(home.find("tea-evaluate-target-home-"), std::string::npos) << out;
+    EXPECT_EQ(seen["XDG_CONFIG_HOME"], home + "/.config") << out;
+    EXPECT_EQ(seen["XDG_CACHE_HOME"], home + "/.cache") << out;
+    EXPECT_EQ(seen["XDG_DATA_HOME"], home + "/.local/share") << out;
+    for (const char *name : {"TMPDIR", "TMP", "TEMP"}) {
+        EXPECT_FALSE(seen[name].empty()) << name << "\n" << out;
+        EXPECT_EQ(seen[name].find("/var/tmp"), std::string::npos) << name << "\n" << out;
+        EXPECT_EQ(seen[name].find("marker"), std::string::npos) << name << "\n" << out;
+    }
+    // No egress: no proxy variable at all, the host's included.
+    for (const char *name : {"HTTPS_PROXY", "https_proxy", "NODE_USE_ENV_PROXY"}) {
+        EXPECT_EQ(seen.count(name), 0U) << name << "\n" << out;
+    }
+    EXPECT_EQ(seen["TEA_TEST_HOST_VALUE"], "host-marker") << out;
+}
+
+// An evaluation folder or TMPDIR whose path no confinement can carry (a quote, a line break), or a
+// TMPDIR inside the evaluation folder, stops run with exit 12 before any trial, naming the path;
+// check reports the same as a problem of the folder (exit 2). Control: the same evaluation under
+// the test's own TMPDIR runs.
+TEST(Run, HostilePathsOfTheFolderOrTmpdirAreExit12BeforeAnyTrial) {
+    Project p{"hostile"};
+    write_simple_evaluation(p);
+    p.commit();
+    const auto no_trial = [&](const test::Outcome &o, const std::string &named) {
+        EXPECT_EQ(o.status, 12) << o.err;
+        EXPECT_NE(o.err.find(named), std::string::npos) << o.err;
+        EXPECT_NE(o.err.find("Nothing was run"), std::string::npos) << o.err;
+        EXPECT_FALSE(fs::exists(p.eval() / "runs")) << o.err;
+    };
+    no_trial(p.run({"TMPDIR=/tmp/a\nb"}), "control character");
+    const auto check = p.tea({"check", p.eval().string()}, {"TMPDIR=/tmp/a\nb"});
+    EXPECT_EQ(check.status, 2) << check.err;
+    EXPECT_NE(check.err.find("TMPDIR: holds a control character"), std::string::npos) << check.err;
+
+    fs::create_directories(p.eval() / "tmp");
+    no_trial(p.run({"TMPDIR=" + (p.eval() / "tmp").string()}), "inside the evaluation folder");
+    fs::remove(p.eval() / "tmp");
+
+    Project quoted{"it's"};
+    write_simple_evaluation(quoted);
+    quoted.commit();
+    const auto q = quoted.run();
+    EXPECT_EQ(q.status, 12) << q.err;
+    EXPECT_NE(q.err.find("holds a quote"), std::string::npos) << q.err;
+    EXPECT_FALSE(fs::exists(quoted.eval() / "runs")) << q.err;
+
+    const auto control = p.run();
+    EXPECT_EQ(control.status, 0) << control.err;
 }
 
 // A flag (or setting) that takes away what the evaluation declares makes the run Invalid, in its

@@ -553,6 +553,31 @@ TEST_F(EvaluationTest, EveryProblemIsReportedAtOnce) {
     EXPECT_TRUE(has(loaded, "00-bye.json", "field 'entry'", "'nobody'"));
 }
 
+// The names the runtime sets for a confined call are accepted in environmentKeys: its own values
+// replace the host's later (tests/cli/run_test.cpp shows the runtime's value winning).
+TEST_F(EvaluationTest, EnvironmentKeysMayNameTheRuntimesOwnVariables) {
+    const std::vector<std::string> keys{"HOME",
+                                        "XDG_CONFIG_HOME",
+                                        "XDG_CACHE_HOME",
+                                        "XDG_DATA_HOME",
+                                        "XDG_RUNTIME_DIR",
+                                        "TMPDIR",
+                                        "TMP",
+                                        "TEMP",
+                                        "HTTPS_PROXY",
+                                        "https_proxy",
+                                        "NODE_USE_ENV_PROXY"};
+    entry()["environmentKeys"] = keys;
+    const auto loaded = load_doc();
+    ASSERT_TRUE(loaded.problems.empty()) << all(loaded);
+    EXPECT_EQ(loaded.evaluation.registry.at(0).environment_keys, keys);
+    // Control: the same list with one name twice is still refused, at that name.
+    auto twice = keys;
+    twice.push_back("HOME");
+    entry()["environmentKeys"] = twice;
+    EXPECT_TRUE(has(load_doc(), kEval, "field 'environmentKeys[11]'", "twice"));
+}
+
 TEST_F(EvaluationTest, EntryFieldRefusals) {
     entry()["environmentKeys"] = json::array({"HOME", "1BAD", "LANG", "LANG"});
     entry()["infrastructureExitCodes"] = json::array({0, 75, 75, 256});
@@ -569,7 +594,7 @@ TEST_F(EvaluationTest, EntryFieldRefusals) {
     const auto loaded = load_doc();
     const std::string g = "entry 'greeter' field ";
     EXPECT_FALSE(has(loaded, kEval, g + "'kind'", "not supported")) << all(loaded);
-    EXPECT_TRUE(has(loaded, kEval, g + "'environmentKeys[0]'", "set by the runtime"));
+    EXPECT_FALSE(has(loaded, kEval, g + "'environmentKeys[0]'", ""));  // HOME: accepted
     EXPECT_TRUE(has(loaded, kEval, g + "'environmentKeys[1]'", "variable name"));
     EXPECT_TRUE(has(loaded, kEval, g + "'environmentKeys[3]'", "twice"));
     EXPECT_TRUE(has(loaded, kEval, g + "'infrastructureExitCodes[0]'", "1 to 255"));
