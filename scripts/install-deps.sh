@@ -130,27 +130,28 @@ claude_for_tests() {
 }
 # The real MCP filesystem server for the tool-server client's test (docs/services-mcp-design.md),
 # kept in /var/cache/tea-evaluate-deps/mcp-server-filesystem-<version>, run by the Node above.
-# The package's tarball is checked against the sha512 pinned here (the registry's dist.integrity
-# when it was pinned); its dependencies come from the registry within the package's own ranges,
-# each checked by npm against the registry's integrity. No package's scripts run.
+# Every package of its tree is locked, version and sha512, in scripts/npm/mcp-server-filesystem/
+# package-lock.json; `npm ci` installs exactly that tree, each tarball checked against the lock,
+# and runs no package's scripts. A cache made from another lock is made again.
 mcp_filesystem_version=2026.8.31
-mcp_filesystem_integrity=sha512-kKaFkyAh6oipvc9+EAbJ552JafnMnOq5nzmzWkp1jJdBhTAAGpmIpWihUG1+rfNhmEFM98gUZDdCHCDD4v6a7Q==
 mcp_filesystem_for_tests() {
-  local dir=/var/cache/tea-evaluate-deps/mcp-server-filesystem-$mcp_filesystem_version tmp tarball
-  [ -f "$dir/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js" ] && return 0
+  local dir=/var/cache/tea-evaluate-deps/mcp-server-filesystem-$mcp_filesystem_version tmp
+  local lock_dir
+  lock_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/npm/mcp-server-filesystem"
+  [ -f "$dir/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js" ] &&
+    cmp -s "$dir/package-lock.json" "$lock_dir/package-lock.json" && return 0
   command -v npm >/dev/null || missing+=(npm)
   [ ${#missing[@]} -eq 0 ] || return 0  # after the packages below
   tmp=$(mktemp -d)
-  tarball=modelcontextprotocol-server-filesystem-$mcp_filesystem_version.tgz
-  npm_pack_pinned "@modelcontextprotocol/server-filesystem@$mcp_filesystem_version" "$tarball" \
-    "$mcp_filesystem_integrity" "$tmp" || { rm -rf "$tmp"; return 1; }
-  mkdir "$tmp/install"
-  (cd "$tmp/install" && npm install -q --ignore-scripts --omit=dev --no-audit --no-fund \
-    "$tmp/$tarball" >/dev/null)
+  cp "$lock_dir/package.json" "$lock_dir/package-lock.json" "$tmp/"
+  (cd "$tmp" && npm ci -q --ignore-scripts --omit=dev --no-audit --no-fund >/dev/null) ||
+    { rm -rf "$tmp"; echo "install-deps: npm ci of $lock_dir failed" >&2; return 1; }
   $sudo rm -rf "$dir.new"
   $sudo mkdir -p "$dir.new"
-  $sudo cp -r "$tmp/install/node_modules" "$dir.new/node_modules"
+  $sudo cp -r "$tmp/node_modules" "$dir.new/node_modules"
+  $sudo cp "$tmp/package-lock.json" "$dir.new/package-lock.json"
   $sudo chmod -R a+rX "$dir.new"
+  $sudo rm -rf "$dir"
   $sudo mv "$dir.new" "$dir"
   rm -rf "$tmp"
 }

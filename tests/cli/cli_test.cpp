@@ -536,8 +536,9 @@ TEST(Cli, ASignalEndsTheCallAndCleansUpAndAKillIsReclaimed) {
     for (const int sig : {SIGTERM, SIGINT, SIGKILL}) {
         const pid_t pid =
             start(cmd({"exec", "--backend", "opt-out", "--workspace", ws, "--", "sleep", "30"}), e);
-        // Wait until the call's directories exist, so the signal lands mid-call.
-        for (int i = 0; i < 200 && run_dirs(root + "/private") == 0; ++i) {
+        // Wait until the call's directories exist, so the signal lands mid-call (a loaded
+        // machine may take seconds to start the process, so the bound is generous).
+        for (int i = 0; i < 2000 && run_dirs(root + "/private") == 0; ++i) {
             std::this_thread::sleep_for(std::chrono::milliseconds{10});
         }
         ASSERT_EQ(run_dirs(root + "/private"), 1U);
