@@ -528,14 +528,18 @@ std::size_t run_dirs(const std::string &root) {
 // SIGTERM and SIGINT end the running call and remove its private directories;
 // a run killed outright leaves them, and the next run reclaims them.
 TEST(Cli, ASignalEndsTheCallAndCleansUpAndAKillIsReclaimed) {
-    const auto root = test::make_temp_dir("tea-cli-signal");
+    // Searchable by the sandbox's user, which the audit's tracer runs as when the runtime is root.
+    const auto root = test::make_host_dir("tea-cli-signal");
     const auto e = env({"TEA_EVALUATE_PRIVATE_ROOT=" + root + "/private"});
     // A workspace of its own: the test's directory may hold the private root, which is refused.
     const auto ws = root + "/ws";
     std::filesystem::create_directory(ws);
+    // A confined, audited call: its home stays on the host for the audit to resolve (an opted-out
+    // call makes no directories of its own, an unaudited one keeps them in its own namespace).
     for (const int sig : {SIGTERM, SIGINT, SIGKILL}) {
-        const pid_t pid =
-            start(cmd({"exec", "--backend", "opt-out", "--workspace", ws, "--", "sleep", "30"}), e);
+        const pid_t pid = start(cmd({"exec", "--backend", "bubblewrap", "--observer", "strace",
+                                     "--workspace", ws, "--", "sleep", "30"}),
+                                e);
         // Wait until the call's directories exist, so the signal lands mid-call (a loaded
         // machine may take seconds to start the process, so the bound is generous).
         for (int i = 0; i < 2000 && run_dirs(root + "/private") == 0; ++i) {
@@ -550,8 +554,9 @@ TEST(Cli, ASignalEndsTheCallAndCleansUpAndAKillIsReclaimed) {
         if (sig == SIGKILL) {
             EXPECT_TRUE(WIFSIGNALED(status));
             EXPECT_EQ(run_dirs(root + "/private"), 1U);  // left behind, unlocked
-            const auto next = test::run(
-                cmd({"exec", "--backend", "opt-out", "--workspace", ws, "--", "true"}), e);
+            const auto next = test::run(cmd({"exec", "--backend", "bubblewrap", "--observer",
+                                             "strace", "--workspace", ws, "--", "true"}),
+                                        e);
             EXPECT_EQ(next.status, 0) << next.err;
         } else {
             ASSERT_TRUE(WIFEXITED(status));
