@@ -2869,42 +2869,51 @@ TEST(Qualify, TheQuickstartDetectsOneMutationAndNamesTheOneItMisses) {
     EXPECT_EQ(qualification_of(again)["mutationScore"], (json{{"detected", 1}, {"total", 1}}));
 }
 
-TEST(Qualify, ABaselineThatFailsIsNotQualified) {
-    Project p{"qualify-baseline"};
+// The quickstart without its own mutations, changed by `plant`, committed and qualified: the
+// record, the exit status checked, and what qualify printed on stderr in *err.
+json qualify_quickstart(Project &p, const std::function<void()> &plant, int status,
+                        std::string *err) {
     p.copy_example("quickstart");
-    p.write("bin/wordcount", "#!/bin/sh\necho 0\n", true);
     fs::remove_all(p.eval() / "mutations");
+    plant();
     p.commit();
     const auto q = qualify(p);
-    EXPECT_EQ(q.status, 1) << q.err;
-    const auto record = qualification_of(q);
+    EXPECT_EQ(q.status, status) << q.err;
+    *err = q.err;
+    return qualification_of(q);
+}
+
+TEST(Qualify, ABaselineThatFailsIsNotQualified) {
+    Project p{"qualify-baseline"};
+    std::string err;
+    const auto record = qualify_quickstart(
+        p, [&] { p.write("bin/wordcount", "#!/bin/sh\necho 0\n", true); }, 1, &err);
     EXPECT_EQ(record["verdict"], "not qualified");
     EXPECT_EQ(record["baseline"], "fail");
     EXPECT_EQ(record["repass"], "fail");
-    EXPECT_NE(q.err.find("baseline did not pass (fail)"), std::string::npos) << q.err;
+    EXPECT_NE(err.find("baseline did not pass (fail)"), std::string::npos) << err;
 }
 
 TEST(Qualify, AnArmWhoseAuditListsAPathIsInvalid) {
     Project p{"qualify-invalid"};
-    p.copy_example("quickstart");
-    fs::remove_all(p.eval() / "mutations");
+    std::string err;
     // The mutated target looks into the grading material before it answers.
-    p.write(".tea/mutations/peek/bin/wordcount",
-            "#!/bin/sh\ncat " + (p.eval() / "evaluator" / "answers.json").string() +
-                " >/dev/null 2>&1\nexec wc -w \"$2\"\n",
-            true);
-    p.commit();
-    const auto q = qualify(p);
-    EXPECT_EQ(q.status, 3) << q.err;
-    const auto record = qualification_of(q);
+    const auto record = qualify_quickstart(
+        p,
+        [&] {
+            p.write(".tea/mutations/peek/bin/wordcount",
+                    "#!/bin/sh\ncat " + (p.eval() / "evaluator" / "answers.json").string() +
+                        " >/dev/null 2>&1\nexec wc -w \"$2\"\n",
+                    true);
+        },
+        3, &err);
     EXPECT_EQ(record["verdict"], "invalid");
     // Control: the same evaluation without the mutation reached nothing outside its grants.
     EXPECT_EQ(record["baseline"], "pass");
     EXPECT_EQ(record["repass"], "pass");
     EXPECT_EQ(record["arms"][1]["verdict"], "invalid");
-    EXPECT_NE(q.err.find("mutated arm peek (run "), std::string::npos) << q.err;
-    EXPECT_NE(q.err.find("mount outside allowlist: " + p.eval().string()), std::string::npos)
-        << q.err;
+    EXPECT_NE(err.find("mutated arm peek (run "), std::string::npos) << err;
+    EXPECT_NE(err.find("mount outside allowlist: " + p.eval().string()), std::string::npos) << err;
 }
 
 // A patch in git's format of `rel` holding `content`, made against the project's commit.
