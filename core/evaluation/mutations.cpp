@@ -19,7 +19,9 @@ namespace stdfs = std::filesystem;
 constexpr std::uintmax_t kFileCap = std::uintmax_t{1} << 20U;       // a file or a patch
 constexpr std::uintmax_t kMutationCap = std::uintmax_t{16} << 20U;  // a mutation's files together
 constexpr std::size_t kNameMax = 64;
+constexpr std::size_t kFilesMax = 4096;  // a tree's files: each arm's every trial writes them all
 
+// The name is printed, recorded and joined to paths: no separator, dot, control byte or dash first.
 bool good_name(const std::string &name) {
     if (name.empty() || name.size() > kNameMax ||
         std::isalnum(static_cast<unsigned char>(name[0])) == 0) {
@@ -69,6 +71,10 @@ std::vector<git::PatchedFile> read_tree(const std::string &file, const stdfs::pa
         f.content = read_capped(file + rel, it->path());
         f.executable = (static_cast<unsigned>(status.permissions()) & 0100U) != 0;
         total += f.content.size();
+        if (out.size() == kFilesMax) {
+            refuse(file, "holds more than the " + std::to_string(kFilesMax) +
+                             " files a mutation may hold");
+        }
         if (total > kMutationCap) refuse(file, "holds more than the 16 MiB a mutation may hold");
         out.push_back(std::move(f));
     }
