@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -26,6 +27,8 @@
 #include "git/workspace_source.hpp"
 
 namespace tea::evaluation {
+
+class RunLeakDetectors;
 
 // What the trials tell the user as they go; the command draws it.
 class TrialProgress {
@@ -71,6 +74,8 @@ struct RunState {
     // The grants of the entries that declare a login, and the secrets no record may hold: every
     // record of the run is written through it (write_record).
     call::Logins logins;
+    // Made by begin_run: the host-unchanged manifests and the run's canary (leak_detectors.hpp).
+    std::shared_ptr<RunLeakDetectors> detectors;
 };
 
 // What a trial's (or a preflight leg's) calls did.
