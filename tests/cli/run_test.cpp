@@ -1137,6 +1137,16 @@ TEST(Run, ACanaryCopiedOutOfTheEvaluationFolderMakesTheTrialInvalidAndNamesTheFi
     const auto plain_record = read_json(run_dir_of(plain) / "run.json");
     EXPECT_TRUE(plain_record["canaries"].is_null());
     EXPECT_TRUE(plain_record["trials"][0]["canaryScan"].is_null());
+    // score decides from the records alone, and fails closed: the control's run.json scores a
+    // pass, and without its host-unchanged record it is Invalid.
+    const auto plain_dir = run_dir_of(plain);
+    EXPECT_EQ(control->tea({"score", plain_dir.string()}).status, 0);
+    auto stripped = plain_record;
+    stripped.erase("hostUnchanged");
+    test::write_file((plain_dir / "run.json").string(), stripped.dump(2) + "\n");
+    const auto refused = control->tea({"score", plain_dir.string()});
+    EXPECT_EQ(refused.status, 3) << refused.err;
+    EXPECT_NE(refused.err.find("hostUnchanged"), std::string::npos) << refused.err;
 }
 
 // The shipped host-unchanged detector: the evaluation folder (but runs/), the project's git
