@@ -11,6 +11,7 @@
 #include "cli/commands.hpp"
 #include "cli/report.hpp"
 #include "cli/score_decision.hpp"
+#include "evaluation/leak_detectors.hpp"
 #include "evaluation/run_records.hpp"
 #include "files/beneath.hpp"
 #include "util/console.hpp"
@@ -239,6 +240,9 @@ Decision decide(const stdfs::path &run_dir, json *run_out) {
         }
     }
     check_trials(run_dir, run, opt_out, d);
+    // A copy of the grading material in what a target wrote, or a host tree it changed, is a
+    // leak the audit may not have seen (an opted-out run has no audit at all).
+    for (auto &finding : evaluation::leak_findings(run)) d.invalid.push_back(std::move(finding));
     return d;
 }
 

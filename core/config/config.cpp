@@ -122,11 +122,14 @@ class LayerReader {
                 egress(table(value, name));
             } else if (name == "budgets") {
                 budgets(table(value, name));
+            } else if (name == "detectors") {
+                detectors(table(value, name));
             } else if (name == "plugin") {
                 plugin_tables(table(value, name));
             } else {
                 unknown(key, name,
-                        {"confinement", "audit", "plugins", "call", "egress", "budgets", "plugin"});
+                        {"confinement", "audit", "plugins", "call", "egress", "budgets",
+                         "detectors", "plugin"});
             }
         }
     }
@@ -328,6 +331,26 @@ class LayerReader {
                 b.disk_bytes = static_cast<std::uint64_t>(integer(value, path, min_disk));
             } else {
                 unknown(key, path, {"memory", "processes", "cgroup", "disk", "disk_bytes"});
+            }
+        }
+    }
+    void detectors(const toml::table &t) {
+        for (const auto &[key, value] : t) {
+            const std::string name{key.str()};
+            const std::string path = "detectors." + name;
+            if (name == "host_unchanged") {
+                config_.host_unchanged.clear();
+                std::size_t index = 0;
+                for (const auto &item : strings(value, path)) {
+                    const auto at = path + "[" + std::to_string(index++) + "]";
+                    if (item.empty()) {
+                        throw config_error(origin_, value.source(), at, "expected a path");
+                    }
+                    // Relative to the file that names it, as plugins.paths.
+                    config_.host_unchanged.push_back((base_dir_ / item).lexically_normal());
+                }
+            } else {
+                unknown(key, path, {"host_unchanged"});
             }
         }
     }

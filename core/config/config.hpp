@@ -56,6 +56,9 @@ struct Config {
     std::string egress;  // the egress plugin serving calls that list hosts
     CallSettings call;
     BudgetSettings budgets;
+    // [detectors] host_unchanged: host files and trees outside the workspace that no run's target
+    // may change, compared before and after each run (evaluation/leak_detectors.hpp).
+    std::vector<std::filesystem::path> host_unchanged;
     nlohmann::json plugin_tables = nlohmann::json::object();  // name -> table as JSON
     std::vector<std::string> layers;  // where each layer came from, in order
     // The layer (an index into layers) whose [plugins] paths are in force, and the layer that is

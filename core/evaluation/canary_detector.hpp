@@ -11,7 +11,7 @@
 // files/tree_walk.hpp). What the scan could not read, or read only in part (past its bounds), is
 // named, so a caller refuses a partial scan rather than take it for a clean one.
 //
-// Not wired into `run` yet (issue 36): this is the library and its tests.
+// `run` plants and scans them when the evaluation opts in (leak_detectors.hpp).
 #pragma once
 
 #include <cstdint>

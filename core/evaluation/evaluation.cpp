@@ -1144,6 +1144,13 @@ void read_settings(const Report &report, Fields &f, Evaluation &evaluation) {
             report("confinement", "must be true or false");
         }
     }
+    if (const auto *c = f.take("canaries")) {
+        if (c->is_boolean()) {
+            evaluation.canaries = c->get<bool>();
+        } else {
+            report("canaries", "must be true or false");
+        }
+    }
     if (const auto *t = f.take("trials")) {
         evaluation.trials = static_cast<int>(integer(report, "trials", *t, 1, 1000).value_or(1));
     }

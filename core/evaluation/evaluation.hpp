@@ -104,6 +104,9 @@ struct Evaluation {
     std::filesystem::path folder;        // the evaluation folder, absolute and canonical
     std::filesystem::path project_root;  // "project" in evaluation.json, default "..", canonical
     bool confinement = true;
+    // Plant canary strings in the folder for each run and look for them in what each trial's
+    // target could write (evaluation/leak_detectors.hpp).
+    bool canaries = false;
     int trials = 1;
     Budgets budgets;
     std::vector<Entry> registry;       // in file order

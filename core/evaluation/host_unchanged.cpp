@@ -1,6 +1,8 @@
 #include "evaluation/host_unchanged.hpp"
 
+#include <fcntl.h>
 #include <openssl/evp.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
@@ -10,6 +12,7 @@
 #include <tea/json_bytes.hpp>
 
 #include "util/error.hpp"
+#include "util/fd.hpp"
 
 namespace tea::evaluation {
 namespace {
@@ -114,11 +117,54 @@ std::string differences(const ManifestEntry &a, const ManifestEntry &b) {
     return out;
 }
 
+// The manifest of a root that is a file or a link: its one entry, ".". A link is described, not
+// followed, as it would be in a tree.
+bool take_single_entry(const stdfs::path &root, const HostManifestLimits &limits,
+                       HostManifest &out) {
+    struct stat st {};
+    if (::lstat(root.c_str(), &st) != 0 || S_ISDIR(st.st_mode)) return false;
+    ManifestEntry m;
+    m.mode = static_cast<std::uint32_t>(st.st_mode) & 07777U;
+    m.uid = st.st_uid;
+    m.gid = st.st_gid;
+    if (S_ISLNK(st.st_mode)) {
+        m.type = files::TreeEntryType::link;
+        std::string text(4096, '\0');
+        const ssize_t n = ::readlink(root.c_str(), text.data(), text.size());
+        if (n < 0 || static_cast<std::size_t>(n) >= text.size()) {
+            out.unreached.push_back(".: its text cannot be read");
+        } else {
+            text.resize(static_cast<std::size_t>(n));
+            m.size = text.size();
+            Sha256 sha;
+            sha.update(text.data(), text.size());
+            m.sha256 = sha.hex();
+        }
+    } else if (S_ISREG(st.st_mode)) {
+        m.type = files::TreeEntryType::regular;
+        m.size = static_cast<std::uint64_t>(st.st_size);
+        // O_NONBLOCK: a fifo put in the file's place since lstat does not block the open.
+        const UniqueFd fd{
+            ::open(root.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)};
+        struct stat now {};
+        if (!fd || ::fstat(fd.get(), &now) != 0 || now.st_ino != st.st_ino ||
+            now.st_dev != st.st_dev) {
+            out.unreached.push_back(".: cannot be opened as the file it was");
+        } else {
+            std::uint64_t budget = limits.max_total_bytes;
+            m.sha256 = hash_file(fd.get(), ".", limits, budget, out.unreached);
+        }
+    }
+    out.entries.emplace(".", std::move(m));
+    return true;
+}
+
 }  // namespace
 
 HostManifest take_host_manifest(const stdfs::path &root, const HostManifestLimits &limits) {
     HostManifest out;
     out.root = root;
+    if (take_single_entry(root, limits, out)) return out;
     std::uint64_t budget = limits.max_total_bytes;
     const auto walk = files::walk_tree(root, limits.tree, [&](const files::TreeEntry &e) {
         ManifestEntry m;
@@ -138,6 +184,12 @@ HostManifest take_host_manifest(const stdfs::path &root, const HostManifestLimit
     });
     out.unreached.insert(out.unreached.end(), walk.unreached.begin(), walk.unreached.end());
     return out;
+}
+
+std::string sha256_hex(std::string_view bytes) {
+    Sha256 sha;
+    sha.update(bytes.data(), bytes.size());
+    return sha.hex();
 }
 
 const char *to_string(ManifestChange::Kind kind) {

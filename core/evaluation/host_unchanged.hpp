@@ -11,7 +11,7 @@
 // hashing bounds, is named in the manifest's `unreached`, and a comparison involving one is not a
 // proof of "unchanged": the caller refuses it.
 //
-// Not wired into `run` yet (issue 36): this is the library and its tests.
+// `run` takes the manifests around its trials (leak_detectors.hpp).
 #pragma once
 
 #include <cstdint>
@@ -19,6 +19,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "files/tree_walk.hpp"
@@ -47,8 +48,8 @@ struct HostManifest {
     [[nodiscard]] bool complete() const { return unreached.empty(); }
 };
 
-// Walks and hashes the tree at `root`. Throws tea::Error when the root cannot be opened as a
-// directory.
+// Walks and hashes the tree at `root`. A root that is a file or a link is the manifest's one
+// entry, ".". Throws tea::Error when the root does not exist or cannot be opened.
 HostManifest take_host_manifest(const std::filesystem::path &root,
                                 const HostManifestLimits &limits = {});
 
@@ -63,6 +64,9 @@ const char *to_string(ManifestChange::Kind kind);
 // The differences from `before` to `after`, in path order.
 std::vector<ManifestChange> compare_host_manifests(const HostManifest &before,
                                                    const HostManifest &after);
+
+// The hex SHA-256 of `bytes`, as a manifest hashes a link's text.
+std::string sha256_hex(std::string_view bytes);
 
 // {"root", "changes": [{"path", "kind", "what"}], "unreached": [...]} for a run's records.
 nlohmann::json host_changes_record(const HostManifest &before, const HostManifest &after,

@@ -52,7 +52,7 @@ std::string summary_line(const RunSummary &s) {
     for (std::size_t i = 0; i < s.failed_services.size(); ++i) {
         budgets += (i == 0 ? "; services that failed to start: " : ", ") + s.failed_services[i];
     }
-    if (s.opt_out && s.weakened.empty()) {
+    if (s.opt_out && s.weakened.empty() && s.leaks.empty()) {
         line +=
             ", confinement opt-out: the targets' file system was not sandboxed and nothing "
             "was audited";
@@ -69,6 +69,7 @@ std::string summary_line(const RunSummary &s) {
     if (!s.lossy.empty()) {
         invalid.push_back("lossy " + trials_named(s.lossy));
     }
+    invalid.insert(invalid.end(), s.leaks.begin(), s.leaks.end());
     if (invalid.empty()) {
         line += ", no path outside the grants";
     } else {

@@ -29,11 +29,13 @@ struct RunSummary {
     // opt-out ran the targets unconfined and unaudited" (run.json's weakened).
     std::vector<std::string> weakened;
     int interrupted = 0;
+    // What the leak detectors found (leak_detectors.hpp's leak_findings).
+    std::vector<std::string> leaks;
 
     // Whether the run's own records make it Invalid: a path outside the grants, a lossy trial,
-    // or a declared confinement the run did not provide.
+    // a declared confinement the run did not provide, or a leak detector's finding.
     [[nodiscard]] bool invalid() const {
-        return !observed.empty() || !lossy.empty() || !weakened.empty();
+        return !observed.empty() || !lossy.empty() || !weakened.empty() || !leaks.empty();
     }
 };
 

@@ -13,6 +13,7 @@
 
 #include "evaluation/budgets.hpp"
 #include "evaluation/http_call.hpp"
+#include "evaluation/leak_detectors.hpp"
 #include "evaluation/program_file.hpp"
 #include "evaluation/target_git.hpp"
 #include "evaluation/tool_server_call.hpp"
@@ -563,6 +564,11 @@ bool run_trial(RunState &state, int index, files::RunDirectory &private_dir,
     state.observed_reason.insert(calls.reasons.begin(), calls.reasons.end());
     json trial{{"index", index}, {"calls", calls.records}};
     trial["artifacts"] = collect_artifacts(state, calls.entries, workspace, trial_dir);
+    // A target that read the grading material and wrote any of it where it may write (its
+    // workspace, its home, its output and artifacts, kept in the trial's records) leaves the
+    // canary there.
+    trial["canaryScan"] = state.detectors->scan_trial(
+        {{"workspace", workspace}, {"home", home}, {"trials/" + std::to_string(index), trial_dir}});
     if (disk) {
         trial["diskUsedBytes"] = disk->used_bytes();
         if (disk->full()) {
@@ -731,6 +737,10 @@ void begin_run(RunState &state, files::RunDirectory &private_dir) {
     auto &session = state.session;
     const auto &source = state.source;
     const auto runs = ev.folder / "runs";
+    // Before anything of the run is written: the trees no target may change, as they are now.
+    state.detectors = std::make_shared<RunLeakDetectors>(
+        guarded_trees(ev.folder, source.git ? source.git_dir : stdfs::path{},
+                      session.runtime().config.host_unchanged, {runs, session.private_root()}));
     if (::mkdir(runs.c_str(), 0755) != 0 && errno != EEXIST) {
         throw runtime_failure("cannot make " + runs.string() + ": " + errno_text(errno));
     }
@@ -748,6 +758,7 @@ void begin_run(RunState &state, files::RunDirectory &private_dir) {
     if (::mkdir(state.records.c_str(), 0755) != 0) {
         throw runtime_failure("cannot make " + state.records.string() + ": " + errno_text(errno));
     }
+    if (ev.canaries) state.detectors->plant(state.records);
 
     state.run =
         json{{"schemaVersion", 1},
@@ -778,6 +789,8 @@ void begin_run(RunState &state, files::RunDirectory &private_dir) {
              {"budgets", run_budgets_record(entry_budget(state.budget, ev.budgets, {}), ev,
                                             state.disk ? settings.disk : "none", state.disk_bytes,
                                             state.disk_reason)},
+             {"canaries", state.detectors->canaries_record()},
+             {"hostUnchanged", nullptr},
              {"manifest", "manifest.json"},
              {"conditionArm", state.condition_arm}};
     if (!state.mutation.empty()) state.run["mutation"] = state.mutation;
@@ -829,6 +842,7 @@ RunSummary finish_run(RunState &state) {
     state.run["egressRefusals"] = state.egress_refusals;
     state.run["servicesFailed"] = state.services_failed;
     state.run["weakened"] = weakened_by(state);
+    state.run["hostUnchanged"] = state.detectors->finish();
 
     RunSummary summary;
     summary.run_id = state.run_id;
@@ -850,6 +864,7 @@ RunSummary finish_run(RunState &state) {
         }
     }
     summary.weakened = weakened_sentences(state.run["weakened"]);
+    summary.leaks = leak_findings(state.run);
     summary.interrupted = state.interrupted;
 
     if (state.interrupted != 0) {

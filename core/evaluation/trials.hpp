@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -27,6 +28,8 @@
 #include "git/workspace_source.hpp"
 
 namespace tea::evaluation {
+
+class RunLeakDetectors;
 
 // What the trials tell the user as they go; the command draws it.
 class TrialProgress {
@@ -78,6 +81,8 @@ struct RunState {
     std::string condition_arm = "run";
     std::string mutation;
     std::function<void(const std::filesystem::path &workspace)> mutate;
+    // Made by begin_run: the host-unchanged manifests and the run's canary (leak_detectors.hpp).
+    std::shared_ptr<RunLeakDetectors> detectors;
 };
 
 // What a trial's (or a preflight leg's) calls did.

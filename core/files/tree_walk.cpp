@@ -63,6 +63,7 @@ class Walker {
     }
 
     void entry(int parent, const std::string &name, const std::string &path, std::size_t depth) {
+        if (limits_.excluded.contains(path)) return;
         if (out_.entries >= limits_.max_entries) {
             if (!over_entries_) {
                 out_.unreached.push_back(path + ": and what follows it, past the walk's " +

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,9 @@ struct TreeEntry {
 struct TreeLimits {
     std::size_t max_entries = 1'000'000;
     std::size_t max_depth = 256;
+    // Paths relative to the root (as TreeEntry::path spells them) neither visited nor entered:
+    // a subtree the caller itself writes, such as an evaluation folder's runs/.
+    std::set<std::string> excluded;
 };
 
 struct TreeWalk {

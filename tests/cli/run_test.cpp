@@ -23,7 +23,9 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -1067,6 +1069,198 @@ TEST(Run, GradingStringDetectorFindsNothingAndItsControlFindsThePlant) {
     const auto planted = scan(true);
     EXPECT_NE(planted.find("FOUND"), std::string::npos) << planted;
     EXPECT_NE(planted.find("leaked.txt"), std::string::npos) << planted;
+}
+
+// The shipped grading-string detector: an evaluation that opts in ("canaries": true) has a canary
+// planted in its folder for each run, and each trial's workspace, home and records are searched for
+// it. The target copies whatever holds the canary out of the evaluation folder into its workspace
+// and onto its stdout. Opted out, nothing stops the copy: the trial is Invalid naming both files.
+// Confined, the copy is refused: no canary anywhere (the audit names the attempt). Control: the
+// same opted-out target in an evaluation that does not opt in plants nothing and passes.
+TEST(Run, ACanaryCopiedOutOfTheEvaluationFolderMakesTheTrialInvalidAndNamesTheFile) {
+    const std::string thief =
+        "#!/bin/sh\n"
+        "grep -rh tea-canary- \"$1\" > stolen.txt 2>/dev/null\n"
+        "cat stolen.txt\n"
+        "echo ok\n";
+    const auto run_with = [&](const std::string &name, const std::string &extra) {
+        auto p = std::make_unique<Project>(name);
+        write_simple_evaluation(*p, extra, thief);
+        p->write(".tea/probes/only.json",
+                 R"({"entry": "t", "args": [")" + p->eval().string() + R"("]})");
+        p->commit();
+        return p;
+    };
+
+    const auto opted_out =
+        run_with("canary-opt-out", R"(, "confinement": false, "canaries": true)");
+    const auto run = opted_out->run();
+    EXPECT_EQ(run.status, 3) << run.err;
+    const auto dir = run_dir_of(run);
+    ASSERT_FALSE(dir.empty()) << run.err;
+    EXPECT_NE(run.err.find("canary"), std::string::npos) << run.err;
+    EXPECT_NE(run.err.find("workspace/stolen.txt"), std::string::npos) << run.err;
+    const auto record = read_json(dir / "run.json");
+    EXPECT_FALSE(fs::exists(dir / "canary.txt")) << "the canary outlived its run";
+    ASSERT_TRUE(record["canaries"].is_object()) << record["canaries"].dump();
+    EXPECT_EQ(record["canaries"]["plantedIn"], "canary.txt");
+    const auto &scan = record["trials"][0]["canaryScan"];
+    std::set<std::string> hits;
+    for (const auto &h : scan["hits"]) hits.insert(h["path"].get<std::string>());
+    EXPECT_TRUE(hits.contains("workspace/stolen.txt")) << scan.dump();
+    EXPECT_TRUE(hits.contains("trials/1/calls/01-only.stdout")) << scan.dump();
+    // The records hold where the canary was found, never the canary: run.json spells none.
+    const auto stolen =
+        test::read_file((dir / "trials" / "1" / "calls" / "01-only.stdout").string());
+    const auto at = stolen.find("tea-canary-");
+    ASSERT_NE(at, std::string::npos) << stolen;
+    const auto canary = stolen.substr(at, stolen.find('\n', at) - at);
+    EXPECT_EQ(test::read_file((dir / "run.json").string()).find(canary), std::string::npos);
+    expect_schema_valid(dir / "run.json", "run.schema.json");
+    const auto score = opted_out->tea({"score", dir.string()});
+    EXPECT_EQ(score.status, 3) << score.err;
+    EXPECT_NE(score.err.find("workspace/stolen.txt"), std::string::npos) << score.err;
+
+    const auto confined = run_with("canary-confined", R"(, "canaries": true)");
+    const auto held = confined->run();
+    const auto held_dir = run_dir_of(held);
+    ASSERT_FALSE(held_dir.empty()) << held.err;
+    const auto held_record = read_json(held_dir / "run.json");
+    EXPECT_TRUE(held_record["canaries"].is_object());
+    EXPECT_EQ(held_record["trials"][0]["canaryScan"]["hits"], json::array())
+        << held_record["trials"][0]["canaryScan"].dump();
+    EXPECT_EQ(held_record["trials"][0]["canaryScan"]["unscanned"], json::array());
+    EXPECT_EQ(held.err.find("the run's canary"), std::string::npos) << held.err;
+
+    const auto control = run_with("canary-none", R"(, "confinement": false)");
+    const auto plain = control->run();
+    EXPECT_EQ(plain.status, 0) << plain.err;
+    const auto plain_record = read_json(run_dir_of(plain) / "run.json");
+    EXPECT_TRUE(plain_record["canaries"].is_null());
+    EXPECT_TRUE(plain_record["trials"][0]["canaryScan"].is_null());
+    // score decides from the records alone, and fails closed: the control's run.json scores a
+    // pass, and without its host-unchanged record it is Invalid.
+    const auto plain_dir = run_dir_of(plain);
+    EXPECT_EQ(control->tea({"score", plain_dir.string()}).status, 0);
+    auto stripped = plain_record;
+    stripped.erase("hostUnchanged");
+    test::write_file((plain_dir / "run.json").string(), stripped.dump(2) + "\n");
+    const auto refused = control->tea({"score", plain_dir.string()});
+    EXPECT_EQ(refused.status, 3) << refused.err;
+    EXPECT_NE(refused.err.find("hostUnchanged"), std::string::npos) << refused.err;
+}
+
+// The shipped host-unchanged detector: the evaluation folder (but runs/), the project's git
+// directory and the configuration's [detectors] host_unchanged paths are hashed before the first
+// trial and after the last. Opted out, the target changes one file in each: the run is Invalid
+// naming all three. Confined, the same writes are refused and the manifests show no change. The
+// runtime's own writes (runs/, the private repository) are never a change: every passing run
+// of this suite shows it.
+TEST(Run, AHostTreeChangedDuringTheRunMakesItInvalidAndNamesTheFile) {
+    const std::string vandal =
+        "#!/bin/sh\n"
+        "echo changed >> \"$1/notes.md\"\n"
+        "echo planted > \"$1/../.git/tea-planted\"\n"
+        "echo changed >> \"$2\"\n"
+        "echo ok\n";
+    const auto run_with = [&](const std::string &name, const std::string &extra) {
+        auto p = std::make_unique<Project>(name);
+        write_simple_evaluation(*p, extra, vandal);
+        p->write(".tea/notes.md", "notes\n");
+        const auto guarded = p->root().parent_path() / "guarded.txt";
+        test::write_file(guarded.string(), "keep me\n");
+        ::chmod(guarded.c_str(), 0666);  // the confined target's identity could write it
+        p->write(".tea/probes/only.json", R"({"entry": "t", "args": [")" + p->eval().string() +
+                                              R"(", ")" + guarded.string() + R"("]})");
+        const auto config = p->root().parent_path() / "guard.toml";
+        test::write_file(config.string(), "[detectors]\nhost_unchanged = [\"guarded.txt\"]\n");
+        p->commit();
+        return std::make_pair(std::move(p), config);
+    };
+
+    const auto [opted_out, config] = run_with("host-opt-out", R"(, "confinement": false)");
+    const auto run =
+        opted_out->tea({"--config", config.string(), "--json", "run", opted_out->eval().string()});
+    EXPECT_EQ(run.status, 3) << run.err;
+    const auto dir = run_dir_of(run);
+    ASSERT_FALSE(dir.empty()) << run.err;
+    const auto record = read_json(dir / "run.json");
+    ASSERT_TRUE(record["hostUnchanged"].is_array()) << record.dump();
+    ASSERT_EQ(record["hostUnchanged"].size(), 3U) << record["hostUnchanged"].dump();
+    std::set<std::string> changed;
+    for (const auto &tree : record["hostUnchanged"]) {
+        for (const auto &c : tree["changes"]) {
+            changed.insert(tree["root"].get<std::string>() + " " + c["path"].get<std::string>() +
+                           " " + c["kind"].get<std::string>());
+        }
+    }
+    const auto git_dir = (opted_out->root() / ".git").string();
+    const auto guarded = (opted_out->root().parent_path() / "guarded.txt").string();
+    EXPECT_TRUE(changed.contains(opted_out->eval().string() + " notes.md changed")) << run.err;
+    EXPECT_TRUE(changed.contains(git_dir + " tea-planted added")) << run.err;
+    EXPECT_TRUE(changed.contains(guarded + " . changed")) << run.err;
+    EXPECT_EQ(changed.size(), 3U) << "the runtime's own writes counted as a change: " << run.err;
+    EXPECT_NE(run.err.find("notes.md"), std::string::npos) << run.err;
+    expect_schema_valid(dir / "run.json", "run.schema.json");
+    const auto score = opted_out->tea({"score", dir.string()});
+    EXPECT_EQ(score.status, 3) << score.err;
+    EXPECT_NE(score.err.find("notes.md"), std::string::npos) << score.err;
+    EXPECT_NE(score.err.find("tea-planted"), std::string::npos) << score.err;
+
+    const auto [confined, confined_config] = run_with("host-confined", "");
+    const auto held = confined->tea(
+        {"--config", confined_config.string(), "--json", "run", confined->eval().string()});
+    const auto held_dir = run_dir_of(held);
+    ASSERT_FALSE(held_dir.empty()) << held.err;
+    const auto held_record = read_json(held_dir / "run.json");
+    ASSERT_EQ(held_record["hostUnchanged"].size(), 3U);
+    for (const auto &tree : held_record["hostUnchanged"]) {
+        EXPECT_EQ(tree["changes"], json::array()) << tree.dump();
+        EXPECT_EQ(tree["unreached"], json::array()) << tree.dump();
+    }
+    EXPECT_EQ(test::read_file((confined->eval() / "notes.md").string()), "notes\n");
+}
+
+// A configured guard on a path that is not there guards nothing: the run refuses before any trial.
+TEST(Run, AHostUnchangedPathThatDoesNotExistStopsTheRun) {
+    Project p{"host-missing"};
+    write_simple_evaluation(p, R"(, "confinement": false)");
+    p.commit();
+    const auto config = p.root().parent_path() / "guard.toml";
+    test::write_file(config.string(),
+                     "[detectors]\nhost_unchanged = [\"/nonexistent-tea-guard\"]\n");
+    const auto run = p.tea({"--config", config.string(), "run", p.eval().string()});
+    EXPECT_EQ(run.status, 2) << run.err;
+    EXPECT_NE(run.err.find("/nonexistent-tea-guard"), std::string::npos) << run.err;
+    EXPECT_FALSE(fs::exists(p.eval() / "runs")) << "a trial started";
+}
+
+// A run killed while its canary is planted leaves the user's files of the evaluation folder as they
+// were: the canary lives in the run's own records folder, never in or beside a user's file.
+// Control: while the run is alive the canary is there, inside the evaluation folder.
+TEST(Run, AKilledRunLeavesTheEvaluationFolderUnchanged) {
+    Project p{"canary-kill"};
+    write_simple_evaluation(p, R"(, "confinement": false, "canaries": true)",
+                            "#!/bin/sh\necho started\nexec sleep 60\n");
+    p.write(".tea/evaluator/answers.txt", "42\n");
+    p.commit();
+    const auto snapshot = [&] {
+        std::map<std::string, std::string> files;
+        for (const auto &e : fs::recursive_directory_iterator(p.eval())) {
+            const auto rel = e.path().lexically_relative(p.eval()).string();
+            if (rel.rfind("runs", 0) == 0) continue;
+            files[rel] = e.is_regular_file() ? test::read_file(e.path().string()) : "(dir)";
+        }
+        return files;
+    };
+    const auto before = snapshot();
+    const pid_t pid = spawn_run(p);
+    ASSERT_TRUE(wait_for_start(p));
+    const auto planted = only_run_dir(p) / "canary.txt";
+    EXPECT_NE(test::read_file(planted.string()).find("tea-canary-"), std::string::npos) << planted;
+    ASSERT_EQ(::kill(pid, SIGKILL), 0);
+    ASSERT_EQ(::waitpid(pid, nullptr, 0), pid);
+    EXPECT_EQ(snapshot(), before);
 }
 
 }  // namespace

@@ -143,6 +143,21 @@ TEST(Config, RelativePluginPathsResolveAgainstTheFile) {
               (std::vector<std::filesystem::path>{"/etc/tea/rel/dir", "/abs"}));
 }
 
+// The host paths a run must leave unchanged: none by default, relative ones against the file that
+// names them, and an empty one refused with its key.
+TEST(Config, HostUnchangedPathsResolveAgainstTheFile) {
+    Builder builder;
+    EXPECT_TRUE(builder.get().host_unchanged.empty());
+    builder.apply_text("[detectors]\nhost_unchanged = [\"keys/id\", \"/abs/file\"]\n", "f",
+                       "/etc/tea");
+    ASSERT_EQ(builder.get().host_unchanged.size(), 2U);
+    EXPECT_EQ(builder.get().host_unchanged[0], "/etc/tea/keys/id");
+    EXPECT_EQ(builder.get().host_unchanged[1], "/abs/file");
+    const auto message = error_of(builder, "[detectors]\nhost_unchanged = [\"\"]\n");
+    EXPECT_NE(message.find("detectors.host_unchanged[0]: expected a path"), std::string::npos)
+        << message;
+}
+
 TEST(Config, UnknownKeyNamesFileLineAndKey) {
     Builder builder;
     const auto message = error_of(builder, "\n[confinement]\nbackend = \"a\"\nbakend = \"b\"\n");
@@ -160,7 +175,7 @@ TEST(Config, UnknownKeyNamesTheKnownKeysAndTheOneMeant) {
         << message;
     message = error_of(builder, "[budget]\nmemory = 0\n");
     EXPECT_NE(message.find("budget: unknown key (known keys here: confinement, audit, plugins, "
-                           "call, egress, budgets, plugin); did you mean 'budgets'?"),
+                           "call, egress, budgets, detectors, plugin); did you mean 'budgets'?"),
               std::string::npos)
         << message;
     message = error_of(builder, "[budgets]\ndisk = \"tmfps\"\n");

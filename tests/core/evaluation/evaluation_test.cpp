@@ -196,6 +196,19 @@ TEST_F(EvaluationTest, UnknownFieldsAreRefusedEverywhere) {
     EXPECT_TRUE(has(loaded, "00-bye.json", "probe '00-bye' field 'env'", "unknown"));
 }
 
+// "canaries" opts a run into the grading-string detector; only a boolean says so.
+TEST_F(EvaluationTest, CanariesIsABooleanAndOffByDefault) {
+    auto loaded = load_doc();
+    ASSERT_TRUE(loaded.problems.empty());
+    EXPECT_FALSE(loaded.evaluation.canaries);
+    doc_["canaries"] = true;
+    loaded = load_doc();
+    ASSERT_TRUE(loaded.problems.empty());
+    EXPECT_TRUE(loaded.evaluation.canaries);
+    doc_["canaries"] = "yes";
+    EXPECT_TRUE(has(load_doc(), kEval, "field 'canaries'", "must be true or false"));
+}
+
 TEST_F(EvaluationTest, AnUnknownFieldNamesTheFieldsThereAndTheOneMeant) {
     doc_["trails"] = 3;
     entry()["maxElapsed"] = 5000;
@@ -204,9 +217,10 @@ TEST_F(EvaluationTest, AnUnknownFieldNamesTheFieldsThereAndTheOneMeant) {
     doc_["budgets"] = {{"memoryByte", 268435456}};
     put(folder_ / "probes/00-bye.json", R"({"entry": "greeter", "arg": ["bye"]})");
     const auto loaded = load_doc();
-    EXPECT_TRUE(has(loaded, kEval, "field 'trails'",
-                    "is unknown: not a field of this format (fields here: confinement, trials, "
-                    "budgets, project, registry, evaluator, probes); did you mean 'trials'?"));
+    EXPECT_TRUE(
+        has(loaded, kEval, "field 'trails'",
+            "is unknown: not a field of this format (fields here: confinement, canaries, trials, "
+            "budgets, project, registry, evaluator, probes); did you mean 'trials'?"));
     EXPECT_TRUE(
         has(loaded, kEval, "entry 'greeter' field 'maxElapsed'", "did you mean 'maxElapsedMs'?"));
     EXPECT_TRUE(has(loaded, kEval, "entry 'greeter' field 'egress[0].prot'",

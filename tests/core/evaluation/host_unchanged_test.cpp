@@ -133,6 +133,43 @@ TEST(HostUnchanged, AFilePastTheBoundIsNamedUnreached) {
     EXPECT_TRUE(take_host_manifest(dir.path(), limits).complete());
 }
 
+// The runtime's own subtree (an evaluation folder's runs/) is left out: what is written there is
+// no change. Control: the same write beside it is one.
+TEST(HostUnchanged, AnExcludedSubtreeIsNeitherHashedNorCompared) {
+    const test::TempDir dir{"tea-host-unchanged"};
+    fill(dir.path());
+    fs::create_directories(dir.path() / "runs/one");
+    HostManifestLimits limits;
+    limits.tree.excluded = {"runs"};
+    const auto before = take_host_manifest(dir.path(), limits);
+    EXPECT_EQ(before.entries.count("runs"), 0U);
+    test::write_file((dir.path() / "runs/one/run.json").string(), "{}\n");
+    test::write_file((dir.path() / "evaluator/runs").string(),
+                     "");  // the name, deeper: not left out
+    const auto changes = compare_host_manifests(before, take_host_manifest(dir.path(), limits));
+    ASSERT_EQ(changes.size(), 1U) << changes_text(changes);
+    EXPECT_EQ(changes[0].path, "evaluator/runs");
+}
+
+// A guarded path that is a file (or a link) is a manifest of one entry, ".".
+TEST(HostUnchanged, AFileRootIsItsOwnOneEntry) {
+    const test::TempDir dir{"tea-host-unchanged"};
+    const auto file = dir.path() / "guarded.txt";
+    test::write_file(file.string(), "keep\n");
+    fs::create_symlink("guarded.txt", dir.path() / "link");
+    const auto before = take_host_manifest(file);
+    ASSERT_TRUE(before.complete());
+    ASSERT_EQ(before.entries.size(), 1U);
+    EXPECT_EQ(before.entries.begin()->first, ".");
+    const auto link = take_host_manifest(dir.path() / "link");
+    EXPECT_EQ(link.entries.at(".").type, files::TreeEntryType::link);
+    EXPECT_TRUE(compare_host_manifests(before, take_host_manifest(file)).empty());
+    test::write_file(file.string(), "gone\n");
+    const auto changes = compare_host_manifests(before, take_host_manifest(file));
+    EXPECT_TRUE(has_change(changes, ".", ManifestChange::Kind::changed, "content"))
+        << changes_text(changes);
+}
+
 #ifdef TEA_EVALUATE_BIN
 // The detector against a real target: it tries to rewrite the grading material it is told of
 // (a new answer, a mode, a planted file). Under bubblewrap with the folder withheld the manifest is
