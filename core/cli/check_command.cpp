@@ -46,7 +46,8 @@ void check_revisions(evaluation::Loaded &loaded) {
         return;
     }
     const auto source = evaluation::open_source(loaded.evaluation);
-    evaluation::report_unresolved_revisions(loaded.evaluation, source, loaded.problems);
+    evaluation::report_unresolved_revisions(loaded.evaluation, source, loaded.problems,
+                                            loaded.notes);
 }
 
 void print_notes(const std::vector<evaluation::Problem> &notes) {

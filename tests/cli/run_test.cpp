@@ -1880,6 +1880,29 @@ TEST(Run, HistoricalProbeRunsInItsRevisionsTreeWithTheFolderWithheld) {
     EXPECT_EQ(p.leftover_run_dirs(), 0U);
 }
 
+// A project whose first commit's data.txt ("old-data") a historical probe 'then' asks for by
+// commit id, and its partial clone (blob:none) checked out at the second commit, which never
+// fetched the old blob.
+struct HistoricalClone {
+    std::string old_commit;
+    std::string old_blob;
+    fs::path clone;
+};
+HistoricalClone historical_clone(Project &p, const std::string &evaluation_extra) {
+    p.write("data.txt", "old-data\n");
+    write_simple_evaluation(p, evaluation_extra, "#!/bin/sh\ncat data.txt\n");
+    p.commit();
+    HistoricalClone out;
+    out.old_commit = first_line(git(p.root(), {"rev-parse", "HEAD"}));
+    out.old_blob = first_line(git(p.root(), {"rev-parse", "HEAD:data.txt"}));
+    p.write("data.txt", "new-data\n");
+    p.write(".tea/probes/then.json", R"({"entry": "t", "revision": ")" + out.old_commit + R"("})");
+    p.commit();
+    out.clone = partial_clone(p, "blob:none");
+    EXPECT_NE(missing_objects(out.clone).find('?' + out.old_blob), std::string::npos);
+    return out;
+}
+
 // A historical probe whose revision the clone lacks on disk (a partial clone that never fetched
 // its blobs, or a commit id that exists nowhere) cannot be checked out without a fetch, which a
 // confined run never makes: exit 12 naming the revision and the way out, before any target
@@ -1887,16 +1910,7 @@ TEST(Run, HistoricalProbeRunsInItsRevisionsTreeWithTheFolderWithheld) {
 // out in the clone, the same evaluation runs and the probe sees the revision's file.
 TEST(Run, HistoricalProbeWhoseObjectsTheCloneLacksIsExit12BeforeAnyTargetStarts) {
     Project p{"historical-partial"};
-    p.write("data.txt", "old-data\n");
-    write_simple_evaluation(p, "", "#!/bin/sh\ncat data.txt\n");
-    p.commit();
-    const auto old_commit = first_line(git(p.root(), {"rev-parse", "HEAD"}));
-    const auto old_blob = first_line(git(p.root(), {"rev-parse", "HEAD:data.txt"}));
-    p.write("data.txt", "new-data\n");
-    p.write(".tea/probes/then.json", R"({"entry": "t", "revision": ")" + old_commit + R"("})");
-    p.commit();
-    const auto clone = partial_clone(p, "blob:none");
-    ASSERT_NE(missing_objects(clone).find('?' + old_blob), std::string::npos);
+    const auto [old_commit, old_blob, clone] = historical_clone(p, "");
     const auto eval = clone / ".tea";
     const auto no_run_recorded = [&] {
         std::error_code ec;
@@ -1911,6 +1925,7 @@ TEST(Run, HistoricalProbeWhoseObjectsTheCloneLacksIsExit12BeforeAnyTargetStarts)
         EXPECT_NE(o.err.find("data.txt"), std::string::npos) << o.err;
         EXPECT_NE(o.err.find("Check the revision out once in your clone"), std::string::npos)
             << o.err;
+        EXPECT_NE(o.err.find("or set \"confinement\": false"), std::string::npos) << o.err;
     }
     EXPECT_TRUE(no_run_recorded());
     EXPECT_NE(missing_objects(clone).find('?' + old_blob), std::string::npos);
@@ -1940,6 +1955,21 @@ TEST(Run, HistoricalProbeWhoseObjectsTheCloneLacksIsExit12BeforeAnyTargetStarts)
     EXPECT_EQ(
         test::read_file((run_dir_of(run) / "trials" / "1" / "calls" / "02-then.stdout").string()),
         "old-data\n");
+}
+
+// The other way out the refusal names: an evaluation that opts out of confinement has the host's
+// git fetch the revision's objects through the clone's promisor remote, and its probe runs.
+TEST(Run, OptedOutHistoricalProbeFetchesWhatTheCloneLacks) {
+    Project p{"historical-opt-out"};
+    const auto [old_commit, old_blob, clone] = historical_clone(p, R"(, "confinement": false)");
+
+    const auto run =
+        test::run({TEA_EVALUATE_BIN, "--json", "run", (clone / ".tea").string()}, p.env());
+    ASSERT_EQ(run.status, 0) << run.err;
+    EXPECT_EQ(
+        test::read_file((run_dir_of(run) / "trials" / "1" / "calls" / "02-then.stdout").string()),
+        "old-data\n");
+    EXPECT_EQ(missing_objects(clone).find('?' + old_blob), std::string::npos);
 }
 
 // A corpus file reaches the target only as the copy its probe asks for: the corpus folder itself
