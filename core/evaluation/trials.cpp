@@ -335,7 +335,14 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
         // A historical probe's call has a workspace and git of its own, the revision's; the
         // trial's workspace (and so its artifacts) is the evaluated commit's alone.
         const bool historical = !probe.revision.empty();
-        const auto revision_commit = historical ? state.revisions.at(probe.revision) : "";
+        const auto resolved = state.revisions.find(probe.revision);
+        if (historical && resolved == state.revisions.end()) {
+            // Only check_revisions may say a revision's objects are on disk; a caller that skipped
+            // it would otherwise meet a missing object in the middle of a trial.
+            throw runtime_failure("probe '" + probe.name + "': revision '" + probe.revision +
+                                  "' was not checked before the trials (check_revisions)");
+        }
+        const auto revision_commit = historical ? resolved->second : std::string{};
         const auto call_workspace =
             historical ? private_dir.make_directory("workspace-") : workspace;
         auto call_repository = repository;
