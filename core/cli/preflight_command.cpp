@@ -16,6 +16,7 @@
 #include "cli/commands.hpp"
 #include "cli/report.hpp"
 #include "evaluation/budgets.hpp"
+#include "evaluation/historical_probes.hpp"
 #include "evaluation/preflight_legs.hpp"
 #include "evaluation/trials.hpp"
 #include "files/private_dirs.hpp"
@@ -45,6 +46,7 @@ int preflight_evaluation(const CommonOptions &common, const stdfs::path &folder,
     files::RunDirectory private_dir{session.private_root()};
     evaluation::check_targets(ev, opened->source, private_dir);
     evaluation::RunState state{ev, session, opened->source, "preflight"};
+    state.revisions = evaluation::check_revisions(ev, opened->source, private_dir);
     state.logins = std::move(opened->logins);
     // The legs' calls have the trials' budgets (their file system stays the private root's).
     state.budget = evaluation::configured_budget(session.runtime().config.budgets);

@@ -14,7 +14,10 @@
 #include <system_error>
 
 #include "egress/pin.hpp"
+#include "evaluation/contract.hpp"
+#include "evaluation/corpus.hpp"
 #include "evaluation/program_file.hpp"
+#include "evaluation/revision_syntax.hpp"
 #include "http/http_client.hpp"
 #include "util/closest_match.hpp"
 #include "util/fd.hpp"
@@ -936,6 +939,27 @@ void read_probe_files(const Report &report, const json &v, Probe &probe) {
     }
 }
 
+// "corpus": workspace path -> the name of a file under corpus/, resolved by load_corpus.
+void read_probe_corpus(const Report &report, const json &v, Probe &probe) {
+    if (!v.is_object()) {
+        report("corpus", "must be an object of workspace-relative path -> corpus file name");
+        return;
+    }
+    for (const auto &item : v.items()) {
+        const auto field = "corpus." + item.key();
+        const auto name = text(report, field, item.value());
+        if (!check_relative(report, field, item.key()) || !name ||
+            !check_relative(report, field, *name)) {
+            continue;
+        }
+        if (probe.files.count(item.key()) != 0) {
+            report(field, "writes the path \"files\" writes too");
+            continue;
+        }
+        probe.corpus.emplace(item.key(), *name);
+    }
+}
+
 // The registry's valid ids, in file order: what a probe's "entry" may name.
 std::vector<std::string> interface_ids(const Evaluation &evaluation) {
     std::vector<std::string> ids;
@@ -1049,6 +1073,18 @@ void read_probe(const Report &file_report, const std::string &name, const json &
     }
     if (const auto *files = f.take("files")) {
         read_probe_files(report, *files, probe);
+    }
+    if (const auto *corpus = f.take("corpus")) {
+        read_probe_corpus(report, *corpus, probe);
+    }
+    if (const auto *r = f.take("revision")) {
+        if (auto revision = text(report, "revision", *r)) {
+            if (auto why = malformed_revision(*revision)) {
+                report("revision", in_quotes(*revision) + " " + *why);
+            } else {
+                probe.revision = std::move(*revision);
+            }
+        }
     }
     f.refuse_unknown();
     evaluation.probes.push_back(std::move(probe));
@@ -1267,6 +1303,17 @@ Loaded load(const std::filesystem::path &folder) {
     f.refuse_unknown();
     if (!evaluation.probes_dir.empty()) {
         read_probes(report, evaluation.probes_dir, registry_known, evaluation, problems);
+    }
+    load_corpus(evaluation, problems, out.notes);
+    const Report contract{problems, evaluation.folder / "contract.json"};
+    if (fs::symlink_status(contract.file(), ec).type() != fs::file_type::not_found) {
+        std::optional<json> contract_doc;
+        if (parse_file(contract, contract_doc)) {
+            check_contract(*contract_doc, evaluation,
+                           [&](const std::string &field, const std::string &message) {
+                               contract(field, message);
+                           });
+        }
     }
     return out;
 }

@@ -85,8 +85,14 @@ struct Probe {
     std::string entry;              // an Entry's interface_id
     std::vector<std::string> args;  // after the target
     std::string stdin_text;         // what the call reads on stdin (empty: nothing)
-    // Files written into the workspace before the call: workspace-relative path -> content.
+    // Files written into the workspace before the call: workspace-relative path -> content, the
+    // corpus files the probe names included (read once, at load).
     std::map<std::string, std::string> files;
+    // Workspace-relative path -> the name of a file under corpus/ (evaluation/corpus.hpp).
+    std::map<std::string, std::string> corpus;
+    // Non-empty: a historical probe, whose call runs in a checkout of this revision
+    // (evaluation/historical_probes.hpp).
+    std::string revision;
     // A probe of a toolServer entry: its request (args and stdin are then empty).
     std::optional<ToolServerProbe> tool_server;
     // A probe of an http entry: its request (args and stdin are then empty).
@@ -113,6 +119,7 @@ struct Evaluation {
     std::vector<Probe> probes;         // in name order
     std::filesystem::path probes_dir;  // absolute
     Evaluator evaluator;
+    std::vector<std::string> corpus_files;  // the names under corpus/, sorted
 
     [[nodiscard]] const Entry *entry(const std::string &interface_id) const;
     // The evaluator's program, absolute.
@@ -122,6 +129,8 @@ struct Evaluation {
 struct Loaded {
     Evaluation evaluation;
     std::vector<Problem> problems;  // empty: the evaluation may run
+    // What `check` says without refusing (a corpus file no probe uses).
+    std::vector<Problem> notes;
 };
 
 // Reads and checks the folder. Never throws for anything the folder holds: a missing file, bad

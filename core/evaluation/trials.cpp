@@ -12,6 +12,7 @@
 #include <tea/json_bytes.hpp>
 
 #include "evaluation/budgets.hpp"
+#include "evaluation/historical_probes.hpp"
 #include "evaluation/http_call.hpp"
 #include "evaluation/leak_detectors.hpp"
 #include "evaluation/program_file.hpp"
@@ -304,7 +305,11 @@ void save_run(RunState &state) {
 // plain checkout (or copy) with no history. Returns the private repository, or an empty path.
 stdfs::path prepare_workspace(const RunState &state, const stdfs::path &workspace,
                               files::RunDirectory &private_dir) {
-    const auto &source = state.source;
+    return prepare_workspace(state.source, workspace, private_dir);
+}
+
+stdfs::path prepare_workspace(const git::WorkspaceSource &source, const stdfs::path &workspace,
+                              files::RunDirectory &private_dir) {
     if (!source.git || !source.prefix.empty()) {
         (void)git::materialize(source, workspace);
         return {};
@@ -332,11 +337,30 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
         ++n;
         const auto *entry = ev.entry(probe.entry);
         out.entries.insert(entry->interface_id);
+        // A historical probe's call has a workspace and git of its own, the revision's; the
+        // trial's workspace (and so its artifacts) is the evaluated commit's alone.
+        const bool historical = !probe.revision.empty();
+        const auto resolved = state.revisions.find(probe.revision);
+        if (historical && resolved == state.revisions.end()) {
+            // Only check_revisions may say a revision's objects are on disk; a caller that skipped
+            // it would otherwise meet a missing object in the middle of a trial.
+            throw runtime_failure("probe '" + probe.name + "': revision '" + probe.revision +
+                                  "' was not checked before the trials (check_revisions)");
+        }
+        const auto revision_commit = historical ? resolved->second : std::string{};
+        const auto call_workspace =
+            historical ? private_dir.make_directory("workspace-") : workspace;
+        auto call_repository = repository;
+        if (historical) {
+            ::chmod(call_workspace.c_str(), 0755);
+            call_repository = prepare_workspace(source_at(state.source, revision_commit),
+                                                call_workspace, private_dir);
+        }
         for (const auto &[rel, content] : probe.files) {
-            files::write_beneath(workspace, rel, content);
+            files::write_beneath(call_workspace, rel, content);
         }
         exec::LaunchSpec spec;
-        spec.argv.push_back((workspace / entry->target).string());
+        spec.argv.push_back((call_workspace / entry->target).string());
         // A server's command line is its entry's; a command's arguments are its probe's.
         const auto &args = probe.tool_server || probe.http ? entry->args : probe.args;
         spec.argv.insert(spec.argv.end(), args.begin(), args.end());
@@ -344,7 +368,7 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
         spec.env = ev.confinement ? target_environment(*entry) : exec::current_environment();
         // The login's variables and files; its strings are secrets before the target starts.
         state.logins.apply(entry->interface_id, spec, ev.confinement);
-        spec.workspace = workspace.string();
+        spec.workspace = call_workspace.string();
         spec.cwd = spec.workspace;
         spec.home = home.string();
         spec.withhold.push_back(ev.folder.string());
@@ -352,8 +376,8 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
             withhold_git_dirs(spec, state.source);
         }
         spec.system_paths = entry->system_paths;
-        if (!repository.empty() && ev.confinement) {
-            grant_target_repository(spec, repository);
+        if (!call_repository.empty() && ev.confinement) {
+            grant_target_repository(spec, call_repository);
         }
         spec.runtime_prefix = state.session.runtime().paths.prefix.string();
         spec.helper_dir = state.session.runtime().paths.helper_dir.string();
@@ -398,7 +422,7 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
         // The trial's workspace and home are removed after its last call (run_trial), and no
         // call gives them back in between: the next call lends them again, what the runtime
         // wrote in between (the probes' files) included.
-        std::vector<stdfs::path> removed_after{workspace};
+        std::vector<stdfs::path> removed_after{call_workspace};
         if (!home.empty()) removed_after.push_back(home);
         auto outcome = state.session.call(std::move(spec), run, route, std::move(removed_after),
                                           http_call     ? http_call->bridge_request()
@@ -470,6 +494,9 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
                   {"audit", audit::to_json(outcome.audit)},
                   {"budget", call_budget_record(r.budget, r.limits)},
                   {"budgetHits", budget_hits(r.budget)}};
+        if (historical) {
+            call["revision"] = {{"name", probe.revision}, {"commit", revision_commit}};
+        }
         if (tool_server) {
             // What the server said, redacted with the rest of the record (write_record).
             call["endedByRuntime"] = r.ended_by_runtime;
@@ -510,6 +537,10 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
         write_record(state, trial_dir / "calls" / (stem + ".json"), call);
         out.records.push_back(call);
         if (!stdin_file.empty()) files::remove_tree(stdin_file.parent_path());
+        if (historical) {
+            files::remove_tree(call_workspace);
+            if (!call_repository.empty()) files::remove_tree(call_repository);
+        }
         std::string outcome_text = infrastructure ? "infrastructure error, status " : "status ";
         outcome_text += std::to_string(outcome.status);
         if (service_failure) {
@@ -754,6 +785,7 @@ void begin_run(RunState &state, files::RunDirectory &private_dir) {
     state.budget = configured_budget(settings);
     state.disk_reason = choose_disk(state, settings);
     check_targets(ev, source, private_dir);
+    state.revisions = check_revisions(ev, source, private_dir);
     state.records = runs / state.run_id;
     if (::mkdir(state.records.c_str(), 0755) != 0) {
         throw runtime_failure("cannot make " + state.records.string() + ": " + errno_text(errno));

@@ -72,6 +72,8 @@ struct RunState {
     std::uint64_t disk_bytes = 0;
     std::set<int> budget_trials;  // trials a budget stopped something in
     std::string disk_reason;      // why the trials have no file system of their own
+    // A historical probe's revision -> the commit it names, resolved before any target starts.
+    std::map<std::string, std::string> revisions;
     // The grants of the entries that declare a login, and the secrets no record may hold: every
     // record of the run is written through it (write_record).
     call::Logins logins;
@@ -141,6 +143,10 @@ std::string choose_disk(RunState &state, const config::BudgetSettings &settings)
 // git/private_repository.hpp), built once and then reused from the runtime's cache; otherwise a
 // plain checkout (or copy) with no history. Returns the private repository, or an empty path.
 std::filesystem::path prepare_workspace(const RunState &state,
+                                        const std::filesystem::path &workspace,
+                                        files::RunDirectory &private_dir);
+// The same, of any source (a historical probe's: the run's at another commit).
+std::filesystem::path prepare_workspace(const git::WorkspaceSource &source,
                                         const std::filesystem::path &workspace,
                                         files::RunDirectory &private_dir);
 

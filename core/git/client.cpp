@@ -7,6 +7,7 @@
 #include <tea/json_bytes.hpp>
 
 #include "git/module_abi.h"
+#include "git/revision.hpp"
 #include "git/wire.hpp"
 #include "plugins/host_services.hpp"
 #include "plugins/library.hpp"
@@ -36,10 +37,11 @@ const Module &module() {
         }
         const tea_git_module *m =
             entry != nullptr ? reinterpret_cast<tea_git_module_entry_fn>(entry)() : nullptr;
-        if (!TEA_HAS_MEMBER(tea_git_module, m, apply_patch) || m->abi != TEA_GIT_MODULE_ABI ||
+        if (!TEA_HAS_MEMBER(tea_git_module, m, resolve_revision) || m->abi != TEA_GIT_MODULE_ABI ||
             m->open_workspace_source == nullptr || m->materialize == nullptr ||
             m->build_private_repository == nullptr || m->attach_in_place == nullptr ||
-            m->attach_worktree == nullptr || m->apply_patch == nullptr) {
+            m->attach_worktree == nullptr || m->apply_patch == nullptr ||
+            m->resolve_revision == nullptr) {
             throw std::runtime_error("the git module " + path.string() +
                                      " does not match this tea-evaluate (reinstall it)");
         }
@@ -73,6 +75,9 @@ json call(tea_git_operation_fn tea_git_module::*operation, const char *name, con
         throw MissingObjectsError(
             doc.contains("commit") ? bytes::from_json(doc["commit"], "commit") : std::string{},
             message);
+    }
+    if (kind == "unknown_revision") {
+        throw UnknownRevisionError(message);
     }
     if (kind == "workspace_source") {
         throw WorkspaceSourceError(message);
@@ -127,6 +132,13 @@ std::vector<PatchedFile> apply_patch(const WorkspaceSource &source, const std::s
     return wire::patched_from_json(
         call(&tea_git_module::apply_patch, "apply_patch",
              json{{"source", wire::to_json(source)}, {"patch", bytes::to_json(patch)}}));
+}
+
+std::string resolve_revision(const WorkspaceSource &source, const std::string &revision) {
+    const auto answer =
+        call(&tea_git_module::resolve_revision, "resolve_revision",
+             json{{"source", wire::to_json(source)}, {"revision", bytes::to_json(revision)}});
+    return bytes::from_json(answer.at("commit"), "commit");
 }
 
 }  // namespace tea::git

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "git/module_abi.h"
+#include "git/revision.hpp"
 #include "git/wire.hpp"
 
 namespace {
@@ -35,6 +36,9 @@ int32_t serve(const tea_host_services *host, tea_str request, tea_buffer *answer
         kind = "missing_objects";
         message = e.what();
         commit = e.commit();
+    } catch (const tea::git::UnknownRevisionError &e) {
+        kind = "unknown_revision";
+        message = e.what();
     } catch (const tea::git::WorkspaceSourceError &e) {
         kind = "workspace_source";
         message = e.what();
@@ -115,11 +119,21 @@ int32_t apply_patch(const tea_host_services *host, tea_str request, tea_buffer *
     });
 }
 
+int32_t resolve_revision(const tea_host_services *host, tea_str request,
+                         tea_buffer *answer) noexcept {
+    return serve(host, request, answer, [](const json &r) {
+        return json{{"commit", tea::bytes::to_json(tea::git::resolve_revision(
+                                   wire::source_from_json(r.at("source")),
+                                   tea::bytes::from_json(r.at("revision"), "revision")))}};
+    });
+}
+
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) const tea_git_module *tea_git_module_entry() {
     static const tea_git_module module{
         sizeof(tea_git_module),    TEA_GIT_MODULE_ABI, &open_workspace_source, &materialize,
-        &build_private_repository, &attach_in_place,   &attach_worktree,       &apply_patch};
+        &build_private_repository, &attach_in_place,   &attach_worktree,       &apply_patch,
+        &resolve_revision};
     return &module;
 }

@@ -26,7 +26,8 @@ extern "C" {
 
 /* One operation. Appends to `answer`, through host->buffer_append, the operation's JSON answer
  * and returns TEA_OK; or appends {"kind": "workspace_source" | "private_repository" |
- * "missing_objects" | "other", "message": ..., "commit": ...} and returns TEA_FAILED. */
+ * "missing_objects" | "unknown_revision" | "other", "message": ..., "commit": ...} and returns
+ * TEA_FAILED. */
 typedef int32_t (*tea_git_operation_fn)(const tea_host_services *host, tea_str request,
                                         tea_buffer *answer);
 
@@ -38,7 +39,8 @@ typedef struct tea_git_module {
     tea_git_operation_fn build_private_repository;
     tea_git_operation_fn attach_in_place;
     tea_git_operation_fn attach_worktree;
-    tea_git_operation_fn apply_patch; /* ABI 3: git/patch_apply.hpp */
+    tea_git_operation_fn apply_patch;      /* ABI 3: git/patch_apply.hpp */
+    tea_git_operation_fn resolve_revision; /* ABI 3: git/revision.hpp */
 } tea_git_module;
 
 /* What the entry symbol is: a table in static storage. */

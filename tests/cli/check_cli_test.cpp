@@ -216,5 +216,31 @@ TEST_F(CheckCli, AnUnknownFieldOrEntryNamesTheOneMeant) {
         << o.err;
 }
 
+// A contract that lies is refused with its file and field; an unused corpus file is a note that
+// does not change the exit code.
+TEST_F(CheckCli, LyingContractIsExit2AndAnUnusedCorpusFileANote) {
+    evaluation("api.example.com");
+    test::write_file(eval_ + "/contract.json", R"({"interfaces": ["tool"], "probes": ["frist"]})");
+    const auto lie = check();
+    EXPECT_EQ(lie.status, 2) << lie.err;
+    EXPECT_NE(lie.err.find("contract.json: field 'probes[0]': probe 'frist' is no probe of"),
+              std::string::npos)
+        << lie.err;
+    EXPECT_NE(lie.err.find("contract.json: field 'probes': omits probe 'first'"), std::string::npos)
+        << lie.err;
+
+    test::write_file(eval_ + "/contract.json", R"({"interfaces": ["tool"], "probes": ["first"]})");
+    fs::create_directories(eval_ + "/corpus");
+    test::write_file(eval_ + "/corpus/spare.txt", "x");
+    const auto noted = check();
+    EXPECT_EQ(noted.status, 0) << noted.err;
+    EXPECT_NE(noted.err.find("note: " + eval_ + "/corpus/spare.txt: is named by no probe"),
+              std::string::npos)
+        << noted.err;
+    const auto j = check({"--json"});
+    EXPECT_EQ(j.status, 0) << j.err;
+    EXPECT_EQ(nlohmann::json::parse(j.out)["notes"].size(), 1U) << j.out;
+}
+
 }  // namespace
 }  // namespace tea

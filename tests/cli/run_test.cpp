@@ -2023,6 +2023,188 @@ TEST(Run, ACommitWhoseObjectsTheCloneLacksIsExit12BeforeAnyTargetStarts) {
         "ok\n");
 }
 
+// A historical probe's call runs in its revision's tree, with that revision's history as its git
+// and the evaluation folder withheld there as in the evaluated commit: the old grading material
+// in the history is no more readable than the current one. Control: the probe without a revision,
+// in the same run, sees the evaluated commit; the project's own git shows the old grader.
+TEST(Run, HistoricalProbeRunsInItsRevisionsTreeWithTheFolderWithheld) {
+    Project p{"historical"};
+    const std::string target =
+        "#!/bin/sh\n"
+        "echo \"data=$(cat data.txt)\"\n"
+        "echo \"commits=$(git log --oneline | wc -l)\"\n"
+        "echo \"head=$(git rev-parse HEAD)\"\n"
+        "if [ -e .tea ]; then echo folder=present; else echo folder=absent; fi\n"
+        "echo \"grader=$(git show HEAD:.tea/evaluator/grade.sh 2>/dev/null | wc -c)\"\n";
+    p.write("data.txt", "old-data\n");
+    write_simple_evaluation(p, "", target);
+    p.commit();
+    (void)git(p.root(), {"tag", "v1"});
+    const auto old_commit = first_line(git(p.root(), {"rev-parse", "HEAD"}));
+    p.write("data.txt", "new-data\n");
+    p.write(".tea/probes/then.json", R"({"entry": "t", "revision": "v1"})");
+    p.commit();
+    const auto new_commit = first_line(git(p.root(), {"rev-parse", "HEAD"}));
+    ASSERT_FALSE(git(p.root(), {"show", "v1:.tea/evaluator/grade.sh"}).empty());
+
+    const auto check = p.tea({"check", p.eval().string()});
+    ASSERT_EQ(check.status, 0) << check.err;
+    const auto run = p.run();
+    ASSERT_EQ(run.status, 0) << run.err;
+    const auto dir = run_dir_of(run);
+    const auto calls = dir / "trials" / "1" / "calls";
+    const auto then = test::read_file((calls / "02-then.stdout").string());
+    EXPECT_NE(then.find("data=old-data\n"), std::string::npos) << then;
+    EXPECT_NE(then.find("commits=1\n"), std::string::npos) << then;
+    EXPECT_NE(then.find("head=" + old_commit + "\n"), std::string::npos) << then;
+    EXPECT_NE(then.find("folder=absent\n"), std::string::npos) << then;
+    EXPECT_NE(then.find("grader=0\n"), std::string::npos) << then;
+    // Control: the same target without a revision, in the same run.
+    const auto now = test::read_file((calls / "01-only.stdout").string());
+    EXPECT_NE(now.find("data=new-data\n"), std::string::npos) << now;
+    EXPECT_NE(now.find("commits=2\n"), std::string::npos) << now;
+    EXPECT_NE(now.find("head=" + new_commit + "\n"), std::string::npos) << now;
+
+    const auto record = read_json(dir / "run.json");
+    const auto &recorded = record["trials"][0]["calls"];
+    ASSERT_EQ(recorded.size(), 2U);
+    EXPECT_FALSE(recorded[0].contains("revision"));
+    EXPECT_EQ(recorded[1]["revision"], (json{{"name", "v1"}, {"commit", old_commit}}));
+    EXPECT_TRUE(record["trials"][0]["observedMounts"].empty()) << record.dump(2);
+    expect_schema_valid(dir / "run.json", "run.schema.json");
+    EXPECT_EQ(p.leftover_run_dirs(), 0U);
+}
+
+// A project whose first commit's data.txt ("old-data") a historical probe 'then' asks for by
+// commit id, and its partial clone (blob:none) checked out at the second commit, which never
+// fetched the old blob.
+struct HistoricalClone {
+    std::string old_commit;
+    std::string old_blob;
+    fs::path clone;
+};
+HistoricalClone historical_clone(Project &p, const std::string &evaluation_extra) {
+    p.write("data.txt", "old-data\n");
+    write_simple_evaluation(p, evaluation_extra, "#!/bin/sh\ncat data.txt\n");
+    p.commit();
+    HistoricalClone out;
+    out.old_commit = first_line(git(p.root(), {"rev-parse", "HEAD"}));
+    out.old_blob = first_line(git(p.root(), {"rev-parse", "HEAD:data.txt"}));
+    p.write("data.txt", "new-data\n");
+    p.write(".tea/probes/then.json", R"({"entry": "t", "revision": ")" + out.old_commit + R"("})");
+    p.commit();
+    out.clone = partial_clone(p, "blob:none");
+    EXPECT_NE(missing_objects(out.clone).find('?' + out.old_blob), std::string::npos);
+    return out;
+}
+
+// A historical probe whose revision the clone lacks on disk (a partial clone that never fetched
+// its blobs, or a commit id that exists nowhere) cannot be checked out without a fetch, which a
+// confined run never makes: exit 12 naming the revision and the way out, before any target
+// starts; `check` reports it with its probe's field. Control: once the revision has been checked
+// out in the clone, the same evaluation runs and the probe sees the revision's file.
+TEST(Run, HistoricalProbeWhoseObjectsTheCloneLacksIsExit12BeforeAnyTargetStarts) {
+    Project p{"historical-partial"};
+    const auto [old_commit, old_blob, clone] = historical_clone(p, "");
+    const auto eval = clone / ".tea";
+    const auto no_run_recorded = [&] {
+        std::error_code ec;
+        return !fs::exists(eval / "runs") || fs::is_empty(eval / "runs", ec);
+    };
+
+    for (const char *command : {"run", "preflight"}) {
+        SCOPED_TRACE(command);
+        const auto o = test::run({TEA_EVALUATE_BIN, command, eval.string()}, p.env());
+        EXPECT_EQ(o.status, 12) << o.err;
+        EXPECT_NE(o.err.find("revision '" + old_commit + "'"), std::string::npos) << o.err;
+        EXPECT_NE(o.err.find("data.txt"), std::string::npos) << o.err;
+        EXPECT_NE(o.err.find("Check the revision out once in your clone"), std::string::npos)
+            << o.err;
+        EXPECT_NE(o.err.find("or set \"confinement\": false"), std::string::npos) << o.err;
+    }
+    EXPECT_TRUE(no_run_recorded());
+    EXPECT_NE(missing_objects(clone).find('?' + old_blob), std::string::npos);
+
+    // A commit id that exists nowhere: check names the probe's field, run exits 12.
+    const std::string nowhere = "0123456789abcdef0123456789abcdef01234567";
+    test::write_file((eval / "probes" / "then.json").string(),
+                     R"({"entry": "t", "revision": ")" + nowhere + R"("})");
+    const auto check = test::run({TEA_EVALUATE_BIN, "check", eval.string()}, p.env());
+    EXPECT_EQ(check.status, 2) << check.err;
+    EXPECT_NE(check.err.find("probe 'then' field 'revision': revision '" + nowhere + "'"),
+              std::string::npos)
+        << check.err;
+    const auto unknown = test::run({TEA_EVALUATE_BIN, "run", eval.string()}, p.env());
+    EXPECT_EQ(unknown.status, 12) << unknown.err;
+    EXPECT_NE(unknown.err.find("revision '" + nowhere + "'"), std::string::npos) << unknown.err;
+    EXPECT_TRUE(no_run_recorded());
+
+    // Control: the revision checked out once in the clone, as the message says.
+    test::write_file((eval / "probes" / "then.json").string(),
+                     R"({"entry": "t", "revision": ")" + old_commit + R"("})");
+    (void)git(clone, {"checkout", "-q", old_commit});
+    (void)git(clone, {"checkout", "-q", "-"});
+    ASSERT_EQ(missing_objects(clone).find('?' + old_blob), std::string::npos);
+    const auto run = test::run({TEA_EVALUATE_BIN, "--json", "run", eval.string()}, p.env());
+    ASSERT_EQ(run.status, 0) << run.err;
+    EXPECT_EQ(
+        test::read_file((run_dir_of(run) / "trials" / "1" / "calls" / "02-then.stdout").string()),
+        "old-data\n");
+}
+
+// The other way out the refusal names: an evaluation that opts out of confinement has the host's
+// git fetch the revision's objects through the clone's promisor remote, and its probe runs.
+TEST(Run, OptedOutHistoricalProbeFetchesWhatTheCloneLacks) {
+    Project p{"historical-opt-out"};
+    const auto [old_commit, old_blob, clone] = historical_clone(p, R"(, "confinement": false)");
+
+    const auto run =
+        test::run({TEA_EVALUATE_BIN, "--json", "run", (clone / ".tea").string()}, p.env());
+    ASSERT_EQ(run.status, 0) << run.err;
+    EXPECT_EQ(
+        test::read_file((run_dir_of(run) / "trials" / "1" / "calls" / "02-then.stdout").string()),
+        "old-data\n");
+    EXPECT_EQ(missing_objects(clone).find('?' + old_blob), std::string::npos);
+}
+
+// A corpus file reaches the target only as the copy its probe asks for: the corpus folder itself
+// lies in the withheld evaluation folder, so a read of it answers ENOENT and the audit lists it.
+// Control: opted out (--backend opt-out), the same target reads the corpus folder directly.
+TEST(Run, CorpusFileIsCopiedInAndTheCorpusFolderStaysWithheld) {
+    Project p{"corpus"};
+    write_simple_evaluation(p, "",
+                            "#!/bin/sh\n"
+                            "echo \"copy=$(cat in/input.txt)\"\n"
+                            "if direct=$(cat \"$1/corpus/input.txt\" 2>&1); then\n"
+                            "  echo \"direct=$direct\"\n"
+                            "else\n"
+                            "  echo direct=unreadable\n"
+                            "fi\n");
+    p.write(".tea/corpus/input.txt", "corpus-content");
+    p.commit();
+    test::write_file((p.eval() / "probes" / "only.json").string(),
+                     R"({"entry": "t", "args": [")" + fs::canonical(p.eval()).string() +
+                         R"("], "corpus": {"in/input.txt": "input.txt"}})");
+    (void)git(p.root(), {"commit", "-q", "-am", "probe"});
+    const auto stdout_of = [](const test::Outcome &o) {
+        return test::read_file(
+            (run_dir_of(o) / "trials" / "1" / "calls" / "01-only.stdout").string());
+    };
+
+    const auto confined = p.run();
+    const auto out = stdout_of(confined);
+    EXPECT_NE(out.find("copy=corpus-content\n"), std::string::npos) << out << confined.err;
+    EXPECT_NE(out.find("direct=unreadable\n"), std::string::npos) << out;
+    const auto record = read_json(run_dir_of(confined) / "run.json");
+    const auto seen = record["trials"][0]["observedMounts"].dump();
+    EXPECT_NE(seen.find("corpus"), std::string::npos) << seen;
+
+    const auto opted_out = p.tea({"--backend", "opt-out", "--json", "run", p.eval().string()});
+    const auto control = stdout_of(opted_out);
+    EXPECT_NE(control.find("copy=corpus-content\n"), std::string::npos) << control;
+    EXPECT_NE(control.find("direct=corpus-content\n"), std::string::npos) << control;
+}
+
 }  // namespace
 }  // namespace tea
 

@@ -1,9 +1,11 @@
 #include "evaluation/evaluation.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -1029,6 +1031,146 @@ TEST_F(EvaluationTest, RandomMutationsNeverThrow) {
         }
         put(folder_ / "evaluation.json", text);
         EXPECT_NO_THROW((void)load(folder_)) << text;
+    }
+}
+
+// ---- contract.json ----
+
+// The fixture's probes call greeter, whose one artifact is "greeting".
+constexpr const char *kHonestContract =
+    R"({"interfaces": ["greeter"], "probes": ["00-bye", "01-hello"],
+    "artifacts": {"greeter": ["greeting"]}})";
+
+TEST_F(EvaluationTest, HonestContractLoadsClean) {
+    put(folder_ / "contract.json", kHonestContract);
+    const auto loaded = load_doc();
+    EXPECT_TRUE(loaded.problems.empty()) << all(loaded);
+}
+
+TEST_F(EvaluationTest, ContractThatNamesWhatDoesNotExistIsRefused) {
+    put(folder_ / "contract.json", R"({"interfaces": ["greeter", "graeter"],
+        "probes": ["00-bye", "01-hello", "02-gone"], "artifacts": {"greeter": ["greeting", "log"]}})");
+    const auto loaded = load_doc();
+    EXPECT_TRUE(has(loaded, "contract.json", "field 'interfaces[1]'",
+                    "entry 'graeter' is called by no probe"));
+    EXPECT_TRUE(has(loaded, "contract.json", "field 'probes[2]'", "probe '02-gone' is no probe"));
+    EXPECT_TRUE(has(loaded, "contract.json", "field 'artifacts.greeter[1]'",
+                    "artifact 'log' is not declared by the entry"));
+}
+
+TEST_F(EvaluationTest, ContractThatOmitsWhatExistsIsRefused) {
+    put(folder_ / "contract.json",
+        R"({"interfaces": [], "probes": ["01-hello"], "artifacts": {}})");
+    const auto loaded = load_doc();
+    EXPECT_TRUE(has(loaded, "contract.json", "field 'interfaces'",
+                    "omits entry 'greeter', which probe '00-bye' calls"));
+    EXPECT_TRUE(has(loaded, "contract.json", "field 'probes'", "omits probe '00-bye'"));
+    EXPECT_TRUE(has(loaded, "contract.json", "field 'artifacts'", "omits entry 'greeter'"));
+}
+
+TEST_F(EvaluationTest, ContractFieldsAreCheckedForShape) {
+    put(folder_ / "contract.json", R"({"interface": ["greeter"], "probes": "00-bye"})");
+    const auto loaded = load_doc();
+    EXPECT_TRUE(has(loaded, "contract.json", "field 'interface'", "did you mean 'interfaces'"));
+    EXPECT_TRUE(has(loaded, "contract.json", "field 'interfaces'", "is required"));
+    EXPECT_TRUE(has(loaded, "contract.json", "field 'probes'", "must be an array of strings"));
+    put(folder_ / "contract.json", R"({"interfaces": ["greeter", "greeter"]})");
+    EXPECT_TRUE(has(load(folder_), "contract.json", "field 'interfaces[1]'", "listed twice"));
+    put(folder_ / "contract.json", "[1]");
+    EXPECT_TRUE(has(load(folder_), "contract.json", "", "must hold a JSON object"));
+}
+
+// ---- corpus/ ----
+
+TEST_F(EvaluationTest, CorpusFileReachesItsProbeAsAWorkspaceFile) {
+    put(folder_ / "corpus/names/ada.txt", "Ada Lovelace\n");
+    put(folder_ / "probes/00-bye.json",
+        R"({"entry": "greeter", "args": ["bye"], "corpus": {"in/who.txt": "names/ada.txt"}})");
+    put(folder_ / "contract.json", R"({"interfaces": ["greeter"], "probes": ["00-bye", "01-hello"],
+        "corpus": ["names/ada.txt"]})");
+    const auto loaded = load_doc();
+    ASSERT_TRUE(loaded.problems.empty()) << all(loaded);
+    EXPECT_TRUE(loaded.notes.empty());
+    EXPECT_EQ(loaded.evaluation.probes[0].files.at("in/who.txt"), "Ada Lovelace\n");
+    EXPECT_EQ(loaded.evaluation.corpus_files, std::vector<std::string>{"names/ada.txt"});
+}
+
+TEST_F(EvaluationTest, CorpusReferenceToNoFileNamesProbeAndField) {
+    put(folder_ / "corpus/ada.txt", "Ada");
+    put(folder_ / "probes/00-bye.json",
+        R"({"entry": "greeter", "args": ["bye"], "corpus": {"who.txt": "adda.txt"}})");
+    const auto loaded = load_doc();
+    EXPECT_TRUE(has(loaded, "00-bye.json", "probe '00-bye' field 'corpus.who.txt'",
+                    "'adda.txt' is no file of"));
+    EXPECT_TRUE(has(loaded, "00-bye.json", "", "did you mean 'ada.txt'"));
+    fs::remove_all(folder_ / "corpus");
+    EXPECT_TRUE(has(load(folder_), "00-bye.json", "field 'corpus.who.txt'", "(it holds none)"));
+}
+
+TEST_F(EvaluationTest, CorpusLinksAndSpecialFilesAreRefused) {
+    // The attack: a corpus entry that leads out of the evaluation folder would have the runtime
+    // copy a host file (here /etc/passwd) into the target's workspace.
+    fs::create_directories(folder_ / "corpus");
+    fs::create_symlink("/etc/passwd", folder_ / "corpus/passwd");
+    ASSERT_EQ(::mkfifo((folder_ / "corpus/pipe").c_str(), 0600), 0);
+    put(folder_ / "probes/00-bye.json",
+        R"({"entry": "greeter", "args": ["bye"], "corpus": {"p": "passwd"}})");
+    auto loaded = load_doc();
+    EXPECT_TRUE(has(loaded, "passwd", "", "is a symbolic link"));
+    EXPECT_TRUE(has(loaded, "pipe", "", "is not a regular file"));
+    EXPECT_TRUE(has(loaded, "00-bye.json", "field 'corpus.p'", "'passwd' is no file of"));
+    for (const auto &probe : loaded.evaluation.probes) EXPECT_EQ(probe.files.count("p"), 0U);
+
+    fs::remove_all(folder_ / "corpus");
+    fs::create_directories(root_ + "/elsewhere");
+    fs::create_symlink(root_ + "/elsewhere", folder_ / "corpus");
+    EXPECT_TRUE(has(load(folder_), "corpus", "", "must be a directory of the evaluation folder"));
+}
+
+TEST_F(EvaluationTest, CorpusNamesAndSizesAreBounded) {
+    put(folder_ / "corpus/-rf", "x");
+    put(folder_ / "corpus/ok.txt", "x");
+    {
+        std::ofstream big{folder_ / "corpus/big.bin", std::ios::binary};
+        big.seekp((std::streamoff{16} << 20));
+        big.put('x');  // 16 MiB and one byte, sparse
+    }
+    const auto loaded = load_doc();
+    EXPECT_TRUE(has(loaded, "-rf", "", "is not a corpus name"));
+    EXPECT_TRUE(has(loaded, "big.bin", "", "the limit is 16 MiB"));
+}
+
+TEST_F(EvaluationTest, UnusedCorpusFileIsANoteNotAProblem) {
+    put(folder_ / "corpus/spare.txt", "x");
+    const auto loaded = load_doc();
+    EXPECT_TRUE(loaded.problems.empty()) << all(loaded);
+    ASSERT_EQ(loaded.notes.size(), 1U);
+    EXPECT_EQ(loaded.notes[0].file.filename(), "spare.txt");
+    EXPECT_NE(loaded.notes[0].message.find("named by no probe"), std::string::npos);
+}
+
+TEST_F(EvaluationTest, CorpusAndFilesMayNotWriteTheSamePath) {
+    put(folder_ / "corpus/ada.txt", "Ada");
+    put(folder_ / "probes/00-bye.json", R"({"entry": "greeter", "args": ["bye"],
+        "files": {"who.txt": "x"}, "corpus": {"who.txt": "ada.txt"}})");
+    EXPECT_TRUE(has(load_doc(), "00-bye.json", "field 'corpus.who.txt'", "\"files\" writes too"));
+}
+
+// ---- revision ----
+
+TEST_F(EvaluationTest, RevisionIsACommitOrANameWithSteps) {
+    for (const char *fine : {"v1.0", "main~2", "a1b2c3d", "release/2.x^2", "HEAD~1^2"}) {
+        put(folder_ / "probes/00-bye.json",
+            R"({"entry": "greeter", "args": ["bye"], "revision": ")" + std::string{fine} + "\"}");
+        const auto loaded = load_doc();
+        EXPECT_TRUE(loaded.problems.empty()) << fine << ": " << all(loaded);
+        EXPECT_EQ(loaded.evaluation.probes[0].revision, fine);
+    }
+    for (const char *bad : {"", "HEAD:.tea/evaluator/grade.sh", "--upload-pack=x", "main..v1",
+                            "HEAD@{1}", ":/fix", "v1^{tree}", "a b"}) {
+        put(folder_ / "probes/00-bye.json",
+            R"({"entry": "greeter", "args": ["bye"], "revision": ")" + std::string{bad} + "\"}");
+        EXPECT_TRUE(has(load_doc(), "00-bye.json", "probe '00-bye' field 'revision'", "")) << bad;
     }
 }
 
