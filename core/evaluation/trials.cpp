@@ -768,10 +768,11 @@ void begin_run(RunState &state, files::RunDirectory &private_dir) {
     auto &session = state.session;
     const auto &source = state.source;
     const auto runs = ev.folder / "runs";
-    // Before anything of the run is written: the trees no target may change, as they are now.
-    state.detectors = std::make_shared<RunLeakDetectors>(
+    // Named before anything is written, so that a guarded path that does not exist stops the run
+    // with nothing of it made.
+    auto guarded =
         guarded_trees(ev.folder, source.git ? source.git_dir : stdfs::path{},
-                      session.runtime().config.host_unchanged, {runs, session.private_root()}));
+                      session.runtime().config.host_unchanged, {runs, session.private_root()});
     if (::mkdir(runs.c_str(), 0755) != 0 && errno != EEXIST) {
         throw runtime_failure("cannot make " + runs.string() + ": " + errno_text(errno));
     }
@@ -786,6 +787,10 @@ void begin_run(RunState &state, files::RunDirectory &private_dir) {
     state.disk_reason = choose_disk(state, settings);
     check_targets(ev, source, private_dir);
     state.revisions = check_revisions(ev, source, private_dir);
+    // Before any target starts, and after the runtime's own writes to the guarded trees (an
+    // opted-out run's fetch of a historical probe's revision into the project's git directory):
+    // the trees no target may change, as they are now.
+    state.detectors = std::make_shared<RunLeakDetectors>(std::move(guarded));
     state.records = runs / state.run_id;
     if (::mkdir(state.records.c_str(), 0755) != 0) {
         throw runtime_failure("cannot make " + state.records.string() + ": " + errno_text(errno));
