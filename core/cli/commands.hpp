@@ -31,6 +31,10 @@ struct ScoreOptions {
     std::filesystem::path run_dir;  // EVAL_DIR/runs/<run-id>; EVAL_DIR or its runs/: the latest
 };
 
+struct QualifyOptions {
+    std::filesystem::path evaluation;  // EVAL_DIR
+};
+
 // An evaluation loaded, its source found and its session opened; nullopt (its problems printed)
 // when the folder is malformed.
 struct OpenedEvaluation {
@@ -48,6 +52,7 @@ std::unique_ptr<evaluation::TrialProgress> progress_lines(bool quiet);
 int exec_command(const CommonOptions &common, const ExecOptions &options);
 int run_command(const CommonOptions &common, const RunCommandOptions &options);
 int score_command(const CommonOptions &common, const ScoreOptions &options);
+int qualify_command(const CommonOptions &common, const QualifyOptions &options);
 int preflight_command(const CommonOptions &common, const PreflightOptions &options);
 int plugins_command(const CommonOptions &common);
 // Loads and checks the evaluation folder; starts nothing and loads no plugin. Exit 0, or 2 with

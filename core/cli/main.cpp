@@ -37,7 +37,7 @@ extern ostream cerr;         // NOLINT(readability-redundant-declaration)
 namespace {
 
 // Every subcommand and what it does, as the top-level help lists them.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 6> kSubcommands{{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 7> kSubcommands{{
     {"check", "Check an evaluation folder and name every problem in it (starts nothing)"},
     {"plugins",
      "List the plugins found, their kind, ABI and whether each is available on this host"},
@@ -47,6 +47,9 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 6> kSubcomma
      "that every leg opened (exit 3)"},
     {"run", "Run every trial of an evaluation; records go to EVAL_DIR/runs/<run-id>/"},
     {"score", "Decide a run's verdict from its records; writes RUN_DIR/score.json"},
+    {"qualify",
+     "Qualify the evaluation: the project must pass as committed, fail with each of its "
+     "mutations, and pass again"},
 }};
 
 // The word that names the subcommand: the command line's first that is neither an option nor the
@@ -168,6 +171,7 @@ int run(int argc, char **argv) {
     auto *preflight_cmd = subcommand("preflight");
     auto *run_cmd = subcommand("run");
     auto *score_cmd = subcommand("score");
+    auto *qualify_cmd = subcommand("qualify");
     // Options only for the named one: with none named, no subcommand runs (CLI11 refuses, or
     // prints the help, which lists subcommands and not their options).
     const auto wanted = [&named](const CLI::App *cmd) {
@@ -240,6 +244,11 @@ int run(int argc, char **argv) {
                          "its latest run")
             ->required();
     }
+    QualifyOptions qualify_opts;
+    if (wanted(qualify_cmd)) {
+        qualify_cmd->add_option("EVAL_DIR", qualify_opts.evaluation, "The evaluation folder")
+            ->required();
+    }
 
     try {
         app.parse(argc, argv);
@@ -273,6 +282,9 @@ int run(int argc, char **argv) {
     }
     if (parsed(score_cmd)) {
         return score_command(common, score_opts);
+    }
+    if (parsed(qualify_cmd)) {
+        return qualify_command(common, qualify_opts);
     }
     if (parsed(preflight_cmd)) {
         return preflight_command(common, preflight);

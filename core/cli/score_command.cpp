@@ -10,6 +10,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/report.hpp"
+#include "cli/score_decision.hpp"
 #include "evaluation/run_records.hpp"
 #include "files/beneath.hpp"
 #include "util/console.hpp"
@@ -59,12 +60,6 @@ std::set<std::string> string_set(const json &list) {
     }
     return out;
 }
-
-struct Decision {
-    std::vector<std::string> invalid;  // reasons that make the run Invalid
-    std::vector<std::string> fail;     // the evaluator's reasons for a failed trial
-    bool any_fail = false;
-};
 
 // Whether the record names a file of the run (relative, inside it) and that file exists.
 bool record_file(const stdfs::path &base, const json &name) {
@@ -171,6 +166,8 @@ void check_trials(const stdfs::path &run_dir, const json &run, bool opt_out, Dec
     }
 }
 
+}  // namespace
+
 Decision decide(const stdfs::path &run_dir, json *run_out) {
     Decision d;
     std::string why;
@@ -244,6 +241,8 @@ Decision decide(const stdfs::path &run_dir, json *run_out) {
     check_trials(run_dir, run, opt_out, d);
     return d;
 }
+
+namespace {
 
 // The runs folder score's argument means when it names no run itself: an evaluation folder's
 // runs/, or a runs folder. nullopt for a run's own directory, and for anything else, which is

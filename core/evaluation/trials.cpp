@@ -38,12 +38,16 @@ std::tm utc_tm() {
     return tm;
 }
 
+}  // namespace
+
 std::string utc_now() {
     const auto tm = utc_tm();
     char buf[32];
     (void)std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
     return buf;
 }
+
+namespace {
 
 double ms(std::chrono::nanoseconds d) {
     return std::chrono::duration<double, std::milli>(d).count();
@@ -545,6 +549,7 @@ bool run_trial(RunState &state, int index, files::RunDirectory &private_dir,
     }
     ::chmod(workspace.c_str(), 0755);
     const auto repository = prepare_workspace(state, workspace, private_dir);
+    if (state.mutate) state.mutate(workspace);
     const auto label = "trial " + std::to_string(index) + "/" + std::to_string(ev.trials);
     auto calls = run_calls(state, index, label, trial_dir, workspace, home, repository, private_dir,
                            progress);
@@ -593,7 +598,7 @@ bool run_trial(RunState &state, int index, files::RunDirectory &private_dir,
         // The confinement left host sockets open to the target (for lack of room to mask them):
         // not a breach the audit saw, but a protection cut short, so recorded and named only.
         state.run["hostSocketTruncation"].push_back(
-            {{"conditionArm", "run"},
+            {{"conditionArm", state.condition_arm},
              {"trialIndex", index},
              {"calls", calls.made},
              {"truncatedCalls", calls.truncated},
@@ -773,7 +778,9 @@ void begin_run(RunState &state, files::RunDirectory &private_dir) {
              {"budgets", run_budgets_record(entry_budget(state.budget, ev.budgets, {}), ev,
                                             state.disk ? settings.disk : "none", state.disk_bytes,
                                             state.disk_reason)},
-             {"manifest", "manifest.json"}};
+             {"manifest", "manifest.json"},
+             {"conditionArm", state.condition_arm}};
+    if (!state.mutation.empty()) state.run["mutation"] = state.mutation;
     for (const auto &entry : ev.registry) {
         if (!entry.egress.empty()) {
             std::vector<egress::Item> items;
@@ -852,8 +859,9 @@ RunSummary finish_run(RunState &state) {
         state.run["status"] = "complete";
     }
     // The manifest first, then run.json: a run.json that says complete always has its manifest.
-    const auto manifest =
-        isolation_manifest(state.run, state.ev, state.observed, state.observed_reason);
+    auto manifest = isolation_manifest(state.run, state.ev, state.observed, state.observed_reason);
+    manifest["conditionArm"] = state.condition_arm;
+    if (!state.mutation.empty()) manifest["mutation"] = state.mutation;
     write_record(state, state.records / "manifest.json", manifest);
     state.run["summary"] = summary_line(summary);
     save_run(state);

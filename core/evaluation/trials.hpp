@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -71,6 +72,12 @@ struct RunState {
     // The grants of the entries that declare a login, and the secrets no record may hold: every
     // record of the run is written through it (write_record).
     call::Logins logins;
+    // qualify's arms (qualification.hpp): which arm the run is ("run" for run's own), the
+    // mutation a mutated arm carries, and what writes it into each trial's fresh workspace
+    // before the trial's first call.
+    std::string condition_arm = "run";
+    std::string mutation;
+    std::function<void(const std::filesystem::path &workspace)> mutate;
 };
 
 // What a trial's (or a preflight leg's) calls did.
@@ -93,6 +100,9 @@ struct Calls {
 // A new run's id: the time in UTC to the microsecond and a random part
 // (20260101T120000.123456Z-a1b2c3). Ids sort by start time.
 std::string new_run_id();
+
+// The time now in UTC as the records write it: 2026-01-01T12:00:00Z.
+std::string utc_now();
 
 // run.json's weakened, as sentences: "observer none audited no call".
 std::vector<std::string> weakened_sentences(const nlohmann::json &weakened);

@@ -36,10 +36,10 @@ const Module &module() {
         }
         const tea_git_module *m =
             entry != nullptr ? reinterpret_cast<tea_git_module_entry_fn>(entry)() : nullptr;
-        if (!TEA_HAS_MEMBER(tea_git_module, m, attach_worktree) || m->abi != TEA_GIT_MODULE_ABI ||
+        if (!TEA_HAS_MEMBER(tea_git_module, m, apply_patch) || m->abi != TEA_GIT_MODULE_ABI ||
             m->open_workspace_source == nullptr || m->materialize == nullptr ||
             m->build_private_repository == nullptr || m->attach_in_place == nullptr ||
-            m->attach_worktree == nullptr) {
+            m->attach_worktree == nullptr || m->apply_patch == nullptr) {
             throw std::runtime_error("the git module " + path.string() +
                                      " does not match this tea-evaluate (reinstall it)");
         }
@@ -121,6 +121,12 @@ void attach_worktree(const std::filesystem::path &checkout_dir,
     (void)call(&tea_git_module::attach_worktree, "attach_worktree",
                json{{"checkout", wire::path_to_json(checkout_dir)},
                     {"repository", wire::path_to_json(private_repository)}});
+}
+
+std::vector<PatchedFile> apply_patch(const WorkspaceSource &source, const std::string &patch) {
+    return wire::patched_from_json(
+        call(&tea_git_module::apply_patch, "apply_patch",
+             json{{"source", wire::to_json(source)}, {"patch", bytes::to_json(patch)}}));
 }
 
 }  // namespace tea::git

@@ -27,4 +27,10 @@ struct GitDeleter {
 template <typename T, void (*Free)(T *)>
 using GitPtr = std::unique_ptr<T, GitDeleter<T, Free>>;
 
+using Repository = GitPtr<git_repository, git_repository_free>;
+using Object = GitPtr<git_object, git_object_free>;
+using Tree = GitPtr<git_tree, git_tree_free>;
+using Blob = GitPtr<git_blob, git_blob_free>;
+using Index = GitPtr<git_index, git_index_free>;
+
 }  // namespace tea::git

@@ -108,11 +108,18 @@ int32_t attach_worktree(const tea_host_services *host, tea_str request,
     });
 }
 
+int32_t apply_patch(const tea_host_services *host, tea_str request, tea_buffer *answer) noexcept {
+    return serve(host, request, answer, [](const json &r) {
+        return wire::to_json(tea::git::apply_patch(wire::source_from_json(r.at("source")),
+                                                   tea::bytes::from_json(r.at("patch"), "patch")));
+    });
+}
+
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) const tea_git_module *tea_git_module_entry() {
     static const tea_git_module module{
         sizeof(tea_git_module),    TEA_GIT_MODULE_ABI, &open_workspace_source, &materialize,
-        &build_private_repository, &attach_in_place,   &attach_worktree};
+        &build_private_repository, &attach_in_place,   &attach_worktree,       &apply_patch};
     return &module;
 }

@@ -22,7 +22,7 @@ extern "C" {
 
 #define TEA_GIT_MODULE_ENTRY_SYMBOL "tea_git_module_entry"
 /* The module is built and installed with the runtime: any other value is another build's. */
-#define TEA_GIT_MODULE_ABI 2
+#define TEA_GIT_MODULE_ABI 3
 
 /* One operation. Appends to `answer`, through host->buffer_append, the operation's JSON answer
  * and returns TEA_OK; or appends {"kind": "workspace_source" | "private_repository" |
@@ -38,6 +38,7 @@ typedef struct tea_git_module {
     tea_git_operation_fn build_private_repository;
     tea_git_operation_fn attach_in_place;
     tea_git_operation_fn attach_worktree;
+    tea_git_operation_fn apply_patch; /* ABI 3: git/patch_apply.hpp */
 } tea_git_module;
 
 /* What the entry symbol is: a table in static storage. */

@@ -30,12 +30,8 @@ namespace fs = std::filesystem;
 constexpr std::string_view kEmptyTreeId = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
 constexpr std::string_view kEmptyBlobId = "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391";
 
-using Repository = GitPtr<git_repository, git_repository_free>;
 using Odb = GitPtr<git_odb, git_odb_free>;
-using Object = GitPtr<git_object, git_object_free>;
-using Tree = GitPtr<git_tree, git_tree_free>;
 using Commit = GitPtr<git_commit, git_commit_free>;
-using Index = GitPtr<git_index, git_index_free>;
 using Config = GitPtr<git_config, git_config_free>;
 using Reference = GitPtr<git_reference, git_reference_free>;
 using RefIterator = GitPtr<git_reference_iterator, git_reference_iterator_free>;

@@ -130,4 +130,29 @@ PrivateRepositoryResult result_from_json(const json &doc) {
     return r;
 }
 
+json to_json(const std::vector<PatchedFile> &files) {
+    auto out = json::array();
+    for (const auto &f : files) {
+        out.push_back(json{{"path", bytes::to_json(f.path)},
+                           {"removed", f.removed},
+                           {"content", bytes::to_json(f.content)},
+                           {"executable", f.executable},
+                           {"link", f.link},
+                           {"submodule", f.submodule}});
+    }
+    return out;
+}
+
+std::vector<PatchedFile> patched_from_json(const json &doc) {
+    if (!doc.is_array())
+        throw std::invalid_argument("git module: the patched files are not a list");
+    std::vector<PatchedFile> out;
+    for (const auto &f : doc) {
+        out.push_back(PatchedFile{bytes::from_json(field(f, "path"), "path"), flag(f, "removed"),
+                                  bytes::from_json(field(f, "content"), "content"),
+                                  flag(f, "executable"), flag(f, "link"), flag(f, "submodule")});
+    }
+    return out;
+}
+
 }  // namespace tea::git::wire

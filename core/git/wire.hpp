@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "git/patch_apply.hpp"
 #include "git/private_repository.hpp"
 #include "git/workspace_source.hpp"
 
@@ -21,6 +22,9 @@ PrivateRepositoryRequest request_from_json(const nlohmann::json &doc);
 
 nlohmann::json to_json(const PrivateRepositoryResult &result);
 PrivateRepositoryResult result_from_json(const nlohmann::json &doc);
+
+nlohmann::json to_json(const std::vector<PatchedFile> &files);
+std::vector<PatchedFile> patched_from_json(const nlohmann::json &doc);
 
 nlohmann::json path_to_json(const std::filesystem::path &path);
 std::filesystem::path path_from_json(const nlohmann::json &doc, std::string_view field);

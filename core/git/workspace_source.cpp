@@ -22,11 +22,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-using Repository = GitPtr<git_repository, git_repository_free>;
-using Tree = GitPtr<git_tree, git_tree_free>;
-using Blob = GitPtr<git_blob, git_blob_free>;
-using Object = GitPtr<git_object, git_object_free>;
-
 using Fd = tea::UniqueFd;
 
 [[noreturn]] void fail(const std::string &what) {

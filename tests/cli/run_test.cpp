@@ -863,11 +863,12 @@ TEST(Run, MalformedEvaluationNeverStartsATarget) {
     fs::remove(marker);
 }
 
-// Starts tea-evaluate run without waiting; returns its pid.
-pid_t spawn_run(const Project &p, const std::vector<std::string> &options = {}) {
+// Starts tea-evaluate run (or `command`) without waiting; returns its pid.
+pid_t spawn_run(const Project &p, const std::vector<std::string> &options = {},
+                const std::string &command = "run") {
     std::vector<std::string> argv{TEA_EVALUATE_BIN, "-q"};
     argv.insert(argv.end(), options.begin(), options.end());
-    argv.insert(argv.end(), {"run", p.eval().string()});
+    argv.insert(argv.end(), {command, p.eval().string()});
     const auto env = p.env();
     auto a = test::c_strings(argv);
     auto e = test::c_strings(env);
@@ -2793,6 +2794,262 @@ TEST(RunHttp, APortOfAHostProcessIsReachedOnlyOptedOut) {
     const auto record = read_json(run_dir_of(run) / "run.json");
     const auto &call = record["trials"][0]["calls"][0];
     EXPECT_EQ(answered_body(call), "host") << call.dump(2);
+}
+
+// qualify: the arms are runs of the real binary under bubblewrap and strace, as run's trials are.
+test::Outcome qualify(const Project &p) {
+    return p.tea({"--json", "qualify", p.eval().string()});
+}
+
+json qualification_of(const test::Outcome &o) {
+    return json::parse(o.out, nullptr, false);
+}
+
+TEST(Qualify, TheQuickstartDetectsOneMutationAndNamesTheOneItMisses) {
+    Project p{"qualify"};
+    p.copy_example("quickstart");
+    p.commit();
+    const auto q = qualify(p);
+    EXPECT_EQ(q.status, 1) << q.err;
+    const auto record = qualification_of(q);
+    ASSERT_TRUE(record.is_object()) << q.out;
+    EXPECT_EQ(record["verdict"], "not qualified");
+    EXPECT_EQ(record["mutationScore"], (json{{"detected", 1}, {"total", 2}}));
+    EXPECT_EQ(record["undetected"], json::array({"usage-exits-zero"}));
+    EXPECT_EQ(record["baseline"], "pass");
+    EXPECT_EQ(record["repass"], "pass");
+    EXPECT_NE(q.err.find("mutation score 1/2 (undetected: usage-exits-zero)"), std::string::npos)
+        << q.err;
+    ASSERT_EQ(record["arms"].size(), 4U);
+    const std::vector<std::pair<std::string, std::string>> arms{{"baseline", ""},
+                                                                {"mutated", "count-lines"},
+                                                                {"mutated", "usage-exits-zero"},
+                                                                {"repass", ""}};
+    const auto dirs = fs::path{record["arms"][0]["runDir"].get<std::string>()}.parent_path();
+    const auto qualification =
+        dirs / ("qualify-" + record["qualificationId"].get<std::string>()) / "qualification.json";
+    EXPECT_EQ(read_json(qualification), record);
+    expect_schema_valid(qualification, "qualification.schema.json");
+    for (std::size_t i = 0; i < arms.size(); ++i) {
+        const auto &arm = record["arms"][i];
+        EXPECT_EQ(arm["conditionArm"], arms[i].first);
+        const fs::path dir = arm["runDir"].get<std::string>();
+        const auto run = read_json(dir / "run.json");
+        const auto manifest = read_json(dir / "manifest.json");
+        EXPECT_EQ(run["conditionArm"], arms[i].first);
+        EXPECT_EQ(manifest["conditionArm"], arms[i].first);
+        EXPECT_EQ(run.value("mutation", ""), arms[i].second);
+        EXPECT_EQ(run["status"], "complete");
+        EXPECT_EQ(run["confinement"], "bubblewrap");
+        EXPECT_EQ(run["observer"], "strace");
+        expect_schema_valid(dir / "run.json", "run.schema.json");
+        expect_schema_valid(dir / "manifest.json", "manifest.schema.json");
+    }
+    // The mutated arm ran the mutated target (it counted lines); the baseline ran the committed
+    // one.
+    const auto stdout_of = [&](std::size_t arm) {
+        const fs::path dir = record["arms"][arm]["runDir"].get<std::string>();
+        return test::read_file((dir / "trials" / "1" / "calls" / "01-count-file.stdout").string());
+    };
+    EXPECT_EQ(stdout_of(0), "9\n");
+    EXPECT_EQ(stdout_of(1), "2\n");
+    EXPECT_EQ(record["arms"][1]["detected"], true);
+    EXPECT_EQ(record["arms"][2]["detected"], false);
+    EXPECT_EQ(p.leftover_run_dirs(), 0U);
+    // score EVAL_DIR takes the latest run, the re-pass, and not the qualification's folder.
+    const auto score = p.tea({"score", p.eval().string()});
+    EXPECT_EQ(score.status, 0) << score.err;
+    EXPECT_NE(score.err.find(record["arms"][3]["runId"].get<std::string>()), std::string::npos);
+
+    // With only the mutation its probes catch, the evaluation qualifies.
+    fs::remove_all(p.eval() / "mutations" / "usage-exits-zero");
+    const auto again = qualify(p);
+    EXPECT_EQ(again.status, 0) << again.err;
+    EXPECT_EQ(qualification_of(again)["verdict"], "qualified");
+    EXPECT_EQ(qualification_of(again)["mutationScore"], (json{{"detected", 1}, {"total", 1}}));
+}
+
+// The quickstart without its own mutations, changed by `plant`, committed and qualified: the
+// record, the exit status checked, and what qualify printed on stderr in *err.
+json qualify_quickstart(Project &p, const std::function<void()> &plant, int status,
+                        std::string *err) {
+    p.copy_example("quickstart");
+    fs::remove_all(p.eval() / "mutations");
+    plant();
+    p.commit();
+    const auto q = qualify(p);
+    EXPECT_EQ(q.status, status) << q.err;
+    *err = q.err;
+    return qualification_of(q);
+}
+
+TEST(Qualify, ABaselineThatFailsIsNotQualified) {
+    Project p{"qualify-baseline"};
+    std::string err;
+    const auto record = qualify_quickstart(
+        p, [&] { p.write("bin/wordcount", "#!/bin/sh\necho 0\n", true); }, 1, &err);
+    EXPECT_EQ(record["verdict"], "not qualified");
+    EXPECT_EQ(record["baseline"], "fail");
+    EXPECT_EQ(record["repass"], "fail");
+    EXPECT_NE(err.find("baseline did not pass (fail)"), std::string::npos) << err;
+}
+
+TEST(Qualify, AnArmWhoseAuditListsAPathIsInvalid) {
+    Project p{"qualify-invalid"};
+    std::string err;
+    // The mutated target looks into the grading material before it answers.
+    const auto record = qualify_quickstart(
+        p,
+        [&] {
+            p.write(".tea/mutations/peek/bin/wordcount",
+                    "#!/bin/sh\ncat " + (p.eval() / "evaluator" / "answers.json").string() +
+                        " >/dev/null 2>&1\nexec wc -w \"$2\"\n",
+                    true);
+        },
+        3, &err);
+    EXPECT_EQ(record["verdict"], "invalid");
+    // Control: the same evaluation without the mutation reached nothing outside its grants.
+    EXPECT_EQ(record["baseline"], "pass");
+    EXPECT_EQ(record["repass"], "pass");
+    EXPECT_EQ(record["arms"][1]["verdict"], "invalid");
+    EXPECT_NE(err.find("mutated arm peek (run "), std::string::npos) << err;
+    EXPECT_NE(err.find("mount outside allowlist: " + p.eval().string()), std::string::npos) << err;
+}
+
+// A patch in git's format of `rel` holding `content`, made against the project's commit.
+std::string patch_of(const Project &p, const std::string &rel, const std::string &content) {
+    const auto before = test::read_file((p.root() / rel).string());
+    test::write_file((p.root() / rel).string(), content);
+    const auto diff =
+        test::run({"git", "-C", p.root().string(), "diff", "--", rel}, test::environment_with({}));
+    test::write_file((p.root() / rel).string(), before);
+    return diff.out;
+}
+
+TEST(Qualify, BadMutationsAreRefusedBeforeAnyArmRuns) {
+    Project p{"qualify-bad"};
+    write_simple_evaluation(p);
+    p.commit();
+    const auto good = patch_of(p, "bin/t", "#!/bin/sh\necho no\n");
+    const auto mutations = p.eval() / "mutations";
+    const auto refused = [&](const std::function<void()> &plant, const std::string &file,
+                             const std::string &why) {
+        fs::remove_all(mutations);
+        fs::create_directories(mutations);
+        // A good mutation beside the bad one: nothing of it runs either.
+        test::write_file((mutations / "good.patch").string(), good);
+        plant();
+        const auto q = qualify(p);
+        EXPECT_EQ(q.status, 2) << file << ": " << q.err;
+        EXPECT_NE(q.err.find(file), std::string::npos) << q.err;
+        EXPECT_NE(q.err.find(why), std::string::npos) << q.err;
+        // No arm began: an arm's first act is its run's records folder.
+        EXPECT_FALSE(fs::exists(p.eval() / "runs")) << file;
+    };
+    refused(
+        [&] {
+            test::write_file((mutations / "stale.patch").string(),
+                             patch_of(p, "bin/t", "#!/bin/sh\necho other\n") + "");
+            // The patch is made against a line the commit does not hold.
+            auto text = test::read_file((mutations / "stale.patch").string());
+            text.replace(text.find("-echo ok"), 8, "-echo no");
+            test::write_file((mutations / "stale.patch").string(), text);
+        },
+        "mutations/stale.patch", "does not apply");
+    refused(
+        [&] {
+            test::write_file((mutations / "grader.patch").string(),
+                             patch_of(p, ".tea/evaluator/grade.sh", "#!/bin/sh\necho x\n"));
+        },
+        "mutations/grader.patch", "is in the evaluation folder .tea");
+    refused([&] { p.write(".tea/mutations/grader/.tea/probes/only.json", "{}"); },
+            "mutations/grader/", "is in the evaluation folder .tea");
+    refused([&] { p.write(".tea/mutations/hook/.git/hooks/pre-commit", "#!/bin/sh\n", true); },
+            "mutations/hook/", "touches a .git entry");
+    refused([&] { fs::create_symlink(mutations / "good.patch", mutations / "linked.patch"); },
+            "mutations/linked.patch", "is a symbolic link");
+    refused(
+        [&] {
+            fs::create_directories(mutations / "inner" / "bin");
+            fs::create_symlink("/etc/passwd", mutations / "inner" / "bin" / "t");
+        },
+        "mutations/inner/bin/t", "is a symbolic link");
+    refused(
+        [&] {
+            test::write_file((mutations / "link.patch").string(),
+                             "diff --git a/bin/link b/bin/link\nnew file mode 120000\n"
+                             "index 0000000..e69de29\n--- /dev/null\n+++ b/bin/link\n"
+                             "@@ -0,0 +1 @@\n+/etc/passwd\n\\ No newline at end of file\n");
+        },
+        "mutations/link.patch", "becomes a symbolic link");
+    refused([&] { p.write(".tea/mutations/huge/bin/t", std::string((2U << 20U), 'x'), true); },
+            "mutations/huge/bin/t", "more than the 1 MiB");
+    refused([&] { p.write(".tea/mutations/bad name/bin/t", "#!/bin/sh\n", true); },
+            "mutations/bad name/", "the name 'bad name'");
+    refused([&] { p.write(".tea/mutations/notes.txt", "x"); }, "mutations/notes.txt",
+            "neither a <name>.patch file nor a <name>/ folder");
+
+    // Control: the good mutation alone runs every arm, the mutated target among them.
+    fs::remove_all(mutations);
+    fs::create_directories(mutations);
+    test::write_file((mutations / "good.patch").string(), good);
+    const auto q = qualify(p);
+    EXPECT_EQ(q.status, 1) << q.err;  // its answer passes the evaluator: not detected
+    const auto record = qualification_of(q);
+    EXPECT_EQ(record["undetected"], json::array({"good"}));
+    ASSERT_EQ(record["arms"].size(), 3U) << q.out;
+    const fs::path mutated = record["arms"][1]["runDir"].get<std::string>();
+    EXPECT_EQ(test::read_file((mutated / "trials/1/calls/01-only.stdout").string()), "no\n");
+}
+
+TEST(Qualify, EveryArmStartsWithAnEmptyHome) {
+    Project p{"qualify-home"};
+    p.write("bin/t",
+            "#!/bin/sh\n"
+            "case \"$1\" in\n"
+            "first) [ -e \"$HOME/marker\" ] && echo carried; echo planted >\"$HOME/marker\";;\n"
+            "second) [ -e \"$HOME/marker\" ] && echo seen;;\n"
+            "esac\n"
+            "exit 0\n",
+            true);
+    p.write(".tea/evaluation.json",
+            R"({"trials": 1, "registry": [{"interfaceId": "t", "executable": "t",
+                 "target": "bin/t", "maxElapsedMs": 60000}],
+                "evaluator": {"command": ["evaluator/grade.sh"]}})");
+    p.write(".tea/probes/first.json", R"({"entry": "t", "args": ["first"]})");
+    p.write(".tea/probes/second.json", R"({"entry": "t", "args": ["second"]})");
+    p.write(".tea/evaluator/grade.sh", "#!/bin/sh\necho '{\"verdict\": \"pass\"}'\n", true);
+    p.write(".tea/mutations/extra/bin/extra", "#!/bin/sh\n", true);
+    p.commit();
+    const auto q = qualify(p);
+    EXPECT_EQ(q.status, 1) << q.err;  // the mutation changes nothing the probes see
+    const auto record = qualification_of(q);
+    ASSERT_EQ(record["arms"].size(), 3U) << q.out;
+    for (const auto &arm : record["arms"]) {
+        const fs::path calls = fs::path{arm["runDir"].get<std::string>()} / "trials/1/calls";
+        // Control: the write happened, and a later call of the same trial saw it.
+        EXPECT_EQ(test::read_file((calls / "02-second.stdout").string()), "seen\n") << arm;
+        // No arm found what an arm before it planted.
+        EXPECT_EQ(test::read_file((calls / "01-first.stdout").string()), "") << arm;
+    }
+}
+
+TEST(Qualify, SigkillLeavesNothingTheNextQualifyDoesNotReclaim) {
+    Project p{"qualify-sigkill"};
+    write_simple_evaluation(p, "", "#!/bin/sh\necho started\nexec sleep 60\n");
+    p.commit();
+    const pid_t pid = spawn_run(p, {}, "qualify");
+    ASSERT_TRUE(wait_for_start(p));
+    ASSERT_EQ(::kill(pid, SIGKILL), 0);
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    // Control: the killed arm left its private directories behind.
+    EXPECT_GE(p.leftover_run_dirs(), 1U);
+    p.write("bin/t", "#!/bin/sh\necho ok\n", true);
+    p.commit();
+    const auto q = qualify(p);
+    EXPECT_EQ(q.status, 0) << q.err;
+    EXPECT_EQ(p.leftover_run_dirs(), 0U);
 }
 
 }  // namespace

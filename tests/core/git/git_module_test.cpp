@@ -101,6 +101,7 @@ TEST_F(GitModuleTest, BadRequestsAreErrorAnswers) {
              {&tea_git_module::open_workspace_source, R"({"projectRoot": 5, "excluded": []})"},
              {&tea_git_module::materialize, R"({"source": {}, "destination": "/nowhere"})"},
              {&tea_git_module::attach_in_place, "{}"},
+             {&tea_git_module::apply_patch, R"({"source": {}, "patch": "x"})"},
              {&tea_git_module::build_private_repository, std::string(1 << 16, '[')}}) {
         const auto [status, doc] = call(op, request);
         EXPECT_EQ(status, TEA_FAILED) << request.substr(0, 40);
