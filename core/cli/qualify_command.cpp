@@ -2,8 +2,10 @@
 // makes them, decided as score decides a run, and the qualification's own record.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "cli/arm_processes.hpp"
 #include "cli/commands.hpp"
 #include "cli/report.hpp"
 #include "cli/score_decision.hpp"
@@ -81,9 +83,48 @@ std::optional<evaluation::ArmResult> run_arm(OpenedEvaluation &opened, const Arm
     return result;
 }
 
+// The arms in order: the baseline, one per mutation, the re-pass.
+std::vector<Arm> plan_of(const std::vector<evaluation::Mutation> &mutations) {
+    std::vector<Arm> plan{{"baseline", nullptr}};
+    for (const auto &m : mutations) plan.push_back({"mutated", &m});
+    plan.push_back({"repass", nullptr});
+    return plan;
+}
+
+// The arm as --arm names it.
+std::string spec_of(const Arm &arm) {
+    return arm.mutation != nullptr ? "mutated:" + arm.mutation->name : arm.name;
+}
+
+// qualify --arm SPEC: one arm, run as the in-process path runs it, its result on stdout.
+int arm_command(const CommonOptions &common, const QualifyOptions &options) {
+    auto opened = open_evaluation(common, options.evaluation);
+    if (!opened) {
+        return static_cast<int>(ExitCode::usage);
+    }
+    files::RunDirectory private_dir{opened->session->private_root()};
+    const auto mutations = evaluation::load_mutations(opened->ev, opened->source, private_dir);
+    const auto plan = plan_of(mutations);
+    const auto arm = std::find_if(plan.begin(), plan.end(),
+                                  [&](const Arm &a) { return spec_of(a) == *options.arm; });
+    if (arm == plan.end()) {
+        throw usage_error("--arm: the evaluation has no arm " + *options.arm);
+    }
+    // Arms at once would rewrite each other's progress line: each says when it starts and ends.
+    const auto progress = progress_lines(true);
+    int interrupted = 0;
+    const auto result = run_arm(*opened, *arm, private_dir, *progress, &interrupted);
+    if (!result) return 128 + interrupted;
+    console::out() << evaluation::arm_result_json(*result).dump(-1, ' ', false,
+                                                                json::error_handler_t::replace)
+                   << '\n';
+    return 0;
+}
+
 }  // namespace
 
 int qualify_command(const CommonOptions &common, const QualifyOptions &options) {
+    if (options.arm) return arm_command(common, options);
     auto opened = open_evaluation(common, options.evaluation);
     if (!opened) {
         return static_cast<int>(ExitCode::usage);
@@ -97,17 +138,32 @@ int qualify_command(const CommonOptions &common, const QualifyOptions &options) 
                    << " arms (baseline, " << mutations.size() << " mutation"
                    << (mutations.size() == 1 ? "" : "s") << ", re-pass) of " << opened->ev.trials
                    << " trial" << (opened->ev.trials == 1 ? "" : "s") << " each\n";
-    std::vector<Arm> plan{{"baseline", nullptr}};
-    for (const auto &m : mutations) plan.push_back({"mutated", &m});
-    plan.push_back({"repass", nullptr});
+    const auto plan = plan_of(mutations);
 
-    const auto progress = progress_lines(common.quiet);
     std::vector<evaluation::ArmResult> arms;
     int interrupted = 0;
-    for (const auto &arm : plan) {
-        auto result = run_arm(*opened, arm, private_dir, *progress, &interrupted);
-        if (!result) break;
-        arms.push_back(std::move(*result));
+    if (options.jobs == 1) {
+        const auto progress = progress_lines(common.quiet);
+        for (const auto &arm : plan) {
+            auto result = run_arm(*opened, arm, private_dir, *progress, &interrupted);
+            if (!result) break;
+            arms.push_back(std::move(*result));
+        }
+    } else {
+        std::vector<std::string> specs;
+        for (const auto &arm : plan) specs.push_back(spec_of(arm));
+        // The re-pass starts once every mutated arm has ended: it shows no state carried.
+        auto outcome = run_arm_processes(options.argv, specs, plan.size() - 1, options.jobs);
+        if (outcome.failed != 0) {
+            console::err() << "tea-evaluate: qualify " << id << ": an arm could not run (exit "
+                           << outcome.failed
+                           << "); the other arms were ended and no qualification is recorded\n";
+            return outcome.failed;
+        }
+        interrupted = outcome.interrupted;
+        for (auto &result : outcome.results) {
+            if (result) arms.push_back(std::move(*result));
+        }
     }
 
     const auto verdict = evaluation::judge(arms);
