@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <utility>
 
@@ -26,37 +27,65 @@ struct Running {
     std::string text;
 };
 
+UniqueFd pipe_end(int ends[2], int keep) {
+    ::close(ends[1 - keep]);
+    return UniqueFd{ends[keep]};
+}
+
+// All of `bytes` to fd; false when the reader has gone (its exit status says why).
+bool write_all(int fd, const std::vector<std::uint8_t> &bytes) {
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+        const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
+        done += static_cast<std::size_t>(n);
+    }
+    return true;
+}
+
 // A child in a process group of its own, so that a signal meant for the arms is sent to each
 // arm's whole group and a terminal's Ctrl-C reaches only this process, which forwards it.
-Running start_arm(const std::vector<std::string> &argv, const std::string &spec,
+Running start_arm(const std::vector<std::string> &argv, const ArmLaunch &launch,
                   std::size_t index) {
     std::vector<std::string> args = argv;
-    args.insert(args.end(), {"--arm", spec});
+    args.insert(args.end(), {"--arm", launch.spec});
     std::vector<char *> c_args;
     c_args.reserve(args.size() + 1);
     for (auto &a : args) c_args.push_back(a.data());
     c_args.push_back(nullptr);
-    int ends[2];
-    if (::pipe2(ends, O_CLOEXEC) != 0) {
-        throw runtime_failure("cannot make a pipe for arm " + spec + ": " + errno_text(errno));
+    int out[2];
+    int in[2];
+    if (::pipe2(out, O_CLOEXEC) != 0) {
+        throw runtime_failure("cannot make a pipe for arm " + launch.spec + ": " +
+                              errno_text(errno));
     }
-    UniqueFd read_end{ends[0]};
-    UniqueFd write_end{ends[1]};
+    if (::pipe2(in, O_CLOEXEC) != 0) {
+        const int error_number = errno;
+        ::close(out[0]);
+        ::close(out[1]);
+        throw runtime_failure("cannot make a pipe for arm " + launch.spec + ": " +
+                              errno_text(error_number));
+    }
     const pid_t parent = ::getpid();
     const pid_t pid = ::fork();
-    if (pid < 0) {
-        throw runtime_failure("cannot start arm " + spec + ": " + errno_text(errno));
-    }
     if (pid == 0) {
         (void)::setpgid(0, 0);
         // An arm outlives no qualify killed outright: it is ended as a signalled one would be,
         // and what it cannot clean up the next run reclaims.
         if (::prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || ::getppid() != parent) ::_exit(125);
-        if (::dup2(write_end.get(), STDOUT_FILENO) < 0) ::_exit(125);
+        if (::dup2(in[0], STDIN_FILENO) < 0 || ::dup2(out[1], STDOUT_FILENO) < 0) ::_exit(125);
         ::execv("/proc/self/exe", c_args.data());
         ::_exit(125);
     }
+    const int fork_error = errno;
+    auto read_end = pipe_end(out, 0);
+    auto write_end = pipe_end(in, 1);
+    if (pid < 0) {
+        throw runtime_failure("cannot start arm " + launch.spec + ": " + errno_text(fork_error));
+    }
     (void)::setpgid(pid, pid);
+    (void)write_all(write_end.get(), launch.input);
     return Running{pid, std::move(read_end), index, {}};
 }
 
@@ -85,10 +114,10 @@ int reap(Running &arm, const std::string &spec, ArmProcessesOutcome &outcome) {
 }  // namespace
 
 ArmProcessesOutcome run_arm_processes(const std::vector<std::string> &argv,
-                                      const std::vector<std::string> &specs,
-                                      std::size_t second_wave, int jobs) {
+                                      const std::vector<ArmLaunch> &arms, std::size_t second_wave,
+                                      int jobs) {
     ArmProcessesOutcome outcome;
-    outcome.results.resize(specs.size());
+    outcome.results.resize(arms.size());
     std::vector<Running> running;
     std::size_t next = 0;
     bool stopping = false;
@@ -97,9 +126,9 @@ ArmProcessesOutcome run_arm_processes(const std::vector<std::string> &argv,
         for (const auto &arm : running) (void)::kill(-arm.pid, signal_number);
     };
     for (;;) {
-        while (!stopping && next < specs.size() && std::cmp_less(running.size(), jobs) &&
+        while (!stopping && next < arms.size() && std::cmp_less(running.size(), jobs) &&
                (next < second_wave || running.empty())) {
-            running.push_back(start_arm(argv, specs[next], next));
+            running.push_back(start_arm(argv, arms[next], next));
             ++next;
         }
         if (running.empty()) break;
@@ -132,7 +161,7 @@ ArmProcessesOutcome run_arm_processes(const std::vector<std::string> &argv,
             }
             if (n < 0 && errno == EINTR) continue;
             arm.out.reset();
-            const int status = reap(arm, specs[arm.index], outcome);
+            const int status = reap(arm, arms[arm.index].spec, outcome);
             running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
             // Arms ended by this process end as they are told; their status says nothing new.
             if (status == 0 || stopping) continue;

@@ -1,9 +1,12 @@
 // qualify: the evaluation's arms (evaluation/qualification.hpp), each a run of its trials as run
 // makes them, decided as score decides a run, and the qualification's own record.
 #include <sys/stat.h>
+#include <unistd.h>
 
-#include <algorithm>
+#include <cerrno>
+#include <cstdint>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "cli/arm_processes.hpp"
 #include "cli/commands.hpp"
@@ -96,24 +99,49 @@ std::string spec_of(const Arm &arm) {
     return arm.mutation != nullptr ? "mutated:" + arm.mutation->name : arm.name;
 }
 
-// qualify --arm SPEC: one arm, run as the in-process path runs it, its result on stdout.
+// What an arm process reads on its stdin: all of it.
+std::vector<std::uint8_t> read_stdin() {
+    std::vector<std::uint8_t> bytes;
+    std::uint8_t buf[65536];
+    for (;;) {
+        const ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0)
+            throw runtime_failure("--arm: cannot read the arm's stdin: " + errno_text(errno));
+        if (n == 0) return bytes;
+        bytes.insert(bytes.end(), buf, buf + n);
+    }
+}
+
+// qualify --arm SPEC: one arm, run as the in-process path runs it, its result on stdout. A
+// mutated arm's mutation comes on stdin, checked by the qualify that started this one.
 int arm_command(const CommonOptions &common, const QualifyOptions &options) {
     auto opened = open_evaluation(common, options.evaluation);
     if (!opened) {
         return static_cast<int>(ExitCode::usage);
     }
     files::RunDirectory private_dir{opened->session->private_root()};
-    const auto mutations = evaluation::load_mutations(opened->ev, opened->source, private_dir);
-    const auto plan = plan_of(mutations);
-    const auto arm = std::find_if(plan.begin(), plan.end(),
-                                  [&](const Arm &a) { return spec_of(a) == *options.arm; });
-    if (arm == plan.end()) {
-        throw usage_error("--arm: the evaluation has no arm " + *options.arm);
+    const std::string_view mutated = "mutated:";
+    std::optional<evaluation::Mutation> mutation;
+    Arm arm{*options.arm, nullptr};
+    if (options.arm->starts_with(mutated)) {
+        try {
+            mutation = evaluation::mutation_from_bytes(read_stdin());
+        } catch (const json::exception &e) {
+            throw usage_error("--arm: stdin holds no mutation: " + std::string{e.what()});
+        }
+        if (mutation->name != options.arm->substr(mutated.size())) {
+            throw usage_error("--arm: stdin holds mutation " + mutation->name + ", not " +
+                              options.arm->substr(mutated.size()));
+        }
+        arm = Arm{"mutated", &*mutation};
+    } else if (arm.name != "baseline" && arm.name != "repass") {
+        throw usage_error("--arm: no arm " + *options.arm + " (baseline, repass or mutated:NAME)");
     }
     // Arms at once would rewrite each other's progress line: each says when it starts and ends.
     const auto progress = progress_lines(true);
     int interrupted = 0;
-    const auto result = run_arm(*opened, *arm, private_dir, *progress, &interrupted);
+    const auto result = run_arm(*opened, arm, private_dir, *progress, &interrupted);
     if (!result) return 128 + interrupted;
     console::out() << evaluation::arm_result_json(*result).dump(-1, ' ', false,
                                                                 json::error_handler_t::replace)
@@ -150,10 +178,14 @@ int qualify_command(const CommonOptions &common, const QualifyOptions &options) 
             arms.push_back(std::move(*result));
         }
     } else {
-        std::vector<std::string> specs;
-        for (const auto &arm : plan) specs.push_back(spec_of(arm));
+        std::vector<ArmLaunch> launches;
+        for (const auto &arm : plan) {
+            launches.push_back({spec_of(arm), arm.mutation != nullptr
+                                                  ? evaluation::mutation_bytes(*arm.mutation)
+                                                  : std::vector<std::uint8_t>{}});
+        }
         // The re-pass starts once every mutated arm has ended: it shows no state carried.
-        auto outcome = run_arm_processes(options.argv, specs, plan.size() - 1, options.jobs);
+        auto outcome = run_arm_processes(options.argv, launches, plan.size() - 1, options.jobs);
         if (outcome.failed != 0) {
             console::err() << "tea-evaluate: qualify " << id << ": an arm could not run (exit "
                            << outcome.failed
