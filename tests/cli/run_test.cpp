@@ -3278,6 +3278,16 @@ TEST(Qualify, JobsOutsideOneToSixtyFourIsAUsageErrorAndArmIsNotInTheHelp) {
     const auto help = p.tea({"qualify", "--help"});
     EXPECT_NE(help.out.find("--jobs"), std::string::npos) << help.out;
     EXPECT_EQ(help.out.find("--arm"), std::string::npos) << help.out;
+    // The internal --arm refuses an arm that is not one, and a mutated arm without its mutation
+    // (test::run gives it an empty stdin).
+    const auto runs_before = std::distance(fs::directory_iterator(p.eval() / "runs"), {});
+    for (const auto &[arm, why] : std::vector<std::pair<std::string, std::string>>{
+             {"sideways", "no arm sideways"}, {"mutated:x", "stdin holds no mutation"}}) {
+        const auto refused = p.tea({"qualify", p.eval().string(), "--arm", arm});
+        EXPECT_EQ(refused.status, 2) << arm << ": " << refused.err;
+        EXPECT_NE(refused.err.find(why), std::string::npos) << arm << ": " << refused.err;
+    }
+    EXPECT_EQ(std::distance(fs::directory_iterator(p.eval() / "runs"), {}), runs_before);
 }
 
 }  // namespace
