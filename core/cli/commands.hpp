@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "call/launch.hpp"
 #include "cli/runtime.hpp"
@@ -33,6 +34,11 @@ struct ScoreOptions {
 
 struct QualifyOptions {
     std::filesystem::path evaluation;  // EVAL_DIR
+    int jobs = 1;                      // arms at once; above 1, each in a process of its own
+    // Internal (--arm, hidden): this process is one arm of a qualify --jobs that started it
+    // ("baseline", "repass" or "mutated:NAME"); its result goes to stdout as JSON.
+    std::optional<std::string> arm;
+    std::vector<std::string> argv;  // the command line, for the arms' own
 };
 
 // An evaluation loaded, its source found and its session opened; nullopt (its problems printed)

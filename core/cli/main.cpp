@@ -248,6 +248,15 @@ int run(int argc, char **argv) {
     if (wanted(qualify_cmd)) {
         qualify_cmd->add_option("EVAL_DIR", qualify_opts.evaluation, "The evaluation folder")
             ->required();
+        qualify_cmd
+            ->add_option("--jobs", qualify_opts.jobs,
+                         "Run up to N arms at once, each in a process of its own (the re-pass "
+                         "after every mutated arm)")
+            ->option_text("N")
+            ->check(CLI::Range(1, 64));
+        // Internal: how qualify --jobs starts each arm (docs/cli.md); not in --help.
+        qualify_cmd->add_option("--arm", qualify_opts.arm)->group("");
+        qualify_opts.argv.assign(argv, argv + argc);
     }
 
     try {

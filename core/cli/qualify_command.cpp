@@ -1,9 +1,14 @@
 // qualify: the evaluation's arms (evaluation/qualification.hpp), each a run of its trials as run
 // makes them, decided as score decides a run, and the qualification's own record.
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstdint>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
+#include "cli/arm_processes.hpp"
 #include "cli/commands.hpp"
 #include "cli/report.hpp"
 #include "cli/score_decision.hpp"
@@ -81,9 +86,73 @@ std::optional<evaluation::ArmResult> run_arm(OpenedEvaluation &opened, const Arm
     return result;
 }
 
+// The arms in order: the baseline, one per mutation, the re-pass.
+std::vector<Arm> plan_of(const std::vector<evaluation::Mutation> &mutations) {
+    std::vector<Arm> plan{{"baseline", nullptr}};
+    for (const auto &m : mutations) plan.push_back({"mutated", &m});
+    plan.push_back({"repass", nullptr});
+    return plan;
+}
+
+// The arm as --arm names it.
+std::string spec_of(const Arm &arm) {
+    return arm.mutation != nullptr ? "mutated:" + arm.mutation->name : arm.name;
+}
+
+// What an arm process reads on its stdin: all of it.
+std::vector<std::uint8_t> read_stdin() {
+    std::vector<std::uint8_t> bytes;
+    std::uint8_t buf[65536];
+    for (;;) {
+        const ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0)
+            throw runtime_failure("--arm: cannot read the arm's stdin: " + errno_text(errno));
+        if (n == 0) return bytes;
+        bytes.insert(bytes.end(), buf, buf + n);
+    }
+}
+
+// qualify --arm SPEC: one arm, run as the in-process path runs it, its result on stdout. A
+// mutated arm's mutation comes on stdin, checked by the qualify that started this one.
+int arm_command(const CommonOptions &common, const QualifyOptions &options) {
+    auto opened = open_evaluation(common, options.evaluation);
+    if (!opened) {
+        return static_cast<int>(ExitCode::usage);
+    }
+    files::RunDirectory private_dir{opened->session->private_root()};
+    const std::string_view mutated = "mutated:";
+    std::optional<evaluation::Mutation> mutation;
+    Arm arm{*options.arm, nullptr};
+    if (options.arm->starts_with(mutated)) {
+        try {
+            mutation = evaluation::mutation_from_bytes(read_stdin());
+        } catch (const json::exception &e) {
+            throw usage_error("--arm: stdin holds no mutation: " + std::string{e.what()});
+        }
+        if (mutation->name != options.arm->substr(mutated.size())) {
+            throw usage_error("--arm: stdin holds mutation " + mutation->name + ", not " +
+                              options.arm->substr(mutated.size()));
+        }
+        arm = Arm{"mutated", &*mutation};
+    } else if (arm.name != "baseline" && arm.name != "repass") {
+        throw usage_error("--arm: no arm " + *options.arm + " (baseline, repass or mutated:NAME)");
+    }
+    // Arms at once would rewrite each other's progress line: each says when it starts and ends.
+    const auto progress = progress_lines(true);
+    int interrupted = 0;
+    const auto result = run_arm(*opened, arm, private_dir, *progress, &interrupted);
+    if (!result) return 128 + interrupted;
+    console::out() << evaluation::arm_result_json(*result).dump(-1, ' ', false,
+                                                                json::error_handler_t::replace)
+                   << '\n';
+    return 0;
+}
+
 }  // namespace
 
 int qualify_command(const CommonOptions &common, const QualifyOptions &options) {
+    if (options.arm) return arm_command(common, options);
     auto opened = open_evaluation(common, options.evaluation);
     if (!opened) {
         return static_cast<int>(ExitCode::usage);
@@ -97,17 +166,36 @@ int qualify_command(const CommonOptions &common, const QualifyOptions &options) 
                    << " arms (baseline, " << mutations.size() << " mutation"
                    << (mutations.size() == 1 ? "" : "s") << ", re-pass) of " << opened->ev.trials
                    << " trial" << (opened->ev.trials == 1 ? "" : "s") << " each\n";
-    std::vector<Arm> plan{{"baseline", nullptr}};
-    for (const auto &m : mutations) plan.push_back({"mutated", &m});
-    plan.push_back({"repass", nullptr});
+    const auto plan = plan_of(mutations);
 
-    const auto progress = progress_lines(common.quiet);
     std::vector<evaluation::ArmResult> arms;
     int interrupted = 0;
-    for (const auto &arm : plan) {
-        auto result = run_arm(*opened, arm, private_dir, *progress, &interrupted);
-        if (!result) break;
-        arms.push_back(std::move(*result));
+    if (options.jobs == 1) {
+        const auto progress = progress_lines(common.quiet);
+        for (const auto &arm : plan) {
+            auto result = run_arm(*opened, arm, private_dir, *progress, &interrupted);
+            if (!result) break;
+            arms.push_back(std::move(*result));
+        }
+    } else {
+        std::vector<ArmLaunch> launches;
+        for (const auto &arm : plan) {
+            launches.push_back({spec_of(arm), arm.mutation != nullptr
+                                                  ? evaluation::mutation_bytes(*arm.mutation)
+                                                  : std::vector<std::uint8_t>{}});
+        }
+        // The re-pass starts once every mutated arm has ended: it shows no state carried.
+        auto outcome = run_arm_processes(options.argv, launches, plan.size() - 1, options.jobs);
+        if (outcome.failed != 0) {
+            console::err() << "tea-evaluate: qualify " << id << ": an arm could not run (exit "
+                           << outcome.failed
+                           << "); the other arms were ended and no qualification is recorded\n";
+            return outcome.failed;
+        }
+        interrupted = outcome.interrupted;
+        for (auto &result : outcome.results) {
+            if (result) arms.push_back(std::move(*result));
+        }
     }
 
     const auto verdict = evaluation::judge(arms);

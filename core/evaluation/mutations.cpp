@@ -6,6 +6,7 @@
 #include <cctype>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "files/beneath.hpp"
@@ -187,6 +188,40 @@ std::vector<Mutation> load_mutations(const Evaluation &ev, const git::WorkspaceS
     }
     files::remove_tree(baseline);
     return out;
+}
+
+std::vector<std::uint8_t> mutation_bytes(const Mutation &mutation) {
+    nlohmann::json changes = nlohmann::json::array();
+    for (const auto &c : mutation.changes) {
+        changes.push_back({{"path", c.path},
+                           {"removed", c.removed},
+                           {"content", nlohmann::json::binary(std::vector<std::uint8_t>(
+                                           c.content.begin(), c.content.end()))},
+                           {"executable", c.executable},
+                           {"link", c.link},
+                           {"submodule", c.submodule}});
+    }
+    return nlohmann::json::to_cbor(
+        {{"name", mutation.name}, {"file", mutation.file}, {"changes", changes}});
+}
+
+Mutation mutation_from_bytes(const std::vector<std::uint8_t> &bytes) {
+    const auto j = nlohmann::json::from_cbor(bytes);
+    Mutation m;
+    m.name = j.at("name").get<std::string>();
+    m.file = j.at("file").get<std::string>();
+    for (const auto &c : j.at("changes")) {
+        git::PatchedFile f;
+        f.path = c.at("path").get<std::string>();
+        f.removed = c.at("removed").get<bool>();
+        const auto &content = c.at("content").get_binary();
+        f.content.assign(content.begin(), content.end());
+        f.executable = c.at("executable").get<bool>();
+        f.link = c.at("link").get<bool>();
+        f.submodule = c.at("submodule").get<bool>();
+        m.changes.push_back(std::move(f));
+    }
+    return m;
 }
 
 void apply_mutation(const Mutation &mutation, const stdfs::path &workspace) {

@@ -4,6 +4,7 @@
 // refuses the whole qualification (exit 2) instead of leaving it half run.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -28,6 +29,14 @@ struct Mutation {
 // evaluation folder, a .git entry or a path the commit holds as a link. None: no folder.
 std::vector<Mutation> load_mutations(const Evaluation &ev, const git::WorkspaceSource &source,
                                      files::RunDirectory &private_dir);
+
+// A mutation as qualify --jobs hands it to the arm process that runs it (cli/arm_processes.hpp),
+// and back: CBOR, each content a byte string. The arm never reapplies a patch: libgit2 writes
+// and removes temporary objects in the project's git directory as it applies one, and another
+// arm checking that directory at the same moment would refuse it.
+std::vector<std::uint8_t> mutation_bytes(const Mutation &mutation);
+// Throws nlohmann::json::exception when the bytes are not a mutation.
+Mutation mutation_from_bytes(const std::vector<std::uint8_t> &bytes);
 
 // Writes the mutation's changes into a fresh workspace, before any target has run in it.
 void apply_mutation(const Mutation &mutation, const std::filesystem::path &workspace);

@@ -20,6 +20,28 @@ std::string arm_label(const ArmResult &a) {
 
 }  // namespace
 
+nlohmann::json arm_result_json(const ArmResult &arm) {
+    return {{"arm", arm.arm},
+            {"mutation", arm.mutation},
+            {"mutationFile", arm.mutation_file},
+            {"runId", arm.run_id},
+            {"records", arm.records.string()},
+            {"verdict", arm.verdict},
+            {"reasons", arm.reasons}};
+}
+
+ArmResult arm_result_from_json(const nlohmann::json &j) {
+    ArmResult a;
+    a.arm = j.at("arm").get<std::string>();
+    a.mutation = j.at("mutation").get<std::string>();
+    a.mutation_file = j.at("mutationFile").get<std::string>();
+    a.run_id = j.at("runId").get<std::string>();
+    a.records = j.at("records").get<std::string>();
+    a.verdict = j.at("verdict").get<std::string>();
+    a.reasons = j.at("reasons").get<std::vector<std::string>>();
+    return a;
+}
+
 QualificationVerdict judge(const std::vector<ArmResult> &arms) {
     QualificationVerdict q;
     for (const auto &a : arms) {

@@ -30,6 +30,11 @@ struct QualificationVerdict {
     std::vector<std::string> why;         // each reason the evaluation is not qualified or invalid
 };
 
+// An arm's result as an arm process hands it to the qualify that started it (qualify --jobs), and
+// back; from_json throws nlohmann::json::exception on a missing or mistyped field.
+nlohmann::json arm_result_json(const ArmResult &arm);
+ArmResult arm_result_from_json(const nlohmann::json &j);
+
 // Invalid when any arm is (its audit listed a path, or its records prove nothing); qualified
 // when the baseline and the re-pass pass and every mutated arm fails.
 QualificationVerdict judge(const std::vector<ArmResult> &arms);

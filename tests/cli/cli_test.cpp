@@ -231,7 +231,7 @@ TEST(Cli, EverySubcommandKeepsItsOptions) {
         {"preflight", {"--workspace", "--withhold", "--legs", "command TEXT"}},
         {"run", {"EVAL_DIR TEXT REQUIRED"}},
         {"score", {"RUN_DIR TEXT REQUIRED"}},
-        {"qualify", {"EVAL_DIR TEXT REQUIRED"}}};
+        {"qualify", {"EVAL_DIR TEXT REQUIRED", "--jobs"}}};
     const auto top = test::run(cmd({"--help"}), env());
     ASSERT_EQ(top.status, 0) << top.err;
     for (const auto &[sub, options] : expected) {

@@ -25,6 +25,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -867,10 +868,12 @@ TEST(Run, MalformedEvaluationNeverStartsATarget) {
 
 // Starts tea-evaluate run (or `command`) without waiting; returns its pid.
 pid_t spawn_run(const Project &p, const std::vector<std::string> &options = {},
-                const std::string &command = "run") {
+                const std::string &command = "run",
+                const std::vector<std::string> &command_options = {}) {
     std::vector<std::string> argv{TEA_EVALUATE_BIN, "-q"};
     argv.insert(argv.end(), options.begin(), options.end());
     argv.insert(argv.end(), {command, p.eval().string()});
+    argv.insert(argv.end(), command_options.begin(), command_options.end());
     const auto env = p.env();
     auto a = test::c_strings(argv);
     auto e = test::c_strings(env);
@@ -3426,6 +3429,241 @@ TEST(Qualify, SigkillLeavesNothingTheNextQualifyDoesNotReclaim) {
     const auto q = qualify(p);
     EXPECT_EQ(q.status, 0) << q.err;
     EXPECT_EQ(p.leftover_run_dirs(), 0U);
+}
+
+// What two qualifications of the same commit may differ in: ids (in the text that names them
+// too), times, durations, the memory a call peaked at, the folders named after ids and the
+// private directories' random names. Removed or masked at every depth.
+json without_ids_and_times(json j) {
+    static const std::vector<std::string> varying{
+        "qualificationId", "runId",   "runDir", "startedAt",
+        "finishedAt",      "records", "id",     "memoryPeakBytes"};
+    static const std::regex id{R"(\d{8}T\d{6}\.\d{6}Z-[A-Za-z0-9]{6})"};
+    static const std::regex random_name{R"(-[A-Za-z0-9]{12}(/|$))"};
+    if (j.is_string()) {
+        const auto text = std::regex_replace(j.get<std::string>(), id, "ID");
+        return std::regex_replace(text, random_name, "-RANDOM$1");
+    }
+    if (j.is_object()) {
+        for (const auto &key : varying) j.erase(key);
+        for (auto it = j.begin(); it != j.end();) {
+            if (it.key().size() > 2 && it.key().ends_with("Ms")) {
+                it = j.erase(it);
+            } else {
+                *it = without_ids_and_times(*it);
+                ++it;
+            }
+        }
+    } else if (j.is_array()) {
+        for (auto &e : j) e = without_ids_and_times(e);
+    }
+    return j;
+}
+
+TEST(Qualify, JobsTwoWritesTheRecordsJobsOneWrites) {
+    Project p{"qualify-jobs"};
+    p.copy_example("quickstart");
+    p.commit();
+    const auto one = p.tea({"--json", "qualify", p.eval().string(), "--jobs", "1"});
+    const auto two = p.tea({"--json", "qualify", p.eval().string(), "--jobs", "2"});
+    EXPECT_EQ(one.status, 1) << one.err;
+    EXPECT_EQ(two.status, 1) << two.err;
+    const auto first = qualification_of(one);
+    const auto second = qualification_of(two);
+    ASSERT_TRUE(second.is_object()) << two.out;
+    ASSERT_EQ(first["arms"].size(), 4U) << one.out;
+    ASSERT_EQ(second["arms"].size(), 4U) << two.out;
+    EXPECT_TRUE(without_ids_and_times(first) == without_ids_and_times(second))
+        << json::diff(without_ids_and_times(first), without_ids_and_times(second)).dump();
+    const auto dirs = fs::path{second["arms"][0]["runDir"].get<std::string>()}.parent_path();
+    const auto written =
+        dirs / ("qualify-" + second["qualificationId"].get<std::string>()) / "qualification.json";
+    EXPECT_EQ(read_json(written), second);
+    expect_schema_valid(written, "qualification.schema.json");
+    for (std::size_t i = 0; i < 4; ++i) {
+        const fs::path a = first["arms"][i]["runDir"].get<std::string>();
+        const fs::path b = second["arms"][i]["runDir"].get<std::string>();
+        for (const char *record : {"run.json", "manifest.json"}) {
+            const auto left = read_json(a / record);
+            ASSERT_TRUE(left.is_object()) << a / record;
+            const auto right = read_json(b / record);
+            EXPECT_TRUE(without_ids_and_times(left) == without_ids_and_times(right))
+                << "arm " << i << ": " << record << ": "
+                << json::diff(without_ids_and_times(left), without_ids_and_times(right)).dump();
+        }
+    }
+    EXPECT_EQ(p.leftover_run_dirs(), 0U);
+}
+
+// Each arm's run.json, in the qualification's order.
+std::vector<json> arm_runs(const json &qualification) {
+    std::vector<json> runs;
+    for (const auto &arm : qualification["arms"]) {
+        runs.push_back(read_json(fs::path{arm["runDir"].get<std::string>()} / "run.json"));
+    }
+    return runs;
+}
+
+TEST(Qualify, JobsTwoRunsTheBaselineAndAMutatedArmAtOnceAndTheRepassAfter) {
+    Project p{"qualify-overlap"};
+    // Each arm's trial lasts two seconds, so arms one after another cannot share a second of
+    // their run.json's start and end times.
+    write_simple_evaluation(p, "", "#!/bin/sh\nsleep 2\necho ok\n");
+    p.write(".tea/mutations/silent/bin/t", "#!/bin/sh\nsleep 2\n", true);
+    p.commit();
+    const auto overlap = [](const json &a, const json &b) {
+        return a["startedAt"].get<std::string>() < b["finishedAt"].get<std::string>() &&
+               b["startedAt"].get<std::string>() < a["finishedAt"].get<std::string>();
+    };
+    for (const char *jobs : {"2", "1"}) {
+        const auto q = p.tea({"--json", "qualify", p.eval().string(), "--jobs", jobs});
+        EXPECT_EQ(q.status, 1) << q.err;  // the mutation passes: the grader accepts anything
+        const auto record = qualification_of(q);
+        ASSERT_EQ(record["arms"].size(), 3U) << q.out;
+        const auto runs = arm_runs(record);
+        // Control (--jobs 1): the same probe sees the arms one after another.
+        EXPECT_EQ(overlap(runs[0], runs[1]), std::string{jobs} == "2") << jobs;
+        for (std::size_t arm = 0; arm < 2; ++arm) {
+            EXPECT_LE(runs[arm]["finishedAt"].get<std::string>(),
+                      runs[2]["startedAt"].get<std::string>())
+                << "the re-pass began before arm " << arm << " ended (--jobs " << jobs << ")";
+        }
+    }
+}
+
+// How many processes have every one of `needles` in their command line.
+std::size_t processes_with(const std::vector<std::string> &needles) {
+    std::size_t n = 0;
+    std::error_code ec;
+    for (const auto &e : fs::directory_iterator("/proc", ec)) {
+        const auto name = e.path().filename().string();
+        if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+        std::ifstream in{e.path() / "cmdline"};
+        const std::string line{std::istreambuf_iterator<char>{in}, {}};
+        n += std::all_of(needles.begin(), needles.end(),
+                         [&](const auto &needle) { return line.find(needle) != std::string::npos; })
+                 ? 1U
+                 : 0U;
+    }
+    return n;
+}
+
+// Waits until `count` arms have each a target that has written its first line.
+bool wait_for_started_arms(const Project &p, std::size_t count) {
+    for (int i = 0; i < 600; ++i) {
+        std::size_t started = 0;
+        std::error_code ec;
+        for (const auto &e : fs::directory_iterator(p.eval() / "runs", ec)) {
+            const auto out = e.path() / "trials" / "1" / "calls" / "01-only.stdout";
+            started += fs::exists(out) && fs::file_size(out, ec) > 0 ? 1U : 0U;
+        }
+        if (started >= count) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds{100});
+    }
+    return false;
+}
+
+// Waits until no process has every one of `needles` in its command line.
+bool wait_for_none(const std::vector<std::string> &needles) {
+    for (int i = 0; i < 300; ++i) {
+        if (processes_with(needles) == 0) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds{100});
+    }
+    return false;
+}
+
+// A target that waits a minute, with an argument no other process has.
+constexpr const char *kLongTarget = "#!/bin/sh\necho started\nexec sleep 59.25\n";
+const std::vector<std::string> kLongSleep{
+    std::string{"sleep\0"
+                "59.25",
+                11}};
+
+// The arm processes of p's qualify --jobs: their command lines name the evaluation and --arm.
+std::vector<std::string> arms_of(const Project &p) {
+    return {p.eval().string(), "--arm"};
+}
+
+// A qualify --jobs 2 of two arms whose targets wait a minute, sent `signal_number` once both
+// targets have started; its wait status. Control: the probes see both arms and both targets
+// just before the signal.
+int signal_two_long_arms(Project &p, int signal_number) {
+    write_simple_evaluation(p, "", kLongTarget);
+    p.write(".tea/mutations/other/bin/t", "#!/bin/sh\necho other\nexec sleep 59.25\n", true);
+    p.commit();
+    const pid_t pid = spawn_run(p, {}, "qualify", {"--jobs", "2"});
+    EXPECT_TRUE(wait_for_started_arms(p, 2));
+    EXPECT_EQ(processes_with(arms_of(p)), 2U);
+    EXPECT_EQ(processes_with(kLongSleep), 2U);
+    EXPECT_EQ(::kill(pid, signal_number), 0);
+    int status = 0;
+    EXPECT_EQ(::waitpid(pid, &status, 0), pid);
+    return status;
+}
+
+TEST(Qualify, SigtermDuringJobsTwoEndsEveryArmAndLeavesNothing) {
+    Project p{"qualify-jobs-sigterm"};
+    const auto started = std::chrono::steady_clock::now();
+    const int status = signal_two_long_arms(p, SIGTERM);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);
+    EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds{50});
+    EXPECT_EQ(processes_with(arms_of(p)), 0U);
+    EXPECT_EQ(processes_with(kLongSleep), 0U);
+    EXPECT_EQ(p.leftover_run_dirs(), 0U);
+    std::size_t interrupted_runs = 0;
+    json qualification;
+    for (const auto &e : fs::directory_iterator(p.eval() / "runs")) {
+        if (e.path().filename().string().starts_with("qualify-")) {
+            qualification = read_json(e.path() / "qualification.json");
+        } else {
+            interrupted_runs += read_json(e.path() / "run.json")["status"] == "interrupted";
+        }
+    }
+    EXPECT_EQ(interrupted_runs, 2U);
+    EXPECT_EQ(qualification["status"], "interrupted") << qualification.dump(2);
+    EXPECT_EQ(qualification["arms"].size(), 0U) << qualification.dump(2);
+}
+
+TEST(Qualify, SigkillOfAQualifyWithJobsTwoEndsItsArmsAndTheNextQualifyReclaims) {
+    Project p{"qualify-jobs-sigkill"};
+    (void)signal_two_long_arms(p, SIGKILL);
+    EXPECT_TRUE(wait_for_none(arms_of(p)));
+    EXPECT_TRUE(wait_for_none(kLongSleep));
+    p.write("bin/t", "#!/bin/sh\necho ok\n", true);
+    fs::remove_all(p.eval() / "mutations");
+    p.commit();
+    const auto q = p.tea({"--json", "qualify", p.eval().string(), "--jobs", "2"});
+    EXPECT_EQ(q.status, 0) << q.err;
+    EXPECT_EQ(p.leftover_run_dirs(), 0U);
+}
+
+TEST(Qualify, JobsOutsideOneToSixtyFourIsAUsageErrorAndArmIsNotInTheHelp) {
+    Project p{"qualify-bad-jobs"};
+    write_simple_evaluation(p);
+    p.commit();
+    for (const char *jobs : {"0", "65", "-1", "two", ""}) {
+        const auto q = p.tea({"qualify", p.eval().string(), "--jobs", jobs});
+        EXPECT_EQ(q.status, 2) << jobs << ": " << q.err;
+        EXPECT_NE(q.err.find("--jobs"), std::string::npos) << jobs << ": " << q.err;
+        EXPECT_FALSE(fs::exists(p.eval() / "runs")) << jobs;
+    }
+    // Control: a value in range runs.
+    const auto q = p.tea({"qualify", p.eval().string(), "--jobs", "64"});
+    EXPECT_EQ(q.status, 0) << q.err;
+    const auto help = p.tea({"qualify", "--help"});
+    EXPECT_NE(help.out.find("--jobs"), std::string::npos) << help.out;
+    EXPECT_EQ(help.out.find("--arm"), std::string::npos) << help.out;
+    // The internal --arm refuses an arm that is not one, and a mutated arm without its mutation
+    // (test::run gives it an empty stdin).
+    const auto runs_before = std::distance(fs::directory_iterator(p.eval() / "runs"), {});
+    for (const auto &[arm, why] : std::vector<std::pair<std::string, std::string>>{
+             {"sideways", "no arm sideways"}, {"mutated:x", "stdin holds no mutation"}}) {
+        const auto refused = p.tea({"qualify", p.eval().string(), "--arm", arm});
+        EXPECT_EQ(refused.status, 2) << arm << ": " << refused.err;
+        EXPECT_NE(refused.err.find(why), std::string::npos) << arm << ": " << refused.err;
+    }
+    EXPECT_EQ(std::distance(fs::directory_iterator(p.eval() / "runs"), {}), runs_before);
 }
 
 }  // namespace
