@@ -1,5 +1,8 @@
 #include "git/patch_apply.hpp"
 
+#include <git2/sys/mempack.h>
+#include <git2/sys/odb_backend.h>
+
 #include "git/git_directory.hpp"
 #include "git/libgit2.hpp"
 
@@ -11,6 +14,24 @@ using Diff = GitPtr<git_diff, git_diff_free>;
 
 [[noreturn]] void fail(const std::string &why) {
     throw WorkspaceSourceError(why);
+}
+
+// Applying a patch stores the patched blobs: in an object store of memory placed before the
+// repository's own, so the user's .git is never written (a qualification leaves the project as it
+// was, and runs beside it never see its objects directory change).
+void keep_writes_in_memory(git_repository *repo) {
+    git_odb *odb_raw = nullptr;
+    if (git_repository_odb(&odb_raw, repo) != 0) {
+        fail("cannot open the project's object store: " + last_git_error());
+    }
+    const GitPtr<git_odb, git_odb_free> odb{odb_raw};
+    git_odb_backend *memory = nullptr;
+    if (git_mempack_new(&memory) != 0) fail("cannot make an object store in memory");
+    // The highest priority: libgit2 writes to the first backend that can write.
+    if (git_odb_add_backend(odb.get(), memory, 1000) != 0) {
+        memory->free(memory);
+        fail("cannot add an object store in memory: " + last_git_error());
+    }
 }
 
 // The tree the project's paths are relative to: the commit's, or its subtree at the prefix.
@@ -74,6 +95,7 @@ std::vector<PatchedFile> apply_patch(const WorkspaceSource &source, const std::s
     } catch (const GitDirectoryError &e) {
         fail(std::string{"the project's git directory is refused: "} + e.what());
     }
+    keep_writes_in_memory(repo.get());
     const auto tree = project_tree(repo.get(), source);
     git_diff *diff_raw = nullptr;
     if (git_diff_from_buffer(&diff_raw, patch.data(), patch.size()) != 0) {

@@ -7,7 +7,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
+
+#include "git/patch_apply.hpp"
 
 namespace tea::git {
 namespace {
@@ -67,6 +70,33 @@ TEST_F(WorkspaceSourceTest, ChecksOutTheProjectFolderOfTheCommitWithoutTheEvalua
     fs::create_directory(ws2);
     (void)materialize(open_workspace_source(repo_ / "proj", {}), ws2);
     EXPECT_TRUE(fs::exists(ws2 / ".tea" / "evaluator" / "answers"));
+}
+
+// Every file of a git directory's object store, with its size: what a write would change.
+std::map<std::string, std::uintmax_t> objects_of(const fs::path &git_dir) {
+    std::map<std::string, std::uintmax_t> out;
+    for (const auto &e : fs::recursive_directory_iterator(git_dir / "objects")) {
+        out[e.path().string()] = e.is_regular_file() ? e.file_size() : 0;
+    }
+    return out;
+}
+
+// A mutation's patch is applied in memory: the user's object store is not written (libgit2
+// stores a patched blob where it can write, which would be the project's .git). Control: a
+// blob written by git itself shows in the same listing.
+TEST_F(WorkspaceSourceTest, APatchIsAppliedWithoutWritingTheProjectsObjects) {
+    const auto source = open_workspace_source(repo_ / "proj", {".tea"});
+    const auto before = objects_of(repo_ / ".git");
+    const std::string patch =
+        "diff --git a/README b/README\n--- a/README\n+++ b/README\n@@ -1 +1 @@\n-readme\n"
+        "\\ No newline at end of file\n+patched\n\\ No newline at end of file\n";
+    const auto changes = apply_patch(source, patch);
+    ASSERT_EQ(changes.size(), 1U);
+    EXPECT_EQ(changes[0].path, "README");
+    EXPECT_EQ(changes[0].content, "patched");
+    EXPECT_EQ(objects_of(repo_ / ".git"), before);
+    sh("printf 'patched' | git -C " + repo_.string() + " hash-object -w --stdin >/dev/null");
+    EXPECT_NE(objects_of(repo_ / ".git"), before);
 }
 
 TEST_F(WorkspaceSourceTest, AProjectInNoRepositoryIsCopiedWithoutTheEvaluation) {
