@@ -27,6 +27,10 @@ constexpr std::size_t kMaxArgs = 8;
 // Names the parser keeps of what the call made; past it, it forgets (see remember_name).
 constexpr std::size_t kMaxNames = std::size_t{1} << 18;
 constexpr std::string_view kUnfinished = "<unfinished ...>";
+constexpr std::string_view kDetached = " <detached ...>";
+// What strace prints for a call whose number it could not read ("???(", spelled so that no
+// compiler reads a trigraph in it).
+constexpr std::string_view kUnnamedCall = "?\?\?(";
 constexpr std::string_view kPidChanged = "<pid changed to ";
 
 // Prefix and suffix tests against a literal; the literal's length is a constant, so the compiler
@@ -1785,6 +1789,24 @@ struct Parser::State {
         problem("unknown notice: " + excerpt(inner));
     }
 
+    // A process that ended inside a call (killed, or its pid namespace torn down): with -qq and
+    // signal=none strace prints no end for it, and closes the line it had begun with
+    // " <detached ...>" as it drops the process. The call never returned to the process.
+    void dropped_inside_a_call(int pid, std::string_view begun, std::string_view l) {
+        // Killed at the call's entry, before strace could read which call it was: nothing ran.
+        if (begun == kUnnamedCall) return;
+        std::size_t paren = 0;
+        while (paren < begun.size() && is_name_char(begun[paren])) ++paren;
+        if (paren == 0 || paren >= begun.size() || begun[paren] != '(') {
+            problem("unparseable line: " + excerpt(l));
+            return;
+        }
+        // Any other call is reported with an unknown outcome, as an unfinished one whose process
+        // ended: its path counts as attempted, whatever the kernel did with it.
+        hold_pending(pid, begun);
+        if (Proc *p = find(pid)) abandon_pending(pid, *p);
+    }
+
     void line(std::string_view l) {
         ++seq;
         std::size_t i = 0;
@@ -1827,6 +1849,10 @@ struct Parser::State {
                 return;
             }
             problem("unparseable line: " + excerpt(l));
+            return;
+        }
+        if (body.ends_with(kDetached)) {
+            dropped_inside_a_call(ipid, body.substr(0, body.size() - kDetached.size()), l);
             return;
         }
         std::size_t paren = 0;

@@ -618,6 +618,28 @@ TEST(Interleaving, ProcessEndingInsideACallReportsAnUnknownOutcome) {
     EXPECT_FALSE(e->success);
 }
 
+// With -qq and signal=none strace prints no end for a process killed inside a call; it closes
+// the begun line with " <detached ...>" as it drops the process (seen when the runtime ends a
+// service and its pid namespace goes). A call strace could not even name ran nothing; any other
+// is an attempt with an unknown outcome. Control: the marker after anything else is still
+// unparseable.
+TEST(Interleaving, AProcessDroppedInsideACallReportsAnUnknownOutcome) {
+    const Parsed killed_at_entry = parse(
+        "9714  ?\?\?( <detached ...>\n"
+        "9715  openat(AT_FDCWD</>, \"/blocked\", O_RDONLY <detached ...>\n",
+        "/");
+    EXPECT_FALSE(killed_at_entry.lossy) << killed_at_entry.reason;
+    ASSERT_EQ(killed_at_entry.events.size(), 1U);
+    EXPECT_EQ(killed_at_entry.events[0].path_resolved, "/blocked");
+    EXPECT_EQ(killed_at_entry.events[0].error, "?");
+    EXPECT_FALSE(killed_at_entry.events[0].success);
+    for (const char *garbage : {"9714  ?\?( <detached ...>\n", "9714   <detached ...>\n",
+                                "9714  ?\?\?(x <detached ...>\n"}) {
+        const Parsed p = parse(garbage, "/");
+        EXPECT_TRUE(p.lossy) << "not lossy on: " << garbage;
+    }
+}
+
 // ---- escapes -------------------------------------------------------------------------------
 
 TEST(Escapes, DecodeToTheExactBytes) {
