@@ -44,6 +44,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -448,8 +449,13 @@ class Loop {
         next_idle_ = oldest + limits_.idle;
     }
 
-    static void close_pair(Pair &p) {
-        // Closing removes the descriptors from the epoll set.
+    void close_pair(Pair &p) {
+        // Taken out of the epoll set first: closing a descriptor removes it only once no other
+        // descriptor shares its open file (a socket handed over SCM_RIGHTS may still be held by
+        // its sender), and an event would then name a freed pair.
+        for (const int fd : {p.accepted, p.destination}) {
+            if (fd >= 0) ::epoll_ctl(epoll_, EPOLL_CTL_DEL, fd, nullptr);
+        }
         ::close(p.accepted);
         ::close(p.destination);
         close_flow(p.up);

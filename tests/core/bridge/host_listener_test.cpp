@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,6 +21,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <tea/stream_relay.hpp>
 #include <thread>
 #include <vector>
 
@@ -52,6 +54,50 @@ TEST(HostListener, TakesAPortTheSystemPicksWhenTheServicesIsTaken) {
     EXPECT_NE(bridge.port(), squatter.port());
     EXPECT_FALSE(bridge.own_port());
     EXPECT_TRUE(ends_with_body(request(bridge.port())));
+}
+
+// A destination whose open file another descriptor still shares (a socket handed over
+// SCM_RIGHTS while its sender has not closed its copy yet): closing the loop's descriptor leaves
+// the file in the epoll set, so the loop takes it out itself, or data arriving after the pair
+// ended would wake the loop on a freed pair (the ASan build reports it). Control: the data does
+// arrive on the shared file, so an event is raised.
+TEST(StreamRelay, APairWhoseDestinationIsSharedLeavesNoEventBehind) {
+    const tea::UniqueFd listener{::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)};
+    ASSERT_TRUE(listener.valid());
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::bind(listener.get(), reinterpret_cast<sockaddr *>(&addr), sizeof addr), 0);
+    ASSERT_EQ(::listen(listener.get(), 8), 0);
+    socklen_t len = sizeof addr;
+    ASSERT_EQ(::getsockname(listener.get(), reinterpret_cast<sockaddr *>(&addr), &len), 0);
+    int ends[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, ends), 0);
+    const tea::UniqueFd shared{ends[0]};  // the sender's copy, held past the pair's end
+    const tea::UniqueFd service{ends[1]};
+    const tea::UniqueFd stop{::eventfd(0, EFD_CLOEXEC)};
+    const std::vector<int> listeners{listener.get()};
+    tea::stream_relay::Limits limits;
+    limits.idle = 100ms;  // the pair ends for want of progress
+    tea::stream_relay::Counts counts;
+    std::thread loop([&] {
+        tea::stream_relay::serve(
+            listeners, [&](int) { return ::fcntl(shared.get(), F_DUPFD_CLOEXEC, 0); }, limits,
+            stop.get(), &counts);
+    });
+    const tea::UniqueFd client = connect_to(ntohs(addr.sin_port));
+    ASSERT_TRUE(client.valid());
+    for (int i = 0; i < 200 && counts.open.load() == 0; ++i) std::this_thread::sleep_for(10ms);
+    ASSERT_EQ(counts.open.load(), 1U);
+    for (int i = 0; i < 300 && counts.open.load() != 0; ++i) std::this_thread::sleep_for(10ms);
+    ASSERT_EQ(counts.open.load(), 0U) << "the idle pair was not ended";
+    ASSERT_EQ(::send(service.get(), "late", 4, MSG_NOSIGNAL), 4);
+    pollfd p{shared.get(), POLLIN, 0};
+    EXPECT_EQ(::poll(&p, 1, 1000), 1);   // the control: the shared file did become readable
+    std::this_thread::sleep_for(100ms);  // time for the loop to take a stale event, if any
+    const std::uint64_t one = 1;
+    ASSERT_EQ(::write(stop.get(), &one, sizeof one), static_cast<ssize_t>(sizeof one));
+    loop.join();
 }
 
 TEST(HostListener, AConnectionEndsWithTheBridge) {
