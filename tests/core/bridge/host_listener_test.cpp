@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "relay_fixtures.hpp"
+#include "support/socket_io.hpp"
 #include "util/fd.hpp"
 
 namespace {
@@ -62,15 +63,10 @@ TEST(HostListener, TakesAPortTheSystemPicksWhenTheServicesIsTaken) {
 // ended would wake the loop on a freed pair (the ASan build reports it). Control: the data does
 // arrive on the shared file, so an event is raised.
 TEST(StreamRelay, APairWhoseDestinationIsSharedLeavesNoEventBehind) {
-    const tea::UniqueFd listener{::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)};
+    std::uint16_t port = 0;
+    const tea::UniqueFd listener{tea::test::listen_loopback(AF_INET, port)};
     ASSERT_TRUE(listener.valid());
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(::bind(listener.get(), reinterpret_cast<sockaddr *>(&addr), sizeof addr), 0);
-    ASSERT_EQ(::listen(listener.get(), 8), 0);
-    socklen_t len = sizeof addr;
-    ASSERT_EQ(::getsockname(listener.get(), reinterpret_cast<sockaddr *>(&addr), &len), 0);
+    ASSERT_EQ(::fcntl(listener.get(), F_SETFL, O_NONBLOCK), 0);  // as serve wants its listeners
     int ends[2];
     ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, ends), 0);
     const tea::UniqueFd shared{ends[0]};  // the sender's copy, held past the pair's end
@@ -85,7 +81,7 @@ TEST(StreamRelay, APairWhoseDestinationIsSharedLeavesNoEventBehind) {
             listeners, [&](int) { return ::fcntl(shared.get(), F_DUPFD_CLOEXEC, 0); }, limits,
             stop.get(), &counts);
     });
-    const tea::UniqueFd client = connect_to(ntohs(addr.sin_port));
+    const tea::UniqueFd client = connect_to(port);
     ASSERT_TRUE(client.valid());
     for (int i = 0; i < 200 && counts.open.load() == 0; ++i) std::this_thread::sleep_for(10ms);
     ASSERT_EQ(counts.open.load(), 1U);
