@@ -11,13 +11,16 @@
 #          asks for is recorded, so a client that phones home elsewhere shows in the log.
 # Once both listen, FILE gets {"api": PORT, "proxy": PORT} (whole, by a rename).
 #
-# SCRIPT is {"turns": [[BLOCK, ...], ...]}. A request that offers tools is answered with the turn
-# whose index is the number of assistant messages in its conversation (0 for the prompt, 1 once
-# the client sends back the first turn's tool results, ...); past the last turn, and for a request
-# that offers no tools (a side request of the client's own), with a short text. A BLOCK is
+# SCRIPT is {"turns": [[BLOCK, ...], ...], "plainTurns": [[BLOCK, ...], ...]}. A request that
+# offers tools is answered with the turn of "turns" whose index is the number of assistant messages
+# in its conversation (0 for the prompt, 1 once the client sends back the first turn's tool
+# results, ...); a request that offers none (an agent run with no tools, as a judge is, or a side
+# request of the client's own) with the turn of "plainTurns" (optional, default []) chosen the same
+# way; past the last turn, with a short text. A BLOCK is
 # {"type": "text", "text": T} or {"type": "tool_use", "name": N, "input": {...}}. In a text,
 # {{authorization}} and {{x-api-key}} become the values of those request headers ("" when absent),
-# so a turn can show what credential the client sent. A block {"type": "wait", "path": P} is no
+# so a turn can show what credential the client sent, and {{last-user-text}} the text of the
+# conversation's last user message (its text blocks joined), so a turn can answer what it was told. A block {"type": "wait", "path": P} is no
 # part of the answer: the turn is held until P exists (at most 30 s), so a test can change
 # something on the host while the client is between two requests of one session.
 #
@@ -41,7 +44,9 @@ for name in ("host", "script", "log", "cert", "key", "ports"):
 args = parser.parse_args()
 
 with open(args.script) as f:
-    turns = json.load(f)["turns"]
+    script = json.load(f)
+turns = script["turns"]
+plain_turns = script.get("plainTurns", [])
 log_lock = threading.Lock()
 log_file = open(args.log, "a")
 
@@ -52,10 +57,21 @@ def record(entry):
         log_file.flush()
 
 
-def fill(text, headers):
+def last_user_text(body):
+    users = [m for m in body.get("messages", []) if m.get("role") == "user"]
+    if not users:
+        return ""
+    content = users[-1].get("content", "")
+    if isinstance(content, str):
+        return content
+    return "".join(b.get("text", "") for b in content if isinstance(b, dict) and
+                   b.get("type") == "text")
+
+
+def fill(text, headers, body):
     for name in ("authorization", "x-api-key"):
         text = text.replace("{{" + name + "}}", headers.get(name, ""))
-    return text
+    return text.replace("{{last-user-text}}", last_user_text(body))
 
 
 def wait_for(path, seconds=30):
@@ -69,18 +85,19 @@ def wait_for(path, seconds=30):
 
 def answer_blocks(body, headers):
     """The content blocks of the answer to a Messages request, and its turn (None: no turn)."""
-    if not body.get("tools"):
-        return [{"type": "text", "text": "mock: no turn for a request without tools"}], None
+    script_turns = turns if body.get("tools") else plain_turns
     turn = sum(1 for m in body.get("messages", []) if m.get("role") == "assistant")
-    if turn >= len(turns):
+    if not body.get("tools") and not plain_turns:
+        return [{"type": "text", "text": "mock: no turn for a request without tools"}], None
+    if turn >= len(script_turns):
         return [{"type": "text", "text": "mock: the script has ended"}], turn
     blocks = []
-    for i, block in enumerate(turns[turn]):
+    for i, block in enumerate(script_turns[turn]):
         if block["type"] == "wait":
             if not wait_for(block["path"]):
                 blocks.append({"type": "text", "text": "mock: %s never appeared" % block["path"]})
         elif block["type"] == "text":
-            blocks.append({"type": "text", "text": fill(block["text"], headers)})
+            blocks.append({"type": "text", "text": fill(block["text"], headers, body)})
         else:
             blocks.append({"type": "tool_use", "id": "toolu_mock_%d_%d" % (turn, i),
                            "name": block["name"], "input": block["input"]})
