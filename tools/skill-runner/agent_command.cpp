@@ -72,12 +72,23 @@ bool agent_variable(Agent agent, std::string_view name) {
     return agent == Agent::claude ? listed(kClaudeVariables, name) : listed(kCodexVariables, name);
 }
 
-std::vector<std::string> agent_environment(Agent agent, const std::vector<std::string> &from) {
+std::vector<std::string> agent_environment(Agent agent, const std::vector<std::string> &from,
+                                           const std::string &cwd) {
     std::vector<std::string> kept;
     for (const auto &entry : from) {
         const auto equals = entry.find('=');
-        if (equals != std::string::npos && equals > 0 &&
-            agent_variable(agent, std::string_view{entry}.substr(0, equals))) {
+        if (equals == std::string::npos || equals == 0) {
+            continue;
+        }
+        const std::string_view name = std::string_view{entry}.substr(0, equals);
+        if (!agent_variable(agent, name)) {
+            continue;
+        }
+        const std::string_view value = std::string_view{entry}.substr(equals + 1);
+        if ((name == "NODE_EXTRA_CA_CERTS" || name == "SSL_CERT_FILE") && !value.empty() &&
+            value.front() != '/') {
+            kept.push_back(std::string{name} + "=" + cwd + "/" + std::string{value});
+        } else {
             kept.push_back(entry);
         }
     }

@@ -25,7 +25,10 @@ std::vector<std::string> agent_command_line(const Options &options, const std::s
 // Whether the agent is handed the variable `name`: the short list of docs/agent-evaluations.md.
 bool agent_variable(Agent agent, std::string_view name);
 
-// The entries of `from` ("NAME=VALUE") the agent is handed, in order.
-std::vector<std::string> agent_environment(Agent agent, const std::vector<std::string> &from);
+// The entries of `from` ("NAME=VALUE") the agent is handed, in order. A certificate authority
+// file named by a relative path (NODE_EXTRA_CA_CERTS, SSL_CERT_FILE) is made absolute against
+// `cwd`: a probe can bring the file into the workspace, whose path changes with every trial.
+std::vector<std::string> agent_environment(Agent agent, const std::vector<std::string> &from,
+                                           const std::string &cwd);
 
 }  // namespace tea::skill_runner

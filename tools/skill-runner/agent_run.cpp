@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -14,6 +15,7 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 
 #include "util/error.hpp"
 #include "util/fd.hpp"
@@ -150,6 +152,35 @@ bool pump(int fd, TranscriptStream &transcript) {
     return true;
 }
 
+// The runner's children now: the agent, and what it left behind once its parent is gone (the
+// runner is their subreaper).
+std::vector<pid_t> own_children() {
+    std::vector<pid_t> children;
+    std::ifstream file{"/proc/self/task/" + std::to_string(::getpid()) + "/children"};
+    for (pid_t child = 0; file >> child;) {
+        children.push_back(child);
+    }
+    return children;
+}
+
+// Kills and reaps every process descended from the runner, whatever group or session it moved
+// to: an agent's tool that left with setsid would otherwise outlive the session it served.
+void end_descendants() {
+    for (int round = 0; round < 1000; ++round) {
+        const auto children = own_children();
+        if (children.empty()) {
+            return;
+        }
+        for (const pid_t child : children) {
+            ::kill(child, SIGKILL);
+        }
+        for (const pid_t child : children) {
+            while (::waitpid(child, nullptr, 0) < 0 && errno == EINTR) {
+            }
+        }
+    }
+}
+
 int milliseconds_until(Clock::time_point deadline) {
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
@@ -159,6 +190,10 @@ int milliseconds_until(Clock::time_point deadline) {
 }  // namespace
 
 AgentEnd run_agent(const AgentSession &session, TranscriptStream &transcript) {
+    // What the agent leaves behind is re-parented to the runner, which can then end it.
+    if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
+        throw start_failure("prctl(PR_SET_CHILD_SUBREAPER)", errno);
+    }
     auto prompt = prompt_file(session.prompt);
     std::array<int, 2> out{-1, -1};
     if (::pipe2(out.data(), O_CLOEXEC) != 0) {
@@ -213,6 +248,7 @@ AgentEnd run_agent(const AgentSession &session, TranscriptStream &transcript) {
     }
     end.exited = WIFEXITED(status);
     end.status = end.exited ? WEXITSTATUS(status) : WTERMSIG(status);
+    end_descendants();
     const auto drain_until = Clock::now() + kDrainTime;
     while (reading) {
         pollfd fd{out_read.get(), POLLIN, 0};

@@ -3,8 +3,8 @@
 // the runner's SIGTERM and SIGINT passed on to it.
 //
 // Nothing it started is left running when this returns: once the agent has exited, or its time is
-// up, its whole process group is killed (a process that left the group with setsid is the
-// confinement's to end: every call ends with everything it started).
+// up, its whole process group is killed, and then every process descended from the runner (the
+// runner is their subreaper, so one that left the group with setsid is still found and reaped).
 #pragma once
 
 #include <chrono>

@@ -9,9 +9,11 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <tea/program_path.hpp>
 #include <utility>
 #include <vector>
@@ -130,7 +132,9 @@ int session_exit(const AgentEnd &end, const TranscriptFindings &findings) {
 int run(const std::vector<std::string> &args) {
     const auto options = parse_options(args);
     const auto caller_env = own_environment();
-    const auto env = agent_environment(options.agent, caller_env);
+    std::error_code ec;
+    const auto cwd = std::filesystem::current_path(ec);
+    const auto env = agent_environment(options.agent, caller_env, cwd.string());
     const auto home = variable(env, "HOME");
     if (options.skill) {
         if (!home || home->empty() || home->front() != '/') {

@@ -1,6 +1,7 @@
 #include "options.hpp"
 
 #include <charconv>
+#include <set>
 #include <string_view>
 
 #include "util/error.hpp"
@@ -24,6 +25,7 @@ unsigned parse_count(const std::string &option, const std::string &text, unsigne
 Options parse_options(const std::vector<std::string> &args) {
     Options options;
     bool agent_given = false;
+    std::set<std::string> given;
     for (std::size_t i = 0; i < args.size(); ++i) {
         const std::string &arg = args[i];
         if (arg == "--") {
@@ -37,6 +39,11 @@ Options parse_options(const std::vector<std::string> &args) {
                                                             "' (agent arguments follow --)");
         }
         const std::string &value = args[++i];
+        // A skill target's entry gives --skill before the probe's arguments: a probe that gave
+        // it again would run another folder than the one `check` accepted.
+        if (!given.insert(arg).second) {
+            throw usage_error(arg + ": given twice");
+        }
         if (arg == "--agent") {
             if (value == "claude") {
                 options.agent = Agent::claude;

@@ -78,29 +78,10 @@ std::vector<SkillFile> read_skill(const fs::path &skill, const SkillLimits &limi
 
 }  // namespace
 
-bool valid_skill_name(const std::string &name) {
-    if (name.empty() || name.size() > 64) {
-        return false;
-    }
-    for (std::size_t i = 0; i < name.size(); ++i) {
-        const char c = name[i];
-        const bool alnum =
-            (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-        if (!alnum && (i == 0 || (c != '-' && c != '_'))) {
-            return false;
-        }
-    }
-    return true;
-}
-
 std::string install_skill(const fs::path &skill, const fs::path &home,
                           const std::string &skills_dir, const SkillLimits &limits) {
-    auto normal = skill.lexically_normal();
-    if (!normal.has_filename()) {
-        normal = normal.parent_path();  // "skills/notes/" names the folder "notes"
-    }
-    const auto folder = normal.filename().string();
-    if (!valid_skill_name(folder)) {
+    const auto folder = files::skill_folder_name(skill);
+    if (!files::valid_skill_name(folder)) {
         throw usage_error("--skill: " + skill.string() + ": the folder's name '" + folder +
                           "' is not a skill name (1 to 64 letters, digits, '-' or '_', starting "
                           "with a letter or digit)");

@@ -7,22 +7,14 @@
 // agent never finds half a skill.
 #pragma once
 
-#include <cstdint>
 #include <filesystem>
 #include <string>
 
+#include "files/skill_folder.hpp"
+
 namespace tea::skill_runner {
 
-struct SkillLimits {
-    std::uint64_t max_file_bytes = 1024 * 1024;
-    std::uint64_t max_total_bytes = 8 * 1024 * 1024;
-    std::size_t max_entries = 1000;  // folders and files, the root included
-    std::size_t max_depth = 16;
-};
-
-// Whether `name` may name a skill: 1 to 64 of ASCII letters, digits, '-' and '_', the first a
-// letter or digit. The name becomes a folder in the agent's home and the name the agent calls.
-bool valid_skill_name(const std::string &name);
+using files::SkillLimits;
 
 // Copies the skill folder to home/skills_dir/<its name>/ (skills_dir relative to home, such as
 // ".claude/skills"), replacing an earlier copy. Returns the skill's name. Throws tea::Error

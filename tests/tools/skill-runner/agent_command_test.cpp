@@ -41,12 +41,20 @@ TEST(AgentCommand, TheAgentIsHandedOnlyItsShortList) {
                                           "=nameless",
                                           "NOEQUALS"};
     EXPECT_EQ(
-        agent_environment(Agent::claude, caller),
+        agent_environment(Agent::claude, caller, "/ws"),
         (std::vector<std::string>{"HOME=/home/t", "PATH=/usr/bin", "LC_ALL=C",
                                   "HTTPS_PROXY=http://127.0.0.1:1", "CLAUDE_CODE_OAUTH_TOKEN=t"}));
-    EXPECT_EQ(agent_environment(Agent::codex, caller),
+    EXPECT_EQ(agent_environment(Agent::codex, caller, "/ws"),
               (std::vector<std::string>{"HOME=/home/t", "PATH=/usr/bin", "LC_ALL=C",
                                         "HTTPS_PROXY=http://127.0.0.1:1", "OPENAI_API_KEY=k"}));
+}
+
+TEST(AgentCommand, ARelativeAuthorityFileIsTheWorkingDirectorys) {
+    EXPECT_EQ(agent_environment(Agent::claude,
+                                {"NODE_EXTRA_CA_CERTS=ca.pem", "SSL_CERT_FILE=/etc/ca.pem"}, "/ws"),
+              (std::vector<std::string>{"NODE_EXTRA_CA_CERTS=/ws/ca.pem"}));
+    EXPECT_EQ(agent_environment(Agent::codex, {"SSL_CERT_FILE=/etc/ca.pem"}, "/ws"),
+              (std::vector<std::string>{"SSL_CERT_FILE=/etc/ca.pem"}));
 }
 
 }  // namespace

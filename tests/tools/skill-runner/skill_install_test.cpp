@@ -99,10 +99,10 @@ TEST_F(SkillInstall, AFolderWithoutSkillMdOrWithABadNameIsRefused) {
     fs::create_directory(badly_named);
     test::write_file((badly_named / "SKILL.md").string(), "x");
     EXPECT_THROW(install_skill(badly_named, home_, ".claude/skills"), Error);
-    EXPECT_TRUE(valid_skill_name("pdf-tools_2"));
-    EXPECT_FALSE(valid_skill_name("-x"));
-    EXPECT_FALSE(valid_skill_name(".."));
-    EXPECT_FALSE(valid_skill_name(std::string(65, 'a')));
+    EXPECT_TRUE(files::valid_skill_name("pdf-tools_2"));
+    EXPECT_FALSE(files::valid_skill_name("-x"));
+    EXPECT_FALSE(files::valid_skill_name(".."));
+    EXPECT_FALSE(files::valid_skill_name(std::string(65, 'a')));
 }
 
 TEST_F(SkillInstall, ALinkInTheHomeOnTheWayIsNotFollowed) {

@@ -77,6 +77,10 @@ TEST_F(SkillRunner, UsageErrorsExit2AndNameTheOption) {
     const auto turns = runner(kQuietAgent, {"--max-turns", "0", "--prompt-file", prompt_.string()});
     EXPECT_EQ(turns.status, 2);
     EXPECT_NE(turns.err.find("--max-turns"), std::string::npos);
+    const auto twice = runner(kQuietAgent, {"--skill", skill_.string(), "--skill", "/",
+                                            "--prompt-file", prompt_.string()});
+    EXPECT_EQ(twice.status, 2);
+    EXPECT_NE(twice.err.find("--skill: given twice"), std::string::npos) << twice.err;
     const auto unknown = runner(kQuietAgent, {"--turbo", "1"});
     EXPECT_EQ(unknown.status, 2);
     EXPECT_NE(unknown.err.find("--turbo"), std::string::npos);
@@ -223,16 +227,28 @@ TEST_F(SkillRunner, AnAgentThatNeverExitsIsKilledWithWhatItStartedAndExits6) {
     EXPECT_FALSE(alive(child_pid));
 }
 
-TEST_F(SkillRunner, WhatAnAgentLeftRunningEndsWithIt) {
-    // The agent exits at once, its child would sleep on: the group goes with the agent.
+TEST_F(SkillRunner, WhatAnAgentLeftRunningEndsWithItEvenOutsideItsGroup) {
+    // The agent exits at once; one child would sleep on in its group, another in a session of
+    // its own (setsid), out of reach of the group's kill.
     const auto pids = dir_ / "pids";
-    const auto out = runner("cat >/dev/null\nsleep 1000 >/dev/null &\necho $! >" + pids.string() +
-                            "\n" + kQuietAgent);
+    const auto out = runner("cat >/dev/null\nsleep 1000 >/dev/null 2>&1 &\necho $! >" +
+                            pids.string() + "\nsetsid sleep 1000 >/dev/null 2>&1 &\necho $! >>" +
+                            pids.string() + "\nsleep 0.2\n" + kQuietAgent);
     EXPECT_EQ(out.status, 0) << out.err;
-    pid_t child_pid = 0;
-    std::istringstream{read_file(pids.string())} >> child_pid;
-    ASSERT_GT(child_pid, 0);
-    EXPECT_FALSE(alive(child_pid));
+    std::istringstream listed{read_file(pids.string())};
+    int seen = 0;
+    for (pid_t pid = 0; listed >> pid; ++seen) {
+        EXPECT_FALSE(alive(pid)) << pid;
+    }
+    EXPECT_EQ(seen, 2);
+    // Control: the same agent run without the runner leaves both running.
+    const auto bare = run({(dir_ / "agent").string()}, env());
+    EXPECT_EQ(bare.status, 0) << bare.err;
+    std::istringstream left{read_file(pids.string())};
+    for (pid_t pid = 0; left >> pid;) {
+        EXPECT_TRUE(alive(pid)) << pid;
+        ::kill(pid, SIGKILL);
+    }
 }
 
 TEST_F(SkillRunner, SigtermIsPassedToTheAgent) {
