@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# Evaluates an agent skill with the real Claude Code CLI, confined and logged in, against the local
+# mock of its model API (examples/agent-skill, docs/agent-evaluations.md): check, run and score.
+# The skill target runs tea-skill-runner, which installs skills/release-notes in the agent's
+# private home and runs one session on the probe's prompt; the scripted agent writes
+# RELEASE_NOTES.md as the skill says, the evaluator compares it with the expected notes, and the
+# session's transcript is kept as an artifact.
+#
+#   scripts/run-agent-skill-example.sh [DIR]
+#
+# DIR (default: a new directory under /tmp) receives the project, the mock's files and a home of
+# its own; the records stay there. Exits 0 when the outcome is as described, 1 otherwise, and 1
+# with a message naming the script that installs it when the CLI is missing: it never passes
+# without running the CLI. TEA_EVALUATE_BIN set: that binary (and the tea-skill-runner beside
+# it), without installing or building.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+umask 022
+claude_version=$(sed -n 's/^claude_version=//p' scripts/install-deps.sh)
+claude=${CLAUDE_BIN:-/var/cache/tea-evaluate-deps/claude-code-$claude_version/bin/claude}
+if [ -z "${TEA_EVALUATE_BIN:-}" ]; then
+  # install-deps leaves the CLI out when npm cannot reach the registry; the check below says so.
+  bash scripts/install-deps.sh || true
+  cmake --preset release >/dev/null
+  cmake --build --preset release
+  TEA_EVALUATE_BIN=$repo/build/release/bin/tea-evaluate
+fi
+if [ ! -x "$claude" ]; then
+  echo "run-agent-skill-example: no Claude Code CLI at $claude: scripts/install-deps.sh installs" \
+    "@anthropic-ai/claude-code-linux-x64@$claude_version from npm (Linux x86-64 with glibc" \
+    "only); it could not here, so nothing was evaluated" >&2
+  exit 1
+fi
+bin=$TEA_EVALUATE_BIN
+
+work=${1:-$(mktemp -d /tmp/tea-agent-skill-XXXXXX)}
+mkdir -p "$work"
+# The sandbox identity must reach the project when this runs as root.
+chmod 755 "$work"
+project=$work/project
+mock=$work/mock
+mkdir -p "$project" "$mock" "$work/home"
+cp -R examples/agent-skill/. "$project/"
+rm -rf "$project/.tea/runs"
+expected=$project/.tea/evaluator/expected.md
+
+# The mock under a made-up host name, with a certificate authority made for this run; its turns:
+# the notes written as the skill says, then a last word.
+sh tests/clients/make_test_pki.sh "$mock" api.mock.test
+python3 - "$mock/script.json" "$expected" <<'PY'
+import json, sys
+turns = [
+    [{"type": "tool_use", "name": "Write",
+      "input": {"file_path": "RELEASE_NOTES.md", "content": open(sys.argv[2]).read()}}],
+    [{"type": "text", "text": "The release notes are written."}],
+]
+json.dump({"turns": turns}, open(sys.argv[1], "w"))
+PY
+python3 -I tests/clients/messages_api_mock.py --host api.mock.test --script "$mock/script.json" \
+  --log "$mock/requests.jsonl" --cert "$mock/server.pem" --key "$mock/server.key" \
+  --ports "$mock/ports.json" &
+mock_pid=$!
+trap 'kill "$mock_pid" 2>/dev/null || true' EXIT
+for _ in $(seq 100); do [ -f "$mock/ports.json" ] && break; sleep 0.1; done
+port=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["api"])' "$mock/ports.json")
+
+# This run's port and CLI in the entry and the probe, and the authority in the probe's files.
+python3 - "$project/.tea" "$port" "$claude" "$mock/ca.pem" <<'PY'
+import json, os, sys
+tea, port, claude, ca = sys.argv[1:]
+with open(tea + "/evaluation.json") as f:
+    evaluation = json.load(f)
+entry = evaluation["registry"][0]
+entry["egress"][0]["port"] = int(port)
+entry["systemPaths"] = [os.path.dirname(claude)]
+with open(tea + "/evaluation.json", "w") as f:
+    json.dump(evaluation, f, indent=2)
+with open(tea + "/probes/session.json") as f:
+    probe = json.load(f)
+args = probe["args"]
+args[args.index("--agent-bin") + 1] = claude
+probe["files"]["test-ca.pem"] = open(ca).read()
+with open(tea + "/probes/session.json", "w") as f:
+    json.dump(probe, f, indent=2)
+PY
+git -C "$project" init -q
+git -C "$project" add -A
+git -C "$project" -c user.name=tea-evaluate -c user.email=example@tea-evaluate.invalid \
+  commit -q -m "agent-skill"
+
+# The token route, with a made-up token (the mock takes any), in a home of the example's own.
+token="sk-ant-oat01-example-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
+export HOME=$work/home CLAUDE_CONFIG_DIR= CLAUDE_CODE_OAUTH_TOKEN=$token
+export ANTHROPIC_BASE_URL=https://api.mock.test:$port NODE_EXTRA_CA_CERTS=test-ca.pem
+# What keeps the CLI from reaching anything but the mock (tests/clients/claude_cli.hpp).
+export CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1 DISABLE_TELEMETRY=1 \
+  DISABLE_ERROR_REPORTING=1 BUN_ENABLE_CRASH_REPORTING=0 CLAUDE_CODE_MAX_RETRIES=0
+
+"$bin" check "$project/.tea"
+set +e
+"$bin" --json run "$project/.tea" >"$work/run.json" 2>"$work/run.stderr"
+run_status=$?
+set -e
+cat "$work/run.stderr" >&2
+run_dir=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get("runDir", ""))' \
+  "$work/run.json" 2>/dev/null || true)
+if [ -z "$run_dir" ]; then
+  echo "run-agent-skill-example: tea-evaluate run exited $run_status and made no run" >&2
+  exit 1
+fi
+set +e
+"$bin" score "$run_dir" 2>"$work/score.stderr"
+score_status=$?
+set -e
+cat "$work/score.stderr" >&2
+
+artifacts=$run_dir/trials/1/artifacts/notes-skill
+failed=0
+expect() {  # expect WHAT COMMAND...: says whether the outcome holds
+  if "${@:2}"; then echo "ok: $1"; else echo "NOT AS EXPECTED: $1" >&2; failed=1; fi
+}
+expect "run exits 0" test "$run_status" -eq 0
+expect "score exits 0 (pass)" test "$score_status" -eq 0
+expect "the notes the skill describes were collected" cmp -s "$artifacts/notes" "$expected"
+expect "the session's transcript was collected, one JSON value a line" \
+  python3 -c 'import json, sys; [json.loads(l) for l in open(sys.argv[1])]' "$artifacts/transcript"
+expect "the CLI listed the installed skill" grep -qF '"release-notes"' "$artifacts/transcript"
+expect "the runner's exit is recorded" python3 -c '
+import json, sys
+call = json.load(open(sys.argv[1]))["trials"][0]["calls"][0]
+sys.exit(call["skill"]["runnerExit"] != "done")' "$run_dir/run.json"
+expect "the mock saw the token" grep -qF "Bearer $token" "$mock/requests.jsonl"
+expect "no record holds the token" \
+  bash -c '! grep -rqF -- "$1" "$2" "$3/run.stderr" "$3/score.stderr"' _ "$token" "$run_dir" "$work"
+echo "records: $run_dir"
+exit "$failed"
