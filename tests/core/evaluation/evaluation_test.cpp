@@ -1175,9 +1175,6 @@ TEST_F(EvaluationTest, RevisionIsACommitOrANameWithSteps) {
     }
 }
 
-}  // namespace
-}  // namespace tea::evaluation
-
 // Skill targets (evaluation/skill_target.hpp): a command entry whose executable is
 // tea-skill-runner names a skill folder as its target.
 class SkillTargetTest : public EvaluationTest {
@@ -1231,3 +1228,6 @@ TEST_F(SkillTargetTest, AMalformedSkillFolderIsAProblemOfTheTargetField) {
     entry()["target"] = "../outside";
     EXPECT_TRUE(has(load_doc(), kEval, "field 'target'", ""));
 }
+
+}  // namespace
+}  // namespace tea::evaluation
