@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "claude_cli.hpp"
+#include "evaluation_project.hpp"
 #include "harness.hpp"
 #include "messages_api_mock.hpp"
 #include "support/process.hpp"
@@ -32,11 +33,6 @@ const fs::path kSource{TEA_SOURCE_DIR};
 const fs::path kExample = kSource / "examples" / "agent-skill";
 constexpr const char *kMockHost = "api.mock.test";
 constexpr const char *kNotes = "RELEASE_NOTES.md";
-
-json read_json(const fs::path &path) {
-    std::ifstream in{path};
-    return json::parse(in, nullptr, false);
-}
 
 // The scripted session of the example's skill: the notes written, then a last word.
 json notes_turns() {
@@ -195,47 +191,17 @@ class SkillTargetEvaluation : public SkillRunnerClient {
         }
         probe["files"]["test-ca.pem"] = read_file(mock_->ca_file().string());
         write_file((eval() / "probes" / "session.json").string(), probe.dump(2));
-        for (const std::vector<std::string> &argv :
-             {std::vector<std::string>{"git", "init", "-q", project().string()},
-              {"git", "-C", project().string(), "add", "-A"},
-              {"git", "-C", project().string(), "-c", "user.name=t", "-c", "user.email=t@t",
-               "commit", "-q", "-m", "agent-skill"}}) {
-            const auto o = run(argv, environment_with({}));
-            ASSERT_EQ(o.status, 0) << argv[1] << ": " << o.err;
-        }
+        commit_project(project(), "agent-skill");
     }
 
     [[nodiscard]] std::vector<std::string> environment(
         const std::vector<std::string> &extra) const {
-        std::vector<std::string> items{
-            "XDG_CONFIG_HOME=/nonexistent-tea-test",
-            "TEA_EVALUATE_PRIVATE_ROOT=" + (base() / "private").string(),
-            "HOME=" + home().string(),
-            "CLAUDE_CONFIG_DIR=",
-            "CLAUDE_CODE_OAUTH_TOKEN=",
-            "ANTHROPIC_API_KEY=",
-            "ANTHROPIC_AUTH_TOKEN=",
-            "HTTPS_PROXY=",
-            "https_proxy=",
-            "ANTHROPIC_BASE_URL=" + mock_->base_url(),
-            "NODE_EXTRA_CA_CERTS=test-ca.pem",
-        };
-        const auto &quiet = claude_test_environment();
-        items.insert(items.end(), quiet.begin(), quiet.end());
-        items.insert(items.end(), extra.begin(), extra.end());
-        return environment_with(items);
+        return evaluation_environment(base(), home(), *mock_, extra);
     }
 
     static Outcome tea(const std::vector<std::string> &env, std::vector<std::string> args) {
         args.insert(args.begin(), TEA_EVALUATE_BIN);
         return run(args, env);
-    }
-
-    static fs::path run_dir_of(const Outcome &o) {
-        const auto doc = json::parse(o.out, nullptr, false);
-        return doc.is_object() && doc.contains("runDir")
-                   ? fs::path{doc["runDir"].get<std::string>()}
-                   : fs::path{};
     }
 };
 
