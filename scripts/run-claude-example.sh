@@ -13,24 +13,9 @@
 # without running the CLI. TEA_EVALUATE_BIN set: that binary, without installing or building.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-repo=$PWD
-umask 022
-claude_version=$(sed -n 's/^claude_version=//p' scripts/install-deps.sh)
-claude=${CLAUDE_BIN:-/var/cache/tea-evaluate-deps/claude-code-$claude_version/bin/claude}
-if [ -z "${TEA_EVALUATE_BIN:-}" ]; then
-  # install-deps leaves the CLI out when npm cannot reach the registry; the check below says so.
-  bash scripts/install-deps.sh || true
-  cmake --preset release >/dev/null
-  cmake --build --preset release
-  TEA_EVALUATE_BIN=$repo/build/release/bin/tea-evaluate
-fi
-if [ ! -x "$claude" ]; then
-  echo "run-claude-example: no Claude Code CLI at $claude: scripts/install-deps.sh installs" \
-    "@anthropic-ai/claude-code-linux-x64@$claude_version from npm (Linux x86-64 with glibc" \
-    "only); it could not here, so nothing was evaluated" >&2
-  exit 1
-fi
-bin=$TEA_EVALUATE_BIN
+script=run-claude-example
+# shellcheck source=scripts/claude-example-setup.sh
+. scripts/claude-example-setup.sh
 
 work=${1:-$(mktemp -d /tmp/tea-claude-agent-XXXXXX)}
 # The sandbox identity must reach the project when this runs as root.
