@@ -21,3 +21,42 @@ if [ ! -x "$claude" ]; then
   exit 1
 fi
 bin=$TEA_EVALUATE_BIN
+
+# The token route, with a made-up token (the mock takes any) in `token`, in a home of the
+# example's own (under $work), the CLI pointed at the mock on `port` with the authority the
+# probe brings into the workspace.
+use_made_up_token() {
+  token="sk-ant-oat01-example-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
+  export HOME=$work/home CLAUDE_CONFIG_DIR= CLAUDE_CODE_OAUTH_TOKEN=$token
+  export ANTHROPIC_BASE_URL=https://api.mock.test:$port NODE_EXTRA_CA_CERTS=test-ca.pem
+  # What keeps the CLI from reaching anything but the mock (tests/clients/claude_cli.hpp).
+  export CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1 DISABLE_TELEMETRY=1 \
+    DISABLE_ERROR_REPORTING=1 BUN_ENABLE_CRASH_REPORTING=0 CLAUDE_CODE_MAX_RETRIES=0
+}
+
+# check, run and score of $project/.tea, what they print on stderr kept under $work: sets
+# run_status, run_dir and score_status; exits 1 when run made no run.
+check_run_score() {
+  "$bin" check "$project/.tea"
+  set +e
+  "$bin" --json run "$project/.tea" >"$work/run.json" 2>"$work/run.stderr"
+  run_status=$?
+  set -e
+  cat "$work/run.stderr" >&2
+  run_dir=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get("runDir", ""))' \
+    "$work/run.json" 2>/dev/null || true)
+  if [ -z "$run_dir" ]; then
+    echo "$script: tea-evaluate run exited $run_status and made no run" >&2
+    exit 1
+  fi
+  set +e
+  "$bin" score "$run_dir" 2>"$work/score.stderr"
+  score_status=$?
+  set -e
+  cat "$work/score.stderr" >&2
+}
+
+failed=0
+expect() {  # expect WHAT COMMAND...: says whether the outcome holds
+  if "${@:2}"; then echo "ok: $1"; else echo "NOT AS EXPECTED: $1" >&2; failed=1; fi
+}

@@ -71,36 +71,10 @@ git -C "$project" add -A
 git -C "$project" -c user.name=tea-evaluate -c user.email=example@tea-evaluate.invalid \
   commit -q -m "claude-agent"
 
-# The token route, with a made-up token (the mock takes any), in a home of the example's own.
-token="sk-ant-oat01-example-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
-export HOME=$work/home CLAUDE_CONFIG_DIR= CLAUDE_CODE_OAUTH_TOKEN=$token CLAUDE_BIN=$claude
-export ANTHROPIC_BASE_URL=https://api.mock.test:$port NODE_EXTRA_CA_CERTS=test-ca.pem
-# What keeps the CLI from reaching anything but the mock (tests/clients/claude_cli.hpp).
-export CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1 DISABLE_TELEMETRY=1 \
-  DISABLE_ERROR_REPORTING=1 BUN_ENABLE_CRASH_REPORTING=0 CLAUDE_CODE_MAX_RETRIES=0
+use_made_up_token
+export CLAUDE_BIN=$claude
+check_run_score
 
-"$bin" check "$project/.tea"
-set +e
-"$bin" --json run "$project/.tea" >"$work/run.json" 2>"$work/run.stderr"
-run_status=$?
-set -e
-cat "$work/run.stderr" >&2
-run_dir=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get("runDir", ""))' \
-  "$work/run.json" 2>/dev/null || true)
-if [ -z "$run_dir" ]; then
-  echo "run-claude-example: tea-evaluate run exited $run_status and made no run" >&2
-  exit 1
-fi
-set +e
-"$bin" score "$run_dir" 2>"$work/score.stderr"
-score_status=$?
-set -e
-cat "$work/score.stderr" >&2
-
-failed=0
-expect() {  # expect WHAT COMMAND...: says whether the outcome holds
-  if "${@:2}"; then echo "ok: $1"; else echo "NOT AS EXPECTED: $1" >&2; failed=1; fi
-}
 expect "run exits 3 (the agent reached for the evaluation folder)" test "$run_status" -eq 3
 expect "score exits 3 (Invalid)" test "$score_status" -eq 3
 expect "the agent's file was collected" \
