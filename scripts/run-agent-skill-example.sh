@@ -76,6 +76,7 @@ git -C "$project" -c user.name=tea-evaluate -c user.email=example@tea-evaluate.i
 
 use_made_up_token
 check_run_score
+artifacts=$run_dir/trials/1/artifacts/notes-skill
 
 expect "run exits 0" test "$run_status" -eq 0
 expect "score exits 0 (pass)" test "$score_status" -eq 0
