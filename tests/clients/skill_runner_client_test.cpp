@@ -203,6 +203,18 @@ class SkillTargetEvaluation : public SkillRunnerClient {
         args.insert(args.begin(), TEA_EVALUATE_BIN);
         return run(args, env);
     }
+
+    // run.json, with its skill object, against docs/schema/run.schema.json.
+    static void expect_run_record_valid(const fs::path &run_dir) {
+        const auto o = run(
+            {"/usr/bin/python3", "-c",
+             "import json,sys,jsonschema\n"
+             "jsonschema.validate(json.load(open(sys.argv[1])), "
+             "json.load(open(sys.argv[2])))\n",
+             (run_dir / "run.json").string(), (kSource / "docs/schema/run.schema.json").string()},
+            environment_with({}));
+        EXPECT_EQ(o.status, 0) << o.err;
+    }
 };
 
 TEST_F(SkillTargetEvaluation, ALoggedInSkillRunPassesWithItsTranscriptAsAnArtifact) {
@@ -226,6 +238,7 @@ TEST_F(SkillTargetEvaluation, ALoggedInSkillRunPassesWithItsTranscriptAsAnArtifa
     EXPECT_EQ(call["exitCode"], 0);
     EXPECT_EQ(call["skill"]["folder"], "skills/release-notes") << call;
     EXPECT_EQ(call["skill"]["runnerExit"], "done") << call;
+    expect_run_record_valid(dir);
     const auto transcript = read_file((dir / "trials/1/artifacts/notes-skill/transcript").string());
     EXPECT_NE(transcript.find("\"subtype\":\"init\""), std::string::npos) << transcript;
     // The login's token reached the mock and no record.
@@ -255,6 +268,7 @@ TEST_F(SkillTargetEvaluation, AMissingLoginIsAnInfrastructureErrorNotAFail) {
     EXPECT_EQ(call["infrastructureError"], true) << call;
     EXPECT_EQ(call["skill"]["runnerExit"], "the agent could not authenticate") << call;
     EXPECT_EQ(record["trials"][0]["infrastructureErrors"], 1);
+    expect_run_record_valid(dir);
     EXPECT_TRUE(mock_->requests().empty());
 }
 
