@@ -22,6 +22,21 @@ if [ ! -x "$claude" ]; then
 fi
 bin=$TEA_EVALUATE_BIN
 
+# Copies examples/NAME into $project under `work` (the first argument of the caller, or a new
+# directory under /tmp), beside $mock (the mock's files, with a certificate authority made for
+# this run) and a home; the sandbox identity must reach the project when this runs as root.
+copy_example() {
+  work=${1:-$(mktemp -d "/tmp/tea-$2-XXXXXX")}
+  mkdir -p "$work"
+  chmod 755 "$work"
+  project=$work/project
+  mock=$work/mock
+  mkdir -p "$project" "$mock" "$work/home"
+  cp -R "examples/$2/." "$project/"
+  rm -rf "$project/.tea/runs"
+  sh tests/clients/make_test_pki.sh "$mock" api.mock.test
+}
+
 # The token route, with a made-up token (the mock takes any) in `token`, in a home of the
 # example's own (under $work), the CLI pointed at the mock on `port` with the authority the
 # probe brings into the workspace.

@@ -19,20 +19,11 @@ script=run-agent-skill-example
 # shellcheck source=scripts/claude-example-setup.sh
 . scripts/claude-example-setup.sh
 
-work=${1:-$(mktemp -d /tmp/tea-agent-skill-XXXXXX)}
-mkdir -p "$work"
-# The sandbox identity must reach the project when this runs as root.
-chmod 755 "$work"
-project=$work/project
-mock=$work/mock
-mkdir -p "$project" "$mock" "$work/home"
-cp -R examples/agent-skill/. "$project/"
-rm -rf "$project/.tea/runs"
+copy_example "${1:-}" agent-skill
 expected=$project/.tea/evaluator/expected.md
 
-# The mock under a made-up host name, with a certificate authority made for this run; its turns:
+# The mock under a made-up host name; its turns:
 # the notes written as the skill says, then a last word.
-sh tests/clients/make_test_pki.sh "$mock" api.mock.test
 python3 - "$mock/script.json" "$expected" <<'PY'
 import json, sys
 turns = [

@@ -17,19 +17,11 @@ script=run-claude-example
 # shellcheck source=scripts/claude-example-setup.sh
 . scripts/claude-example-setup.sh
 
-work=${1:-$(mktemp -d /tmp/tea-claude-agent-XXXXXX)}
-# The sandbox identity must reach the project when this runs as root.
-chmod 755 "$work"
-project=$work/project
-mock=$work/mock
-mkdir -p "$project" "$mock" "$work/home"
-cp -R examples/claude-agent/. "$project/"
-rm -rf "$project/.tea/runs"
+copy_example "${1:-}" claude-agent
 expected=$project/.tea/evaluator/expected.txt
 
-# The mock under a made-up host name, with a certificate authority made for this run; its turns:
+# The mock under a made-up host name; its turns:
 # a Write in the workspace, a Read of the grading material, the Authorization header echoed.
-sh tests/clients/make_test_pki.sh "$mock" api.mock.test
 python3 - "$mock/script.json" "$expected" <<'EOF'
 import json, sys
 turns = [

@@ -93,15 +93,7 @@ class ClaudeEvaluation : public ::testing::Test {
     // probe, so it lands in the workspace) into the example, lets `change` edit the evaluation,
     // and commits the project.
     void prepare(const std::function<void(json &)> &change = {}) {
-        auto evaluation = read_json(eval() / "evaluation.json");
-        auto &entry = evaluation["registry"][0];
-        entry["egress"][0]["port"] = mock_->api_port();
-        entry["systemPaths"] = {fs::path{TEA_TEST_CLAUDE}.parent_path().string()};
-        if (change) change(evaluation);
-        write_file((eval() / "evaluation.json").string(), evaluation.dump(2));
-        auto probe = read_json(eval() / "probes" / "session.json");
-        probe["files"] = {{"test-ca.pem", read_file(mock_->ca_file().string())}};
-        write_file((eval() / "probes" / "session.json").string(), probe.dump(2));
+        point_example_at_mock(eval(), "session", *mock_, TEA_TEST_CLAUDE, change);
         commit_project(project(), "claude-agent");
     }
 

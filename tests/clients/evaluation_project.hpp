@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
@@ -41,6 +42,26 @@ inline void commit_project(const std::filesystem::path &project, const std::stri
             throw std::runtime_error("git " + argv[1] + ": " + o.err);
         }
     }
+}
+
+// Points the copy of an example at `mock`: its first entry's egress port and the CLI's directory
+// as its system path, then `change`; and the probe probes/<probe>.json given the mock's
+// authority as its file test-ca.pem (so it lands in the workspace), then `change_probe`.
+inline void point_example_at_mock(const std::filesystem::path &eval, const std::string &probe,
+                                  const MessagesApiMock &mock, const std::filesystem::path &cli,
+                                  const std::function<void(nlohmann::json &)> &change,
+                                  const std::function<void(nlohmann::json &)> &change_probe = {}) {
+    auto evaluation = read_json(eval / "evaluation.json");
+    auto &entry = evaluation["registry"][0];
+    entry["egress"][0]["port"] = mock.api_port();
+    entry["systemPaths"] = {cli.parent_path().string()};
+    if (change) change(evaluation);
+    write_file((eval / "evaluation.json").string(), evaluation.dump(2));
+    const auto probe_file = eval / "probes" / (probe + ".json");
+    auto probe_doc = read_json(probe_file);
+    probe_doc["files"]["test-ca.pem"] = read_file(mock.ca_file().string());
+    if (change_probe) change_probe(probe_doc);
+    write_file(probe_file.string(), probe_doc.dump(2));
 }
 
 // tea-evaluate's environment for a run against `mock`: a home, configuration and private root

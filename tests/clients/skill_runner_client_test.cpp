@@ -178,19 +178,12 @@ class SkillTargetEvaluation : public SkillRunnerClient {
         fs::copy(kExample, project(), fs::copy_options::recursive);
         std::error_code ec;
         fs::remove_all(eval() / "runs", ec);
-        auto evaluation = read_json(eval() / "evaluation.json");
-        auto &entry = evaluation["registry"][0];
-        entry["egress"][0]["port"] = mock_->api_port();
-        entry["systemPaths"] = {fs::path{TEA_TEST_CLAUDE}.parent_path().string()};
-        if (change) change(evaluation);
-        write_file((eval() / "evaluation.json").string(), evaluation.dump(2));
-        auto probe = read_json(eval() / "probes" / "session.json");
-        auto &args = probe["args"];
-        for (std::size_t i = 0; i + 1 < args.size(); ++i) {
-            if (args[i] == "--agent-bin") args[i + 1] = TEA_TEST_CLAUDE;
-        }
-        probe["files"]["test-ca.pem"] = read_file(mock_->ca_file().string());
-        write_file((eval() / "probes" / "session.json").string(), probe.dump(2));
+        point_example_at_mock(eval(), "session", *mock_, TEA_TEST_CLAUDE, change, [](json &probe) {
+            auto &args = probe["args"];
+            for (std::size_t i = 0; i + 1 < args.size(); ++i) {
+                if (args[i] == "--agent-bin") args[i + 1] = TEA_TEST_CLAUDE;
+            }
+        });
         commit_project(project(), "agent-skill");
     }
 
