@@ -37,6 +37,17 @@ copy_example() {
   sh tests/clients/make_test_pki.sh "$mock" api.mock.test
 }
 
+# Starts the mock with $mock/script.json, stopped when the caller exits; sets `port`, its API's.
+start_mock() {
+  python3 -I tests/clients/messages_api_mock.py --host api.mock.test --script "$mock/script.json" \
+    --log "$mock/requests.jsonl" --cert "$mock/server.pem" --key "$mock/server.key" \
+    --ports "$mock/ports.json" &
+  mock_pid=$!
+  trap 'kill "$mock_pid" 2>/dev/null || true' EXIT
+  for _ in $(seq 100); do [ -f "$mock/ports.json" ] && break; sleep 0.1; done
+  port=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["api"])' "$mock/ports.json")
+}
+
 # The token route, with a made-up token (the mock takes any) in `token`, in a home of the
 # example's own (under $work), the CLI pointed at the mock on `port` with the authority the
 # probe brings into the workspace.

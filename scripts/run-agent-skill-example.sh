@@ -33,13 +33,7 @@ turns = [
 ]
 json.dump({"turns": turns}, open(sys.argv[1], "w"))
 PY
-python3 -I tests/clients/messages_api_mock.py --host api.mock.test --script "$mock/script.json" \
-  --log "$mock/requests.jsonl" --cert "$mock/server.pem" --key "$mock/server.key" \
-  --ports "$mock/ports.json" &
-mock_pid=$!
-trap 'kill "$mock_pid" 2>/dev/null || true' EXIT
-for _ in $(seq 100); do [ -f "$mock/ports.json" ] && break; sleep 0.1; done
-port=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["api"])' "$mock/ports.json")
+start_mock
 
 # This run's port and CLI in the entry and the probe, and the authority in the probe's files.
 python3 - "$project/.tea" "$port" "$claude" "$mock/ca.pem" <<'PY'
