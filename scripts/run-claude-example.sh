@@ -13,38 +13,15 @@
 # without running the CLI. TEA_EVALUATE_BIN set: that binary, without installing or building.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-repo=$PWD
-umask 022
-claude_version=$(sed -n 's/^claude_version=//p' scripts/install-deps.sh)
-claude=${CLAUDE_BIN:-/var/cache/tea-evaluate-deps/claude-code-$claude_version/bin/claude}
-if [ -z "${TEA_EVALUATE_BIN:-}" ]; then
-  # install-deps leaves the CLI out when npm cannot reach the registry; the check below says so.
-  bash scripts/install-deps.sh || true
-  cmake --preset release >/dev/null
-  cmake --build --preset release
-  TEA_EVALUATE_BIN=$repo/build/release/bin/tea-evaluate
-fi
-if [ ! -x "$claude" ]; then
-  echo "run-claude-example: no Claude Code CLI at $claude: scripts/install-deps.sh installs" \
-    "@anthropic-ai/claude-code-linux-x64@$claude_version from npm (Linux x86-64 with glibc" \
-    "only); it could not here, so nothing was evaluated" >&2
-  exit 1
-fi
-bin=$TEA_EVALUATE_BIN
+script=run-claude-example
+# shellcheck source=scripts/claude-example-setup.sh
+. scripts/claude-example-setup.sh
 
-work=${1:-$(mktemp -d /tmp/tea-claude-agent-XXXXXX)}
-# The sandbox identity must reach the project when this runs as root.
-chmod 755 "$work"
-project=$work/project
-mock=$work/mock
-mkdir -p "$project" "$mock" "$work/home"
-cp -R examples/claude-agent/. "$project/"
-rm -rf "$project/.tea/runs"
+copy_example "${1:-}" claude-agent
 expected=$project/.tea/evaluator/expected.txt
 
-# The mock under a made-up host name, with a certificate authority made for this run; its turns:
+# The mock under a made-up host name; its turns:
 # a Write in the workspace, a Read of the grading material, the Authorization header echoed.
-sh tests/clients/make_test_pki.sh "$mock" api.mock.test
 python3 - "$mock/script.json" "$expected" <<'EOF'
 import json, sys
 turns = [
@@ -56,13 +33,7 @@ turns = [
 ]
 json.dump({"turns": turns}, open(sys.argv[1], "w"))
 EOF
-python3 -I tests/clients/messages_api_mock.py --host api.mock.test --script "$mock/script.json" \
-  --log "$mock/requests.jsonl" --cert "$mock/server.pem" --key "$mock/server.key" \
-  --ports "$mock/ports.json" &
-mock_pid=$!
-trap 'kill "$mock_pid" 2>/dev/null || true' EXIT
-for _ in $(seq 100); do [ -f "$mock/ports.json" ] && break; sleep 0.1; done
-port=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["api"])' "$mock/ports.json")
+start_mock
 
 # This run's port and CLI in the entry, and the authority in the probe's files.
 python3 - "$project/.tea" "$port" "$(dirname "$claude")" "$mock/ca.pem" <<'EOF'
@@ -86,36 +57,10 @@ git -C "$project" add -A
 git -C "$project" -c user.name=tea-evaluate -c user.email=example@tea-evaluate.invalid \
   commit -q -m "claude-agent"
 
-# The token route, with a made-up token (the mock takes any), in a home of the example's own.
-token="sk-ant-oat01-example-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
-export HOME=$work/home CLAUDE_CONFIG_DIR= CLAUDE_CODE_OAUTH_TOKEN=$token CLAUDE_BIN=$claude
-export ANTHROPIC_BASE_URL=https://api.mock.test:$port NODE_EXTRA_CA_CERTS=test-ca.pem
-# What keeps the CLI from reaching anything but the mock (tests/clients/claude_cli.hpp).
-export CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1 DISABLE_TELEMETRY=1 \
-  DISABLE_ERROR_REPORTING=1 BUN_ENABLE_CRASH_REPORTING=0 CLAUDE_CODE_MAX_RETRIES=0
+use_made_up_token
+export CLAUDE_BIN=$claude
+check_run_score
 
-"$bin" check "$project/.tea"
-set +e
-"$bin" --json run "$project/.tea" >"$work/run.json" 2>"$work/run.stderr"
-run_status=$?
-set -e
-cat "$work/run.stderr" >&2
-run_dir=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get("runDir", ""))' \
-  "$work/run.json" 2>/dev/null || true)
-if [ -z "$run_dir" ]; then
-  echo "run-claude-example: tea-evaluate run exited $run_status and made no run" >&2
-  exit 1
-fi
-set +e
-"$bin" score "$run_dir" 2>"$work/score.stderr"
-score_status=$?
-set -e
-cat "$work/score.stderr" >&2
-
-failed=0
-expect() {  # expect WHAT COMMAND...: says whether the outcome holds
-  if "${@:2}"; then echo "ok: $1"; else echo "NOT AS EXPECTED: $1" >&2; failed=1; fi
-}
 expect "run exits 3 (the agent reached for the evaluation folder)" test "$run_status" -eq 3
 expect "score exits 3 (Invalid)" test "$score_status" -eq 3
 expect "the agent's file was collected" \

@@ -18,6 +18,8 @@
 #include "evaluation/corpus.hpp"
 #include "evaluation/program_file.hpp"
 #include "evaluation/revision_syntax.hpp"
+#include "evaluation/skill_target.hpp"
+#include "files/skill_folder.hpp"
 #include "http/http_client.hpp"
 #include "util/closest_match.hpp"
 #include "util/fd.hpp"
@@ -666,7 +668,13 @@ std::optional<fs::path> read_target(const Report &report, const json &v, const P
                in_quotes(*target) + " leads outside the project " + project.root->string());
         return std::nullopt;
     }
-    if (!regular_file(*where)) {
+    if (is_skill_target(entry)) {
+        // The skill is copied into the agent's home on every call: a link in it would carry
+        // whatever it points at, and a link to it would run a folder the checkout does not hold.
+        if (const auto why = files::why_not_skill_folder(*project.root / *target)) {
+            report("target", "the skill folder " + in_quotes(*target) + " " + *why);
+        }
+    } else if (!regular_file(*where)) {
         report("target", in_quotes(*target) + " is not a regular file in the project");
     } else if (const auto why = why_not_executable(*where)) {
         report("target", in_quotes(*target) + " (" + where->string() + ") " + *why);
@@ -807,6 +815,9 @@ EntrySeen read_entry(const Report &file_report, const json &v, std::size_t index
                "([{\"host\": ..., \"port\": ...}])");
     }
     f.refuse_unknown();
+    if (is_skill_target(entry)) {
+        complete_skill_entry(entry);
+    }
     seen.system_paths = {entry.system_paths.begin(), entry.system_paths.end()};
     evaluation.registry.push_back(std::move(entry));
     return seen;

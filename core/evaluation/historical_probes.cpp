@@ -3,6 +3,8 @@
 #include <set>
 
 #include "evaluation/revision_fetch.hpp"
+#include "evaluation/skill_target.hpp"
+#include "files/skill_folder.hpp"
 #include "git/revision.hpp"
 #include "util/error.hpp"
 
@@ -85,6 +87,17 @@ std::string read_revision(const Evaluation &evaluation, const git::WorkspaceSour
         const auto *entry = evaluation.entry(probe->entry);
         if (entry == nullptr || !checked.insert(entry->interface_id).second) continue;
         std::error_code ec;
+        // A skill target's call installs the revision's skill folder, checked as `run` checks
+        // the evaluated commit's.
+        if (is_skill_target(*entry)) {
+            if (const auto why = files::why_not_skill_folder(check_dir / entry->target)) {
+                files::remove_tree(check_dir);
+                throw usage_error("probe '" + probe->name + "' field 'revision': '" + revision +
+                                  "' (commit " + commit + "): the skill folder '" + entry->target +
+                                  "' of entry '" + entry->interface_id + "' " + *why);
+            }
+            continue;
+        }
         if (!stdfs::is_regular_file(stdfs::symlink_status(check_dir / entry->target, ec))) {
             files::remove_tree(check_dir);
             // The call runs the program of the revision's tree, as the project had it then.

@@ -16,10 +16,12 @@
 #include "evaluation/http_call.hpp"
 #include "evaluation/leak_detectors.hpp"
 #include "evaluation/program_file.hpp"
+#include "evaluation/skill_target.hpp"
 #include "evaluation/target_git.hpp"
 #include "evaluation/tool_server_call.hpp"
 #include "exec/environment.hpp"
 #include "files/beneath.hpp"
+#include "files/skill_folder.hpp"
 #include "git/private_repository.hpp"
 #include "util/error.hpp"
 #include "util/signals.hpp"
@@ -360,10 +362,15 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
             files::write_beneath(call_workspace, rel, content);
         }
         exec::LaunchSpec spec;
-        spec.argv.push_back((call_workspace / entry->target).string());
         // A server's command line is its entry's; a command's arguments are its probe's.
         const auto &args = probe.tool_server || probe.http ? entry->args : probe.args;
-        spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+        if (is_skill_target(*entry)) {
+            spec.argv =
+                skill_call_argv(state.session.runtime().paths.prefix, call_workspace, *entry, args);
+        } else {
+            spec.argv.push_back((call_workspace / entry->target).string());
+            spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+        }
         // Opted out, the target keeps the host's environment as it keeps the host's files.
         spec.env = ev.confinement ? target_environment(*entry) : exec::current_environment();
         // The login's variables and files; its strings are secrets before the target starts.
@@ -496,6 +503,13 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
                   {"budgetHits", budget_hits(r.budget)}};
         if (historical) {
             call["revision"] = {{"name", probe.revision}, {"commit", revision_commit}};
+        }
+        if (is_skill_target(*entry)) {
+            call["skill"] = {{"folder", entry->target},
+                             {"transcript", kSkillTranscript},
+                             {"runnerExit", r.started && r.signal == 0 && !r.timed_out
+                                                ? json(skill_exit_meaning(r.exit_code))
+                                                : json(nullptr)}};
         }
         if (tool_server) {
             // What the server said, redacted with the rest of the record (write_record).
@@ -745,6 +759,19 @@ void check_targets(const Evaluation &ev, const git::WorkspaceSource &source,
     for (const auto &entry : ev.registry) {
         std::error_code ec;
         const auto target = check_dir / entry.target;
+        if (is_skill_target(entry)) {
+            // The workspace is this checkout: the folder `check` read in the work tree may not be
+            // the one committed.
+            if (const auto why = files::why_not_skill_folder(target)) {
+                files::remove_tree(check_dir);
+                throw usage_error("entry '" + entry.interface_id +
+                                  "' field 'target': the skill "
+                                  "folder '" +
+                                  entry.target + "' in " + where + " " + *why +
+                                  (source.git ? " (commit it first)" : ""));
+            }
+            continue;
+        }
         if (!stdfs::is_regular_file(stdfs::symlink_status(target, ec))) {
             files::remove_tree(check_dir);
             throw usage_error("entry '" + entry.interface_id + "': target '" + entry.target +

@@ -31,8 +31,49 @@ std::vector<std::string> components(const std::string &rel) {
     return out;
 }
 
+// The walk of open_beneath where openat2 is refused: one component at a time from dirfd, each
+// opened with O_NOFOLLOW (a link at any step fails with ELOOP) and on dirfd's file system (a mount
+// the walk crosses fails with EXDEV). rel is a plain relative path (no "..", no empty component),
+// so nothing leads above dirfd.
+int open_by_components(int dirfd, const std::string &rel, std::uint64_t flags, std::uint64_t mode) {
+    struct stat root {};
+    if (::fstat(dirfd, &root) != 0) {
+        return -1;
+    }
+    const auto parts = components(rel);
+    UniqueFd dir;
+    int at = dirfd;
+    for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+        UniqueFd next{
+            ::openat(at, parts[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)};
+        struct stat st {};
+        if (!next || ::fstat(next.get(), &st) != 0) {
+            return -1;
+        }
+        if (st.st_dev != root.st_dev) {
+            errno = EXDEV;
+            return -1;
+        }
+        dir = std::move(next);
+        at = dir.get();
+    }
+    UniqueFd fd{::openat(at, parts.back().c_str(), static_cast<int>(flags | O_CLOEXEC | O_NOFOLLOW),
+                         static_cast<mode_t>(mode))};
+    struct stat st {};
+    if (!fd || ::fstat(fd.get(), &st) != 0) {
+        return -1;
+    }
+    if (st.st_dev != root.st_dev) {
+        errno = EXDEV;
+        return -1;
+    }
+    return fd.release();
+}
+
 // openat2 beneath dirfd, never through a link: a link the target planted cannot lead the runtime
-// to the grading material or a credential (or make it write there).
+// to the grading material or a credential (or make it write there). Where openat2 is refused
+// (ENOSYS: inside the confinement, whose seccomp filter refuses it, for tea-skill-runner), the same
+// rules are kept by a walk one component at a time.
 int open_beneath(int dirfd, const std::string &rel, std::uint64_t flags, std::uint64_t mode) {
     open_how how{};
     how.flags = flags | O_CLOEXEC | O_NOFOLLOW;
@@ -42,6 +83,9 @@ int open_beneath(int dirfd, const std::string &rel, std::uint64_t flags, std::ui
     do {
         fd = ::syscall(SYS_openat2, dirfd, rel.c_str(), &how, sizeof how);
     } while (fd < 0 && errno == EINTR);
+    if (fd < 0 && errno == ENOSYS) {
+        return open_by_components(dirfd, rel, flags, mode);
+    }
     return static_cast<int>(fd);
 }
 

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "claude_cli.hpp"
+#include "evaluation_project.hpp"
 #include "harness.hpp"
 #include "messages_api_mock.hpp"
 #include "support/process.hpp"
@@ -40,17 +41,6 @@ constexpr const char *kMockHost = "api.mock.test";
 // The file the agent writes, relative to the call's working directory (the workspace), and the
 // name the entry's artifact gives it.
 constexpr const char *kWritten = "made-by-agent.txt";
-
-json read_json(const fs::path &path) {
-    std::ifstream in{path};
-    return json::parse(in, nullptr, false);
-}
-
-fs::path run_dir_of(const Outcome &o) {
-    const auto doc = json::parse(o.out, nullptr, false);
-    return doc.is_object() && doc.contains("runDir") ? fs::path{doc["runDir"].get<std::string>()}
-                                                     : fs::path{};
-}
 
 // Every file under `dir` that holds `secret`, one path a line; "" when none does.
 std::string files_holding(const fs::path &dir, const std::string &secret) {
@@ -103,23 +93,8 @@ class ClaudeEvaluation : public ::testing::Test {
     // probe, so it lands in the workspace) into the example, lets `change` edit the evaluation,
     // and commits the project.
     void prepare(const std::function<void(json &)> &change = {}) {
-        auto evaluation = read_json(eval() / "evaluation.json");
-        auto &entry = evaluation["registry"][0];
-        entry["egress"][0]["port"] = mock_->api_port();
-        entry["systemPaths"] = {fs::path{TEA_TEST_CLAUDE}.parent_path().string()};
-        if (change) change(evaluation);
-        write_file((eval() / "evaluation.json").string(), evaluation.dump(2));
-        auto probe = read_json(eval() / "probes" / "session.json");
-        probe["files"] = {{"test-ca.pem", read_file(mock_->ca_file().string())}};
-        write_file((eval() / "probes" / "session.json").string(), probe.dump(2));
-        for (const std::vector<std::string> &argv :
-             {std::vector<std::string>{"git", "init", "-q", project().string()},
-              {"git", "-C", project().string(), "add", "-A"},
-              {"git", "-C", project().string(), "-c", "user.name=t", "-c", "user.email=t@t",
-               "commit", "-q", "-m", "claude-agent"}}) {
-            const auto o = run(argv, environment_with({}));
-            ASSERT_EQ(o.status, 0) << argv[1] << ": " << o.err;
-        }
+        point_example_at_mock(eval(), "session", *mock_, TEA_TEST_CLAUDE, change);
+        commit_project(project(), "claude-agent");
     }
 
     // The login file as `claude setup-token`'s subscription leaves it, with the inference scope
@@ -138,30 +113,12 @@ class ClaudeEvaluation : public ::testing::Test {
 
     // tea-evaluate's environment: this test's home, configuration and private root, what the
     // entry's environmentKeys pass to the CLI, and `extra` over it. No credential of the machine.
+    // tea-evaluate's environment, with the CLI the example's target execs.
     [[nodiscard]] std::vector<std::string> environment(
         const std::vector<std::string> &extra) const {
-        std::vector<std::string> items{
-            "XDG_CONFIG_HOME=/nonexistent-tea-test",
-            "TEA_EVALUATE_PRIVATE_ROOT=" + (base() / "private").string(),
-            "HOME=" + home().string(),
-            "CLAUDE_CONFIG_DIR=",
-            "CLAUDE_CODE_OAUTH_TOKEN=",
-            "ANTHROPIC_API_KEY=",
-            "ANTHROPIC_AUTH_TOKEN=",
-            "HTTPS_PROXY=",
-            "https_proxy=",
-            "CLAUDE_BIN=" + std::string{TEA_TEST_CLAUDE},
-            "ANTHROPIC_BASE_URL=" + mock_->base_url(),
-            "NODE_EXTRA_CA_CERTS=test-ca.pem",
-        };
-        const auto &quiet = claude_test_environment();
-        items.insert(items.end(), quiet.begin(), quiet.end());
-        for (const auto &item : extra) {
-            const auto name = item.substr(0, item.find('=') + 1);
-            std::erase_if(items, [&](const std::string &i) { return i.rfind(name, 0) == 0; });
-            items.push_back(item);
-        }
-        return environment_with(items);
+        auto items = extra;
+        items.insert(items.begin(), "CLAUDE_BIN=" + std::string{TEA_TEST_CLAUDE});
+        return evaluation_environment(base(), home(), *mock_, items);
     }
 
     static Outcome tea(const std::vector<std::string> &env, std::vector<std::string> args) {

@@ -15,7 +15,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 MessagesApiMock::MessagesApiMock(const fs::path &dir, std::string host, const json &turns,
-                                 const json &plain_turns)
+                                 const json &plain_turns, const json &script_fields)
     : host_(std::move(host)), ca_(dir / "ca.pem"), log_(dir / "requests.jsonl") {
     const auto env = environment_with({});
     const auto pki = run({"/bin/sh", TEA_MAKE_TEST_PKI, dir.string(), host_}, env);
@@ -23,7 +23,10 @@ MessagesApiMock::MessagesApiMock(const fs::path &dir, std::string host, const js
         throw std::runtime_error("make_test_pki.sh failed: " + pki.err);
     }
     const auto script = dir / "script.json";
-    write_file(script.string(), json{{"turns", turns}, {"plainTurns", plain_turns}}.dump());
+    auto script_json = script_fields;
+    script_json["turns"] = turns;
+    script_json["plainTurns"] = plain_turns;
+    write_file(script.string(), script_json.dump());
     const auto ports = dir / "ports.json";
     server_.emplace(
         std::vector<std::string>{"/usr/bin/python3", "-I", TEA_MESSAGES_API_MOCK, "--host", host_,

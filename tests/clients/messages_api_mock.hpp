@@ -17,9 +17,11 @@ class MessagesApiMock {
    public:
     // Starts the mock for `host` with `turns` (the script's "turns" array) and `plain_turns` (its
     // "plainTurns": the answers to requests that offer no tools), its files under `dir` (which
-    // must exist). Throws when it cannot start.
+    // must exist); `script_fields` are further fields of the script ("acceptedCredentials").
+    // Throws when it cannot start.
     MessagesApiMock(const std::filesystem::path &dir, std::string host, const nlohmann::json &turns,
-                    const nlohmann::json &plain_turns = nlohmann::json::array());
+                    const nlohmann::json &plain_turns = nlohmann::json::array(),
+                    const nlohmann::json &script_fields = nlohmann::json::object());
     MessagesApiMock(const MessagesApiMock &) = delete;
     MessagesApiMock &operator=(const MessagesApiMock &) = delete;
     MessagesApiMock(MessagesApiMock &&) = delete;

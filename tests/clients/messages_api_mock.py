@@ -23,6 +23,9 @@
 # conversation's last user message (its text blocks joined), so a turn can answer what it was told. A block {"type": "wait", "path": P} is no
 # part of the answer: the turn is held until P exists (at most 30 s), so a test can change
 # something on the host while the client is between two requests of one session.
+# "acceptedCredentials" (optional): a list of header values ("Bearer T" or an API key); when
+# present, a Messages request whose Authorization and x-api-key are both absent from it is answered
+# 401 with an authentication_error, as the real API answers a token it rejects.
 #
 # LOG gets one JSON object per line: {"kind": "request", "method", "path", "headers", "body",
 # "turn"} for each request to the api listener (body parsed when it is JSON), {"kind": "connect",
@@ -47,6 +50,7 @@ with open(args.script) as f:
     script = json.load(f)
 turns = script["turns"]
 plain_turns = script.get("plainTurns", [])
+accepted_credentials = script.get("acceptedCredentials")
 log_lock = threading.Lock()
 log_file = open(args.log, "a")
 
@@ -168,6 +172,14 @@ class Api(http.server.BaseHTTPRequestHandler):
             error = {"type": "error", "error": {"type": "not_found_error",
                                                 "message": "mock: not scripted: " + self.path}}
             self.reply(404, "application/json", json.dumps(error).encode())
+            return
+        if accepted_credentials is not None and \
+                headers.get("authorization") not in accepted_credentials and \
+                headers.get("x-api-key") not in accepted_credentials:
+            record(entry)
+            error = {"type": "error", "error": {"type": "authentication_error",
+                                                "message": "mock: invalid bearer token"}}
+            self.reply(401, "application/json", json.dumps(error).encode())
             return
         blocks, entry["turn"] = answer_blocks(body, headers)
         record(entry)

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "evaluation/skill_target.hpp"
 #include "support/process.hpp"
 
 namespace tea::evaluation {
@@ -1172,6 +1173,60 @@ TEST_F(EvaluationTest, RevisionIsACommitOrANameWithSteps) {
             R"({"entry": "greeter", "args": ["bye"], "revision": ")" + std::string{bad} + "\"}");
         EXPECT_TRUE(has(load_doc(), "00-bye.json", "probe '00-bye' field 'revision'", "")) << bad;
     }
+}
+
+// Skill targets (evaluation/skill_target.hpp): a command entry whose executable is
+// tea-skill-runner names a skill folder as its target.
+class SkillTargetTest : public EvaluationTest {
+   protected:
+    void SetUp() override {
+        EvaluationTest::SetUp();
+        put(project_ / "skills/notes/SKILL.md", "---\nname: notes\n---\nWrite notes.\n");
+        entry()["executable"] = "tea-skill-runner";
+        entry()["target"] = "skills/notes";
+        entry().erase("subcommandPaths");
+    }
+};
+
+TEST_F(SkillTargetTest, ASkillFolderLoadsWithExit4AnInfrastructureCodeAndTheTranscriptAnArtifact) {
+    const auto loaded = load_doc();
+    ASSERT_TRUE(loaded.problems.empty()) << all(loaded);
+    const auto &e = loaded.evaluation.registry[0];
+    EXPECT_EQ(e.infrastructure_exit_codes, (std::vector<int>{75, 4}));
+    EXPECT_EQ(e.artifacts.at("transcript"), "transcript.jsonl");
+    EXPECT_EQ(e.artifacts.at("greeting"), "out/greeting.txt");
+    EXPECT_EQ(skill_call_argv("/opt/tea", "/ws", e, {"--agent", "claude"}),
+              (std::vector<std::string>{"/opt/tea/bin/tea-skill-runner", "--skill",
+                                        "/ws/skills/notes", "--agent", "claude"}));
+    EXPECT_EQ(skill_exit_meaning(4), "the agent could not authenticate");
+    EXPECT_EQ(skill_exit_meaning(6), "turn or time budget reached");
+}
+
+TEST_F(SkillTargetTest, AnEntryNamingItsOwnTranscriptArtifactKeepsIt) {
+    entry()["artifacts"]["transcript"] = "logs/session.jsonl";
+    const auto loaded = load_doc();
+    ASSERT_TRUE(loaded.problems.empty()) << all(loaded);
+    EXPECT_EQ(loaded.evaluation.registry[0].artifacts.at("transcript"), "logs/session.jsonl");
+}
+
+TEST_F(SkillTargetTest, AMalformedSkillFolderIsAProblemOfTheTargetField) {
+    // Control above: the same entry with a sound folder loads. Each fault below is named.
+    fs::create_symlink("/etc/passwd", project_ / "skills/notes/passwd");
+    EXPECT_TRUE(has(load_doc(), kEval, "entry 'greeter' field 'target'",
+                    "the skill folder 'skills/notes' holds a link at passwd"));
+    fs::remove(project_ / "skills/notes/passwd");
+    ASSERT_EQ(::mkfifo((project_ / "skills/notes/pipe").c_str(), 0644), 0);
+    EXPECT_TRUE(has(load_doc(), kEval, "field 'target'", "neither a folder nor a regular file"));
+    fs::remove(project_ / "skills/notes/pipe");
+    fs::remove(project_ / "skills/notes/SKILL.md");
+    EXPECT_TRUE(has(load_doc(), kEval, "field 'target'", "holds no SKILL.md"));
+    entry()["target"] = "bin/greet.sh";
+    EXPECT_TRUE(has(load_doc(), kEval, "field 'target'", "is named 'greet.sh'"));
+    fs::create_directory_symlink(project_ / "skills/notes", project_ / "skills/linked");
+    entry()["target"] = "skills/linked";
+    EXPECT_TRUE(has(load_doc(), kEval, "field 'target'", "skills/linked"));
+    entry()["target"] = "../outside";
+    EXPECT_TRUE(has(load_doc(), kEval, "field 'target'", ""));
 }
 
 }  // namespace

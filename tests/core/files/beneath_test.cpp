@@ -2,11 +2,21 @@
 // must never lead it elsewhere, block it or fill the disk. Each refusal has its control.
 #include "files/beneath.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/filter.h>
+#include <linux/openat2.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
+#include <cerrno>
 #include <chrono>
+#include <cstddef>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -110,6 +120,60 @@ TEST_F(Beneath, WritesMakeDirectoriesAndNeverFollowALink) {
     stdfs::create_directory_symlink(base_, ws_ / "dir");
     EXPECT_THROW(write_beneath(ws_, "dir/secret", "overwritten"), Error);
     EXPECT_EQ(slurp(secret_), "grading material");
+}
+
+// Runs `body` in a child whose seccomp filter answers openat2 with ENOSYS, as the confinement's
+// does (tea-skill-runner writes beneath the agent's home there); its exit status.
+template <typename Body>
+int without_openat2(Body body) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        std::array<sock_filter, 4> filter{{
+            BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+            BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat2, 0, 1),
+            BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+            BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        }};
+        sock_fprog program{static_cast<unsigned short>(filter.size()), filter.data()};
+        if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+            ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) != 0) {
+            ::_exit(100);
+        }
+        ::_exit(body());
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+TEST_F(Beneath, WithoutOpenat2TheWalkByComponentsKeepsTheSameRules) {
+    stdfs::create_symlink(secret_, ws_ / "input.txt");
+    stdfs::create_directory_symlink(base_, ws_ / "dir");
+    const int status = without_openat2([&] {
+        // openat2 itself is refused here: the checks below use the fallback.
+        open_how how{};
+        if (::syscall(SYS_openat2, AT_FDCWD, ".", &how, sizeof how) >= 0 || errno != ENOSYS) {
+            return 1;
+        }
+        try {
+            write_beneath(ws_, "notes/today.txt", "five");  // control: a plain write lands
+        } catch (const Error &) {
+            return 2;
+        }
+        for (const char *rel : {"input.txt", "dir/secret"}) {
+            try {
+                write_beneath(ws_, rel, "overwritten");
+                return 3;
+            } catch (const Error &) {
+            }
+        }
+        const auto copied = copy_out_beneath(ws_, "input.txt", out_ / "copied", 1024);
+        return copied.status == CopyResult::Status::copied ? 4 : 0;
+    });
+    EXPECT_EQ(status, 0);
+    EXPECT_EQ(slurp(ws_ / "notes" / "today.txt"), "five");
+    EXPECT_EQ(slurp(secret_), "grading material");
+    EXPECT_FALSE(stdfs::exists(out_ / "copied"));
 }
 
 TEST_F(Beneath, AtomicWriteReplacesWholeAndLeavesNoTemp) {
