@@ -33,14 +33,22 @@ std::vector<std::string> components(const std::string &rel) {
 
 // The walk of open_beneath where openat2 is refused: one component at a time from dirfd, each
 // opened with O_NOFOLLOW (a link at any step fails with ELOOP) and on dirfd's file system (a mount
-// the walk crosses fails with EXDEV). rel is a plain relative path (no "..", no empty component),
-// so nothing leads above dirfd.
+// the walk crosses fails with EXDEV). rel should be a plain relative path,
+// and any "..", "." or empty component is refused, so nothing leads above dirfd.
 int open_by_components(int dirfd, const std::string &rel, std::uint64_t flags, std::uint64_t mode) {
     struct stat root {};
     if (::fstat(dirfd, &root) != 0) {
         return -1;
     }
     const auto parts = components(rel);
+    // A "..", "." or empty step could climb above dirfd, which openat2's RESOLVE_BENEATH refuses:
+    // a caller's path taken from the target (an artifact's name) must not lead the walk out.
+    for (const auto &part : parts) {
+        if (part.empty() || part == "." || part == "..") {
+            errno = EXDEV;
+            return -1;
+        }
+    }
     UniqueFd dir;
     int at = dirfd;
     for (std::size_t i = 0; i + 1 < parts.size(); ++i) {

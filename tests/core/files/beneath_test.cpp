@@ -168,12 +168,22 @@ TEST_F(Beneath, WithoutOpenat2TheWalkByComponentsKeepsTheSameRules) {
             }
         }
         const auto copied = copy_out_beneath(ws_, "input.txt", out_ / "copied", 1024);
-        return copied.status == CopyResult::Status::copied ? 4 : 0;
+        if (copied.status == CopyResult::Status::copied) {
+            return 4;
+        }
+        // A ".." step would climb out of the root, as RESOLVE_BENEATH refuses.
+        const auto climbed = copy_out_beneath(ws_, "notes/../../secret", out_ / "climbed", 1024);
+        const auto control = copy_out_beneath(ws_, "notes/today.txt", out_ / "control", 1024);
+        if (climbed.status == CopyResult::Status::copied) {
+            return 5;
+        }
+        return control.status == CopyResult::Status::copied ? 0 : 6;
     });
     EXPECT_EQ(status, 0);
     EXPECT_EQ(slurp(ws_ / "notes" / "today.txt"), "five");
     EXPECT_EQ(slurp(secret_), "grading material");
     EXPECT_FALSE(stdfs::exists(out_ / "copied"));
+    EXPECT_FALSE(stdfs::exists(out_ / "climbed"));
 }
 
 TEST_F(Beneath, AtomicWriteReplacesWholeAndLeavesNoTemp) {
