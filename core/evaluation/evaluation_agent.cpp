@@ -208,6 +208,7 @@ AgentTurn EvaluationAgent::ask(const AgentTurnRequest &request) {
     turn.timed_out = r.timed_out;
     turn.interrupted_by = r.interrupted_by;
     turn.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(r.elapsed);
+    turn.confinement = confinement;
     turn.prompt_file = prompt_file;
     turn.answer_file = answer_file;
     turn.stderr_file = stderr_file;

@@ -64,6 +64,7 @@ struct AgentTurn {
     bool timed_out = false;
     int interrupted_by = 0;  // a signal to the runtime ended the wait: the run stops
     std::chrono::milliseconds elapsed{0};
+    std::string confinement;  // the grader plan's ("opt-out": nothing protected the paths)
     std::filesystem::path prompt_file;  // as written (absolute)
     std::filesystem::path answer_file;
     std::filesystem::path stderr_file;
