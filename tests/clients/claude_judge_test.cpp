@@ -20,6 +20,7 @@
 
 #include "harness.hpp"
 #include "messages_api_mock.hpp"
+#include "support/json_schema.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
 
@@ -197,6 +198,14 @@ class ClaudeJudge : public ::testing::Test {
         return out;
     }
 
+    // run.json, the judge's verdict in it, matches docs/schema/run.schema.json.
+    void expect_run_record_valid(const Ran &r) const {
+        const auto schema = fs::path{TEA_SOURCE_DIR} / "docs" / "schema" / "run.schema.json";
+        EXPECT_EQ(
+            schema_problems({{read_json(r.dir / "run.json"), schema.string()}}, base().string()),
+            "");
+    }
+
     // No file of the run holds the token.
     void expect_token_nowhere(const Ran &r) const {
         for (const auto &e : fs::recursive_directory_iterator(r.dir)) {
@@ -257,6 +266,7 @@ TEST_F(ClaudeJudge, AJudgeThatScoresTheArtifactWellPassesTheTrial) {
     ASSERT_EQ(logins.size(), 1U) << logins;
     EXPECT_EQ(logins[0]["variables"], json::array({"CLAUDE_CODE_OAUTH_TOKEN"}));
     expect_token_nowhere(r);
+    expect_run_record_valid(r);
 }
 
 TEST_F(ClaudeJudge, AJudgeThatScoresTheArtifactPoorlyFailsTheTrial) {
@@ -297,6 +307,7 @@ TEST_F(ClaudeJudge, AMalformedAnswerIsSentBackOnceInTheSameSessionAndRecordedTwi
     const auto &messages = requests[1]["body"]["messages"];
     EXPECT_NE(messages.dump().find("Here are my scores"), std::string::npos);
     EXPECT_NE(messages.dump().find("Your answer was not accepted"), std::string::npos);
+    expect_run_record_valid(r);
 }
 
 TEST_F(ClaudeJudge, AScoreOutOfRangeEveryTimeLeavesTheTrialWithoutAVerdict) {
@@ -311,6 +322,7 @@ TEST_F(ClaudeJudge, AScoreOutOfRangeEveryTimeLeavesTheTrialWithoutAVerdict) {
     EXPECT_EQ(r.score.status, 3) << r.score.out << r.score.err;
     EXPECT_NE(r.score.err.find("the evaluator gave no verdict"), std::string::npos)
         << r.score.out << r.score.err;
+    expect_run_record_valid(r);
 }
 
 TEST_F(ClaudeJudge, AJudgeThatNeverAnswersIsEndedAndLeavesNothingRunning) {
