@@ -567,6 +567,17 @@ void read_system_paths(const Report &report, const json &v, Entry &entry) {
     }
 }
 
+// "login": a plugin's name; whether an adapter of that name is installed is the command's question
+// (check and run ask the plugins found).
+std::optional<std::string> login_adapter(const Report &report, const json &v) {
+    auto s = text(report, "login", v);
+    if (s && !is_valid_plugin_name(*s)) {
+        report("login", in_quotes(*s) + " is not a login adapter's name");
+        return std::nullopt;
+    }
+    return s;
+}
+
 void read_environment_keys(const Report &report, const json &v, std::vector<std::string> &keys) {
     auto list = texts(report, "environmentKeys", v);
     if (!list) {
@@ -790,15 +801,7 @@ EntrySeen read_entry(const Report &file_report, const json &v, std::size_t index
         read_egress(report, *e, entry);
     }
     if (const auto *l = f.take("login")) {
-        if (auto s = text(report, "login", *l)) {
-            // A plugin's name; whether an adapter of that name is installed is the command's
-            // question (check and run ask the plugins found).
-            if (!is_valid_plugin_name(*s)) {
-                report("login", in_quotes(*s) + " is not a login adapter's name");
-            } else {
-                entry.login = *s;
-            }
-        }
+        entry.login = login_adapter(report, *l);
     }
     if (const auto *b = f.take("budgets")) {
         entry.budgets = read_budgets(report, *b, false);
@@ -976,13 +979,7 @@ void read_rubric_judge(const Report &report, Fields &f, const fs::path &folder,
                "(docs/agent-evaluations.md#rubric-judges)");
     }
     if (const auto *l = f.take("login")) {
-        if (auto s = text(report, "login", *l)) {
-            if (!is_valid_plugin_name(*s)) {
-                report("login", in_quotes(*s) + " is not a login adapter's name");
-            } else {
-                judge.login = *s;
-            }
-        }
+        judge.login = login_adapter(report, *l);
     }
     if (const auto *e = f.take("environmentKeys")) {
         read_environment_keys(report, *e, judge.environment_keys);
