@@ -971,7 +971,7 @@ void read_rubric_judge(const Report &report, Fields &f, const fs::path &folder,
             }
         }
     }
-    if (f.take("temperature") != nullptr) {
+    if (f.take_unlisted("temperature") != nullptr) {
         // Pinning it is what the field would promise, and the CLI cannot keep that promise.
         report("temperature",
                "cannot be pinned: Claude Code 2.1.332 has no flag or variable for it (it sends "
