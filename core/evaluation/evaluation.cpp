@@ -929,6 +929,11 @@ void read_judge_program(const Report &report, const std::string &program, Rubric
         }
         file = found.path;
     }
+    // The file a link leads to, as the kernel will run it: a link changed after check runs nothing
+    // else.
+    if (const auto target = resolved(file)) {
+        file = *target;
+    }
     if (!regular_file(file)) {
         report("program", in_quotes(program) + " (" + file.string() + ") is not a regular file");
     } else if (const auto why = why_not_executable(file)) {

@@ -228,7 +228,7 @@ TEST_F(EvaluationTest, AnUnknownFieldNamesTheFieldsThereAndTheOneMeant) {
     EXPECT_TRUE(has(loaded, kEval, "entry 'greeter' field 'egress[0].prot'",
                     "(fields here: host, port, addresses, pinned); did you mean 'port'?"));
     EXPECT_TRUE(has(loaded, kEval, "evaluator field 'comand'",
-                    "(fields here: command, maxElapsedMs); did you mean 'command'?"));
+                    "(fields here: kind, command, maxElapsedMs); did you mean 'command'?"));
     EXPECT_TRUE(has(loaded, kEval, "field 'budgets.memoryByte'", "did you mean 'memoryBytes'?"));
     EXPECT_TRUE(has(loaded, "00-bye.json", "probe '00-bye' field 'arg'", "did you mean 'args'?"));
 }
@@ -1197,7 +1197,8 @@ TEST_F(EvaluationTest, ARubricJudgeLoadsWithItsValues) {
     ASSERT_EQ(e.rubric->rubric.criteria.size(), 1U);
     EXPECT_TRUE(e.rubric->rubric.criteria[0].required);
     EXPECT_TRUE(e.rubric->program_path.is_absolute());
-    EXPECT_EQ(e.rubric->program_path.filename(), "sh");
+    // The file PATH's sh leads to, links followed: what every trial runs.
+    EXPECT_EQ(e.rubric->program_path, fs::canonical("/usr/bin/sh"));
     EXPECT_EQ(e.rubric->model, "claude-judge-1");
     EXPECT_EQ(e.rubric->login, "claude");
     EXPECT_EQ(e.rubric->environment_keys, std::vector<std::string>{"ANTHROPIC_BASE_URL"});
@@ -1226,14 +1227,17 @@ TEST_F(EvaluationTest, ARubricJudgesBadFieldsAreRefusedByName) {
     EXPECT_TRUE(refused("agent", "gpt", "is not an agent a judge can run"));
     EXPECT_TRUE(refused("program", "bin/claude", "an absolute path or a name on PATH"));
     EXPECT_TRUE(refused("program", "no-such-judge-cli-here", "is not found on PATH"));
-    EXPECT_TRUE(refused("program", "/etc/hostname", "is not executable"));
+    EXPECT_TRUE(refused("program", "/etc/hostname", "the kernel cannot execute it"));
     EXPECT_TRUE(refused("model", "", "must name the model"));
     EXPECT_TRUE(refused("model", nullptr, "is required"));
     EXPECT_TRUE(refused("retries", 9, "must be an integer from 0 to 5"));
     EXPECT_TRUE(refused("maxScore", 0, "must be an integer from 1 to 100"));
     EXPECT_TRUE(refused("passThreshold", 1.5, "from 0 to 1 with at most three decimals"));
     EXPECT_TRUE(refused("passThreshold", 0.12345, "at most three decimals"));
-    EXPECT_TRUE(refused("artifacts", json::array({"greeting"}), "'<entry>/<artifact name>'"));
+    doc_["evaluator"] = rubric_evaluator();
+    doc_["evaluator"]["artifacts"] = json::array({"greeting"});
+    EXPECT_TRUE(has(load_doc(), kEval, "evaluator field 'artifacts[0]'",
+                    "must be '<entry>/<artifact name>'"));
     EXPECT_TRUE(refused("command", json::array({"evaluator/grade.sh"}), "is unknown"));
     EXPECT_TRUE(refused("rubric", "../rubric.md", "named components"));
     EXPECT_TRUE(refused("rubric", "missing.md", "cannot be opened"));
