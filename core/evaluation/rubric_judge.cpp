@@ -168,7 +168,7 @@ json run_rubric_judge(RunState &state, int index, const stdfs::path &trial_dir,
     AgentTurn last;
     std::int64_t elapsed = 0;
     for (int attempt = 0; attempt <= judge.retries && !scores; ++attempt) {
-        char name[8];
+        char name[16];
         std::snprintf(name, sizeof name, "%02d", attempt + 1);
         request.record_name = name;
         last = agent.ask(request);
