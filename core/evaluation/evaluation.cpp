@@ -7,11 +7,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string_view>
 #include <system_error>
+#include <tea/program_path.hpp>
 
 #include "egress/pin.hpp"
 #include "evaluation/contract.hpp"
@@ -567,7 +569,18 @@ void read_system_paths(const Report &report, const json &v, Entry &entry) {
     }
 }
 
-void read_environment_keys(const Report &report, const json &v, Entry &entry) {
+// "login": a plugin's name; whether an adapter of that name is installed is the command's question
+// (check and run ask the plugins found).
+std::optional<std::string> login_adapter(const Report &report, const json &v) {
+    auto s = text(report, "login", v);
+    if (s && !is_valid_plugin_name(*s)) {
+        report("login", in_quotes(*s) + " is not a login adapter's name");
+        return std::nullopt;
+    }
+    return s;
+}
+
+void read_environment_keys(const Report &report, const json &v, std::vector<std::string> &keys) {
     auto list = texts(report, "environmentKeys", v);
     if (!list) {
         return;
@@ -589,7 +602,7 @@ void read_environment_keys(const Report &report, const json &v, Entry &entry) {
         } else if (!seen.insert(key).second) {
             report(field, in_quotes(key) + " is listed twice");
         } else {
-            entry.environment_keys.push_back(key);
+            keys.push_back(key);
         }
     }
 }
@@ -781,7 +794,7 @@ EntrySeen read_entry(const Report &file_report, const json &v, std::size_t index
         read_artifacts(report, *a, entry);
     }
     if (const auto *e = f.take("environmentKeys")) {
-        read_environment_keys(report, *e, entry);
+        read_environment_keys(report, *e, entry.environment_keys);
     }
     if (const auto *m = f.require("maxElapsedMs")) {
         entry.max_elapsed_ms = milliseconds(report, "maxElapsedMs", *m).value_or(0);
@@ -796,15 +809,7 @@ EntrySeen read_entry(const Report &file_report, const json &v, std::size_t index
         read_egress(report, *e, entry);
     }
     if (const auto *l = f.take("login")) {
-        if (auto s = text(report, "login", *l)) {
-            // A plugin's name; whether an adapter of that name is installed is the command's
-            // question (check and run ask the plugins found).
-            if (!is_valid_plugin_name(*s)) {
-                report("login", in_quotes(*s) + " is not a login adapter's name");
-            } else {
-                entry.login = *s;
-            }
-        }
+        entry.login = login_adapter(report, *l);
     }
     if (const auto *b = f.take("budgets")) {
         entry.budgets = read_budgets(report, *b, false);
@@ -886,25 +891,181 @@ void check_evaluator_program(const Report &report, const std::string &program,
     }
 }
 
+// rubric.md: a regular file inside the evaluation folder, reached through no link (a link could
+// show the judge a file the evaluation does not hold, and change between check and run).
+void read_rubric_file(const Report &report, const std::string &name, const fs::path &folder,
+                      RubricJudge &judge) {
+    if (!check_relative(report, "rubric", name)) {
+        return;
+    }
+    fs::path at = folder;
+    for (const auto &component : fs::path{name}) {
+        at /= component;
+        std::error_code ec;
+        if (fs::symlink_status(at, ec).type() == fs::file_type::symlink) {
+            report("rubric", in_quotes(name) + " passes through the link " + at.string() +
+                                 "; the rubric must be a file of the evaluation folder");
+            return;
+        }
+    }
+    std::string text;
+    if (auto why = read_bounded(at, text)) {
+        report("rubric", in_quotes(name) + " (" + at.string() + ") " + *why);
+        return;
+    }
+    std::vector<std::string> problems;
+    judge.rubric = parse_rubric(text, problems);
+    for (const auto &problem : problems) {
+        report("rubric", in_quotes(name) + ": " + problem);
+    }
+    judge.rubric_file = name;
+}
+
+// The judge's CLI: an absolute path, or a name looked up on PATH now, so that check says when
+// it is missing and every trial runs the same file.
+void read_judge_program(const Report &report, const std::string &program, RubricJudge &judge) {
+    judge.program = program;
+    if (program.empty() || (program.front() != '/' && program.find('/') != std::string::npos)) {
+        report("program", in_quotes(program) + " must be an absolute path or a name on PATH");
+        return;
+    }
+    fs::path file = program;
+    if (program.front() != '/') {
+        const char *path = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe)
+        const auto found = program_path::resolve(
+            program, path == nullptr ? std::nullopt : std::optional<std::string_view>{path});
+        if (!found) {
+            report("program", in_quotes(program) + " is not found on PATH");
+            return;
+        }
+        file = found.path;
+    }
+    // The file a link leads to, as the kernel will run it: a link changed after check runs nothing
+    // else.
+    if (const auto target = resolved(file)) {
+        file = *target;
+    }
+    if (!regular_file(file)) {
+        report("program", in_quotes(program) + " (" + file.string() + ") is not a regular file");
+    } else if (const auto why = why_not_executable(file)) {
+        report("program", in_quotes(program) + " (" + file.string() + ") " + *why);
+    } else {
+        judge.program_path = file;
+    }
+}
+
+void read_rubric_judge(const Report &report, Fields &f, const fs::path &folder,
+                       Evaluator &evaluator) {
+    RubricJudge judge;
+    if (const auto *r = f.require("rubric")) {
+        if (auto name = text(report, "rubric", *r)) {
+            read_rubric_file(report, *name, folder, judge);
+        }
+    }
+    if (const auto *a = f.require("agent")) {
+        if (auto agent = text(report, "agent", *a); agent && *agent != "claude") {
+            report("agent", in_quotes(*agent) + " is not an agent a judge can run (claude)");
+        }
+    }
+    if (const auto *p = f.require("program")) {
+        if (auto program = text(report, "program", *p)) {
+            read_judge_program(report, *program, judge);
+        }
+    }
+    if (const auto *m = f.require("model")) {
+        if (auto model = text(report, "model", *m)) {
+            // The model is pinned: an empty name would leave the CLI's default, which changes.
+            const bool named = !model->empty() && model->size() <= 128 &&
+                               std::none_of(model->begin(), model->end(),
+                                            [](char c) { return c <= ' ' || c == 0x7f; });
+            if (!named) {
+                report("model", in_quotes(*model) +
+                                    " must name the model: 1 to 128 characters, no space or "
+                                    "control character");
+            } else {
+                judge.model = *model;
+            }
+        }
+    }
+    if (f.take_unlisted("temperature") != nullptr) {
+        // Pinning it is what the field would promise, and the CLI cannot keep that promise.
+        report("temperature",
+               "cannot be pinned: Claude Code 2.1.332 has no flag or variable for it (it sends "
+               "its own, 1, for every model that takes one); remove it "
+               "(docs/agent-evaluations.md#rubric-judges)");
+    }
+    if (const auto *l = f.take("login")) {
+        judge.login = login_adapter(report, *l);
+    }
+    if (const auto *e = f.take("environmentKeys")) {
+        read_environment_keys(report, *e, judge.environment_keys);
+    }
+    if (const auto *a = f.take("artifacts")) {
+        if (auto list = texts(report, "artifacts", *a)) {
+            for (std::size_t i = 0; i < list->size(); ++i) {
+                const auto &item = (*list)[i];
+                const auto slash = item.find('/');
+                if (slash == std::string::npos || slash == 0 || slash + 1 == item.size() ||
+                    item.find('/', slash + 1) != std::string::npos) {
+                    report("artifacts[" + std::to_string(i) + "]",
+                           in_quotes(item) + " must be '<entry>/<artifact name>'");
+                } else {
+                    judge.artifacts.push_back(item);
+                }
+            }
+        }
+    }
+    if (const auto *r = f.take("retries")) {
+        judge.retries = static_cast<int>(integer(report, "retries", *r, 0, 5).value_or(0));
+    }
+    if (const auto *m = f.take("maxScore")) {
+        judge.max_score = integer(report, "maxScore", *m, 1, kMaxRubricScore).value_or(1);
+    }
+    if (const auto *t = f.take("passThreshold")) {
+        // Thousandths at most, so that the decision is made exactly, in integers.
+        const double value = t->is_number() ? t->get<double>() : -1;
+        const double permille = value * 1000;
+        if (!t->is_number() || value < 0 || value > 1 ||
+            std::abs(permille - std::round(permille)) > 1e-6) {
+            report("passThreshold", "must be a number from 0 to 1 with at most three decimals");
+        } else {
+            judge.pass_threshold_permille = static_cast<std::int64_t>(std::round(permille));
+        }
+    }
+    evaluator.rubric = std::move(judge);
+}
+
 void read_evaluator(const Report &file_report, const json &v, const Project &project,
                     Evaluation &evaluation) {
     const auto report = file_report.within("evaluator");
     if (!v.is_object()) {
-        report({}, "must be an object {command, maxElapsedMs}");
+        report({}, "must be an object {command, maxElapsedMs} or {\"kind\": \"rubric\", ...}");
         return;
     }
     Fields f{v, report};
-    if (const auto *c = f.require("command")) {
+    auto &evaluator = evaluation.evaluator;
+    if (const auto *k = f.take("kind")) {
+        if (auto kind = text(report, "kind", *k)) {
+            if (*kind != "command" && *kind != "rubric") {
+                report("kind", in_quotes(*kind) + " is not an evaluator kind (command, rubric)");
+                return;
+            }
+            evaluator.kind = *kind;
+        }
+    }
+    if (evaluator.kind == "rubric") {
+        read_rubric_judge(report, f, evaluation.folder, evaluator);
+    } else if (const auto *c = f.require("command")) {
         auto command = texts(report, "command", *c);
         if (command && command->empty()) {
             report("command", "must name the evaluator's program");
         } else if (command) {
             check_evaluator_program(report, command->front(), project, evaluation.folder);
-            evaluation.evaluator.command = std::move(*command);
+            evaluator.command = std::move(*command);
         }
     }
     if (const auto *m = f.take("maxElapsedMs")) {
-        evaluation.evaluator.max_elapsed_ms = milliseconds(report, "maxElapsedMs", *m).value_or(0);
+        evaluator.max_elapsed_ms = milliseconds(report, "maxElapsedMs", *m).value_or(0);
     }
     f.refuse_unknown();
 }

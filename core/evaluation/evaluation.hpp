@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "evaluation/http_probe.hpp"
+#include "evaluation/rubric.hpp"
 #include "evaluation/tool_server_probe.hpp"
 
 namespace tea::evaluation {
@@ -99,11 +100,33 @@ struct Probe {
     std::optional<HttpProbe> http;
 };
 
+// An evaluator of kind "rubric": an agent CLI asked to grade the trial's artifacts against
+// rubric.md (rubric.hpp, rubric_judge.hpp).
+struct RubricJudge {
+    std::string rubric_file;  // relative to the evaluation folder, as written
+    Rubric rubric;
+    std::string agent = "claude";
+    std::string program;                 // as written: absolute, or a name on PATH
+    std::filesystem::path program_path;  // found when the evaluation was read, absolute
+    std::string model;
+    std::optional<std::string> login;  // the login adapter whose grant the judge gets
+    // The invoker's variables given to the judge (the API's address, a certificate authority).
+    std::vector<std::string> environment_keys;
+    // The artifacts shown, as "<entry>/<name>"; empty: every artifact of the trial.
+    std::vector<std::string> artifacts;
+    int retries = 2;  // further turns after a malformed answer
+    std::int64_t max_score = 10;
+    std::int64_t pass_threshold_permille = 1000;
+};
+
 struct Evaluator {
-    // command[0] is relative to the evaluation folder and lies inside the project; the rest are
-    // its arguments.
+    std::string kind = "command";  // or "rubric"
+    // Kind "command": command[0] is relative to the evaluation folder and lies inside the
+    // project; the rest are its arguments.
     std::vector<std::string> command;
+    // The command's whole run, or each turn of a rubric judge.
     std::int64_t max_elapsed_ms = 60000;
+    std::optional<RubricJudge> rubric;  // kind "rubric"
 };
 
 struct Evaluation {

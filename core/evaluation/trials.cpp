@@ -17,6 +17,7 @@
 #include "evaluation/leak_detectors.hpp"
 #include "evaluation/program_file.hpp"
 #include "evaluation/skill_target.hpp"
+#include "evaluation/rubric_judge.hpp"
 #include "evaluation/target_git.hpp"
 #include "evaluation/tool_server_call.hpp"
 #include "exec/environment.hpp"
@@ -170,9 +171,12 @@ json collect_artifacts(const RunState &state, const std::set<std::string> &entri
     return out;
 }
 
-json run_evaluator(RunState &state, int index, const stdfs::path &trial_dir,
+json run_evaluator(RunState &state, int index, const stdfs::path &trial_dir, const json &artifacts,
                    files::RunDirectory &private_dir, TrialProgress &progress) {
     const auto &ev = state.ev;
+    if (ev.evaluator.rubric) {
+        return run_rubric_judge(state, index, trial_dir, artifacts, private_dir, progress);
+    }
     exec::LaunchSpec spec;
     spec.argv.push_back(ev.evaluator_program().string());
     spec.argv.insert(spec.argv.end(), ev.evaluator.command.begin() + 1, ev.evaluator.command.end());
@@ -657,7 +661,8 @@ bool run_trial(RunState &state, int index, files::RunDirectory &private_dir,
               bytes::list_to_json(std::vector<std::string>(calls.sockets_left_reachable.begin(),
                                                            calls.sockets_left_reachable.end()))}});
     }
-    auto verdict = run_evaluator(state, index, trial_dir, private_dir, progress);
+    auto verdict =
+        run_evaluator(state, index, trial_dir, trial["artifacts"], private_dir, progress);
     if (state.interrupted != 0) return false;
     trial["verdict"] = verdict;
     state.run["trials"].push_back(trial);
@@ -709,6 +714,10 @@ call::Logins grant_logins(const Evaluation &ev, const call::CallSession &session
             asks.push_back(
                 {entry.interface_id, *entry.login, entry.executable, entry.environment_keys});
         }
+    }
+    if (const auto &judge = ev.evaluator.rubric; judge && judge->login) {
+        // The judge's own grant: it runs with its own home and variables, never a target's.
+        asks.push_back({kJudgeLoginEntry, *judge->login, judge->program, judge->environment_keys});
     }
     if (asks.empty()) {
         return {};

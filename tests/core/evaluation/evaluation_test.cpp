@@ -229,7 +229,7 @@ TEST_F(EvaluationTest, AnUnknownFieldNamesTheFieldsThereAndTheOneMeant) {
     EXPECT_TRUE(has(loaded, kEval, "entry 'greeter' field 'egress[0].prot'",
                     "(fields here: host, port, addresses, pinned); did you mean 'port'?"));
     EXPECT_TRUE(has(loaded, kEval, "evaluator field 'comand'",
-                    "(fields here: command, maxElapsedMs); did you mean 'command'?"));
+                    "(fields here: kind, command, maxElapsedMs); did you mean 'command'?"));
     EXPECT_TRUE(has(loaded, kEval, "field 'budgets.memoryByte'", "did you mean 'memoryBytes'?"));
     EXPECT_TRUE(has(loaded, "00-bye.json", "probe '00-bye' field 'arg'", "did you mean 'args'?"));
 }
@@ -1227,6 +1227,106 @@ TEST_F(SkillTargetTest, AMalformedSkillFolderIsAProblemOfTheTargetField) {
     EXPECT_TRUE(has(load_doc(), kEval, "field 'target'", "skills/linked"));
     entry()["target"] = "../outside";
     EXPECT_TRUE(has(load_doc(), kEval, "field 'target'", ""));
+}
+
+// ---- the rubric judge (evaluator kind "rubric") ----
+
+json rubric_evaluator() {
+    return json::parse(R"({"kind": "rubric", "rubric": "rubric.md", "agent": "claude",
+        "program": "sh", "model": "claude-judge-1", "login": "claude",
+        "environmentKeys": ["ANTHROPIC_BASE_URL"], "artifacts": ["greeter/greeting"],
+        "retries": 1, "maxScore": 5, "passThreshold": 0.75, "maxElapsedMs": 20000})");
+}
+
+constexpr const char *kRubricText = "# Rubric\n\n## names (required)\nNames the user.\n";
+
+TEST_F(EvaluationTest, ARubricJudgeLoadsWithItsValues) {
+    put(folder_ / "rubric.md", kRubricText);
+    doc_["evaluator"] = rubric_evaluator();
+    const auto loaded = load_doc();
+    ASSERT_TRUE(loaded.problems.empty()) << all(loaded);
+    const auto &e = loaded.evaluation.evaluator;
+    EXPECT_EQ(e.kind, "rubric");
+    ASSERT_TRUE(e.rubric.has_value());
+    EXPECT_EQ(e.rubric->rubric_file, "rubric.md");
+    ASSERT_EQ(e.rubric->rubric.criteria.size(), 1U);
+    EXPECT_TRUE(e.rubric->rubric.criteria[0].required);
+    EXPECT_TRUE(e.rubric->program_path.is_absolute());
+    // The file PATH's sh leads to, links followed: what every trial runs.
+    EXPECT_EQ(e.rubric->program_path, fs::canonical("/usr/bin/sh"));
+    EXPECT_EQ(e.rubric->model, "claude-judge-1");
+    EXPECT_EQ(e.rubric->login, "claude");
+    EXPECT_EQ(e.rubric->environment_keys, std::vector<std::string>{"ANTHROPIC_BASE_URL"});
+    EXPECT_EQ(e.rubric->artifacts, std::vector<std::string>{"greeter/greeting"});
+    EXPECT_EQ(e.rubric->retries, 1);
+    EXPECT_EQ(e.rubric->max_score, 5);
+    EXPECT_EQ(e.rubric->pass_threshold_permille, 750);
+    EXPECT_EQ(e.max_elapsed_ms, 20000);
+    EXPECT_TRUE(e.command.empty());
+}
+
+TEST_F(EvaluationTest, ARubricJudgesBadFieldsAreRefusedByName) {
+    put(folder_ / "rubric.md", kRubricText);
+    const auto refused = [&](const std::string &field, const json &value,
+                             const std::string &message) {
+        doc_["evaluator"] = rubric_evaluator();
+        if (value.is_null()) {
+            doc_["evaluator"].erase(field);
+        } else {
+            doc_["evaluator"][field] = value;
+        }
+        return has(load_doc(), kEval, "evaluator field '" + field + "'", message);
+    };
+    EXPECT_TRUE(refused("kind", "llm", "is not an evaluator kind (command, rubric)"));
+    EXPECT_TRUE(refused("temperature", 0, "cannot be pinned: Claude Code 2.1.332"));
+    EXPECT_TRUE(refused("agent", "gpt", "is not an agent a judge can run"));
+    EXPECT_TRUE(refused("program", "bin/claude", "an absolute path or a name on PATH"));
+    EXPECT_TRUE(refused("program", "no-such-judge-cli-here", "is not found on PATH"));
+    EXPECT_TRUE(refused("program", "/etc/hostname", "the kernel cannot execute it"));
+    EXPECT_TRUE(refused("model", "", "must name the model"));
+    EXPECT_TRUE(refused("model", nullptr, "is required"));
+    EXPECT_TRUE(refused("retries", 9, "must be an integer from 0 to 5"));
+    EXPECT_TRUE(refused("maxScore", 0, "must be an integer from 1 to 100"));
+    EXPECT_TRUE(refused("passThreshold", 1.5, "from 0 to 1 with at most three decimals"));
+    EXPECT_TRUE(refused("passThreshold", 0.12345, "at most three decimals"));
+    doc_["evaluator"] = rubric_evaluator();
+    doc_["evaluator"]["artifacts"] = json::array({"greeting"});
+    EXPECT_TRUE(has(load_doc(), kEval, "evaluator field 'artifacts[0]'",
+                    "must be '<entry>/<artifact name>'"));
+    EXPECT_TRUE(refused("command", json::array({"evaluator/grade.sh"}), "is unknown"));
+    EXPECT_TRUE(refused("rubric", "../rubric.md", "named components"));
+    EXPECT_TRUE(refused("rubric", "missing.md", "cannot be opened"));
+    put(folder_ / "bad.md", "no criterion here\n");
+    EXPECT_TRUE(refused("rubric", "bad.md", "holds no criterion"));
+}
+
+TEST_F(EvaluationTest, ARubricReachedThroughALinkIsRefused) {
+    put(fs::path{root_} / "outside.md", kRubricText);
+    fs::create_symlink(fs::path{root_} / "outside.md", folder_ / "rubric.md");
+    doc_["evaluator"] = rubric_evaluator();
+    EXPECT_TRUE(has(load_doc(), kEval, "evaluator field 'rubric'", "passes through the link"));
+    // A directory link on the way is refused too.
+    fs::create_directories(fs::path{root_} / "elsewhere");
+    put(fs::path{root_} / "elsewhere/rubric.md", kRubricText);
+    fs::create_directory_symlink(fs::path{root_} / "elsewhere", folder_ / "judging");
+    doc_["evaluator"]["rubric"] = "judging/rubric.md";
+    EXPECT_TRUE(has(load_doc(), kEval, "evaluator field 'rubric'", "passes through the link"));
+    // The control: the same file, not linked, loads.
+    fs::remove(folder_ / "rubric.md");
+    put(folder_ / "rubric.md", kRubricText);
+    doc_["evaluator"]["rubric"] = "rubric.md";
+    const auto loaded = load_doc();
+    EXPECT_TRUE(loaded.problems.empty()) << all(loaded);
+}
+
+TEST_F(EvaluationTest, ACommandEvaluatorMayNameItsKind) {
+    doc_["evaluator"]["kind"] = "command";
+    const auto loaded = load_doc();
+    ASSERT_TRUE(loaded.problems.empty()) << all(loaded);
+    EXPECT_EQ(loaded.evaluation.evaluator.kind, "command");
+    EXPECT_FALSE(loaded.evaluation.evaluator.rubric.has_value());
+    doc_["evaluator"]["rubric"] = "rubric.md";
+    EXPECT_TRUE(has(load_doc(), kEval, "evaluator field 'rubric'", "is unknown"));
 }
 
 }  // namespace
