@@ -6,6 +6,7 @@
 #include <system_error>
 
 #include "evaluation/folder_file.hpp"
+#include "evaluation/program_file.hpp"
 
 namespace tea::evaluation {
 namespace {
@@ -78,6 +79,9 @@ bool read_agent(const nlohmann::json &v, const std::function<bool(const std::str
         } else if (key == "program") {
             if (!value.is_string() || !fs::path{value.get<std::string>()}.is_absolute()) {
                 bad(key, "must be the absolute path of the agent CLI on this host");
+            } else if (auto why = why_not_executable(value.get<std::string>())) {
+                // Found now rather than as an infrastructure error in every trial.
+                bad(key, "\"" + value.get<std::string>() + "\" " + *why);
             } else {
                 out.program = value.get<std::string>();
             }

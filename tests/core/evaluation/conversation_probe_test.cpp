@@ -23,6 +23,8 @@ class ConversationProbeTest : public ::testing::Test {
    protected:
     void SetUp() override {
         fs::create_directories(folder_ / "briefs");
+        put(agent_, "#!/bin/sh\necho '{}'\n");
+        fs::permissions(agent_, fs::perms{0755});
         put(folder_ / "briefs/customer.md", "You want a refund for order 42.\n");
     }
     static void put(const fs::path &path, const std::string &content) {
@@ -43,7 +45,7 @@ class ConversationProbeTest : public ::testing::Test {
                 {"maxTurns", 3},
                 {"turnTimeoutMs", 5000},
                 {"agent",
-                 {{"program", "/usr/bin/claude"},
+                 {{"program", agent_.string()},
                   {"model", "claude-test"},
                   {"login", "judge"},
                   {"environment", {{"ANTHROPIC_BASE_URL", "https://api.mock.test"}}}}}};
@@ -64,7 +66,8 @@ class ConversationProbeTest : public ::testing::Test {
     }
 
     test::TempDir tmp_{"tea-conversation-probe"};
-    fs::path folder_ = fs::canonical(tmp_.path());
+    fs::path folder_ = fs::canonical(tmp_.path()) / "eval";
+    fs::path agent_ = fs::canonical(tmp_.path()) / "agent-cli";
     std::vector<std::string> problems_;
 };
 
@@ -75,7 +78,7 @@ TEST_F(ConversationProbeTest, AValidConversationCarriesItsBriefAndAgent) {
     EXPECT_EQ(c->brief, "You want a refund for order 42.\n");
     EXPECT_EQ(c->max_turns, 3);
     EXPECT_EQ(c->turn_timeout_ms, 5000);
-    EXPECT_EQ(c->agent.program, "/usr/bin/claude");
+    EXPECT_EQ(c->agent.program, agent_.string());
     EXPECT_EQ(c->agent.model, "claude-test");
     EXPECT_EQ(c->agent.login_entry, "judge");
     EXPECT_EQ(c->agent.environment,
@@ -170,6 +173,8 @@ TEST_F(ConversationProbeTest, BadAgentFieldsAreRefusedByName) {
     auto v = valid();
     v["agent"]["program"] = "claude";
     EXPECT_TRUE(refused(v, "conversation.agent.program", "absolute path"));
+    v["agent"]["program"] = (folder_ / "briefs/customer.md").string();
+    EXPECT_TRUE(refused(v, "conversation.agent.program", "not executable"));
     v = valid();
     v["agent"]["login"] = "greeter";
     EXPECT_TRUE(refused(v, "conversation.agent.login", "declares a login"));
