@@ -57,13 +57,13 @@ bool variable_name(const std::string &name) {
            });
 }
 
-// "agent": {"agent", "program", "model", "login", "environment"}.
+// "agent": {"agent", "program", "model", "login", "environmentKeys"}.
 bool read_agent(const nlohmann::json &v, const std::function<bool(const std::string &)> &has_login,
                 const ProbeProblem &problem, ConversationAgent &out) {
     if (!v.is_object()) {
         problem("agent",
                 "must be an object: {\"program\": ABSOLUTE PATH, \"model\": NAME, "
-                "\"login\": ENTRY, \"environment\": {NAME: VALUE}}");
+                "\"login\": ENTRY, \"environmentKeys\": [NAME, ...]}");
         return false;
     }
     bool fine = true;
@@ -99,24 +99,22 @@ bool read_agent(const nlohmann::json &v, const std::function<bool(const std::str
             } else {
                 out.login_entry = value.get<std::string>();
             }
-        } else if (key == "environment") {
-            if (!value.is_object()) {
-                bad(key, "must be an object of NAME -> VALUE");
+        } else if (key == "environmentKeys") {
+            if (!value.is_array()) {
+                bad(key, "must be an array of variable names");
                 continue;
             }
-            for (const auto &variable : value.items()) {
-                if (!variable_name(variable.key()) || !variable.value().is_string()) {
-                    bad(key + "." + variable.key(),
-                        "must be a variable name ([A-Za-z_][A-Za-z0-9_]*) with a string value");
+            for (const auto &name : value) {
+                if (!name.is_string() || !variable_name(name.get<std::string>())) {
+                    bad(key, "must hold variable names ([A-Za-z_][A-Za-z0-9_]*): " + name.dump());
                     continue;
                 }
-                out.environment.push_back(variable.key() + "=" +
-                                          variable.value().get<std::string>());
+                out.environment_keys.push_back(name.get<std::string>());
             }
         } else {
             bad(key,
                 "is unknown: not a field of a conversation's agent (fields here: agent, "
-                "program, model, login, environment)");
+                "program, model, login, environmentKeys)");
         }
     }
     if (!v.contains("program")) bad("program", "is required: the agent CLI's absolute path");

@@ -30,8 +30,9 @@ struct ConversationAgent {
     std::string model;             // pinned: passed on every turn
     // The registry entry whose login grant the agent gets; "" for none.
     std::string login_entry;
-    // "NAME=VALUE" added to the agent's environment (the model API's address, a proxy, a CA).
-    std::vector<std::string> environment;
+    // The invoker's variables given to the agent (the model API's address, a proxy, a CA), as
+    // the rubric judge's environmentKeys are; nothing else of the invoker's reaches it.
+    std::vector<std::string> environment_keys;
 };
 
 struct ConversationProbe {

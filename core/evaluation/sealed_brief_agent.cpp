@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "exec/environment.hpp"
+
 namespace tea::evaluation {
 
 using nlohmann::json;
@@ -14,6 +16,20 @@ std::string sealed_brief_system_prompt(const std::string &brief) {
            std::string{kConversationDoneMarker} + " and nothing more.\n\nBrief:\n" + brief;
 }
 
+namespace {
+
+// "NAME=VALUE" for each of `keys` the invoker's environment holds.
+std::vector<std::string> invoker_variables(const std::vector<std::string> &keys) {
+    const auto invoker = exec::current_environment();
+    std::vector<std::string> out;
+    for (const auto &key : keys) {
+        if (const auto *item = exec::find_variable(invoker, key, nullptr)) out.push_back(*item);
+    }
+    return out;
+}
+
+}  // namespace
+
 SealedBriefAgent::SealedBriefAgent(call::CallSession &session, call::Logins &logins,
                                    files::RunDirectory &private_dir, const ConversationProbe &probe,
                                    std::filesystem::path record_dir, std::string record_stem,
@@ -23,7 +39,8 @@ SealedBriefAgent::SealedBriefAgent(call::CallSession &session, call::Logins &log
       record_stem_{std::move(record_stem)},
       agent_{session, logins, private_dir,
              AgentSetup{probe.agent.agent, probe.agent.program, probe.agent.model,
-                        probe.agent.login_entry, probe.agent.environment, std::move(read_only)}} {}
+                        probe.agent.login_entry, invoker_variables(probe.agent.environment_keys),
+                        std::move(read_only)}} {}
 
 AgentMessage SealedBriefAgent::next(const std::optional<std::string> &target_reply,
                                     std::chrono::milliseconds timeout) {

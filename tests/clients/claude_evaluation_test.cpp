@@ -412,11 +412,9 @@ TEST_F(ClaudeEvaluation, TheSealedBriefAgentHoldsAConversationRecordedInTheCall)
                        {{"program", TEA_TEST_CLAUDE},
                         {"model", "claude-test"},
                         {"login", "agent"},
-                        {"environment",
-                         {{"ANTHROPIC_BASE_URL", mock_->base_url()},
-                          {"HTTPS_PROXY", mock_->proxy_url()},
-                          {"NODE_EXTRA_CA_CERTS", mock_->ca_file().string()},
-                          {"CLAUDE_CODE_MAX_RETRIES", "0"}}}}}}}}
+                        {"environmentKeys",
+                         {"ANTHROPIC_BASE_URL", "HTTPS_PROXY", "NODE_EXTRA_CA_CERTS",
+                          "CLAUDE_CODE_MAX_RETRIES"}}}}}}}
                    .dump());
     prepare([](json &evaluation) {
         evaluation["registry"].push_back({{"interfaceId", "helpdesk"},
@@ -424,7 +422,11 @@ TEST_F(ClaudeEvaluation, TheSealedBriefAgentHoldsAConversationRecordedInTheCall)
                                           {"target", "bin/helpdesk"},
                                           {"maxElapsedMs", 240000}});
     });
-    const auto env = environment({"CLAUDE_CODE_OAUTH_TOKEN=" + token_});
+    // The agent runs outside every confinement: it reaches the mock through the mock's own proxy,
+    // and trusts its authority by an absolute path.
+    const auto env =
+        environment({"CLAUDE_CODE_OAUTH_TOKEN=" + token_, "HTTPS_PROXY=" + mock_->proxy_url(),
+                     "NODE_EXTRA_CA_CERTS=" + mock_->ca_file().string()});
     const auto check = tea(env, {"check", eval().string()});
     ASSERT_EQ(check.status, 0) << check.err;
     const auto r = tea(env, {"--json", "run", eval().string()});

@@ -48,7 +48,7 @@ class ConversationProbeTest : public ::testing::Test {
                  {{"program", agent_.string()},
                   {"model", "claude-test"},
                   {"login", "judge"},
-                  {"environment", {{"ANTHROPIC_BASE_URL", "https://api.mock.test"}}}}}};
+                  {"environmentKeys", {"ANTHROPIC_BASE_URL"}}}}};
     }
     ::testing::AssertionResult refused(const json &v, const std::string &field,
                                        const std::string &words) {
@@ -81,8 +81,7 @@ TEST_F(ConversationProbeTest, AValidConversationCarriesItsBriefAndAgent) {
     EXPECT_EQ(c->agent.program, agent_.string());
     EXPECT_EQ(c->agent.model, "claude-test");
     EXPECT_EQ(c->agent.login_entry, "judge");
-    EXPECT_EQ(c->agent.environment,
-              std::vector<std::string>{"ANTHROPIC_BASE_URL=https://api.mock.test"});
+    EXPECT_EQ(c->agent.environment_keys, std::vector<std::string>{"ANTHROPIC_BASE_URL"});
 }
 
 TEST_F(ConversationProbeTest, DefaultsAreBoundedByTheEntry) {
@@ -182,8 +181,10 @@ TEST_F(ConversationProbeTest, BadAgentFieldsAreRefusedByName) {
     v["agent"]["agent"] = "codex";
     EXPECT_TRUE(refused(v, "conversation.agent.agent", "claude"));
     v = valid();
-    v["agent"]["environment"] = {{"BAD NAME", "x"}};
-    EXPECT_TRUE(refused(v, "conversation.agent.environment.BAD NAME", "variable name"));
+    v["agent"]["environmentKeys"] = {"BAD NAME"};
+    EXPECT_TRUE(refused(v, "conversation.agent.environmentKeys", "variable names"));
+    v["agent"]["environmentKeys"] = {{"NAME", "VALUE"}};
+    EXPECT_TRUE(refused(v, "conversation.agent.environmentKeys", "variable names"));
     v = valid();
     v["agent"].erase("model");
     EXPECT_TRUE(refused(v, "conversation.agent.model", "is required"));
