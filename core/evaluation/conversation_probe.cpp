@@ -79,11 +79,19 @@ bool read_agent(const nlohmann::json &v, const std::function<bool(const std::str
         } else if (key == "program") {
             if (!value.is_string() || !fs::path{value.get<std::string>()}.is_absolute()) {
                 bad(key, "must be the absolute path of the agent CLI on this host");
-            } else if (auto why = why_not_executable(value.get<std::string>())) {
-                // Found now rather than as an infrastructure error in every trial.
-                bad(key, "\"" + value.get<std::string>() + "\" " + *why);
             } else {
-                out.program = value.get<std::string>();
+                // A CLI is often installed as a link (/usr/local/bin/claude): what runs is the
+                // file it resolves to, checked now rather than found missing in every trial.
+                std::error_code ec;
+                const auto program = fs::canonical(value.get<std::string>(), ec);
+                const auto why =
+                    ec ? std::optional<std::string>{"cannot be resolved: " + ec.message()}
+                       : why_not_executable(program);
+                if (why) {
+                    bad(key, "\"" + value.get<std::string>() + "\" " + *why);
+                } else {
+                    out.program = program.string();
+                }
             }
         } else if (key == "model") {
             if (!value.is_string() || value.get<std::string>().empty()) {
