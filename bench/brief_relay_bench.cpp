@@ -50,18 +50,20 @@ std::array<tea::UniqueFd, 2> pipe_pair() {
     return {tea::UniqueFd{p[0]}, tea::UniqueFd{p[1]}};
 }
 
-// One line written and one read, by plain blocking calls.
+// One line written and one read, by plain blocking calls in whole chunks (as the relay reads).
 void round_trip(int to, int from) {
     if (::write(to, kLine.data(), kLine.size()) != static_cast<ssize_t>(kLine.size())) {
         std::fprintf(stderr, "the target did not take the line\n");
         std::exit(1);
     }
-    char c = 0;
-    while (::read(from, &c, 1) == 1 && c != '\n') {
-    }
-    if (c != '\n') {
-        std::fprintf(stderr, "the target did not answer\n");
-        std::exit(1);
+    std::array<char, 4096> chunk{};
+    for (;;) {
+        const ssize_t n = ::read(from, chunk.data(), chunk.size());
+        if (n <= 0) {
+            std::fprintf(stderr, "the target did not answer\n");
+            std::exit(1);
+        }
+        if (chunk[static_cast<std::size_t>(n) - 1] == '\n') return;
     }
 }
 
