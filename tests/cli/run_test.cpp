@@ -3781,7 +3781,7 @@ TEST(Run, AConversationWhoseAgentFailsIsAnInfrastructureError) {
     const auto run = p.run();
     const auto dir = run_dir_of(run);
     ASSERT_FALSE(dir.empty()) << run.status << "\n" << run.out << run.err;
-    const auto &call = read_json(dir / "run.json")["trials"][0]["calls"][0];
+    const auto call = read_json(dir / "run.json")["trials"][0]["calls"][0];
     EXPECT_EQ(call["relay"]["ended"], "agentFailed") << call["relay"].dump(2);
     EXPECT_NE(call["relay"]["detail"].get<std::string>().find("status 4"), std::string::npos)
         << call["relay"]["detail"];

@@ -433,7 +433,7 @@ TEST_F(ClaudeEvaluation, TheSealedBriefAgentHoldsAConversationRecordedInTheCall)
     const auto dir = run_dir_of(r);
     ASSERT_FALSE(dir.empty()) << r.status << "\n" << r.out << r.err;
     EXPECT_EQ(r.status, 0) << r.err;
-    const auto &call = read_json(dir / "run.json")["trials"][0]["calls"][0];
+    const auto call = read_json(dir / "run.json")["trials"][0]["calls"][0];
     const auto &relay = call["relay"];
     EXPECT_EQ(relay["ended"], "agentDone") << relay.dump(2);
     EXPECT_EQ(relay["agentMessages"], 2);
