@@ -394,6 +394,7 @@ TEST_F(ClaudeEvaluation, TheSealedBriefAgentHoldsAConversationRecordedInTheCall)
                   json::array({say("Hello, I was charged twice."), say("Told: {{last-user-text}}"),
                                say("[[done]]")}));
     const std::string sealed = "SEALED-" + bwrap::random_token(8);
+    fs::create_directories(eval() / "briefs");
     write_file((eval() / "briefs" / "customer.md").string(),
                "You were charged twice for order 42. " + sealed + "\n");
     write_file((project() / "bin" / "helpdesk").string(),
