@@ -1,8 +1,6 @@
 #include "evaluation/corpus.hpp"
 
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -12,8 +10,8 @@
 #include <string>
 #include <system_error>
 
+#include "evaluation/folder_file.hpp"
 #include "util/closest_match.hpp"
-#include "util/fd.hpp"
 
 namespace tea::evaluation {
 namespace {
@@ -25,10 +23,6 @@ constexpr std::size_t kMaxCorpusBytes = std::size_t{64} << 20U;
 constexpr std::size_t kMaxCorpusFiles = 4096;
 constexpr std::size_t kMaxNameLength = 128;
 constexpr int kMaxDepth = 16;
-
-std::string error_text(int e) {
-    return std::generic_category().message(e);
-}
 
 // A name that reaches records, messages and the probe's field as written: no control character,
 // quote, separator or leading '-' (read as an option by a target that is handed the name).
@@ -95,27 +89,6 @@ struct Walk {
     }
 };
 
-// One corpus file's content, opened without following a link (one planted since the walk reads as
-// ELOOP) and without blocking on a fifo planted in its place.
-std::optional<std::string> read_corpus_file(const fs::path &path, std::string &content) {
-    const UniqueFd fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)};
-    if (!fd) return "cannot be opened: " + error_text(errno);
-    struct stat st {};
-    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
-        return std::string{"is not a regular file"};
-    }
-    content.clear();
-    char buffer[65536];
-    for (;;) {
-        const auto n = ::read(fd.get(), buffer, sizeof buffer);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return "cannot be read: " + error_text(errno);
-        if (n == 0) return std::nullopt;
-        content.append(buffer, static_cast<std::size_t>(n));
-        if (content.size() > kMaxCorpusFileBytes) return std::string{"grew over 16 MiB"};
-    }
-}
-
 bool any_reference(const Evaluation &evaluation) {
     return std::any_of(evaluation.probes.begin(), evaluation.probes.end(),
                        [](const Probe &p) { return !p.corpus.empty(); });
@@ -176,7 +149,8 @@ void load_corpus(Evaluation &evaluation, std::vector<Problem> &problems,
             auto found = contents.find(name);
             if (found == contents.end()) {
                 std::string content;
-                if (auto why = read_corpus_file(root / name, content)) {
+                if (auto why =
+                        read_folder_file(root / name, kMaxCorpusFileBytes, "16 MiB", content)) {
                     problems.push_back({root / name, 0, 0, {}, std::move(*why)});
                     continue;
                 }

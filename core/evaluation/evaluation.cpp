@@ -1235,7 +1235,22 @@ void read_probe(const Report &file_report, const std::string &name, const json &
         report("args", "start with none of the entry's subcommandPaths (" +
                            list_of(entry->subcommand_paths) + ")");
     }
-    if (const auto *s = tool_server || http ? nullptr : f.take("stdin")) {
+    const json *conversation = tool_server || http ? nullptr : f.take("conversation");
+    if (conversation != nullptr) {
+        probe.conversation = read_conversation_probe(
+            *conversation, evaluation.folder, entry != nullptr ? entry->max_elapsed_ms : 0,
+            [&](const std::string &id) {
+                const auto *named = evaluation.entry(id);
+                return named != nullptr && named->login.has_value();
+            },
+            [&](const std::string &field, const std::string &message) { report(field, message); });
+        if (f.take_unlisted("stdin") != nullptr) {
+            report("stdin",
+                   "is not taken by a probe with a conversation: the target's stdin "
+                   "carries the agent's messages");
+        }
+    }
+    if (const auto *s = tool_server || http || conversation ? nullptr : f.take("stdin")) {
         if (auto in = text(report, "stdin", *s)) {
             if (in->size() > kMaxStdinBytes) {
                 report("stdin", "is " + std::to_string(in->size()) + " bytes; the limit is 1 MiB");

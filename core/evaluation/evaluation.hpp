@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "evaluation/conversation_probe.hpp"
 #include "evaluation/http_probe.hpp"
 #include "evaluation/rubric.hpp"
 #include "evaluation/tool_server_probe.hpp"
@@ -98,6 +99,9 @@ struct Probe {
     std::optional<ToolServerProbe> tool_server;
     // A probe of an http entry: its request (args and stdin are then empty).
     std::optional<HttpProbe> http;
+    // A probe of a command entry talked to by the sealed-brief agent: its stdio is the relay's
+    // (stdin is then empty).
+    std::optional<ConversationProbe> conversation;
 };
 
 // An evaluator of kind "rubric": an agent CLI asked to grade the trial's artifacts against

@@ -11,12 +11,14 @@
 #include <fstream>
 #include <tea/json_bytes.hpp>
 
+#include "evaluation/brief_relay.hpp"
 #include "evaluation/budgets.hpp"
 #include "evaluation/historical_probes.hpp"
 #include "evaluation/http_call.hpp"
 #include "evaluation/leak_detectors.hpp"
 #include "evaluation/program_file.hpp"
 #include "evaluation/rubric_judge.hpp"
+#include "evaluation/sealed_brief_agent.hpp"
 #include "evaluation/skill_target.hpp"
 #include "evaluation/target_git.hpp"
 #include "evaluation/tool_server_call.hpp"
@@ -399,9 +401,25 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
         run.budget = entry_budget(state.budget, ev.budgets, entry->budgets);
         std::optional<ToolServerCall> tool_server;
         std::optional<HttpCall> http_call;
+        std::optional<BriefRelay> relay;
         // A server over stdio talks on its stdout; one over HTTP prints there as a command does.
         const bool stdio_server = probe.tool_server && entry->transport != "http";
-        if (probe.tool_server) {
+        // A command in a conversation answers the relay on its stdout.
+        const bool stdio_talk = stdio_server || probe.conversation;
+        // The agent of a conversation, a fresh one (its own home and session) for each call.
+        std::unique_ptr<SealedBriefAgent> brief_agent;
+        if (probe.conversation) {
+            stdfs::create_directories(trial_dir / "relay");
+            brief_agent = std::make_unique<SealedBriefAgent>(
+                state.session, state.logins, private_dir, *probe.conversation, trial_dir / "relay",
+                probe.name, std::vector<stdfs::path>{ev.folder});
+            relay.emplace(*probe.conversation,
+                          [agent = brief_agent.get()](const std::optional<std::string> &reply,
+                                                      std::chrono::milliseconds timeout) {
+                              return agent->next(reply, timeout);
+                          });
+            run.conversation = relay->conversation();
+        } else if (probe.tool_server) {
             tool_server.emplace(
                 *probe.tool_server, *run.timeout,
                 stdio_server ? std::nullopt : std::optional<std::string>{entry->endpoint_path});
@@ -410,7 +428,7 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
             http_call.emplace(*probe.http, *run.timeout);
             run.conversation = http_call->conversation();
         }
-        if (!stdio_server) {
+        if (!stdio_talk) {
             run.out.file = trial_dir / "calls" / (stem + ".stdout");
         }
         run.err.file = trial_dir / "calls" / (stem + ".stderr");
@@ -459,16 +477,20 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
         }
         state.logins.redact_file(run.err.file, r.err.truncated);
         state.confinement = outcome.confinement;
-        if (r.interrupted_by != 0) {
+        const int interrupted = r.interrupted_by != 0 ? r.interrupted_by
+                                : brief_agent         ? brief_agent->interrupted_by()
+                                                      : 0;
+        if (interrupted != 0) {
             progress.finish("interrupted");
-            out.interrupted = r.interrupted_by;
+            out.interrupted = interrupted;
             return out;
         }
         const bool infrastructure =
             !r.started || outcome.target_never_started ||
             (r.signal == 0 && !r.timed_out && infrastructure_code(*entry, r.exit_code)) ||
             (http_call && http_call->infrastructure_error()) ||
-            (tool_server && tool_server->infrastructure_error());
+            (tool_server && tool_server->infrastructure_error()) ||
+            (relay && relay->ended() == RelayEnd::agent_failed);
         out.infrastructure_errors += infrastructure ? 1 : 0;
         json observed_paths = json::array();
         for (const auto &f : outcome.audit.findings) {
@@ -494,7 +516,7 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
                   {"status", outcome.status},
                   {"infrastructureError", infrastructure},
                   {"targetStarted", r.started && !outcome.target_never_started},
-                  {"stdout", stdio_server ? json(nullptr) : json("calls/" + stem + ".stdout")},
+                  {"stdout", stdio_talk ? json(nullptr) : json("calls/" + stem + ".stdout")},
                   {"stderr", "calls/" + stem + ".stderr"},
                   {"stdoutBytes", r.out.total_bytes},
                   {"stderrBytes", r.err.total_bytes},
@@ -523,6 +545,16 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
         if (http_call) {
             call["endedByRuntime"] = r.ended_by_runtime;
             call.update(http_call->record());
+        }
+        if (relay) {
+            // The whole exchange is a trial artifact, redacted as every record is; the call
+            // record keeps each turn cut short.
+            const auto transcript = "relay/" + probe.name + ".jsonl";
+            files::write_atomically(trial_dir / transcript,
+                                    state.logins.redact(relay->transcript()));
+            call["endedByRuntime"] = r.ended_by_runtime;
+            call["relay"] = relay->record(transcript);
+            call["relay"]["agent"] = brief_agent->record();
         }
         if (service_failure) {
             state.services_failed.push_back({{"trialIndex", index},

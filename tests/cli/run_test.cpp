@@ -3666,5 +3666,130 @@ TEST(Qualify, JobsOutsideOneToSixtyFourIsAUsageErrorAndArmIsNotInTheHelp) {
     EXPECT_EQ(std::distance(fs::directory_iterator(p.eval() / "runs"), {}), runs_before);
 }
 
+// ---- sealed briefs (docs/agent-evaluations.md) ----
+
+// A target that speaks the relay's protocol and, for every message, tries to read the brief at its
+// absolute path: it answers with the brief's first line, or with why it could not.
+std::string brief_reading_target(const fs::path &brief) {
+    return "#!/usr/bin/python3\nimport json, sys\nfor line in sys.stdin:\n"
+           "    try:\n        seen = open('" +
+           brief.string() +
+           "').readline().strip()\n"
+           "    except OSError as e:\n        seen = 'unreadable: ' + type(e).__name__\n"
+           "    print(json.dumps({'role': 'assistant', 'text': 'brief: ' + seen}), flush=True)\n";
+}
+
+// An agent CLI that answers as Claude Code's `-p --output-format json` does: its opening is
+// "hello", and it is done as soon as the target has answered. `exit_code` other than 0: it fails.
+std::string scripted_agent_cli(int exit_code = 0) {
+    return "#!/bin/sh\nprompt=$(cat)\ncase \"$prompt\" in *'first message'*) said=hello ;; "
+           "*) said='[[done]]' ;; esac\n"
+           "printf '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,"
+           "\"result\":\"%s\",\"session_id\":\"s-1\"}\\n' \"$said\"\nexit " +
+           std::to_string(exit_code) + "\n";
+}
+
+// A project whose one probe is a conversation with the brief-reading target.
+void write_brief_evaluation(Project &p, const std::string &evaluation_extra, int agent_exit = 0) {
+    const auto agent = p.root().parent_path() / "agent-cli";
+    test::write_file(agent.string(), scripted_agent_cli(agent_exit));
+    ::chmod(agent.c_str(), 0755);
+    write_simple_evaluation(p, evaluation_extra,
+                            brief_reading_target(p.eval() / "briefs" / "customer.md"));
+    p.write(".tea/briefs/customer.md", "SEALED: you want a refund for order 42\n");
+    p.write(".tea/probes/only.json",
+            json{{"entry", "t"},
+                 {"conversation",
+                  {{"brief", "briefs/customer.md"},
+                   {"maxTurns", 4},
+                   {"turnTimeoutMs", 20000},
+                   {"agent", {{"program", agent.string()}, {"model", "scripted"}}}}}}
+                .dump());
+}
+
+// The brief is grading material: a confined target that reaches for it finds nothing and is
+// listed, and the conversation around it is recorded whole.
+TEST(Run, ASealedBriefIsHiddenFromTheConfinedTargetAndTheConversationIsRecorded) {
+    Project p{"brief-confined"};
+    write_brief_evaluation(p, "");
+    p.commit();
+    const auto check = p.tea({"check", p.eval().string()});
+    ASSERT_EQ(check.status, 0) << check.err;
+    const auto run = p.run();
+    const auto dir = run_dir_of(run);
+    ASSERT_FALSE(dir.empty()) << run.status << "\n" << run.out << run.err;
+    EXPECT_EQ(run.status, 3) << "the read of the brief is listed\n" << run.err;
+    expect_schema_valid(dir / "run.json", "run.schema.json");
+    const auto record = read_json(dir / "run.json");
+    const auto &call = record["trials"][0]["calls"][0];
+    const auto &relay = call["relay"];
+    EXPECT_EQ(relay["ended"], "agentDone") << relay.dump(2);
+    EXPECT_EQ(relay["agentMessages"], 1);
+    ASSERT_EQ(relay["turns"].size(), 3U) << relay.dump(2);
+    EXPECT_EQ(relay["turns"][0]["text"], "hello");
+    EXPECT_EQ(relay["turns"][1]["text"].get<std::string>().rfind("brief: unreadable: ", 0), 0U)
+        << relay["turns"][1];
+    EXPECT_EQ(relay["turns"][2]["text"], "[[done]]");
+    EXPECT_EQ(call["infrastructureError"], false);
+    EXPECT_EQ(call["endedByRuntime"], true);
+    EXPECT_TRUE(call["stdout"].is_null());
+    const auto sha =
+        test::run({"/usr/bin/sha256sum", (p.eval() / "briefs" / "customer.md").string()},
+                  test::environment_with({}));
+    EXPECT_EQ(relay["briefSha256"], sha.out.substr(0, 64));
+    const auto &observed = record["trials"][0]["observedMounts"];
+    EXPECT_NE(
+        std::find(observed.begin(), observed.end(), (p.eval() / "briefs" / "customer.md").string()),
+        observed.end())
+        << observed;
+    const auto transcript =
+        test::read_file((dir / "trials" / "1" / relay["transcript"].get<std::string>()).string());
+    EXPECT_NE(transcript.find("brief: unreadable"), std::string::npos) << transcript;
+    // The brief's text is in no record of the run: only its digest is.
+    for (const auto &e : fs::recursive_directory_iterator(dir)) {
+        if (e.is_regular_file()) {
+            EXPECT_EQ(test::read_file(e.path().string()).find("SEALED"), std::string::npos)
+                << e.path();
+        }
+    }
+    // The agent's prompts and answers are kept beside the transcript.
+    ASSERT_EQ(relay["agent"]["turns"].size(), 2U) << relay["agent"].dump(2);
+    EXPECT_TRUE(fs::is_regular_file(dir / "trials" / "1" /
+                                    relay["agent"]["turns"][1]["prompt"].get<std::string>()));
+}
+
+// Control: the same target opted out reads the brief, so the confined run's "unreadable" was the
+// confinement's doing.
+TEST(Run, AnOptedOutTargetReadsTheBriefTheConfinementHides) {
+    Project p{"brief-optout"};
+    write_brief_evaluation(p, R"(, "confinement": false)");
+    p.commit();
+    const auto run = p.run();
+    const auto dir = run_dir_of(run);
+    ASSERT_FALSE(dir.empty()) << run.status << "\n" << run.out << run.err;
+    EXPECT_EQ(run.status, 0) << run.err;
+    const auto relay = read_json(dir / "run.json")["trials"][0]["calls"][0]["relay"];
+    ASSERT_GE(relay["turns"].size(), 2U) << relay.dump(2);
+    EXPECT_EQ(relay["turns"][1]["text"], "brief: SEALED: you want a refund for order 42");
+}
+
+// An agent that cannot speak leaves the target unheard: an infrastructure error, not a fail.
+TEST(Run, AConversationWhoseAgentFailsIsAnInfrastructureError) {
+    Project p{"brief-agent-fails"};
+    write_brief_evaluation(p, "", 4);
+    p.commit();
+    const auto run = p.run();
+    const auto dir = run_dir_of(run);
+    ASSERT_FALSE(dir.empty()) << run.status << "\n" << run.out << run.err;
+    const auto call = read_json(dir / "run.json")["trials"][0]["calls"][0];
+    EXPECT_EQ(call["relay"]["ended"], "agentFailed") << call["relay"].dump(2);
+    EXPECT_NE(call["relay"]["detail"].get<std::string>().find("status 4"), std::string::npos)
+        << call["relay"]["detail"];
+    EXPECT_EQ(call["infrastructureError"], true);
+    EXPECT_EQ(call["relay"]["turns"].size(), 0U);
+    const auto score = p.tea({"score", dir.string()});
+    EXPECT_NE(score.status, 1) << "never the target's fail\n" << score.err;
+}
+
 }  // namespace
 }  // namespace tea

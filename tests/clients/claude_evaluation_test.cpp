@@ -337,6 +337,99 @@ TEST_F(ClaudeEvaluation, ItsWalkUpForMemoryFilesAboveTheWorkspaceIsNotListed) {
     EXPECT_EQ(claude_result(stdout_of(dir)), "credential: Bearer [redacted]") << stdout_of(dir);
 }
 
+// The sealed-brief agent (docs/agent-evaluations.md) as the real CLI, answered from the mock's
+// plain turns, in a conversation with a confined target that echoes what it is told: three
+// agent turns (the opening, an answer that quotes the target's reply, the done marker), each
+// recorded in the call record and the transcript; the agent resumed its session from turn to
+// turn, got the brief in its system prompt and the login of the entry the probe names; no record
+// holds the token or the brief.
+TEST_F(ClaudeEvaluation, TheSealedBriefAgentHoldsAConversationRecordedInTheCall) {
+    const auto say = [](const std::string &text) {
+        return json::array({{{"type", "text"}, {"text", text}}});
+    };
+    mock_.emplace(base() / "mock", kMockHost, json::array(),
+                  json::array({say("Hello, I was charged twice."), say("Told: {{last-user-text}}"),
+                               say("[[done]]")}));
+    const std::string sealed = "SEALED-" + bwrap::random_token(8);
+    fs::create_directories(eval() / "briefs");
+    write_file((eval() / "briefs" / "customer.md").string(),
+               "You were charged twice for order 42. " + sealed + "\n");
+    write_file((project() / "bin" / "helpdesk").string(),
+               "#!/usr/bin/python3\nimport json, sys\nfor line in sys.stdin:\n"
+               "    said = json.loads(line)['text']\n"
+               "    print(json.dumps({'role': 'assistant', 'text': 'you said: ' + said}), "
+               "flush=True)\n");
+    fs::permissions(project() / "bin" / "helpdesk", fs::perms{0755});
+    write_file((eval() / "probes" / "session.json").string(),
+               json{{"entry", "helpdesk"},
+                    {"conversation",
+                     {{"brief", "briefs/customer.md"},
+                      {"maxTurns", 4},
+                      {"turnTimeoutMs", 60000},
+                      {"agent",
+                       {{"program", TEA_TEST_CLAUDE},
+                        {"model", "claude-test"},
+                        {"login", "agent"},
+                        {"environmentKeys",
+                         {"ANTHROPIC_BASE_URL", "HTTPS_PROXY", "NODE_EXTRA_CA_CERTS",
+                          "CLAUDE_CODE_MAX_RETRIES"}}}}}}}
+                   .dump());
+    prepare([](json &evaluation) {
+        evaluation["registry"].push_back({{"interfaceId", "helpdesk"},
+                                          {"executable", "helpdesk"},
+                                          {"target", "bin/helpdesk"},
+                                          {"maxElapsedMs", 240000}});
+    });
+    // The agent runs outside every confinement: it reaches the mock through the mock's own proxy,
+    // and trusts its authority by an absolute path.
+    const auto env =
+        environment({"CLAUDE_CODE_OAUTH_TOKEN=" + token_, "HTTPS_PROXY=" + mock_->proxy_url(),
+                     "NODE_EXTRA_CA_CERTS=" + mock_->ca_file().string()});
+    const auto check = tea(env, {"check", eval().string()});
+    ASSERT_EQ(check.status, 0) << check.err;
+    const auto r = tea(env, {"--json", "run", eval().string()});
+    const auto dir = run_dir_of(r);
+    ASSERT_FALSE(dir.empty()) << r.status << "\n" << r.out << r.err;
+    EXPECT_EQ(r.status, 0) << r.err;
+    const auto call = read_json(dir / "run.json")["trials"][0]["calls"][0];
+    const auto &relay = call["relay"];
+    EXPECT_EQ(relay["ended"], "agentDone") << relay.dump(2);
+    EXPECT_EQ(relay["agentMessages"], 2);
+    const std::string opening = "Hello, I was charged twice.";
+    const std::string second = "Told: The assistant replied:\n\nyou said: " + opening;
+    const std::vector<std::string> expected_turns{opening, "you said: " + opening, second,
+                                                  "you said: " + second, "[[done]]"};
+    ASSERT_EQ(relay["turns"].size(), expected_turns.size()) << relay.dump(2);
+    for (std::size_t i = 0; i < expected_turns.size(); ++i) {
+        EXPECT_EQ(relay["turns"][i]["from"], i % 2 == 0 ? "agent" : "target");
+        EXPECT_EQ(relay["turns"][i]["text"], expected_turns[i]) << i;
+    }
+    EXPECT_EQ(call["infrastructureError"], false);
+    const auto transcript =
+        read_file((dir / "trials" / "1" / relay["transcript"].get<std::string>()).string());
+    EXPECT_NE(transcript.find("you said: Told: The assistant replied:"), std::string::npos)
+        << transcript;
+    EXPECT_EQ(relay["agent"]["model"], "claude-test");
+    EXPECT_EQ(relay["agent"]["login"], "agent");
+
+    // The agent's requests: the login's token, no tool offered, the brief in the system prompt,
+    // and one conversation carried on (the third request holds the two earlier answers).
+    const auto requests = mock_->requests();
+    bool briefed = false;
+    std::size_t longest = 0;
+    for (const auto &q : requests) {
+        EXPECT_EQ(q.at("headers").value("authorization", ""), "Bearer " + token_);
+        EXPECT_FALSE(q.at("body").contains("tools") && !q.at("body")["tools"].empty()) << q.dump();
+        briefed = briefed ||
+                  q.at("body").value("system", json{}).dump().find(sealed) != std::string::npos;
+        longest = std::max(longest, q.at("body").value("messages", json::array()).size());
+    }
+    EXPECT_TRUE(briefed) << "no request carried the brief";
+    EXPECT_GE(longest, 5U) << "the last turn did not resume the session";
+    EXPECT_EQ(files_holding(dir, token_), "");
+    EXPECT_EQ(files_holding(dir, sealed), "");
+}
+
 // scripts/run-claude-example.sh, as a user runs it (with this build's binary), holds what it
 // claims; without the CLI it says so and fails.
 TEST_F(ClaudeEvaluation, TheExampleScriptRunsTheEvaluationAndFailsWithoutTheCli) {

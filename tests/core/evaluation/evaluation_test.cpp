@@ -1081,6 +1081,44 @@ TEST_F(EvaluationTest, ContractFieldsAreCheckedForShape) {
     EXPECT_TRUE(has(load(folder_), "contract.json", "", "must hold a JSON object"));
 }
 
+// ---- conversations (conversation_probe.hpp) ----
+
+TEST_F(EvaluationTest, ACommandProbesConversationLoadsWithItsBriefAndRefusesStdin) {
+    put(folder_ / "briefs/customer.md", "You want a refund.\n");
+    const std::string conversation =
+        R"("conversation": {"brief": "briefs/customer.md", "maxTurns": 3,
+                            "agent": {"program": "/bin/sh", "model": "m", "login": "greeter"}})";
+    put(folder_ / "probes/00-bye.json",
+        R"({"entry": "greeter", "args": ["bye"], )" + conversation + "}");
+    auto loaded = load_doc();
+    ASSERT_TRUE(loaded.problems.empty()) << all(loaded);
+    const auto &probe = loaded.evaluation.probes.at(0);
+    ASSERT_TRUE(probe.conversation);
+    EXPECT_EQ(probe.conversation->brief, "You want a refund.\n");
+    EXPECT_EQ(probe.conversation->max_turns, 3);
+    EXPECT_EQ(probe.conversation->turn_timeout_ms, 5000) << "bounded by the entry's maxElapsedMs";
+
+    put(folder_ / "probes/00-bye.json",
+        R"({"entry": "greeter", "args": ["bye"], "stdin": "x", )" + conversation + "}");
+    loaded = load_doc();
+    EXPECT_TRUE(
+        has(loaded, "00-bye.json", "probe '00-bye' field 'stdin'", "carries the agent's messages"));
+
+    put(folder_ / "probes/00-bye.json",
+        R"({"entry": "greeter", "args": ["bye"], "conversation": {"brief": "briefs/none.md",
+            "agent": {"program": "/bin/sh", "model": "m"}}})");
+    loaded = load_doc();
+    EXPECT_TRUE(has(loaded, "00-bye.json", "probe '00-bye' field 'conversation.brief'",
+                    "\"briefs/none.md\""));
+}
+
+TEST_F(ToolServerEvaluation, AConversationIsNoFieldOfAToolServersProbe) {
+    probe(R"({"entry": "greeter", "method": "tools/list",
+              "conversation": {"brief": "b.md"}})");
+    EXPECT_TRUE(
+        has(load_doc(), "01-hello.json", "probe '01-hello' field 'conversation'", "unknown"));
+}
+
 // ---- corpus/ ----
 
 TEST_F(EvaluationTest, CorpusFileReachesItsProbeAsAWorkspaceFile) {
