@@ -173,17 +173,38 @@ class SkillTargetEvaluation : public SkillRunnerClient {
     [[nodiscard]] fs::path project() const { return base() / "project"; }
     [[nodiscard]] fs::path eval() const { return project() / ".tea"; }
 
+    // The example's copy pointed at this test's mock. Its rubric judge is replaced by a command
+    // evaluator comparing the notes with the expected ones: these tests are of the skill target
+    // (tests/clients/claude_judge_test.cpp tests the judge, and the example's script both).
     void prepare(const std::function<void(json &)> &change = {}) {
         fs::create_directories(project());
         fs::copy(kExample, project(), fs::copy_options::recursive);
         std::error_code ec;
         fs::remove_all(eval() / "runs", ec);
-        point_example_at_mock(eval(), "session", *mock_, TEA_TEST_CLAUDE, change, [](json &probe) {
-            auto &args = probe["args"];
-            for (std::size_t i = 0; i + 1 < args.size(); ++i) {
-                if (args[i] == "--agent-bin") args[i + 1] = TEA_TEST_CLAUDE;
-            }
-        });
+        const auto grader = eval() / "evaluator/grade.sh";
+        write_file(grader.string(),
+                   "#!/bin/sh\n"
+                   "if cmp -s \"$TEA_TRIAL_DIR/artifacts/notes-skill/notes\" "
+                   "\"$TEA_EVALUATION_DIR/evaluator/expected.md\" && "
+                   "[ -s \"$TEA_TRIAL_DIR/artifacts/notes-skill/transcript\" ]; then\n"
+                   "  echo '{\"verdict\": \"pass\"}'\n"
+                   "else\n"
+                   "  echo '{\"verdict\": \"fail\", \"reasons\": [\"notes or transcript\"]}'\n"
+                   "fi\n");
+        fs::permissions(grader,
+                        fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
+                        fs::perm_options::add);
+        const auto with_grader = [&change](json &evaluation) {
+            evaluation["evaluator"] = {{"command", json::array({"evaluator/grade.sh"})}};
+            if (change) change(evaluation);
+        };
+        point_example_at_mock(eval(), "session", *mock_, TEA_TEST_CLAUDE, with_grader,
+                              [](json &probe) {
+                                  auto &args = probe["args"];
+                                  for (std::size_t i = 0; i + 1 < args.size(); ++i) {
+                                      if (args[i] == "--agent-bin") args[i + 1] = TEA_TEST_CLAUDE;
+                                  }
+                              });
         commit_project(project(), "agent-skill");
     }
 
