@@ -28,6 +28,7 @@
 #include "bench_support.hpp"
 #include "evaluation/brief_relay.hpp"
 #include "exec/call_runner.hpp"
+#include "piped_child.hpp"
 #include "util/fd.hpp"
 
 namespace {
@@ -39,15 +40,6 @@ constexpr std::string_view kLine = "{\"role\":\"user\",\"text\":\"I was charged 
 
 double ms_between(Clock::time_point start, Clock::time_point end) {
     return std::chrono::duration<double, std::milli>(end - start).count();
-}
-
-std::array<tea::UniqueFd, 2> pipe_pair() {
-    std::array<int, 2> p{};
-    if (::pipe2(p.data(), O_CLOEXEC) != 0) {
-        std::perror("pipe2");
-        std::exit(1);
-    }
-    return {tea::UniqueFd{p[0]}, tea::UniqueFd{p[1]}};
 }
 
 // One line written and one read, by plain blocking calls in whole chunks (as the relay reads).
@@ -68,28 +60,14 @@ void round_trip(int to, int from) {
 }
 
 void direct(std::vector<double> &turns) {
-    auto in = pipe_pair();
-    auto out = pipe_pair();
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, in[0].get(), 0);
-    posix_spawn_file_actions_adddup2(&fa, out[1].get(), 1);
-    char *argv[] = {const_cast<char *>(TEA_BENCH_RELAY_TARGET), nullptr};  // NOLINT
-    pid_t pid = -1;
-    if (::posix_spawn(&pid, argv[0], &fa, nullptr, argv, environ) != 0) {
-        std::fprintf(stderr, "cannot start %s\n", argv[0]);
-        std::exit(1);
-    }
-    posix_spawn_file_actions_destroy(&fa);
-    in[0].reset();
-    out[1].reset();
+    auto child = tea::bench::spawn_on_pipes(TEA_BENCH_RELAY_TARGET);
     for (int i = 0; i < kTurns; ++i) {
         const auto start = Clock::now();
-        round_trip(in[1].get(), out[0].get());
+        round_trip(child.stdin_w.get(), child.stdout_r.get());
         turns.push_back(ms_between(start, Clock::now()));
     }
-    in[1].reset();  // its stdin ends: it exits
-    ::waitpid(pid, nullptr, 0);
+    child.stdin_w.reset();  // its stdin ends: it exits
+    ::waitpid(child.pid, nullptr, 0);
 }
 
 void through_relay(const std::string &dir, std::vector<double> &turns) {

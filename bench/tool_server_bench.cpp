@@ -24,6 +24,7 @@
 
 #include "bench_support.hpp"
 #include "exec/call_runner.hpp"
+#include "piped_child.hpp"
 #include "services/mcp_client.hpp"
 #include "util/fd.hpp"
 
@@ -57,35 +58,13 @@ void converse(tea::UniqueFd to_server, tea::UniqueFd from_server, int requests,
     }
 }
 
-std::array<tea::UniqueFd, 2> pipe_pair() {
-    std::array<int, 2> p{};
-    if (::pipe2(p.data(), O_CLOEXEC) != 0) {
-        std::perror("pipe2");
-        std::exit(1);
-    }
-    return {tea::UniqueFd{p[0]}, tea::UniqueFd{p[1]}};
-}
-
 // The server on pipes of the bench's own: the whole probe's milliseconds.
 double direct(int requests, std::vector<double> &trips) {
     const auto start = Clock::now();
-    auto in = pipe_pair();
-    auto out = pipe_pair();
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, in[0].get(), 0);
-    posix_spawn_file_actions_adddup2(&fa, out[1].get(), 1);
-    char *argv[] = {const_cast<char *>(TEA_BENCH_MCP_SERVER), nullptr};  // NOLINT
-    pid_t pid = -1;
-    if (::posix_spawn(&pid, argv[0], &fa, nullptr, argv, environ) != 0) {
-        std::fprintf(stderr, "cannot start %s\n", argv[0]);
-        std::exit(1);
-    }
-    posix_spawn_file_actions_destroy(&fa);
-    in[0].reset();
-    out[1].reset();
-    converse(std::move(in[1]), std::move(out[0]), requests, trips);  // closes its stdin: it ends
-    ::waitpid(pid, nullptr, 0);
+    auto child = tea::bench::spawn_on_pipes(TEA_BENCH_MCP_SERVER);
+    // Closes its stdin: it ends.
+    converse(std::move(child.stdin_w), std::move(child.stdout_r), requests, trips);
+    ::waitpid(child.pid, nullptr, 0);
     return ms_since(start);
 }
 
