@@ -7,7 +7,7 @@ if(TEA_BUILD_TESTS AND NOT TEA_SANITIZE AND TARGET tea-backend-bubblewrap
   add_executable(judge_bench ${CMAKE_CURRENT_LIST_DIR}/judge_bench.cpp
     ${PROJECT_SOURCE_DIR}/core/cli/runtime.cpp ${PROJECT_SOURCE_DIR}/tests/clients/messages_api_mock.cpp)
   target_include_directories(judge_bench PRIVATE ${PROJECT_SOURCE_DIR}/tests/clients)
-  target_link_libraries(judge_bench PRIVATE tea_trials tea_core tea_bwrap_harness tea_warnings)
+  target_link_libraries(judge_bench PRIVATE tea_trials tea_core tea_spdlog tea_bwrap_harness tea_warnings)
   target_compile_definitions(judge_bench PRIVATE
     TEA_MESSAGES_API_MOCK="${PROJECT_SOURCE_DIR}/tests/clients/messages_api_mock.py"
     TEA_MAKE_TEST_PKI="${PROJECT_SOURCE_DIR}/tests/clients/make_test_pki.sh"
