@@ -6,6 +6,7 @@
 #include "cli/runtime.hpp"
 #include "evaluation/evaluation.hpp"
 #include "evaluation/historical_probes.hpp"
+#include "evaluation/login_asks.hpp"
 #include "evaluation/trials.hpp"
 #include "util/console.hpp"
 #include "util/error.hpp"
@@ -14,26 +15,15 @@ namespace tea::cli {
 
 namespace {
 
-// Each entry's login names an installed login adapter: a run would stop at it (exit 2) after
-// the evaluation was accepted here.
+// Each login names an installed login adapter (an entry's, the judge's, a brief agent's): a run
+// would stop at it (exit 2) after the evaluation was accepted here.
 void check_logins(const CommonOptions &common, evaluation::Loaded &loaded) {
-    const auto &registry = loaded.evaluation.registry;
-    if (!loaded.problems.empty() ||
-        std::none_of(registry.begin(), registry.end(),
-                     [](const auto &e) { return e.login.has_value(); })) {
+    if (!loaded.problems.empty() || evaluation::login_uses(loaded.evaluation).empty()) {
         return;
     }
     const auto runtime = load_runtime(common);
-    for (const auto &entry : registry) {
-        if (!entry.login) continue;
-        try {
-            (void)runtime.registry.require(*entry.login, plugins::Kind::login);
-        } catch (const Error &e) {
-            loaded.problems.push_back({loaded.evaluation.folder / "evaluation.json", 0, 0,
-                                       "entry '" + entry.interface_id + "' field 'login'",
-                                       e.what()});
-        }
-    }
+    evaluation::report_uninstalled_login_adapters(loaded.evaluation, runtime.registry,
+                                                  loaded.problems);
 }
 
 // Each historical probe's revision names a commit of the clone: a run would stop at it (exit 12)

@@ -13,6 +13,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/report.hpp"
+#include "evaluation/login_asks.hpp"
 #include "evaluation/trials.hpp"
 #include "util/console.hpp"
 #include "util/error.hpp"
@@ -103,6 +104,14 @@ class Progress final : public evaluation::TrialProgress {
     std::thread ticker_;
 };
 
+// A malformed evaluation never starts a target: its problems, and that nothing ran.
+void refuse(const std::vector<evaluation::Problem> &problems, const stdfs::path &folder) {
+    print_problems(problems);
+    console::err() << "tea-evaluate: " << problems.size() << " problem"
+                   << (problems.size() == 1 ? "" : "s") << " in " << printable(folder.string())
+                   << "; nothing was run\n";
+}
+
 }  // namespace
 
 std::optional<OpenedEvaluation> open_evaluation(const CommonOptions &common,
@@ -120,16 +129,19 @@ std::optional<OpenedEvaluation> open_evaluation(const CommonOptions &common,
                          "evaluation folder. Nothing was run");
     }
     if (!loaded.problems.empty()) {
-        // A malformed evaluation never starts a target.
-        print_problems(loaded.problems);
-        console::err() << "tea-evaluate: " << loaded.problems.size() << " problem"
-                       << (loaded.problems.size() == 1 ? "" : "s") << " in "
-                       << printable(folder.string()) << "; nothing was run\n";
+        refuse(loaded.problems, folder);
         return std::nullopt;
     }
     OpenedEvaluation o{std::move(loaded.evaluation), nullptr, {}, {}};
     o.source = evaluation::open_source(o.ev);
     o.session = open_session(common, !o.ev.confinement);
+    // As `check` says it: the file and field of a login whose adapter is not installed.
+    std::vector<evaluation::Problem> adapters;
+    evaluation::report_uninstalled_login_adapters(o.ev, o.session->runtime().registry, adapters);
+    if (!adapters.empty()) {
+        refuse(adapters, folder);
+        return std::nullopt;
+    }
     o.logins = evaluation::grant_logins(o.ev, *o.session);
     return o;
 }

@@ -7,6 +7,7 @@
 
 #include "evaluation/folder_file.hpp"
 #include "evaluation/program_file.hpp"
+#include "util/plugin_name.hpp"
 
 namespace tea::evaluation {
 namespace {
@@ -58,12 +59,11 @@ bool variable_name(const std::string &name) {
 }
 
 // "agent": {"agent", "program", "model", "login", "environmentKeys"}.
-bool read_agent(const nlohmann::json &v, const std::function<bool(const std::string &)> &has_login,
-                const ProbeProblem &problem, ConversationAgent &out) {
+bool read_agent(const nlohmann::json &v, const ProbeProblem &problem, ConversationAgent &out) {
     if (!v.is_object()) {
         problem("agent",
                 "must be an object: {\"program\": ABSOLUTE PATH, \"model\": NAME, "
-                "\"login\": ENTRY, \"environmentKeys\": [NAME, ...]}");
+                "\"login\": ADAPTER, \"environmentKeys\": [NAME, ...]}");
         return false;
     }
     bool fine = true;
@@ -100,12 +100,12 @@ bool read_agent(const nlohmann::json &v, const std::function<bool(const std::str
                 out.model = value.get<std::string>();
             }
         } else if (key == "login") {
-            if (!value.is_string() || !has_login(value.get<std::string>())) {
+            if (!value.is_string() || !is_valid_plugin_name(value.get<std::string>())) {
                 bad(key,
-                    "must name a registry entry that declares a login: the agent gets "
-                    "that entry's grant");
+                    "must name a login adapter (\"claude\"): the agent gets a grant of its "
+                    "own from it, as a rubric judge does, never a target's");
             } else {
-                out.login_entry = value.get<std::string>();
+                out.login = value.get<std::string>();
             }
         } else if (key == "environmentKeys") {
             if (!value.is_array()) {
@@ -132,9 +132,10 @@ bool read_agent(const nlohmann::json &v, const std::function<bool(const std::str
 
 }  // namespace
 
-std::optional<ConversationProbe> read_conversation_probe(
-    const nlohmann::json &v, const fs::path &folder, std::int64_t max_elapsed_ms,
-    const std::function<bool(const std::string &)> &has_login, const ProbeProblem &report) {
+std::optional<ConversationProbe> read_conversation_probe(const nlohmann::json &v,
+                                                         const fs::path &folder,
+                                                         std::int64_t max_elapsed_ms,
+                                                         const ProbeProblem &report) {
     const auto problem = [&](const std::string &field, const std::string &message) {
         report("conversation." + field, message);
     };
@@ -176,7 +177,7 @@ std::optional<ConversationProbe> read_conversation_probe(
             fine = ms.has_value() && fine;
             if (ms) out.turn_timeout_ms = *ms;
         } else if (key == "agent") {
-            fine = read_agent(value, has_login, problem, out.agent) && fine;
+            fine = read_agent(value, problem, out.agent) && fine;
         } else {
             problem(key,
                     "is unknown: not a field of a conversation (fields here: brief, "

@@ -7,7 +7,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
-#include <functional>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
@@ -28,8 +27,9 @@ struct ConversationAgent {
     std::string agent = "claude";  // the only one known today
     std::string program;           // the CLI's executable on the host, absolute
     std::string model;             // pinned: passed on every turn
-    // The registry entry whose login grant the agent gets; "" for none.
-    std::string login_entry;
+    // The login adapter whose grant the agent gets, as a rubric judge's `login` names one: the
+    // grant is the agent's own (sealed_brief_agent.hpp names it), never a target's.
+    std::optional<std::string> login;
     // The invoker's variables given to the agent (the model API's address, a proxy, a CA), as
     // the rubric judge's environmentKeys are; nothing else of the invoker's reaches it.
     std::vector<std::string> environment_keys;
@@ -46,12 +46,13 @@ struct ConversationProbe {
 };
 
 // "conversation": {"brief", "maxTurns", "turnTimeoutMs", "agent"}, the brief read from beneath
-// `folder` (the evaluation folder, canonical). `has_login(entry)`: whether the registry entry
-// declares a login (what agent.login may name). Every problem goes to `report` with its field
+// `folder` (the evaluation folder, canonical). Every problem goes to `report` with its field
 // ("conversation.brief"); the probe is returned only when there is none. `max_elapsed_ms` is
-// the entry's (0: not known), which bounds turnTimeoutMs.
-std::optional<ConversationProbe> read_conversation_probe(
-    const nlohmann::json &v, const std::filesystem::path &folder, std::int64_t max_elapsed_ms,
-    const std::function<bool(const std::string &)> &has_login, const ProbeProblem &report);
+// the entry's (0: not known), which bounds turnTimeoutMs. Whether agent.login's adapter is
+// installed is the command's question, as for an entry's login (check and run ask the plugins).
+std::optional<ConversationProbe> read_conversation_probe(const nlohmann::json &v,
+                                                         const std::filesystem::path &folder,
+                                                         std::int64_t max_elapsed_ms,
+                                                         const ProbeProblem &report);
 
 }  // namespace tea::evaluation

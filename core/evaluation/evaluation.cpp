@@ -1239,10 +1239,6 @@ void read_probe(const Report &file_report, const std::string &name, const json &
     if (conversation != nullptr) {
         probe.conversation = read_conversation_probe(
             *conversation, evaluation.folder, entry != nullptr ? entry->max_elapsed_ms : 0,
-            [&](const std::string &id) {
-                const auto *named = evaluation.entry(id);
-                return named != nullptr && named->login.has_value();
-            },
             [&](const std::string &field, const std::string &message) { report(field, message); });
         if (f.take_unlisted("stdin") != nullptr) {
             report("stdin",

@@ -104,7 +104,8 @@ json EvaluationAgent::record() const {
     return {{"agent", setup_.agent},
             {"program", setup_.program.string()},
             {"model", setup_.model},
-            {"login", setup_.login_entry.empty() ? json(nullptr) : json(setup_.login_entry)}};
+            {"login", setup_.login_entry.empty() ? json(nullptr) : json(setup_.login_adapter)},
+            {"loginGrant", setup_.login_entry.empty() ? json(nullptr) : json(setup_.login_entry)}};
 }
 
 std::vector<std::string> EvaluationAgent::environment() {

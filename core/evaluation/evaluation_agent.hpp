@@ -34,8 +34,10 @@ struct AgentSetup {
     std::filesystem::path program;  // the CLI's executable, absolute
     std::string model;              // passed as --model on every turn
     // The Logins entry whose grant the CLI gets (its variables, its files written into the
-    // agent's home); "" for none.
+    // agent's home), a grant asked for this agent alone; "" for none. `login_adapter`: the
+    // adapter that granted it, for the records.
     std::string login_entry;
+    std::string login_adapter;
     // "NAME=VALUE" given to every turn after the agent's own variables (the API's address, a
     // certificate authority, a proxy).
     std::vector<std::string> environment;
@@ -92,7 +94,8 @@ class EvaluationAgent {
     // Throws tea::Error only for what the runtime could not do (a record it could not write).
     AgentTurn ask(const AgentTurnRequest &request);
 
-    // What run.json and a verdict say of the agent: {agent, program, model, login}.
+    // What run.json and a verdict say of the agent: {agent, program, model, login (the
+    // adapter), loginGrant (the name run.json's logins record its grant under)}.
     [[nodiscard]] nlohmann::json record() const;
 
    private:

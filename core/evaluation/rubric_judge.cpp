@@ -133,6 +133,7 @@ json run_rubric_judge(RunState &state, int index, const stdfs::path &trial_dir,
     setup.model = judge.model;
     if (judge.login) {
         setup.login_entry = kJudgeLoginEntry;
+        setup.login_adapter = *judge.login;
     }
     // The judge gets the variables the evaluation names from the invoker, never a target's
     // environment: what a target set cannot steer its grader.

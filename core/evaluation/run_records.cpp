@@ -152,6 +152,9 @@ json isolation_manifest(const json &run, const evaluation::Evaluation &ev,
     if (const auto logins = run.find("logins"); logins != run.end() && logins->is_array()) {
         for (const auto &login : *logins) {
             const auto entry = login.value("interface", "");
+            // A grant of an evaluation-layer agent (the judge's, a brief agent's) is written into
+            // that agent's own home and reaches no target: it is no mount of the confinement.
+            if (ev.entry(entry) == nullptr) continue;
             std::string granted;
             for (const auto &variable : login.value("variables", json::array())) {
                 granted += (granted.empty() ? "" : ", ") + variable.get<std::string>();

@@ -8,6 +8,10 @@ namespace tea::evaluation {
 
 using nlohmann::json;
 
+std::string sealed_brief_login_grant(const std::string &probe_name) {
+    return "sealed brief " + probe_name;
+}
+
 std::string sealed_brief_system_prompt(const std::string &brief) {
     return "You play the person described in the brief below, talking to an assistant. The "
            "assistant has never seen the brief: act on it, never quote it. Each prompt you get "
@@ -28,19 +32,33 @@ std::vector<std::string> invoker_variables(const std::vector<std::string> &keys)
     return out;
 }
 
+AgentSetup agent_setup(const ConversationProbe &probe, const std::string &probe_name,
+                       std::vector<std::filesystem::path> read_only) {
+    AgentSetup setup{probe.agent.agent,
+                     probe.agent.program,
+                     probe.agent.model,
+                     {},
+                     {},
+                     invoker_variables(probe.agent.environment_keys),
+                     std::move(read_only)};
+    if (probe.agent.login) {
+        // Its own grant (trials.cpp asks it): a target's login is the target's alone.
+        setup.login_entry = sealed_brief_login_grant(probe_name);
+        setup.login_adapter = *probe.agent.login;
+    }
+    return setup;
+}
+
 }  // namespace
 
 SealedBriefAgent::SealedBriefAgent(call::CallSession &session, call::Logins &logins,
                                    files::RunDirectory &private_dir, const ConversationProbe &probe,
-                                   std::filesystem::path record_dir, std::string record_stem,
+                                   std::filesystem::path record_dir, const std::string &probe_name,
                                    std::vector<std::filesystem::path> read_only)
     : system_prompt_{sealed_brief_system_prompt(probe.brief)},
       record_dir_{std::move(record_dir)},
-      record_stem_{std::move(record_stem)},
-      agent_{session, logins, private_dir,
-             AgentSetup{probe.agent.agent, probe.agent.program, probe.agent.model,
-                        probe.agent.login_entry, invoker_variables(probe.agent.environment_keys),
-                        std::move(read_only)}} {}
+      record_stem_{probe_name},
+      agent_{session, logins, private_dir, agent_setup(probe, probe_name, std::move(read_only))} {}
 
 AgentMessage SealedBriefAgent::next(const std::optional<std::string> &target_reply,
                                     std::chrono::milliseconds timeout) {

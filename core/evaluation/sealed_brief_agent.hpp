@@ -19,17 +19,22 @@
 
 namespace tea::evaluation {
 
+// The name the agent's own login grant is asked and recorded under, one a probe: "sealed brief
+// <probe>". No registry entry can have it (an interface id holds no space), so a target's grant
+// is never the agent's, nor the agent's a target's.
+std::string sealed_brief_login_grant(const std::string &probe_name);
+
 // The system prompt the agent is given: how to play its part, the done marker, then the brief.
 std::string sealed_brief_system_prompt(const std::string &brief);
 
 class SealedBriefAgent {
    public:
-    // `record_dir`/`record_stem`: where each turn's prompt and answer go
-    // (<stem>-agent-<n>-prompt.txt, -answer.json, -stderr.txt); `read_only`: what the agent may
-    // read (the evaluation folder).
+    // `probe_name`: the probe's, which names the agent's login grant (sealed_brief_login_grant)
+    // and its turns' records in `record_dir` (<probe>-agent-<n>-prompt.txt, -answer.json,
+    // -stderr.txt); `read_only`: what the agent may read (the evaluation folder).
     SealedBriefAgent(call::CallSession &session, call::Logins &logins,
                      files::RunDirectory &private_dir, const ConversationProbe &probe,
-                     std::filesystem::path record_dir, std::string record_stem,
+                     std::filesystem::path record_dir, const std::string &probe_name,
                      std::vector<std::filesystem::path> read_only);
 
     // The relay's AgentVoice: the opening when `target_reply` is none, else the answer to it.

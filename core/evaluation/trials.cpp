@@ -16,6 +16,7 @@
 #include "evaluation/historical_probes.hpp"
 #include "evaluation/http_call.hpp"
 #include "evaluation/leak_detectors.hpp"
+#include "evaluation/login_asks.hpp"
 #include "evaluation/program_file.hpp"
 #include "evaluation/rubric_judge.hpp"
 #include "evaluation/sealed_brief_agent.hpp"
@@ -740,24 +741,21 @@ git::WorkspaceSource open_source(const Evaluation &ev) {
 }
 
 call::Logins grant_logins(const Evaluation &ev, const call::CallSession &session) {
-    std::vector<call::LoginAsk> asks;
-    for (const auto &entry : ev.registry) {
-        if (entry.login) {
-            asks.push_back(
-                {entry.interface_id, *entry.login, entry.executable, entry.environment_keys});
-        }
-    }
-    if (const auto &judge = ev.evaluator.rubric; judge && judge->login) {
-        // The judge's own grant: it runs with its own home and variables, never a target's.
-        asks.push_back({kJudgeLoginEntry, *judge->login, judge->program, judge->environment_keys});
-    }
-    if (asks.empty()) {
+    const auto uses = login_uses(ev);
+    if (uses.empty()) {
         return {};
     }
+    std::vector<call::LoginAsk> asks;
+    for (const auto &use : uses) asks.push_back(use.ask);
     const auto &runtime = session.runtime();
     auto logins = call::Logins::grant(runtime.registry, runtime.config, asks, ev.confinement);
-    const bool files = std::any_of(logins.granted().begin(), logins.granted().end(),
-                                   [](const auto &g) { return !g.grant.files.empty(); });
+    // Only a target's grant is shown by the backend: an evaluation-layer agent's files are
+    // written into that agent's own home (evaluation_agent.hpp), whatever the backend.
+    const auto &granted = logins.granted();
+    bool files = false;
+    for (std::size_t i = 0; i < granted.size(); ++i) {
+        files = files || (uses[i].target && !granted[i].grant.files.empty());
+    }
     if (ev.confinement && files && !session.backend_capabilities().login_files) {
         // Said before any target starts: each call would otherwise stop at its first call.
         throw host_error(

@@ -120,9 +120,10 @@ void save_run(RunState &state);
 // cannot be read.
 git::WorkspaceSource open_source(const Evaluation &ev);
 
-// The grants of the evaluation's entries that declare a login (call/logins.hpp), asked of each
-// adapter before any target starts. Exit 2 for an adapter that is not installed, 12 for one that
-// cannot grant (a confined entry with no route, a backend that cannot show the files).
+// The grants of the evaluation's logins (login_asks.hpp: the entries', the rubric judge's, each
+// sealed-brief agent's, each under a name of its own), asked of each adapter before any target
+// starts. Exit 2 for an adapter that is not installed, 12 for one that cannot grant (a confined
+// entry with no route, a backend that cannot show a target's files).
 call::Logins grant_logins(const Evaluation &ev, const call::CallSession &session);
 
 // Writes a record of the run (a JSON document) atomically, every string in it redacted.

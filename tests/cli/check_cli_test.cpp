@@ -89,6 +89,40 @@ TEST_F(CheckCli, AnUnknownLoginAdapterExitsTwoNamingIt) {
     }
 }
 
+// The evaluation layer's agents name login adapters too, the rubric judge in `login`, a
+// sealed-brief agent in its probe's `conversation.agent.login`: an adapter that is not installed
+// is refused by check with the file and field that named it, and an installed one passes.
+TEST_F(CheckCli, AnAgentsUnknownLoginAdapterExitsTwoNamingTheFileAndField) {
+    test::write_file(eval_ + "/rubric.md", "# Rubric\n\n## kind\nIs kind.\n");
+    test::write_file(eval_ + "/brief.md", "You want a refund.\n");
+    const auto canonical = fs::canonical(eval_).string();
+    const std::string judge_where = canonical + "/evaluation.json: evaluator field 'login': ";
+    const std::string agent_where =
+        canonical + "/probes/first.json: probe 'first' field 'conversation.agent.login': ";
+    for (const auto &[judge, agent, status, where, said] :
+         {std::tuple{"claude", "claude", 0, "", "ok: 1 entries"},
+          std::tuple{"claud", "claude", 2, judge_where.c_str(), "did you mean 'claude'"},
+          std::tuple{"claude", "github", 2, agent_where.c_str(), "no login plugin named 'github'"},
+          std::tuple{"claude", "bubblewrap", 2, agent_where.c_str(), "not a login plugin"}}) {
+        test::write_file(eval_ + "/evaluation.json", R"({"confinement": false,
+            "registry": [{"interfaceId": "tool", "executable": "tool", "target": "tool.sh",
+                          "maxElapsedMs": 1000}],
+            "evaluator": {"kind": "rubric", "rubric": "rubric.md", "agent": "claude", "program": "sh",
+                          "model": "m", "login": ")" + std::string{judge} +
+                                                         R"("}})");
+        test::write_file(eval_ + "/probes/first.json",
+                         R"({"entry": "tool", "conversation": {"brief": "brief.md",
+                             "agent": {"program": "/bin/sh", "model": "m", "login": ")" +
+                             std::string{agent} + R"("}}})");
+        const auto o = check();
+        EXPECT_EQ(o.status, status) << judge << " " << agent << "\n" << o.err;
+        EXPECT_NE((o.out + o.err).find(said), std::string::npos) << agent << "\n" << o.err;
+        if (status != 0) {
+            EXPECT_NE(o.err.find(std::string{where}), std::string::npos) << o.err;
+        }
+    }
+}
+
 TEST_F(CheckCli, BadEvaluationExitsTwoNamingEveryProblem) {
     evaluation("*.Example.com");
     test::write_file(eval_ + "/probes/second.json", "{\"entry\": \"tool\",\n  \"args\" [] }");

@@ -3791,5 +3791,126 @@ TEST(Run, AConversationWhoseAgentFailsIsAnInfrastructureError) {
     EXPECT_NE(score.status, 1) << "never the target's fail\n" << score.err;
 }
 
+// The invoker's environment for a login test with the token route, in a home of the project's.
+std::vector<std::string> token_env(const Project &p) {
+    const auto home = p.root().parent_path() / "home";
+    fs::create_directories(home);
+    return login_env(p, home, kToken);
+}
+
+// The brief-reading project with its agent logged in through the adapter `login`: the agent CLI
+// says whether it holds the token in its opening; the target (whose entry declares no login)
+// says whether it does in each answer.
+void write_logged_in_brief_evaluation(Project &p, const std::string &login) {
+    write_brief_evaluation(p, "");
+    const auto agent = p.root().parent_path() / "agent-cli";
+    test::write_file(agent.string(),
+                     "#!/bin/sh\nprompt=$(cat)\ncase \"$prompt\" in *'first message'*) "
+                     "said=\"hello token:${CLAUDE_CODE_OAUTH_TOKEN:+held}\" ;; "
+                     "*) said='[[done]]' ;; esac\n"
+                     "printf '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,"
+                     "\"result\":\"%s\",\"session_id\":\"s-1\"}\\n' \"$said\"\n");
+    p.write("bin/t",
+            "#!/bin/sh\nwhile read -r line; do printf '{\"role\": \"assistant\", \"text\": "
+            "\"target token:%s\"}\\n' \"${CLAUDE_CODE_OAUTH_TOKEN:-none}\"; done\n",
+            true);
+    p.write(
+        ".tea/probes/only.json",
+        json{{"entry", "t"},
+             {"conversation",
+              {{"brief", "briefs/customer.md"},
+               {"maxTurns", 4},
+               {"turnTimeoutMs", 20000},
+               {"agent", {{"program", agent.string()}, {"model", "scripted"}, {"login", login}}}}}}
+            .dump());
+}
+
+// agent.login names a login adapter, as a rubric judge's login does: the agent gets a grant of
+// its own, "sealed brief <probe>", asked of the adapter and recorded, and the target, whose entry
+// declares no login, holds none of it.
+TEST(RunLogin, ASealedBriefAgentGetsAGrantOfItsOwnThatTheTargetNeverHolds) {
+    Project p{"brief-login"};
+    write_logged_in_brief_evaluation(p, "claude");
+    p.commit();
+    const auto env = token_env(p);
+    const auto check = tea_in(env, {"check", p.eval().string()});
+    ASSERT_EQ(check.status, 0) << check.err;
+    const auto run = tea_in(env, {"--json", "run", p.eval().string()});
+    const auto dir = run_dir_of(run);
+    ASSERT_FALSE(dir.empty()) << run.status << "\n" << run.out << run.err;
+    EXPECT_EQ(run.status, 0) << run.err;
+    expect_schema_valid(dir / "run.json", "run.schema.json");
+    const auto record = read_json(dir / "run.json");
+    const auto &relay = record["trials"][0]["calls"][0]["relay"];
+    ASSERT_EQ(relay["turns"].size(), 3U) << relay.dump(2);
+    EXPECT_EQ(relay["turns"][0]["text"], "hello token:held") << "the agent got its grant";
+    EXPECT_EQ(relay["turns"][1]["text"], "target token:none") << "the target got none of it";
+    EXPECT_EQ(relay["agent"]["login"], "claude");
+    EXPECT_EQ(relay["agent"]["loginGrant"], "sealed brief only");
+    ASSERT_EQ(record["logins"].size(), 1U) << record["logins"];
+    EXPECT_EQ(record["logins"][0]["interface"], "sealed brief only");
+    EXPECT_EQ(record["logins"][0]["adapter"], "claude");
+    EXPECT_EQ(record["logins"][0]["variables"], json::array({"CLAUDE_CODE_OAUTH_TOKEN"}));
+    EXPECT_EQ(files_holding(dir, kToken), "");
+    // The manifest shows the targets' confinement: the agent's grant is no part of it.
+    const auto manifest = read_json(dir / "manifest.json");
+    EXPECT_EQ(manifest.dump().find("sealed brief"), std::string::npos) << manifest.dump(2);
+
+    // Control: without a login the agent holds no token either.
+    Project bare{"brief-no-login"};
+    write_logged_in_brief_evaluation(bare, "claude");
+    auto probe = read_json(bare.eval() / "probes" / "only.json");
+    probe["conversation"]["agent"].erase("login");
+    bare.write(".tea/probes/only.json", probe.dump());
+    bare.commit();
+    const auto bare_run = tea_in(token_env(bare), {"--json", "run", bare.eval().string()});
+    const auto bare_dir = run_dir_of(bare_run);
+    ASSERT_FALSE(bare_dir.empty()) << bare_run.status << "\n" << bare_run.out << bare_run.err;
+    const auto bare_relay = read_json(bare_dir / "run.json")["trials"][0]["calls"][0]["relay"];
+    EXPECT_EQ(bare_relay["turns"][0]["text"], "hello token:") << bare_relay.dump(2);
+    EXPECT_TRUE(bare_relay["agent"]["login"].is_null());
+    EXPECT_TRUE(read_json(bare_dir / "run.json")["logins"].empty());
+}
+
+// A brief agent's adapter that is not installed stops the run before any trial, naming the
+// probe's file and field as `check` does; the run above, with "claude", is the control.
+TEST(RunLogin, ASealedBriefAgentsUninstalledAdapterStopsTheRunNamingFileAndField) {
+    Project p{"brief-login-missing"};
+    write_logged_in_brief_evaluation(p, "claud");
+    p.commit();
+    const auto env = token_env(p);
+    const std::string where = fs::canonical(p.eval()).string() +
+                              "/probes/only.json: probe 'only' field 'conversation.agent.login': ";
+    const auto check = tea_in(env, {"check", p.eval().string()});
+    EXPECT_EQ(check.status, 2) << check.err;
+    EXPECT_NE(check.err.find(where), std::string::npos) << check.err;
+    const auto run = tea_in(env, {"--json", "run", p.eval().string()});
+    EXPECT_EQ(run.status, 2) << run.err;
+    EXPECT_NE(run.err.find(where), std::string::npos) << run.err;
+    EXPECT_NE(run.err.find("did you mean 'claude'"), std::string::npos) << run.err;
+    EXPECT_NE(run.err.find("nothing was run"), std::string::npos) << run.err;
+    EXPECT_FALSE(fs::exists(p.eval() / "runs")) << "no trial began";
+}
+
+// The judge's likewise: its `login` in evaluation.json, refused by run before any trial.
+TEST(RunLogin, ARubricJudgesUninstalledAdapterStopsTheRunNamingFileAndField) {
+    Project p{"judge-login-missing"};
+    write_simple_evaluation(p, "");
+    p.write(".tea/rubric.md", "# Rubric\n\n## kind\nIs kind.\n");
+    auto doc = read_json(p.eval() / "evaluation.json");
+    doc["evaluator"] = {{"kind", "rubric"}, {"rubric", "rubric.md"}, {"agent", "claude"},
+                        {"program", "sh"},  {"model", "m"},          {"login", "github"}};
+    p.write(".tea/evaluation.json", doc.dump());
+    p.commit();
+    const auto run = p.run();
+    EXPECT_EQ(run.status, 2) << run.err;
+    EXPECT_NE(run.err.find(fs::canonical(p.eval()).string() +
+                           "/evaluation.json: evaluator field 'login': "),
+              std::string::npos)
+        << run.err;
+    EXPECT_NE(run.err.find("no login plugin named 'github'"), std::string::npos) << run.err;
+    EXPECT_FALSE(fs::exists(p.eval() / "runs")) << "no trial began";
+}
+
 }  // namespace
 }  // namespace tea

@@ -341,7 +341,8 @@ TEST_F(ClaudeEvaluation, ItsWalkUpForMemoryFilesAboveTheWorkspaceIsNotListed) {
 // plain turns, in a conversation with a confined target that echoes what it is told: three
 // agent turns (the opening, an answer that quotes the target's reply, the done marker), each
 // recorded in the call record and the transcript; the agent resumed its session from turn to
-// turn, got the brief in its system prompt and the login of the entry the probe names; no record
+// turn, got the brief in its system prompt and a login grant of its own from the claude adapter
+// ("sealed brief session"), which the target (whose entry declares no login) never held; no record
 // holds the token or the brief.
 TEST_F(ClaudeEvaluation, TheSealedBriefAgentHoldsAConversationRecordedInTheCall) {
     const auto say = [](const std::string &text) {
@@ -355,7 +356,10 @@ TEST_F(ClaudeEvaluation, TheSealedBriefAgentHoldsAConversationRecordedInTheCall)
     write_file((eval() / "briefs" / "customer.md").string(),
                "You were charged twice for order 42. " + sealed + "\n");
     write_file((project() / "bin" / "helpdesk").string(),
-               "#!/usr/bin/python3\nimport json, sys\nfor line in sys.stdin:\n"
+               "#!/usr/bin/python3\nimport json, os, sys\n"
+               "print('target token: ' + os.environ.get('CLAUDE_CODE_OAUTH_TOKEN', 'none'), "
+               "file=sys.stderr, flush=True)\n"
+               "for line in sys.stdin:\n"
                "    said = json.loads(line)['text']\n"
                "    print(json.dumps({'role': 'assistant', 'text': 'you said: ' + said}), "
                "flush=True)\n");
@@ -369,7 +373,7 @@ TEST_F(ClaudeEvaluation, TheSealedBriefAgentHoldsAConversationRecordedInTheCall)
                       {"agent",
                        {{"program", TEA_TEST_CLAUDE},
                         {"model", "claude-test"},
-                        {"login", "agent"},
+                        {"login", "claude"},
                         {"environmentKeys",
                          {"ANTHROPIC_BASE_URL", "HTTPS_PROXY", "NODE_EXTRA_CA_CERTS",
                           "CLAUDE_CODE_MAX_RETRIES"}}}}}}}
@@ -410,7 +414,19 @@ TEST_F(ClaudeEvaluation, TheSealedBriefAgentHoldsAConversationRecordedInTheCall)
     EXPECT_NE(transcript.find("you said: Told: The assistant replied:"), std::string::npos)
         << transcript;
     EXPECT_EQ(relay["agent"]["model"], "claude-test");
-    EXPECT_EQ(relay["agent"]["login"], "agent");
+    // The agent's grant is its own, asked of the adapter under the probe's name; the target's
+    // entry declares no login, and its environment held no token.
+    EXPECT_EQ(relay["agent"]["login"], "claude");
+    EXPECT_EQ(relay["agent"]["loginGrant"], "sealed brief session");
+    const auto logins = read_json(dir / "run.json")["logins"];
+    const auto grant = std::find_if(logins.begin(), logins.end(), [](const json &l) {
+        return l.value("interface", "") == "sealed brief session";
+    });
+    ASSERT_NE(grant, logins.end()) << logins.dump(2);
+    EXPECT_EQ((*grant)["adapter"], "claude");
+    EXPECT_EQ((*grant)["variables"], json::array({"CLAUDE_CODE_OAUTH_TOKEN"}));
+    EXPECT_EQ(read_file((dir / "trials" / "1" / call["stderr"].get<std::string>()).string()),
+              "target token: none\n");
 
     // The agent's requests: the login's token, no tool offered, the brief in the system prompt,
     // and one conversation carried on (the third request holds the two earlier answers).

@@ -30,15 +30,14 @@ class ConversationProbeTest : public ::testing::Test {
     static void put(const fs::path &path, const std::string &content) {
         std::ofstream{path, std::ios::binary} << content;
     }
-    // The conversation read against an entry whose maxElapsedMs is 60 s, where "judge" declares
-    // a login; the problems as "field: message" lines.
+    // The conversation read against an entry whose maxElapsedMs is 60 s; the problems as
+    // "field: message" lines.
     std::optional<ConversationProbe> read(const json &v) {
         problems_.clear();
-        return read_conversation_probe(
-            v, folder_, 60000, [](const std::string &id) { return id == "judge"; },
-            [&](const std::string &field, const std::string &message) {
-                problems_.push_back(field + ": " + message);
-            });
+        return read_conversation_probe(v, folder_, 60000,
+                                       [&](const std::string &field, const std::string &message) {
+                                           problems_.push_back(field + ": " + message);
+                                       });
     }
     json valid() const {
         return {{"brief", "briefs/customer.md"},
@@ -47,7 +46,7 @@ class ConversationProbeTest : public ::testing::Test {
                 {"agent",
                  {{"program", agent_.string()},
                   {"model", "claude-test"},
-                  {"login", "judge"},
+                  {"login", "claude"},
                   {"environmentKeys", {"ANTHROPIC_BASE_URL"}}}}};
     }
     ::testing::AssertionResult refused(const json &v, const std::string &field,
@@ -80,7 +79,7 @@ TEST_F(ConversationProbeTest, AValidConversationCarriesItsBriefAndAgent) {
     EXPECT_EQ(c->turn_timeout_ms, 5000);
     EXPECT_EQ(c->agent.program, agent_.string());
     EXPECT_EQ(c->agent.model, "claude-test");
-    EXPECT_EQ(c->agent.login_entry, "judge");
+    EXPECT_EQ(c->agent.login, "claude") << "a login adapter, as a rubric judge's login is";
     EXPECT_EQ(c->agent.environment_keys, std::vector<std::string>{"ANTHROPIC_BASE_URL"});
 }
 
@@ -175,8 +174,17 @@ TEST_F(ConversationProbeTest, BadAgentFieldsAreRefusedByName) {
     v["agent"]["program"] = (folder_ / "briefs/customer.md").string();
     EXPECT_TRUE(refused(v, "conversation.agent.program", "not executable"));
     v = valid();
-    v["agent"]["login"] = "greeter";
-    EXPECT_TRUE(refused(v, "conversation.agent.login", "declares a login"));
+    v["agent"].erase("login");
+    const auto without = read(v);
+    ASSERT_TRUE(without) << testing::PrintToString(problems_);
+    EXPECT_FALSE(without->agent.login) << "no login: the agent gets no grant";
+    // agent.login names a login adapter: a string that is a plugin's name, nothing else.
+    for (const auto &bad : {json(42), json(nullptr), json(""), json("../claude"),
+                            json("claude code"), json::array({"claude"})}) {
+        v = valid();
+        v["agent"]["login"] = bad;
+        EXPECT_TRUE(refused(v, "conversation.agent.login", "must name a login adapter")) << bad;
+    }
     v = valid();
     v["agent"]["agent"] = "codex";
     EXPECT_TRUE(refused(v, "conversation.agent.agent", "claude"));

@@ -1087,7 +1087,7 @@ TEST_F(EvaluationTest, ACommandProbesConversationLoadsWithItsBriefAndRefusesStdi
     put(folder_ / "briefs/customer.md", "You want a refund.\n");
     const std::string conversation =
         R"("conversation": {"brief": "briefs/customer.md", "maxTurns": 3,
-                            "agent": {"program": "/bin/sh", "model": "m", "login": "greeter"}})";
+                            "agent": {"program": "/bin/sh", "model": "m", "login": "claude"}})";
     put(folder_ / "probes/00-bye.json",
         R"({"entry": "greeter", "args": ["bye"], )" + conversation + "}");
     auto loaded = load_doc();
@@ -1110,6 +1110,15 @@ TEST_F(EvaluationTest, ACommandProbesConversationLoadsWithItsBriefAndRefusesStdi
     loaded = load_doc();
     EXPECT_TRUE(has(loaded, "00-bye.json", "probe '00-bye' field 'conversation.brief'",
                     "\"briefs/none.md\""));
+
+    // agent.login names a login adapter, as the judge's login does; a probe's file says which.
+    put(folder_ / "probes/00-bye.json",
+        R"({"entry": "greeter", "args": ["bye"], "conversation": {"brief": "briefs/customer.md",
+            "agent": {"program": "/bin/sh", "model": "m", "login": 7}}})");
+    loaded = load_doc();
+    EXPECT_TRUE(has(loaded, "00-bye.json", "probe '00-bye' field 'conversation.agent.login'",
+                    "must name a login adapter"))
+        << all(loaded);
 }
 
 TEST_F(ToolServerEvaluation, AConversationIsNoFieldOfAToolServersProbe) {
