@@ -570,19 +570,7 @@ TEST(Cli, ASignalEndsTheCallAndCleansUpAndAKillIsReclaimed) {
 
 // Processes whose command line mentions `text`.
 int processes_mentioning(const std::string &text) {
-    int found = 0;
-    std::error_code ec;
-    for (std::filesystem::directory_iterator it{"/proc", ec}, end; !ec && it != end;
-         it.increment(ec)) {
-        std::string cmdline;
-        try {
-            cmdline = test::read_file((it->path() / "cmdline").string());
-        } catch (const std::exception &) {
-            continue;
-        }
-        found += cmdline.find(text) != std::string::npos ? 1 : 0;
-    }
-    return found;
+    return static_cast<int>(test::processes_holding({text}).size());
 }
 
 // A pinned egress item is never sent to an egress plugin that implements a minor before pins

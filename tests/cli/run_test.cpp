@@ -2916,13 +2916,8 @@ TEST(RunLogin, WhatAToolServerSaysOfItsTokenIsRedactedInEveryRecord) {
 // The processes whose command line holds `text`.
 std::vector<std::string> running_with(const std::string &text) {
     std::vector<std::string> out;
-    std::error_code ec;
-    for (const auto &e : fs::directory_iterator("/proc", ec)) {
-        std::ifstream in{e.path() / "cmdline"};
-        const std::string cmdline{std::istreambuf_iterator<char>{in}, {}};
-        if (cmdline.find(text) != std::string::npos && e.path().filename() != "self") {
-            out.push_back(e.path().filename().string());
-        }
+    for (const auto &process : test::processes_holding({text})) {
+        out.push_back(std::to_string(process.pid));
     }
     return out;
 }
@@ -3533,19 +3528,7 @@ TEST(Qualify, JobsTwoRunsTheBaselineAndAMutatedArmAtOnceAndTheRepassAfter) {
 
 // How many processes have every one of `needles` in their command line.
 std::size_t processes_with(const std::vector<std::string> &needles) {
-    std::size_t n = 0;
-    std::error_code ec;
-    for (const auto &e : fs::directory_iterator("/proc", ec)) {
-        const auto name = e.path().filename().string();
-        if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-        std::ifstream in{e.path() / "cmdline"};
-        const std::string line{std::istreambuf_iterator<char>{in}, {}};
-        n += std::all_of(needles.begin(), needles.end(),
-                         [&](const auto &needle) { return line.find(needle) != std::string::npos; })
-                 ? 1U
-                 : 0U;
-    }
-    return n;
+    return test::processes_holding(needles).size();
 }
 
 // Waits until `count` arms have each a target that has written its first line.

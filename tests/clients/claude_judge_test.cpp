@@ -63,15 +63,8 @@ json text_turn(const std::string &text) {
 // The command lines of the processes running now that hold `needle`.
 std::vector<std::string> processes_holding(const std::string &needle) {
     std::vector<std::string> found;
-    for (const auto &e : fs::directory_iterator("/proc")) {
-        const auto name = e.path().filename().string();
-        if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-        std::ifstream in{e.path() / "cmdline", std::ios::binary};
-        std::string cmdline{std::istreambuf_iterator<char>(in), {}};
-        if (cmdline.find(needle) != std::string::npos) {
-            std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
-            found.push_back(name + ": " + cmdline);
-        }
+    for (const auto &process : test::processes_holding({needle})) {
+        found.push_back(std::to_string(process.pid) + ": " + process.command_line);
     }
     return found;
 }

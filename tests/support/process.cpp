@@ -7,7 +7,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -59,6 +62,42 @@ std::string read_file(const std::string &path) {
     std::ostringstream s;
     s << in.rdbuf();
     return s.str();
+}
+
+std::vector<RunningProcess> processes_holding(const std::vector<std::string> &needles) {
+    std::vector<RunningProcess> found;
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it{"/proc", ec}, end; !ec && it != end;
+         it.increment(ec)) {
+        const auto name = it->path().filename().string();
+        if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) {
+            continue;
+        }
+        const auto pid = static_cast<pid_t>(std::stol(name));
+        if (pid == ::getpid()) {
+            continue;
+        }
+        // Read with read(2): a process that exits between the open and the read answers ESRCH,
+        // which a stream would throw.
+        const int fd = ::open((it->path() / "cmdline").c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            continue;
+        }
+        std::string line;
+        std::array<char, 4096> buffer{};
+        ssize_t got = 0;
+        while ((got = ::read(fd, buffer.data(), buffer.size())) > 0) {
+            line.append(buffer.data(), static_cast<std::size_t>(got));
+        }
+        ::close(fd);
+        if (got == 0 && std::all_of(needles.begin(), needles.end(), [&](const auto &needle) {
+                return line.find(needle) != std::string::npos;
+            })) {
+            std::replace(line.begin(), line.end(), '\0', ' ');
+            found.push_back({pid, line});
+        }
+    }
+    return found;
 }
 
 std::vector<std::string> environment_with(const std::vector<std::string> &extra) {

@@ -36,4 +36,12 @@ std::string make_host_dir(const std::string &prefix);
 void write_file(const std::string &path, const std::string &content);
 std::string read_file(const std::string &path);
 
+// The processes whose command line (arguments joined by NUL) holds every one of `needles`, this
+// process excepted. A process that exits while /proc is walked is not counted.
+struct RunningProcess {
+    pid_t pid = 0;
+    std::string command_line;  // arguments joined by spaces
+};
+std::vector<RunningProcess> processes_holding(const std::vector<std::string> &needles);
+
 }  // namespace tea::test
