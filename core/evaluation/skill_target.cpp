@@ -10,8 +10,12 @@ bool is_skill_target(const Entry &entry) {
 
 void complete_skill_entry(Entry &entry) {
     auto &codes = entry.infrastructure_exit_codes;
-    if (std::find(codes.begin(), codes.end(), kSkillNoLogin) == codes.end()) {
-        codes.push_back(kSkillNoLogin);
+    // A runner the target's view does not show (a runtime installed where targets cannot see)
+    // would otherwise fail every trial of the skill, a verdict about the runtime's installation.
+    for (const int code : {kSkillNoLogin, kSkillRunnerNotExecutable, kSkillRunnerNotFound}) {
+        if (std::find(codes.begin(), codes.end(), code) == codes.end()) {
+            codes.push_back(code);
+        }
     }
     entry.artifacts.emplace("transcript", kSkillTranscript);
 }
@@ -37,6 +41,11 @@ std::string skill_exit_meaning(int exit_code) {
             return "the agent failed";
         case 6:
             return "turn or time budget reached";
+        case kSkillRunnerNotExecutable:
+        case kSkillRunnerNotFound:
+            return "the runner did not start in the confinement (exit " +
+                   std::to_string(exit_code) +
+                   "): the runtime is installed where its targets cannot see it";
         default:
             return "exit " + std::to_string(exit_code);
     }

@@ -20,13 +20,19 @@ inline constexpr const char *kSkillRunner = "tea-skill-runner";
 // The runner's exit when the agent could not authenticate: the login, not the skill, failed, so
 // the call is an infrastructure error whatever the entry lists.
 inline constexpr int kSkillNoLogin = 4;
+// What the call answers when the runner itself never ran in the confinement (126: not
+// executable, 127: not found, as the helper reports them): the runner exits neither, so they
+// name the runtime's installation, never the skill, and are infrastructure errors as well.
+inline constexpr int kSkillRunnerNotExecutable = 126;
+inline constexpr int kSkillRunnerNotFound = 127;
 // Where the runner writes the agent's transcript (its default, in the workspace), collected as
 // the artifact "transcript" unless the entry names that artifact itself.
 inline constexpr const char *kSkillTranscript = "transcript.jsonl";
 
 bool is_skill_target(const Entry &entry);
 
-// A skill entry's implied settings: exit 4 an infrastructure code, the transcript an artifact.
+// A skill entry's implied settings: exits 4, 126 and 127 infrastructure codes, the transcript an
+// artifact.
 void complete_skill_entry(Entry &entry);
 
 // The call's command line: <runtime prefix>/bin/tea-skill-runner --skill <workspace>/<target>

@@ -1239,7 +1239,7 @@ TEST_F(SkillTargetTest, ASkillFolderLoadsWithExit4AnInfrastructureCodeAndTheTran
     const auto loaded = load_doc();
     ASSERT_TRUE(loaded.problems.empty()) << all(loaded);
     const auto &e = loaded.evaluation.registry[0];
-    EXPECT_EQ(e.infrastructure_exit_codes, (std::vector<int>{75, 4}));
+    EXPECT_EQ(e.infrastructure_exit_codes, (std::vector<int>{75, 4, 126, 127}));
     EXPECT_EQ(e.artifacts.at("transcript"), "transcript.jsonl");
     EXPECT_EQ(e.artifacts.at("greeting"), "out/greeting.txt");
     EXPECT_EQ(skill_call_argv("/opt/tea", "/ws", e, {"--agent", "claude"}),
@@ -1247,6 +1247,8 @@ TEST_F(SkillTargetTest, ASkillFolderLoadsWithExit4AnInfrastructureCodeAndTheTran
                                         "/ws/skills/notes", "--agent", "claude"}));
     EXPECT_EQ(skill_exit_meaning(4), "the agent could not authenticate");
     EXPECT_EQ(skill_exit_meaning(6), "turn or time budget reached");
+    EXPECT_NE(skill_exit_meaning(127).find("did not start in the confinement"), std::string::npos);
+    EXPECT_EQ(skill_exit_meaning(5), "the agent failed");
 }
 
 TEST_F(SkillTargetTest, AnEntryNamingItsOwnTranscriptArtifactKeepsIt) {
