@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <tea/bridge_preface.hpp>
 #include <tea/stream_relay.hpp>
@@ -126,7 +127,11 @@ class Relay {
                     idle.c_str(), nullptr);
             ::_exit(127);
         }
-        for (int i = 0; i < 200 && !fs::exists(socket_) && !exited(); ++i) {
+        // Serving, not only bound: the relay binds its socket's name before it listens, and a
+        // client that connects in between is refused (a test that then waits for its close
+        // would wait on no connection); a count of its descriptors taken before its epoll set
+        // exists would be one short.
+        for (int i = 0; i < 500 && !(listening() && polling()) && !exited(); ++i) {
             std::this_thread::sleep_for(10ms);
         }
     }
@@ -145,6 +150,36 @@ class Relay {
             status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
         }
         return status_ >= 0;
+    }
+    // Whether /proc/net/unix lists the relay's socket with the listening flag (__SO_ACCEPTCON).
+    [[nodiscard]] bool listening() const {
+        std::ifstream in{"/proc/net/unix"};
+        std::string line;
+        std::getline(in, line);  // the heading
+        while (std::getline(in, line)) {
+            const std::size_t path = line.rfind(' ');
+            if (path == std::string::npos || line.substr(path + 1) != socket_.string()) {
+                continue;
+            }
+            std::istringstream fields{line};
+            std::string slot, references, protocol, flags;
+            fields >> slot >> references >> protocol >> flags;
+            if ((std::stoul(flags, nullptr, 16) & 0x10000U) != 0) {
+                return true;
+            }
+        }
+        return false;
+    }
+    // Whether the relay holds its epoll set, which it makes once it listens.
+    [[nodiscard]] bool polling() const {
+        std::error_code error;
+        const fs::path fds = "/proc/" + std::to_string(pid_) + "/fd";
+        for (const auto &entry : fs::directory_iterator{fds, error}) {
+            if (fs::read_symlink(entry.path(), error).string() == "anon_inode:[eventpoll]") {
+                return true;
+            }
+        }
+        return false;
     }
     [[nodiscard]] int status() const { return status_; }
     [[nodiscard]] const fs::path &socket() const { return socket_; }
