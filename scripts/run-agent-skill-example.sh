@@ -60,6 +60,7 @@ with open(tea + "/evaluation.json") as f:
     evaluation = json.load(f)
 entry = evaluation["registry"][0]
 entry["egress"][0]["port"] = int(port)
+evaluation["evaluator"]["egress"][0]["port"] = int(port)
 entry["systemPaths"] = [os.path.dirname(claude), ca_dir]
 evaluation["evaluator"]["program"] = claude
 with open(tea + "/evaluation.json", "w") as f:
@@ -77,10 +78,8 @@ git -C "$project" -c user.name=tea-evaluate -c user.email=example@tea-evaluate.i
   commit -q -m "agent-skill"
 
 use_made_up_token
-# The judge reaches the mock through its proxy, the agent through the runtime's egress proxy.
+# The agent and the judge each reach the mock through an egress route of their own.
 export NODE_EXTRA_CA_CERTS=$work/ca/ca.pem
-export HTTPS_PROXY=http://127.0.0.1:$(python3 -c \
-  'import json, sys; print(json.load(open(sys.argv[1]))["proxy"])' "$mock/ports.json")
 check_run_score
 artifacts=$run_dir/trials/1/artifacts/notes-skill
 
@@ -101,6 +100,13 @@ turns = verdict["judge"]["turns"]
 sys.exit(not (verdict["verdict"] == "pass" and len(turns) == 2 and not turns[0]["accepted"]
               and turns[1]["accepted"]))' "$run_dir/trials/1/verdict.json"
 expect "the mock saw the token" grep -qF "Bearer $token" "$mock/requests.jsonl"
+expect "the judge's route carried it: the judge record lists its host, the mock's proxy no tunnel" \
+  python3 -c '
+import json, sys
+verdict = json.load(open(sys.argv[1]))
+tunnels = [l for l in open(sys.argv[2]) if json.loads(l).get("kind") == "connect"]
+sys.exit(verdict["judge"]["egress"][0]["host"] != "api.mock.test" or len(tunnels) > 0)' \
+  "$run_dir/trials/1/verdict.json" "$mock/requests.jsonl"
 expect "no record holds the token" \
   bash -c '! grep -rqF -- "$1" "$2" "$3/run.stderr" "$3/score.stderr"' _ "$token" "$run_dir" "$work"
 passed_run=$run_dir
@@ -120,13 +126,12 @@ python3 - "$project/.tea/evaluation.json" "$port" <<'PY'
 import json, sys
 evaluation = json.load(open(sys.argv[1]))
 evaluation["registry"][0]["egress"][0]["port"] = int(sys.argv[2])
+evaluation["evaluator"]["egress"][0]["port"] = int(sys.argv[2])
 json.dump(evaluation, open(sys.argv[1], "w"), indent=2)
 PY
 git -C "$project" -c user.name=tea-evaluate -c user.email=example@tea-evaluate.invalid \
   commit -q -am "agent-skill: the mock's new port"
 export ANTHROPIC_BASE_URL=https://api.mock.test:$port
-export HTTPS_PROXY=http://127.0.0.1:$(python3 -c \
-  'import json, sys; print(json.load(open(sys.argv[1]))["proxy"])' "$mock/ports.json")
 check_run_score
 expect "run ends as usual (0): no path outside the grants, the verdict is score's" \
   test "$run_status" -eq 0

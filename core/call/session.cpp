@@ -506,9 +506,32 @@ CallOutcome CallSession::call(exec::LaunchSpec spec, const exec::RunOptions &run
 }
 
 exec::CallResult CallSession::grade(exec::LaunchSpec spec, const exec::RunOptions &run,
-                                    std::string *confinement) {
+                                    std::string *confinement, const EgressRequest &route_request,
+                                    nlohmann::json *egress_records) {
     spec.role = "grader";
-    const auto plan = planner_.prepare(spec);
+    const auto grader_env = spec.env;
+    // Only for a route: its socket's directory, removed with the grader's run.
+    std::optional<files::RunDirectory> run_dir;
+    std::unique_ptr<egress::OpenRoute> route;
+    if (!route_request.items.empty()) {
+        run_dir.emplace(private_root_, files::RunDirectory::Creation::with_first_directory);
+        route = open_route(route_request, *run_dir);
+        spec.egress = {route->route().socket, route->route().port, route->route().shim};
+        route_environment(spec.env, &route->route());
+    }
+    auto plan = planner_.prepare(spec);
+    if (plan.confinement == "opt-out" && route) {
+        // An unconfined grader has the host's network: the route would be a promise nothing
+        // keeps, so it is dropped and said, as a target's is.
+        spdlog::warn(
+            "backend '{}' confines nothing: the egress of '{}' is ignored, it has the "
+            "host's network",
+            backend_name(), route_request.entry);
+        route.reset();
+        spec.egress = {};
+        spec.env = grader_env;
+        plan = planner_.prepare(spec);
+    }
     check_plan(plan, spec, backend_name());
     *confinement = plan.confinement;
     if (const int sig = Signals::instance().pending(); sig != 0) {
@@ -516,7 +539,11 @@ exec::CallResult CallSession::grade(exec::LaunchSpec spec, const exec::RunOption
         interrupted.interrupted_by = sig;
         return interrupted;
     }
-    return exec::run_call(plan, run);
+    auto result = exec::run_call(plan, run);
+    if (route && egress_records != nullptr) {
+        *egress_records = route->close();
+    }
+    return result;
 }
 
 }  // namespace tea::call

@@ -64,9 +64,13 @@ class CallSession {
     // Runs a process of the evaluation layer (an evaluator) through the backend's grader view:
     // outside every target's confinement, unaudited, as the invoking user, with the spec's
     // read_only paths (the evaluation folder, the git directory) read-only. The plan's
-    // confinement is stored in *confinement.
+    // confinement is stored in *confinement. With `route_request` items (an agent of the
+    // evaluation layer), the process reaches those hosts through the egress route and nothing
+    // else, and the route's records go to *egress_records; without, it keeps the host's network.
+    // An unconfined backend drops the route with a warning, as for a call.
     exec::CallResult grade(exec::LaunchSpec spec, const exec::RunOptions &run,
-                           std::string *confinement);
+                           std::string *confinement, const EgressRequest &route_request = {},
+                           nlohmann::json *egress_records = nullptr);
 
     // A directory of the invoker's above the workspaces of the calls to come, which the target's
     // identity must search to reach them. A call whose target runs as another identity (the

@@ -58,7 +58,7 @@ bool variable_name(const std::string &name) {
            });
 }
 
-// "agent": {"agent", "program", "model", "login", "environmentKeys"}.
+// "agent": {"agent", "program", "model", "login", "environmentKeys", "egress"}.
 bool read_agent(const nlohmann::json &v, const ProbeProblem &problem, ConversationAgent &out) {
     if (!v.is_object()) {
         problem("agent",
@@ -119,10 +119,12 @@ bool read_agent(const nlohmann::json &v, const ProbeProblem &problem, Conversati
                 }
                 out.environment_keys.push_back(name.get<std::string>());
             }
+        } else if (key == "egress") {
+            // Read where every egress list is (evaluation.cpp), with the same checks.
         } else {
             bad(key,
                 "is unknown: not a field of a conversation's agent (fields here: agent, "
-                "program, model, login, environmentKeys)");
+                "program, model, login, environmentKeys, egress)");
         }
     }
     if (!v.contains("program")) bad("program", "is required: the agent CLI's absolute path");

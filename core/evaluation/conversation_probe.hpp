@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "evaluation/egress_item.hpp"
 #include "evaluation/probe_fields.hpp"
 
 namespace tea::evaluation {
@@ -33,6 +34,9 @@ struct ConversationAgent {
     // The invoker's variables given to the agent (the model API's address, a proxy, a CA), as
     // the rubric judge's environmentKeys are; nothing else of the invoker's reaches it.
     std::vector<std::string> environment_keys;
+    // The hosts the agent reaches through the egress route, as a rubric judge's egress lists
+    // them; read with the evaluation's other egress lists (evaluation.cpp), not here.
+    std::vector<EgressItem> egress;
 };
 
 struct ConversationProbe {

@@ -478,14 +478,16 @@ bool ip_literal(const std::string &s) {
     return ::inet_pton(AF_INET, s.c_str(), &v4) == 1 || ::inet_pton(AF_INET6, s.c_str(), &v6) == 1;
 }
 
-void read_egress(const Report &report, const json &v, Entry &entry) {
+// An "egress" list: an entry's, a rubric judge's, or a conversation agent's (`field` names it).
+void read_egress(const Report &report, const json &v, std::vector<EgressItem> &items,
+                 const std::string &field = "egress") {
     if (!v.is_array()) {
-        report("egress", "must be an array of {host, port, addresses or pinned}");
+        report(field, "must be an array of {host, port, addresses or pinned}");
         return;
     }
     std::set<std::pair<std::string, std::int64_t>> seen;
     for (std::size_t i = 0; i < v.size(); ++i) {
-        const auto at = "egress[" + std::to_string(i) + "]";
+        const auto at = field + "[" + std::to_string(i) + "]";
         if (!v[i].is_object()) {
             report(at, "must be an object {host, port, addresses or pinned}");
             continue;
@@ -537,7 +539,7 @@ void read_egress(const Report &report, const json &v, Entry &entry) {
             report(at,
                    "lists " + item.host + " port " + std::to_string(item.port) + " a second time");
         }
-        entry.egress.push_back(std::move(item));
+        items.push_back(std::move(item));
     }
 }
 
@@ -806,7 +808,7 @@ EntrySeen read_entry(const Report &file_report, const json &v, std::size_t index
         read_system_paths(report, *s, entry);
     }
     if (const auto *e = f.take("egress")) {
-        read_egress(report, *e, entry);
+        read_egress(report, *e, entry.egress);
     }
     if (const auto *l = f.take("login")) {
         entry.login = login_adapter(report, *l);
@@ -999,6 +1001,9 @@ void read_rubric_judge(const Report &report, Fields &f, const fs::path &folder,
     }
     if (const auto *e = f.take("environmentKeys")) {
         read_environment_keys(report, *e, judge.environment_keys);
+    }
+    if (const auto *e = f.take("egress")) {
+        read_egress(report, *e, judge.egress);
     }
     if (const auto *a = f.take("artifacts")) {
         if (auto list = texts(report, "artifacts", *a)) {
@@ -1240,6 +1245,12 @@ void read_probe(const Report &file_report, const std::string &name, const json &
         probe.conversation = read_conversation_probe(
             *conversation, evaluation.folder, entry != nullptr ? entry->max_elapsed_ms : 0,
             [&](const std::string &field, const std::string &message) { report(field, message); });
+        const auto agent = conversation->find("agent");
+        if (agent != conversation->end() && agent->is_object() && agent->contains("egress")) {
+            std::vector<EgressItem> items;
+            read_egress(report, (*agent)["egress"], items, "conversation.agent.egress");
+            if (probe.conversation) probe.conversation->agent.egress = std::move(items);
+        }
         if (f.take_unlisted("stdin") != nullptr) {
             report("stdin",
                    "is not taken by a probe with a conversation: the target's stdin "

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "evaluation/conversation_probe.hpp"
+#include "evaluation/egress_item.hpp"
 #include "evaluation/http_probe.hpp"
 #include "evaluation/rubric.hpp"
 #include "evaluation/tool_server_probe.hpp"
@@ -34,15 +35,6 @@ struct Problem {
     bool cannot_confine = false;
 };
 std::string to_string(const Problem &problem);
-
-struct EgressItem {
-    std::string host;  // as written; an IPv6 address without brackets
-    std::uint16_t port = 0;
-    // Not pinned: the resolved addresses allowed (empty: any). Pinned ("pinned" in the file):
-    // the addresses connected to, in order, without resolving the host.
-    std::vector<std::string> addresses;
-    bool pinned = false;
-};
 
 // What a call, or a trial's file system, may consume; unset: the configuration's [budgets]
 // (docs/configuration.md). An entry's replace the evaluation's for its calls.
@@ -116,6 +108,9 @@ struct RubricJudge {
     std::optional<std::string> login;  // the login adapter whose grant the judge gets
     // The invoker's variables given to the judge (the API's address, a certificate authority).
     std::vector<std::string> environment_keys;
+    // The hosts the judge reaches through the egress route, and nothing else; empty: no route,
+    // the judge has the host's network as a command evaluator does.
+    std::vector<EgressItem> egress;
     // The artifacts shown, as "<entry>/<name>"; empty: every artifact of the trial.
     std::vector<std::string> artifacts;
     int retries = 2;  // further turns after a malformed answer

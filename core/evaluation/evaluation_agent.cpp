@@ -35,6 +35,15 @@ std::string read_capped(const stdfs::path &path, std::uint64_t cap) {
 
 }  // namespace
 
+std::vector<egress::Item> route_items(const std::vector<EgressItem> &items) {
+    std::vector<egress::Item> out;
+    out.reserve(items.size());
+    for (const auto &i : items) {
+        out.push_back({i.host, i.port, i.addresses, i.pinned});
+    }
+    return out;
+}
+
 AgentTurn read_agent_answer(const std::string &output) {
     AgentTurn turn;
     const auto doc = json::parse(output, nullptr, false);
@@ -105,7 +114,9 @@ json EvaluationAgent::record() const {
             {"program", setup_.program.string()},
             {"model", setup_.model},
             {"login", setup_.login_entry.empty() ? json(nullptr) : json(setup_.login_adapter)},
-            {"loginGrant", setup_.login_entry.empty() ? json(nullptr) : json(setup_.login_entry)}};
+            {"loginGrant", setup_.login_entry.empty() ? json(nullptr) : json(setup_.login_entry)},
+            {"egress", setup_.egress.empty() ? json(nullptr)
+                                             : json::parse(egress::items_to_json(setup_.egress))}};
 }
 
 std::vector<std::string> EvaluationAgent::environment() {
@@ -179,7 +190,9 @@ AgentTurn EvaluationAgent::ask(const AgentTurnRequest &request) {
     stdfs::remove(answer_file, ec);  // the runner creates its files, never over an old one
     stdfs::remove(stderr_file, ec);
     std::string confinement;
-    const auto r = session_.grade(std::move(spec), run, &confinement);
+    json egress_records;
+    const auto r = session_.grade(std::move(spec), run, &confinement,
+                                  {setup_.egress_name, setup_.egress}, &egress_records);
     logins_.reread();
     logins_.redact_file(answer_file, r.out.truncated);
     logins_.redact_file(stderr_file, r.err.truncated);
@@ -210,6 +223,10 @@ AgentTurn EvaluationAgent::ask(const AgentTurnRequest &request) {
     turn.interrupted_by = r.interrupted_by;
     turn.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(r.elapsed);
     turn.confinement = confinement;
+    if (egress_records.is_object() && egress_records.contains("refusals") &&
+        egress_records["refusals"].is_array()) {
+        turn.egress_refusals = egress_records["refusals"];
+    }
     turn.prompt_file = prompt_file;
     turn.answer_file = answer_file;
     turn.stderr_file = stderr_file;

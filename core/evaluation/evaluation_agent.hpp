@@ -20,6 +20,7 @@
 
 #include "call/logins.hpp"
 #include "call/session.hpp"
+#include "evaluation/egress_item.hpp"
 #include "files/private_dirs.hpp"
 
 namespace tea::evaluation {
@@ -43,7 +44,14 @@ struct AgentSetup {
     std::vector<std::string> environment;
     // Shown read-only to the agent (the evaluation folder, the project's git directory).
     std::vector<std::filesystem::path> read_only;
+    // The hosts the agent reaches through an egress route of its own, and nothing else; empty:
+    // no route, the host's network. `egress_name` names the agent in the route's refusals.
+    std::vector<egress::Item> egress;
+    std::string egress_name;
 };
+
+// The evaluation's egress list as the route takes it.
+std::vector<egress::Item> route_items(const std::vector<EgressItem> &items);
 
 struct AgentTurnRequest {
     std::string system_prompt;
@@ -67,6 +75,8 @@ struct AgentTurn {
     int interrupted_by = 0;  // a signal to the runtime ended the wait: the run stops
     std::chrono::milliseconds elapsed{0};
     std::string confinement;  // the grader plan's ("opt-out": nothing protected the paths)
+    // The connections the route refused (the egress plugin's records), or an empty array.
+    nlohmann::json egress_refusals = nlohmann::json::array();
     std::filesystem::path prompt_file;  // as written (absolute)
     std::filesystem::path answer_file;
     std::filesystem::path stderr_file;
@@ -95,7 +105,8 @@ class EvaluationAgent {
     AgentTurn ask(const AgentTurnRequest &request);
 
     // What run.json and a verdict say of the agent: {agent, program, model, login (the
-    // adapter), loginGrant (the name run.json's logins record its grant under)}.
+    // adapter), loginGrant (the name run.json's logins record its grant under), egress (the
+    // hosts listed, or null: the host's network)}.
     [[nodiscard]] nlohmann::json record() const;
 
    private:

@@ -69,7 +69,7 @@ json turn_record(const AgentTurn &turn, const stdfs::path &trial_dir) {
             {"stderr", rel(turn.stderr_file)},   {"sessionId", turn.session_id},
             {"exitCode", turn.exit_code},        {"timedOut", turn.timed_out},
             {"elapsedMs", turn.elapsed.count()}, {"accepted", false},
-            {"problems", json::array()}};
+            {"problems", json::array()},         {"egressRefusals", turn.egress_refusals}};
 }
 
 }  // namespace
@@ -135,6 +135,8 @@ json run_rubric_judge(RunState &state, int index, const stdfs::path &trial_dir,
         setup.login_entry = kJudgeLoginEntry;
         setup.login_adapter = *judge.login;
     }
+    setup.egress = route_items(judge.egress);
+    setup.egress_name = kJudgeLoginEntry;
     // The judge gets the variables the evaluation names from the invoker, never a target's
     // environment: what a target set cannot steer its grader.
     const auto invoker = exec::current_environment();
@@ -204,6 +206,7 @@ json run_rubric_judge(RunState &state, int index, const stdfs::path &trial_dir,
                 {"program", setup.program.string()},
                 {"model", judge.model},
                 {"login", judge.login ? json(*judge.login) : json(nullptr)},
+                {"egress", agent.record()["egress"]},
                 {"rubric", judge.rubric_file},
                 {"maxScore", judge.max_score},
                 {"passThreshold", static_cast<double>(judge.pass_threshold_permille) / 1000.0},

@@ -34,19 +34,18 @@ std::vector<std::string> invoker_variables(const std::vector<std::string> &keys)
 
 AgentSetup agent_setup(const ConversationProbe &probe, const std::string &probe_name,
                        std::vector<std::filesystem::path> read_only) {
-    AgentSetup setup{probe.agent.agent,
-                     probe.agent.program,
-                     probe.agent.model,
-                     {},
-                     {},
-                     invoker_variables(probe.agent.environment_keys),
-                     std::move(read_only)};
-    if (probe.agent.login) {
-        // Its own grant (trials.cpp asks it): a target's login is the target's alone.
-        setup.login_entry = sealed_brief_login_grant(probe_name);
-        setup.login_adapter = *probe.agent.login;
-    }
-    return setup;
+    // Its grant and its route are its own (trials.cpp asks the grant): a target's login and
+    // egress are the target's alone.
+    const auto name = sealed_brief_login_grant(probe_name);
+    return {probe.agent.agent,
+            probe.agent.program,
+            probe.agent.model,
+            probe.agent.login ? name : std::string{},
+            probe.agent.login.value_or(""),
+            invoker_variables(probe.agent.environment_keys),
+            std::move(read_only),
+            route_items(probe.agent.egress),
+            name};
 }
 
 }  // namespace
@@ -81,7 +80,8 @@ AgentMessage SealedBriefAgent::next(const std::optional<std::string> &target_rep
                       {"answered", turn.answered},
                       {"exitCode", turn.exit_code},
                       {"timedOut", turn.timed_out},
-                      {"elapsedMs", turn.elapsed.count()}});
+                      {"elapsedMs", turn.elapsed.count()},
+                      {"egressRefusals", turn.egress_refusals}});
     if (!turn.answered) return {false, {}, turn.error};
     // A turn without a session id cannot be continued; the next one starts afresh and says so.
     if (!turn.session_id.empty()) session_id_ = turn.session_id;

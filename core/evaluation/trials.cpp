@@ -13,6 +13,7 @@
 
 #include "evaluation/brief_relay.hpp"
 #include "evaluation/budgets.hpp"
+#include "evaluation/evaluation_agent.hpp"
 #include "evaluation/historical_probes.hpp"
 #include "evaluation/http_call.hpp"
 #include "evaluation/leak_detectors.hpp"
@@ -445,9 +446,7 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
         }
         call::EgressRequest route;
         route.entry = entry->interface_id;
-        for (const auto &item : entry->egress) {
-            route.items.push_back({item.host, item.port, item.addresses, item.pinned});
-        }
+        route.items = route_items(entry->egress);
         progress.start(label + ": " + probe.name + " (" + entry->executable + ")");
         // The trial's workspace and home are removed after its last call (run_trial), and no
         // call gives them back in between: the next call lends them again, what the runtime
@@ -899,12 +898,9 @@ void begin_run(RunState &state, files::RunDirectory &private_dir) {
     if (!state.mutation.empty()) state.run["mutation"] = state.mutation;
     for (const auto &entry : ev.registry) {
         if (!entry.egress.empty()) {
-            std::vector<egress::Item> items;
-            for (const auto &i : entry.egress) {
-                items.push_back({i.host, i.port, i.addresses, i.pinned});
-            }
-            state.run["egress"].push_back({{"entry", entry.interface_id},
-                                           {"items", json::parse(egress::items_to_json(items))}});
+            state.run["egress"].push_back(
+                {{"entry", entry.interface_id},
+                 {"items", json::parse(egress::items_to_json(route_items(entry.egress)))}});
         }
     }
     state.run["weakened"] = weakened_by(state);

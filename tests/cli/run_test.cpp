@@ -3895,5 +3895,92 @@ TEST(RunLogin, ARubricJudgesUninstalledAdapterStopsTheRunNamingFileAndField) {
     EXPECT_FALSE(fs::exists(p.eval() / "runs")) << "no trial began";
 }
 
+// A judge that stands for the agent CLI: it tries a loopback server of the host directly, then
+// through the route's proxy for the host its egress lists and for one it does not, and answers the
+// one criterion with what it saw as the reason.
+constexpr const char *kNetworkJudge = R"PY(#!/usr/bin/python3
+import json, os, socket, sys
+sys.stdin.read()
+PORT = int(sys.argv[0].rsplit("-", 1)[1])
+def direct():
+    try:
+        socket.create_connection(("127.0.0.1", PORT), timeout=5).close()
+        return "open"
+    except OSError:
+        return "refused"
+def through_route(host):
+    proxy = os.environ.get("HTTPS_PROXY", "")
+    if not proxy:
+        return "no-route"
+    address, port = proxy.split("//", 1)[1].rstrip("/").rsplit(":", 1)
+    s = socket.create_connection((address, int(port)), timeout=5)
+    s.sendall(("CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n" % (host, PORT, host, PORT)).encode())
+    status = s.makefile("rb").readline().decode().split()
+    s.close()
+    return status[1] if len(status) > 1 else "none"
+seen = "direct=%s listed=%s unlisted=%s" % (
+    direct(), through_route("grading-api.tea-evaluate.test"),
+    through_route("elsewhere.tea-evaluate.test"))
+answer = {"criteria": [{"id": "kind", "score": 1, "reason": seen}]}
+print(json.dumps({"type": "result", "subtype": "success", "is_error": False,
+                  "result": json.dumps(answer), "session_id": "judge-session"}))
+)PY";
+
+// A rubric judge with `egress` reaches the hosts it lists through a route of its own and nothing
+// else: a loopback server of the host is closed to it directly, open through the route for the
+// listed (pinned) name, refused for another name, and the refusal is in the turn's record.
+// Control: the same judge without egress keeps the host's network and has no route.
+TEST(RunJudge, AJudgesEgressIsItsOnlyWayOutAndItsRefusalsAreRecorded) {
+    std::uint16_t port = 0;
+    const int server = test::listen_loopback(AF_INET, port);
+    ASSERT_GE(server, 0);
+    const auto verdict_of = [&](const std::string &name, const json &egress) {
+        Project p{name};
+        write_simple_evaluation(p, "");
+        p.write(".tea/rubric.md", "# Rubric\n\n## kind\nIs kind.\n");
+        // The port rides in the judge's own name: the judge is given nothing of the test's.
+        const auto judge = "judge-" + std::to_string(port);
+        p.write(judge, kNetworkJudge, true);
+        auto doc = read_json(p.eval() / "evaluation.json");
+        doc["evaluator"] = {{"kind", "rubric"},  {"rubric", "rubric.md"},
+                            {"agent", "claude"}, {"program", (p.root() / judge).string()},
+                            {"model", "m"},      {"maxScore", 1}};
+        if (!egress.is_null()) doc["evaluator"]["egress"] = egress;
+        p.write(".tea/evaluation.json", doc.dump());
+        p.commit();
+        const auto run = p.run();
+        EXPECT_EQ(run.status, 0) << run.err;
+        const auto dir = run_dir_of(run);
+        if (dir.empty()) return json{};
+        expect_schema_valid(dir / "run.json", "run.schema.json");
+        return read_json(dir / "trials" / "1" / "verdict.json");
+    };
+    const json listed = json::array(
+        {{{"host", "grading-api.tea-evaluate.test"}, {"port", port}, {"pinned", {"127.0.0.1"}}}});
+    const auto routed = verdict_of("judge-egress", listed);
+    ASSERT_TRUE(routed.contains("judge")) << routed.dump(2);
+    EXPECT_EQ(routed["verdict"], "pass") << routed.dump(2);
+    // What the judge saw, read without assuming the verdict has a criterion.
+    const auto reason = [](const json &verdict) {
+        return verdict.value(json::json_pointer{"/judge/criteria/0/reason"}, std::string{});
+    };
+    EXPECT_EQ(reason(routed), "direct=refused listed=200 unlisted=403") << routed.dump(2);
+    EXPECT_EQ(routed.value(json::json_pointer{"/judge/egress/0/host"}, std::string{}),
+              "grading-api.tea-evaluate.test");
+    const auto refusals =
+        routed.value(json::json_pointer{"/judge/turns/0/egressRefusals"}, json::array());
+    ASSERT_EQ(refusals.size(), 1U) << routed.dump(2);
+    EXPECT_EQ(refusals[0]["host"], "elsewhere.tea-evaluate.test");
+    EXPECT_EQ(refusals[0]["status"], 403);
+
+    const auto control = verdict_of("judge-no-egress", nullptr);
+    ASSERT_TRUE(control.contains("judge")) << control.dump(2);
+    EXPECT_EQ(reason(control), "direct=open listed=no-route unlisted=no-route") << control.dump(2);
+    EXPECT_TRUE(control["judge"]["egress"].is_null());
+    EXPECT_EQ(control.value(json::json_pointer{"/judge/turns/0/egressRefusals"}, json(nullptr)),
+              json::array());
+    ::close(server);
+}
+
 }  // namespace
 }  // namespace tea

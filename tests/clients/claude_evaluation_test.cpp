@@ -376,7 +376,11 @@ TEST_F(ClaudeEvaluation, TheSealedBriefAgentHoldsAConversationRecordedInTheCall)
                         {"login", "claude"},
                         {"environmentKeys",
                          {"ANTHROPIC_BASE_URL", "HTTPS_PROXY", "NODE_EXTRA_CA_CERTS",
-                          "CLAUDE_CODE_MAX_RETRIES"}}}}}}}
+                          "CLAUDE_CODE_MAX_RETRIES"}},
+                        {"egress",
+                         {{{"host", kMockHost},
+                           {"port", mock_->api_port()},
+                           {"pinned", {"127.0.0.1"}}}}}}}}}}
                    .dump());
     prepare([](json &evaluation) {
         evaluation["registry"].push_back({{"interfaceId", "helpdesk"},
@@ -384,8 +388,9 @@ TEST_F(ClaudeEvaluation, TheSealedBriefAgentHoldsAConversationRecordedInTheCall)
                                           {"target", "bin/helpdesk"},
                                           {"maxElapsedMs", 240000}});
     });
-    // The agent runs outside every confinement: it reaches the mock through the mock's own proxy,
-    // and trusts its authority by an absolute path.
+    // The agent runs outside every confinement but in a network of its own: it reaches the mock
+    // through a route of its own, whose HTTPS_PROXY replaces the invoker's (the mock's own proxy,
+    // which must carry nothing), and trusts the mock's authority by an absolute path.
     const auto env =
         environment({"CLAUDE_CODE_OAUTH_TOKEN=" + token_, "HTTPS_PROXY=" + mock_->proxy_url(),
                      "NODE_EXTRA_CA_CERTS=" + mock_->ca_file().string()});
@@ -418,6 +423,13 @@ TEST_F(ClaudeEvaluation, TheSealedBriefAgentHoldsAConversationRecordedInTheCall)
     // entry declares no login, and its environment held no token.
     EXPECT_EQ(relay["agent"]["login"], "claude");
     EXPECT_EQ(relay["agent"]["loginGrant"], "sealed brief session");
+    EXPECT_EQ(relay["agent"]["egress"][0]["host"], kMockHost);
+    for (const auto &turn : relay["agent"]["turns"]) {
+        EXPECT_TRUE(turn["egressRefusals"].empty()) << turn.dump();
+    }
+    for (const auto &line : mock_->log()) {
+        EXPECT_NE(line.value("kind", ""), "connect") << "the invoker's proxy carried " << line;
+    }
     const auto logins = read_json(dir / "run.json")["logins"];
     const auto grant = std::find_if(logins.begin(), logins.end(), [](const json &l) {
         return l.value("interface", "") == "sealed brief session";

@@ -97,6 +97,10 @@ class ClaudeJudge : public ::testing::Test {
 
     // The evaluation with the judge, `change` applied, committed.
     void prepare(const json &plain_turns, const std::function<void(json &)> &change = {}) {
+        // A fresh mock each time: one left from an earlier prepare would lend its ports and log.
+        mock_.reset();
+        fs::remove_all(base() / "mock");
+        fs::create_directories(base() / "mock");
         mock_.emplace(base() / "mock", kMockHost, json::array(), plain_turns);
         json evaluation{
             {"confinement", true},
@@ -333,6 +337,44 @@ TEST_F(ClaudeJudge, AJudgeThatNeverAnswersIsEndedAndLeavesNothingRunning) {
     EXPECT_EQ(r.score.status, 3);
     // The judge's CLI, named by this test's model, is gone with the run.
     EXPECT_EQ(processes_holding(model_), std::vector<std::string>{});
+}
+
+// With `egress` the judge's only way out is a route of its own: the pinned made-up host carries it
+// to the mock, the invoker's HTTPS_PROXY (the mock's own proxy, passed by environmentKeys) is
+// replaced by the route's and never used, and the judge record lists the host. A judge whose
+// egress names another host is refused at the route: the refusal is in its turn's record and the
+// trial has no verdict. (The judges above, without egress, are the control: the mock's proxy
+// carries them.)
+TEST_F(ClaudeJudge, AJudgesEgressIsItsRouteToTheApiAndNothingElse) {
+    const auto listing = [&](const std::string &host) {
+        return [host, this](json &evaluation) {
+            evaluation["evaluator"]["egress"] = json::array(
+                {{{"host", host}, {"port", mock_->api_port()}, {"pinned", {"127.0.0.1"}}}});
+        };
+    };
+    prepare(json::array({answer(10, 10)}), listing(kMockHost));
+    const auto r = run_and_score();
+    ASSERT_FALSE(r.dir.empty());
+    EXPECT_EQ(r.verdict["verdict"], "pass") << r.verdict.dump(2);
+    EXPECT_EQ(r.verdict["judge"]["egress"][0]["host"], kMockHost);
+    EXPECT_EQ(r.verdict["judge"]["egress"][0]["pinned"], true);
+    EXPECT_TRUE(r.verdict["judge"]["turns"][0]["egressRefusals"].empty());
+    EXPECT_EQ(judge_requests().size(), 1U);
+    for (const auto &line : mock_->log()) {
+        EXPECT_NE(line.value("kind", ""), "connect") << "the invoker's proxy carried " << line;
+    }
+    expect_run_record_valid(r);
+
+    prepare(json::array({answer(10, 10)}), listing("api.elsewhere.test"));
+    const auto refused = run_and_score();
+    ASSERT_FALSE(refused.dir.empty());
+    EXPECT_EQ(refused.verdict["verdict"], "error") << refused.verdict.dump(2);
+    const auto &refusals = refused.verdict["judge"]["turns"][0]["egressRefusals"];
+    ASSERT_FALSE(refusals.empty()) << refused.verdict.dump(2);
+    EXPECT_EQ(refusals[0]["host"], kMockHost);
+    EXPECT_TRUE(judge_requests().empty()) << "the judge reached the API";
+    EXPECT_EQ(refused.score.status, 3);
+    expect_run_record_valid(refused);
 }
 
 // The rubric lies in the evaluation folder, which a confined target never sees: the target is

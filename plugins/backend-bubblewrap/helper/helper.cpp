@@ -341,17 +341,30 @@ int confine(int argc, char **argv) {
 }
 
 // The grader's init: the program as its child, with the environment and working directory bwrap
-// gave, and only 0-2.
+// gave, and only 0-2. With --namespace-init egress-shim (a grader with an egress route), the shim
+// in front of the helper is the namespace's first process and its init, and the helper only
+// closes what it inherited and runs the program.
 int init(int argc, char **argv) {
     tea::namespace_init::hold_end_signal();
     const auto args = parse(argc, argv, 2);
-    if (!args.options.empty()) {
-        fail("init: unknown option " + std::string{args.options.front().first});
+    bool behind_shim = false;
+    for (const auto &[name, value] : args.options) {
+        if (name != "--namespace-init" || value != "egress-shim") {
+            fail("init: unknown option " + std::string{name} + " " + std::string{value});
+        }
+        behind_shim = true;
     }
-    if (::getpid() != 1) {
+    if (behind_shim) {
+        // The shim's child: anything else would leave the namespace without the init that ends
+        // it once the runtime is gone.
+        if (::getppid() != 1) {
+            fail("init: the egress shim is not the namespace's first process");
+        }
+    } else if (::getpid() != 1) {
         fail("init: not the first process of a new pid namespace");
+    } else {
+        become_init();
     }
-    become_init();
     if (::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
         fail("cannot close inherited descriptors", errno);
     }

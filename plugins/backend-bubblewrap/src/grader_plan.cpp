@@ -22,14 +22,18 @@ documents::ExecPlan grader_plan(const Settings &settings, const documents::Launc
     if (!spec.home.empty()) {
         check_path(spec.home, "home");
     }
-    // A grader runs outside the target's confinement: withholding or a route out would be
-    // promises this view does not keep, so they are refused rather than dropped.
+    // A grader runs outside the target's confinement: withholding would be a promise this view
+    // does not keep, so it is refused rather than dropped.
     if (!spec.withhold.empty()) {
         throw tea::sdk::Invalid("a grader's launch spec withholds nothing (withhold: " +
                                 spec.withhold.front() + "); list it in readOnly instead");
     }
-    if (!spec.egress.socket.empty()) {
-        throw tea::sdk::Invalid("a grader keeps the host's network and takes no egress route");
+    const bool routed = !spec.egress.socket.empty();
+    if (routed) {
+        // The socket is reached at its host path (this view shows the host's files), so it is
+        // only checked, never bound; the decoder has refused a port out of range.
+        check_path(spec.egress.socket, "egress socket");
+        check_path(spec.egress.shim, "egress shim");
     }
     if (!spec.bridge.dir.empty()) {
         throw tea::sdk::Invalid("a grader starts no service and takes no bridge");
@@ -62,6 +66,11 @@ documents::ExecPlan grader_plan(const Settings &settings, const documents::Launc
     }
     // The helper is the sandbox's first process and its init, ending it once the runtime is gone
     // (tea/namespace_init.hpp); see namespace_options for why not --die-with-parent.
+    if (routed) {
+        // An agent of the evaluation layer with a route reaches the hosts its egress lists and
+        // nothing else: a network namespace of its own, whose only way out is the shim.
+        args.emplace_back("--unshare-net");
+    }
     args.insert(args.end(), {"--unshare-pid", "--as-pid-1",
                              // A new session: no controlling terminal to push input into.
                              "--new-session", "--block-fd", to_string(Descriptor::setup_mark),
@@ -79,14 +88,29 @@ documents::ExecPlan grader_plan(const Settings &settings, const documents::Launc
     // sandbox's init, nothing more.
     documents::ExecPlan plan;
     plan.argv = bwrap_command(settings);
-    plan.argv.insert(plan.argv.end(), {in_sandbox(Descriptor::helper), "init", "--"});
+    if (routed) {
+        // In front of the helper: the shim's listener exists before the grader starts, and the
+        // shim is the namespace's init, ending it when the runtime is gone, as in a target's.
+        plan.argv.insert(plan.argv.end(),
+                         {in_sandbox(Descriptor::shim), "--port", std::to_string(spec.egress.port),
+                          "--socket", spec.egress.socket, "--"});
+    }
+    plan.argv.insert(plan.argv.end(), {in_sandbox(Descriptor::helper), "init"});
+    if (routed) {
+        plan.argv.insert(plan.argv.end(), {"--namespace-init", "egress-shim"});
+    }
+    plan.argv.emplace_back("--");
     plan.argv.insert(plan.argv.end(), spec.argv.begin(), spec.argv.end());
     plan.env = spec.env;
     plan.cwd = "/";
     plan.files = {args_file(args),
                   documents::PlanFile{number(Descriptor::helper), {}, helper_path(), false}};
+    if (routed) {
+        plan.files.push_back(
+            documents::PlanFile{number(Descriptor::shim), {}, spec.egress.shim, false});
+    }
     plan.confinement = "bubblewrap";
-    plan.report_json = R"({"role":"grader"})";
+    plan.report_json = routed ? R"({"role":"grader","network":"egress"})" : R"({"role":"grader"})";
     plan.setup_mark_fd = number(Descriptor::setup_mark);
     return plan;
 }

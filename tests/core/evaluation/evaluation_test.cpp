@@ -1349,6 +1349,49 @@ TEST_F(EvaluationTest, ARubricJudgesBadFieldsAreRefusedByName) {
     EXPECT_TRUE(refused("rubric", "bad.md", "holds no criterion"));
 }
 
+// A judge's and a conversation agent's egress are read as an entry's, their problems named by
+// their own fields.
+TEST_F(EvaluationTest, AnAgentsEgressIsReadAsAnEntrysAndItsProblemsNamed) {
+    put(folder_ / "rubric.md", kRubricText);
+    doc_["evaluator"] = rubric_evaluator();
+    doc_["evaluator"]["egress"] = json::array(
+        {{{"host", "api.example.test"}, {"port", 443}, {"pinned", json::array({"127.0.0.1"})}}});
+    auto loaded = load_doc();
+    ASSERT_TRUE(loaded.problems.empty()) << all(loaded);
+    const auto &egress = loaded.evaluation.evaluator.rubric->egress;
+    ASSERT_EQ(egress.size(), 1U);
+    EXPECT_EQ(egress[0].host, "api.example.test");
+    EXPECT_EQ(egress[0].port, 443);
+    EXPECT_TRUE(egress[0].pinned);
+    EXPECT_EQ(egress[0].addresses, std::vector<std::string>{"127.0.0.1"});
+
+    doc_["evaluator"]["egress"] = json::array({{{"host", "api.example.test"}, {"port", 0}}});
+    EXPECT_TRUE(has(load_doc(), kEval, "evaluator field 'egress[0].port'", "from 1 to 65535"));
+    doc_["evaluator"]["egress"] = "api.example.test:443";
+    EXPECT_TRUE(has(load_doc(), kEval, "evaluator field 'egress'", "must be an array"));
+    doc_["evaluator"] = rubric_evaluator();
+
+    put(folder_ / "briefs/customer.md", "You want a refund.\n");
+    const auto probe = [&](const json &items) {
+        json doc{{"entry", "greeter"},
+                 {"args", {"bye"}},
+                 {"conversation",
+                  {{"brief", "briefs/customer.md"},
+                   {"agent", {{"program", "/bin/sh"}, {"model", "m"}, {"egress", items}}}}}};
+        put(folder_ / "probes/00-bye.json", doc.dump());
+        return load_doc();
+    };
+    loaded = probe(json::array({{{"host", "api.example.test"}, {"port", 443}}}));
+    ASSERT_TRUE(loaded.problems.empty()) << all(loaded);
+    const auto &agent = loaded.evaluation.probes.at(0).conversation->agent;
+    ASSERT_EQ(agent.egress.size(), 1U);
+    EXPECT_EQ(agent.egress[0].host, "api.example.test");
+    EXPECT_FALSE(agent.egress[0].pinned);
+    EXPECT_TRUE(has(probe(json::array({{{"host", "api example"}, {"port", 443}}})), "00-bye.json",
+                    "probe '00-bye' field 'conversation.agent.egress[0].host'",
+                    "holds a character other than"));
+}
+
 TEST_F(EvaluationTest, ARubricReachedThroughALinkIsRefused) {
     put(fs::path{root_} / "outside.md", kRubricText);
     fs::create_symlink(fs::path{root_} / "outside.md", folder_ / "rubric.md");

@@ -2,14 +2,21 @@
 // the host's network, identity and writable places, and only its read-only paths (the evaluation
 // folder, the git directory) protected. Each protection is shown holding, and the same probe
 // succeeding when the path is not listed.
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 
 #include "harness.hpp"
 #include "support/process.hpp"
+#include "support/socket_io.hpp"
+#include "util/fd.hpp"
 
 namespace tea::test::bwrap {
 namespace {
@@ -100,6 +107,68 @@ TEST_P(Grader, KeepsTheHostsNetworkWhereATargetHasItsOwn) {
     EXPECT_NE(target.value("NET-OK"), host) << target;
 }
 
+// With an egress route (a rubric judge's or a sealed-brief agent's `egress`) the grader loses the
+// host's network: a namespace of its own, where a host's loopback server is out of reach and the
+// shim on the route's port carries a connection to the route's socket, here a listener of the
+// test's standing for the runtime's proxy. Control: the same probe without a route reaches the
+// host's server and finds no shim.
+TEST_P(Grader, WithARouteHasANetworkOfItsOwnLeftOnlyThroughTheShim) {
+    std::uint16_t host_port = 0;
+    const tea::UniqueFd host_server{tea::test::listen_loopback(AF_INET, host_port)};
+    ASSERT_TRUE(host_server.valid());
+    const auto route_dir = base() / "route";
+    fs::create_directories(route_dir);
+    const auto socket_path = route_dir / "proxy.sock";
+    const tea::UniqueFd proxy{::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    ASSERT_LT(socket_path.string().size(), sizeof address.sun_path);
+    std::memcpy(address.sun_path, socket_path.c_str(), socket_path.string().size());
+    ASSERT_EQ(::bind(proxy.get(), reinterpret_cast<sockaddr *>(&address), sizeof address), 0);
+    ASSERT_EQ(::listen(proxy.get(), 8), 0);
+    hand_to_caller(route_dir);
+    constexpr std::uint16_t kShimPort = 3128;
+    const auto probe = python(R"PY(
+host_port, shim_port = int(sys.argv[1]), int(sys.argv[2])
+report("NET", lambda: os.readlink("/proc/self/ns/net"))
+report("HOST", lambda: socket.create_connection(("127.0.0.1", host_port), timeout=5).close())
+def through_shim():
+    s = socket.create_connection(("127.0.0.1", shim_port), timeout=5)
+    s.sendall(b"through the route")
+    s.close()
+report("SHIM", through_shim)
+)PY",
+                              {std::to_string(host_port), std::to_string(kShimPort)});
+    const auto host = net_namespace_of_this_process();
+
+    auto spec = grader_spec(probe, {withheld().string()});
+    const auto prefix = fs::path{spec.helper_dir};
+    spec.egress = {socket_path.string(), kShimPort, (prefix / "tea-egress-shim").string()};
+    std::string carried;
+    std::thread proxy_side([&] {
+        pollfd p{proxy.get(), POLLIN, 0};
+        if (::poll(&p, 1, 30000) != 1) return;
+        const tea::UniqueFd c{::accept4(proxy.get(), nullptr, nullptr, SOCK_CLOEXEC)};
+        char buffer[64];
+        for (ssize_t n; c.valid() && (n = ::recv(c.get(), buffer, sizeof buffer, 0)) > 0;) {
+            carried.append(buffer, static_cast<std::size_t>(n));
+        }
+    });
+    const auto routed = run_spec(spec);
+    proxy_side.join();
+    EXPECT_EQ(routed.status, 0) << routed;
+    ASSERT_TRUE(routed.value("NET-OK")) << routed;
+    EXPECT_NE(routed.value("NET-OK"), host) << routed;
+    EXPECT_TRUE(routed.has("HOST-DENIED:ECONNREFUSED")) << routed;
+    EXPECT_TRUE(routed.has("SHIM-OK")) << routed;
+    EXPECT_EQ(carried, "through the route");
+
+    const auto control = run_spec(grader_spec(probe, {withheld().string()}));
+    EXPECT_EQ(control.value("NET-OK"), host) << control;
+    EXPECT_TRUE(control.has("HOST-OK")) << control;
+    EXPECT_TRUE(control.has("SHIM-DENIED:ECONNREFUSED")) << control;
+}
+
 TEST_P(Grader, RunsAsTheInvokerWithNoCapabilitySoItCannotRemount) {
     const auto probe = python(R"PY(
 import subprocess
@@ -185,6 +254,14 @@ TEST_F(Confinement, GraderSpecsThatCannotBeHonouredAreRefused) {
     auto inside = grader_spec(probe, {workspace().string()});
     inside.workspace = inside.cwd = withheld().string();
     expect_refused(run_spec(inside), "read-only path");
+
+    // A route the grader could not be given as named: no port, a relative socket.
+    auto portless = grader_spec(probe, {});
+    portless.egress = {(base() / "proxy.sock").string(), 0, "/bin/true"};
+    expect_refused(run_spec(portless), "egress.port");
+    auto relative = grader_spec(probe, {});
+    relative.egress = {"proxy.sock", 3128, "/bin/true"};
+    expect_refused(run_spec(relative), "egress socket path is not absolute");
 
     // A role no backend knows is never run under another view, by either backend.
     auto doc = nlohmann::json::parse(tea::exec::to_json(grader_spec(probe, {})));
