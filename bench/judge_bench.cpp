@@ -5,7 +5,8 @@
 // and the directories removed. The bare turn is the same CLI with the same arguments, variables and
 // prompt on stdin, spawned directly with a fresh home. Interleaved over --rounds (default 15),
 // alternating which goes first, after one warm-up round of each; medians, their difference and
-// ratio. Needs the CLI scripts/install-deps.sh installs (TEA_BENCH_CLAUDE).
+// ratio. A third arm is the same judge with an egress list (its own network and route to the
+// mock). Needs the CLI scripts/install-deps.sh installs (TEA_BENCH_CLAUDE).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -71,12 +72,18 @@ int main(int argc, char **argv) {
         setup.program = TEA_BENCH_CLAUDE;
         setup.model = kModel;
         setup.environment = variables;
+        // The same judge with `egress`: a network of its own, the mock reached through a route
+        // of its own (the proxy opened and closed with each turn, the shim in front of it).
+        auto routed_setup = setup;
+        routed_setup.egress = {
+            {"api.mock.test", static_cast<std::uint16_t>(mock.api_port()), {"127.0.0.1"}, true}};
+        routed_setup.egress_name = "rubric judge";
         const auto records = scratch / "records";
         fs::create_directories(records);
         std::size_t turn_number = 0;
-        const auto judge_turn = [&] {
+        const auto judge_turn = [&](const tea::evaluation::AgentSetup &chosen) {
             const auto start = Clock::now();
-            tea::evaluation::EvaluationAgent agent{*session, logins, private_dir, setup};
+            tea::evaluation::EvaluationAgent agent{*session, logins, private_dir, chosen};
             tea::evaluation::AgentTurnRequest request;
             request.system_prompt = kSystemPrompt;
             request.prompt = prompt;
@@ -120,17 +127,21 @@ int main(int argc, char **argv) {
         };
 
         std::printf("cpu pressure before: %s\n", tea::bench::cpu_pressure().c_str());
-        (void)judge_turn();
+        (void)judge_turn(setup);
+        (void)judge_turn(routed_setup);
         (void)bare_turn();
         std::vector<double> judge;
+        std::vector<double> routed;
         std::vector<double> bare;
         for (std::size_t i = 0; i < rounds; ++i) {
             if (i % 2 == 0) {
-                judge.push_back(judge_turn());
+                judge.push_back(judge_turn(setup));
+                routed.push_back(judge_turn(routed_setup));
                 bare.push_back(bare_turn());
             } else {
                 bare.push_back(bare_turn());
-                judge.push_back(judge_turn());
+                routed.push_back(judge_turn(routed_setup));
+                judge.push_back(judge_turn(setup));
             }
         }
         std::printf("cpu pressure after:  %s\n", tea::bench::cpu_pressure().c_str());
@@ -139,6 +150,8 @@ int main(int argc, char **argv) {
         std::printf("backend %s, %zu rounds, medians:\n", session->backend_name().c_str(), rounds);
         std::printf("  bare CLI -p round trip     %8.1f ms\n", b);
         std::printf("  judge turn (runtime)       %8.1f ms  (+%.1f ms, %.2fx)\n", j, j - b, j / b);
+        const auto r = tea::bench::median(routed);
+        std::printf("  judge turn, own route      %8.1f ms  (+%.1f ms, %.2fx)\n", r, r - b, r / b);
         return 0;
     });
 }
