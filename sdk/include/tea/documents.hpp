@@ -122,7 +122,7 @@ struct LaunchSpec {
 
 // The largest login file a launch spec carries: far above any real one (a few hundred bytes for
 // Claude Code, a few KiB for Codex).
-inline constexpr std::size_t kMaxLoginFileBytes = 64 * 1024;
+inline constexpr std::size_t kMaxLoginFileBytes = std::size_t{64} * 1024;
 
 // ---------------------------------------------------------------------------------------------
 // The exec plan
