@@ -533,6 +533,17 @@ exec::CallResult CallSession::grade(exec::LaunchSpec spec, const exec::RunOption
         plan = planner_.prepare(spec);
     }
     check_plan(plan, spec, backend_name());
+    if (route) {
+        // A backend that predates routed graders may ignore the route and leave the host's network
+        // (where the proxy variables would name some host service): its plan must say it made one.
+        const auto report = nlohmann::json::parse(plan.report_json, nullptr, false);
+        if (!report.is_object() || report.value("network", "") != "egress") {
+            throw host_error("the backend '" + backend_name() + "' did not give the grader of '" +
+                             route_request.entry +
+                             "' a network of its own behind its egress route (its plan reports "
+                             "no \"network\": \"egress\"); upgrade it, or remove the egress");
+        }
+    }
     *confinement = plan.confinement;
     if (const int sig = Signals::instance().pending(); sig != 0) {
         exec::CallResult interrupted;
@@ -541,7 +552,15 @@ exec::CallResult CallSession::grade(exec::LaunchSpec spec, const exec::RunOption
     }
     auto result = exec::run_call(plan, run);
     if (route && egress_records != nullptr) {
-        *egress_records = route->close();
+        try {
+            *egress_records = route->close();
+        } catch (const std::exception &e) {
+            // The grader's own records (its answer, to be redacted) come first: the route's
+            // failure to report is said, not allowed to cut them short.
+            spdlog::error("the egress route of '{}' gave no records: {}", route_request.entry,
+                          e.what());
+            *egress_records = {{"refusals", nlohmann::json::array()}, {"error", e.what()}};
+        }
     }
     return result;
 }

@@ -65,9 +65,11 @@ class CallSession {
     // outside every target's confinement, unaudited, as the invoking user, with the spec's
     // read_only paths (the evaluation folder, the git directory) read-only. The plan's
     // confinement is stored in *confinement. With `route_request` items (an agent of the
-    // evaluation layer), the process reaches those hosts through the egress route and nothing
-    // else, and the route's records go to *egress_records; without, it keeps the host's network.
-    // An unconfined backend drops the route with a warning, as for a call.
+    // evaluation layer), the process's IP traffic reaches those hosts through the egress route
+    // and nothing else (its view still shows the host's files, Unix sockets included), and the
+    // route's records go to *egress_records (left null when no route was applied);
+    // without, it keeps the host's network. An unconfined backend drops the route with a warning,
+    // as for a call; a confining one whose plan does not report "network": "egress" is refused.
     exec::CallResult grade(exec::LaunchSpec spec, const exec::RunOptions &run,
                            std::string *confinement, const EgressRequest &route_request = {},
                            nlohmann::json *egress_records = nullptr);

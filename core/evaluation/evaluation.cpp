@@ -478,11 +478,22 @@ bool ip_literal(const std::string &s) {
     return ::inet_pton(AF_INET, s.c_str(), &v4) == 1 || ::inet_pton(AF_INET6, s.c_str(), &v6) == 1;
 }
 
+// How an empty "egress" list reads: an entry's is no network at all; an agent's would read the
+// same way, but an agent without egress has the invoker's network, so it is refused.
+enum class EmptyEgress { no_network, refused };
+
 // An "egress" list: an entry's, a rubric judge's, or a conversation agent's (`field` names it).
 void read_egress(const Report &report, const json &v, std::vector<EgressItem> &items,
-                 const std::string &field = "egress") {
+                 const std::string &field = "egress", EmptyEgress empty = EmptyEgress::no_network) {
     if (!v.is_array()) {
         report(field, "must be an array of {host, port, addresses or pinned}");
+        return;
+    }
+    if (v.empty() && empty == EmptyEgress::refused) {
+        // Written to cut the agent off, [] would leave it the invoker's whole network.
+        report(field,
+               "is empty: an agent without egress has the invoker's network, so list the hosts "
+               "it may reach (its model API's), or remove the field");
         return;
     }
     std::set<std::pair<std::string, std::int64_t>> seen;
@@ -1003,7 +1014,7 @@ void read_rubric_judge(const Report &report, Fields &f, const fs::path &folder,
         read_environment_keys(report, *e, judge.environment_keys);
     }
     if (const auto *e = f.take("egress")) {
-        read_egress(report, *e, judge.egress);
+        read_egress(report, *e, judge.egress, "egress", EmptyEgress::refused);
     }
     if (const auto *a = f.take("artifacts")) {
         if (auto list = texts(report, "artifacts", *a)) {
@@ -1248,7 +1259,8 @@ void read_probe(const Report &file_report, const std::string &name, const json &
         const auto agent = conversation->find("agent");
         if (agent != conversation->end() && agent->is_object() && agent->contains("egress")) {
             std::vector<EgressItem> items;
-            read_egress(report, (*agent)["egress"], items, "conversation.agent.egress");
+            read_egress(report, (*agent)["egress"], items, "conversation.agent.egress",
+                        EmptyEgress::refused);
             if (probe.conversation) probe.conversation->agent.egress = std::move(items);
         }
         if (f.take_unlisted("stdin") != nullptr) {

@@ -115,8 +115,9 @@ json EvaluationAgent::record() const {
             {"model", setup_.model},
             {"login", setup_.login_entry.empty() ? json(nullptr) : json(setup_.login_adapter)},
             {"loginGrant", setup_.login_entry.empty() ? json(nullptr) : json(setup_.login_entry)},
-            {"egress", setup_.egress.empty() ? json(nullptr)
-                                             : json::parse(egress::items_to_json(setup_.egress))}};
+            {"egress", setup_.egress.empty() || route_dropped_
+                           ? json(nullptr)
+                           : json::parse(egress::items_to_json(setup_.egress))}};
 }
 
 std::vector<std::string> EvaluationAgent::environment() {
@@ -226,7 +227,12 @@ AgentTurn EvaluationAgent::ask(const AgentTurnRequest &request) {
     if (egress_records.is_object() && egress_records.contains("refusals") &&
         egress_records["refusals"].is_array()) {
         turn.egress_refusals = egress_records["refusals"];
+        turn.egress_refusals_omitted = egress_records.value("omitted", std::int64_t{0});
     }
+    // An unconfining backend drops the route (no records come back): the records must not claim
+    // the agent had one.
+    route_dropped_ = route_dropped_ ||
+                     (!setup_.egress.empty() && r.interrupted_by == 0 && egress_records.is_null());
     turn.prompt_file = prompt_file;
     turn.answer_file = answer_file;
     turn.stderr_file = stderr_file;

@@ -75,8 +75,10 @@ struct AgentTurn {
     int interrupted_by = 0;  // a signal to the runtime ended the wait: the run stops
     std::chrono::milliseconds elapsed{0};
     std::string confinement;  // the grader plan's ("opt-out": nothing protected the paths)
-    // The connections the route refused (the egress plugin's records), or an empty array.
+    // The connections the route refused (the egress plugin's records), or an empty array, and
+    // how many more it refused than it listed.
     nlohmann::json egress_refusals = nlohmann::json::array();
+    std::int64_t egress_refusals_omitted = 0;
     std::filesystem::path prompt_file;  // as written (absolute)
     std::filesystem::path answer_file;
     std::filesystem::path stderr_file;
@@ -106,7 +108,8 @@ class EvaluationAgent {
 
     // What run.json and a verdict say of the agent: {agent, program, model, login (the
     // adapter), loginGrant (the name run.json's logins record its grant under), egress (the
-    // hosts listed, or null: the host's network)}.
+    // hosts listed, or null: the host's network, egress listed or not, when a backend that
+    // confines nothing dropped the route)}.
     [[nodiscard]] nlohmann::json record() const;
 
    private:
@@ -116,6 +119,7 @@ class EvaluationAgent {
     call::Logins &logins_;
     AgentSetup setup_;
     std::filesystem::path root_;  // home/, work/ and tmp/ below
+    bool route_dropped_ = false;  // a turn ran without the route its egress asked for
 };
 
 }  // namespace tea::evaluation

@@ -81,7 +81,8 @@ AgentMessage SealedBriefAgent::next(const std::optional<std::string> &target_rep
                       {"exitCode", turn.exit_code},
                       {"timedOut", turn.timed_out},
                       {"elapsedMs", turn.elapsed.count()},
-                      {"egressRefusals", turn.egress_refusals}});
+                      {"egressRefusals", turn.egress_refusals},
+                      {"egressRefusalsOmitted", turn.egress_refusals_omitted}});
     if (!turn.answered) return {false, {}, turn.error};
     // A turn without a session id cannot be continued; the next one starts afresh and says so.
     if (!turn.session_id.empty()) session_id_ = turn.session_id;

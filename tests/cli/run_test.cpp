@@ -3929,12 +3929,14 @@ print(json.dumps({"type": "result", "subtype": "success", "is_error": False,
 // A rubric judge with `egress` reaches the hosts it lists through a route of its own and nothing
 // else: a loopback server of the host is closed to it directly, open through the route for the
 // listed (pinned) name, refused for another name, and the refusal is in the turn's record.
-// Control: the same judge without egress keeps the host's network and has no route.
+// Control: the same judge without egress keeps the host's network and has no route; so does one
+// with egress that nothing confines (opted out), whose record then names no route.
 TEST(RunJudge, AJudgesEgressIsItsOnlyWayOutAndItsRefusalsAreRecorded) {
     std::uint16_t port = 0;
     const int server = test::listen_loopback(AF_INET, port);
     ASSERT_GE(server, 0);
-    const auto verdict_of = [&](const std::string &name, const json &egress) {
+    const auto verdict_of = [&](const std::string &name, const json &egress,
+                                bool confinement = true) {
         Project p{name};
         write_simple_evaluation(p, "");
         p.write(".tea/rubric.md", "# Rubric\n\n## kind\nIs kind.\n");
@@ -3946,6 +3948,7 @@ TEST(RunJudge, AJudgesEgressIsItsOnlyWayOutAndItsRefusalsAreRecorded) {
                             {"agent", "claude"}, {"program", (p.root() / judge).string()},
                             {"model", "m"},      {"maxScore", 1}};
         if (!egress.is_null()) doc["evaluator"]["egress"] = egress;
+        doc["confinement"] = confinement;
         p.write(".tea/evaluation.json", doc.dump());
         p.commit();
         const auto run = p.run();
@@ -3979,6 +3982,15 @@ TEST(RunJudge, AJudgesEgressIsItsOnlyWayOutAndItsRefusalsAreRecorded) {
     EXPECT_TRUE(control["judge"]["egress"].is_null());
     EXPECT_EQ(control.value(json::json_pointer{"/judge/turns/0/egressRefusals"}, json(nullptr)),
               json::array());
+
+    // Opted out, nothing confines the judge: its route is dropped, and its record says it had
+    // the host's network rather than the hosts it listed.
+    const auto unconfined = verdict_of("judge-egress-opted-out", listed, false);
+    ASSERT_TRUE(unconfined.contains("judge")) << unconfined.dump(2);
+    EXPECT_EQ(reason(unconfined), "direct=open listed=no-route unlisted=no-route")
+        << unconfined.dump(2);
+    EXPECT_TRUE(unconfined["judge"]["egress"].is_null()) << unconfined.dump(2);
+    EXPECT_EQ(unconfined["view"], "unprotected");
     ::close(server);
 }
 

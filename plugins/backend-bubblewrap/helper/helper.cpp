@@ -357,7 +357,7 @@ int init(int argc, char **argv) {
     if (behind_shim) {
         // The shim's child: anything else would leave the namespace without the init that ends
         // it once the runtime is gone.
-        if (::getppid() != 1) {
+        if (::getpid() == 1 || ::getppid() != 1) {
             fail("init: the egress shim is not the namespace's first process");
         }
     } else if (::getpid() != 1) {

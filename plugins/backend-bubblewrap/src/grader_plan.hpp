@@ -2,7 +2,8 @@
 // identity, every place the uid may write), with only the read-only paths (the evaluation folder,
 // the git directory) protected, so the grader cannot change what it judges. A spec with an egress
 // route (an agent of the evaluation layer that lists the hosts it may reach) loses the host's
-// network: a namespace of its own, left only through the route's shim.
+// network: a namespace of its own, left over IP only through the route's shim (the host's Unix
+// sockets and AF_VSOCK stay reachable: this view masks no socket and loads no filter).
 #pragma once
 
 #include <tea/documents.hpp>

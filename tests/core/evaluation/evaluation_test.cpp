@@ -1369,6 +1369,9 @@ TEST_F(EvaluationTest, AnAgentsEgressIsReadAsAnEntrysAndItsProblemsNamed) {
     EXPECT_TRUE(has(load_doc(), kEval, "evaluator field 'egress[0].port'", "from 1 to 65535"));
     doc_["evaluator"]["egress"] = "api.example.test:443";
     EXPECT_TRUE(has(load_doc(), kEval, "evaluator field 'egress'", "must be an array"));
+    // Written to cut the judge off, [] would leave it the invoker's network: refused.
+    doc_["evaluator"]["egress"] = json::array();
+    EXPECT_TRUE(has(load_doc(), kEval, "evaluator field 'egress'", "is empty"));
     doc_["evaluator"] = rubric_evaluator();
 
     put(folder_ / "briefs/customer.md", "You want a refund.\n");
@@ -1390,6 +1393,8 @@ TEST_F(EvaluationTest, AnAgentsEgressIsReadAsAnEntrysAndItsProblemsNamed) {
     EXPECT_TRUE(has(probe(json::array({{{"host", "api example"}, {"port", 443}}})), "00-bye.json",
                     "probe '00-bye' field 'conversation.agent.egress[0].host'",
                     "holds a character other than"));
+    EXPECT_TRUE(has(probe(json::array()), "00-bye.json",
+                    "probe '00-bye' field 'conversation.agent.egress'", "is empty"));
 }
 
 TEST_F(EvaluationTest, ARubricReachedThroughALinkIsRefused) {

@@ -223,6 +223,28 @@ INSTANTIATE_TEST_SUITE_P(Identities, Grader,
                          ::testing::Values(Identity::invoker, Identity::unprivileged),
                          identity_name);
 
+// The helper's init behind the shim runs the grader only as the child of a namespace's first
+// process: started anywhere else (here, the test's child) it would leave the grader with no init
+// that ends it with the runtime. An option it does not know is refused too. (The control is the
+// routed grader above, run behind the shim.)
+TEST_F(Confinement, TheGradersInitBehindTheShimRunsNothingElsewhere) {
+    for (const std::vector<std::string> &options :
+         {std::vector<std::string>{"--namespace-init", "egress-shim"},
+          {"--namespace-init", "anything"}}) {
+        std::vector<std::string> argv{TEA_SANDBOX_HELPER_BIN, "init"};
+        argv.insert(argv.end(), options.begin(), options.end());
+        argv.insert(argv.end(), {"--", "/bin/echo", "RAN"});
+        Process init(argv, base_env(), {}, base());
+        const auto r = init.wait(std::chrono::seconds{10});
+        EXPECT_EQ(r.status, 125) << r;
+        EXPECT_EQ(r.out.find("RAN"), std::string::npos) << r;
+        EXPECT_NE(r.err.find(options[1] == "egress-shim" ? "not the namespace's first process"
+                                                           : "unknown option"),
+                  std::string::npos)
+            << r;
+    }
+}
+
 void expect_refused(const Result &r, const std::string &named) {
     EXPECT_EQ(r.status, 12) << r;
     EXPECT_NE(r.err.find(named), std::string::npos) << "the refusal names " << named << "\n" << r;
