@@ -44,6 +44,18 @@ std::vector<egress::Item> route_items(const std::vector<EgressItem> &items) {
     return out;
 }
 
+json turn_record_fields(const AgentTurn &turn,
+                        const std::function<std::string(const stdfs::path &)> &relative) {
+    return {{"prompt", relative(turn.prompt_file)},
+            {"answer", relative(turn.answer_file)},
+            {"stderr", relative(turn.stderr_file)},
+            {"exitCode", turn.exit_code},
+            {"timedOut", turn.timed_out},
+            {"elapsedMs", turn.elapsed.count()},
+            {"egressRefusals", turn.egress_refusals},
+            {"egressRefusalsOmitted", turn.egress_refusals_omitted}};
+}
+
 AgentTurn read_agent_answer(const std::string &output) {
     AgentTurn turn;
     const auto doc = json::parse(output, nullptr, false);

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -83,6 +84,12 @@ struct AgentTurn {
     std::filesystem::path answer_file;
     std::filesystem::path stderr_file;
 };
+
+// The fields every record of a turn holds: its prompt, answer and stderr files (as `relative`
+// names them), exitCode, timedOut, elapsedMs, egressRefusals and egressRefusalsOmitted.
+nlohmann::json turn_record_fields(
+    const AgentTurn &turn,
+    const std::function<std::string(const std::filesystem::path &)> &relative);
 
 // What the CLI's `-p --output-format json` printed, read: answered, text, session_id, error.
 AgentTurn read_agent_answer(const std::string &output);

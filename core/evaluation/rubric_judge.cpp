@@ -65,17 +65,11 @@ json turn_record(const AgentTurn &turn, const stdfs::path &trial_dir) {
     const auto rel = [&](const stdfs::path &p) {
         return p.empty() ? std::string{} : p.lexically_relative(trial_dir).string();
     };
-    return {{"prompt", rel(turn.prompt_file)},
-            {"answer", rel(turn.answer_file)},
-            {"stderr", rel(turn.stderr_file)},
-            {"sessionId", turn.session_id},
-            {"exitCode", turn.exit_code},
-            {"timedOut", turn.timed_out},
-            {"elapsedMs", turn.elapsed.count()},
-            {"accepted", false},
-            {"problems", json::array()},
-            {"egressRefusals", turn.egress_refusals},
-            {"egressRefusalsOmitted", turn.egress_refusals_omitted}};
+    auto record = turn_record_fields(turn, rel);
+    record["sessionId"] = turn.session_id;
+    record["accepted"] = false;
+    record["problems"] = json::array();
+    return record;
 }
 
 }  // namespace

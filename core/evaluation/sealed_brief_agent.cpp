@@ -74,15 +74,9 @@ AgentMessage SealedBriefAgent::next(const std::optional<std::string> &target_rep
     const auto relative = [&](const std::filesystem::path &file) {
         return "relay/" + file.filename().string();
     };
-    turns_.push_back({{"prompt", relative(turn.prompt_file)},
-                      {"answer", relative(turn.answer_file)},
-                      {"stderr", relative(turn.stderr_file)},
-                      {"answered", turn.answered},
-                      {"exitCode", turn.exit_code},
-                      {"timedOut", turn.timed_out},
-                      {"elapsedMs", turn.elapsed.count()},
-                      {"egressRefusals", turn.egress_refusals},
-                      {"egressRefusalsOmitted", turn.egress_refusals_omitted}});
+    auto record = turn_record_fields(turn, relative);
+    record["answered"] = turn.answered;
+    turns_.push_back(std::move(record));
     if (!turn.answered) return {false, {}, turn.error};
     // A turn without a session id cannot be continued; the next one starts afresh and says so.
     if (!turn.session_id.empty()) session_id_ = turn.session_id;
