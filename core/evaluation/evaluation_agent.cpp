@@ -241,10 +241,9 @@ AgentTurn EvaluationAgent::ask(const AgentTurnRequest &request) {
         turn.egress_refusals = egress_records["refusals"];
         turn.egress_refusals_omitted = egress_records.value("omitted", std::int64_t{0});
     }
-    // An unconfining backend drops the route (no records come back): the records must not claim
-    // the agent had one.
-    route_dropped_ = route_dropped_ ||
-                     (!setup_.egress.empty() && r.interrupted_by == 0 && egress_records.is_null());
+    // A backend that confines nothing drops the route: the records must not claim the agent had
+    // one.
+    route_dropped_ = route_dropped_ || (!setup_.egress.empty() && confinement == "opt-out");
     turn.prompt_file = prompt_file;
     turn.answer_file = answer_file;
     turn.stderr_file = stderr_file;
