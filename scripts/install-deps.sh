@@ -9,6 +9,7 @@ packages=(
   libcli11-dev libgtest-dev libseccomp-dev libssl-dev
   bubblewrap strace util-linux
   qemu-system-x86 busybox-static
+  chromium
 )
 # When tea-evaluate runs as root, the bubblewrap backend runs targets as this
 # unprivileged account (docs/confinement.md).

@@ -32,6 +32,11 @@ struct ScoreOptions {
     std::filesystem::path run_dir;  // EVAL_DIR/runs/<run-id>; EVAL_DIR or its runs/: the latest
 };
 
+struct ReportOptions {
+    std::filesystem::path run_dir;  // as score's, or a qualification's folder (runs/qualify-ID)
+    std::optional<std::filesystem::path> output;  // -o FILE; default RUN_DIR/report.html
+};
+
 struct QualifyOptions {
     std::filesystem::path evaluation;  // EVAL_DIR
     int jobs = 1;                      // arms at once; above 1, each in a process of its own
@@ -58,6 +63,7 @@ std::unique_ptr<evaluation::TrialProgress> progress_lines(bool quiet);
 int exec_command(const CommonOptions &common, const ExecOptions &options);
 int run_command(const CommonOptions &common, const RunCommandOptions &options);
 int score_command(const CommonOptions &common, const ScoreOptions &options);
+int report_command(const CommonOptions &common, const ReportOptions &options);
 int qualify_command(const CommonOptions &common, const QualifyOptions &options);
 int preflight_command(const CommonOptions &common, const PreflightOptions &options);
 int plugins_command(const CommonOptions &common);

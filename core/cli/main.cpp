@@ -37,7 +37,7 @@ extern ostream cerr;         // NOLINT(readability-redundant-declaration)
 namespace {
 
 // Every subcommand and what it does, as the top-level help lists them.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 7> kSubcommands{{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 8> kSubcommands{{
     {"check", "Check an evaluation folder and name every problem in it (starts nothing)"},
     {"plugins",
      "List the plugins found, their kind, ABI and whether each is available on this host"},
@@ -47,6 +47,8 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 7> kSubcomma
      "that every leg opened (exit 3)"},
     {"run", "Run every trial of an evaluation; records go to EVAL_DIR/runs/<run-id>/"},
     {"score", "Decide a run's verdict from its records; writes RUN_DIR/score.json"},
+    {"report",
+     "Write one self-contained HTML page of a run's records and verdict (RUN_DIR/report.html)"},
     {"qualify",
      "Qualify the evaluation: the project must pass as committed, fail with each of its "
      "mutations, and pass again"},
@@ -172,6 +174,7 @@ int run(int argc, char **argv) {
     auto *run_cmd = subcommand("run");
     auto *score_cmd = subcommand("score");
     auto *qualify_cmd = subcommand("qualify");
+    auto *report_cmd = subcommand("report");
     // Options only for the named one: with none named, no subcommand runs (CLI11 refuses, or
     // prints the help, which lists subcommands and not their options).
     const auto wanted = [&named](const CLI::App *cmd) {
@@ -244,6 +247,16 @@ int run(int argc, char **argv) {
                          "its latest run")
             ->required();
     }
+    ReportOptions report_opts;
+    if (wanted(report_cmd)) {
+        report_cmd
+            ->add_option("RUN_DIR", report_opts.run_dir,
+                         "A run's directory (EVAL_DIR/runs/ID), EVAL_DIR or EVAL_DIR/runs for "
+                         "its latest run, or a qualification's folder (EVAL_DIR/runs/qualify-ID)")
+            ->required();
+        report_cmd->add_option("-o,--output", report_opts.output,
+                               "Write the page here instead of RUN_DIR/report.html");
+    }
     QualifyOptions qualify_opts;
     if (wanted(qualify_cmd)) {
         qualify_cmd->add_option("EVAL_DIR", qualify_opts.evaluation, "The evaluation folder")
@@ -294,6 +307,9 @@ int run(int argc, char **argv) {
     }
     if (parsed(qualify_cmd)) {
         return qualify_command(common, qualify_opts);
+    }
+    if (parsed(report_cmd)) {
+        return report_command(common, report_opts);
     }
     if (parsed(preflight_cmd)) {
         return preflight_command(common, preflight);

@@ -66,15 +66,9 @@ std::optional<evaluation::ArmResult> run_arm(OpenedEvaluation &opened, const Arm
     result.run_id = state.run_id;
     result.records = state.records;
     json run;
-    Decision d;
-    try {
-        d = decide(state.records, &run);
-    } catch (const json::exception &e) {
-        d = Decision{};
-        d.invalid.push_back(std::string{"a record holds a field of the wrong type: "} + e.what());
-    }
-    result.verdict = !d.invalid.empty() ? "invalid" : (d.any_fail ? "fail" : "pass");
-    result.reasons = result.verdict == "invalid" ? d.invalid : d.fail;
+    auto decision = verdict_of(state.records, &run);
+    result.verdict = std::move(decision.verdict);
+    result.reasons = std::move(decision.reasons);
     console::err() << "tea-evaluate: qualify: " << label << ": "
                    << (result.verdict == "invalid" ? "INVALID"
                        : result.verdict == "fail"  ? "FAIL"

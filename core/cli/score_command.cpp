@@ -26,6 +26,8 @@ using nlohmann::json;
 constexpr std::size_t kReasonsShown = 50;
 constexpr std::uintmax_t kRecordCap = std::uintmax_t{256} << 20U;
 
+}  // namespace
+
 // A record as JSON, or a null with *why set: absent, too large, torn.
 json read_record(const stdfs::path &path, std::string *why) {
     std::error_code ec;
@@ -46,6 +48,8 @@ json read_record(const stdfs::path &path, std::string *why) {
     }
     return doc;
 }
+
+namespace {
 
 std::set<std::string> string_set(const json &list) {
     std::set<std::string> out;
@@ -268,34 +272,49 @@ std::optional<stdfs::path> runs_folder(const stdfs::path &dir) {
 
 }  // namespace
 
-int score_command(const CommonOptions &common, const ScoreOptions &options) {
-    std::error_code ec;
-    auto run_dir = stdfs::absolute(options.run_dir, ec).lexically_normal();
-    if (!run_dir.has_filename()) run_dir = run_dir.parent_path();  // "runs/" names runs
-    if (ec || !stdfs::is_directory(run_dir, ec)) {
-        throw usage_error("score: " + options.run_dir.string() + " is not a run directory");
-    }
-    if (const auto runs = runs_folder(run_dir)) {
-        const auto latest = evaluation::latest_run(*runs);
-        if (!latest) {
-            throw usage_error("score: " + printable(runs->string()) +
-                              " holds no run; tea-evaluate run EVAL_DIR makes one");
-        }
-        run_dir = *latest;
-        console::err() << "tea-evaluate: score: the latest run in " << printable(runs->string())
-                       << " is " << printable(run_dir.filename().string()) << '\n';
-    }
-    json run;
+Verdict verdict_of(const stdfs::path &run_dir, json *run_out) {
     Decision d;
     try {
-        d = decide(run_dir, &run);
+        d = decide(run_dir, run_out);
     } catch (const json::exception &e) {
         // A record whose field has the wrong type (a hand-edited run.json) is no evidence: it
         // scores Invalid instead of ending score as an internal error.
         d = Decision{};
         d.invalid.push_back(std::string{"a record holds a field of the wrong type: "} + e.what());
     }
-    const std::string verdict = !d.invalid.empty() ? "invalid" : (d.any_fail ? "fail" : "pass");
+    Verdict v;
+    v.verdict = !d.invalid.empty() ? "invalid" : (d.any_fail ? "fail" : "pass");
+    v.reasons = v.verdict == "invalid" ? std::move(d.invalid) : std::move(d.fail);
+    return v;
+}
+
+stdfs::path named_run_dir(const stdfs::path &argument, std::string_view command) {
+    const std::string name{command};
+    std::error_code ec;
+    auto run_dir = stdfs::absolute(argument, ec).lexically_normal();
+    if (!run_dir.has_filename()) run_dir = run_dir.parent_path();  // "runs/" names runs
+    if (ec || !stdfs::is_directory(run_dir, ec)) {
+        throw usage_error(name + ": " + argument.string() + " is not a run directory");
+    }
+    if (const auto runs = runs_folder(run_dir)) {
+        const auto latest = evaluation::latest_run(*runs);
+        if (!latest) {
+            throw usage_error(name + ": " + printable(runs->string()) +
+                              " holds no run; tea-evaluate run EVAL_DIR makes one");
+        }
+        run_dir = *latest;
+        console::err() << "tea-evaluate: " << name << ": the latest run in "
+                       << printable(runs->string()) << " is "
+                       << printable(run_dir.filename().string()) << '\n';
+    }
+    return run_dir;
+}
+
+int score_command(const CommonOptions &common, const ScoreOptions &options) {
+    const auto run_dir = named_run_dir(options.run_dir, "score");
+    json run;
+    const auto decision = verdict_of(run_dir, &run);
+    const std::string &verdict = decision.verdict;
     const std::string confinement =
         run.is_object() && run.contains("confinement") && run["confinement"].is_string()
             ? run["confinement"].get<std::string>()
@@ -314,7 +333,7 @@ int score_command(const CommonOptions &common, const ScoreOptions &options) {
         summary += " (confinement " + confinement + ")";
     }
     json reasons = json::array();
-    for (const auto &r : verdict == "invalid" ? d.invalid : d.fail) {
+    for (const auto &r : decision.reasons) {
         reasons.push_back(bytes::to_json(r));
     }
     const json score{{"schemaVersion", 1},
@@ -325,7 +344,7 @@ int score_command(const CommonOptions &common, const ScoreOptions &options) {
                      {"summary", summary}};
     files::write_atomically(run_dir / "score.json", score.dump(2) + "\n");
     console::err() << "tea-evaluate: " << summary << '\n';
-    const auto &listed = verdict == "invalid" ? d.invalid : d.fail;
+    const auto &listed = decision.reasons;
     for (std::size_t i = 0; i < listed.size(); ++i) {
         if (i == kReasonsShown) {
             // score.json keeps every reason; the terminal gets the first ones.

@@ -1,0 +1,127 @@
+#include <algorithm>
+#include <cstdio>
+#include <string_view>
+
+#include "report/html_text.hpp"
+#include "report/page.hpp"
+#include "report/run_report.hpp"
+
+namespace tea::report {
+namespace {
+
+using nlohmann::json;
+
+std::string number(double value) {
+    char buf[32];
+    (void)std::snprintf(buf, sizeof buf, "%.1f", value);
+    return buf;
+}
+
+// The mutation score as a bar: detected mutations in one colour, undetected in another, and the
+// undetected ones named beneath it.
+std::string mutation_plot(double detected, double total) {
+    if (total <= 0) return {};
+    constexpr double kWidth = 600;
+    const double d = std::clamp(detected, 0.0, total) / total * kWidth;
+    std::string out = "<svg role=\"img\" viewBox=\"0 0 " + number(kWidth + 20) +
+                      " 56\" width=\"620\"><title>Mutations detected and undetected</title>";
+    out += "<rect x=\"10\" y=\"6\" width=\"" + number(d) +
+           "\" height=\"22\" fill=\"#43a047\"><title>detected</title></rect>";
+    out += "<rect x=\"" + number(10 + d) + "\" y=\"6\" width=\"" + number(kWidth - d) +
+           "\" height=\"22\" fill=\"#c62828\"><title>undetected</title></rect>";
+    out += "<text x=\"10\" y=\"46\">detected " + number(detected) + "</text>";
+    out += "<text x=\"" + number(kWidth + 10) + "\" y=\"46\" text-anchor=\"end\">undetected " +
+           number(total - std::clamp(detected, 0.0, total)) + "</text></svg>";
+    return out;
+}
+
+}  // namespace
+
+std::string qualification_report(const QualificationReportInput &in) {
+    const auto &q = in.qualification;
+    const auto &b = in.bounds;
+    std::string h;
+    const auto verdict = q.is_object() ? field_text(q, "verdict") : std::string{"invalid"};
+    const std::string cls = verdict == "qualified"       ? "v-pass"
+                            : verdict == "not qualified" ? "v-fail"
+                                                         : "v-invalid";
+    h += "<header class=\"verdict " + cls + "\"><h1 id=\"verdict\">" +
+         html_excerpt(verdict.empty() ? std::string{"unknown"} : verdict, 40) + "</h1>";
+    h +=
+        "<p>Qualification <code>" + html_excerpt(field_text(q, "qualificationId"), 200) + "</code>";
+    if (!q.is_object()) h += " (qualification.json is missing or torn)";
+    h += "</p>";
+    const auto &reasons = field_list(q, "reasons");
+    if (!reasons.empty()) {
+        h += "<p>Why:</p><ol id=\"reasons\">";
+        std::size_t n = 0;
+        for (const auto &r : reasons) {
+            if (n++ == b.reasons) break;
+            h += "<li>" + html_excerpt(value_text(r), b.string_excerpt) + "</li>";
+        }
+        h += "</ol>";
+    }
+    h += "</header>\n<input id=\"filter\" type=\"search\" hidden placeholder=\"Filter arms\" "
+         "aria-label=\"Filter\">\n<h2>The qualification</h2><table class=\"kv\">";
+    const auto row = [&](std::string_view key, const std::string &bytes) {
+        h += "<tr><td class=\"k\">" + std::string{key} + "</td><td>" +
+             html_excerpt(bytes, b.string_excerpt) + "</td></tr>\n";
+    };
+    row("status", field_text(q, "status"));
+    row("started", field_text(q, "startedAt"));
+    row("evaluation", field_text(q, "evaluation"));
+    row("baseline", field_text(q, "baseline"));
+    row("re-pass", field_text(q, "repass"));
+    row("summary", field_text(q, "summary"));
+    h += "</table>\n";
+    const auto &score = field_list(q, "mutationScore");
+    const double detected = field_number(score, "detected", 0);
+    const double total = field_number(score, "total", 0);
+    h += "<h2>Mutation score</h2>";
+    const auto plot = mutation_plot(detected, total);
+    h += plot.empty() ? std::string{"<p class=\"note\">No mutated arm.</p>"} : plot;
+    const auto &undetected = field_list(q, "undetected");
+    if (!undetected.empty()) {
+        h += "<p>Undetected (what the probes miss):</p><ul>";
+        std::size_t n = 0;
+        for (const auto &u : undetected) {
+            if (n++ == b.list_items) break;
+            h += "<li>" + html_excerpt(value_text(u), b.string_excerpt) + "</li>";
+        }
+        h += "</ul>";
+    }
+    h += "<h2>Arms</h2><table id=\"arms\"><tr><th>arm</th><th>mutation</th><th>run</th><th>"
+         "verdict</th><th>detected</th><th>score's reasons on its records</th></tr>\n";
+    std::size_t i = 0;
+    for (const auto &arm : field_list(q, "arms")) {
+        if (i == b.list_items) break;
+        const ArmDecision *decision = i < in.arms.size() ? &in.arms[i] : nullptr;
+        ++i;
+        std::string why;
+        if (decision != nullptr) {
+            std::size_t n = 0;
+            for (const auto &r : decision->reasons) {
+                if (n++ == 20) {
+                    why += "… " + std::to_string(decision->reasons.size() - 20) + " more";
+                    break;
+                }
+                why += html_excerpt(r, b.string_excerpt) + "<br>";
+            }
+        }
+        h +=
+            "<tr class=\"f\"><td>" + html_excerpt(field_text(arm, "conditionArm"), 50) +
+            "</td><td>" + html_excerpt(field_text(arm, "mutation"), 300) + "</td><td><code>" +
+            html_excerpt(field_text(arm, "runId"), 200) + "</code></td><td>" +
+            html_excerpt(decision != nullptr ? decision->verdict : field_text(arm, "verdict"), 50) +
+            "</td><td>" + html_excerpt(field_text(arm, "detected"), 10) + "</td><td>" + why +
+            "</td></tr>\n";
+    }
+    h += "</table>\n<footer class=\"note\"><p>Written by " + html_excerpt(in.generator, 100) +
+         " from <code>" + html_excerpt(in.folder.string(), b.string_excerpt) +
+         "</code>. Each arm's own report: <code>tea-evaluate report RUN_DIR</code> on its run "
+         "folder.</p></footer>";
+    return page("tea-evaluate qualification: " + field_text(q, "qualificationId") + " - " + verdict,
+                h);
+}
+
+}  // namespace tea::report

@@ -1,0 +1,566 @@
+#include "report/run_report.hpp"
+
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string_view>
+
+#include "report/html_text.hpp"
+#include "report/page.hpp"
+#include "report/timeline_svg.hpp"
+
+namespace tea::report {
+namespace {
+
+using nlohmann::json;
+namespace stdfs = std::filesystem;
+
+// The first `limit` bytes of root/rel, resolved by the kernel beneath root with no link followed,
+// and only from a regular file: run.json names its output files, and an altered record naming
+// "../../.ssh/id_rsa" or a link in the records must not put another file on the page.
+std::string head_beneath(const stdfs::path &root, const std::string &rel, std::size_t limit,
+                         bool *readable) {
+    *readable = false;
+    if (rel.empty() || rel.front() == '/' || rel.find('\0') != std::string::npos) return {};
+    const int dir = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0) return {};
+    open_how how{};
+    how.flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+    const auto fd = static_cast<int>(::syscall(SYS_openat2, dir, rel.c_str(), &how, sizeof how));
+    ::close(dir);
+    if (fd < 0) return {};
+    struct stat st {};
+    std::string out;
+    // A fifo planted as an output file would block a reader forever: regular files only.
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+        out.resize(limit);
+        std::size_t got = 0;
+        while (got < limit) {
+            const auto n = ::read(fd, out.data() + got, limit - got);
+            if (n <= 0) break;
+            got += static_cast<std::size_t>(n);
+        }
+        out.resize(got);
+        *readable = true;
+    }
+    ::close(fd);
+    return out;
+}
+
+struct Html {
+    std::string s;
+    Html &raw(std::string_view text) {
+        s += text;
+        return *this;
+    }
+    // Escaped text from a record, cut at `limit` bytes.
+    Html &text(std::string_view bytes, std::size_t limit) {
+        s += html_excerpt(bytes, limit);
+        return *this;
+    }
+};
+
+std::string format_ms(double ms) {
+    char buf[32];
+    if (ms >= 1000) {
+        (void)std::snprintf(buf, sizeof buf, "%.2f s", ms / 1000);
+    } else {
+        (void)std::snprintf(buf, sizeof buf, "%.1f ms", ms);
+    }
+    return buf;
+}
+
+// "n more not shown" after a list cut at its bound.
+void more(Html &h, std::size_t total, std::size_t shown, std::string_view what) {
+    if (total > shown) {
+        h.raw("<p class=\"note\">").raw(std::to_string(total - shown)).raw(" more ").raw(what);
+        h.raw(" not shown (the records hold every one)</p>");
+    }
+}
+
+class RunPage {
+   public:
+    explicit RunPage(const RunReportInput &in) : in_(in), b_(in.bounds) {}
+
+    std::string render() {
+        verdict();
+        h_.raw(
+            "<input id=\"filter\" type=\"search\" hidden placeholder=\"Filter calls, trials "
+            "and paths\" aria-label=\"Filter\">\n");
+        run_table();
+        timeline();
+        trials_table();
+        calls();
+        manifest();
+        egress();
+        h_.raw("<footer class=\"note\"><p>Written by ").text(in_.generator, 100);
+        h_.raw(" from the records in <code>").text(in_.run_dir.string(), b_.string_excerpt);
+        h_.raw(
+              "</code>. Outputs are shown as the records keep them (already redacted when an "
+              "entry declares a login); each is cut at ")
+            .raw(std::to_string(b_.output_excerpt))
+            .raw(" bytes.</p></footer>");
+        const auto run_id = field_text(in_.run, "runId");
+        return page("tea-evaluate report: " + (run_id.empty() ? std::string{"run"} : run_id) +
+                        " - " + in_.verdict,
+                    h_.s);
+    }
+
+   private:
+    const json &run() const { return in_.run; }
+
+    void kv(std::string_view key, std::string_view value_html) {
+        h_.raw("<tr><td class=\"k\">")
+            .raw(key)
+            .raw("</td><td>")
+            .raw(value_html)
+            .raw("</td></tr>\n");
+    }
+    void kv_text(std::string_view key, const std::string &bytes) {
+        kv(key, bytes.empty() ? "<span class=\"note\">(none)</span>"
+                              : html_excerpt(bytes, b_.string_excerpt));
+    }
+
+    void verdict() {
+        const std::string cls = in_.verdict == "pass"      ? "v-pass"
+                                : in_.verdict == "fail"    ? "v-fail"
+                                : in_.verdict == "invalid" ? "v-invalid"
+                                                           : "v-unknown";
+        std::string word = in_.verdict;
+        for (auto &ch : word) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+        h_.raw("<header class=\"verdict ").raw(cls).raw("\"><h1 id=\"verdict\">").text(word, 20);
+        h_.raw("</h1><p>Run <code>").text(field_text(run(), "runId"), 200).raw("</code>");
+        if (!in_.run.is_object()) h_.raw(" (run.json is missing or torn)");
+        h_.raw("</p>");
+        if (in_.reasons.empty()) {
+            h_.raw(in_.verdict == "pass"
+                       ? "<p>The records prove a sound run, and every trial passed.</p>"
+                       : "<p>No reason was given.</p>");
+        } else {
+            h_.raw("<p>Why:</p><ol id=\"reasons\">");
+            std::size_t n = 0;
+            for (const auto &reason : in_.reasons) {
+                if (n++ == b_.reasons) break;
+                h_.raw("<li>").text(reason, b_.string_excerpt).raw("</li>");
+            }
+            h_.raw("</ol>");
+            more(h_, in_.reasons.size(), std::min(in_.reasons.size(), b_.reasons), "reasons");
+        }
+        h_.raw("</header>\n");
+    }
+
+    void run_table() {
+        h_.raw("<h2>The run</h2><table class=\"kv\">\n");
+        kv_text("status", field_text(run(), "status"));
+        kv_text("started", field_text(run(), "startedAt"));
+        kv_text("finished", field_text(run(), "finishedAt"));
+        kv_text("confinement", field_text(run(), "confinement"));
+        kv_text("declared confinement", field_text(run(), "declaredConfinement"));
+        kv_text("backend", field_text(run(), "backend"));
+        kv_text("observer", field_text(run(), "observer"));
+        kv_text("executor", run().is_object() && run().contains("executor")
+                                ? field_text(run(), "executor")
+                                : std::string{"local"});
+        kv_text("condition arm", field_text(run(), "conditionArm"));
+        const auto &source = field_list(run(), "source");
+        kv_text("source", field_text(source, "kind"));
+        kv_text("commit", field_text(source, "commit"));
+        kv_text("history", field_text(source, "history"));
+        kv_text("evaluation", field_text(run(), "evaluation"));
+        kv_text("project", field_text(run(), "project"));
+        const auto &weakened = field_list(run(), "weakened");
+        std::string w;
+        for (const auto &item : weakened) {
+            w += html_excerpt(field_text(item, "setting") + " " + field_text(item, "value") + ": " +
+                                  field_text(item, "effect"),
+                              b_.string_excerpt) +
+                 "<br>";
+        }
+        kv("weakened", w.empty() ? "<span class=\"ok\">nothing</span>"
+                                 : "<span class=\"bad\">" + w + "</span>");
+        kv_text("summary", field_text(run(), "summary"));
+        h_.raw("</table>\n");
+    }
+
+    void timeline() {
+        const auto svg = calls_timeline(run(), b_.calls_per_trial, b_.calls_per_trial);
+        if (svg.empty()) return;
+        h_.raw(
+              "<h2>Calls over time</h2><p class=\"note\">One row per trial, one bar per call, "
+              "end to end (the time between calls is not drawn).</p>\n")
+            .raw(svg)
+            .raw("\n");
+    }
+
+    void trials_table() {
+        const auto &trials = field_list(run(), "trials");
+        h_.raw("<h2>Trials</h2>");
+        if (trials.empty()) {
+            h_.raw("<p class=\"bad\">run.json holds no trial.</p>");
+            return;
+        }
+        h_.raw(
+            "<table id=\"trials\"><tr><th>trial</th><th>verdict</th><th>calls</th><th>time"
+            "</th><th>audit</th><th>paths outside the grants</th><th>infrastructure errors"
+            "</th></tr>\n");
+        for (const auto &trial : trials) {
+            double total = 0;
+            for (const auto &call : field_list(trial, "calls")) {
+                total += field_number(call, "elapsedMs", 0);
+            }
+            const auto channel = field_text(trial, "observedMountsChannel");
+            const auto observed = field_list(trial, "observedMounts").size();
+            const auto infra = field_list(trial, "infrastructureErrors").size();
+            const auto &verdict = field_list(trial, "verdict");
+            h_.raw("<tr class=\"f\"><td>").text(field_text(trial, "index"), 20).raw("</td><td>");
+            h_.text(field_text(verdict, "verdict"), 50).raw("</td><td>");
+            h_.raw(std::to_string(field_list(trial, "calls").size())).raw("</td><td>");
+            h_.raw(format_ms(total)).raw("</td><td class=\"");
+            h_.raw(channel == "complete" ? "ok" : "bad").raw("\">").text(channel, 50);
+            for (const auto &why : field_list(trial, "lossyReasons")) {
+                h_.raw("<br>").text(value_text(why), b_.string_excerpt);
+            }
+            h_.raw("</td><td").raw(observed > 0 ? " class=\"bad\"" : "").raw(">");
+            h_.raw(std::to_string(observed)).raw("</td><td").raw(infra > 0 ? " class=\"bad\"" : "");
+            h_.raw(">").raw(std::to_string(infra)).raw("</td></tr>\n");
+        }
+        h_.raw("</table>\n");
+    }
+
+    void output(const stdfs::path &trial_dir, const json &call, std::string_view stream) {
+        const auto name = field_text(call, stream);
+        if (name.empty()) return;
+        bool readable = false;
+        const auto head = head_beneath(trial_dir, name, b_.output_excerpt, &readable);
+        const double total = field_number(call, std::string{stream} + "Bytes", -1);
+        h_.raw("<p>").raw(stream).raw(" (");
+        h_.raw(total >= 0 ? std::to_string(static_cast<std::uint64_t>(total)) + " bytes written"
+                          : std::string{"size not recorded"});
+        h_.raw("):</p>");
+        if (!readable) {
+            h_.raw("<p class=\"bad\">its file <code>")
+                .text(name, 500)
+                .raw(
+                    "</code> cannot be "
+                    "read</p>");
+            return;
+        }
+        h_.raw("<pre>").raw(html_text(head, true));
+        if (total > static_cast<double>(head.size())) {
+            h_.raw("\n<span class=\"note\">… cut here: ")
+                .raw(std::to_string(static_cast<std::uint64_t>(total) - head.size()))
+                .raw(" more bytes were written</span>");
+        }
+        h_.raw("</pre>");
+    }
+
+    void findings(const json &call) {
+        const auto &audit = field_list(call, "audit");
+        if (!audit.is_object() || audit.empty()) return;
+        const auto audited = audit.find("audited");
+        if (audited != audit.end() && audited->is_boolean() && !audited->get<bool>()) {
+            h_.raw("<p class=\"warn\">Not audited: ").text(field_text(audit, "why"), 1000);
+            h_.raw("</p>");
+            return;
+        }
+        const auto complete = audit.find("complete");
+        if (complete != audit.end() && complete->is_boolean() && !complete->get<bool>()) {
+            h_.raw("<p class=\"bad\">The audit is incomplete: ")
+                .text(field_text(audit, "reason"), 1000)
+                .raw("</p>");
+        }
+        const auto &list = field_list(audit, "findings");
+        if (list.empty()) {
+            h_.raw("<p class=\"ok\">The audit (").text(field_text(audit, "observer"), 100);
+            h_.raw(") listed no path outside the grants.</p>");
+            return;
+        }
+        h_.raw(
+            "<table class=\"paths\"><tr><th>path outside the grants</th><th>why it is listed"
+            "</th><th>system calls</th><th>count</th><th>refused</th></tr>\n");
+        std::size_t n = 0;
+        for (const auto &f : list) {
+            if (n++ == b_.findings_per_call) break;
+            std::string calls;
+            for (const auto &sc : field_list(f, "syscalls")) {
+                if (!calls.empty()) calls += ", ";
+                calls += value_text(sc);
+            }
+            h_.raw("<tr class=\"f\"><td class=\"path bad\">")
+                .text(field_text(f, "path"), b_.string_excerpt)
+                .raw("</td><td>")
+                .text(field_text(f, "reason"), 500)
+                .raw("</td><td>")
+                .text(calls, 500)
+                .raw("</td><td>")
+                .text(field_text(f, "count"), 20)
+                .raw("</td><td>")
+                .text(field_text(f, "refused"), 10)
+                .raw("</td></tr>\n");
+        }
+        h_.raw("</table>");
+        more(h_, list.size(), std::min(list.size(), b_.findings_per_call), "listed paths");
+        const double omitted = field_number(audit, "omitted", 0);
+        if (omitted > 0) {
+            h_.raw("<p class=\"bad\">The audit omitted ")
+                .raw(std::to_string(static_cast<std::uint64_t>(omitted)))
+                .raw(" more paths.</p>");
+        }
+    }
+
+    void refusals(const json &call) {
+        const auto &list = field_list(call, "egressRefusals");
+        if (list.empty()) return;
+        h_.raw(
+            "<p>Egress refusals:</p><table><tr><th>host</th><th>port</th><th>reason</th>"
+            "<th>count</th></tr>");
+        std::size_t n = 0;
+        for (const auto &r : list) {
+            if (n++ == b_.list_items) break;
+            h_.raw("<tr class=\"f\"><td>")
+                .text(field_text(r, "host"), 300)
+                .raw("</td><td>")
+                .text(field_text(r, "port"), 20)
+                .raw("</td><td>")
+                .text(field_text(r, "reason"), 500)
+                .raw("</td><td>")
+                .text(field_text(r, "count"), 20)
+                .raw("</td></tr>");
+        }
+        h_.raw("</table>");
+        more(h_, list.size(), std::min(list.size(), b_.list_items), "refusals");
+    }
+
+    void call_details(const stdfs::path &trial_dir, const json &call) {
+        const auto outcome = call_outcome(call);
+        const auto observed = field_list(call, "observedMounts").size();
+        h_.raw("<details class=\"call f\"").raw(observed > 0 ? " open" : "").raw("><summary>");
+        h_.text(field_text(call, "probe"), 300).raw(" &middot; ");
+        h_.text(field_text(call, "entry"), 300).raw(" &middot; <span class=\"");
+        h_.raw(outcome == "ok" ? "ok" : (outcome == "non-zero exit" ? "warn" : "bad"));
+        h_.raw("\">").raw(outcome).raw("</span> &middot; status ");
+        h_.text(field_text(call, "status"), 20).raw(" &middot; ");
+        h_.raw(format_ms(field_number(call, "elapsedMs", 0)));
+        if (observed > 0) {
+            h_.raw(" &middot; <span class=\"bad\">").raw(std::to_string(observed));
+            h_.raw(observed == 1 ? " path" : " paths").raw(" outside the grants</span>");
+        }
+        h_.raw("</summary>\n<table class=\"kv\">");
+        std::string command = field_text(call, "executable");
+        for (const auto &arg : field_list(call, "args")) {
+            command += ' ';
+            command += value_text(arg);
+        }
+        kv_text("command", command);
+        kv_text("exit code", field_text(call, "exitCode"));
+        kv_text("signal", field_text(call, "signal"));
+        kv_text("timed out", field_text(call, "timedOut"));
+        kv_text("infrastructure error", field_text(call, "infrastructureError"));
+        if (!field_text(call, "startError").empty()) {
+            kv_text("start error", field_text(call, "startError"));
+        }
+        h_.raw("</table>");
+        output(trial_dir, call, "stdout");
+        output(trial_dir, call, "stderr");
+        findings(call);
+        refusals(call);
+        h_.raw("</details>\n");
+    }
+
+    void calls() {
+        const auto &trials = field_list(run(), "trials");
+        if (trials.empty()) return;
+        h_.raw("<h2>Calls</h2>\n");
+        for (const auto &trial : trials) {
+            const auto index = field_text(trial, "index");
+            // Only a trial's own number names its folder: a record's other text never does.
+            const bool numeric = !index.empty() && index.size() < 10 &&
+                                 index.find_first_not_of("0123456789") == std::string::npos;
+            const auto trial_dir = in_.run_dir / "trials" / (numeric ? index : "?");
+            const auto &list = field_list(trial, "calls");
+            const auto &verdict = field_list(trial, "verdict");
+            h_.raw("<details class=\"trial f\" open><summary><strong>Trial ").text(index, 20);
+            h_.raw("</strong>: evaluator ").text(field_text(verdict, "verdict"), 50);
+            h_.raw(", ").raw(std::to_string(list.size())).raw(" calls</summary>\n");
+            const auto &reasons = field_list(verdict, "reasons");
+            if (!reasons.empty()) {
+                h_.raw("<p>The evaluator's reasons:</p><ul>");
+                std::size_t n = 0;
+                for (const auto &r : reasons) {
+                    if (n++ == b_.reasons) break;
+                    h_.raw("<li>").text(value_text(r), b_.string_excerpt).raw("</li>");
+                }
+                h_.raw("</ul>");
+            }
+            std::size_t n = 0;
+            for (const auto &call : list) {
+                if (n++ == b_.calls_per_trial) break;
+                call_details(trial_dir, call);
+            }
+            more(h_, list.size(), std::min(list.size(), b_.calls_per_trial), "calls");
+            artifacts(trial);
+            h_.raw("</details>\n");
+        }
+    }
+
+    void artifacts(const json &trial) {
+        const auto &entries = field_list(trial, "artifacts");
+        if (entries.empty() || !entries.is_object()) return;
+        h_.raw(
+            "<p>Artifacts:</p><table><tr><th>entry</th><th>artifact</th><th>status</th>"
+            "<th>path in the workspace</th><th>bytes</th></tr>");
+        std::size_t n = 0;
+        for (const auto &[entry, named] : entries.items()) {
+            if (!named.is_object()) continue;
+            for (const auto &[name, a] : named.items()) {
+                if (n++ == b_.list_items) break;
+                h_.raw("<tr><td>")
+                    .text(entry, 300)
+                    .raw("</td><td>")
+                    .text(name, 300)
+                    .raw("</td><td>")
+                    .text(field_text(a, "status"), 50)
+                    .raw("</td><td>")
+                    .text(field_text(a, "path"), 500)
+                    .raw("</td><td>")
+                    .text(field_text(a, "bytes"), 30)
+                    .raw("</td></tr>");
+            }
+        }
+        h_.raw("</table>");
+    }
+
+    void manifest() {
+        h_.raw("<h2>The isolation manifest</h2>");
+        const auto &m = in_.manifest;
+        if (!m.is_object()) {
+            h_.raw("<p class=\"bad\">manifest.json is missing or torn.</p>");
+            return;
+        }
+        h_.raw(
+            "<p>Granted to the targets:</p><table><tr><th>mount</th><th>access</th><th>what"
+            "</th></tr>");
+        std::size_t n = 0;
+        for (const auto &a : field_list(m, "allowedMounts")) {
+            if (n++ == b_.list_items) break;
+            std::string what = field_text(a, "what");
+            for (const auto &p : field_list(a, "paths")) {
+                what += (what.empty() ? "" : " ") + value_text(p);
+            }
+            h_.raw("<tr><td>")
+                .text(field_text(a, "mount"), 200)
+                .raw("</td><td>")
+                .text(field_text(a, "access"), 50)
+                .raw("</td><td>")
+                .text(what, b_.string_excerpt)
+                .raw("</td></tr>");
+        }
+        h_.raw("</table>");
+        const auto &observed = field_list(m, "observedMounts");
+        if (observed.empty()) {
+            h_.raw("<p class=\"ok\">No target reached a path outside the grants.</p>");
+        } else {
+            h_.raw(
+                "<p class=\"bad\">Reached outside the grants (each makes the run Invalid):</p>"
+                "<table><tr><th>path</th><th>trials</th><th>reason</th></tr>");
+            n = 0;
+            for (const auto &o : observed) {
+                if (n++ == b_.findings_per_call) break;
+                std::string trials;
+                for (const auto &t : field_list(o, "trials")) {
+                    trials += (trials.empty() ? "" : ", ") + value_text(t);
+                }
+                h_.raw("<tr class=\"f\"><td class=\"path bad\">")
+                    .text(o.is_object() ? field_text(o, "path") : value_text(o), b_.string_excerpt)
+                    .raw("</td><td>")
+                    .text(trials, 500)
+                    .raw("</td><td>")
+                    .text(field_text(o, "reason"), 500)
+                    .raw("</td></tr>");
+            }
+            h_.raw("</table>");
+            more(h_, observed.size(), std::min(observed.size(), b_.findings_per_call), "paths");
+        }
+        h_.raw(
+            "<p>Withheld from the targets:</p><table><tr><th>input</th><th>path</th><th>"
+            "what withheld it</th></tr>");
+        n = 0;
+        for (const auto &f : field_list(m, "forbiddenInputs")) {
+            if (n++ == b_.list_items) break;
+            h_.raw("<tr><td>")
+                .text(field_text(f, "input"), 500)
+                .raw("</td><td class=\"path\">")
+                .text(field_text(f, "path"), b_.string_excerpt)
+                .raw("</td><td>")
+                .text(field_text(f, "note"), b_.string_excerpt)
+                .raw("</td></tr>");
+        }
+        h_.raw("</table>\n");
+    }
+
+    void egress() {
+        const auto &items = field_list(run(), "egress");
+        const auto &refused = field_list(run(), "egressRefusals");
+        if (items.empty() && refused.empty()) return;
+        h_.raw("<h2>Egress</h2>");
+        if (!items.empty()) {
+            h_.raw("<table><tr><th>entry</th><th>allowed</th></tr>");
+            std::size_t n = 0;
+            for (const auto &e : items) {
+                if (n++ == b_.list_items) break;
+                std::string allowed;
+                for (const auto &i : field_list(e, "items")) {
+                    allowed += (allowed.empty() ? "" : ", ") + field_text(i, "host") + ":" +
+                               field_text(i, "port");
+                }
+                h_.raw("<tr><td>")
+                    .text(field_text(e, "entry"), 300)
+                    .raw("</td><td>")
+                    .text(allowed.empty() ? value_text(e) : allowed, b_.string_excerpt)
+                    .raw("</td></tr>");
+            }
+            h_.raw("</table>");
+        }
+        if (!refused.empty()) {
+            h_.raw(
+                "<p>Calls whose route refused a request:</p><table><tr><th>trial</th><th>"
+                "entry</th><th>probe</th><th>refusals</th></tr>");
+            std::size_t n = 0;
+            for (const auto &r : refused) {
+                if (n++ == b_.list_items) break;
+                std::string what;
+                for (const auto &x : field_list(r, "refusals")) {
+                    what += (what.empty() ? "" : "; ") + field_text(x, "host") + ":" +
+                            field_text(x, "port") + " " + field_text(x, "reason");
+                }
+                h_.raw("<tr class=\"f\"><td>")
+                    .text(field_text(r, "trialIndex"), 20)
+                    .raw("</td><td>")
+                    .text(field_text(r, "entry"), 300)
+                    .raw("</td><td>")
+                    .text(field_text(r, "probe"), 300)
+                    .raw("</td><td>")
+                    .text(what, b_.string_excerpt)
+                    .raw("</td></tr>");
+            }
+            h_.raw("</table>");
+        }
+    }
+
+    const RunReportInput &in_;
+    const Bounds &b_;
+    Html h_;
+};
+
+}  // namespace
+
+std::string run_report(const RunReportInput &input) {
+    return RunPage{input}.render();
+}
+
+}  // namespace tea::report
