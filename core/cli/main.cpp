@@ -47,11 +47,11 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 8> kSubcomma
      "that every leg opened (exit 3)"},
     {"run", "Run every trial of an evaluation; records go to EVAL_DIR/runs/<run-id>/"},
     {"score", "Decide a run's verdict from its records; writes RUN_DIR/score.json"},
-    {"report",
-     "Write one self-contained HTML page of a run's records and verdict (RUN_DIR/report.html)"},
     {"qualify",
      "Qualify the evaluation: the project must pass as committed, fail with each of its "
      "mutations, and pass again"},
+    {"report",
+     "Write one self-contained HTML page of a run's records and verdict (RUN_DIR/report.html)"},
 }};
 
 // The word that names the subcommand: the command line's first that is neither an option nor the

@@ -1,6 +1,7 @@
 // report: one self-contained HTML page from a run's records (or a qualification's), with score's
 // verdict decided afresh from the records (report/run_report.hpp). It writes the page and nothing
 // else: score.json is score's.
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
@@ -40,18 +41,25 @@ std::string qualification_page(const stdfs::path &folder) {
                            ? in.qualification["arms"]
                            : json::array();
     const auto runs = folder.parent_path();
+    // One decision per run, however many arms name it, and no more arms than the page shows: a
+    // record listing a hundred thousand arms must not make report read a run that many times.
+    std::map<std::string, report::ArmDecision> decided;
     for (const auto &arm : arms) {
+        if (in.arms.size() == in.bounds.list_items) break;
         report::ArmDecision d;
         const auto run_id = arm.is_object() ? arm.value("runId", json{}) : json{};
         // Only a run id names an arm's folder: the record's other text never picks a directory.
         if (!run_id.is_string() || !evaluation::is_run_id(run_id.get<std::string>())) {
             d.verdict = "invalid";
             d.reasons.emplace_back("the arm names no run");
+        } else if (const auto it = decided.find(run_id.get<std::string>()); it != decided.end()) {
+            d = it->second;
         } else {
             json run;
             auto v = verdict_of(runs / run_id.get<std::string>(), &run);
             d.verdict = std::move(v.verdict);
             d.reasons = std::move(v.reasons);
+            decided.emplace(run_id.get<std::string>(), d);
         }
         in.arms.push_back(std::move(d));
     }
@@ -84,7 +92,14 @@ int report_command(const CommonOptions &common, const ReportOptions &options) {
         verdict = in.verdict;
         html = report::run_report(in);
     }
-    const auto out = options.output ? stdfs::absolute(*options.output) : folder / kPageName;
+    stdfs::path out = folder / kPageName;
+    if (options.output) {
+        out = options.output->empty() ? stdfs::path{} : stdfs::absolute(*options.output, ec);
+        if (out.empty() || ec || !out.has_filename()) {
+            throw usage_error("report: -o " + printable(options.output->string()) +
+                              " names no file");
+        }
+    }
     files::write_atomically(out, html);
     console::err() << "tea-evaluate: report: " << printable(out.string()) << " (" << html.size()
                    << " bytes" << (verdict.empty() ? "" : ", verdict " + verdict) << ")\n";

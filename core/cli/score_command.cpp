@@ -25,6 +25,9 @@ using nlohmann::json;
 
 constexpr std::size_t kReasonsShown = 50;
 constexpr std::uintmax_t kRecordCap = std::uintmax_t{256} << 20U;
+// The records' own nesting is under ten; a tool server's answer kept in a call's exchanges may nest
+// as its JSON does.
+constexpr int kRecordDepth = 512;
 
 }  // namespace
 
@@ -41,7 +44,19 @@ json read_record(const stdfs::path &path, std::string *why) {
         return nullptr;
     }
     std::ifstream in{path, std::ios::binary};
-    auto doc = json::parse(in, nullptr, false);
+    // A record nested deeper than any the runtime writes is refused before it is kept: copying or
+    // printing one nested a hundred thousand deep would overflow the stack of score and report.
+    bool too_deep = false;
+    const json::parser_callback_t depth_bound = [&too_deep](int depth, json::parse_event_t,
+                                                            json &) {
+        if (depth > kRecordDepth) too_deep = true;
+        return !too_deep;
+    };
+    auto doc = json::parse(in, depth_bound, false);
+    if (too_deep) {
+        *why = path.filename().string() + " is nested deeper than any record the runtime writes";
+        return nullptr;
+    }
     if (doc.is_discarded() || !doc.is_object()) {
         *why = path.filename().string() + " is not a JSON object (a torn or altered record)";
         return nullptr;

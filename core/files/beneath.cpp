@@ -237,6 +237,49 @@ CopyResult copy_out_beneath(const stdfs::path &root, const std::string &rel,
     return result;
 }
 
+std::optional<std::string> read_head_beneath(const stdfs::path &root, const std::string &rel,
+                                             std::size_t max_bytes, std::string *why) {
+    if (!plain_relative(rel)) {
+        *why = "not a plain relative path";
+        return std::nullopt;
+    }
+    const UniqueFd dir{::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)};
+    if (!dir) {
+        *why = errno_text(errno);
+        return std::nullopt;
+    }
+    // O_NONBLOCK: a fifo under the name opens without a writer, and is then refused below.
+    const UniqueFd in{open_beneath(dir.get(), rel, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0)};
+    if (!in) {
+        const int e = errno;
+        *why = e == ELOOP || e == EXDEV ? "a symbolic link or a mount point" : errno_text(e);
+        return std::nullopt;
+    }
+    struct stat st {};
+    if (::fstat(in.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+        *why = "not a regular file";
+        return std::nullopt;
+    }
+    if (st.st_nlink > 1) {
+        *why = "a file with another name (a hard link)";
+        return std::nullopt;
+    }
+    std::string out(max_bytes, '\0');
+    std::size_t got = 0;
+    while (got < max_bytes) {
+        const ssize_t n = ::read(in.get(), out.data() + got, max_bytes - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            *why = errno_text(errno);
+            return std::nullopt;
+        }
+        if (n == 0) break;
+        got += static_cast<std::size_t>(n);
+    }
+    out.resize(got);
+    return out;
+}
+
 void write_atomically(const stdfs::path &path, const std::string &content) {
     const auto dir = path.parent_path();
     const auto temp = dir / ("." + path.filename().string() + ".tmp-" + random_token(8));

@@ -6,8 +6,10 @@
 // regular files are read, and what is copied is bounded.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 namespace tea::files {
@@ -33,6 +35,13 @@ const char *to_string(CopyResult::Status status);
 // Copies root/rel to destination (created 0644, must not exist), at most max_bytes of it.
 CopyResult copy_out_beneath(const std::filesystem::path &root, const std::string &rel,
                             const std::filesystem::path &destination, std::uint64_t max_bytes);
+
+// The first max_bytes of root/rel, resolved as copy_out_beneath resolves it, from a regular file
+// with no other name (a hard link would show a file from elsewhere); nullopt with *why set
+// otherwise.
+std::optional<std::string> read_head_beneath(const std::filesystem::path &root,
+                                             const std::string &rel, std::size_t max_bytes,
+                                             std::string *why);
 
 // Writes a file so that a reader sees the old content or the new, never a torn one: a temp file
 // in the same directory, fsync, rename over the destination, fsync of the directory.

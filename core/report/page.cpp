@@ -47,32 +47,36 @@ border-radius:4px;padding:2px 8px}.hide{display:none}.bad{color:#c62828;font-wei
 margin:8px 0;font-size:14px}svg text{font:11px system-ui,sans-serif}
 )CSS";
 
-std::string script_hash() {
+// The policy's source for an inline script or style: its SHA-256, or 'none' when it cannot be
+// computed (the page then runs no script and shows unstyled, and still shows everything).
+std::string hash_source(std::string_view text) {
     std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
     unsigned int length = 0;
-    if (EVP_Digest(kScript.data(), kScript.size(), digest.data(), &length, EVP_sha256(), nullptr) !=
-        1) {
-        return {};  // no hash: the policy then allows no script, and the page shows everything
+    if (EVP_Digest(text.data(), text.size(), digest.data(), &length, EVP_sha256(), nullptr) != 1) {
+        return "'none'";
     }
-    return tea::bytes::base64_encode(
-        std::string_view{reinterpret_cast<const char *>(digest.data()), length});
+    return "'sha256-" +
+           tea::bytes::base64_encode(
+               std::string_view{reinterpret_cast<const char *>(digest.data()), length}) +
+           "'";
 }
 
 }  // namespace
 
 std::string page(std::string_view title, std::string_view body) {
-    const auto hash = script_hash();
     std::string out;
     out.reserve(body.size() + 4096);
     out += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n";
-    // The policy names the one script the report wrote (by its hash): a script or handler in
-    // record text that escaped the escaping would still not run, and nothing is fetched.
-    out +=
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-        "style-src 'unsafe-inline'; img-src data:; script-src ";
-    out += hash.empty() ? std::string{"'none'"} : "'sha256-" + hash + "'";
-    out += "\">\n<meta name=\"viewport\" content=\"width=device-width\">\n<title>";
-    out += html_text(title);
+    // The policy names the page's one script and one style sheet by their hashes: a script, a
+    // handler or a style attribute in record text that escaped the escaping would still not
+    // apply, nothing is fetched, and no form or base URL can send the page elsewhere.
+    out += "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src ";
+    out += hash_source(kScript);
+    out += "; style-src ";
+    out += hash_source(kStyle);
+    out += "; img-src data:; form-action 'none'; base-uri 'none'\">\n";
+    out += "<meta name=\"viewport\" content=\"width=device-width\">\n<title>";
+    out += html_excerpt(title, 300);
     out += "</title>\n<style>";
     out += kStyle;
     out += "</style></head><body>\n";
@@ -92,6 +96,10 @@ std::string value_text(const json &value) {
             return *decoded;
         }
     }
+    // A list or a table where a value was expected is named, never printed whole: a record's
+    // size is not the page's.
+    if (value.is_array()) return "(a list)";
+    if (value.is_object()) return "(a table)";
     return value.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 

@@ -35,22 +35,61 @@ std::string mutation_plot(double detected, double total) {
     return out;
 }
 
+// What the arms' own records say, as qualify decides it: Invalid when any arm is, qualified when
+// the baseline and the re-pass pass and every mutated arm fails, not qualified otherwise.
+struct Decided {
+    std::string verdict;
+    double detected = 0;
+    double total = 0;
+};
+
+Decided decide_arms(const QualificationReportInput &in) {
+    Decided d;
+    const auto &arms = field_list(in.qualification, "arms");
+    bool invalid = !arms.is_array() || in.arms.empty();
+    bool baseline = false;
+    bool repass = false;
+    for (std::size_t i = 0; arms.is_array() && i < in.arms.size() && i < arms.size(); ++i) {
+        const auto kind = field_text(arms[i], "conditionArm");
+        const auto &v = in.arms[i].verdict;
+        invalid = invalid || v == "invalid";
+        if (kind == "baseline") baseline = v == "pass";
+        if (kind == "repass") repass = v == "pass";
+        if (kind == "mutated") {
+            d.total += 1;
+            d.detected += v == "fail" ? 1 : 0;
+        }
+    }
+    d.verdict = invalid                                       ? "invalid"
+                : baseline && repass && d.detected == d.total ? "qualified"
+                                                              : "not qualified";
+    return d;
+}
+
 }  // namespace
 
 std::string qualification_report(const QualificationReportInput &in) {
     const auto &q = in.qualification;
     const auto &b = in.bounds;
     std::string h;
-    const auto verdict = q.is_object() ? field_text(q, "verdict") : std::string{"invalid"};
+    // The headline is what the arms' records prove, not what qualification.json claims: a record
+    // edited to say "qualified" does not make the page say so.
+    const auto decided = decide_arms(in);
+    const auto &verdict = decided.verdict;
+    const auto claimed = field_text(q, "verdict");
     const std::string cls = verdict == "qualified"       ? "v-pass"
                             : verdict == "not qualified" ? "v-fail"
                                                          : "v-invalid";
-    h += "<header class=\"verdict " + cls + "\"><h1 id=\"verdict\">" +
-         html_excerpt(verdict.empty() ? std::string{"unknown"} : verdict, 40) + "</h1>";
+    h += "<header class=\"verdict " + cls + "\"><h1 id=\"verdict\">" + verdict + "</h1>";
     h +=
         "<p>Qualification <code>" + html_excerpt(field_text(q, "qualificationId"), 200) + "</code>";
     if (!q.is_object()) h += " (qualification.json is missing or torn)";
     h += "</p>";
+    if (claimed != verdict) {
+        h += "<p class=\"bad\" id=\"disagreement\">qualification.json says &quot;" +
+             html_excerpt(claimed, 40) + "&quot;; its arms' records say &quot;" + verdict +
+             "&quot;.</p>";
+    }
     const auto &reasons = field_list(q, "reasons");
     if (!reasons.empty()) {
         h += "<p>Why:</p><ol id=\"reasons\">";
@@ -75,9 +114,16 @@ std::string qualification_report(const QualificationReportInput &in) {
     row("summary", field_text(q, "summary"));
     h += "</table>\n";
     const auto &score = field_list(q, "mutationScore");
-    const double detected = field_number(score, "detected", 0);
-    const double total = field_number(score, "total", 0);
+    const double detected = decided.detected;
+    const double total = decided.total;
     h += "<h2>Mutation score</h2>";
+    if (field_number(score, "detected", -1) != detected ||
+        field_number(score, "total", -1) != total) {
+        h += "<p class=\"bad\">qualification.json claims " +
+             html_excerpt(field_text(score, "detected"), 20) + " of " +
+             html_excerpt(field_text(score, "total"), 20) +
+             "; the plot shows what the arms' records say.</p>";
+    }
     const auto plot = mutation_plot(detected, total);
     h += plot.empty() ? std::string{"<p class=\"note\">No mutated arm.</p>"} : plot;
     const auto &undetected = field_list(q, "undetected");
@@ -93,7 +139,10 @@ std::string qualification_report(const QualificationReportInput &in) {
     h += "<h2>Arms</h2><table id=\"arms\"><tr><th>arm</th><th>mutation</th><th>run</th><th>"
          "verdict</th><th>detected</th><th>score's reasons on its records</th></tr>\n";
     std::size_t i = 0;
-    for (const auto &arm : field_list(q, "arms")) {
+    static const nlohmann::json kNoArms = nlohmann::json::array();
+    const auto &listed = field_list(q, "arms");
+    const auto &arms = listed.is_array() ? listed : kNoArms;
+    for (const auto &arm : arms) {
         if (i == b.list_items) break;
         const ArmDecision *decision = i < in.arms.size() ? &in.arms[i] : nullptr;
         ++i;

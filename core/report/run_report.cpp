@@ -1,14 +1,13 @@
 #include "report/run_report.hpp"
 
-#include <fcntl.h>
-#include <linux/openat2.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string_view>
 
+#include "files/beneath.hpp"
 #include "report/html_text.hpp"
 #include "report/page.hpp"
 #include "report/timeline_svg.hpp"
@@ -18,39 +17,6 @@ namespace {
 
 using nlohmann::json;
 namespace stdfs = std::filesystem;
-
-// The first `limit` bytes of root/rel, resolved by the kernel beneath root with no link followed,
-// and only from a regular file: run.json names its output files, and an altered record naming
-// "../../.ssh/id_rsa" or a link in the records must not put another file on the page.
-std::string head_beneath(const stdfs::path &root, const std::string &rel, std::size_t limit,
-                         bool *readable) {
-    *readable = false;
-    if (rel.empty() || rel.front() == '/' || rel.find('\0') != std::string::npos) return {};
-    const int dir = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dir < 0) return {};
-    open_how how{};
-    how.flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
-    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-    const auto fd = static_cast<int>(::syscall(SYS_openat2, dir, rel.c_str(), &how, sizeof how));
-    ::close(dir);
-    if (fd < 0) return {};
-    struct stat st {};
-    std::string out;
-    // A fifo planted as an output file would block a reader forever: regular files only.
-    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-        out.resize(limit);
-        std::size_t got = 0;
-        while (got < limit) {
-            const auto n = ::read(fd, out.data() + got, limit - got);
-            if (n <= 0) break;
-            got += static_cast<std::size_t>(n);
-        }
-        out.resize(got);
-        *readable = true;
-    }
-    ::close(fd);
-    return out;
-}
 
 struct Html {
     std::string s;
@@ -72,6 +38,14 @@ std::string format_ms(double ms) {
     } else {
         (void)std::snprintf(buf, sizeof buf, "%.1f ms", ms);
     }
+    return buf;
+}
+
+// A count from a record (a JSON number of any size) as digits, without a cast that a huge or
+// negative value would make undefined.
+std::string count(double value) {
+    char buf[64];
+    (void)std::snprintf(buf, sizeof buf, "%.0f", std::clamp(value, 0.0, 1e18));
     return buf;
 }
 
@@ -114,6 +88,18 @@ class RunPage {
    private:
     const json &run() const { return in_.run; }
 
+    // Whether the page reached its size bound; the first time, it says so where it stopped.
+    bool full() {
+        if (h_.s.size() < b_.page_bytes) return false;
+        if (!cut_) {
+            cut_ = true;
+            h_.raw("<p class=\"bad\">The page stops here: it reached its bound of ")
+                .raw(std::to_string(b_.page_bytes))
+                .raw(" bytes. The records hold the rest.</p>");
+        }
+        return true;
+    }
+
     void kv(std::string_view key, std::string_view value_html) {
         h_.raw("<tr><td class=\"k\">")
             .raw(key)
@@ -142,13 +128,23 @@ class RunPage {
                        ? "<p>The records prove a sound run, and every trial passed.</p>"
                        : "<p>No reason was given.</p>");
         } else {
+            // A long list stays short on the page: the first reasons, then the rest folded.
+            constexpr std::size_t kFirst = 10;
             h_.raw("<p>Why:</p><ol id=\"reasons\">");
             std::size_t n = 0;
             for (const auto &reason : in_.reasons) {
-                if (n++ == b_.reasons) break;
+                if (n == b_.reasons) break;
+                if (n == kFirst) {
+                    h_.raw("</ol><details><summary>")
+                        .raw(std::to_string(in_.reasons.size() - kFirst))
+                        .raw(" more reasons</summary><ol start=\"")
+                        .raw(std::to_string(kFirst + 1))
+                        .raw("\">");
+                }
+                ++n;
                 h_.raw("<li>").text(reason, b_.string_excerpt).raw("</li>");
             }
-            h_.raw("</ol>");
+            h_.raw(n > kFirst ? "</ol></details>" : "</ol>");
             more(h_, in_.reasons.size(), std::min(in_.reasons.size(), b_.reasons), "reasons");
         }
         h_.raw("</header>\n");
@@ -175,7 +171,9 @@ class RunPage {
         kv_text("project", field_text(run(), "project"));
         const auto &weakened = field_list(run(), "weakened");
         std::string w;
+        std::size_t n = 0;
         for (const auto &item : weakened) {
+            if (n++ == b_.list_items) break;
             w += html_excerpt(field_text(item, "setting") + " " + field_text(item, "value") + ": " +
                                   field_text(item, "effect"),
                               b_.string_excerpt) +
@@ -188,7 +186,7 @@ class RunPage {
     }
 
     void timeline() {
-        const auto svg = calls_timeline(run(), b_.calls_per_trial, b_.calls_per_trial);
+        const auto svg = calls_timeline(run(), b_.trials, b_.calls_per_trial);
         if (svg.empty()) return;
         h_.raw(
               "<h2>Calls over time</h2><p class=\"note\">One row per trial, one bar per call, "
@@ -208,53 +206,64 @@ class RunPage {
             "<table id=\"trials\"><tr><th>trial</th><th>verdict</th><th>calls</th><th>time"
             "</th><th>audit</th><th>paths outside the grants</th><th>infrastructure errors"
             "</th></tr>\n");
+        std::size_t shown = 0;
         for (const auto &trial : trials) {
+            if (shown++ == b_.trials || full()) break;
             double total = 0;
             for (const auto &call : field_list(trial, "calls")) {
                 total += field_number(call, "elapsedMs", 0);
             }
             const auto channel = field_text(trial, "observedMountsChannel");
             const auto observed = field_list(trial, "observedMounts").size();
-            const auto infra = field_list(trial, "infrastructureErrors").size();
+            const double infra = field_number(trial, "infrastructureErrors", 0);
             const auto &verdict = field_list(trial, "verdict");
             h_.raw("<tr class=\"f\"><td>").text(field_text(trial, "index"), 20).raw("</td><td>");
             h_.text(field_text(verdict, "verdict"), 50).raw("</td><td>");
             h_.raw(std::to_string(field_list(trial, "calls").size())).raw("</td><td>");
             h_.raw(format_ms(total)).raw("</td><td class=\"");
             h_.raw(channel == "complete" ? "ok" : "bad").raw("\">").text(channel, 50);
+            std::size_t reasons = 0;
             for (const auto &why : field_list(trial, "lossyReasons")) {
+                if (reasons++ == b_.list_items) break;
                 h_.raw("<br>").text(value_text(why), b_.string_excerpt);
             }
             h_.raw("</td><td").raw(observed > 0 ? " class=\"bad\"" : "").raw(">");
             h_.raw(std::to_string(observed)).raw("</td><td").raw(infra > 0 ? " class=\"bad\"" : "");
-            h_.raw(">").raw(std::to_string(infra)).raw("</td></tr>\n");
+            h_.raw(">").raw(count(infra)).raw("</td></tr>\n");
         }
         h_.raw("</table>\n");
+        more(h_, trials.size(), std::min(trials.size(), b_.trials), "trials");
     }
 
-    void output(const stdfs::path &trial_dir, const json &call, std::string_view stream) {
+    // The call's output file, read beneath the run's folder with no link followed: an altered
+    // record naming "../../.ssh/id_rsa", or a link in the records, never puts another file on the
+    // page.
+    void output(const std::string &trial, const json &call, std::string_view stream) {
         const auto name = field_text(call, stream);
         if (name.empty()) return;
-        bool readable = false;
-        const auto head = head_beneath(trial_dir, name, b_.output_excerpt, &readable);
+        std::string why;
+        const auto head = trial.empty() ? std::nullopt
+                                        : files::read_head_beneath(in_.run_dir, trial + "/" + name,
+                                                                   b_.output_excerpt, &why);
         const double total = field_number(call, std::string{stream} + "Bytes", -1);
         h_.raw("<p>").raw(stream).raw(" (");
-        h_.raw(total >= 0 ? std::to_string(static_cast<std::uint64_t>(total)) + " bytes written"
-                          : std::string{"size not recorded"});
+        h_.raw(total >= 0 ? count(total) + " bytes written" : std::string{"size not recorded"});
         h_.raw("):</p>");
-        if (!readable) {
+        if (!head) {
             h_.raw("<p class=\"bad\">its file <code>")
                 .text(name, 500)
-                .raw(
-                    "</code> cannot be "
-                    "read</p>");
+                .raw("</code> cannot be read");
+            if (!why.empty()) h_.raw(" (").text(why, 200).raw(")");
+            h_.raw("</p>");
             return;
         }
-        h_.raw("<pre>").raw(html_text(head, true));
-        if (total > static_cast<double>(head.size())) {
+        h_.raw("<pre>").raw(html_text(*head, true));
+        if (total > static_cast<double>(head->size())) {
             h_.raw("\n<span class=\"note\">… cut here: ")
-                .raw(std::to_string(static_cast<std::uint64_t>(total) - head.size()))
-                .raw(" more bytes were written</span>");
+                .raw(count(total - static_cast<double>(head->size())))
+                .raw(" more bytes were written; the records keep them in ")
+                .text(trial + "/" + name, 500)
+                .raw("</span>");
         }
         h_.raw("</pre>");
     }
@@ -285,9 +294,10 @@ class RunPage {
             "</th><th>system calls</th><th>count</th><th>refused</th></tr>\n");
         std::size_t n = 0;
         for (const auto &f : list) {
-            if (n++ == b_.findings_per_call) break;
+            if (n++ == b_.findings_per_call || full()) break;
             std::string calls;
             for (const auto &sc : field_list(f, "syscalls")) {
+                if (calls.size() > 500) break;
                 if (!calls.empty()) calls += ", ";
                 calls += value_text(sc);
             }
@@ -308,7 +318,7 @@ class RunPage {
         const double omitted = field_number(audit, "omitted", 0);
         if (omitted > 0) {
             h_.raw("<p class=\"bad\">The audit omitted ")
-                .raw(std::to_string(static_cast<std::uint64_t>(omitted)))
+                .raw(count(omitted))
                 .raw(" more paths.</p>");
         }
     }
@@ -336,10 +346,12 @@ class RunPage {
         more(h_, list.size(), std::min(list.size(), b_.list_items), "refusals");
     }
 
-    void call_details(const stdfs::path &trial_dir, const json &call) {
+    void call_details(const std::string &trial_dir, const json &call) {
         const auto outcome = call_outcome(call);
         const auto observed = field_list(call, "observedMounts").size();
-        h_.raw("<details class=\"call f\"").raw(observed > 0 ? " open" : "").raw("><summary>");
+        // Folded: the summary line says how the call ended and what the audit listed, and a
+        // browser lays out a folded call's tables only when it is opened.
+        h_.raw("<details class=\"call f\"><summary>");
         h_.text(field_text(call, "probe"), 300).raw(" &middot; ");
         h_.text(field_text(call, "entry"), 300).raw(" &middot; <span class=\"");
         h_.raw(outcome == "ok" ? "ok" : (outcome == "non-zero exit" ? "warn" : "bad"));
@@ -353,6 +365,7 @@ class RunPage {
         h_.raw("</summary>\n<table class=\"kv\">");
         std::string command = field_text(call, "executable");
         for (const auto &arg : field_list(call, "args")) {
+            if (command.size() > b_.string_excerpt) break;
             command += ' ';
             command += value_text(arg);
         }
@@ -376,12 +389,14 @@ class RunPage {
         const auto &trials = field_list(run(), "trials");
         if (trials.empty()) return;
         h_.raw("<h2>Calls</h2>\n");
+        std::size_t shown = 0;
         for (const auto &trial : trials) {
+            if (shown++ == b_.trials || full()) break;
             const auto index = field_text(trial, "index");
             // Only a trial's own number names its folder: a record's other text never does.
             const bool numeric = !index.empty() && index.size() < 10 &&
                                  index.find_first_not_of("0123456789") == std::string::npos;
-            const auto trial_dir = in_.run_dir / "trials" / (numeric ? index : "?");
+            const auto trial_dir = numeric ? "trials/" + index : std::string{};
             const auto &list = field_list(trial, "calls");
             const auto &verdict = field_list(trial, "verdict");
             h_.raw("<details class=\"trial f\" open><summary><strong>Trial ").text(index, 20);
@@ -399,13 +414,14 @@ class RunPage {
             }
             std::size_t n = 0;
             for (const auto &call : list) {
-                if (n++ == b_.calls_per_trial) break;
+                if (n++ == b_.calls_per_trial || full()) break;
                 call_details(trial_dir, call);
             }
             more(h_, list.size(), std::min(list.size(), b_.calls_per_trial), "calls");
             artifacts(trial);
             h_.raw("</details>\n");
         }
+        more(h_, trials.size(), std::min(trials.size(), b_.trials), "trials");
     }
 
     void artifacts(const json &trial) {
@@ -418,7 +434,8 @@ class RunPage {
         for (const auto &[entry, named] : entries.items()) {
             if (!named.is_object()) continue;
             for (const auto &[name, a] : named.items()) {
-                if (n++ == b_.list_items) break;
+                if (n >= b_.list_items || full()) break;
+                ++n;
                 h_.raw("<tr><td>")
                     .text(entry, 300)
                     .raw("</td><td>")
@@ -431,8 +448,10 @@ class RunPage {
                     .text(field_text(a, "bytes"), 30)
                     .raw("</td></tr>");
             }
+            if (n >= b_.list_items) break;
         }
         h_.raw("</table>");
+        if (n >= b_.list_items) h_.raw("<p class=\"note\">More artifacts are not shown.</p>");
     }
 
     void manifest() {
@@ -450,6 +469,7 @@ class RunPage {
             if (n++ == b_.list_items) break;
             std::string what = field_text(a, "what");
             for (const auto &p : field_list(a, "paths")) {
+                if (what.size() > b_.string_excerpt) break;
                 what += (what.empty() ? "" : " ") + value_text(p);
             }
             h_.raw("<tr><td>")
@@ -461,18 +481,27 @@ class RunPage {
                 .raw("</td></tr>");
         }
         h_.raw("</table>");
+        const auto &allowed = field_list(m, "allowedMounts");
+        more(h_, allowed.size(), std::min(allowed.size(), b_.list_items), "grants");
         const auto &observed = field_list(m, "observedMounts");
         if (observed.empty()) {
             h_.raw("<p class=\"ok\">No target reached a path outside the grants.</p>");
         } else {
-            h_.raw(
-                "<p class=\"bad\">Reached outside the grants (each makes the run Invalid):</p>"
-                "<table><tr><th>path</th><th>trials</th><th>reason</th></tr>");
+            h_.raw("<p class=\"bad\">Reached outside the grants (each makes the run Invalid):</p>");
+            // A long list folds, so the withheld inputs below stay in reach.
+            const bool fold = observed.size() > 20;
+            if (fold) {
+                h_.raw("<details><summary>")
+                    .raw(std::to_string(observed.size()))
+                    .raw(" paths</summary>");
+            }
+            h_.raw("<table><tr><th>path</th><th>trials</th><th>reason</th></tr>");
             n = 0;
             for (const auto &o : observed) {
-                if (n++ == b_.findings_per_call) break;
+                if (n++ == b_.findings_per_call || full()) break;
                 std::string trials;
                 for (const auto &t : field_list(o, "trials")) {
+                    if (trials.size() > 500) break;
                     trials += (trials.empty() ? "" : ", ") + value_text(t);
                 }
                 h_.raw("<tr class=\"f\"><td class=\"path bad\">")
@@ -484,6 +513,7 @@ class RunPage {
                     .raw("</td></tr>");
             }
             h_.raw("</table>");
+            if (fold) h_.raw("</details>");
             more(h_, observed.size(), std::min(observed.size(), b_.findings_per_call), "paths");
         }
         h_.raw(
@@ -501,6 +531,8 @@ class RunPage {
                 .raw("</td></tr>");
         }
         h_.raw("</table>\n");
+        const auto &forbidden = field_list(m, "forbiddenInputs");
+        more(h_, forbidden.size(), std::min(forbidden.size(), b_.list_items), "withheld inputs");
     }
 
     void egress() {
@@ -515,16 +547,18 @@ class RunPage {
                 if (n++ == b_.list_items) break;
                 std::string allowed;
                 for (const auto &i : field_list(e, "items")) {
+                    if (allowed.size() > b_.string_excerpt) break;
                     allowed += (allowed.empty() ? "" : ", ") + field_text(i, "host") + ":" +
                                field_text(i, "port");
                 }
                 h_.raw("<tr><td>")
                     .text(field_text(e, "entry"), 300)
                     .raw("</td><td>")
-                    .text(allowed.empty() ? value_text(e) : allowed, b_.string_excerpt)
+                    .text(allowed.empty() ? std::string{"(no item)"} : allowed, b_.string_excerpt)
                     .raw("</td></tr>");
             }
             h_.raw("</table>");
+            more(h_, items.size(), std::min(items.size(), b_.list_items), "entries");
         }
         if (!refused.empty()) {
             h_.raw(
@@ -535,6 +569,7 @@ class RunPage {
                 if (n++ == b_.list_items) break;
                 std::string what;
                 for (const auto &x : field_list(r, "refusals")) {
+                    if (what.size() > b_.string_excerpt) break;
                     what += (what.empty() ? "" : "; ") + field_text(x, "host") + ":" +
                             field_text(x, "port") + " " + field_text(x, "reason");
                 }
@@ -549,12 +584,14 @@ class RunPage {
                     .raw("</td></tr>");
             }
             h_.raw("</table>");
+            more(h_, refused.size(), std::min(refused.size(), b_.list_items), "calls");
         }
     }
 
     const RunReportInput &in_;
     const Bounds &b_;
     Html h_;
+    bool cut_ = false;
 };
 
 }  // namespace

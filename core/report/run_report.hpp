@@ -14,12 +14,16 @@ namespace tea::report {
 
 // The bounds that keep a page's size independent of what the records hold.
 struct Bounds {
-    std::size_t output_excerpt = 4096;  // bytes of each call's stdout and stderr shown
+    std::size_t output_excerpt = 1024;  // bytes of each call's stdout and stderr shown
     std::size_t string_excerpt = 2048;  // bytes of any one string from a record
     std::size_t findings_per_call = 2000;
     std::size_t calls_per_trial = 2000;
     std::size_t reasons = 500;
     std::size_t list_items = 500;  // of any other list (mounts, refusals, artifacts)
+    std::size_t trials = 1000;
+    // Past this size no more calls, paths or rows are added, and the page says where it stopped:
+    // the bounds above multiply (trials x calls x paths), this one does not.
+    std::size_t page_bytes = std::size_t{16} << 20U;
 };
 
 struct RunReportInput {

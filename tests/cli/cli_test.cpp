@@ -231,7 +231,8 @@ TEST(Cli, EverySubcommandKeepsItsOptions) {
         {"preflight", {"--workspace", "--withhold", "--legs", "command TEXT"}},
         {"run", {"EVAL_DIR TEXT REQUIRED"}},
         {"score", {"RUN_DIR TEXT REQUIRED"}},
-        {"qualify", {"EVAL_DIR TEXT REQUIRED", "--jobs"}}};
+        {"qualify", {"EVAL_DIR TEXT REQUIRED", "--jobs"}},
+        {"report", {"RUN_DIR TEXT REQUIRED", "--output"}}};
     const auto top = test::run(cmd({"--help"}), env());
     ASSERT_EQ(top.status, 0) << top.err;
     for (const auto &[sub, options] : expected) {
@@ -361,7 +362,7 @@ TEST(Cli, AMisspelledSubcommandNamesTheWordAndTheOneMeant) {
     EXPECT_EQ(o.out, "");
     EXPECT_EQ(o.err,
               "tea-evaluate: 'rnu' is not a subcommand (check, plugins, exec, preflight, run, "
-              "score, qualify); did you mean 'run'?\n");
+              "score, qualify, report); did you mean 'run'?\n");
     // After the common options and their values too; a word near none is answered with the list.
     const auto late = test::run(cmd({"--backend", "opt-out", "-v", "pluggins"}), env());
     EXPECT_EQ(late.status, 2);
@@ -371,7 +372,7 @@ TEST(Cli, AMisspelledSubcommandNamesTheWordAndTheOneMeant) {
     EXPECT_EQ(far.status, 2);
     EXPECT_EQ(far.err,
               "tea-evaluate: 'deploy' is not a subcommand (check, plugins, exec, preflight, run, "
-              "score, qualify)\n");
+              "score, qualify, report)\n");
     // The control: the word spelled right runs, and no word at all is CLI11's own refusal.
     EXPECT_EQ(test::run(cmd({"--backend", "opt-out", "-v", "plugins"}), env()).status, 0);
     const auto none = test::run(cmd({}), env());

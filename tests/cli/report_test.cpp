@@ -210,6 +210,87 @@ TEST(Report, HostileRecordsMakeAnInertPageOfBoundedSize) {
     fs::remove_all(base, ec);
 }
 
+// Records shaped to break the command rather than the page: a trial folder that is a link out of
+// the run, an output file with a second name elsewhere, numbers past any integer, a huge run id,
+// tens of thousands of trials and artifacts, nesting deeper than any record.
+TEST(Report, HostileRecordStructuresNeitherEscapeTheRunNorGrowThePage) {
+    const fs::path base = test::make_temp_dir("tea-report-shapes");
+    const fs::path dir = base / "runs" / "20261206T000000.000000Z-shapes";
+    fs::create_directories(dir / "trials" / "2" / "calls");
+    // Trial 1's folder leads to /etc, and trial 2's output is a second name of a file outside.
+    fs::create_directory_symlink("/etc", dir / "trials" / "1");
+    test::write_file((base / "secret.txt").string(), "the grading key\n");
+    ASSERT_EQ(::link((base / "secret.txt").c_str(), (dir / "trials/2/calls/01.stdout").c_str()), 0);
+    json trials = json::array();
+    trials.push_back(
+        {{"index", 1}, {"calls", {{{"probe", "p"}, {"stdout", "passwd"}, {"stdoutBytes", 1e30}}}}});
+    trials.push_back({{"index", 2}, {"calls", {{{"probe", "p"}, {"stdout", "calls/01.stdout"}}}}});
+    json artifacts = json::object();
+    for (int i = 0; i < 20000; ++i)
+        artifacts["e" + std::to_string(i)] = {{"a", {{"status", "copied"}}}};
+    for (int i = 3; i < 30000; ++i) {
+        trials.push_back(
+            {{"index", i},
+             {"artifacts", artifacts.size() > 0 && i == 3 ? artifacts : json::object()},
+             {"calls", {{{"probe", std::string(1000, 'p')}, {"elapsedMs", 1}}}}});
+    }
+    std::ofstream{dir / "run.json"} << json{
+        {"runId", std::string(20 << 20, 'R')},
+        {"status", "complete"},
+        {"trials", trials}}.dump();
+    const auto report =
+        test::run({"/usr/bin/timeout", "120", TEA_EVALUATE_BIN, "report", dir.string()},
+                  test::environment_with({}));
+    ASSERT_EQ(report.status, 0) << report.err;
+    const auto page = test::read_file((dir / "report.html").string());
+    EXPECT_LT(page.size(), std::size_t{20} << 20U);  // the page's bound and the end of one row
+    EXPECT_EQ(page.find("root:x:0:0"), std::string::npos);
+    EXPECT_EQ(page.find("the grading key"), std::string::npos);
+    EXPECT_NE(page.find("a hard link"), std::string::npos);
+    EXPECT_NE(page.find("1000000000000000000 bytes written"), std::string::npos);
+    EXPECT_NE(page.find("28999 more trials not shown"), std::string::npos);
+    EXPECT_NE(page.find("More artifacts are not shown"), std::string::npos);
+    EXPECT_LT(page.find("</title>"), std::size_t{2000});
+
+    // Within every other bound, paths long enough to pass the page's own: it stops and says so.
+    json findings = json::array();
+    for (int i = 0; i < 1000; ++i) {
+        findings.push_back({{"path", "/" + std::to_string(i) + std::string(2000, 'x')},
+                            {"reason", "read outside the grants"}});
+    }
+    json call{{"probe", "p"}, {"audit", {{"audited", true}, {"findings", findings}}}};
+    std::ofstream{dir / "run.json", std::ios::trunc} << json{
+        {"runId", "r"},
+        {"trials",
+         {{{"index", 1},
+           {"calls", json::array({call, call, call, call, call, call, call, call, call,
+                                  call})}}}}}.dump();
+    ASSERT_EQ(
+        test::run({TEA_EVALUATE_BIN, "report", dir.string()}, test::environment_with({})).status,
+        0);
+    const auto stopped = test::read_file((dir / "report.html").string());
+    EXPECT_NE(stopped.find("The page stops here"), std::string::npos);
+    EXPECT_LT(stopped.size(), std::size_t{17} << 20U);
+
+    // Nested deeper than any record: refused as torn, not followed down the stack.
+    std::ofstream{dir / "run.json", std::ios::trunc} << "{\"args\": " << std::string(200000, '[')
+                                                     << std::string(200000, ']') << "}";
+    const auto deep =
+        test::run({TEA_EVALUATE_BIN, "report", dir.string()}, test::environment_with({}));
+    ASSERT_EQ(deep.status, 0) << deep.err;
+    EXPECT_NE(test::read_file((dir / "report.html").string()).find("nested deeper"),
+              std::string::npos);
+    const auto score =
+        test::run({TEA_EVALUATE_BIN, "score", dir.string()}, test::environment_with({}));
+    EXPECT_EQ(score.status, 3) << score.err;
+    // -o naming no file is a usage error, not a crash.
+    const auto empty_out =
+        test::run({TEA_EVALUATE_BIN, "report", dir.string(), "-o", ""}, test::environment_with({}));
+    EXPECT_EQ(empty_out.status, 2) << empty_out.err;
+    std::error_code ec;
+    fs::remove_all(base, ec);
+}
+
 TEST(Report, ATornRunStillGetsAPageThatSaysSoAndAMissingOneIsAUsageError) {
     const fs::path base = test::make_temp_dir("tea-report-torn");
     const fs::path dir = base / "runs" / "20261206T000000.000000Z-torned";
@@ -241,8 +322,8 @@ TEST(Report, AQualificationsPageDecidesEachArmFromItsRecords) {
     fs::create_directories(folder);
     std::ofstream{folder / "qualification.json"}
         << json{{"qualificationId", "20261206T000000.000000Z-abcdef"},
-                {"verdict", "not qualified"},
-                {"mutationScore", {{"detected", 1}, {"total", 3}}},
+                {"verdict", "qualified"},
+                {"mutationScore", {{"detected", 3}, {"total", 3}}},
                 {"undetected", {"off-by-one", kPayload}},
                 {"reasons", {"mutation off-by-one was not detected"}},
                 {"arms",
@@ -254,7 +335,11 @@ TEST(Report, AQualificationsPageDecidesEachArmFromItsRecords) {
     std::string why;
     const auto dom = dom_of(folder / "report.html", p.root().parent_path(), &why);
     ASSERT_FALSE(dom.empty()) << why;
-    EXPECT_NE(dom.find("<h1 id=\"verdict\">not qualified</h1>"), std::string::npos);
+    // The record claims "qualified", 3 of 3; its arms' records say otherwise, and the page says
+    // what they say (the mutated arm names no run, so it is Invalid).
+    EXPECT_NE(dom.find("<h1 id=\"verdict\">invalid</h1>"), std::string::npos);
+    EXPECT_NE(dom.find("qualification.json says \"qualified\""), std::string::npos);
+    EXPECT_NE(dom.find("qualification.json claims 3 of 3"), std::string::npos);
     EXPECT_NE(dom.find("Mutations detected and undetected"), std::string::npos);
     EXPECT_NE(dom.find("the arm names no run"), std::string::npos);  // never a path from a record
     EXPECT_NE(dom.find(run_id + "</code></td><td>pass</td>"), std::string::npos);
