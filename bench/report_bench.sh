@@ -16,7 +16,7 @@ bin=${2:-${TEA_EVALUATE:-$here/../build/release/bin/tea-evaluate}}
 chromium=${CHROMIUM:-/usr/bin/chromium}
 [[ -x "$bin" ]] || { echo "report_bench: no tea-evaluate at $bin (build the release preset)" >&2; exit 2; }
 [[ -x "$chromium" ]] || { echo "report_bench: no Chromium at $chromium" >&2; exit 2; }
-base=$(mktemp -d /work/tea-report-bench-XXXXXX)
+base=$(mktemp -d "${TMPDIR:-/tmp}/tea-report-bench-XXXXXX")
 trap 'rm -rf "$base"' EXIT
 export XDG_CONFIG_HOME=/nonexistent-tea-bench
 
@@ -25,7 +25,7 @@ seconds() { # the wall clock of a command, in seconds; its output is dropped
   start=$(date +%s.%N)
   "$@" >/dev/null 2>&1 || true
   end=$(date +%s.%N)
-  echo "$end - $start" | bc
+  awk -v s="$start" -v e="$end" 'BEGIN { printf "%.3f\n", e - s }'
 }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 pressure() { echo "cpu pressure $1: $(head -1 /proc/pressure/cpu)"; }
@@ -65,11 +65,11 @@ echo
 echo "1,000 calls, 10,000 paths outside the grants; medians of $rounds interleaved rounds"
 printf '%-34s %10s\n' "what" "median"
 printf '%-34s %8.3f s\n' "tea-evaluate report" "$rep"
-printf '%-34s %8.2f MB\n' "page size" "$(echo "scale=4; $page_bytes / 1000000" | bc)"
-printf '%-34s %8.2f MB\n' "DOM Chromium built" "$(echo "scale=4; $dom_bytes / 1000000" | bc)"
+printf '%-34s %8.2f MB\n' "page size" "$(awk -v b="$page_bytes" 'BEGIN { print b / 1000000 }')"
+printf '%-34s %8.2f MB\n' "DOM Chromium built" "$(awk -v b="$dom_bytes" 'BEGIN { print b / 1000000 }')"
 printf '%-34s %8.3f s\n' "Chromium, trivial page" "$tr"
 printf '%-34s %8.3f s\n' "Chromium, the report" "$pg"
-printf '%-34s %8.3f s\n' "the report's load beyond trivial" "$(echo "$pg - $tr" | bc)"
+printf '%-34s %8.3f s\n' "the report's load beyond trivial" "$(awk -v p="$pg" -v t="$tr" 'BEGIN { print p - t }')"
 echo "rounds: report ${report_times[*]}"
 echo "rounds: Chromium trivial ${trivial_times[*]}"
 echo "rounds: Chromium report ${page_times[*]}"
