@@ -27,4 +27,5 @@ git -C "$project" -c user.name=tea-evaluate -c user.email=example@tea-evaluate.i
 run_dir=$("$bin" --json run "$project/.tea" |
   python3 -c 'import json, sys; print(json.load(sys.stdin)["runDir"])')
 "$bin" score "$run_dir"
-echo "records: $run_dir (run.json, manifest.json, score.json, trials/)"
+"$bin" report "$run_dir"
+echo "records: $run_dir (run.json, manifest.json, score.json, trials/; report.html to open in a browser)"

@@ -82,6 +82,10 @@ std::string calls_timeline(const json &run, std::size_t max_trials, std::size_t 
     std::string out = "<svg role=\"img\" viewBox=\"0 0 " + number(kLeft + kWidth + 10) + " " +
                       number(height) +
                       "\" width=\"100%\"><title>Calls over time, one row per trial</title>\n";
+    // However many trials and calls the records hold, the drawing stays a few MB at most; a run
+    // past it is drawn in part, and the page's tables hold every call.
+    constexpr std::size_t kMaxBars = 20000;
+    std::size_t bars = 0;
     std::size_t row = 0;
     for (const auto &trial : trials) {
         if (row == rows) break;
@@ -91,7 +95,7 @@ std::string calls_timeline(const json &run, std::size_t max_trials, std::size_t 
         double x = 0;
         std::size_t n = 0;
         for (const auto &call : field_list(trial, "calls")) {
-            if (n++ == max_calls) break;
+            if (n++ == max_calls || bars++ == kMaxBars) break;
             const double ms = std::max(0.0, field_number(call, "elapsedMs", 0));
             const auto outcome = call_outcome(call);
             // At least half a unit wide, so that a call of no measurable time still shows.
