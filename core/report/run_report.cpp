@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdint>
 #include <cstdio>
+#include <initializer_list>
 #include <optional>
 #include <string_view>
 
@@ -18,8 +19,26 @@ namespace {
 using nlohmann::json;
 namespace stdfs = std::filesystem;
 
+// One table cell of record text: its bytes, the bytes of it shown, and its class ("" for none).
+struct Cell {
+    std::string_view bytes;
+    std::size_t limit;
+    std::string_view cls = {};
+};
+
 struct Html {
     std::string s;
+    // A table row of escaped cells; a filterable row is narrowed by the page's filter box.
+    Html &row(std::initializer_list<Cell> cells, bool filterable) {
+        s += filterable ? "<tr class=\"f\">" : "<tr>";
+        for (const auto &c : cells) {
+            s += c.cls.empty() ? "<td>" : "<td class=\"" + std::string{c.cls} + "\">";
+            s += html_excerpt(c.bytes, c.limit);
+            s += "</td>";
+        }
+        s += "</tr>\n";
+        return *this;
+    }
     Html &raw(std::string_view text) {
         s += text;
         return *this;
@@ -301,17 +320,12 @@ class RunPage {
                 if (!calls.empty()) calls += ", ";
                 calls += value_text(sc);
             }
-            h_.raw("<tr class=\"f\"><td class=\"path bad\">")
-                .text(field_text(f, "path"), b_.string_excerpt)
-                .raw("</td><td>")
-                .text(field_text(f, "reason"), 500)
-                .raw("</td><td>")
-                .text(calls, 500)
-                .raw("</td><td>")
-                .text(field_text(f, "count"), 20)
-                .raw("</td><td>")
-                .text(field_text(f, "refused"), 10)
-                .raw("</td></tr>\n");
+            h_.row({{field_text(f, "path"), b_.string_excerpt, "path bad"},
+                    {field_text(f, "reason"), 500},
+                    {calls, 500},
+                    {field_text(f, "count"), 20},
+                    {field_text(f, "refused"), 10}},
+                   true);
         }
         h_.raw("</table>");
         more(h_, list.size(), std::min(list.size(), b_.findings_per_call), "listed paths");
@@ -332,15 +346,11 @@ class RunPage {
         std::size_t n = 0;
         for (const auto &r : list) {
             if (n++ == b_.list_items) break;
-            h_.raw("<tr class=\"f\"><td>")
-                .text(field_text(r, "host"), 300)
-                .raw("</td><td>")
-                .text(field_text(r, "port"), 20)
-                .raw("</td><td>")
-                .text(field_text(r, "reason"), 500)
-                .raw("</td><td>")
-                .text(field_text(r, "count"), 20)
-                .raw("</td></tr>");
+            h_.row({{field_text(r, "host"), 300},
+                    {field_text(r, "port"), 20},
+                    {field_text(r, "reason"), 500},
+                    {field_text(r, "count"), 20}},
+                   true);
         }
         h_.raw("</table>");
         more(h_, list.size(), std::min(list.size(), b_.list_items), "refusals");
@@ -436,17 +446,12 @@ class RunPage {
             for (const auto &[name, a] : named.items()) {
                 if (n >= b_.list_items || full()) break;
                 ++n;
-                h_.raw("<tr><td>")
-                    .text(entry, 300)
-                    .raw("</td><td>")
-                    .text(name, 300)
-                    .raw("</td><td>")
-                    .text(field_text(a, "status"), 50)
-                    .raw("</td><td>")
-                    .text(field_text(a, "path"), 500)
-                    .raw("</td><td>")
-                    .text(field_text(a, "bytes"), 30)
-                    .raw("</td></tr>");
+                h_.row({{entry, 300},
+                        {name, 300},
+                        {field_text(a, "status"), 50},
+                        {field_text(a, "path"), 500},
+                        {field_text(a, "bytes"), 30}},
+                       false);
             }
             if (n >= b_.list_items) break;
         }
@@ -472,13 +477,10 @@ class RunPage {
                 if (what.size() > b_.string_excerpt) break;
                 what += (what.empty() ? "" : " ") + value_text(p);
             }
-            h_.raw("<tr><td>")
-                .text(field_text(a, "mount"), 200)
-                .raw("</td><td>")
-                .text(field_text(a, "access"), 50)
-                .raw("</td><td>")
-                .text(what, b_.string_excerpt)
-                .raw("</td></tr>");
+            h_.row({{field_text(a, "mount"), 200},
+                    {field_text(a, "access"), 50},
+                    {what, b_.string_excerpt}},
+                   false);
         }
         h_.raw("</table>");
         const auto &allowed = field_list(m, "allowedMounts");
@@ -504,13 +506,11 @@ class RunPage {
                     if (trials.size() > 500) break;
                     trials += (trials.empty() ? "" : ", ") + value_text(t);
                 }
-                h_.raw("<tr class=\"f\"><td class=\"path bad\">")
-                    .text(o.is_object() ? field_text(o, "path") : value_text(o), b_.string_excerpt)
-                    .raw("</td><td>")
-                    .text(trials, 500)
-                    .raw("</td><td>")
-                    .text(field_text(o, "reason"), 500)
-                    .raw("</td></tr>");
+                h_.row({{o.is_object() ? field_text(o, "path") : value_text(o), b_.string_excerpt,
+                         "path bad"},
+                        {trials, 500},
+                        {field_text(o, "reason"), 500}},
+                       true);
             }
             h_.raw("</table>");
             if (fold) h_.raw("</details>");
@@ -522,13 +522,10 @@ class RunPage {
         n = 0;
         for (const auto &f : field_list(m, "forbiddenInputs")) {
             if (n++ == b_.list_items) break;
-            h_.raw("<tr><td>")
-                .text(field_text(f, "input"), 500)
-                .raw("</td><td class=\"path\">")
-                .text(field_text(f, "path"), b_.string_excerpt)
-                .raw("</td><td>")
-                .text(field_text(f, "note"), b_.string_excerpt)
-                .raw("</td></tr>");
+            h_.row({{field_text(f, "input"), 500},
+                    {field_text(f, "path"), b_.string_excerpt, "path"},
+                    {field_text(f, "note"), b_.string_excerpt}},
+                   false);
         }
         h_.raw("</table>\n");
         const auto &forbidden = field_list(m, "forbiddenInputs");
@@ -551,11 +548,9 @@ class RunPage {
                     allowed += (allowed.empty() ? "" : ", ") + field_text(i, "host") + ":" +
                                field_text(i, "port");
                 }
-                h_.raw("<tr><td>")
-                    .text(field_text(e, "entry"), 300)
-                    .raw("</td><td>")
-                    .text(allowed.empty() ? std::string{"(no item)"} : allowed, b_.string_excerpt)
-                    .raw("</td></tr>");
+                h_.row({{field_text(e, "entry"), 300},
+                        {allowed.empty() ? std::string{"(no item)"} : allowed, b_.string_excerpt}},
+                       false);
             }
             h_.raw("</table>");
             more(h_, items.size(), std::min(items.size(), b_.list_items), "entries");
@@ -573,15 +568,11 @@ class RunPage {
                     what += (what.empty() ? "" : "; ") + field_text(x, "host") + ":" +
                             field_text(x, "port") + " " + field_text(x, "reason");
                 }
-                h_.raw("<tr class=\"f\"><td>")
-                    .text(field_text(r, "trialIndex"), 20)
-                    .raw("</td><td>")
-                    .text(field_text(r, "entry"), 300)
-                    .raw("</td><td>")
-                    .text(field_text(r, "probe"), 300)
-                    .raw("</td><td>")
-                    .text(what, b_.string_excerpt)
-                    .raw("</td></tr>");
+                h_.row({{field_text(r, "trialIndex"), 20},
+                        {field_text(r, "entry"), 300},
+                        {field_text(r, "probe"), 300},
+                        {what, b_.string_excerpt}},
+                       true);
             }
             h_.raw("</table>");
             more(h_, refused.size(), std::min(refused.size(), b_.list_items), "calls");
