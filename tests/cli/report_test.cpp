@@ -51,7 +51,7 @@ std::string dom_of(const fs::path &page, const fs::path &scratch, std::string *w
 
 // A screenshot of the page, kept in the build tree as the CI's artifact.
 void screenshot(const fs::path &page, const fs::path &scratch, const std::string &name) {
-    const fs::path out = fs::current_path() / "report-screenshots";
+    const fs::path out = TEA_SCREENSHOT_DIR;
     fs::create_directories(out);
     const auto o =
         test::run({"/usr/bin/timeout", "120", kChromium, "--headless", "--no-sandbox",
