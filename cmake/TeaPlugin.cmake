@@ -38,6 +38,7 @@ function(tea_add_plugin)
   endif()
   set_property(GLOBAL APPEND PROPERTY TEA_PLUGIN_COMPONENTS ${P_COMPONENT})
   install(TARGETS ${target} LIBRARY DESTINATION "${TEA_PLUGIN_LIBDIR}" COMPONENT ${P_COMPONENT})
+  tea_shipped(${target})
   install(FILES "${CMAKE_BINARY_DIR}/${TEA_PLUGIN_MANIFESTDIR}/${P_NAME}.toml"
           DESTINATION "${TEA_PLUGIN_MANIFESTDIR}" COMPONENT ${P_COMPONENT})
 endfunction()

@@ -8,7 +8,10 @@ cd "$(dirname "$0")/.."
 umask 022
 bash scripts/install-deps.sh
 cmake --preset release >/dev/null
-cmake --build --preset release
+# Only what an installation ships (the runtime, its helpers, the plugins): the test suite is
+# scripts/test.sh's to build. Ninja prints each step as it goes.
+echo "building tea-evaluate and its plugins (build/release)..." >&2
+cmake --build --preset release --target tea-shipped
 bin="$PWD/build/release/bin/tea-evaluate"
 
 # The example is a project of its own: a fresh git repository holding examples/quickstart, in a
