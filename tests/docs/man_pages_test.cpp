@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "docs/marked_blocks.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
 
@@ -22,15 +23,6 @@ namespace fs = std::filesystem;
 const fs::path kPages = fs::path{TEA_SOURCE_DIR} / "docs" / "man";
 const std::vector<std::string> kPageNames{"tea-evaluate.1", "tea-evaluate.toml.5",
                                           "tea-evaluate-evaluation.5"};
-
-std::vector<std::string> lines_of(const std::string &text) {
-    std::vector<std::string> lines;
-    std::istringstream in{text};
-    for (std::string line; std::getline(in, line);) {
-        lines.push_back(line);
-    }
-    return lines;
-}
 
 // What formatting the page with man(1) and with groff(1) warns about, each warning category on.
 std::string formatting_warnings(const fs::path &page) {
@@ -52,7 +44,7 @@ std::string formatting_warnings(const fs::path &page) {
 std::vector<std::string> listed_subcommands(const std::string &help) {
     std::vector<std::string> names;
     bool listed = false;
-    for (const auto &line : lines_of(help)) {
+    for (const auto &line : test::lines_of(help)) {
         if (line == "Subcommands:") {
             listed = true;
         } else if (listed && line.starts_with("  ") && line.size() > 2 && line[2] != ' ') {
@@ -64,7 +56,7 @@ std::vector<std::string> listed_subcommands(const std::string &help) {
 
 std::vector<std::string> long_options(const std::string &help) {
     std::vector<std::string> options;
-    for (const auto &line : lines_of(help)) {
+    for (const auto &line : test::lines_of(help)) {
         if (!line.starts_with("  -")) {
             continue;
         }
@@ -98,7 +90,7 @@ bool names_option(const std::string &source, const std::string &option) {
 }
 
 bool has_line(const std::string &source, const std::string &line) {
-    for (const auto &each : lines_of(source)) {
+    for (const auto &each : test::lines_of(source)) {
         if (each == line) {
             return true;
         }
@@ -156,7 +148,7 @@ TEST(ManPages, TheCommandPageHasEverySubcommandAndOption) {
 
 TEST(ManPages, TheConfigurationPageHasEveryTableAndKeyOfTheDefault) {
     const auto source = test::read_file((kPages / "tea-evaluate.toml.5").string());
-    const auto lines = lines_of(source);
+    const auto lines = test::lines_of(source);
     const auto defaults =
         toml::parse_file((fs::path{TEA_SOURCE_DIR} / "config" / "default.toml").string());
     ASSERT_GE(defaults.size(), 7U);
