@@ -10,6 +10,7 @@ packages=(
   bubblewrap strace util-linux
   qemu-system-x86 busybox-static
   chromium
+  man-db groff-base bash-completion
 )
 # When tea-evaluate runs as root, the bubblewrap backend runs targets as this
 # unprivileged account (docs/confinement.md).

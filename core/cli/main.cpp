@@ -54,13 +54,18 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 8> kSubcomma
      "Write one self-contained HTML page of a run's records and verdict (RUN_DIR/report.html)"},
 }};
 
-// The word that names the subcommand: the command line's first that is neither an option nor the
-// value of one of the app's options; "" when there is none before "--".
-std::string_view first_word(const CLI::App &app, int argc, char **argv) {
+// `help [SUBCOMMAND]`: no subcommand of its own, but the command line of `[SUBCOMMAND] --help`,
+// so that both print the same. The top-level help lists it after the others.
+constexpr std::pair<std::string_view, std::string_view> kHelp{
+    "help", "Print the help of SUBCOMMAND, or of tea-evaluate without one (as --help does)"};
+
+// Where the word that names the subcommand is: the command line's first that is neither an option
+// nor the value of one of the app's options; 0 when there is none before "--".
+int first_word_at(const CLI::App &app, int argc, char **argv) {
     for (int i = 1; i < argc; ++i) {
         const std::string_view arg{argv[i]};
         if (arg == "--") {
-            return {};
+            return 0;
         }
         if (arg.starts_with('-')) {
             // "--config FILE": FILE is the option's, even when it is named like a subcommand.
@@ -72,9 +77,14 @@ std::string_view first_word(const CLI::App &app, int argc, char **argv) {
             }
             continue;
         }
-        return arg;
+        return i;
     }
-    return {};
+    return 0;
+}
+
+std::string_view first_word(const CLI::App &app, int argc, char **argv) {
+    const int at = first_word_at(app, argc, argv);
+    return at == 0 ? std::string_view{} : std::string_view{argv[at]};
 }
 
 bool is_subcommand(std::string_view word) {
@@ -94,6 +104,15 @@ std::vector<std::string> option_names(const CLI::App &cmd) {
         }
     }
     return names;
+}
+
+std::string not_a_subcommand(std::string_view word) {
+    std::vector<std::string> subcommands;
+    for (const auto &[name, description] : kSubcommands) {
+        subcommands.emplace_back(name);
+    }
+    return "'" + std::string{word} + "' is not a subcommand (" + tea::listed(subcommands) + ")" +
+           tea::did_you_mean(word, subcommands);
 }
 
 // What a command line CLI11 refused most likely got wrong, in words that say what to write: an
@@ -120,14 +139,32 @@ std::optional<std::string> misspelling(const CLI::App &app, const CLI::App *name
         return "unknown option '" + option + "' (" + where + ")" + tea::did_you_mean(option, known);
     }
     if (!word.empty() && !is_subcommand(word)) {
-        std::vector<std::string> subcommands;
-        for (const auto &[name, description] : kSubcommands) {
-            subcommands.emplace_back(name);
-        }
-        return "'" + std::string{word} + "' is not a subcommand (" + tea::listed(subcommands) +
-               ")" + tea::did_you_mean(word, subcommands);
+        return not_a_subcommand(word);
     }
     return std::nullopt;
+}
+
+// `help [SUBCOMMAND] ...` as the command line `[SUBCOMMAND] --help ...`: "help" is dropped and
+// "--help" put right after the subcommand (or where "help" was), before any "--" that starts an
+// exec's command, whose own --help it would otherwise be. A word after help that is no
+// subcommand is a usage error, as it is without help.
+std::vector<std::string> help_as_option(const CLI::App &app, int argc, char **argv) {
+    std::vector<std::string> args(argv, argv + argc);
+    const int at = first_word_at(app, argc, argv);
+    if (at == 0 || argv[at] != kHelp.first) {
+        return args;
+    }
+    args.erase(args.begin() + at);
+    std::vector<char *> rest;
+    for (auto &arg : args) {
+        rest.push_back(arg.data());
+    }
+    const int topic = first_word_at(app, static_cast<int>(rest.size()), rest.data());
+    if (topic != 0 && !is_subcommand(args[static_cast<std::size_t>(topic)])) {
+        throw tea::usage_error(not_a_subcommand(args[static_cast<std::size_t>(topic)]));
+    }
+    args.insert(args.begin() + (topic == 0 ? at : topic + 1), "--help");
+    return args;
 }
 
 int run(int argc, char **argv) {
@@ -153,6 +190,13 @@ int run(int argc, char **argv) {
     // Only the subcommand the command line names is made, with its options: making the other five
     // and their options is a cost of every command (bench/README.md). With none named (the help,
     // or a command line CLI11 refuses anyway) every subcommand is made, so the help lists them all.
+    auto args = help_as_option(app, argc, argv);
+    std::vector<char *> arg_pointers;
+    for (auto &arg : args) {
+        arg_pointers.push_back(arg.data());
+    }
+    argc = static_cast<int>(arg_pointers.size());
+    argv = arg_pointers.data();
     const auto word = first_word(app, argc, argv);
     const auto named = is_subcommand(word) ? word : std::string_view{};
     // The subcommand `name`, made only when the command line names it or names none.
@@ -175,6 +219,10 @@ int run(int argc, char **argv) {
     auto *score_cmd = subcommand("score");
     auto *qualify_cmd = subcommand("qualify");
     auto *report_cmd = subcommand("report");
+    if (named.empty()) {
+        // Listed only: the command line `help` names never reaches the parser (help_as_option).
+        app.add_subcommand(std::string{kHelp.first}, std::string{kHelp.second});
+    }
     // Options only for the named one: with none named, no subcommand runs (CLI11 refuses, or
     // prints the help, which lists subcommands and not their options).
     const auto wanted = [&named](const CLI::App *cmd) {

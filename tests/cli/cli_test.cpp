@@ -248,6 +248,50 @@ TEST(Cli, EverySubcommandKeepsItsOptions) {
     EXPECT_EQ(test::run(cmd({"score", "--legs", "2", "/nonexistent"}), env()).status, 2);
 }
 
+// `help [SUBCOMMAND]` prints exactly what `[SUBCOMMAND] --help` does, common options before it
+// included, and lists itself in the top-level help.
+TEST(Cli, HelpSubcommandPrintsWhatTheHelpOptionPrints) {
+    const auto top = test::run(cmd({"--help"}), env());
+    ASSERT_EQ(top.status, 0) << top.err;
+    EXPECT_NE(top.out.find("\n  help "), std::string::npos) << top.out;
+    const auto help = test::run(cmd({"help"}), env());
+    EXPECT_EQ(help.status, 0) << help.err;
+    EXPECT_EQ(help.out, top.out);
+    EXPECT_EQ(help.err, "");
+    for (const std::string sub :
+         {"check", "plugins", "exec", "preflight", "run", "score", "qualify", "report"}) {
+        const auto option = test::run(cmd({sub, "--help"}), env());
+        ASSERT_EQ(option.status, 0) << sub << ": " << option.err;
+        EXPECT_NE(option.out, top.out) << sub;
+        const auto word = test::run(cmd({"help", sub}), env());
+        EXPECT_EQ(word.status, 0) << sub << ": " << word.err;
+        EXPECT_EQ(word.out, option.out) << sub;
+        EXPECT_EQ(word.err, "") << sub;
+        const auto after_common = test::run(cmd({"-v", "--backend", "run", "help", sub}), env());
+        EXPECT_EQ(after_common.status, 0) << sub << ": " << after_common.err;
+        EXPECT_EQ(after_common.out, option.out) << sub;
+    }
+    // What follows "--" is exec's command: `help exec -- sh` is exec's help, not `sh --help` run.
+    const auto command = test::run(cmd({"help", "exec", "--", "sh", "-c", "echo ran"}), env());
+    EXPECT_EQ(command.status, 0) << command.err;
+    EXPECT_EQ(command.out, test::run(cmd({"exec", "--help"}), env()).out);
+}
+
+// `help WORD` with a word that is no subcommand is refused as the word alone would be.
+TEST(Cli, HelpOfNoSubcommandIsAUsageError) {
+    const auto near = test::run(cmd({"help", "scroe"}), env());
+    EXPECT_EQ(near.status, 2);
+    EXPECT_EQ(near.out, "");
+    EXPECT_EQ(near.err,
+              "tea-evaluate: 'scroe' is not a subcommand (check, plugins, exec, preflight, run, "
+              "score, qualify, report); did you mean 'score'?\n");
+    const auto far = test::run(cmd({"--json", "help", "deploy"}), env());
+    EXPECT_EQ(far.status, 2);
+    EXPECT_EQ(far.err,
+              "tea-evaluate: 'deploy' is not a subcommand (check, plugins, exec, preflight, run, "
+              "score, qualify, report)\n");
+}
+
 // The subcommand is the first word that is not an option's value: a configuration file named
 // "exec" is --config's, and `run` is still the one whose options are built (the control: the same
 // help, with no --config, shows the same option).
