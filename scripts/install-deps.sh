@@ -1,17 +1,25 @@
 #!/usr/bin/env bash
 # Installs, from Debian 12's archive, whatever the build, the tests and the
 # example need and the machine does not have yet. Needs root (or sudo).
+# `install-deps.sh example` installs only what building and running the example
+# needs (scripts/run-example.sh): none of the tests' clients, browser or guest.
 set -euo pipefail
+for_example=false
+[ "${1:-}" = example ] && for_example=true
 packages=(
-  g++ clang libclang-rt-14-dev cmake ninja-build pkg-config git python3 python3-jsonschema curl
-  openssl
+  g++ cmake ninja-build pkg-config git python3 openssl
   libboost-dev libtomlplusplus-dev nlohmann-json3-dev libgit2-dev libspdlog-dev libfmt-dev
   libcli11-dev libgtest-dev libseccomp-dev libssl-dev
   bubblewrap strace util-linux
-  qemu-system-x86 busybox-static
-  chromium
-  man-db groff-base bash-completion
 )
+if ! $for_example; then
+  packages+=(
+    clang libclang-rt-14-dev python3-jsonschema curl
+    qemu-system-x86 busybox-static
+    chromium
+    man-db groff-base bash-completion
+  )
+fi
 # When tea-evaluate runs as root, the bubblewrap backend runs targets as this
 # unprivileged account (docs/confinement.md).
 sandbox_account() {
@@ -169,6 +177,7 @@ if [ ${#missing[@]} -ne 0 ]; then
   $sudo apt-get update -qq
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+$for_example && exit 0
 missing=()
 node_for_tests
 claude_for_tests

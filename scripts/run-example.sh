@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 # As root the runtime loads only plugins that no other user can write (docs/plugin-authoring.md):
 # the build tree is made so whatever umask the caller has.
 umask 022
-bash scripts/install-deps.sh
+bash scripts/install-deps.sh example
 cmake --preset release >/dev/null
 # Only what an installation ships (the runtime, its helpers, the plugins): the test suite is
 # scripts/test.sh's to build. Ninja prints each step as it goes.
