@@ -5,7 +5,11 @@
 # needs (scripts/run-example.sh): none of the tests' clients, browser or guest.
 set -euo pipefail
 for_example=false
-[ "${1:-}" = example ] && for_example=true
+case "${1:-}" in
+  "") ;;
+  example) for_example=true ;;
+  *) echo "install-deps.sh: unknown argument '$1' (none, or 'example')" >&2; exit 2 ;;
+esac
 packages=(
   g++ cmake ninja-build pkg-config git python3 openssl
   libboost-dev libtomlplusplus-dev nlohmann-json3-dev libgit2-dev libspdlog-dev libfmt-dev

@@ -159,7 +159,12 @@ std::vector<std::string> help_as_option(const CLI::App &app, int argc, char **ar
     for (auto &arg : args) {
         rest.push_back(arg.data());
     }
-    const int topic = first_word_at(app, static_cast<int>(rest.size()), rest.data());
+    int topic = first_word_at(app, static_cast<int>(rest.size()), rest.data());
+    // `help help` is the help of tea-evaluate, which lists help.
+    if (topic != 0 && args[static_cast<std::size_t>(topic)] == kHelp.first) {
+        args.erase(args.begin() + topic);
+        topic = 0;
+    }
     if (topic != 0 && !is_subcommand(args[static_cast<std::size_t>(topic)])) {
         throw tea::usage_error(not_a_subcommand(args[static_cast<std::size_t>(topic)]));
     }
@@ -196,6 +201,7 @@ int run(int argc, char **argv) {
         arg_pointers.push_back(arg.data());
     }
     argc = static_cast<int>(arg_pointers.size());
+    arg_pointers.push_back(nullptr);  // argv[argc], as the kernel hands it
     argv = arg_pointers.data();
     const auto word = first_word(app, argc, argv);
     const auto named = is_subcommand(word) ? word : std::string_view{};

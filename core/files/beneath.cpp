@@ -105,6 +105,27 @@ UniqueFd open_root(const stdfs::path &root) {
     return fd;
 }
 
+// rel opened to read beneath dirfd as open_beneath resolves it, only when it is a regular file;
+// an empty descriptor otherwise, with *why saying what is there and *error its errno (0 when the
+// file is of another kind). O_NONBLOCK: a fifo left under the name opens without a writer, and is
+// then refused as no regular file.
+UniqueFd open_regular_beneath(int dirfd, const std::string &rel, std::string *why, int *error) {
+    UniqueFd in{open_beneath(dirfd, rel, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0)};
+    if (!in) {
+        *error = errno;
+        *why = *error == ELOOP || *error == EXDEV ? "a symbolic link or a mount point"
+                                                  : errno_text(*error);
+        return in;
+    }
+    struct stat st {};
+    if (::fstat(in.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+        *error = 0;
+        *why = "not a regular file";
+        return UniqueFd{};
+    }
+    return in;
+}
+
 void write_all(int fd, const std::string &content, const std::string &what) {
     const char *p = content.data();
     std::size_t left = content.size();
@@ -187,22 +208,14 @@ CopyResult copy_out_beneath(const stdfs::path &root, const std::string &rel,
         return result;
     }
     const auto dir = open_root(root);
-    // O_NONBLOCK: a fifo the target left under the artifact's name opens without a writer.
-    const UniqueFd in{open_beneath(dir.get(), rel, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0)};
+    int error = 0;
+    const UniqueFd in = open_regular_beneath(dir.get(), rel, &result.reason, &error);
     if (!in) {
-        const int e = errno;
-        if (e == ENOENT) {
+        if (error == ENOENT) {
+            result.reason.clear();
             return result;
         }
         result.status = CopyResult::Status::refused;
-        result.reason =
-            e == ELOOP || e == EXDEV ? "a symbolic link or a mount point" : errno_text(e);
-        return result;
-    }
-    struct stat st {};
-    if (::fstat(in.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
-        result.status = CopyResult::Status::refused;
-        result.reason = "not a regular file";
         return result;
     }
     const UniqueFd out{
@@ -248,19 +261,11 @@ std::optional<std::string> read_head_beneath(const stdfs::path &root, const std:
         *why = errno_text(errno);
         return std::nullopt;
     }
-    // O_NONBLOCK: a fifo under the name opens without a writer, and is then refused below.
-    const UniqueFd in{open_beneath(dir.get(), rel, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0)};
-    if (!in) {
-        const int e = errno;
-        *why = e == ELOOP || e == EXDEV ? "a symbolic link or a mount point" : errno_text(e);
-        return std::nullopt;
-    }
+    int error = 0;
+    const UniqueFd in = open_regular_beneath(dir.get(), rel, why, &error);
+    if (!in) return std::nullopt;
     struct stat st {};
-    if (::fstat(in.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
-        *why = "not a regular file";
-        return std::nullopt;
-    }
-    if (st.st_nlink > 1) {
+    if (::fstat(in.get(), &st) != 0 || st.st_nlink > 1) {
         *why = "a file with another name (a hard link)";
         return std::nullopt;
     }

@@ -271,6 +271,10 @@ TEST(Cli, HelpSubcommandPrintsWhatTheHelpOptionPrints) {
         EXPECT_EQ(after_common.status, 0) << sub << ": " << after_common.err;
         EXPECT_EQ(after_common.out, option.out) << sub;
     }
+    // `help help` is the help that lists help.
+    const auto twice = test::run(cmd({"help", "help"}), env());
+    EXPECT_EQ(twice.status, 0) << twice.err;
+    EXPECT_EQ(twice.out, top.out);
     // What follows "--" is exec's command: `help exec -- sh` is exec's help, not `sh --help` run.
     const auto command = test::run(cmd({"help", "exec", "--", "sh", "-c", "echo ran"}), env());
     EXPECT_EQ(command.status, 0) << command.err;

@@ -271,6 +271,15 @@ TEST(Report, HostileRecordStructuresNeitherEscapeTheRunNorGrowThePage) {
     EXPECT_NE(stopped.find("The page stops here"), std::string::npos);
     EXPECT_LT(stopped.size(), std::size_t{17} << 20U);
 
+    // The control: nesting of 300 levels, deeper than the MCP client lets a server's answer nest
+    // (256) yet within the bound, is read as a record.
+    std::ofstream{dir / "run.json", std::ios::trunc} << "{\"args\": " << std::string(300, '[')
+                                                     << std::string(300, ']') << "}";
+    ASSERT_EQ(
+        test::run({TEA_EVALUATE_BIN, "report", dir.string()}, test::environment_with({})).status,
+        0);
+    EXPECT_EQ(test::read_file((dir / "report.html").string()).find("nested deeper"),
+              std::string::npos);
     // Nested deeper than any record: refused as torn, not followed down the stack.
     std::ofstream{dir / "run.json", std::ios::trunc} << "{\"args\": " << std::string(200000, '[')
                                                      << std::string(200000, ']') << "}";
