@@ -23,8 +23,10 @@ _tea_evaluate_plugins() {
 }
 
 _tea_evaluate() {
-    local cur prev words cword
-    _init_completion || return
+    # -s: "--config=FILE" is completed as "--config FILE" is (_init_completion sets split).
+    # shellcheck disable=SC2034
+    local cur prev words cword split
+    _init_completion -s || return
     local program=${words[0]}
 
     # The subcommand: the first word that is neither an option nor a common option's value.
@@ -106,7 +108,9 @@ _tea_evaluate() {
 
     case $subcommand in
     help)
-        mapfile -t COMPREPLY < <(compgen -X help -W "$(_tea_evaluate_subcommands "$program")" -- "$cur")
+        # One topic: the word right after help.
+        ((cword == at + 1)) &&
+            mapfile -t COMPREPLY < <(compgen -X help -W "$(_tea_evaluate_subcommands "$program")" -- "$cur")
         ;;
     check | run | qualify | score | report | preflight)
         # EVAL_DIR or RUN_DIR: a folder.

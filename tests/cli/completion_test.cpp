@@ -22,7 +22,13 @@ std::vector<std::string> complete(const std::vector<std::string> &words) {
         "shift\n"
         "COMP_WORDS=(\"$@\")\n"
         "COMP_CWORD=$((${#COMP_WORDS[@]} - 1))\n"
-        "COMP_LINE=\"${COMP_WORDS[*]}\"\n"
+        // As bash writes the line: words apart, but no space around a "=" that split one.
+        "COMP_LINE=\"\" last=\"\"\n"
+        "for w in \"${COMP_WORDS[@]}\"; do\n"
+        "  if [ -z \"$COMP_LINE\" ] || [ \"$w\" = = ] || [ \"$last\" = = ]; then\n"
+        "    COMP_LINE+=\"$w\"; else COMP_LINE+=\" $w\"; fi\n"
+        "  last=$w\n"
+        "done\n"
         "COMP_POINT=${#COMP_LINE}\n"
         "_tea_evaluate\n"
         "printf '%s\\n' \"${COMPREPLY[@]}\"\n";
@@ -58,6 +64,8 @@ TEST(Completion, ASubcommandFromItsFirstLetters) {
     EXPECT_EQ(complete({"sc"}), std::vector<std::string>{"score"});
     EXPECT_EQ(complete({"--json", "r"}), (std::vector<std::string>{"report", "run"}));
     EXPECT_EQ(complete({"help", "q"}), std::vector<std::string>{"qualify"});
+    // help takes one topic: nothing is offered after it.
+    EXPECT_EQ(complete({"help", "run", ""}), std::vector<std::string>{});
     // After --config, its file is the value and not the subcommand.
     EXPECT_EQ(complete({"--config", "/etc/hostname", "pl"}), std::vector<std::string>{"plugins"});
     EXPECT_EQ(complete({"nosuch"}), std::vector<std::string>{});
@@ -96,6 +104,9 @@ TEST(Completion, FoldersForTheEvaluationAndFilesForTheConfiguration) {
     EXPECT_EQ(complete({"run", prefix}), std::vector<std::string>{prefix + "evaluation"});
     EXPECT_EQ(complete({"score", prefix + "e"}), std::vector<std::string>{prefix + "evaluation"});
     EXPECT_EQ(complete({"--config", prefix + "ex"}),
+              std::vector<std::string>{prefix + "extra.toml"});
+    // The same value after "--config=", as bash splits it at '=' (COMP_WORDBREAKS).
+    EXPECT_EQ(complete({"--config", "=", prefix + "ex"}),
               std::vector<std::string>{prefix + "extra.toml"});
     EXPECT_EQ(complete({"exec", "--workspace", prefix}),
               std::vector<std::string>{prefix + "evaluation"});
