@@ -108,6 +108,7 @@ std::vector<std::string> option_names(const CLI::App &cmd) {
 
 std::string not_a_subcommand(std::string_view word) {
     std::vector<std::string> subcommands;
+    subcommands.reserve(kSubcommands.size());
     for (const auto &[name, description] : kSubcommands) {
         subcommands.emplace_back(name);
     }
@@ -156,6 +157,7 @@ std::vector<std::string> help_as_option(const CLI::App &app, int argc, char **ar
     }
     args.erase(args.begin() + at);
     std::vector<char *> rest;
+    rest.reserve(args.size());
     for (auto &arg : args) {
         rest.push_back(arg.data());
     }
@@ -197,6 +199,7 @@ int run(int argc, char **argv) {
     // or a command line CLI11 refuses anyway) every subcommand is made, so the help lists them all.
     auto args = help_as_option(app, argc, argv);
     std::vector<char *> arg_pointers;
+    arg_pointers.reserve(args.size() + 1);
     for (auto &arg : args) {
         arg_pointers.push_back(arg.data());
     }

@@ -28,9 +28,10 @@ struct Bounds {
 
 struct RunReportInput {
     std::filesystem::path run_dir;
-    nlohmann::json run;       // run.json, null when it is missing or torn
-    nlohmann::json manifest;  // manifest.json, null when it is missing or torn
-    std::string verdict;      // score's: pass, fail, invalid
+    // Initialised through a constructor that may allocate, so the struct's own is not noexcept.
+    nlohmann::json run = nlohmann::json::value_t::null;       // run.json, null when missing or torn
+    nlohmann::json manifest = nlohmann::json::value_t::null;  // manifest.json, null likewise
+    std::string verdict;                                      // score's: pass, fail, invalid
     std::vector<std::string> reasons;
     std::string generator;  // "tea-evaluate 0.1.0"
     Bounds bounds;
@@ -46,7 +47,7 @@ struct ArmDecision {
 };
 struct QualificationReportInput {
     std::filesystem::path folder;
-    nlohmann::json qualification;   // null when missing or torn
+    nlohmann::json qualification = nlohmann::json::value_t::null;  // null when missing or torn
     std::vector<ArmDecision> arms;  // one per qualification["arms"] item, in order
     std::string generator;
     Bounds bounds;

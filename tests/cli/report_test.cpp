@@ -116,7 +116,7 @@ TEST(Report, TheLeakyTargetsPageNamesEachPathAndTheInvalidVerdict) {
 // overrides and bytes that are not UTF-8, a 10 MB output, an output file named outside the run,
 // and a fifo where an output file should be.
 fs::path hostile_run(const fs::path &base) {
-    const fs::path dir = base / "runs" / "20261206T000000.000000Z-hostil";
+    fs::path dir = base / "runs" / "20261206T000000.000000Z-hostil";
     fs::create_directories(dir / "trials" / "1" / "calls");
     const std::string non_utf8 = std::string{"/srv/\xff\xfe"} + kPayload;
     json call{{"probe", kPayload},
@@ -126,7 +126,7 @@ fs::path hostile_run(const fs::path &base) {
               {"status", 0},
               {"elapsedMs", 12.5},
               {"stdout", "calls/01.stdout"},
-              {"stdoutBytes", 10 * 1024 * 1024},
+              {"stdoutBytes", std::size_t{10} << 20U},
               {"stderr", "../../../../../../etc/passwd"},
               {"stderrBytes", 10},
               {"observedMounts", {kPayload}},
@@ -146,7 +146,7 @@ fs::path hostile_run(const fs::path &base) {
              {"runId", "20261206T000000.000000Z-hostil"},
              {"status", "complete"},
              {"confinement", kPayload},
-             {"summary", std::string(3 * 1024 * 1024, 'S')},
+             {"summary", std::string(std::size_t{3} << 20U, 'S')},
              {"trialCount", 1},
              {"trials",
               {{{"index", 1},
@@ -159,7 +159,7 @@ fs::path hostile_run(const fs::path &base) {
         << json{{"observedMounts", {{{"path", kPayload}, {"reason", kPayload}}}},
                 {"forbiddenInputs", {{{"input", kPayload}, {"note", kPayload}}}}}
                .dump();
-    std::string big(10 * 1024 * 1024, 'x');
+    std::string big(std::size_t{10} << 20U, 'x');
     big.replace(0, kPayload.size(), kPayload);
     std::ofstream{dir / "trials" / "1" / "calls" / "01.stdout"} << big;
     EXPECT_EQ(::mkfifo((dir / "trials" / "1" / "calls" / "02.fifo").c_str(), 0600), 0);
@@ -229,10 +229,9 @@ TEST(Report, HostileRecordStructuresNeitherEscapeTheRunNorGrowThePage) {
     for (int i = 0; i < 600; ++i)
         artifacts["e" + std::to_string(i)] = {{"a", {{"status", "copied"}}}};
     for (int i = 3; i < 1300; ++i) {
-        trials.push_back(
-            {{"index", i},
-             {"artifacts", artifacts.size() > 0 && i == 3 ? artifacts : json::object()},
-             {"calls", {{{"probe", std::string(1000, 'p')}, {"elapsedMs", 1}}}}});
+        trials.push_back({{"index", i},
+                          {"artifacts", i == 3 ? artifacts : json::object()},
+                          {"calls", {{{"probe", std::string(1000, 'p')}, {"elapsedMs", 1}}}}});
     }
     std::ofstream{dir / "run.json"} << json{
         {"runId", std::string(2 << 20, 'R')},
