@@ -36,10 +36,11 @@ std::string qualification_page(const stdfs::path &folder) {
     in.generator = generator();
     std::string why;
     in.qualification = read_record(folder / "qualification.json", &why);
-    const auto &arms = in.qualification.is_object() && in.qualification.contains("arms") &&
-                               in.qualification["arms"].is_array()
-                           ? in.qualification["arms"]
-                           : json::array();
+    static const json kNoArms = json::array();
+    const auto listed =
+        in.qualification.is_object() ? in.qualification.find("arms") : in.qualification.end();
+    // A reference to the record's list or to an empty one, never a copy of the list.
+    const json &arms = listed != in.qualification.end() && listed->is_array() ? *listed : kNoArms;
     const auto runs = folder.parent_path();
     // One decision per run, however many arms name it, and no more arms than the page shows: a
     // record listing a hundred thousand arms must not make report read a run that many times.
@@ -84,9 +85,7 @@ int report_command(const CommonOptions &common, const ReportOptions &options) {
         report::RunReportInput in;
         in.run_dir = folder;
         in.generator = generator();
-        auto decision = verdict_of(folder, &in.run);
-        std::string why;
-        in.manifest = read_record(folder / "manifest.json", &why);
+        auto decision = verdict_of(folder, &in.run, &in.manifest);
         in.verdict = decision.verdict;
         in.reasons = std::move(decision.reasons);
         verdict = in.verdict;

@@ -25,8 +25,7 @@ using nlohmann::json;
 
 constexpr std::size_t kReasonsShown = 50;
 constexpr std::uintmax_t kRecordCap = std::uintmax_t{256} << 20U;
-// The records' own nesting is under ten; a tool server's answer kept in a call's exchanges may nest
-// as its JSON does.
+// The records nest under ten levels (a tool server's and a service's messages are kept as strings).
 constexpr int kRecordDepth = 512;
 
 }  // namespace
@@ -188,8 +187,12 @@ void check_trials(const stdfs::path &run_dir, const json &run, bool opt_out, Dec
 
 }  // namespace
 
-Decision decide(const stdfs::path &run_dir, json *run_out) {
+Decision decide(const stdfs::path &run_dir, json *run_out, json *manifest_out) {
     Decision d;
+    // Read first, so a caller that shows the manifest gets it whatever run.json holds.
+    std::string manifest_why;
+    const auto manifest = read_record(run_dir / "manifest.json", &manifest_why);
+    if (manifest_out != nullptr) *manifest_out = manifest;
     std::string why;
     auto run = read_record(run_dir / "run.json", &why);
     if (run.is_null()) {
@@ -226,7 +229,6 @@ Decision decide(const stdfs::path &run_dir, json *run_out) {
                 "): its targets were neither confined nor audited");
         }
     }
-    const auto manifest = read_record(run_dir / "manifest.json", &why);
     std::set<std::string> trial_observed;
     for (const auto &t : run["trials"]) {
         if (t.is_object() && t.contains("observedMounts")) {
@@ -235,7 +237,7 @@ Decision decide(const stdfs::path &run_dir, json *run_out) {
         }
     }
     if (manifest.is_null()) {
-        d.invalid.push_back(why);
+        d.invalid.push_back(manifest_why);
     } else {
         const auto manifest_observed = string_set(manifest.value("observedMounts", json{}));
         if (manifest.value("runId", "") != run["runId"] ||
@@ -287,10 +289,10 @@ std::optional<stdfs::path> runs_folder(const stdfs::path &dir) {
 
 }  // namespace
 
-Verdict verdict_of(const stdfs::path &run_dir, json *run_out) {
+Verdict verdict_of(const stdfs::path &run_dir, json *run_out, json *manifest_out) {
     Decision d;
     try {
-        d = decide(run_dir, run_out);
+        d = decide(run_dir, run_out, manifest_out);
     } catch (const json::exception &e) {
         // A record whose field has the wrong type (a hand-edited run.json) is no evidence: it
         // scores Invalid instead of ending score as an internal error.

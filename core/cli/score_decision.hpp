@@ -16,9 +16,10 @@ struct Decision {
     bool any_fail = false;
 };
 
-// Reads run_dir's records (run.json into *run_out) and decides; a field of the wrong type throws
-// nlohmann::json::exception.
-Decision decide(const std::filesystem::path &run_dir, nlohmann::json *run_out);
+// Reads run_dir's records (run.json into *run_out, manifest.json into *manifest_out when given)
+// and decides; a field of the wrong type throws nlohmann::json::exception.
+Decision decide(const std::filesystem::path &run_dir, nlohmann::json *run_out,
+                nlohmann::json *manifest_out = nullptr);
 
 // A record of the run as a JSON object, or null with *why set: absent, larger than any record the
 // runtime writes, torn.
@@ -30,7 +31,8 @@ struct Verdict {
     std::string verdict;
     std::vector<std::string> reasons;
 };
-Verdict verdict_of(const std::filesystem::path &run_dir, nlohmann::json *run_out);
+Verdict verdict_of(const std::filesystem::path &run_dir, nlohmann::json *run_out,
+                   nlohmann::json *manifest_out = nullptr);
 
 // The run a command's RUN_DIR argument names: a run's directory, or an evaluation folder or its
 // runs/ for the latest run (said on stderr). Throws usage_error naming `command` when there is

@@ -3,6 +3,7 @@
 #include <openssl/evp.h>
 
 #include <array>
+#include <cstdio>
 #include <tea/bytes.hpp>
 
 #include "report/html_text.hpp"
@@ -122,8 +123,10 @@ double field_number(const json &j, std::string_view key, double otherwise) {
     return it != j.end() && it->is_number() ? it->get<double>() : otherwise;
 }
 
-std::string cell(std::string_view bytes, std::size_t limit) {
-    return html_excerpt(bytes, limit);
+std::string decimal(double value) {
+    char buf[32];
+    (void)std::snprintf(buf, sizeof buf, "%.1f", value);
+    return buf;
 }
 
 }  // namespace tea::report

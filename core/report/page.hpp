@@ -25,7 +25,7 @@ double field_number(const nlohmann::json &j, std::string_view key, double otherw
 // A byte string's bytes (a string or {"base64": ...}); the JSON text of anything else.
 std::string value_text(const nlohmann::json &value);
 
-// A table cell's escaped text, cut at `limit` bytes.
-std::string cell(std::string_view bytes, std::size_t limit);
+// A coordinate or a duration for the page, with one decimal.
+std::string decimal(double value);
 
 }  // namespace tea::report

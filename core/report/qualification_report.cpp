@@ -11,27 +11,21 @@ namespace {
 
 using nlohmann::json;
 
-std::string number(double value) {
-    char buf[32];
-    (void)std::snprintf(buf, sizeof buf, "%.1f", value);
-    return buf;
-}
-
 // The mutation score as a bar: detected mutations in one colour, undetected in another, and the
 // undetected ones named beneath it.
 std::string mutation_plot(double detected, double total) {
     if (total <= 0) return {};
     constexpr double kWidth = 600;
     const double d = std::clamp(detected, 0.0, total) / total * kWidth;
-    std::string out = "<svg role=\"img\" viewBox=\"0 0 " + number(kWidth + 20) +
+    std::string out = "<svg role=\"img\" viewBox=\"0 0 " + decimal(kWidth + 20) +
                       " 56\" width=\"620\"><title>Mutations detected and undetected</title>";
-    out += "<rect x=\"10\" y=\"6\" width=\"" + number(d) +
+    out += "<rect x=\"10\" y=\"6\" width=\"" + decimal(d) +
            "\" height=\"22\" fill=\"#43a047\"><title>detected</title></rect>";
-    out += "<rect x=\"" + number(10 + d) + "\" y=\"6\" width=\"" + number(kWidth - d) +
+    out += "<rect x=\"" + decimal(10 + d) + "\" y=\"6\" width=\"" + decimal(kWidth - d) +
            "\" height=\"22\" fill=\"#c62828\"><title>undetected</title></rect>";
-    out += "<text x=\"10\" y=\"46\">detected " + number(detected) + "</text>";
-    out += "<text x=\"" + number(kWidth + 10) + "\" y=\"46\" text-anchor=\"end\">undetected " +
-           number(total - std::clamp(detected, 0.0, total)) + "</text></svg>";
+    out += "<text x=\"10\" y=\"46\">detected " + decimal(detected) + "</text>";
+    out += "<text x=\"" + decimal(kWidth + 10) + "\" y=\"46\" text-anchor=\"end\">undetected " +
+           decimal(total - std::clamp(detected, 0.0, total)) + "</text></svg>";
     return out;
 }
 

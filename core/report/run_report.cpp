@@ -68,10 +68,10 @@ std::string count(double value) {
     return buf;
 }
 
-// "n more not shown" after a list cut at its bound.
-void more(Html &h, std::size_t total, std::size_t shown, std::string_view what) {
-    if (total > shown) {
-        h.raw("<p class=\"note\">").raw(std::to_string(total - shown)).raw(" more ").raw(what);
+// "n more not shown" after a list of `total` items cut at `bound`.
+void more(Html &h, std::size_t total, std::size_t bound, std::string_view what) {
+    if (total > bound) {
+        h.raw("<p class=\"note\">").raw(std::to_string(total - bound)).raw(" more ").raw(what);
         h.raw(" not shown (the records hold every one)</p>");
     }
 }
@@ -164,7 +164,7 @@ class RunPage {
                 h_.raw("<li>").text(reason, b_.string_excerpt).raw("</li>");
             }
             h_.raw(n > kFirst ? "</ol></details>" : "</ol>");
-            more(h_, in_.reasons.size(), std::min(in_.reasons.size(), b_.reasons), "reasons");
+            more(h_, in_.reasons.size(), b_.reasons, "reasons");
         }
         h_.raw("</header>\n");
     }
@@ -251,7 +251,7 @@ class RunPage {
             h_.raw(">").raw(count(infra)).raw("</td></tr>\n");
         }
         h_.raw("</table>\n");
-        more(h_, trials.size(), std::min(trials.size(), b_.trials), "trials");
+        more(h_, trials.size(), b_.trials, "trials");
     }
 
     // The call's output file, read beneath the run's folder with no link followed: an altered
@@ -328,7 +328,7 @@ class RunPage {
                    true);
         }
         h_.raw("</table>");
-        more(h_, list.size(), std::min(list.size(), b_.findings_per_call), "listed paths");
+        more(h_, list.size(), b_.findings_per_call, "listed paths");
         const double omitted = field_number(audit, "omitted", 0);
         if (omitted > 0) {
             h_.raw("<p class=\"bad\">The audit omitted ")
@@ -353,7 +353,7 @@ class RunPage {
                    true);
         }
         h_.raw("</table>");
-        more(h_, list.size(), std::min(list.size(), b_.list_items), "refusals");
+        more(h_, list.size(), b_.list_items, "refusals");
     }
 
     void call_details(const std::string &trial_dir, const json &call) {
@@ -427,11 +427,11 @@ class RunPage {
                 if (n++ == b_.calls_per_trial || full()) break;
                 call_details(trial_dir, call);
             }
-            more(h_, list.size(), std::min(list.size(), b_.calls_per_trial), "calls");
+            more(h_, list.size(), b_.calls_per_trial, "calls");
             artifacts(trial);
             h_.raw("</details>\n");
         }
-        more(h_, trials.size(), std::min(trials.size(), b_.trials), "trials");
+        more(h_, trials.size(), b_.trials, "trials");
     }
 
     void artifacts(const json &trial) {
@@ -484,7 +484,7 @@ class RunPage {
         }
         h_.raw("</table>");
         const auto &allowed = field_list(m, "allowedMounts");
-        more(h_, allowed.size(), std::min(allowed.size(), b_.list_items), "grants");
+        more(h_, allowed.size(), b_.list_items, "grants");
         const auto &observed = field_list(m, "observedMounts");
         if (observed.empty()) {
             h_.raw("<p class=\"ok\">No target reached a path outside the grants.</p>");
@@ -514,7 +514,7 @@ class RunPage {
             }
             h_.raw("</table>");
             if (fold) h_.raw("</details>");
-            more(h_, observed.size(), std::min(observed.size(), b_.findings_per_call), "paths");
+            more(h_, observed.size(), b_.findings_per_call, "paths");
         }
         h_.raw(
             "<p>Withheld from the targets:</p><table><tr><th>input</th><th>path</th><th>"
@@ -529,7 +529,7 @@ class RunPage {
         }
         h_.raw("</table>\n");
         const auto &forbidden = field_list(m, "forbiddenInputs");
-        more(h_, forbidden.size(), std::min(forbidden.size(), b_.list_items), "withheld inputs");
+        more(h_, forbidden.size(), b_.list_items, "withheld inputs");
     }
 
     void egress() {
@@ -553,7 +553,7 @@ class RunPage {
                        false);
             }
             h_.raw("</table>");
-            more(h_, items.size(), std::min(items.size(), b_.list_items), "entries");
+            more(h_, items.size(), b_.list_items, "entries");
         }
         if (!refused.empty()) {
             h_.raw(
@@ -575,7 +575,7 @@ class RunPage {
                        true);
             }
             h_.raw("</table>");
-            more(h_, refused.size(), std::min(refused.size(), b_.list_items), "calls");
+            more(h_, refused.size(), b_.list_items, "calls");
         }
     }
 

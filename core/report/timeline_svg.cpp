@@ -30,12 +30,6 @@ std::string_view colour(std::string_view outcome) {
     return "#9e9e9e";
 }
 
-std::string number(double value) {
-    char buf[32];
-    (void)std::snprintf(buf, sizeof buf, "%.1f", value);
-    return buf;
-}
-
 bool truthy(const json &call, std::string_view key) {
     if (!call.is_object()) return false;
     const auto it = call.find(key);
@@ -79,8 +73,8 @@ std::string calls_timeline(const json &run, std::size_t max_trials, std::size_t 
     constexpr double kTop = 8;
     const double height = kTop + static_cast<double>(rows) * kRow + 34;
     const double scale = kWidth / longest;
-    std::string out = "<svg role=\"img\" viewBox=\"0 0 " + number(kLeft + kWidth + 10) + " " +
-                      number(height) +
+    std::string out = "<svg role=\"img\" viewBox=\"0 0 " + decimal(kLeft + kWidth + 10) + " " +
+                      decimal(height) +
                       "\" width=\"100%\"><title>Calls over time, one row per trial</title>\n";
     // However many trials and calls the records hold, the drawing stays a few MB at most; a run
     // past it is drawn in part, and the page's tables hold every call.
@@ -90,7 +84,7 @@ std::string calls_timeline(const json &run, std::size_t max_trials, std::size_t 
     for (const auto &trial : trials) {
         if (row == rows) break;
         const double y = kTop + static_cast<double>(row) * kRow;
-        out += "<text x=\"4\" y=\"" + number(y + 14) + "\">trial " +
+        out += "<text x=\"4\" y=\"" + decimal(y + 14) + "\">trial " +
                html_excerpt(field_text(trial, "index"), 12) + "</text>\n";
         double x = 0;
         std::size_t n = 0;
@@ -99,25 +93,25 @@ std::string calls_timeline(const json &run, std::size_t max_trials, std::size_t 
             const double ms = std::max(0.0, field_number(call, "elapsedMs", 0));
             const auto outcome = call_outcome(call);
             // At least half a unit wide, so that a call of no measurable time still shows.
-            out += "<rect x=\"" + number(kLeft + x * scale) + "\" y=\"" + number(y + 3) +
-                   "\" width=\"" + number(std::max(0.5, ms * scale - 0.5)) + "\" height=\"" +
-                   number(kRow - 6) + "\" fill=\"" + std::string{colour(outcome)} + "\"><title>" +
+            out += "<rect x=\"" + decimal(kLeft + x * scale) + "\" y=\"" + decimal(y + 3) +
+                   "\" width=\"" + decimal(std::max(0.5, ms * scale - 0.5)) + "\" height=\"" +
+                   decimal(kRow - 6) + "\" fill=\"" + std::string{colour(outcome)} + "\"><title>" +
                    html_excerpt(field_text(call, "probe"), 200) + " (" +
                    html_excerpt(field_text(call, "entry"), 200) + "): " + outcome + ", " +
-                   number(ms) + " ms</title></rect>\n";
+                   decimal(ms) + " ms</title></rect>\n";
             x += ms;
         }
         ++row;
     }
     const double axis = kTop + static_cast<double>(rows) * kRow + 12;
-    out += "<text x=\"" + number(kLeft) + "\" y=\"" + number(axis) + "\">0 ms</text>";
-    out += "<text x=\"" + number(kLeft + kWidth) + "\" y=\"" + number(axis) +
-           "\" text-anchor=\"end\">" + number(longest) + " ms</text>\n";
+    out += "<text x=\"" + decimal(kLeft) + "\" y=\"" + decimal(axis) + "\">0 ms</text>";
+    out += "<text x=\"" + decimal(kLeft + kWidth) + "\" y=\"" + decimal(axis) +
+           "\" text-anchor=\"end\">" + decimal(longest) + " ms</text>\n";
     double legend_x = kLeft;
     for (const auto &[name, value] : kColours) {
-        out += "<rect x=\"" + number(legend_x) + "\" y=\"" + number(axis + 8) +
+        out += "<rect x=\"" + decimal(legend_x) + "\" y=\"" + decimal(axis + 8) +
                "\" width=\"10\" height=\"10\" fill=\"" + std::string{value} + "\"/><text x=\"" +
-               number(legend_x + 14) + "\" y=\"" + number(axis + 17) + "\">" + std::string{name} +
+               decimal(legend_x + 14) + "\" y=\"" + decimal(axis + 17) + "\">" + std::string{name} +
                "</text>";
         legend_x += 120;
     }
