@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cli/project_fixture.hpp"
+#include "report/page.hpp"
 #include "support/process.hpp"
 
 namespace tea {
@@ -294,6 +295,26 @@ TEST(Report, HostileRecordStructuresNeitherEscapeTheRunNorGrowThePage) {
     const auto empty_out =
         test::run({TEA_EVALUATE_BIN, "report", dir.string(), "-o", ""}, test::environment_with({}));
     EXPECT_EQ(empty_out.status, 2) << empty_out.err;
+    std::error_code ec;
+    fs::remove_all(base, ec);
+}
+
+// The page's policy holds on its own: markup written into a page's body unescaped (as a gap in
+// the escaping would) does not run. The control is the same body without the page's frame.
+TEST(Report, ThePolicyAloneKeepsMarkupInTheBodyFromRunning) {
+    const fs::path base = test::make_temp_dir("tea-report-policy");
+    const auto framed = base / "framed.html";
+    std::ofstream{framed} << report::page("policy", "<p>" + kPayload + "</p>");
+    std::string why;
+    const auto dom = dom_of(framed, base, &why);
+    ASSERT_FALSE(dom.empty()) << why;
+    EXPECT_EQ(dom.find("data-pwned=\""), std::string::npos) << dom;
+    // The control: the same body in a page without the frame's policy runs.
+    const auto bare = base / "bare.html";
+    std::ofstream{bare} << "<!DOCTYPE html><html><body><p>" << kPayload << "</p></body></html>";
+    const auto bare_dom = dom_of(bare, base, &why);
+    ASSERT_FALSE(bare_dom.empty()) << why;
+    EXPECT_NE(bare_dom.find("data-pwned=\""), std::string::npos) << bare_dom;
     std::error_code ec;
     fs::remove_all(base, ec);
 }
