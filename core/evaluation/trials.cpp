@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -616,6 +617,12 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
 
 namespace {
 
+// The machine the trial ran on, as uname(2) names it.
+std::string node_name() {
+    utsname names{};
+    return ::uname(&names) == 0 ? std::string{names.nodename} : std::string{};
+}
+
 // The elements of `list` from `from` on, taken out of it.
 json take_from(json &list, std::size_t from) {
     json taken = json::array();
@@ -664,7 +671,7 @@ std::optional<json> trial_outcome(RunState &state, int index, files::RunDirector
             {{"path", bytes::to_json(path)},
              {"reason", reason == calls.reasons.end() ? std::string{} : reason->second}});
     }
-    json trial{{"index", index}, {"calls", calls.records}};
+    json trial{{"index", index}, {"node", node_name()}, {"calls", calls.records}};
     trial["artifacts"] = collect_artifacts(state, calls.entries, workspace, trial_dir);
     // A target that read the grading material and wrote any of it where it may write (its
     // workspace, its home, its output and artifacts, kept in the trial's records) leaves the
@@ -948,7 +955,9 @@ void begin_run(RunState &state, files::RunDirectory &private_dir) {
              {"canaries", state.detectors->canaries_record()},
              {"hostUnchanged", nullptr},
              {"manifest", "manifest.json"},
-             {"conditionArm", state.condition_arm}};
+             {"conditionArm", state.condition_arm},
+             {"executor", state.executor},
+             {"failedTrialTasks", json::array()}};
     if (!state.mutation.empty()) state.run["mutation"] = state.mutation;
     for (const auto &entry : ev.registry) {
         if (!entry.egress.empty()) {
@@ -1021,6 +1030,9 @@ RunSummary finish_run(RunState &state) {
     }
     summary.weakened = weakened_sentences(state.run["weakened"]);
     summary.leaks = leak_findings(state.run);
+    for (const auto &f : state.run["failedTrialTasks"]) {
+        summary.failed_tasks.push_back(f["trialIndex"].get<int>());
+    }
     summary.interrupted = state.interrupted;
 
     if (state.interrupted != 0) {

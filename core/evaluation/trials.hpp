@@ -88,6 +88,9 @@ struct RunState {
     // The observer of the trials' calls when they were made by other processes (trial tasks),
     // as their outcomes name it: this process's session selected none.
     std::string trials_observer;
+    // run.json's "executor": what made the trials (the local machine, one at a time, unless
+    // run --jobs or an executor says otherwise).
+    nlohmann::json executor = {{"kind", "local"}, {"jobs", 1}};
 };
 
 // What a trial's (or a preflight leg's) calls did.
