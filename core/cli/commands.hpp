@@ -26,7 +26,10 @@ struct PreflightOptions : call::CallOptions {
 
 struct RunCommandOptions {
     std::filesystem::path evaluation;  // EVAL_DIR
-    int jobs = 1;                      // trials at once; above 1, each a task of its own
+    // Trials at once (--jobs; [executor] jobs otherwise); above 1, each a task of its own.
+    std::optional<int> jobs;
+    // What makes the trials (--executor; [executor] kind otherwise): "local" or "slurm".
+    std::optional<std::string> executor;
     // Internal (--trial-task, hidden): this process is the task of one trial ("RUN_ID:N") of a
     // run begun by the run that started it (cli/trial_tasks.hpp).
     std::optional<std::string> trial_task;

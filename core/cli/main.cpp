@@ -297,9 +297,16 @@ int run(int argc, char **argv) {
         run_cmd->add_option("EVAL_DIR", run_opts.evaluation, "The evaluation folder")->required();
         run_cmd
             ->add_option("--jobs", run_opts.jobs,
-                         "Make up to N trials at once, each in a process of its own")
+                         "Make up to N trials at once, each by a task of its own ([executor] "
+                         "jobs otherwise)")
             ->option_text("N")
             ->check(CLI::Range(1, 64));
+        run_cmd
+            ->add_option("--executor", run_opts.executor,
+                         "What makes the trials: local (this machine) or slurm (a job array; "
+                         "[executor] kind otherwise)")
+            ->option_text("KIND")
+            ->check(CLI::IsMember({"local", "slurm"}));
         // Internal: how run --jobs starts each trial's task (docs/cli.md); not in --help.
         run_cmd->add_option("--trial-task", run_opts.trial_task)->group("");
         run_opts.argv.assign(argv, argv + argc);

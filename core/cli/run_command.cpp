@@ -13,6 +13,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/report.hpp"
+#include "cli/slurm_array.hpp"
 #include "cli/trial_tasks.hpp"
 #include "evaluation/login_asks.hpp"
 #include "evaluation/trials.hpp"
@@ -164,7 +165,10 @@ int run_command(const CommonOptions &common, const RunCommandOptions &options) {
 
     evaluation::RunState state{ev, session, source, evaluation::new_run_id()};
     state.logins = std::move(opened->logins);
-    state.executor["jobs"] = options.jobs;
+    const auto &settings = session.runtime().config.executor;
+    const int jobs = options.jobs.value_or(settings.jobs);
+    const auto executor = options.executor.value_or(settings.kind);
+    state.executor = {{"kind", executor}, {"jobs", jobs}};
     files::RunDirectory private_dir{session.private_root()};
     evaluation::begin_run(state, private_dir);
     console::err() << "tea-evaluate: run " << state.run_id << ": " << ev.trials << " trial"
@@ -181,11 +185,17 @@ int run_command(const CommonOptions &common, const RunCommandOptions &options) {
                        << ": this run will be Invalid\n";
     }
 
-    if (options.jobs == 1) {
+    if (jobs == 1 && executor == "local") {
         Progress progress{common.quiet, false};
         evaluation::run_trials(state, private_dir, progress);
     } else {
-        run_trial_tasks(state, options.argv, options.jobs);
+        evaluation::recording_failure(state, [&] {
+            if (executor == "slurm") {
+                run_slurm_array(state, options.argv, settings, jobs);
+            } else {
+                run_trial_tasks(state, options.argv, jobs);
+            }
+        });
     }
     const auto summary = evaluation::finish_run(state);
 

@@ -23,8 +23,7 @@ int trial_task_command(const CommonOptions &common, const RunCommandOptions &opt
     std::string why;
     const auto run = read_record(opened->ev.folder / "runs" / run_id / "run.json", &why);
     if (run.is_null()) {
-        throw usage_error("trial task " + std::to_string(index) + " of run " + run_id + ": " +
-                          why);
+        throw usage_error("trial task " + std::to_string(index) + " of run " + run_id + ": " + why);
     }
     evaluation::adopt_run(state, run, index, private_dir);
     const auto progress = progress_lines(common.quiet, true);
@@ -33,21 +32,10 @@ int trial_task_command(const CommonOptions &common, const RunCommandOptions &opt
     return state.interrupted != 0 ? 128 + state.interrupted : 0;
 }
 
-void run_trial_tasks(evaluation::RunState &state, const std::vector<std::string> &argv,
-                     int jobs) {
-    const int trials = state.ev.trials;
-    std::vector<ChildLaunch> launches;
-    for (int i = 1; i <= trials; ++i) {
-        launches.push_back({{"--trial-task", evaluation::trial_task_spec(state.run_id, i)},
-                            {},
-                            "the task of trial " + std::to_string(i)});
-    }
-    // A task that fails ends no other: its trial is an infrastructure error, the others count.
-    const auto children = run_child_processes(argv, launches, launches.size(), jobs,
-                                              [](const ChildEnd &) { return false; });
-    state.interrupted = children.interrupted;
-    for (int i = 1; i <= trials; ++i) {
-        const auto &end = children.ends[static_cast<std::size_t>(i) - 1];
+void merge_trial_outcomes(evaluation::RunState &state, const std::vector<TrialTaskEnd> &ends) {
+    for (std::size_t k = 0; k < ends.size(); ++k) {
+        const int i = static_cast<int>(k) + 1;
+        const auto &end = ends[k];
         if (!end.started) continue;  // interrupted before it started: not made, as in one process
         const auto file = evaluation::trial_outcome_file(state.records, i);
         std::string why;
@@ -68,14 +56,33 @@ void run_trial_tasks(evaluation::RunState &state, const std::vector<std::string>
             std::filesystem::remove(file, ec);
             continue;
         }
-        const bool interrupted = children.interrupted != 0 && end.status > 128;
-        if (interrupted) continue;  // ended by the run's own signal before its outcome
-        const auto reason = "its task ended with " + status_text(end.status) + ", and " + why;
+        // Ended by the run's own signal before its outcome: not made, as in one process.
+        if (state.interrupted != 0 && end.interrupted) continue;
+        const auto reason = "its task ended with " + end.how + ", and " + why;
         console::err() << "tea-evaluate: run " << state.run_id << ": trial " << i << ": " << reason
                        << '\n';
         state.run["failedTrialTasks"].push_back(
             {{"trialIndex", i}, {"status", end.status}, {"reason", reason}});
     }
+}
+
+void run_trial_tasks(evaluation::RunState &state, const std::vector<std::string> &argv, int jobs) {
+    const int trials = state.ev.trials;
+    std::vector<ChildLaunch> launches;
+    for (int i = 1; i <= trials; ++i) {
+        launches.push_back({{"--trial-task", evaluation::trial_task_spec(state.run_id, i)},
+                            {},
+                            "the task of trial " + std::to_string(i)});
+    }
+    // A task that fails ends no other: its trial is an infrastructure error, the others count.
+    const auto children = run_child_processes(argv, launches, launches.size(), jobs,
+                                              [](const ChildEnd &) { return false; });
+    state.interrupted = children.interrupted;
+    std::vector<TrialTaskEnd> ends;
+    for (const auto &end : children.ends) {
+        ends.push_back({end.started, end.status, status_text(end.status), end.status > 128});
+    }
+    merge_trial_outcomes(state, ends);
 }
 
 }  // namespace tea::cli

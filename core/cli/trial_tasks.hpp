@@ -18,6 +18,19 @@ namespace tea::cli {
 // when interrupted by signal N, or the runtime's exit code for what stopped it.
 int trial_task_command(const CommonOptions &common, const RunCommandOptions &options);
 
+// How a trial's task ended, as its executor saw it.
+struct TrialTaskEnd {
+    bool started = false;
+    int status = 0;            // the task's exit status, 128+N for signal N; -1 when unknown
+    std::string how;           // "exit status 1", "killed by signal 9", "Slurm state TIMEOUT"
+    bool interrupted = false;  // ended by a signal (the run's own, when state.interrupted)
+};
+
+// Each task's outcome (by trial, from 1) read back, checked and merged in the order of the
+// trials; a task without a whole one is named in failedTrialTasks, unless the run was
+// interrupted and it ended by the signal.
+void merge_trial_outcomes(evaluation::RunState &state, const std::vector<TrialTaskEnd> &ends);
+
 // The run's side, between begin_run and finish_run: every trial's task, up to `jobs` at once,
 // with `argv` (this process's command line); the outcomes merged into `state`. A signal that
 // would end the run is forwarded to every task (state.interrupted).

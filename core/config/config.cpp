@@ -124,12 +124,14 @@ class LayerReader {
                 budgets(table(value, name));
             } else if (name == "detectors") {
                 detectors(table(value, name));
+            } else if (name == "executor") {
+                executor(table(value, name));
             } else if (name == "plugin") {
                 plugin_tables(table(value, name));
             } else {
                 unknown(key, name,
                         {"confinement", "audit", "plugins", "call", "egress", "budgets",
-                         "detectors", "plugin"});
+                         "detectors", "executor", "plugin"});
             }
         }
     }
@@ -352,6 +354,62 @@ class LayerReader {
             } else {
                 unknown(key, path, {"host_unchanged"});
             }
+        }
+    }
+    void executor(const toml::table &t) {
+        auto &e = config_.executor;
+        for (const auto &[key, value] : t) {
+            const std::string name{key.str()};
+            const std::string path = "executor." + name;
+            if (name == "kind") {
+                e.kind = choice(value, path, {"local", "slurm"});
+            } else if (name == "jobs") {
+                e.jobs = static_cast<int>(integer(value, path, 1, 64));
+            } else if (name == "slurm_partition") {
+                e.slurm_partition = slurm_word(value, path);
+            } else if (name == "slurm_account") {
+                e.slurm_account = slurm_word(value, path);
+            } else if (name == "slurm_options") {
+                e.slurm_options = strings(value, path);
+                std::size_t index = 0;
+                for (const auto &option : e.slurm_options) {
+                    slurm_option(option, path + "[" + std::to_string(index++) + "]", value);
+                }
+            } else {
+                unknown(key, path,
+                        {"kind", "jobs", "slurm_partition", "slurm_account", "slurm_options"});
+            }
+        }
+    }
+    // A partition's or an account's name: letters, digits and . _ - only, or "" for none.
+    std::string slurm_word(const toml::node &node, const std::string &key) {
+        auto word = string(node, key);
+        for (const char c : word) {
+            if (std::isalnum(static_cast<unsigned char>(c)) == 0 && c != '.' && c != '_' &&
+                c != '-') {
+                throw config_error(origin_, node.source(), key,
+                                   "'" + word + "' is not a Slurm name (letters, digits, . _ -)");
+            }
+        }
+        return word;
+    }
+    // An sbatch argument the executor does not set itself: the array, the script, the output
+    // files and the working directory are the run's, and a second value would take them over.
+    void slurm_option(const std::string &option, const std::string &key, const toml::node &node) {
+        static const std::vector<std::string> owned{"--array",  "-a", "--wrap",  "--parsable",
+                                                    "--output", "-o", "--error", "-e",
+                                                    "--chdir",  "-D", "--wait",  "-W"};
+        const auto name = option.substr(0, option.find('='));
+        const bool taken = std::any_of(owned.begin(), owned.end(), [&](const std::string &o) {
+            return name == o || (o.size() == 2 && option.rfind(o, 0) == 0);
+        });
+        if (option.empty() || option[0] != '-' || taken) {
+            throw config_error(origin_, node.source(), key,
+                               "'" + option +
+                                   "' is not an sbatch option the executor leaves to you: one "
+                                   "option per item, its value attached (--mem=8G), and not one "
+                                   "of the array, the script, the output files or the working "
+                                   "directory, which it sets itself");
         }
     }
     // "N%", N from 1 to 100.

@@ -43,6 +43,15 @@ struct BudgetSettings {
     [[nodiscard]] std::uint64_t memory_on_host() const;
 };
 
+// [executor]: what makes a run's trials (docs/scale-out.md).
+struct ExecutorSettings {
+    std::string kind = "local";              // "local": this machine; "slurm": a job array
+    int jobs = 1;                            // trials at once (slurm: the array's throttle)
+    std::string slurm_partition;             // "": sbatch's default
+    std::string slurm_account;               // "": sbatch's default
+    std::vector<std::string> slurm_options;  // further sbatch arguments, one per item
+};
+
 struct Config {
     std::string backend;                     // "auto" or a backend plugin's name
     std::vector<std::string> backend_order;  // what "auto" tries, first available wins
@@ -56,6 +65,7 @@ struct Config {
     std::string egress;  // the egress plugin serving calls that list hosts
     CallSettings call;
     BudgetSettings budgets;
+    ExecutorSettings executor;
     // [detectors] host_unchanged: host files and trees outside the workspace that no run's target
     // may change, compared before and after each run (evaluation/leak_detectors.hpp).
     std::vector<std::filesystem::path> host_unchanged;

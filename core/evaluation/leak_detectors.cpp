@@ -86,7 +86,7 @@ RunLeakDetectors::~RunLeakDetectors() {
 }
 
 std::shared_ptr<RunLeakDetectors> RunLeakDetectors::for_trial_task(const stdfs::path &records,
-                                                                  const json &canaries) {
+                                                                   const json &canaries) {
     auto detectors = std::make_shared<RunLeakDetectors>(std::vector<GuardedTree>{});
     if (canaries.is_null()) return detectors;
     const auto sha256 = canaries.is_object() ? canaries.value("sha256", "") : std::string{};

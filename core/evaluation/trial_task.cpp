@@ -140,9 +140,9 @@ void check_trial_outcome(const json &outcome, const std::string &run_id, int ind
     require(outcome.contains("observed") && outcome["observed"].is_array(),
             "observed is not a list");
     for (const auto &o : outcome["observed"]) {
-        require(o.is_object() && o.contains("path") && o.contains("reason") &&
-                    o["reason"].is_string(),
-                "observed holds an item without a path and a reason");
+        require(
+            o.is_object() && o.contains("path") && o.contains("reason") && o["reason"].is_string(),
+            "observed holds an item without a path and a reason");
         (void)bytes::from_json(o["path"], "observed[].path");
     }
     require_trial_items(outcome, "egressRefusals", index);

@@ -972,7 +972,7 @@ void begin_run(RunState &state, files::RunDirectory &private_dir) {
 
 void run_trials(RunState &state, files::RunDirectory &private_dir, TrialProgress &progress) {
     const auto &ev = state.ev;
-    try {
+    recording_failure(state, [&] {
         for (int i = 1; i <= ev.trials && state.interrupted == 0; ++i) {
             if (const int sig = Signals::instance().pending(); sig != 0) {
                 state.interrupted = sig;
@@ -981,6 +981,12 @@ void run_trials(RunState &state, files::RunDirectory &private_dir, TrialProgress
             if (!run_trial(state, i, private_dir, progress)) break;
             save_run(state);
         }
+    });
+}
+
+void recording_failure(RunState &state, const std::function<void()> &trials) {
+    try {
+        trials();
     } catch (const std::exception &e) {
         // The record says the run failed and why; score refuses it. The private directories go
         // with private_dir as the error leaves.

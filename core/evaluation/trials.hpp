@@ -189,6 +189,10 @@ void begin_run(RunState &state, files::RunDirectory &private_dir);
 // recorded in run.json ("failed", with its error) and thrown on.
 void run_trials(RunState &state, files::RunDirectory &private_dir, TrialProgress &progress);
 
+// Runs `trials` (the run's trials, made by any executor); a failure is recorded in run.json
+// ("failed", with its error) and thrown on.
+void recording_failure(RunState &state, const std::function<void()> &trials);
+
 // The run's end: its status, the isolation manifest, then run.json with its summary line.
 RunSummary finish_run(RunState &state);
 

@@ -36,6 +36,7 @@
 #include "support/fake_bwrap.hpp"
 #include "support/process.hpp"
 #include "support/socket_io.hpp"
+#include "support/temp_dir.hpp"
 
 namespace tea {
 namespace {
@@ -786,12 +787,13 @@ TEST(Run, MalformedEvaluationNeverStartsATarget) {
 // Starts tea-evaluate run (or `command`) without waiting; returns its pid.
 pid_t spawn_run(const Project &p, const std::vector<std::string> &options = {},
                 const std::string &command = "run",
-                const std::vector<std::string> &command_options = {}) {
+                const std::vector<std::string> &command_options = {},
+                const std::vector<std::string> &host = {}) {
     std::vector<std::string> argv{TEA_EVALUATE_BIN, "-q"};
     argv.insert(argv.end(), options.begin(), options.end());
     argv.insert(argv.end(), {command, p.eval().string()});
     argv.insert(argv.end(), command_options.begin(), command_options.end());
-    const auto env = p.env();
+    const auto env = p.env(host);
     auto a = test::c_strings(argv);
     auto e = test::c_strings(env);
     posix_spawn_file_actions_t actions;
@@ -3770,6 +3772,144 @@ TEST(RunJobs, JobsOutOfRangeAndTrialTasksThatAreNotOfARunningRunAreRefused) {
     }
     EXPECT_EQ(test::read_file((dir / "run.json").string()), before);
     EXPECT_FALSE(fs::exists(dir / "trials" / "1" / "trial.json"));
+}
+
+// ---- run --executor slurm: the trials as one Slurm job array (docs/scale-out.md) ----
+
+// A single-node Slurm cluster of this machine for one test (scripts/slurm-up.sh), stopped and
+// removed with it (scripts/slurm-down.sh).
+class SlurmCluster {
+   public:
+    SlurmCluster() : dir_{"tea-slurm", fs::perms{0755}} {
+        const auto up = test::run(
+            {"/bin/bash", (kSource / "scripts" / "slurm-up.sh").string(), cluster().string()},
+            test::environment_with({}));
+        EXPECT_EQ(up.status, 0) << up.err;
+        conf_ = up.out.substr(0, up.out.find('\n'));
+    }
+    SlurmCluster(const SlurmCluster &) = delete;
+    SlurmCluster &operator=(const SlurmCluster &) = delete;
+    ~SlurmCluster() {
+        (void)test::run(
+            {"/bin/bash", (kSource / "scripts" / "slurm-down.sh").string(), cluster().string()},
+            test::environment_with({}));
+    }
+    // The variable that points Slurm's commands (and so the runtime's) at this cluster.
+    [[nodiscard]] std::string env() const { return "SLURM_CONF=" + conf_; }
+    // The jobs the cluster still holds.
+    [[nodiscard]] std::string queue() const {
+        return test::run({"squeue", "--noheader", "--array"}, test::environment_with({env()})).out;
+    }
+
+   private:
+    [[nodiscard]] fs::path cluster() const { return dir_.path() / "cluster"; }
+    test::TempDir dir_;
+    std::string conf_;
+};
+
+TEST(RunSlurm, TheArrayWritesTheRecordsALocalRunWrites) {
+    SlurmCluster slurm;
+    for (const char *example : {"quickstart", "leaky-target"}) {
+        Project p{std::string{"run-slurm-"} + example};
+        p.copy_example(example);
+        p.commit();
+        const auto local = p.tea({"--json", "run", p.eval().string()});
+        const auto array =
+            p.tea({"--json", "run", p.eval().string(), "--executor", "slurm", "--jobs", "2"},
+                  {slurm.env()});
+        const int expected = std::string{example} == "quickstart" ? 0 : 3;
+        EXPECT_EQ(local.status, expected) << local.err;
+        EXPECT_EQ(array.status, expected) << array.err;
+        const auto a = run_dir_of(local);
+        const auto b = run_dir_of(array);
+        ASSERT_FALSE(b.empty()) << array.out << array.err;
+        for (const char *record : {"run.json", "manifest.json"}) {
+            const auto left = without_executor(read_json(a / record));
+            const auto right = without_executor(read_json(b / record));
+            EXPECT_TRUE(left == right)
+                << example << ": " << record << ": " << json::diff(left, right).dump();
+        }
+        const auto run = read_json(b / "run.json");
+        EXPECT_EQ(run["executor"]["kind"], "slurm");
+        EXPECT_EQ(run["executor"]["jobs"], 2);
+        EXPECT_TRUE(run["executor"].contains("jobId")) << run["executor"].dump();
+        expect_schema_valid(b / "run.json", "run.schema.json");
+        const auto score = p.tea({"score", b.string()});
+        EXPECT_EQ(score.status, expected) << score.err;
+        EXPECT_EQ(p.leftover_run_dirs(), 0U);
+    }
+    EXPECT_EQ(slurm.queue(), "");
+}
+
+TEST(RunSlurm, ATaskCancelledIsAnInfrastructureErrorAndARunInterruptedCancelsItsArray) {
+    SlurmCluster slurm;
+    Project p{"run-slurm-cancel"};
+    write_simple_evaluation(p, R"(, "trials": 2)", task_target("4.625"));
+    p.commit();
+    // One task cancelled by the cluster's operator: its trial has no verdict; the other counts.
+    const pid_t pid =
+        spawn_run(p, {}, "run", {"--executor", "slurm", "--jobs", "2"}, {slurm.env()});
+    ASSERT_TRUE(wait_for_targets("4.625", 2));
+    fs::path dir;
+    for (const auto &e : fs::directory_iterator(p.eval() / "runs")) dir = e.path();
+    const auto job = read_json(dir / "run.json")["executor"].value("jobId", "");
+    ASSERT_FALSE(job.empty());
+    const auto cancelled =
+        test::run({"scancel", job + "_2"}, test::environment_with({slurm.env()}));
+    ASSERT_EQ(cancelled.status, 0) << cancelled.err;
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 3);
+    EXPECT_TRUE(wait_for_none(task_sleep("4.625")));
+    const auto run = read_json(dir / "run.json");
+    ASSERT_EQ(run["trials"].size(), 1U) << run.dump(2);
+    EXPECT_EQ(run["trials"][0]["verdict"]["verdict"], "pass");
+    ASSERT_EQ(run["failedTrialTasks"].size(), 1U) << run.dump(2);
+    EXPECT_EQ(run["failedTrialTasks"][0]["trialIndex"], 2);
+    EXPECT_NE(run["failedTrialTasks"][0]["reason"].get<std::string>().find("CANCELLED"),
+              std::string::npos)
+        << run.dump(2);
+    const auto score = p.tea({"score", dir.string()});
+    EXPECT_EQ(score.status, 3) << score.err;
+    EXPECT_NE(score.err.find("trial 2: its task ended with Slurm state CANCELLED"),
+              std::string::npos)
+        << score.err;
+
+    // The run interrupted: the array is cancelled with it, and nothing of it runs on.
+    const pid_t again =
+        spawn_run(p, {}, "run", {"--executor", "slurm", "--jobs", "2"}, {slurm.env()});
+    ASSERT_TRUE(wait_for_targets("4.625", 2));
+    ASSERT_EQ(::kill(again, SIGTERM), 0);
+    ASSERT_EQ(::waitpid(again, &status, 0), again);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);
+    EXPECT_TRUE(wait_for_none(task_sleep("4.625")));
+    EXPECT_EQ(slurm.queue(), "");
+    EXPECT_EQ(p.leftover_run_dirs(), 0U);
+}
+
+TEST(RunSlurm, ACommandLineOfHostileWordsReachesTheTasksAsItWasAndARefusedArrayIsExit12) {
+    SlurmCluster slurm;
+    Project p{"run-slurm-words"};
+    write_simple_evaluation(p);
+    p.commit();
+    // A configuration file whose name holds a quote, a space and a dollar: the task script
+    // quotes every word, so the tasks read the same file.
+    const auto config = p.root().parent_path() / "it's a $HOME config.toml";
+    test::write_file(config.string(), "[executor]\nkind = \"slurm\"\njobs = 2\n");
+    const auto r =
+        p.tea({"--json", "--config", config.string(), "run", p.eval().string()}, {slurm.env()});
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(read_json(run_dir_of(r) / "run.json")["executor"]["kind"], "slurm");
+    // Control: the same command line, on a partition the cluster does not have.
+    test::write_file(config.string(), "[executor]\nkind = \"slurm\"\nslurm_partition = \"none\"\n");
+    const auto none =
+        p.tea({"--json", "--config", config.string(), "run", p.eval().string()}, {slurm.env()});
+    EXPECT_EQ(none.status, 12) << none.err;
+    EXPECT_NE(none.err.find("sbatch did not take the run's array"), std::string::npos) << none.err;
+    EXPECT_NE(none.err.find("invalid partition"), std::string::npos) << none.err;
+    EXPECT_EQ(p.leftover_run_dirs(), 0U);
 }
 
 // ---- sealed briefs (docs/agent-evaluations.md) ----

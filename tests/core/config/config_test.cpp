@@ -54,6 +54,10 @@ std::string settings_of(const Config &c) {
     }
     out += '|' + std::to_string(c.call.output_cap_bytes) + '|' +
            std::to_string(c.call.kill_grace.count()) + '|' + c.plugin_tables.dump();
+    const auto &e = c.executor;
+    out += '|' + e.kind + ',' + std::to_string(e.jobs) + ',' + e.slurm_partition + ',' +
+           e.slurm_account;
+    for (const auto &option : e.slurm_options) out += ',' + option;
     const auto &b = c.budgets;
     out += '|' + std::to_string(b.memory_bytes) + ',' + std::to_string(b.memory_percent) + ',' +
            std::to_string(b.processes) + ',' + (b.cgroups ? "auto" : "off") + ',' + b.disk + ',' +
@@ -158,6 +162,42 @@ TEST(Config, HostUnchangedPathsResolveAgainstTheFile) {
         << message;
 }
 
+// What makes a run's trials: this machine one at a time by default; a Slurm array's options
+// that the executor sets itself, and names Slurm would read as something else, are refused.
+TEST(Config, TheExecutorIsLocalByDefaultAndItsSlurmOptionsAreChecked) {
+    Builder builder;
+    EXPECT_EQ(builder.get().executor.kind, "local");
+    EXPECT_EQ(builder.get().executor.jobs, 1);
+    builder.apply_text(
+        "[executor]\nkind = \"slurm\"\njobs = 8\nslurm_partition = \"eval-1\"\n"
+        "slurm_account = \"team_a\"\nslurm_options = [\"--qos=eval\", \"--mem=8G\", "
+        "\"--cpus-per-task=2\"]\n",
+        "f", "/etc/tea");
+    const auto &e = builder.get().executor;
+    EXPECT_EQ(e.kind, "slurm");
+    EXPECT_EQ(e.jobs, 8);
+    EXPECT_EQ(e.slurm_partition, "eval-1");
+    EXPECT_EQ(e.slurm_account, "team_a");
+    EXPECT_EQ(e.slurm_options, (std::vector<std::string>{"--qos=eval", "--mem=8G", "--cpus-per-task=2"}));
+    for (const auto &[text, why] : std::vector<std::pair<std::string, std::string>>{
+             {"kind = \"pbs\"", "executor.kind"},
+             {"jobs = 0", "executor.jobs"},
+             {"jobs = 65", "executor.jobs"},
+             {"slurm_partition = \"a b\"", "is not a Slurm name"},
+             {"slurm_account = \"a\\nb\"", "is not a Slurm name"},
+             {"slurm_options = [\"--array=1-2\"]", "executor.slurm_options[0]"},
+             {"slurm_options = [\"--qos=x\", \"-o\", \"/tmp/x\"]", "executor.slurm_options[1]"},
+             {"slurm_options = [\"-o/tmp/x\"]", "executor.slurm_options[0]"},
+             {"slurm_options = [\"--output=/tmp/x\"]", "executor.slurm_options[0]"},
+             {"slurm_options = [\"--chdir\"]", "executor.slurm_options[0]"},
+             {"slurm_options = [\"--wait\"]", "executor.slurm_options[0]"},
+             {"slurm_options = [\"\"]", "executor.slurm_options[0]"},
+             {"slurm_options = [\"-c\", \"2\"]", "executor.slurm_options[1]"}}) {
+        const auto message = error_of(builder, "[executor]\n" + text + "\n");
+        EXPECT_NE(message.find(why), std::string::npos) << text << ": " << message;
+    }
+}
+
 TEST(Config, UnknownKeyNamesFileLineAndKey) {
     Builder builder;
     const auto message = error_of(builder, "\n[confinement]\nbackend = \"a\"\nbakend = \"b\"\n");
@@ -174,8 +214,9 @@ TEST(Config, UnknownKeyNamesTheKnownKeysAndTheOneMeant) {
               std::string::npos)
         << message;
     message = error_of(builder, "[budget]\nmemory = 0\n");
-    EXPECT_NE(message.find("budget: unknown key (known keys here: confinement, audit, plugins, "
-                           "call, egress, budgets, detectors, plugin); did you mean 'budgets'?"),
+    EXPECT_NE(message.find(
+                  "budget: unknown key (known keys here: confinement, audit, plugins, "
+                  "call, egress, budgets, detectors, executor, plugin); did you mean 'budgets'?"),
               std::string::npos)
         << message;
     message = error_of(builder, "[budgets]\ndisk = \"tmfps\"\n");

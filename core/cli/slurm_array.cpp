@@ -1,0 +1,221 @@
+#include "cli/slurm_array.hpp"
+
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "cli/trial_tasks.hpp"
+#include "evaluation/trial_task.hpp"
+#include "exec/host_program.hpp"
+#include "files/beneath.hpp"
+#include "util/console.hpp"
+#include "util/error.hpp"
+#include "util/signals.hpp"
+
+namespace tea::cli {
+
+namespace stdfs = std::filesystem;
+
+namespace {
+
+// How long squeue may keep failing (slurmctld restarting, say) before the run gives up waiting.
+constexpr auto kSchedulerSilence = std::chrono::seconds{120};
+constexpr auto kPoll = std::chrono::milliseconds{250};
+
+stdfs::path own_program() {
+    std::error_code ec;
+    auto self = stdfs::read_symlink("/proc/self/exe", ec);
+    if (ec) throw runtime_failure("cannot read /proc/self/exe: " + ec.message());
+    return self;
+}
+
+// A task's time limit in minutes: every probe's call to its end and the evaluator's, and five
+// minutes for the task's own start, its workspace and its records. A call with no timeout of its
+// own counts an hour.
+long time_limit_minutes(const evaluation::Evaluation &ev) {
+    std::int64_t ms = ev.evaluator.max_elapsed_ms;
+    for (const auto &probe : ev.probes) {
+        const auto *entry = ev.entry(probe.entry);
+        ms += entry != nullptr && entry->max_elapsed_ms > 0 ? entry->max_elapsed_ms : 3'600'000;
+    }
+    return static_cast<long>(std::min<std::int64_t>(ms / 60'000 + 1 + 5, INT_MAX));
+}
+
+// The array's tasks Slurm still holds (pending or running), by index; nullopt when squeue
+// cannot be asked.
+std::optional<std::set<int>> queued_tasks(const std::string &job) {
+    const auto r =
+        exec::run_host_program({"squeue", "--noheader", "--array", "--jobs=" + job, "--format=%K"});
+    if (!r.ok()) return std::nullopt;
+    std::set<int> tasks;
+    std::istringstream lines{r.out};
+    for (std::string line; std::getline(lines, line);) {
+        try {
+            tasks.insert(std::stoi(line));
+        } catch (const std::exception &) {
+            // A pending array's line names a range ("1-16%2"): every one of them is still queued.
+            tasks.insert(0);
+        }
+    }
+    return tasks;
+}
+
+// How each task ended, as scontrol still tells (it forgets finished jobs after MinJobAge).
+std::map<int, std::pair<std::string, int>> task_states(const std::string &job) {
+    std::map<int, std::pair<std::string, int>> states;
+    const auto r = exec::run_host_program({"scontrol", "--oneliner", "show", "job", job});
+    if (!r.ok()) return states;
+    std::istringstream lines{r.out};
+    for (std::string line; std::getline(lines, line);) {
+        int task = 0;
+        std::string state;
+        int code = -1;
+        std::istringstream words{line};
+        for (std::string word; words >> word;) {
+            if (word.rfind("ArrayTaskId=", 0) == 0) {
+                try {
+                    task = std::stoi(word.substr(12));
+                } catch (const std::exception &) {
+                }
+            } else if (word.rfind("JobState=", 0) == 0) {
+                state = word.substr(9);
+            } else if (word.rfind("ExitCode=", 0) == 0) {
+                // EXIT:SIGNAL
+                const auto value = word.substr(9);
+                const auto colon = value.find(':');
+                try {
+                    const int exit = std::stoi(value.substr(0, colon));
+                    const int sig =
+                        colon == std::string::npos ? 0 : std::stoi(value.substr(colon + 1));
+                    code = sig != 0 ? 128 + sig : exit;
+                } catch (const std::exception &) {
+                }
+            }
+        }
+        if (task > 0) states[task] = {state, code};
+    }
+    return states;
+}
+
+void cancel(const std::string &job) {
+    (void)exec::run_host_program({"scancel", "--quiet", job});
+}
+
+}  // namespace
+
+std::string shell_quoted(const std::string &text) {
+    std::string out = "'";
+    for (const char c : text) {
+        if (c == '\'') {
+            out += "'\\''";
+        } else {
+            out += c;
+        }
+    }
+    return out + "'";
+}
+
+void run_slurm_array(evaluation::RunState &state, const std::vector<std::string> &argv,
+                     const config::ExecutorSettings &settings, int jobs) {
+    const int trials = state.ev.trials;
+    const auto dir = state.records / "slurm";
+    if (::mkdir(dir.c_str(), 0755) != 0) {
+        throw runtime_failure("cannot make " + dir.string() + ": " + errno_text(errno));
+    }
+    // The task's command: this binary, by the path it runs from, and this command line, with the
+    // trial Slurm gives the task. Every word is quoted: a path or an option of the user's own
+    // reaches the task as it was, whatever it holds.
+    std::string script = "#!/bin/sh\n# A task of run " + state.run_id +
+                         " (docs/scale-out.md): the trial of its index in the array.\nexec " +
+                         shell_quoted(own_program().string());
+    for (std::size_t i = 1; i < argv.size(); ++i) script += " " + shell_quoted(argv[i]);
+    script += " --trial-task " + shell_quoted(state.run_id + ":") + "\"$SLURM_ARRAY_TASK_ID\"\n";
+    files::write_atomically(dir / "task.sh", script);
+    std::error_code ec;
+    stdfs::permissions(dir / "task.sh", stdfs::perms{0755}, ec);
+
+    std::vector<std::string> sbatch{
+        "sbatch",
+        "--parsable",
+        "--job-name=tea-" + state.run_id,
+        "--array=1-" + std::to_string(trials) + "%" + std::to_string(jobs),
+        "--output=" + (dir / "%a.out").string(),
+        "--error=" + (dir / "%a.err").string(),
+        "--chdir=" + stdfs::current_path().string(),
+        "--time=" + std::to_string(time_limit_minutes(state.ev))};
+    if (!settings.slurm_partition.empty()) {
+        sbatch.push_back("--partition=" + settings.slurm_partition);
+    }
+    if (!settings.slurm_account.empty()) sbatch.push_back("--account=" + settings.slurm_account);
+    sbatch.insert(sbatch.end(), settings.slurm_options.begin(), settings.slurm_options.end());
+    sbatch.push_back((dir / "task.sh").string());
+    const auto submitted = exec::run_host_program(sbatch);
+    if (!submitted.ok()) {
+        throw host_error("sbatch did not take the run's array (" +
+                         (submitted.started ? "exit status " + std::to_string(submitted.status)
+                                            : submitted.start_error) +
+                         "): " + submitted.err.substr(0, 2000));
+    }
+    // "JOBID" or "JOBID;CLUSTER".
+    const auto job = submitted.out.substr(0, submitted.out.find_first_of(";\n"));
+    if (job.empty() || job.find_first_not_of("0123456789") != std::string::npos) {
+        cancel(job);
+        throw host_error("sbatch answered '" + submitted.out.substr(0, 200) +
+                         "', which names no job");
+    }
+    state.executor["jobId"] = job;
+    state.run["executor"] = state.executor;
+    evaluation::save_run(state);
+    console::err() << "tea-evaluate: run " << state.run_id << ": Slurm job array " << job << " of "
+                   << trials << " task" << (trials == 1 ? "" : "s") << ", " << jobs << " at once\n";
+
+    auto last_answer = std::chrono::steady_clock::now();
+    for (;;) {
+        pollfd signal{Signals::instance().fd(), POLLIN, 0};
+        const int ready = ::poll(&signal, 1, static_cast<int>(kPoll.count()));
+        if (ready > 0 && state.interrupted == 0) {
+            if (const int sig = Signals::instance().pending(); sig != 0) {
+                // The array ends with the run: nothing of it goes on making trials no record
+                // will hold.
+                state.interrupted = sig;
+                cancel(job);
+            }
+        }
+        const auto queued = queued_tasks(job);
+        if (queued) {
+            last_answer = std::chrono::steady_clock::now();
+            if (queued->empty()) break;
+        } else if (std::chrono::steady_clock::now() - last_answer > kSchedulerSilence) {
+            cancel(job);
+            throw host_error("squeue has not answered for " +
+                             std::to_string(kSchedulerSilence.count()) + " s about job " + job +
+                             "; the array was cancelled");
+        }
+    }
+
+    const auto states = task_states(job);
+    std::vector<TrialTaskEnd> ends;
+    for (int i = 1; i <= trials; ++i) {
+        const auto found = states.find(i);
+        TrialTaskEnd end;
+        // Every task is taken as started: one that never ran has no outcome, and one Slurm no
+        // longer knows of may have run, which only its outcome can say.
+        end.started = true;
+        end.status = found != states.end() ? found->second.second : -1;
+        end.how = found != states.end() ? "Slurm state " + found->second.first + " (exit " +
+                                              std::to_string(end.status) + ")"
+                                        : "a state Slurm no longer keeps";
+        end.interrupted = found != states.end() && found->second.first == "CANCELLED";
+        ends.push_back(end);
+    }
+    merge_trial_outcomes(state, ends);
+}
+
+}  // namespace tea::cli
