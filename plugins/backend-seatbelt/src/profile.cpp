@@ -84,6 +84,7 @@ void add(std::vector<std::string> &to, const std::string &path) {
 }
 
 std::vector<std::string> present(std::initializer_list<std::string> paths) {
+    // Each once, in order; an empty one (a directory the call does not have) left out.
     std::vector<std::string> out;
     for (const auto &p : paths) {
         add(out, p);
@@ -147,9 +148,15 @@ void private_root_rules(Writer &w, const ProfileRequest &r,
     w.comment("bridge's token. Closed whole; the call's own directories granted back below.");
     w.rule("deny", kFileAllOps, "subpath", {r.private_root}, "private root");
     w.comment("Their metadata answers (realpath, mkdir -p, cd resolve); their listing does not.");
-    w.rule("allow", "file-read-metadata", "literal", present({r.private_root, r.run_dir}),
-           "private root");
-    w.rule("allow", kFileAllOps, "subpath", present({r.home, r.temp_dir, r.bridge_dir}),
+    // A run's trial keeps its workspace in the run's directory too.
+    const bool workspace_inside = inside(r.workspace, r.private_root);
+    auto parents = present({r.private_root, r.run_dir});
+    if (workspace_inside) {
+        add(parents, parent_of(r.workspace));
+    }
+    w.rule("allow", "file-read-metadata", "literal", parents, "private root");
+    w.rule("allow", kFileAllOps, "subpath",
+           present({r.home, r.temp_dir, r.bridge_dir, workspace_inside ? r.workspace : ""}),
            "call directory");
     std::vector<std::string> readable = inside_root;
     if (!r.egress_socket.empty()) {
