@@ -1,6 +1,7 @@
 #include "sbpl_string.hpp"
 
 #include <nlohmann/json.hpp>
+#include <tea/bytes.hpp>
 #include <tea/plugin.hpp>
 
 namespace tea::seatbelt {
@@ -12,15 +13,6 @@ namespace {
 std::string shown(std::string_view path) {
     return nlohmann::json(std::string{path})
         .dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
-}
-
-bool valid_utf8(std::string_view s) {
-    try {
-        (void)nlohmann::json(std::string{s}).dump();
-        return true;
-    } catch (const nlohmann::json::type_error &) {
-        return false;
-    }
 }
 
 }  // namespace
@@ -44,7 +36,7 @@ void check_path(std::string_view path, std::string_view what) {
     }
     // APFS and HFS+ store names as UTF-8: a path that is not cannot name a file on macOS, and the
     // profile compiler's reading of such bytes is unknown.
-    if (!valid_utf8(path)) {
+    if (!tea::bytes::is_valid_utf8(path)) {
         throw tea::sdk::Unavailable("the " + std::string{what} + " path " + shown(path) +
                                     " is not UTF-8, which no macOS file system holds; rename it");
     }

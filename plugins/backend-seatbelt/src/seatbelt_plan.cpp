@@ -17,7 +17,28 @@ namespace fs = std::filesystem;
 using documents::ExecPlan;
 using documents::LaunchSpec;
 
+// Whether a component of `path` is empty, "." or "..", or it ends in a slash.
+bool needs_normalising(std::string_view path) {
+    std::size_t start = 1;
+    while (start <= path.size()) {
+        auto end = path.find('/', start);
+        if (end == std::string_view::npos) {
+            end = path.size();
+        }
+        const auto component = path.substr(start, end - start);
+        if ((component.empty() && path.size() > 1) || component == "." || component == "..") {
+            return true;
+        }
+        start = end + 1;
+    }
+    return false;
+}
+
 std::string normal(const std::string &path) {
+    // Most paths are normal already, and lexically_normal costs an allocation per component.
+    if (!needs_normalising(path)) {
+        return path;
+    }
     auto p = fs::path{path}.lexically_normal().string();
     while (p.size() > 1 && p.back() == '/') {
         p.pop_back();

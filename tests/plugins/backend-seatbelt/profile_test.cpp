@@ -191,6 +191,15 @@ TEST(SeatbeltProfile, PathsWithSpacesAndNonAsciiAreCarried) {
     EXPECT_FALSE(allowed(rules, "file-write-data", "/Users/dev/My Projects/other"));
 }
 
+TEST(SeatbeltProfile, PathsAreWrittenNormalised) {
+    auto spec = base_spec();
+    spec.withhold = {"/Users/dev/project/./.tea/", "/Users/dev//project/x/../.git"};
+    const auto rules = rules_of(profile_of(spec));
+    EXPECT_FALSE(allowed(rules, "file-read-data", "/Users/dev/project/.tea/contract.json"));
+    EXPECT_FALSE(allowed(rules, "file-read-data", "/Users/dev/project/.git/config"));
+    EXPECT_EQ(profile_of(spec), profile_of(base_spec()));
+}
+
 TEST(SeatbeltProfile, GraderKeepsTheHostButCannotWriteWhatGradesIt) {
     auto spec = base_spec();
     spec.role = "grader";
