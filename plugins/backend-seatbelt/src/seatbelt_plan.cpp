@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <string>
+#include <tea/environment_entries.hpp>
 #include <tea/plugin.hpp>
 #include <vector>
 
@@ -56,41 +57,22 @@ bool inside(const std::string &path, const std::string &dir) {
                       (d == "/" || p[d.size()] == '/'));
 }
 
-bool names(const std::string &entry, std::string_view name) {
-    return entry.size() > name.size() && entry.compare(0, name.size(), name) == 0 &&
-           entry[name.size()] == '=';
-}
-
-std::string env_value(const std::vector<std::string> &env, std::string_view name) {
-    std::string out;
-    for (const auto &e : env) {
-        if (names(e, name)) {
-            out = e.substr(name.size() + 1);
-        }
-    }
-    return out;
-}
-
-void set_env(std::vector<std::string> &env, std::string_view name, const std::string &value) {
-    std::erase_if(env, [&](const std::string &e) { return names(e, name); });
-    env.push_back(std::string{name} + "=" + value);
-}
-
 // The target's environment: the spec's exactly, but for the names the confinement owns.
 std::vector<std::string> target_environment(const LaunchSpec &spec) {
+    namespace entries = tea::environment_entries;
     std::vector<std::string> env = spec.env;
     // A coverage dump would be written wherever the variable points, outside the grants.
-    std::erase_if(env, [](const std::string &e) { return names(e, "NODE_V8_COVERAGE"); });
-    set_env(env, "PWD", spec.cwd);
+    entries::remove(env, "NODE_V8_COVERAGE");
+    entries::set(env, "PWD", spec.cwd);
     if (!spec.home.empty()) {
-        set_env(env, "HOME", spec.home);
-        set_env(env, "XDG_CONFIG_HOME", spec.home + "/.config");
-        set_env(env, "XDG_CACHE_HOME", spec.home + "/.cache");
-        set_env(env, "XDG_DATA_HOME", spec.home + "/.local/share");
+        entries::set(env, "HOME", spec.home);
+        entries::set(env, "XDG_CONFIG_HOME", spec.home + "/.config");
+        entries::set(env, "XDG_CACHE_HOME", spec.home + "/.cache");
+        entries::set(env, "XDG_DATA_HOME", spec.home + "/.local/share");
     }
     if (!spec.temp_dir.empty()) {
         for (const char *name : {"TMPDIR", "TMP", "TEMP"}) {
-            set_env(env, name, spec.temp_dir);
+            entries::set(env, name, spec.temp_dir);
         }
     }
     return env;
@@ -126,7 +108,7 @@ void check_places(const LaunchSpec &spec) {
         throw tea::sdk::Unavailable("the home " + spec.home + " lies inside the workspace " +
                                     spec.workspace + "; it must not");
     }
-    const auto host_tmp = env_value(spec.env, "TMPDIR");
+    const auto host_tmp = tea::environment_entries::value_of(spec.env, "TMPDIR");
     for (const auto &w : spec.withhold) {
         check_path(w, "withheld");
         // A temp directory inside the withheld folder would hand the target a way into it.
