@@ -88,6 +88,13 @@ void refuse_what_needs_a_view(const LaunchSpec &spec) {
             "trial's workspace rather than in the project's own checkout, or set "
             "\"confinement\": false");
     }
+    // A separate identity per call is a barrier the user asked for: never dropped in silence.
+    if (spec.identity) {
+        throw tea::sdk::Unavailable(
+            "the call was given an identity of its own (uid " + std::to_string(spec.identity->uid) +
+            ", [confinement] uid_range), which the Seatbelt backend cannot run a target as; remove "
+            "uid_range on macOS");
+    }
     if (!spec.login_files.empty()) {
         throw tea::sdk::Unavailable(
             "Seatbelt cannot show the login file " + spec.home + "/" +

@@ -30,6 +30,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -255,6 +256,7 @@ class Follower {
    private:
     bool start_stream() {
         const auto file = o_.trace_dir + "/log.ndjson";
+        const auto errors = o_.trace_dir + "/log.stderr";
         file_ = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
         int p[2];
         if (file_ < 0 || ::pipe(p) != 0) {
@@ -266,6 +268,9 @@ class Follower {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
         posix_spawn_file_actions_adddup2(&actions, p[1], 1);
         posix_spawn_file_actions_addclose(&actions, p[1]);
+        // What `log` says of itself goes beside the trace, never into the target's own stderr.
+        posix_spawn_file_actions_addopen(&actions, 2, errors.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                         0600);
         posix_spawnattr_t attr;
         posix_spawnattr_init(&attr);
         // Its own group, so a kill of the call's group does not end it before the closing canary.
@@ -277,14 +282,14 @@ class Follower {
         posix_spawn_file_actions_destroy(&actions);
         posix_spawnattr_destroy(&attr);
         ::close(p[1]);
-        stream_.emplace_back(p[0], file_);
+        stream_.emplace(p[0], file_);
         return stream_pid_ > 0;
     }
 
     void stop_stream() {
         if (stream_pid_ > 0) {
             ::kill(stream_pid_, SIGTERM);
-            stream_.back().close();
+            stream_->close();
             (void)wait_status(stream_pid_);
             stream_pid_ = -1;
         }
@@ -321,9 +326,9 @@ class Follower {
         }
         (void)wait_status(pid);
         const auto deadline = Clock::now() + o_.canary_wait;
-        while (!stream_.back().reported(reported_path)) {
-            if (Clock::now() >= deadline || !stream_.back().pump(std::chrono::milliseconds{50})) {
-                return stream_.back().reported(reported_path);
+        while (!stream_->reported(reported_path)) {
+            if (Clock::now() >= deadline || !stream_->pump(std::chrono::milliseconds{50})) {
+                return stream_->reported(reported_path);
             }
         }
         return true;
@@ -357,7 +362,7 @@ class Follower {
                 return status;
             }
             // The stream is drained while the target runs, so the log never waits on this process.
-            stream_.back().pump(std::chrono::milliseconds{50});
+            stream_->pump(std::chrono::milliseconds{50});
         }
     }
 
@@ -391,7 +396,7 @@ class Follower {
     std::string real_dir_;
     int file_ = -1;
     pid_t stream_pid_ = -1;
-    std::vector<Stream> stream_;  // one, made once the pipe exists
+    std::optional<Stream> stream_;  // made once the pipe exists
     nlohmann::json canaries_ = nlohmann::json::array();
 };
 

@@ -297,6 +297,10 @@ TEST(SeatbeltProfile, BadSpecsAreRefusedNamingThePath) {
     EXPECT_NE(refusal(spec).find("CLAUDE_CODE_OAUTH_TOKEN"), std::string::npos) << refusal(spec);
 
     spec = base_spec();
+    spec.identity = LaunchSpec::Identity{70001, 70001};
+    EXPECT_NE(refusal(spec).find("uid_range"), std::string::npos) << refusal(spec);
+
+    spec = base_spec();
     spec.cwd = "/Users/dev/elsewhere";
     EXPECT_NE(refusal(spec).find("/Users/dev/elsewhere lies outside the workspace"),
               std::string::npos)
