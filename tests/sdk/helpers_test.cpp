@@ -17,6 +17,7 @@
 #include <string>
 #include <tea/dirents.hpp>
 #include <tea/environment_entries.hpp>
+#include <tea/helper_path.hpp>
 #include <tea/namespace_init.hpp>
 #include <tea/path_components.hpp>
 #include <tea/read_all.hpp>
@@ -322,6 +323,13 @@ TEST_F(Helpers, NamespaceInitEndsAsSoonAsTheHostIsGone) {
     EXPECT_TRUE(init.running_after(100000));  // the control: it serves while the host reads
     ::close(init.reader);
     EXPECT_EQ(init.status(), tea::namespace_init::host_gone_status);
+}
+
+TEST(HelperPath, IsInTheLibexecFolderBesideTheFileThatHoldsTheCode) {
+    // Compiled into this test program, it names a place four folders above this program's file,
+    // as it does above a plugin's lib/tea-evaluate/plugins/<library>.so.
+    const auto found = tea::helper_path::beside_plugin("tea-sandbox-helper");
+    EXPECT_NE(found.find("libexec/tea-evaluate/tea-sandbox-helper"), std::string::npos) << found;
 }
 
 TEST(EnvironmentEntries, ReadSetAndRemoveByNameAlone) {

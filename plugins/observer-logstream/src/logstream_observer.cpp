@@ -9,7 +9,6 @@
 // probe    on macOS runs the follower's readiness probe alone; elsewhere answers "macOS only".
 //
 // Nothing of macOS is needed to build it: the programs it names are looked up when it runs.
-#include <dlfcn.h>
 #include <spawn.h>
 #include <sys/wait.h>
 
@@ -23,6 +22,7 @@
 #include <string>
 #include <string_view>
 #include <tea/documents.hpp>
+#include <tea/helper_path.hpp>
 #include <tea/plugin.hpp>
 
 #include "log_audit.hpp"
@@ -37,19 +37,6 @@ using nlohmann::json;
 constexpr const char *kMacOsOnly =
     "macOS only: the unified log and `log stream` exist only there (use the strace observer on "
     "Linux)";
-
-// The follower beside the runtime's other helpers: <prefix>/libexec/tea-evaluate, the plugin
-// being <prefix>/lib/tea-evaluate/plugins/<this>.so.
-std::string follower_path() {
-    Dl_info info{};
-    if (::dladdr(reinterpret_cast<void *>(&follower_path), &info) == 0 ||
-        info.dli_fname == nullptr) {
-        return {};
-    }
-    const auto prefix =
-        fs::path{info.dli_fname}.parent_path().parent_path().parent_path().parent_path();
-    return (prefix / "libexec" / "tea-evaluate" / "tea-logstream-follow").string();
-}
 
 std::string read_file(const std::string &path, bool &found) {
     std::ifstream in{path, std::ios::binary};
@@ -111,9 +98,14 @@ class LogStreamObserver {
                 "confinement is \"" +
                 plan.confinement + "\"");
         }
-        std::vector<std::string> argv{follower_path(), "--trace-dir", request.trace_dir,
-                                      "--log",         log_,          "--sandbox-exec",
-                                      sandbox_exec_,   "--"};
+        std::vector<std::string> argv{tea::helper_path::beside_plugin("tea-logstream-follow"),
+                                      "--trace-dir",
+                                      request.trace_dir,
+                                      "--log",
+                                      log_,
+                                      "--sandbox-exec",
+                                      sandbox_exec_,
+                                      "--"};
         argv.insert(argv.end(), plan.argv.begin(), plan.argv.end());
         plan.argv = std::move(argv);
         return tea::documents::encode(plan);
@@ -154,9 +146,14 @@ class LogStreamObserver {
         throw tea::sdk::Unavailable("cannot make a directory for the log's readiness probe");
     }
     const std::string dir = dir_template;
-    const std::vector<std::string> argv{
-        follower_path(), "--probe", "--trace-dir",    dir,
-        "--log",         log_,      "--sandbox-exec", sandbox_exec_};
+    const std::vector<std::string> argv{tea::helper_path::beside_plugin("tea-logstream-follow"),
+                                        "--probe",
+                                        "--trace-dir",
+                                        dir,
+                                        "--log",
+                                        log_,
+                                        "--sandbox-exec",
+                                        sandbox_exec_};
     std::vector<char *> args;
     for (const auto &a : argv) {
         args.push_back(const_cast<char *>(a.c_str()));  // NOLINT: posix_spawn's signature
