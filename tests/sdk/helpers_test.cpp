@@ -16,11 +16,14 @@
 #include <set>
 #include <string>
 #include <tea/dirents.hpp>
+#include <tea/environment_entries.hpp>
+#include <tea/helper_path.hpp>
 #include <tea/namespace_init.hpp>
 #include <tea/path_components.hpp>
 #include <tea/read_all.hpp>
 #include <tea/stamp.hpp>
 #include <tea/stream_relay.hpp>  // compiled as C++17 here; tested in tests/core/bridge
+#include <vector>
 
 #include "support/temp_dir.hpp"
 
@@ -320,6 +323,27 @@ TEST_F(Helpers, NamespaceInitEndsAsSoonAsTheHostIsGone) {
     EXPECT_TRUE(init.running_after(100000));  // the control: it serves while the host reads
     ::close(init.reader);
     EXPECT_EQ(init.status(), tea::namespace_init::host_gone_status);
+}
+
+TEST(HelperPath, IsInTheLibexecFolderBesideTheFileThatHoldsTheCode) {
+    // Compiled into this test program, it names a place four folders above this program's file,
+    // as it does above a plugin's lib/tea-evaluate/plugins/<library>.so.
+    const auto found = tea::helper_path::beside_plugin("tea-sandbox-helper");
+    EXPECT_NE(found.find("libexec/tea-evaluate/tea-sandbox-helper"), std::string::npos) << found;
+}
+
+TEST(EnvironmentEntries, ReadSetAndRemoveByNameAlone) {
+    namespace entries = tea::environment_entries;
+    std::vector<std::string> env{"A=1", "AB=2", "A=3", "NOEQUALS", "B=x=y"};
+    EXPECT_EQ(entries::value_of(env, "A"), "3");  // the last one
+    EXPECT_EQ(entries::value_of(env, "B"), "x=y");
+    EXPECT_EQ(entries::value_of(env, "NOEQUALS"), "");
+    EXPECT_EQ(entries::value_of(env, "C"), "");
+    entries::set(env, "A", "4");
+    EXPECT_EQ(env, (std::vector<std::string>{"AB=2", "NOEQUALS", "B=x=y", "A=4"}));
+    entries::remove(env, "B");
+    entries::remove(env, "NOEQUALS");  // an entry without '=' names nothing and stays
+    EXPECT_EQ(env, (std::vector<std::string>{"AB=2", "NOEQUALS", "A=4"}));
 }
 
 }  // namespace

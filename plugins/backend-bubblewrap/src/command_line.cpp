@@ -1,11 +1,11 @@
 #include "command_line.hpp"
 
-#include <dlfcn.h>
 #include <unistd.h>
 
 #include <array>
 #include <filesystem>
 #include <system_error>
+#include <tea/helper_path.hpp>
 #include <tea/plugin.hpp>
 #include <tea/program_path.hpp>
 #include <utility>
@@ -36,27 +36,12 @@ std::string find_program(const std::string &name) {
     return {};
 }
 
-namespace {
-
-std::string libexec_path(const char *name) {
-    Dl_info info{};
-    if (::dladdr(reinterpret_cast<void *>(&libexec_path), &info) == 0 ||
-        info.dli_fname == nullptr) {
-        return {};
-    }
-    const auto prefix =
-        fs::path{info.dli_fname}.parent_path().parent_path().parent_path().parent_path();
-    return (prefix / "libexec" / "tea-evaluate" / name).string();
-}
-
-}  // namespace
-
 std::string helper_path() {
-    return libexec_path("tea-sandbox-helper");
+    return tea::helper_path::beside_plugin("tea-sandbox-helper");
 }
 
 std::string view_builder_path() {
-    return libexec_path("tea-sandbox-view");
+    return tea::helper_path::beside_plugin("tea-sandbox-view");
 }
 
 std::vector<std::string> identity_prefix(const std::string &helper, const Identity &identity) {

@@ -1,39 +1,23 @@
 #include "environment.hpp"
 
 #include <algorithm>
+#include <tea/environment_entries.hpp>
 
 namespace tea::bwrap {
 
-namespace {
-
-bool names(const std::string &entry, std::string_view name) {
-    return entry.size() > name.size() && entry.compare(0, name.size(), name) == 0 &&
-           entry[name.size()] == '=';
-}
-
-}  // namespace
-
 std::string env_value(const std::vector<std::string> &env, std::string_view name) {
-    std::string out;
-    for (const auto &e : env) {
-        if (names(e, name)) {
-            out = e.substr(name.size() + 1);
-        }
-    }
-    return out;
+    return environment_entries::value_of(env, name);
 }
 
 void set_env(std::vector<std::string> &env, std::string_view name, const std::string &value) {
-    std::erase_if(env, [&](const std::string &e) { return names(e, name); });
-    env.push_back(std::string{name} + "=" + value);
+    environment_entries::set(env, name, value);
 }
 
 std::vector<std::string> target_environment(const documents::LaunchSpec &spec,
                                             const std::string &temp_mount) {
     std::vector<std::string> env = spec.env;
-    std::erase_if(env, [](const std::string &e) {
-        return e.rfind("NODE_V8_COVERAGE=", 0) == 0;  // a coverage dump would write outside
-    });
+    // A coverage dump would write outside.
+    environment_entries::remove(env, "NODE_V8_COVERAGE");
     set_env(env, "PWD", spec.cwd);
     set_env(env, "HOME", spec.home);
     set_env(env, "XDG_CONFIG_HOME", spec.home + "/.config");
