@@ -21,12 +21,16 @@ rm -rf "$out/_CPack_Packages"
 cpack --config "$build/CPackConfig.cmake" -G DEB -B "$(cd "$out" && pwd)" >/dev/null
 rm -rf "$out/_CPack_Packages"
 # CPack 3.25 writes a -dbgsym package's md5sums with its own staging paths rather than the
-# package's (so dpkg --verify cannot check them) and leaves the .debug files executable. Each is
-# rebuilt as debhelper would make it: debug sections compressed (a fifth of the installed size),
-# mode 644, md5sums of the paths the package installs.
+# package's (so dpkg --verify cannot check them), leaves the .debug files executable and gives the
+# package no copyright. Each is rebuilt as debhelper would make it: debug sections compressed (a
+# fifth of the installed size), mode 644, md5sums of the paths the package installs, and its doc
+# folder a link to that of the package it depends on (whose copyright covers it).
 for ddeb in "$out"/*.ddeb; do
   tree=$(mktemp -d)
   dpkg-deb --raw-extract "$ddeb" "$tree"
+  package=$(dpkg-deb --field "$ddeb" Package)
+  mkdir -p "$tree/usr/share/doc"
+  ln -s "${package%-dbgsym}" "$tree/usr/share/doc/$package"
   find "$tree/usr/lib/debug" -type f -name '*.debug' \
     -exec objcopy --compress-debug-sections=zlib {} \; -exec chmod 644 {} +
   (cd "$tree" && find usr -type f -print0 | sort -z | xargs -0 md5sum) >"$tree/DEBIAN/md5sums"
