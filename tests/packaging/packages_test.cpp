@@ -8,9 +8,11 @@
 // this process dies).
 #include <fnmatch.h>
 #include <gtest/gtest.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <future>
@@ -56,6 +58,31 @@ std::vector<std::string> installed_packages() {
         }
     }
     return out;
+}
+
+// If this process dies before its end (a crash, ctest's timeout), what it started must not go on
+// installing after packages.purge has purged: the test leads a process group of its own, and a
+// watchdog child, which the kernel tells of its parent's death, kills that group.
+void kill_group_when_this_process_dies() {
+    ASSERT_EQ(::setpgid(0, 0), 0);
+    const pid_t group = ::getpid();
+    sigset_t term;
+    sigset_t before;
+    ::sigemptyset(&term);
+    ::sigaddset(&term, SIGTERM);
+    ::sigprocmask(SIG_BLOCK, &term, &before);
+    const pid_t watchdog = ::fork();
+    if (watchdog == 0) {
+        ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (::getppid() == group) {
+            int signal = 0;
+            ::sigwait(&term, &signal);
+        }
+        ::kill(-group, SIGKILL);
+        ::_exit(0);
+    }
+    ::sigprocmask(SIG_SETMASK, &before, nullptr);
+    ASSERT_GT(watchdog, 0);
 }
 
 // Purges every tea-evaluate package when the test ends, however it ends.
@@ -104,6 +131,7 @@ TEST(Packages, InstallUsePurge) {
     ASSERT_EQ(::geteuid(), 0U) << "installs packages: the test runs as root (CI and this machine)";
     ASSERT_TRUE(installed_packages().empty())
         << "tea-evaluate packages are installed already; the test would purge them";
+    kill_group_when_this_process_dies();
     const PurgeAtEnd purge;
 
     // The page's commands, as a reader with a home of their own runs them from the repository.
