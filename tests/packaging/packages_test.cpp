@@ -213,6 +213,24 @@ TEST(Packages, InstallUsePurge) {
             << "packaging.md lists " << package << ", which scripts/package.sh does not make";
     }
 
+    // The dependencies the page names, and the runtime's conffile.
+    const auto field = [](const std::string &glob, const std::string &name) {
+        return shell("dpkg-deb --field " + kPackages.string() + "/" + glob + " " + name).out;
+    };
+    EXPECT_NE(field("tea-evaluate_*.deb", "Depends").find("libgit2"), std::string::npos);
+    for (const auto &plugin :
+         {"bubblewrap", "strace", "connect", "opt-out", "login-claude", "login-codex"}) {
+        const auto depends =
+            field("tea-evaluate-plugin-" + std::string{plugin} + "_*.deb", "Depends");
+        EXPECT_TRUE(depends.starts_with("tea-evaluate (>= " TEA_VERSION ")")) << depends;
+        // The backend runs bwrap (package bubblewrap), the observer strace.
+        if (std::string_view{plugin} == "bubblewrap" || std::string_view{plugin} == "strace") {
+            EXPECT_NE(depends.find(", " + std::string{plugin} + ","), std::string::npos) << depends;
+        }
+    }
+    EXPECT_EQ(shell("dpkg-deb --info " + kPackages.string() + "/tea-evaluate_*.deb conffiles").out,
+              "/etc/tea-evaluate/plugins.d/README\n");
+
     // A plugin built out of the tree against the installed SDK, with find_package(TeaSdk) from
     // /usr alone and with pkg-config, loaded by the installed runtime.
     const auto oot = base / "oot";
