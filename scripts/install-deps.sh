@@ -23,6 +23,7 @@ if ! $for_example; then
     chromium
     man-db groff-base bash-completion
     slurm-wlm munge
+    lintian
   )
 fi
 # When tea-evaluate runs as root, the bubblewrap backend runs targets as this

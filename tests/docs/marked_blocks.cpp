@@ -1,5 +1,6 @@
 #include "docs/marked_blocks.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -10,6 +11,7 @@ namespace {
 constexpr std::string_view kAnyText = "…";
 constexpr std::string_view kMarkerOpen = "<!-- test:";
 constexpr std::string_view kMarkerClose = "-->";
+constexpr std::string_view kIllustration = "<!-- illustration -->";
 
 std::string trimmed(std::string_view s) {
     const auto first = s.find_first_not_of(" \t");
@@ -70,6 +72,7 @@ std::vector<FencedBlock> fenced_blocks(const std::filesystem::path &page) {
         block.language = trimmed(std::string_view{lines[i]}.substr(indent + opening));
         block.language = block.language.substr(0, block.language.find(' '));
         block.marker = i > 0 ? marker_of(lines[i - 1]) : std::string{};
+        block.illustration = i > 0 && trimmed(lines[i - 1]) == kIllustration;
         std::size_t j = i + 1;
         for (; j < lines.size(); ++j) {
             if (fence_length(lines[j]) >= opening &&
@@ -92,6 +95,16 @@ std::vector<FencedBlock> fenced_blocks(const std::filesystem::path &page) {
         i = j;
     }
     return blocks;
+}
+
+bool is_command_example(const FencedBlock &block) {
+    if (block.language == "sh" || block.language == "bash" || block.language == "shell" ||
+        block.language == "console") {
+        return true;
+    }
+    const auto lines = lines_of(block.text);
+    return std::any_of(lines.begin(), lines.end(),
+                       [](const std::string &line) { return line.starts_with("$ "); });
 }
 
 bool shows_line(const std::string &pattern, const std::string &line) {

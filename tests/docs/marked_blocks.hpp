@@ -6,7 +6,10 @@
 //   ```
 //
 // The comment is invisible on the rendered page, so a reader sees the commands and outputs as they
-// are, and the test reads the same bytes the reader copies.
+// are, and the test reads the same bytes the reader copies. A command example that no test runs
+// says so on the line above instead:
+//
+//   <!-- illustration -->
 #pragma once
 
 #include <filesystem>
@@ -19,12 +22,17 @@ struct FencedBlock {
     int line = 0;          // the opening fence's line, 1-based
     std::string language;  // the first word after the fence ("" when none)
     std::string marker;    // what follows "test:" in the comment on the line above ("" unmarked)
-    std::string text;      // the lines inside, with the fence's indentation taken off
+    bool illustration = false;  // the line above is "<!-- illustration -->"
+    std::string text;           // the lines inside, with the fence's indentation taken off
 };
 
 // Every fenced block of the page, in order. An unterminated fence is refused (a test that would
 // read the rest of the page as one block would check nothing the reader sees).
 std::vector<FencedBlock> fenced_blocks(const std::filesystem::path &page);
+
+// Whether the block shows commands a reader would type: a shell block (sh, bash, shell, console)
+// or one with a line that starts with the prompt "$ ".
+bool is_command_example(const FencedBlock &block);
 
 // The lines of text, without their line feeds.
 std::vector<std::string> lines_of(const std::string &text);

@@ -56,8 +56,9 @@ for file in TeaSdkConfigVersion.cmake TeaSdkTargets.cmake plugin-manifest.toml.i
 done
 pc=$(find "$prefix" -name tea-sdk.pc)
 [ -n "$pc" ] || fail "tea-sdk.pc was not installed"
-# The sdk component is the SDK alone: no runtime, no plugin.
-unexpected=$(cd "$prefix" && find . -type f | grep -v -E '^\./include/tea/|/cmake/TeaSdk/|/pkgconfig/tea-sdk\.pc$' || true)
+# The sdk component is the SDK alone (and its package's copyright and changelog): no runtime, no
+# plugin.
+unexpected=$(cd "$prefix" && find . -type f | grep -v -E '^\./include/tea/|/cmake/TeaSdk/|/pkgconfig/tea-sdk\.pc$|^\./share/doc/tea-evaluate-sdk/(copyright|changelog\.gz)$' || true)
 [ -z "$unexpected" ] || fail "the sdk component installed more than the SDK: $unexpected"
 
 step "build the out-of-tree plugin with find_package(TeaSdk 1.0)"
