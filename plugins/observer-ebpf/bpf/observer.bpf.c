@@ -8,12 +8,15 @@
  * An open is reported by the file the kernel installed at the returned descriptor, never by the
  * path string the process passed: a thread that rewrites the string while the call runs cannot
  * disguise what was opened. */
+// The kernel's types come first: the libbpf headers are written against them.
+#include "vmlinux.h"
+// (a block of its own, so that the includes below are never sorted before it)
+
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
 #include "ebpf_event.h"
-#include "vmlinux.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
