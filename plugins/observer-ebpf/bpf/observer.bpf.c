@@ -401,27 +401,58 @@ static __always_inline __u64 arg(struct pt_regs *regs, __u8 abi, int i) {
     }
 }
 
-/* A file the process reached through a descriptor: its path as the kernel knows it. */
+/* The path string a call named, as it is in the process's memory when the call returns, into
+ * `str`, and the directory it is relative to into `base`: 0 when the string cannot be read. */
+static __always_inline long read_name(struct task_struct *task, long dirfd, __u64 user_path,
+                                      char *str, char *base, __u16 *base_bytes, __u8 *base_walk) {
+    long n = bpf_probe_read_user_str(str, TEA_EBPF_NAMES, (const void *)user_path);
+    if (n <= 0) return 0;
+    if (str[0] != '/') {
+        if ((int)dirfd == AT_FDCWD) {
+            *base_bytes = walk_path(task, BPF_CORE_READ(task, fs, pwd.dentry),
+                                    BPF_CORE_READ(task, fs, pwd.mnt), base, base_walk);
+        } else {
+            struct file *f = file_at(task, (int)dirfd);
+            *base_bytes = walk_path(task, f ? BPF_CORE_READ(f, f_path.dentry) : 0,
+                                    f ? BPF_CORE_READ(f, f_path.mnt) : 0, base, base_walk);
+        }
+    }
+    return n;
+}
+
+/* A file the process reached through a descriptor: its path as the kernel knows it. In a
+ * descriptor table that another task shares, that task can put another file on the number
+ * between the open and this program (dup2, or close and dup): the string the open named is then
+ * sent too, so that it is judged as well, as the strace observer judges it. */
 static __always_inline void report_file(struct task_struct *task, __u32 call_id, __u32 tgid,
-                                        __u16 kind, __u16 call, __u8 abi, long ret, long fd) {
+                                        __u16 kind, __u16 call, __u8 abi, long ret, long fd,
+                                        long dirfd, __u64 user_path) {
     struct file *f = file_at(task, fd);
     struct scratch *s = scratch_for(call_id, tgid, kind);
     if (!s) return;
     s->e.call = call;
     s->e.abi = abi;
     s->e.ret = (__s32)ret;
-    if (!f) {
+    if (f) {
+        s->e.file_flags = BPF_CORE_READ(f, f_flags);
+        s->e.file_mode = BPF_CORE_READ(f, f_mode);
+        __u8 status = 0;
+        s->e.bytes[0] = walk_path(task, BPF_CORE_READ(f, f_path.dentry),
+                                  BPF_CORE_READ(f, f_path.mnt), s->data, &status);
+        s->e.walk[0] = status;
+    } else {
+        /* Closed again by another task before this program ran. */
         s->e.walk[0] = TEA_EBPF_WALK_NO_FILE;
+    }
+    if (user_path == 0 || BPF_CORE_READ(task, files, count.counter) <= 1) {
         send(s, 1);
         return;
     }
-    s->e.file_flags = BPF_CORE_READ(f, f_flags);
-    s->e.file_mode = BPF_CORE_READ(f, f_mode);
-    __u8 status = 0;
-    s->e.bytes[0] = walk_path(task, BPF_CORE_READ(f, f_path.dentry), BPF_CORE_READ(f, f_path.mnt),
-                              s->data, &status);
-    s->e.walk[0] = status;
-    send(s, 1);
+    long n = read_name(task, dirfd, user_path, s->data + TEA_EBPF_REGION,
+                       s->data + 2 * TEA_EBPF_REGION, &s->e.bytes[2], &s->e.walk[2]);
+    s->e.walk[1] = n > 0 ? TEA_EBPF_WALK_ROOT : TEA_EBPF_WALK_NO_FILE;
+    s->e.bytes[1] = n > 0 ? (__u16)n : 0;
+    send(s, s->e.bytes[2] > 0 ? 3 : 2);
 }
 
 /* A call that names a path: the string as the kernel took it (read back when the call returns)
@@ -436,22 +467,10 @@ static __always_inline void report_named(struct task_struct *task, __u32 call_id
     s->e.role = role;
     s->e.ret = (__s32)ret;
     s->e.file_flags = flags;
-    long n =
-        bpf_probe_read_user_str(s->data + TEA_EBPF_REGION, TEA_EBPF_NAMES, (const void *)user_path);
+    long n = read_name(task, dirfd, user_path, s->data + TEA_EBPF_REGION, s->data, &s->e.bytes[0],
+                       &s->e.walk[0]);
     s->e.walk[1] = n > 0 ? TEA_EBPF_WALK_ROOT : TEA_EBPF_WALK_NO_FILE;
     s->e.bytes[1] = n > 0 ? (__u16)n : 0;
-    if (n > 0 && s->data[TEA_EBPF_REGION] != '/') {
-        __u8 status = 0;
-        if ((int)dirfd == AT_FDCWD) {
-            s->e.bytes[0] = walk_path(task, BPF_CORE_READ(task, fs, pwd.dentry),
-                                      BPF_CORE_READ(task, fs, pwd.mnt), s->data, &status);
-        } else {
-            struct file *f = file_at(task, (int)dirfd);
-            s->e.bytes[0] = walk_path(task, f ? BPF_CORE_READ(f, f_path.dentry) : 0,
-                                      f ? BPF_CORE_READ(f, f_path.mnt) : 0, s->data, &status);
-        }
-        s->e.walk[0] = status;
-    }
     send(s, 2);
 }
 
@@ -490,7 +509,8 @@ int on_sys_exit(struct bpf_raw_tracepoint_args *ctx) {
         case TEA_EBPF_OPEN:
         case TEA_EBPF_CREAT:
             if (ret >= 0)
-                report_file(task, call_id, tgid, TEA_EBPF_OPENED, call, abi, ret, ret);
+                report_file(task, call_id, tgid, TEA_EBPF_OPENED, call, abi, ret, ret, AT_FDCWD,
+                            arg(regs, abi, 0));
             else
                 report_named(task, call_id, tgid, call, abi, ret, TEA_EBPF_ROLE_ONLY, AT_FDCWD,
                              arg(regs, abi, 0),
@@ -500,7 +520,8 @@ int on_sys_exit(struct bpf_raw_tracepoint_args *ctx) {
         case TEA_EBPF_OPENAT:
         case TEA_EBPF_OPENAT2:
             if (ret >= 0) {
-                report_file(task, call_id, tgid, TEA_EBPF_OPENED, call, abi, ret, ret);
+                report_file(task, call_id, tgid, TEA_EBPF_OPENED, call, abi, ret, ret,
+                            arg(regs, abi, 0), arg(regs, abi, 1));
             } else {
                 __u32 flags = (__u32)arg(regs, abi, 2);
                 if (call == TEA_EBPF_OPENAT2) {
@@ -515,13 +536,14 @@ int on_sys_exit(struct bpf_raw_tracepoint_args *ctx) {
             return 0;
         case TEA_EBPF_OPEN_BY_HANDLE_AT:
             /* A failed one names no path; a handle that opened is judged by its file. */
-            if (ret >= 0) report_file(task, call_id, tgid, TEA_EBPF_OPENED, call, abi, ret, ret);
+            if (ret >= 0)
+                report_file(task, call_id, tgid, TEA_EBPF_OPENED, call, abi, ret, ret, 0, 0);
             return 0;
         case TEA_EBPF_GETDENTS:
         case TEA_EBPF_GETDENTS64:
             if (ret >= 0)
-                report_file(task, call_id, tgid, TEA_EBPF_LISTED, call, abi, ret,
-                            arg(regs, abi, 0));
+                report_file(task, call_id, tgid, TEA_EBPF_LISTED, call, abi, ret, arg(regs, abi, 0),
+                            0, 0);
             return 0;
         case TEA_EBPF_EXECVE:
             /* A successful one is reported by sched_process_exec, with the file it runs. */

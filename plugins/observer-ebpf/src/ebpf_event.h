@@ -18,7 +18,9 @@
 
 /* What an event reports. */
 enum tea_ebpf_kind {
-    TEA_EBPF_OPENED = 1, /* an open-like call that installed a descriptor: region 0 is its file */
+    TEA_EBPF_OPENED = 1, /* an open-like call that installed a descriptor: region 0 is its file;
+                            in a descriptor table another task shares, region 1 is the string
+                            the call named and region 2 the directory it is relative to */
     TEA_EBPF_NAMED = 2,  /* a call that names a path (a failed open, readlink, a name change):
                             region 0 is the base the string is relative to, region 1 the string */
     TEA_EBPF_LISTED = 3, /* getdents on a descriptor: region 0 is the directory's file */

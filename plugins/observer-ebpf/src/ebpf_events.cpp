@@ -100,6 +100,10 @@ std::string_view walk_failure(std::uint8_t walk) {
 bool region(std::string_view record, const tea_ebpf_event &e, int i, std::string_view *out) {
     const std::size_t at = kHeader + static_cast<std::size_t>(i) * TEA_EBPF_REGION;
     const std::size_t bytes = e.bytes[i];
+    if (bytes == 0) {
+        *out = {};
+        return true;
+    }
     if (bytes > TEA_EBPF_NAMES + TEA_EBPF_NAME_MAX || at + bytes > record.size()) {
         return false;
     }
@@ -162,7 +166,8 @@ void decode_record(std::string_view record, DecodeTally &tally, const EventSink 
     switch (e.kind) {
         case TEA_EBPF_OPENED:
         case TEA_EBPF_LISTED: {
-            if (!region(record, e, 0, &r0)) {
+            if (!region(record, e, 0, &r0) || !region(record, e, 1, &r1) ||
+                !region(record, e, 2, &r2)) {
                 ++tally.malformed;
                 return;
             }
@@ -173,14 +178,29 @@ void decode_record(std::string_view record, DecodeTally &tally, const EventSink 
             const bool whole = e.walk[0] == TEA_EBPF_WALK_ROOT;
             const auto access =
                 e.kind == TEA_EBPF_LISTED ? Access::list : open_access(e.file_flags, e.file_mode);
+            // In a shared descriptor table, what the string named is judged too: another task
+            // could have put a decoy on the descriptor before the program read it.
+            std::string named;
+            if (e.bytes[1] > 0 && e.walk[1] == TEA_EBPF_WALK_ROOT && !c_string(r1).empty()) {
+                const auto name = c_string(r1);
+                if (name[0] == '/' || e.walk[2] == TEA_EBPF_WALK_ROOT) {
+                    named = joined(path_of_names(r2), name);
+                }
+                if (named == path) {
+                    named.clear();
+                }
+            }
+            // With no file left at the descriptor, the name is all there is to list.
+            const bool name_only = e.walk[0] == TEA_EBPF_WALK_NO_FILE && !named.empty();
+            const std::string_view asked = name_only ? named : path;
             sink({pid,
                   call_name(e.call),
-                  path,
+                  asked,
                   whole ? std::string_view{path} : std::string_view{},
                   access,
                   true,
                   {},
-                  {},
+                  named,
                   whole ? std::string_view{} : walk_failure(e.walk[0]),
                   1});
             return;
@@ -199,14 +219,19 @@ void decode_record(std::string_view record, DecodeTally &tally, const EventSink 
             const bool base_whole = !relative || e.walk[0] == TEA_EBPF_WALK_ROOT;
             const auto asked = joined(path_of_names(r0), name);
             const auto error = errno_name(e.ret);
+            const auto access = named_access(e);
+            // A name written, made, removed or run reached whatever its links led to when the
+            // call ran: the runtime follows it on the host after the call (the judge's "named").
+            const bool follow = access == Access::write || access == Access::create ||
+                                access == Access::remove || access == Access::exec;
             sink({pid,
                   call_name(e.call),
                   asked,
                   {},
-                  named_access(e),
+                  access,
                   e.ret >= 0,
                   error,
-                  {},
+                  follow ? std::string_view{asked} : std::string_view{},
                   base_whole ? std::string_view{} : walk_failure(e.walk[0]),
                   1});
             return;
@@ -238,7 +263,7 @@ void decode_record(std::string_view record, DecodeTally &tally, const EventSink 
                       Access::exec,
                       true,
                       {},
-                      {},
+                      asked,
                       base_whole ? std::string_view{} : walk_failure(e.walk[2]),
                       1});
                 sink({pid,
