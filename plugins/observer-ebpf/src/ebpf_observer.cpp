@@ -14,6 +14,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
@@ -22,6 +23,8 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -78,6 +81,30 @@ std::string load_failure(int error) {
         why += ": loading them needs root, or CAP_BPF with CAP_PERFMON";
     }
     return why;
+}
+
+// Whether this process may load tracing programs: CAP_SYS_ADMIN, or CAP_BPF with CAP_PERFMON, in
+// its effective set. Asked first, so that an unprivileged user is told at once, without libbpf
+// parsing the kernel's BTF for a load the kernel would refuse.
+bool may_load_tracing_programs() {
+    constexpr unsigned kSysAdmin = 21;
+    constexpr unsigned kPerfmon = 38;
+    constexpr unsigned kBpf = 39;
+    const int fd = ::open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return true;  // the kernel will say
+    }
+    std::string text(8192, '\0');
+    const ssize_t n = ::read(fd, text.data(), text.size());
+    ::close(fd);
+    text.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+    const auto at = text.find("CapEff:\t");
+    if (at == std::string::npos) {
+        return true;
+    }
+    const auto caps = std::strtoull(text.c_str() + at + 8, nullptr, 16);
+    const auto has = [caps](unsigned cap) { return ((caps >> cap) & 1U) != 0; };
+    return has(kSysAdmin) || (has(kBpf) && has(kPerfmon));
 }
 
 int no_libbpf_log(enum libbpf_print_level /*level*/, const char * /*format*/, va_list /*args*/) {
@@ -145,6 +172,9 @@ class EbpfObserver {
             throw tea::sdk::Unavailable("its enter program " +
                                         (enter_.empty() ? std::string{"(not found)"} : enter_) +
                                         " is missing; reinstall the plugin");
+        }
+        if (!may_load_tracing_programs()) {
+            throw tea::sdk::Unavailable(load_failure(EPERM));
         }
         libbpf_set_print(no_libbpf_log);
         auto *skel = observer_bpf__open();

@@ -202,6 +202,41 @@ TEST_F(Audit, AnObserverOlderThanTheTargetStartHintIsRefused) {
     EXPECT_NE(current.err.find("good-observer"), std::string::npos) << current;
 }
 
+#ifdef TEA_EBPF_OBSERVER
+// Loading the eBPF observer's programs needs root: an unprivileged user is told so (exit 12),
+// never given an unaudited call; "auto" with it first in its order then audits with strace.
+TEST_F(Audit, TheEbpfObserverRefusesAnUnprivilegedUserAndAutoPassesToTheNext) {
+    become_unprivileged();
+    const auto refused = run({.command = {"cat", key()}, .options = {"--observer", "ebpf"}});
+    EXPECT_EQ(refused.status, 12) << refused;
+    EXPECT_NE(refused.err.find("needs root"), std::string::npos) << refused;
+    EXPECT_EQ(refused.err.find("PRIVATE KEY"), std::string::npos) << "nothing ran" << refused;
+    const auto [r, record] = [&] {
+        const auto res = run({.command = {"cat", key()},
+                              .config = "[audit]\nauto_order = [\"ebpf\", \"strace\"]\n",
+                              .options = {"--json"}});
+        return std::pair{res, json::parse(res.out, nullptr, false)};
+    }();
+    EXPECT_EQ(r.status, 0) << r;
+    EXPECT_EQ(record["audit"].value("observer", ""), "strace") << r;
+    EXPECT_TRUE(lists(record, key())) << r;
+}
+
+// Control: where its programs load (root), "auto" with it first audits with it.
+TEST_F(Audit, AutoTakesTheEbpfObserverWhereItLoads) {
+    if (::geteuid() != 0) {
+        GTEST_SKIP() << "loading BPF programs needs root";
+    }
+    const auto r = run({.command = {"cat", key()},
+                        .config = "[audit]\nauto_order = [\"ebpf\", \"strace\"]\n",
+                        .options = {"--json"}});
+    const auto record = json::parse(r.out, nullptr, false);
+    EXPECT_EQ(r.status, 0) << r;
+    EXPECT_EQ(record["audit"].value("observer", ""), "ebpf") << r;
+    EXPECT_TRUE(lists(record, key())) << r;
+}
+#endif
+
 // The observer writes each event's paths into its JSON answer: quotes, backslashes, control
 // bytes and bytes that are not UTF-8 must come back as the very names the target opened.
 TEST_F(Audit, HostilePathNamesAreListedExactly) {
