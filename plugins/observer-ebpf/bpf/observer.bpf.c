@@ -408,14 +408,19 @@ static __always_inline long read_name(struct task_struct *task, long dirfd, __u6
     long n = bpf_probe_read_user_str(str, TEA_EBPF_NAMES, (const void *)user_path);
     if (n <= 0) return 0;
     if (str[0] != '/') {
+        struct dentry *d = 0;
+        struct vfsmount *m = 0;
         if ((int)dirfd == AT_FDCWD) {
-            *base_bytes = walk_path(task, BPF_CORE_READ(task, fs, pwd.dentry),
-                                    BPF_CORE_READ(task, fs, pwd.mnt), base, base_walk);
+            d = BPF_CORE_READ(task, fs, pwd.dentry);
+            m = BPF_CORE_READ(task, fs, pwd.mnt);
         } else {
             struct file *f = file_at(task, (int)dirfd);
-            *base_bytes = walk_path(task, f ? BPF_CORE_READ(f, f_path.dentry) : 0,
-                                    f ? BPF_CORE_READ(f, f_path.mnt) : 0, base, base_walk);
+            if (f) {
+                d = BPF_CORE_READ(f, f_path.dentry);
+                m = BPF_CORE_READ(f, f_path.mnt);
+            }
         }
+        *base_bytes = walk_path(task, d, m, base, base_walk);
     }
     return n;
 }
@@ -474,6 +479,18 @@ static __always_inline void report_named(struct task_struct *task, __u32 call_id
     send(s, 2);
 }
 
+/* What a system call's exit reports, worked out first so that each reporting function has one
+ * call site: the verifier then walks each of them once, not once per system call. */
+struct report {
+    __u16 kind; /* TEA_EBPF_OPENED, TEA_EBPF_LISTED or TEA_EBPF_NAMED; 0: nothing */
+    __u8 names; /* named paths: 1, or 2 for a rename */
+    long fd;    /* the descriptor whose file is reported */
+    long dirfd[2];
+    __u64 path[2];
+    __u8 role[2];
+    __u32 flags;
+};
+
 SEC("raw_tp/sys_exit")
 int on_sys_exit(struct bpf_raw_tracepoint_args *ctx) {
     struct pt_regs *regs = (struct pt_regs *)ctx->args[0];
@@ -505,57 +522,58 @@ int on_sys_exit(struct bpf_raw_tracepoint_args *ctx) {
     __u32 *tracked_id = bpf_map_lookup_elem(&tracked, &tgid);
     if (!tracked_id) return 0;
     __u32 call_id = *tracked_id;
+
+    struct report r = {.names = 1, .dirfd = {AT_FDCWD, AT_FDCWD}};
     switch (call) {
         case TEA_EBPF_OPEN:
         case TEA_EBPF_CREAT:
-            if (ret >= 0)
-                report_file(task, call_id, tgid, TEA_EBPF_OPENED, call, abi, ret, ret, AT_FDCWD,
-                            arg(regs, abi, 0));
-            else
-                report_named(task, call_id, tgid, call, abi, ret, TEA_EBPF_ROLE_ONLY, AT_FDCWD,
-                             arg(regs, abi, 0),
-                             call == TEA_EBPF_CREAT ? 01101 /* O_CREAT|O_WRONLY|O_TRUNC */
-                                                    : (__u32)arg(regs, abi, 1));
-            return 0;
+            r.kind = ret >= 0 ? TEA_EBPF_OPENED : TEA_EBPF_NAMED;
+            r.fd = ret;
+            r.path[0] = arg(regs, abi, 0);
+            r.flags = call == TEA_EBPF_CREAT ? 01101 /* O_CREAT|O_WRONLY|O_TRUNC */
+                                             : (__u32)arg(regs, abi, 1);
+            break;
         case TEA_EBPF_OPENAT:
         case TEA_EBPF_OPENAT2:
-            if (ret >= 0) {
-                report_file(task, call_id, tgid, TEA_EBPF_OPENED, call, abi, ret, ret,
-                            arg(regs, abi, 0), arg(regs, abi, 1));
-            } else {
-                __u32 flags = (__u32)arg(regs, abi, 2);
-                if (call == TEA_EBPF_OPENAT2) {
-                    __u64 how_flags = 0;
-                    bpf_probe_read_user(&how_flags, sizeof(how_flags),
-                                        (const void *)arg(regs, abi, 2));
-                    flags = (__u32)how_flags;
-                }
-                report_named(task, call_id, tgid, call, abi, ret, TEA_EBPF_ROLE_ONLY,
-                             arg(regs, abi, 0), arg(regs, abi, 1), flags);
+            r.kind = ret >= 0 ? TEA_EBPF_OPENED : TEA_EBPF_NAMED;
+            r.fd = ret;
+            r.dirfd[0] = arg(regs, abi, 0);
+            r.path[0] = arg(regs, abi, 1);
+            r.flags = (__u32)arg(regs, abi, 2);
+            if (call == TEA_EBPF_OPENAT2) {
+                __u64 how_flags = 0;
+                bpf_probe_read_user(&how_flags, sizeof(how_flags), (const void *)arg(regs, abi, 2));
+                r.flags = (__u32)how_flags;
             }
-            return 0;
+            break;
         case TEA_EBPF_OPEN_BY_HANDLE_AT:
             /* A failed one names no path; a handle that opened is judged by its file. */
-            if (ret >= 0)
-                report_file(task, call_id, tgid, TEA_EBPF_OPENED, call, abi, ret, ret, 0, 0);
-            return 0;
+            if (ret >= 0) {
+                r.kind = TEA_EBPF_OPENED;
+                r.fd = ret;
+            }
+            break;
         case TEA_EBPF_GETDENTS:
         case TEA_EBPF_GETDENTS64:
-            if (ret >= 0)
-                report_file(task, call_id, tgid, TEA_EBPF_LISTED, call, abi, ret, arg(regs, abi, 0),
-                            0, 0);
-            return 0;
+            if (ret >= 0) {
+                r.kind = TEA_EBPF_LISTED;
+                r.fd = arg(regs, abi, 0);
+            }
+            break;
         case TEA_EBPF_EXECVE:
             /* A successful one is reported by sched_process_exec, with the file it runs. */
-            if (ret < 0)
-                report_named(task, call_id, tgid, call, abi, ret, TEA_EBPF_ROLE_ONLY, AT_FDCWD,
-                             arg(regs, abi, 0), 0);
-            return 0;
+            if (ret < 0) {
+                r.kind = TEA_EBPF_NAMED;
+                r.path[0] = arg(regs, abi, 0);
+            }
+            break;
         case TEA_EBPF_EXECVEAT:
-            if (ret < 0)
-                report_named(task, call_id, tgid, call, abi, ret, TEA_EBPF_ROLE_ONLY,
-                             arg(regs, abi, 0), arg(regs, abi, 1), 0);
-            return 0;
+            if (ret < 0) {
+                r.kind = TEA_EBPF_NAMED;
+                r.dirfd[0] = arg(regs, abi, 0);
+                r.path[0] = arg(regs, abi, 1);
+            }
+            break;
         case TEA_EBPF_IO_URING_SETUP:
             if (ret >= 0) {
                 struct tea_ebpf_call_counts *c = bpf_map_lookup_elem(&calls, &call_id);
@@ -568,43 +586,65 @@ int on_sys_exit(struct bpf_raw_tracepoint_args *ctx) {
         case TEA_EBPF_UNLINK:
         case TEA_EBPF_RMDIR:
         case TEA_EBPF_TRUNCATE:
-            report_named(task, call_id, tgid, call, abi, ret, TEA_EBPF_ROLE_ONLY, AT_FDCWD,
-                         arg(regs, abi, 0), 0);
-            return 0;
+            r.kind = TEA_EBPF_NAMED;
+            r.path[0] = arg(regs, abi, 0);
+            break;
         case TEA_EBPF_READLINKAT:
         case TEA_EBPF_MKDIRAT:
         case TEA_EBPF_MKNODAT:
         case TEA_EBPF_UNLINKAT:
-            report_named(task, call_id, tgid, call, abi, ret, TEA_EBPF_ROLE_ONLY, arg(regs, abi, 0),
-                         arg(regs, abi, 1), (__u32)arg(regs, abi, 2));
-            return 0;
+            r.kind = TEA_EBPF_NAMED;
+            r.dirfd[0] = arg(regs, abi, 0);
+            r.path[0] = arg(regs, abi, 1);
+            r.flags = (__u32)arg(regs, abi, 2);
+            break;
         case TEA_EBPF_RENAME:
-            report_named(task, call_id, tgid, call, abi, ret, TEA_EBPF_ROLE_OLD, AT_FDCWD,
-                         arg(regs, abi, 0), 0);
-            report_named(task, call_id, tgid, call, abi, ret, TEA_EBPF_ROLE_NEW, AT_FDCWD,
-                         arg(regs, abi, 1), 0);
-            return 0;
+            r.kind = TEA_EBPF_NAMED;
+            r.names = 2;
+            r.path[0] = arg(regs, abi, 0);
+            r.role[0] = TEA_EBPF_ROLE_OLD;
+            r.path[1] = arg(regs, abi, 1);
+            r.role[1] = TEA_EBPF_ROLE_NEW;
+            break;
         case TEA_EBPF_RENAMEAT:
         case TEA_EBPF_RENAMEAT2:
-            report_named(task, call_id, tgid, call, abi, ret, TEA_EBPF_ROLE_OLD, arg(regs, abi, 0),
-                         arg(regs, abi, 1), 0);
-            report_named(task, call_id, tgid, call, abi, ret, TEA_EBPF_ROLE_NEW, arg(regs, abi, 2),
-                         arg(regs, abi, 3), 0);
-            return 0;
+            r.kind = TEA_EBPF_NAMED;
+            r.names = 2;
+            r.dirfd[0] = arg(regs, abi, 0);
+            r.path[0] = arg(regs, abi, 1);
+            r.role[0] = TEA_EBPF_ROLE_OLD;
+            r.dirfd[1] = arg(regs, abi, 2);
+            r.path[1] = arg(regs, abi, 3);
+            r.role[1] = TEA_EBPF_ROLE_NEW;
+            break;
         case TEA_EBPF_LINK:
         case TEA_EBPF_SYMLINK:
             /* The new name is what the call makes. */
-            report_named(task, call_id, tgid, call, abi, ret, TEA_EBPF_ROLE_NEW, AT_FDCWD,
-                         arg(regs, abi, 1), 0);
-            return 0;
+            r.kind = TEA_EBPF_NAMED;
+            r.path[0] = arg(regs, abi, 1);
+            r.role[0] = TEA_EBPF_ROLE_NEW;
+            break;
         case TEA_EBPF_LINKAT:
-            report_named(task, call_id, tgid, call, abi, ret, TEA_EBPF_ROLE_NEW, arg(regs, abi, 2),
-                         arg(regs, abi, 3), 0);
-            return 0;
+            r.kind = TEA_EBPF_NAMED;
+            r.dirfd[0] = arg(regs, abi, 2);
+            r.path[0] = arg(regs, abi, 3);
+            r.role[0] = TEA_EBPF_ROLE_NEW;
+            break;
         case TEA_EBPF_SYMLINKAT:
-            report_named(task, call_id, tgid, call, abi, ret, TEA_EBPF_ROLE_NEW, arg(regs, abi, 1),
-                         arg(regs, abi, 2), 0);
-            return 0;
+            r.kind = TEA_EBPF_NAMED;
+            r.dirfd[0] = arg(regs, abi, 1);
+            r.path[0] = arg(regs, abi, 2);
+            r.role[0] = TEA_EBPF_ROLE_NEW;
+            break;
+    }
+    if (r.kind == TEA_EBPF_OPENED || r.kind == TEA_EBPF_LISTED) {
+        report_file(task, call_id, tgid, r.kind, call, abi, ret, r.fd, r.dirfd[0], r.path[0]);
+    } else if (r.kind == TEA_EBPF_NAMED) {
+        for (__u32 i = 0; i < 2; i++) {
+            if (i >= r.names) break;
+            report_named(task, call_id, tgid, call, abi, ret, r.role[i & 1], r.dirfd[i & 1],
+                         r.path[i & 1], r.flags);
+        }
     }
     return 0;
 }

@@ -17,10 +17,12 @@
 #include <fcntl.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -38,6 +40,7 @@
 #include <thread>
 #include <vector>
 
+#include "build_kernel_btf.hpp"
 #include "ebpf_event.h"
 #include "ebpf_events.hpp"
 #include "observer.skel.h"
@@ -105,6 +108,39 @@ bool may_load_tracing_programs() {
     const auto caps = std::strtoull(text.c_str() + at + 8, nullptr, 16);
     const auto has = [caps](unsigned cap) { return ((caps >> cap) & 1U) != 0; };
     return has(kSysAdmin) || (has(kBpf) && has(kPerfmon));
+}
+
+// A file holding the BTF cut at build time for the relocations, when the running kernel is the
+// one it was cut from (same build-id notes, same BTF size): libbpf then relocates against a few
+// kilobytes instead of parsing the kernel's whole BTF. -1 on any other kernel, where libbpf reads
+// the running kernel's own: never a relocation against another kernel's layout.
+int build_kernel_btf() {
+    namespace k = tea::ebpf::build_kernel;
+    struct stat st {};
+    if (::stat("/sys/kernel/btf/vmlinux", &st) != 0 ||
+        static_cast<std::uint64_t>(st.st_size) != k::btf_size) {
+        return -1;
+    }
+    const int notes = ::open("/sys/kernel/notes", O_RDONLY | O_CLOEXEC);
+    if (notes < 0) {
+        return -1;
+    }
+    std::array<unsigned char, sizeof k::notes + 1> seen{};
+    const ssize_t n = ::read(notes, seen.data(), seen.size());
+    ::close(notes);
+    if (n != static_cast<ssize_t>(sizeof k::notes) ||
+        std::memcmp(seen.data(), k::notes, sizeof k::notes) != 0) {
+        return -1;
+    }
+    const int fd = ::memfd_create("tea-ebpf-btf", MFD_CLOEXEC);
+    if (fd < 0) {
+        return -1;
+    }
+    if (::write(fd, k::min_btf, sizeof k::min_btf) != static_cast<ssize_t>(sizeof k::min_btf)) {
+        ::close(fd);
+        return -1;
+    }
+    return fd;
 }
 
 int no_libbpf_log(enum libbpf_print_level /*level*/, const char * /*format*/, va_list /*args*/) {
@@ -177,7 +213,19 @@ class EbpfObserver {
             throw tea::sdk::Unavailable(load_failure(EPERM));
         }
         libbpf_set_print(no_libbpf_log);
-        auto *skel = observer_bpf__open();
+        // Kept open until the load has relocated against it.
+        const std::unique_ptr<int, void (*)(const int *)> btf{new int{build_kernel_btf()},
+                                                              [](const int *fd) {
+                                                                  if (*fd >= 0) {
+                                                                      ::close(*fd);
+                                                                  }
+                                                                  delete fd;
+                                                              }};
+        const std::string btf_path =
+            *btf >= 0 ? "/proc/self/fd/" + std::to_string(*btf) : std::string{};
+        LIBBPF_OPTS(bpf_object_open_opts, opts);
+        opts.btf_custom_path = *btf >= 0 ? btf_path.c_str() : nullptr;
+        auto *skel = observer_bpf__open_opts(&opts);
         if (skel == nullptr) {
             throw tea::sdk::Unavailable(load_failure(errno));
         }
