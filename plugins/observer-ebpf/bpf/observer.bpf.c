@@ -198,7 +198,8 @@ int on_fork(struct bpf_raw_tracepoint_args *ctx) {
      * forking fast. */
     __u32 ctgid = BPF_CORE_READ(child, tgid);
     __u32 id = *call_id;
-    bpf_map_update_elem(&tracked, &ctgid, &id, BPF_ANY);
+    /* A child the full map cannot hold goes unseen: the call is then incomplete, never clean. */
+    if (bpf_map_update_elem(&tracked, &ctgid, &id, BPF_ANY) != 0) count_lost(id);
     return 0;
 }
 

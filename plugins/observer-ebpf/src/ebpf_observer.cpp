@@ -329,8 +329,8 @@ class EbpfObserver {
         };
         if (counts.lost > 0 || records.dropped > 0) {
             add(std::to_string(counts.lost + records.dropped) +
-                " records of the kernel's programs were lost (the ring buffer or the call's "
-                "memory bound was full)");
+                " records or processes of the call were lost (the ring buffer, the map of "
+                "tracked processes or the call's memory bound was full)");
         }
         if (counts.io_uring > 0) {
             add("the call set up io_uring " + std::to_string(counts.io_uring) +
