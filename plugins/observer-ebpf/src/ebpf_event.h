@@ -81,8 +81,7 @@ enum tea_ebpf_abi {
     TEA_EBPF_ABI_X32 = 2,
 };
 
-/* Which argument of a named call is its path: in the high bits of `role`, the second path of a
- * rename (its new name) gets its own event. */
+/* Which of a call's names an event reports: a rename reports its old and its new name apart. */
 enum tea_ebpf_role {
     TEA_EBPF_ROLE_ONLY = 0,
     TEA_EBPF_ROLE_OLD = 1, /* rename's old name */
@@ -109,9 +108,8 @@ struct tea_ebpf_event {
 
 /* What each call's slot of the per-call map counts. */
 struct tea_ebpf_call_counts {
-    __u64 lost;     /* events the ring buffer had no room for */
+    __u64 lost;     /* records the ring buffer had no room for, children the map could not hold */
     __u64 io_uring; /* io_uring instances the call set up: their opens pass no system call */
-    __u64 compat;   /* calls through a compat ABI the programs could not decode */
 };
 
 /* The register call's magic: close(-1, TEA_EBPF_MAGIC, token) fails with EBADF for anyone, and
