@@ -110,6 +110,23 @@ bool may_load_tracing_programs() {
     return has(kSysAdmin) || (has(kBpf) && has(kPerfmon));
 }
 
+// A descriptor, closed when it goes out of scope.
+class OwnedFd {
+   public:
+    explicit OwnedFd(int fd) : fd_{fd} {}
+    OwnedFd(const OwnedFd &) = delete;
+    OwnedFd &operator=(const OwnedFd &) = delete;
+    ~OwnedFd() {
+        if (fd_ >= 0) {
+            ::close(fd_);
+        }
+    }
+    [[nodiscard]] int get() const { return fd_; }
+
+   private:
+    int fd_;
+};
+
 // A file holding the BTF cut at build time for the relocations, when the running kernel is the
 // one it was cut from (same build-id notes, same BTF size): libbpf then relocates against a few
 // kilobytes instead of parsing the kernel's whole BTF. -1 on any other kernel, where libbpf reads
@@ -214,17 +231,11 @@ class EbpfObserver {
         }
         libbpf_set_print(no_libbpf_log);
         // Kept open until the load has relocated against it.
-        const std::unique_ptr<int, void (*)(const int *)> btf{new int{build_kernel_btf()},
-                                                              [](const int *fd) {
-                                                                  if (*fd >= 0) {
-                                                                      ::close(*fd);
-                                                                  }
-                                                                  delete fd;
-                                                              }};
+        const OwnedFd btf{build_kernel_btf()};
         const std::string btf_path =
-            *btf >= 0 ? "/proc/self/fd/" + std::to_string(*btf) : std::string{};
+            btf.get() >= 0 ? "/proc/self/fd/" + std::to_string(btf.get()) : std::string{};
         LIBBPF_OPTS(bpf_object_open_opts, opts);
-        opts.btf_custom_path = *btf >= 0 ? btf_path.c_str() : nullptr;
+        opts.btf_custom_path = btf.get() >= 0 ? btf_path.c_str() : nullptr;
         auto *skel = observer_bpf__open_opts(&opts);
         if (skel == nullptr) {
             throw tea::sdk::Unavailable(load_failure(errno));
