@@ -25,6 +25,7 @@ if ! $for_example; then
     qemu-system-x86 busybox-static
     chromium
     man-db groff-base bash-completion
+    slurm-wlm munge
   )
 fi
 # When tea-evaluate runs as root, the bubblewrap backend runs targets as this

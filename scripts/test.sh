@@ -1,48 +1,70 @@
 #!/usr/bin/env bash
 # Builds and runs every test: the release build, then the same tests built with
-# AddressSanitizer and UndefinedBehaviorSanitizer.
+# AddressSanitizer and UndefinedBehaviorSanitizer, then four parsers under libFuzzer.
+#
+# On two cores most of the time is compiling, and much of a test suite's time is waiting (for
+# a call to end, a kill to land, a guest to boot). So what comes next compiles while a suite
+# runs, at the scheduler's idle class: it only takes a CPU that no test wants, and a test's
+# timing is that of an otherwise idle machine. Its output follows the suite's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # As root the runtime loads only plugins that no other user can write (docs/plugin-authoring.md):
 # the build tree is made so whatever umask the caller has.
 umask 022
 bash scripts/install-deps.sh
+
+background_pid=
+background_log=
+# Starts "$@" in a process group of its own at the idle class, its output in a log.
+in_background() {
+  background_log=$1
+  shift
+  setsid chrt --idle 0 ionice -c 3 "$@" >"$background_log" 2>&1 &
+  background_pid=$!
+}
+# Waits for the background step, shows its output, and fails as it failed.
+join_background() {
+  local status=0
+  wait "$background_pid" || status=$?
+  cat "$background_log"
+  background_pid=
+  return "$status"
+}
+stop_background() {
+  if [ -n "$background_pid" ]; then
+    kill -- "-$background_pid" 2>/dev/null || true
+    wait "$background_pid" 2>/dev/null || true
+  fi
+}
+trap stop_background EXIT
+
 for preset in release asan; do
   cmake --preset "$preset" >/dev/null
-  cmake --build --preset "$preset"
-  ctest --preset "$preset"
 done
-# Three parsers of bytes the runtime does not control, each under libFuzzer (with ASan and UBSan)
-# for a bounded time: the egress proxy's request-head parser, the git module's reader of the
-# project's packs (index, entries, zlib, delta chains, deltas), and the HTTP probe client's reader
-# of what a service answers; and the redaction of a login's
-# secrets from a stream written in pieces, against the naive replacement. Their seed corpora are
-# also replayed by ctest in both builds above. New inputs stay in the build tree, and a crash
-# leaves its input there and fails this script.
+cmake --build --preset release
+mkdir -p build/asan
+in_background build/asan/build.log cmake --build --preset asan
+ctest --preset release
+echo "== the sanitized build, made while the release suite ran:"
+join_background
+
+# Four parsers of bytes the runtime does not control, each under libFuzzer (with ASan and UBSan)
+# for a bounded time (scripts/build-fuzzers.sh names them). Their seed corpora are also replayed
+# by ctest in both builds above. New inputs stay in the build tree, and a crash leaves its input
+# there and fails this script. They compile while the sanitized suite runs.
 fuzz=build/fuzz
 mkdir -p "$fuzz/corpus" "$fuzz/pack-corpus" "$fuzz/redaction-corpus" "$fuzz/http-corpus"
-fuzz_flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all)
-clang++ "${fuzz_flags[@]}" \
-  -Iplugins/egress-connect/src tests/plugins/egress-connect/request_head_fuzz.cpp \
-  plugins/egress-connect/src/request_head.cpp -o "$fuzz/request_head_fuzz"
+in_background "$fuzz/build.log" bash scripts/build-fuzzers.sh "$fuzz"
+ctest --preset asan
+echo "== the fuzzers, built while the sanitized suite ran:"
+join_background
 "$fuzz/request_head_fuzz" -max_total_time=30 -max_len=20000 -timeout=10 \
   -artifact_prefix="$fuzz/" "$fuzz/corpus" tests/plugins/egress-connect/fuzz_corpus
-git_src=core/git
-clang++ "${fuzz_flags[@]}" -Icore tests/core/git/pack_reader_fuzz.cpp \
-  $git_src/pack_reader.cpp $git_src/pack_index.cpp $git_src/delta.cpp \
-  $git_src/delta_base_cache.cpp $git_src/mapped_file.cpp $git_src/pack_checksum.cpp \
-  -lgit2 -lz -lcrypto -o "$fuzz/pack_reader_fuzz"
 "$fuzz/pack_reader_fuzz" -max_total_time=20 -max_len=16384 -timeout=10 \
   -artifact_prefix="$fuzz/pack-" "$fuzz/pack-corpus" tests/core/git/pack_reader_fuzz_corpus
-redaction_src=core/redaction
-clang++ "${fuzz_flags[@]}" -Icore -Itests tests/core/redaction/stream_redactor_fuzz.cpp \
-  $redaction_src/secret_matcher.cpp $redaction_src/stream_redactor.cpp \
-  -o "$fuzz/stream_redactor_fuzz"
 "$fuzz/stream_redactor_fuzz" -max_total_time=15 -max_len=4096 -timeout=10 \
   -artifact_prefix="$fuzz/redaction-" "$fuzz/redaction-corpus" \
   tests/core/redaction/stream_redactor_fuzz_corpus
-clang++ "${fuzz_flags[@]}" -Icore -Itests tests/core/http/http_response_parser_fuzz.cpp \
-  core/http/http_response_parser.cpp -o "$fuzz/http_response_parser_fuzz"
 "$fuzz/http_response_parser_fuzz" -max_total_time=20 -max_len=4096 -timeout=10 \
   -artifact_prefix="$fuzz/http-" "$fuzz/http-corpus" \
   tests/core/http/http_response_parser_fuzz_corpus

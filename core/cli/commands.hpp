@@ -26,6 +26,11 @@ struct PreflightOptions : call::CallOptions {
 
 struct RunCommandOptions {
     std::filesystem::path evaluation;  // EVAL_DIR
+    int jobs = 1;                      // trials at once; above 1, each a task of its own
+    // Internal (--trial-task, hidden): this process is the task of one trial ("RUN_ID:N") of a
+    // run begun by the run that started it (cli/trial_tasks.hpp).
+    std::optional<std::string> trial_task;
+    std::vector<std::string> argv;  // the command line, for the tasks' own
 };
 
 struct ScoreOptions {
@@ -57,8 +62,9 @@ struct OpenedEvaluation {
 std::optional<OpenedEvaluation> open_evaluation(const CommonOptions &common,
                                                 const std::filesystem::path &folder);
 
-// The progress lines of run and preflight on stderr (rewritten in place on a terminal).
-std::unique_ptr<evaluation::TrialProgress> progress_lines(bool quiet);
+// The progress lines of run and preflight on stderr (rewritten in place on a terminal, unless
+// `plain`: a trial task's, whose lines share the terminal with other tasks').
+std::unique_ptr<evaluation::TrialProgress> progress_lines(bool quiet, bool plain = false);
 
 int exec_command(const CommonOptions &common, const ExecOptions &options);
 int run_command(const CommonOptions &common, const RunCommandOptions &options);

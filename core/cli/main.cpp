@@ -295,6 +295,14 @@ int run(int argc, char **argv) {
     RunCommandOptions run_opts;
     if (wanted(run_cmd)) {
         run_cmd->add_option("EVAL_DIR", run_opts.evaluation, "The evaluation folder")->required();
+        run_cmd
+            ->add_option("--jobs", run_opts.jobs,
+                         "Make up to N trials at once, each in a process of its own")
+            ->option_text("N")
+            ->check(CLI::Range(1, 64));
+        // Internal: how run --jobs starts each trial's task (docs/cli.md); not in --help.
+        run_cmd->add_option("--trial-task", run_opts.trial_task)->group("");
+        run_opts.argv.assign(argv, argv + argc);
     }
     ScoreOptions score_opts;
     if (wanted(score_cmd)) {

@@ -13,6 +13,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/report.hpp"
+#include "cli/trial_tasks.hpp"
 #include "evaluation/login_asks.hpp"
 #include "evaluation/trials.hpp"
 #include "util/console.hpp"
@@ -31,7 +32,8 @@ constexpr std::size_t kEvaluatorLinesShown = 10;  // of its stderr; the file kee
 // elapsed time); plain lines otherwise, so a log stays readable.
 class Progress final : public evaluation::TrialProgress {
    public:
-    explicit Progress(bool quiet) : tty_(!quiet && ::isatty(STDERR_FILENO) != 0), quiet_(quiet) {}
+    Progress(bool quiet, bool plain)
+        : tty_(!quiet && !plain && ::isatty(STDERR_FILENO) != 0), quiet_(quiet) {}
     Progress(const Progress &) = delete;
     Progress &operator=(const Progress &) = delete;
     ~Progress() override { stop(); }
@@ -146,11 +148,12 @@ std::optional<OpenedEvaluation> open_evaluation(const CommonOptions &common,
     return o;
 }
 
-std::unique_ptr<evaluation::TrialProgress> progress_lines(bool quiet) {
-    return std::make_unique<Progress>(quiet);
+std::unique_ptr<evaluation::TrialProgress> progress_lines(bool quiet, bool plain) {
+    return std::make_unique<Progress>(quiet, plain);
 }
 
 int run_command(const CommonOptions &common, const RunCommandOptions &options) {
+    if (options.trial_task) return trial_task_command(common, options);
     auto opened = open_evaluation(common, options.evaluation);
     if (!opened) {
         return static_cast<int>(ExitCode::usage);
@@ -161,6 +164,7 @@ int run_command(const CommonOptions &common, const RunCommandOptions &options) {
 
     evaluation::RunState state{ev, session, source, evaluation::new_run_id()};
     state.logins = std::move(opened->logins);
+    state.executor["jobs"] = options.jobs;
     files::RunDirectory private_dir{session.private_root()};
     evaluation::begin_run(state, private_dir);
     console::err() << "tea-evaluate: run " << state.run_id << ": " << ev.trials << " trial"
@@ -177,8 +181,12 @@ int run_command(const CommonOptions &common, const RunCommandOptions &options) {
                        << ": this run will be Invalid\n";
     }
 
-    Progress progress{common.quiet};
-    evaluation::run_trials(state, private_dir, progress);
+    if (options.jobs == 1) {
+        Progress progress{common.quiet, false};
+        evaluation::run_trials(state, private_dir, progress);
+    } else {
+        run_trial_tasks(state, options.argv, options.jobs);
+    }
     const auto summary = evaluation::finish_run(state);
 
     console::err() << "tea-evaluate: "

@@ -261,6 +261,15 @@ Decision decide(const stdfs::path &run_dir, json *run_out, json *manifest_out) {
         }
     }
     check_trials(run_dir, run, opt_out, d);
+    // A trial whose task ended without its outcome has no verdict: the run cannot pass.
+    if (run.contains("failedTrialTasks") && run["failedTrialTasks"].is_array()) {
+        for (const auto &f : run["failedTrialTasks"]) {
+            d.invalid.push_back("trial " +
+                                (f.is_object() ? f.value("trialIndex", json{}).dump() : "?") +
+                                ": " + (f.is_object() ? f.value("reason", "its task failed") : "?") +
+                                " (an infrastructure error, no verdict)");
+        }
+    }
     // A copy of the grading material in what a target wrote, or a host tree it changed, is a
     // leak the audit may not have seen (an opted-out run has no audit at all).
     for (auto &finding : evaluation::leak_findings(run)) d.invalid.push_back(std::move(finding));

@@ -7,6 +7,7 @@
 #include <tea/json_bytes.hpp>
 
 #include "evaluation/canary_detector.hpp"
+#include "files/beneath.hpp"
 #include "util/error.hpp"
 
 namespace tea::evaluation {
@@ -82,6 +83,25 @@ RunLeakDetectors::RunLeakDetectors(std::vector<GuardedTree> guarded)
 
 RunLeakDetectors::~RunLeakDetectors() {
     remove_canary();
+}
+
+std::shared_ptr<RunLeakDetectors> RunLeakDetectors::for_trial_task(const stdfs::path &records,
+                                                                  const json &canaries) {
+    auto detectors = std::make_shared<RunLeakDetectors>(std::vector<GuardedTree>{});
+    if (canaries.is_null()) return detectors;
+    const auto sha256 = canaries.is_object() ? canaries.value("sha256", "") : std::string{};
+    std::string why;
+    // A canary file swapped for another string would let a trial's leak of the real one pass.
+    const auto text = files::read_head_beneath(records, kCanaryFile, 256, &why);
+    std::string canary = text ? *text : std::string{};
+    while (!canary.empty() && canary.back() == '\n') canary.pop_back();
+    if (!text || sha256.empty() || sha256_hex(canary) != sha256) {
+        throw host_error("the run's canary in " + (records / kCanaryFile).string() +
+                         (text ? " is not the one run.json records" : ": " + why) +
+                         "; the trial cannot be scanned for it and is not run");
+    }
+    detectors->canary_ = std::move(canary);
+    return detectors;
 }
 
 void RunLeakDetectors::plant(const stdfs::path &records) {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -43,6 +44,14 @@ class RunLeakDetectors {
     RunLeakDetectors(const RunLeakDetectors &) = delete;
     RunLeakDetectors &operator=(const RunLeakDetectors &) = delete;
     ~RunLeakDetectors();
+
+    // A trial task's (trial_task.hpp), in another process of a run begun elsewhere: no host
+    // manifests (the run's coordinator takes them before the first task and after the last),
+    // and the canary the run planted in `records`, read back and checked against run.json's
+    // record of it (`canaries`), never removed by the task. Throws tea::Error (exit 12) when
+    // the run planted one and it is not there as planted.
+    static std::shared_ptr<RunLeakDetectors> for_trial_task(const std::filesystem::path &records,
+                                                            const nlohmann::json &canaries);
 
     // Plants a fresh canary in `records` (the run's records folder).
     void plant(const std::filesystem::path &records);

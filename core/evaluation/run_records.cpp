@@ -69,6 +69,10 @@ std::string summary_line(const RunSummary &s) {
     if (!s.lossy.empty()) {
         invalid.push_back("lossy " + trials_named(s.lossy));
     }
+    if (!s.failed_tasks.empty()) {
+        invalid.push_back("the task of " + trials_named(s.failed_tasks) +
+                          " failed (an infrastructure error, no verdict)");
+    }
     invalid.insert(invalid.end(), s.leaks.begin(), s.leaks.end());
     if (invalid.empty()) {
         line += ", no path outside the grants";

@@ -31,11 +31,15 @@ struct RunSummary {
     int interrupted = 0;
     // What the leak detectors found (leak_detectors.hpp's leak_findings).
     std::vector<std::string> leaks;
+    // Trials whose task (trial_task.hpp) ended without a whole outcome: infrastructure errors.
+    std::vector<int> failed_tasks;
 
     // Whether the run's own records make it Invalid: a path outside the grants, a lossy trial,
-    // a declared confinement the run did not provide, or a leak detector's finding.
+    // a declared confinement the run did not provide, a leak detector's finding, or a trial
+    // whose task failed (the run then has no verdict for it).
     [[nodiscard]] bool invalid() const {
-        return !observed.empty() || !lossy.empty() || !weakened.empty() || !leaks.empty();
+        return !observed.empty() || !lossy.empty() || !weakened.empty() || !leaks.empty() ||
+               !failed_tasks.empty();
     }
 };
 

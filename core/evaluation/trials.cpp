@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -614,12 +615,32 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
     return out;
 }
 
-// One trial: a fresh workspace and home, the calls, the artifacts, the evaluator. Returns false
-// when interrupted.
-bool run_trial(RunState &state, int index, files::RunDirectory &private_dir,
-               TrialProgress &progress) {
+namespace {
+
+// The machine the trial ran on, as uname(2) names it.
+std::string node_name() {
+    utsname names{};
+    return ::uname(&names) == 0 ? std::string{names.nodename} : std::string{};
+}
+
+// The elements of `list` from `from` on, taken out of it.
+json take_from(json &list, std::size_t from) {
+    json taken = json::array();
+    for (std::size_t i = from; i < list.size(); ++i) taken.push_back(std::move(list[i]));
+    list.erase(list.begin() + static_cast<std::ptrdiff_t>(from), list.end());
+    return taken;
+}
+
+}  // namespace
+
+std::optional<json> trial_outcome(RunState &state, int index, files::RunDirectory &private_dir,
+                                  TrialProgress &progress) {
     const auto &ev = state.ev;
     const auto trial_dir = state.records / "trials" / std::to_string(index);
+    // What the calls add to the run's lists is handed back in the outcome, not left in `state`:
+    // merge_trial adds it, whichever process ran the trial.
+    const auto refusals_before = state.egress_refusals.size();
+    const auto failed_before = state.services_failed.size();
     const auto workspace = private_dir.make_directory("workspace-");
     // Opted out, the targets keep the host's HOME (and the whole environment): a private home
     // would be a directory nothing names.
@@ -637,13 +658,20 @@ bool run_trial(RunState &state, int index, files::RunDirectory &private_dir,
                            progress);
     if (calls.interrupted != 0) {
         state.interrupted = calls.interrupted;
-        return false;
+        return std::nullopt;
     }
+    json outcome{{"schemaVersion", 1},
+                 {"runId", state.run_id},
+                 {"trialIndex", index},
+                 {"observed", json::array()},
+                 {"hostSocketTruncation", nullptr}};
     for (const auto &path : calls.observed) {
-        state.observed[path].insert(index);
+        const auto reason = calls.reasons.find(path);
+        outcome["observed"].push_back(
+            {{"path", bytes::to_json(path)},
+             {"reason", reason == calls.reasons.end() ? std::string{} : reason->second}});
     }
-    state.observed_reason.insert(calls.reasons.begin(), calls.reasons.end());
-    json trial{{"index", index}, {"calls", calls.records}};
+    json trial{{"index", index}, {"node", node_name()}, {"calls", calls.records}};
     trial["artifacts"] = collect_artifacts(state, calls.entries, workspace, trial_dir);
     // A target that read the grading material and wrote any of it where it may write (its
     // workspace, its home, its output and artifacts, kept in the trial's records) leaves the
@@ -664,9 +692,6 @@ bool run_trial(RunState &state, int index, files::RunDirectory &private_dir,
         disk->release();
     }
     trial["budgetHits"] = calls.budget_hits;
-    if (!calls.budget_hits.empty()) {
-        state.budget_trials.insert(index);
-    }
     files::remove_tree(workspace);
     if (!repository.empty()) files::remove_tree(repository);
     if (!home.empty()) files::remove_tree(home);  // each trial starts with an empty home
@@ -675,7 +700,6 @@ bool run_trial(RunState &state, int index, files::RunDirectory &private_dir,
         !calls.audited_all ? "unaudited" : (calls.lossy ? "lossy" : "complete");
     if (calls.lossy) {
         trial["lossyReasons"] = calls.lossy_reasons;
-        state.lossy.push_back(index);
     }
     json observed = json::array();
     for (const auto &p : calls.observed) observed.push_back(bytes::to_json(p));
@@ -684,21 +708,58 @@ bool run_trial(RunState &state, int index, files::RunDirectory &private_dir,
     if (calls.truncated > 0) {
         // The confinement left host sockets open to the target (for lack of room to mask them):
         // not a breach the audit saw, but a protection cut short, so recorded and named only.
-        state.run["hostSocketTruncation"].push_back(
-            {{"conditionArm", state.condition_arm},
-             {"trialIndex", index},
-             {"calls", calls.made},
-             {"truncatedCalls", calls.truncated},
-             {"socketsLeftReachable",
-              bytes::list_to_json(std::vector<std::string>(calls.sockets_left_reachable.begin(),
-                                                           calls.sockets_left_reachable.end()))}});
+        outcome["hostSocketTruncation"] = {
+            {"conditionArm", state.condition_arm},
+            {"trialIndex", index},
+            {"calls", calls.made},
+            {"truncatedCalls", calls.truncated},
+            {"socketsLeftReachable",
+             bytes::list_to_json(std::vector<std::string>(calls.sockets_left_reachable.begin(),
+                                                          calls.sockets_left_reachable.end()))}};
     }
     auto verdict =
         run_evaluator(state, index, trial_dir, trial["artifacts"], private_dir, progress);
-    if (state.interrupted != 0) return false;
+    // Interrupted in the evaluator, the trial has no verdict and is not one of the run's trials,
+    // but what its calls did still counts in the run's summary and manifest.
+    outcome["interrupted"] = state.interrupted != 0;
     trial["verdict"] = verdict;
-    state.run["trials"].push_back(trial);
-    return true;
+    outcome["trial"] = std::move(trial);
+    outcome["egressRefusals"] = take_from(state.egress_refusals, refusals_before);
+    outcome["servicesFailed"] = take_from(state.services_failed, failed_before);
+    outcome["confinement"] = state.confinement;
+    const auto observer = state.session.observer_name();
+    outcome["observer"] = observer.empty() ? json(nullptr) : json(observer);
+    return outcome;
+}
+
+void merge_trial(RunState &state, const json &outcome) {
+    const auto &trial = outcome.at("trial");
+    const int index = trial.at("index").get<int>();
+    for (const auto &o : outcome.at("observed")) {
+        const auto path = bytes::from_json(o.at("path"), "observed[].path");
+        state.observed[path].insert(index);
+        state.observed_reason.emplace(path, o.at("reason").get<std::string>());
+    }
+    if (!trial.at("budgetHits").empty()) state.budget_trials.insert(index);
+    if (trial.contains("lossyReasons")) state.lossy.push_back(index);
+    if (!outcome.at("hostSocketTruncation").is_null()) {
+        state.run["hostSocketTruncation"].push_back(outcome["hostSocketTruncation"]);
+    }
+    for (const auto &r : outcome.at("egressRefusals")) state.egress_refusals.push_back(r);
+    for (const auto &f : outcome.at("servicesFailed")) state.services_failed.push_back(f);
+    if (const auto &c = outcome.at("confinement"); c.is_string() && !c.get<std::string>().empty()) {
+        state.confinement = c.get<std::string>();
+    }
+    if (const auto &o = outcome.at("observer"); o.is_string()) state.trials_observer = o;
+    if (!outcome.at("interrupted").get<bool>()) state.run["trials"].push_back(trial);
+}
+
+bool run_trial(RunState &state, int index, files::RunDirectory &private_dir,
+               TrialProgress &progress) {
+    const auto outcome = trial_outcome(state, index, private_dir, progress);
+    if (!outcome) return false;
+    merge_trial(state, *outcome);
+    return state.interrupted == 0;
 }
 
 // Where the run's trials keep their workspace and home: a file system of the budget's size when
@@ -894,7 +955,9 @@ void begin_run(RunState &state, files::RunDirectory &private_dir) {
              {"canaries", state.detectors->canaries_record()},
              {"hostUnchanged", nullptr},
              {"manifest", "manifest.json"},
-             {"conditionArm", state.condition_arm}};
+             {"conditionArm", state.condition_arm},
+             {"executor", state.executor},
+             {"failedTrialTasks", json::array()}};
     if (!state.mutation.empty()) state.run["mutation"] = state.mutation;
     for (const auto &entry : ev.registry) {
         if (!entry.egress.empty()) {
@@ -936,8 +999,11 @@ void run_trials(RunState &state, files::RunDirectory &private_dir, TrialProgress
 RunSummary finish_run(RunState &state) {
     state.run["finishedAt"] = utc_now();
     if (!state.confinement.empty()) state.run["confinement"] = state.confinement;
+    // The observer of the trials' calls, whichever process made them.
     const auto observer = state.session.observer_name();
-    state.run["observer"] = observer.empty() ? json(nullptr) : json(observer);
+    state.run["observer"] = !observer.empty()                ? json(observer)
+                            : !state.trials_observer.empty() ? json(state.trials_observer)
+                                                             : json(nullptr);
     state.run["egressRefusals"] = state.egress_refusals;
     state.run["servicesFailed"] = state.services_failed;
     state.run["weakened"] = weakened_by(state);
@@ -964,6 +1030,9 @@ RunSummary finish_run(RunState &state) {
     }
     summary.weakened = weakened_sentences(state.run["weakened"]);
     summary.leaks = leak_findings(state.run);
+    for (const auto &f : state.run["failedTrialTasks"]) {
+        summary.failed_tasks.push_back(f["trialIndex"].get<int>());
+    }
     summary.interrupted = state.interrupted;
 
     if (state.interrupted != 0) {

@@ -85,6 +85,12 @@ struct RunState {
     std::function<void(const std::filesystem::path &workspace)> mutate;
     // Made by begin_run: the host-unchanged manifests and the run's canary (leak_detectors.hpp).
     std::shared_ptr<RunLeakDetectors> detectors;
+    // The observer of the trials' calls when they were made by other processes (trial tasks),
+    // as their outcomes name it: this process's session selected none.
+    std::string trials_observer;
+    // run.json's "executor": what made the trials (the local machine, one at a time, unless
+    // run --jobs or an executor says otherwise).
+    nlohmann::json executor = {{"kind", "local"}, {"jobs", 1}};
 };
 
 // What a trial's (or a preflight leg's) calls did.
@@ -158,8 +164,20 @@ Calls run_calls(RunState &state, int index, const std::string &label,
                 const std::filesystem::path &home, const std::filesystem::path &repository,
                 files::RunDirectory &private_dir, TrialProgress &progress);
 
-// One trial: a fresh workspace and home, the calls, the artifacts, the evaluator. Returns false
-// when interrupted.
+// One trial: a fresh workspace and home, the calls, the artifacts, the evaluator. Returns what
+// the trial adds to its run (a trial task's trials/N/trial.json, docs/records.md): the trial's
+// entry of run.json under "trial", and the paths its calls listed, its egress refusals, its
+// services that failed to start, its host-socket truncation, its confinement and observer. None
+// when interrupted during the calls; interrupted in the evaluator, "interrupted" is true (and
+// state.interrupted says by what).
+std::optional<nlohmann::json> trial_outcome(RunState &state, int index,
+                                            files::RunDirectory &private_dir,
+                                            TrialProgress &progress);
+// Adds a trial's outcome to its run, as if this process had run the trial. Outcomes are merged in
+// the order of their trials. Throws nlohmann::json::exception or std::invalid_argument for an
+// outcome that is not whole (trial_outcome's shape is checked by trial_task.hpp first).
+void merge_trial(RunState &state, const nlohmann::json &outcome);
+// trial_outcome then merge_trial. Returns false when interrupted.
 bool run_trial(RunState &state, int index, files::RunDirectory &private_dir,
                TrialProgress &progress);
 

@@ -3566,6 +3566,212 @@ TEST(Qualify, JobsOutsideOneToSixtyFourIsAUsageErrorAndArmIsNotInTheHelp) {
     EXPECT_EQ(std::distance(fs::directory_iterator(p.eval() / "runs"), {}), runs_before);
 }
 
+// ---- run --jobs N: each trial a task of its own (docs/cli.md) ----
+
+// A run.json or manifest.json as without_ids_and_times leaves it, the executor left out too.
+json without_executor(json record) {
+    record.erase("executor");
+    return without_ids_and_times(std::move(record));
+}
+
+TEST(RunJobs, TwoAtOnceWriteTheRecordsOneAtATimeWrites) {
+    for (const char *example : {"quickstart", "leaky-target"}) {
+        Project p{std::string{"run-jobs-"} + example};
+        p.copy_example(example);
+        p.commit();
+        const auto one = p.tea({"--json", "run", p.eval().string(), "--jobs", "1"});
+        const auto two = p.tea({"--json", "run", p.eval().string(), "--jobs", "2"});
+        const int expected = std::string{example} == "quickstart" ? 0 : 3;
+        EXPECT_EQ(one.status, expected) << one.err;
+        EXPECT_EQ(two.status, expected) << two.err;
+        const auto a = run_dir_of(one);
+        const auto b = run_dir_of(two);
+        ASSERT_FALSE(b.empty()) << two.out << two.err;
+        for (const char *record : {"run.json", "manifest.json"}) {
+            const auto left = without_executor(read_json(a / record));
+            const auto right = without_executor(read_json(b / record));
+            EXPECT_TRUE(left == right)
+                << example << ": " << record << ": " << json::diff(left, right).dump();
+        }
+        const auto run = read_json(b / "run.json");
+        EXPECT_EQ(run["executor"], (json{{"kind", "local"}, {"jobs", 2}}));
+        EXPECT_EQ(read_json(a / "run.json")["executor"], (json{{"kind", "local"}, {"jobs", 1}}));
+        EXPECT_EQ(run["failedTrialTasks"], json::array());
+        expect_schema_valid(b / "run.json", "run.schema.json");
+        // The tasks' outcomes are merged into run.json and not kept beside it.
+        for (const auto &t : fs::directory_iterator(b / "trials")) {
+            EXPECT_FALSE(fs::exists(t.path() / "trial.json")) << t.path();
+        }
+        const auto score = p.tea({"score", b.string()});
+        EXPECT_EQ(score.status, expected) << score.err;
+        if (expected == 3) {
+            EXPECT_NE(score.err.find("mount outside allowlist: " + p.eval().string()),
+                      std::string::npos)
+                << score.err;
+        }
+        EXPECT_EQ(p.leftover_run_dirs(), 0U);
+    }
+}
+
+// A target that waits about four seconds, with an argument (`seconds`, 4.NNN) no process of
+// another test has.
+std::string task_target(const std::string &seconds) {
+    return "#!/bin/sh\necho started\nexec sleep " + seconds + "\n";
+}
+// The command lines of task_target(seconds)'s targets.
+std::vector<std::string> task_sleep(const std::string &seconds) {
+    return {"sleep" + std::string(1, '\0') + seconds};
+}
+
+// The largest number of targets of p's run seen running at once until the run (pid) ended; its
+// wait status in *status. Calls made one after another are never seen two at once.
+std::size_t most_targets_at_once(pid_t pid, const std::vector<std::string> &targets, int *status) {
+    std::size_t most = 0;
+    for (;;) {
+        most = std::max(most, processes_with(targets));
+        const pid_t ended = ::waitpid(pid, status, WNOHANG);
+        if (ended == pid) return most;
+        EXPECT_EQ(ended, 0);
+        if (ended != 0) return most;
+        std::this_thread::sleep_for(std::chrono::milliseconds{50});
+    }
+}
+
+TEST(RunJobs, JobsTwoMakesTwoTrialsAtOnceAndJobsOneOneAfterTheOther) {
+    Project p{"run-jobs-overlap"};
+    write_simple_evaluation(p, R"(, "trials": 2)", task_target("4.125"));
+    p.commit();
+    for (const char *jobs : {"2", "1"}) {
+        int status = 0;
+        const auto most = most_targets_at_once(spawn_run(p, {}, "run", {"--jobs", jobs}),
+                                               task_sleep("4.125"), &status);
+        ASSERT_TRUE(WIFEXITED(status)) << jobs;
+        EXPECT_EQ(WEXITSTATUS(status), 0) << jobs;
+        // Control (--jobs 1): the same probe sees the trials one after another.
+        EXPECT_EQ(most, std::string{jobs} == "2" ? 2U : 1U) << "--jobs " << jobs;
+    }
+    EXPECT_EQ(p.leftover_run_dirs(), 0U);
+}
+
+// The task processes of p's run --jobs: their command lines name the evaluation and --trial-task.
+std::vector<std::string> tasks_of(const Project &p, const std::string &trial = "") {
+    return {p.eval().string(), "--trial-task", trial};
+}
+
+// Waits until `count` targets of task_target(seconds) run.
+bool wait_for_targets(const std::string &seconds, std::size_t count) {
+    for (int i = 0; i < 600; ++i) {
+        if (processes_with(task_sleep(seconds)) >= count) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds{50});
+    }
+    return false;
+}
+
+TEST(RunJobs, ATaskKilledMakesItsTrialAnInfrastructureErrorAndNeverAPass) {
+    Project p{"run-jobs-task-killed"};
+    write_simple_evaluation(p, R"(, "trials": 2)", task_target("4.250"));
+    p.commit();
+    const pid_t pid = spawn_run(p, {"--json"}, "run", {"--jobs", "2"});
+    ASSERT_TRUE(wait_for_targets("4.250", 2));
+    const auto task = test::processes_holding(tasks_of(p, ":2"));
+    ASSERT_EQ(task.size(), 1U);
+    // The task's whole process group, as a node's death or an out-of-memory kill would end it.
+    ASSERT_EQ(::kill(-task[0].pid, SIGKILL), 0);
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 3);  // Invalid: one trial has no verdict
+    EXPECT_TRUE(wait_for_none(task_sleep("4.250")));
+    EXPECT_TRUE(wait_for_none(tasks_of(p)));
+    fs::path dir;
+    for (const auto &e : fs::directory_iterator(p.eval() / "runs")) dir = e.path();
+    const auto run = read_json(dir / "run.json");
+    EXPECT_EQ(run["status"], "complete");
+    ASSERT_EQ(run["trials"].size(), 1U) << run.dump(2);
+    // The other trial counts as it would have alone: the control in the same run.
+    EXPECT_EQ(run["trials"][0]["index"], 1);
+    EXPECT_EQ(run["trials"][0]["verdict"]["verdict"], "pass");
+    ASSERT_EQ(run["failedTrialTasks"].size(), 1U) << run.dump(2);
+    EXPECT_EQ(run["failedTrialTasks"][0]["trialIndex"], 2);
+    EXPECT_EQ(run["failedTrialTasks"][0]["status"], 128 + SIGKILL);
+    expect_schema_valid(dir / "run.json", "run.schema.json");
+    const auto score = p.tea({"score", dir.string()});
+    EXPECT_EQ(score.status, 3) << score.err;
+    EXPECT_NE(score.err.find("trial 2: its task ended with killed by signal 9"), std::string::npos)
+        << score.err;
+    // The next run reclaims what the killed task left in the private root.
+    p.write("bin/t", "#!/bin/sh\necho ok\n", true);
+    p.commit();
+    const auto next = p.tea({"--json", "run", p.eval().string(), "--jobs", "2"});
+    EXPECT_EQ(next.status, 0) << next.err;
+    EXPECT_EQ(p.leftover_run_dirs(), 0U);
+}
+
+TEST(RunJobs, SigtermEndsEveryTaskAndSigkillLeavesWhatTheNextRunReclaims) {
+    for (const int signal_number : {SIGTERM, SIGKILL}) {
+        Project p{"run-jobs-" + std::to_string(signal_number)};
+        const std::string seconds = signal_number == SIGTERM ? "4.375" : "4.500";
+        write_simple_evaluation(p, R"(, "trials": 2)", task_target(seconds));
+        p.commit();
+        const pid_t pid = spawn_run(p, {}, "run", {"--jobs", "2"});
+        ASSERT_TRUE(wait_for_targets(seconds, 2));
+        EXPECT_EQ(processes_with(tasks_of(p)), 2U);
+        ASSERT_EQ(::kill(pid, signal_number), 0);
+        int status = 0;
+        ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+        // Every task ends with the run, and every target with its task.
+        EXPECT_TRUE(wait_for_none(tasks_of(p)));
+        EXPECT_TRUE(wait_for_none(task_sleep(seconds)));
+        fs::path dir;
+        for (const auto &e : fs::directory_iterator(p.eval() / "runs")) dir = e.path();
+        if (signal_number == SIGTERM) {
+            ASSERT_TRUE(WIFEXITED(status));
+            EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);
+            EXPECT_EQ(read_json(dir / "run.json")["status"], "interrupted");
+            EXPECT_EQ(p.leftover_run_dirs(), 0U);
+        } else {
+            EXPECT_EQ(read_json(dir / "run.json")["status"], "running");
+        }
+        p.write("bin/t", "#!/bin/sh\necho ok\n", true);
+        p.commit();
+        const auto next = p.tea({"--json", "run", p.eval().string(), "--jobs", "2"});
+        EXPECT_EQ(next.status, 0) << next.err;
+        EXPECT_EQ(p.leftover_run_dirs(), 0U) << signal_number;
+    }
+}
+
+TEST(RunJobs, JobsOutOfRangeAndTrialTasksThatAreNotOfARunningRunAreRefused) {
+    Project p{"run-jobs-refused"};
+    write_simple_evaluation(p);
+    p.commit();
+    for (const char *jobs : {"0", "65", "two"}) {
+        const auto r = p.tea({"run", p.eval().string(), "--jobs", jobs});
+        EXPECT_EQ(r.status, 2) << jobs << ": " << r.err;
+        EXPECT_NE(r.err.find("--jobs"), std::string::npos) << r.err;
+        EXPECT_FALSE(fs::exists(p.eval() / "runs")) << jobs;
+    }
+    const auto help = p.tea({"run", "--help"});
+    EXPECT_NE(help.out.find("--jobs"), std::string::npos) << help.out;
+    EXPECT_EQ(help.out.find("--trial-task"), std::string::npos) << help.out;
+    // Control: a run that is over.
+    const auto done = p.run();
+    ASSERT_EQ(done.status, 0) << done.err;
+    const auto dir = run_dir_of(done);
+    const auto id = dir.filename().string();
+    const auto before = test::read_file((dir / "run.json").string());
+    for (const auto &[spec, why] : std::vector<std::pair<std::string, std::string>>{
+             {id + ":1", "does not say the run is running"},
+             {id + ":0", "--trial-task takes RUN_ID:N"},
+             {"../" + id + ":1", "--trial-task takes RUN_ID:N"},
+             {"20261206T125956.026242Z-NOSUCH:1", "run.json is missing"}}) {
+        const auto r = p.tea({"run", p.eval().string(), "--trial-task", spec});
+        EXPECT_EQ(r.status, 2) << spec << ": " << r.err;
+        EXPECT_NE(r.err.find(why), std::string::npos) << spec << ": " << r.err;
+    }
+    EXPECT_EQ(test::read_file((dir / "run.json").string()), before);
+    EXPECT_FALSE(fs::exists(dir / "trials" / "1" / "trial.json"));
+}
+
 // ---- sealed briefs (docs/agent-evaluations.md) ----
 
 // A target that speaks the relay's protocol and, for every message, tries to read the brief at its

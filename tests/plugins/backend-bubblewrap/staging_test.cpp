@@ -6,12 +6,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstddef>
 #include <filesystem>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "exec/exec_plan.hpp"
 #include "harness.hpp"
+#include "support/sanitized.hpp"
 
 namespace tea::test::bwrap {
 namespace {
@@ -126,8 +129,13 @@ TEST_F(Staging, AStreamCutShortStartsNoTarget) {
     cuts.push_back(static_cast<long>(content.size()) - 1);  // "--end" without its NUL
     cuts.push_back(static_cast<long>(content.size()) - 2);  // "--en"
     cuts.push_back(static_cast<long>(last) + 2);            // "--"
+    EXPECT_GT(cuts.size(), 20U) << "a stream of a target's view has many elements";
+    // The sanitized build tries every fourth cut, from a phase drawn afresh at each run.
+    const auto stride = static_cast<std::size_t>(sanitized ? 4 : 1);
+    const auto phase = std::random_device{}() % stride;
     std::string started;
-    for (const long cut : cuts) {
+    for (std::size_t i = phase; i < cuts.size(); i += stride) {
+        const long cut = cuts[i];
         const auto r = run_spec(s, Backend::bubblewrap, false, cut);
         if (r.status == 0 || r.has(token)) {
             started += "cut at " + std::to_string(cut) + " of " + std::to_string(content.size()) +
@@ -135,7 +143,6 @@ TEST_F(Staging, AStreamCutShortStartsNoTarget) {
         }
     }
     EXPECT_TRUE(started.empty()) << started;
-    EXPECT_GT(cuts.size(), 20U) << "a stream of a target's view has many elements";
 }
 
 }  // namespace

@@ -1,0 +1,45 @@
+// A trial made by a process of its own (a task of `run --jobs N`, or of an executor's job array:
+// docs/scale-out.md) for a run that another process, the coordinator, began and will finish. The
+// task opens the evaluation and a session of its own, adopts the run from its run.json, makes one
+// trial as run_trial does, and writes what the trial adds to the run in
+// trials/N/trial.json (trial_outcome, trials.hpp), which the coordinator reads back, checks and
+// merges. docs/records.md describes the file.
+#pragma once
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "evaluation/trials.hpp"
+#include "files/private_dirs.hpp"
+
+namespace tea::evaluation {
+
+// The task's description on its command line: "RUN_ID:N".
+std::string trial_task_spec(const std::string &run_id, int index);
+// The run id and index of a spec; throws tea::Error (exit 2) for one that is not a run id of
+// new_run_id's form and an index from 1.
+std::pair<std::string, int> parse_trial_task_spec(const std::string &spec);
+
+// trials/N/trial.json of the run's records.
+std::filesystem::path trial_outcome_file(const std::filesystem::path &records, int index);
+
+// Makes `state` (opened on the evaluation, with the spec's run id) the run that `run` (its
+// run.json, as the coordinator wrote it when it began) describes, for trial `index`: the records
+// folder must be a folder of the evaluation's runs/ (not a link), and run.json must name this run
+// as running, of this evaluation's trial count, arm "run", at the commit this process resolved.
+// Then what begin_run settled for the run is settled again in this process: the budgets, the
+// trials' file system, the probes' revisions, and the run's canary, read back (leak_detectors.hpp).
+// Throws tea::Error: exit 2 for a run that does not match, 12 for what the host cannot give.
+void adopt_run(RunState &state, const nlohmann::json &run, int index,
+               files::RunDirectory &private_dir);
+
+// Writes a trial's outcome to trial_outcome_file, atomically and redacted (write_record).
+void write_trial_outcome(const RunState &state, const nlohmann::json &outcome);
+
+// Throws std::invalid_argument saying what is wrong when `outcome` is not a whole outcome of
+// trial `index` of run `run_id` in trial_outcome's shape: a task that lies, or a file torn or
+// altered, is never merged.
+void check_trial_outcome(const nlohmann::json &outcome, const std::string &run_id, int index);
+
+}  // namespace tea::evaluation

@@ -1,0 +1,105 @@
+// A trial task's spec and its outcome as the run reads it back (evaluation/trial_task.hpp): a spec
+// that is not a run id and a trial from 1 never names a folder, and an outcome that is not whole,
+// or that speaks of another run or trial, is refused before anything of it is merged.
+#include "evaluation/trial_task.hpp"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "util/error.hpp"
+
+namespace tea::evaluation {
+namespace {
+
+using nlohmann::json;
+
+const std::string kRun = "20261206T125956.026242Z-RKAOZV";
+
+// The outcome of trial 2 as trial_outcome writes one: a pass, one path listed.
+json whole_outcome() {
+    return json::parse(R"({
+      "schemaVersion": 1, "runId": "20261206T125956.026242Z-RKAOZV", "trialIndex": 2,
+      "interrupted": false,
+      "trial": {"index": 2, "node": "n", "calls": [], "artifacts": {},
+                "observedMountsChannel": "complete", "observedMounts": ["/etc/x"],
+                "infrastructureErrors": 0, "budgetHits": [],
+                "verdict": {"verdict": "pass", "reasons": []}},
+      "observed": [{"path": "/etc/x", "reason": "outside the grants"},
+                   {"path": {"base64": "/w=="}, "reason": "r"}],
+      "egressRefusals": [{"trialIndex": 2}], "servicesFailed": [],
+      "hostSocketTruncation": null, "confinement": "bubblewrap", "observer": "strace"})");
+}
+
+TEST(TrialTaskSpec, ARunIdAndATrialFromOneAndNothingElse) {
+    EXPECT_EQ(parse_trial_task_spec(trial_task_spec(kRun, 3)), std::make_pair(kRun, 3));
+    for (const std::string &bad : std::vector<std::string>{
+             "", ":1", kRun, kRun + ":", kRun + ":0", kRun + ":-1", kRun + ":1x", kRun + ": 1",
+             kRun + ":99999999999", "../" + kRun + ":1", kRun + "/..:1", "x" + kRun + ":1",
+             kRun + "\n:1", std::string{"20261206T125956.026242Z-RK\0AOZV:1", 34}}) {
+        try {
+            (void)parse_trial_task_spec(bad);
+            ADD_FAILURE() << "accepted '" << bad << "'";
+        } catch (const Error &e) {
+            EXPECT_EQ(e.code(), ExitCode::usage) << bad;
+            EXPECT_NE(std::string{e.what()}.find("--trial-task"), std::string::npos) << e.what();
+        }
+    }
+}
+
+TEST(TrialTaskOutcome, AWholeOutcomeOfThisTrialPasses) {
+    EXPECT_NO_THROW(check_trial_outcome(whole_outcome(), kRun, 2));
+    // Interrupted in the evaluator: no verdict, and still whole.
+    auto interrupted = whole_outcome();
+    interrupted["interrupted"] = true;
+    interrupted["trial"]["verdict"] = nullptr;
+    EXPECT_NO_THROW(check_trial_outcome(interrupted, kRun, 2));
+}
+
+TEST(TrialTaskOutcome, WhatIsNotWholeOrNotOfThisTrialIsRefused) {
+    const std::vector<std::pair<std::string, std::function<void(json &)>>> changes{
+        {"not an object", [](json &o) { o = json::array(); }},
+        {"schemaVersion", [](json &o) { o["schemaVersion"] = 2; }},
+        {"another run", [](json &o) { o["runId"] = "20261206T125956.026242Z-OTHER1"; }},
+        {"another trial", [](json &o) { o["trialIndex"] = 1; }},
+        {"trial index as text", [](json &o) { o["trialIndex"] = "2"; }},
+        {"interrupted missing", [](json &o) { o.erase("interrupted"); }},
+        {"the trial of another index", [](json &o) { o["trial"]["index"] = 3; }},
+        {"no trial", [](json &o) { o.erase("trial"); }},
+        {"calls not a list", [](json &o) { o["trial"]["calls"] = json::object(); }},
+        {"no artifacts", [](json &o) { o["trial"].erase("artifacts"); }},
+        {"a channel made up", [](json &o) { o["trial"]["observedMountsChannel"] = "fine"; }},
+        {"no observedMounts", [](json &o) { o["trial"].erase("observedMounts"); }},
+        {"negative errors", [](json &o) { o["trial"]["infrastructureErrors"] = -1; }},
+        {"budgetHits not a list", [](json &o) { o["trial"]["budgetHits"] = 0; }},
+        {"lossyReasons not a list", [](json &o) { o["trial"]["lossyReasons"] = "x"; }},
+        {"no verdict, not interrupted", [](json &o) { o["trial"]["verdict"] = nullptr; }},
+        {"observed not a list", [](json &o) { o["observed"] = "x"; }},
+        {"a path without reason", [](json &o) { o["observed"][0].erase("reason"); }},
+        {"a path that is no byte string",
+         [](json &o) {
+             o["observed"][0]["path"] = {{"base64", "@@"}};
+         }},
+        {"a refusal of another trial", [](json &o) { o["egressRefusals"][0]["trialIndex"] = 1; }},
+        {"a failed service of no trial", [](json &o) { o["servicesFailed"].push_back(json{}); }},
+        {"no hostSocketTruncation", [](json &o) { o.erase("hostSocketTruncation"); }},
+        {"a truncation of another trial",
+         [](json &o) {
+             o["hostSocketTruncation"] = {{"trialIndex", 1}};
+         }},
+        {"no confinement", [](json &o) { o["confinement"] = nullptr; }},
+        {"an observer that is a number", [](json &o) { o["observer"] = 5; }},
+    };
+    for (const auto &[name, change] : changes) {
+        auto outcome = whole_outcome();
+        change(outcome);
+        EXPECT_THROW(check_trial_outcome(outcome, kRun, 2), std::invalid_argument) << name;
+    }
+}
+
+}  // namespace
+}  // namespace tea::evaluation

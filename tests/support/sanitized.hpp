@@ -1,0 +1,22 @@
+#pragma once
+// Whether this test executable was built with AddressSanitizer, where every process a test starts
+// takes about a second to start and a call several. Tests that repeat a race or a kill many times
+// to reach the rare case repeat it fewer times there: the release build keeps the full count, and
+// the sanitized one still runs each path that the repetitions vary.
+
+#include <algorithm>
+
+namespace tea::test {
+
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool sanitized = true;
+#else
+inline constexpr bool sanitized = false;
+#endif
+
+// `full` in the release build; a quarter of it, at least one, in the sanitized build.
+constexpr int repetitions(int full) {
+    return sanitized ? std::max(1, full / 4) : full;
+}
+
+}  // namespace tea::test
