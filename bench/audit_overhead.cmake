@@ -13,3 +13,7 @@ target_compile_definitions(audit_overhead_bench PRIVATE
   TEA_PROCESS_FLOOR="$<TARGET_FILE:process_floor>")
 add_dependencies(audit_overhead_bench tea-evaluate tea-backend-bubblewrap tea-observer-strace
   bench_open_files process_floor)
+if(TARGET tea-observer-ebpf)
+  target_compile_definitions(audit_overhead_bench PRIVATE TEA_BENCH_EBPF)
+  add_dependencies(audit_overhead_bench tea-observer-ebpf)
+endif()

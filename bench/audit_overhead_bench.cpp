@@ -3,6 +3,8 @@
 // raw bwrap and bare execution, for a trivial call and for a call that opens 10,000 files, in one
 // run, interleaved, reporting medians and ratios. Not a test: it asserts nothing.
 //
+// With the eBPF observer built, the same call audited by it (--observer ebpf) is one more row.
+//
 // One more variant splits the difference: raw strace around raw bwrap given the very arguments
 // the bubblewrap backend plans for the call (planned_call.hpp). What it costs over raw
 // strace+bwrap is the confinement's own set-up, traced; what the audited call costs over it is
@@ -68,6 +70,8 @@ int run(int argc, char **argv) {
     const std::vector<std::string> tea_audited{tea, "exec", "--system-path", tree, "--"};
     const std::vector<std::string> tea_unaudited{
         tea, "exec", "--observer", "none", "--system-path", tree, "--"};
+    const std::vector<std::string> tea_ebpf{tea,  "exec", "--observer", "ebpf", "--system-path",
+                                            tree, "--"};
 
     struct Workload {
         std::string name;
@@ -77,13 +81,17 @@ int run(int argc, char **argv) {
         {"true", {"true"}},
         {"open " + std::to_string(files), {opener, tree, std::to_string(files)}},
     };
-    const std::vector<std::string> kinds{"bare",
-                                         "raw bwrap",
-                                         "raw strace+bwrap",
-                                         "raw strace, tea's plan",
-                                         "floor: strace + plan",
-                                         "tea exec unaudited",
-                                         "tea exec audited"};
+    std::vector<std::string> kinds{"bare",
+                                   "raw bwrap",
+                                   "raw strace+bwrap",
+                                   "raw strace, tea's plan",
+                                   "floor: strace + plan",
+                                   "tea exec unaudited",
+                                   "tea exec audited"};
+#ifdef TEA_BENCH_EBPF
+    // The eBPF observer where it is built (and loads: the bench runs as root).
+    kinds.emplace_back("tea exec ebpf");
+#endif
     // Each workload's plan, its directories where the runtime keeps a call's (removed at the end,
     // or by a later run's reclaim if this one is cut short).
     tea::files::RunDirectory run_dir{
@@ -122,6 +130,9 @@ int run(int argc, char **argv) {
         }
         if (kind == "tea exec unaudited") {
             return with(tea_unaudited, w.command);
+        }
+        if (kind == "tea exec ebpf") {
+            return with(tea_ebpf, w.command);
         }
         return with(tea_audited, w.command);
     };

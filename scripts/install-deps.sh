@@ -15,10 +15,13 @@ packages=(
   libboost-dev libtomlplusplus-dev nlohmann-json3-dev libgit2-dev libspdlog-dev libfmt-dev
   libcli11-dev libgtest-dev libseccomp-dev libssl-dev
   bubblewrap strace util-linux
+  # The eBPF observer's kernel programs (plugins/observer-ebpf): compiled with clang for the BPF
+  # target against the kernel's BTF (bpftool), loaded with libbpf. Without them it is not built.
+  clang bpftool libbpf-dev
 )
 if ! $for_example; then
   packages+=(
-    clang libclang-rt-14-dev python3-jsonschema curl
+    libclang-rt-14-dev python3-jsonschema curl
     qemu-system-x86 busybox-static
     chromium
     man-db groff-base bash-completion

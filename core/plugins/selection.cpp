@@ -5,6 +5,8 @@
 
 #include <cstdlib>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "util/error.hpp"
 
@@ -122,6 +124,7 @@ Selected select_observer(const Registry &registry, const config::Config &config)
         return select_named(registry, config, config.observer, Kind::observer);
     }
     std::string reasons;
+    std::vector<std::pair<std::string, std::string>> cannot_work;  // installed, probe refused
     for (const auto &name : config.observer_order) {
         const auto *entry = registry.find(name);
         if (entry == nullptr) {
@@ -136,17 +139,31 @@ Selected select_observer(const Registry &registry, const config::Config &config)
             reasons += "\n  " + name + ": not an observer plugin";
             continue;
         }
-        // The first installed observer is the audit; one that cannot work stops the command
-        // instead of letting "auto" fall through to an unaudited call.
+        // The first observer of the order that can work here audits the call; one that cannot
+        // passes to the next, which audits as well. None that can stops the command: "auto"
+        // never falls through to an unaudited call.
         auto instance = create(*entry->plugin, config);
         const auto probe = instance->probe();
-        if (!probe.available) {
-            throw host_error("the observer '" + name +
-                             "' cannot audit calls on this host: " + probe.reason +
-                             "\nRepair it, or run unaudited on purpose with "
-                             "--observer none.");
+        if (probe.available) {
+            for (const auto &[skipped, why] : cannot_work) {
+                spdlog::info("the observer '{}' cannot audit calls on this host ({}); using '{}'",
+                             skipped, why, name);
+            }
+            return Selected{entry->plugin.get(), std::move(instance), true};
         }
-        return Selected{entry->plugin.get(), std::move(instance), true};
+        cannot_work.emplace_back(name, probe.reason);
+        reasons += "\n  " + name + ": " + probe.reason;
+    }
+    if (cannot_work.size() == 1) {
+        throw host_error("the observer '" + cannot_work[0].first +
+                         "' cannot audit calls on this host: " + cannot_work[0].second +
+                         "\nRepair it, or run unaudited on purpose with --observer none.");
+    }
+    if (!cannot_work.empty()) {
+        throw host_error(
+            "no observer can audit the call on this host (audit.observer = \"auto\" tried "
+            "audit.auto_order):" +
+            reasons + "\nRepair one of them, or run unaudited on purpose with --observer none.");
     }
     throw host_error(
         "no observer is installed to audit the call (audit.observer = \"auto\" looked for "

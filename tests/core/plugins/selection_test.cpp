@@ -26,6 +26,8 @@ class Selection : public ::testing::Test {
     Selection() {
         write_manifest(dir_.path(), "good-backend", "backend", TEA_FIXTURE_GOOD_BACKEND);
         write_manifest(dir_.path(), "good-observer", "observer", TEA_FIXTURE_GOOD_OBSERVER);
+        write_manifest(dir_.path(), "unavailable-observer", "observer",
+                       TEA_FIXTURE_UNAVAILABLE_OBSERVER);
         // Refused at load: its table has no prepare.
         write_manifest(dir_.path(), "broken", "backend", TEA_FIXTURE_NO_PREPARE);
         write_manifest(dir_.path(), "unavailable", "backend", TEA_FIXTURE_UNAVAILABLE);
@@ -60,10 +62,10 @@ class Selection : public ::testing::Test {
 };
 
 TEST_F(Selection, RegistryHoldsTheGoodAndTheRefused) {
-    ASSERT_EQ(registry_.entries().size(), 6U);
+    ASSERT_EQ(registry_.entries().size(), 7U);
     EXPECT_THAT(refusal_of("broken"), HasSubstr("the operations table has no 'prepare'"));
-    for (const char *loaded :
-         {"good-backend", "good-observer", "unavailable", "create-fails", "cpp-backend"}) {
+    for (const char *loaded : {"good-backend", "good-observer", "unavailable-observer",
+                               "unavailable", "create-fails", "cpp-backend"}) {
         EXPECT_EQ(refusal_of(loaded), "") << loaded;
     }
 }
@@ -183,6 +185,24 @@ TEST_F(Selection, NamedObserver) {
     config_.observer = "good-backend";
     EXPECT_THAT(error_of([&] { (void)select_observer(registry_, config_); }, ExitCode::usage),
                 HasSubstr("is a backend plugin, not an observer plugin"));
+}
+
+// "auto" takes the first observer of its order that can work here (the eBPF observer where
+// its programs load, else strace), and stops the command when none can.
+TEST_F(Selection, AutoObserverPassesOneThatCannotWorkToTheNext) {
+    config_.observer = "auto";
+    config_.observer_order = {"unavailable-observer", "good-observer"};
+    const auto selected = select_observer(registry_, config_);
+    ASSERT_NE(selected.plugin, nullptr);
+    EXPECT_EQ(selected.plugin->name(), "good-observer");
+    // Alone, it stops the command with its reason.
+    config_.observer_order = {"missing-observer", "unavailable-observer"};
+    EXPECT_THAT(error_of([&] { (void)select_observer(registry_, config_); }, ExitCode::no_confine),
+                HasSubstr("the observer 'unavailable-observer' cannot audit calls on this host"));
+    // Control: none installed says so.
+    config_.observer_order = {"missing-observer"};
+    EXPECT_THAT(error_of([&] { (void)select_observer(registry_, config_); }, ExitCode::no_confine),
+                HasSubstr("no observer is installed"));
 }
 
 TEST(ManifestSearchPath, RuntimeThenSystemThenUserThenConfigured) {

@@ -6,6 +6,7 @@
 #include <tea/plugin.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -50,6 +51,10 @@ class Audit : public Confinement {
     std::pair<Result, json> audited(const std::vector<std::string> &command,
                                     std::vector<std::string> options = {},
                                     const std::vector<std::string> &withhold = {}) {
+        if (!observer_.empty() &&
+            std::find(options.begin(), options.end(), "--observer") == options.end()) {
+            options.insert(options.begin(), {"--observer", observer_});
+        }
         options.insert(options.begin(), "--json");
         const auto r = run({.command = command, .withhold = withhold, .options = options});
         auto record = json::parse(r.out, nullptr, false);
@@ -72,13 +77,39 @@ class Audit : public Confinement {
     [[nodiscard]] std::string key() const { return (outside_ / "id_rsa").string(); }
 
     fs::path outside_;
+    std::string observer_;  // the observer audited() names; empty: the configuration's
 };
 
-class AuditEitherIdentity : public Audit, public ::testing::WithParamInterface<Identity> {
+// Who runs tea-evaluate, and which observer audits its calls.
+struct AuditedBy {
+    Identity identity = Identity::invoker;
+    const char *observer = "strace";
+};
+void PrintTo(const AuditedBy &a, std::ostream *os) {
+    *os << (a.identity == Identity::invoker ? "invoker" : "unprivileged") << "/" << a.observer;
+}
+
+// strace as either identity; the eBPF observer, where it is built, as root only (loading its
+// programs needs root: as an unprivileged user it refuses with exit 12, see
+// observer-ebpf/kernel_test.cpp).
+std::vector<AuditedBy> audited_by(bool with_ebpf) {
+    std::vector<AuditedBy> out{{Identity::invoker, "strace"}, {Identity::unprivileged, "strace"}};
+#ifdef TEA_EBPF_OBSERVER
+    if (with_ebpf) {
+        out.push_back({Identity::invoker, "ebpf"});
+    }
+#else
+    (void)with_ebpf;
+#endif
+    return out;
+}
+
+class AuditEitherIdentity : public Audit, public ::testing::WithParamInterface<AuditedBy> {
    protected:
     void SetUp() override {
         Audit::SetUp();
-        if (!IsSkipped() && !HasFatalFailure() && GetParam() == Identity::unprivileged) {
+        observer_ = GetParam().observer;
+        if (!IsSkipped() && !HasFatalFailure() && GetParam().identity == Identity::unprivileged) {
             become_unprivileged();
         }
     }
@@ -110,8 +141,7 @@ TEST_P(AuditEitherIdentity, WorkspaceReadIsNotListed) {
     EXPECT_GT(record["audit"]["events"].get<int>(), 0) << "the observer saw the call" << r;
 }
 
-INSTANTIATE_TEST_SUITE_P(Identities, AuditEitherIdentity,
-                         ::testing::Values(Identity::invoker, Identity::unprivileged));
+INSTANTIATE_TEST_SUITE_P(Identities, AuditEitherIdentity, ::testing::ValuesIn(audited_by(true)));
 
 // bwrap starts the target itself through its PATH; the backend names the program the exec will
 // find so the audit knows where the target starts. As root, a PATH entry only root can search
@@ -172,6 +202,41 @@ TEST_F(Audit, AnObserverOlderThanTheTargetStartHintIsRefused) {
         << current;
     EXPECT_NE(current.err.find("good-observer"), std::string::npos) << current;
 }
+
+#ifdef TEA_EBPF_OBSERVER
+// Loading the eBPF observer's programs needs root: an unprivileged user is told so (exit 12),
+// never given an unaudited call; "auto" with it first in its order then audits with strace.
+TEST_F(Audit, TheEbpfObserverRefusesAnUnprivilegedUserAndAutoPassesToTheNext) {
+    become_unprivileged();
+    const auto refused = run({.command = {"cat", key()}, .options = {"--observer", "ebpf"}});
+    EXPECT_EQ(refused.status, 12) << refused;
+    EXPECT_NE(refused.err.find("needs root"), std::string::npos) << refused;
+    EXPECT_EQ(refused.err.find("PRIVATE KEY"), std::string::npos) << "nothing ran" << refused;
+    const auto [r, record] = [&] {
+        const auto res = run({.command = {"cat", key()},
+                              .config = "[audit]\nauto_order = [\"ebpf\", \"strace\"]\n",
+                              .options = {"--json"}});
+        return std::pair{res, json::parse(res.out, nullptr, false)};
+    }();
+    EXPECT_EQ(r.status, 0) << r;
+    EXPECT_EQ(record["audit"].value("observer", ""), "strace") << r;
+    EXPECT_TRUE(lists(record, key())) << r;
+}
+
+// Control: where its programs load (root), "auto" with it first audits with it.
+TEST_F(Audit, AutoTakesTheEbpfObserverWhereItLoads) {
+    if (::geteuid() != 0) {
+        GTEST_SKIP() << "loading BPF programs needs root";
+    }
+    const auto r = run({.command = {"cat", key()},
+                        .config = "[audit]\nauto_order = [\"ebpf\", \"strace\"]\n",
+                        .options = {"--json"}});
+    const auto record = json::parse(r.out, nullptr, false);
+    EXPECT_EQ(r.status, 0) << r;
+    EXPECT_EQ(record["audit"].value("observer", ""), "ebpf") << r;
+    EXPECT_TRUE(lists(record, key())) << r;
+}
+#endif
 
 // The observer writes each event's paths into its JSON answer: quotes, backslashes, control
 // bytes and bytes that are not UTF-8 must come back as the very names the target opened.
@@ -247,7 +312,7 @@ TEST_F(Audit, DeclaredSystemPathIsNotListed) {
     EXPECT_TRUE(lists(control, key())) << c;
 }
 
-TEST_F(Audit, WithheldFolderIsListedEvenThoughTheReadFailed) {
+TEST_P(AuditEitherIdentity, WithheldFolderIsListedEvenThoughTheReadFailed) {
     const auto [r, record] =
         audited({"cat", secret_file().string()}, {"--strict"}, {withheld().string()});
     EXPECT_EQ(r.status, 3) << r;
@@ -290,7 +355,7 @@ TEST_F(Audit, EveryKindOfProcessIsSeenAlike) {
     }
 }
 
-TEST_F(Audit, LinkInTheWorkspaceReportsWhereItLeads) {
+TEST_P(AuditEitherIdentity, LinkInTheWorkspaceReportsWhereItLeads) {
     fs::create_symlink(key(), workspace() / "innocent.txt");
     const auto [r, record] = audited({"cat", (workspace() / "innocent.txt").string()});
     EXPECT_NE(r.err.find("PRIVATE KEY"), std::string::npos) << r;
@@ -298,7 +363,7 @@ TEST_F(Audit, LinkInTheWorkspaceReportsWhereItLeads) {
     EXPECT_FALSE(lists(record, (workspace() / "innocent.txt").string())) << r;
 }
 
-TEST_F(Audit, ExecAndRefusedWriteThroughAPlantedLinkAreJudgedByTheTarget) {
+TEST_P(AuditEitherIdentity, ExecAndRefusedWriteThroughAPlantedLinkAreJudgedByTheTarget) {
     // A binary outside the grants, reached through a link in the workspace.
     const auto tool = outside_ / "tool";
     fs::copy_file("/usr/bin/true", tool);
@@ -588,7 +653,7 @@ TEST_P(AuditPreflightLegs, ALegsCopyIsOutOfOtherUsersReach) {
     const auto legs = leg.parent_path();
     EXPECT_EQ(open_as_nobody(legs), EACCES) << "the legs' directory is not listable";
     const auto guessed = legs / "leg-1" / "notes.txt";  // a name a local user could guess
-    if (GetParam() == Identity::unprivileged) {
+    if (GetParam().identity == Identity::unprivileged) {
         EXPECT_EQ(open_as_nobody(guessed), EACCES);
         EXPECT_EQ(open_as_nobody(leg / "notes.txt"), EACCES) << "only the invoker may search";
         // Control: the same open, with the legs' directory searchable by all, reaches the copy.
@@ -614,8 +679,7 @@ TEST_P(AuditPreflightLegs, ALegsCopyIsOutOfOtherUsersReach) {
     EXPECT_FALSE(fs::exists(legs)) << "the copies are removed at the end";
 }
 
-INSTANTIATE_TEST_SUITE_P(Identities, AuditPreflightLegs,
-                         ::testing::Values(Identity::invoker, Identity::unprivileged));
+INSTANTIATE_TEST_SUITE_P(Identities, AuditPreflightLegs, ::testing::ValuesIn(audited_by(false)));
 
 // A preflight killed mid-leg leaves its copies; the next preflight of the same user removes them,
 // and leaves a live one's alone.
@@ -686,13 +750,28 @@ class AuditOfTheRealFile : public AuditEitherIdentity {
         return {"/bin/sh", "-c", "cd '" + workspace().string() + "' && " + script};
     }
 
+    // The eBPF observer reads, in the kernel, the file an exec runs: such an exec is judged by
+    // that file, where strace has only the name it was given and lists it as unverified.
+    [[nodiscard]] bool sees_the_file_run() const { return observer_ == "ebpf"; }
+
+    // The exec of the tool is listed: by its file, or as one whose file nobody could verify.
+    [[nodiscard]] bool lists_the_tool(const json &record) const {
+        return sees_the_file_run() ? lists(record, tool_.string()) : lists_unverified(record);
+    }
+
     fs::path tool_;
     std::string mark_;
 };
 
+// The probes the eBPF observer also runs (where it is built): an exec through a descriptor link,
+// which it judges by the file that ran, and the descriptor swap. The others of this suite follow
+// what a name named on the host, which the eBPF observer reads in the kernel instead; its own
+// exec tests are observer-ebpf/kernel_test.cpp.
+class AuditOfTheRealFileEachObserver : public AuditOfTheRealFile {};
+
 // execve("/dev/fd/N") of an O_PATH descriptor runs whatever N names, while the path lies under
 // /dev; the same goes for /proc's descriptor links and /dev/stdin.
-TEST_P(AuditOfTheRealFile, ExecThroughADescriptorLinkIsListed) {
+TEST_P(AuditOfTheRealFileEachObserver, ExecThroughADescriptorLinkIsListed) {
     const std::string probe =
         "import os, sys\n"
         "fd = os.open(sys.argv[1], os.O_PATH)\n"
@@ -709,7 +788,7 @@ TEST_P(AuditOfTheRealFile, ExecThroughADescriptorLinkIsListed) {
         const auto [r, record] = audited(command, {"--strict"});
         EXPECT_NE(r.err.find(mark_), std::string::npos) << link << ": the tool ran" << r;
         EXPECT_EQ(r.status, 3) << link << r;
-        EXPECT_TRUE(lists_unverified(record)) << link << r;
+        EXPECT_TRUE(lists_the_tool(record)) << link << r;
 
         // Control: unobserved, the same exec runs the tool all the same.
         const auto [u, unobserved] = audited(command, {"--observer", "none"});
@@ -839,15 +918,18 @@ TEST_P(AuditOfTheRealFile, AFileTheCallMadeRanAndRemovedIsNotListed) {
 // the open's return, keeping a copy of the real one: the trace then names the decoy. The race is
 // won in some calls only, so the probe runs several times; whenever it read the key, the key must
 // be listed.
-TEST_P(AuditOfTheRealFile, ADescriptorSwappedBeforeTheTracerReadsItIsStillListed) {
+TEST_P(AuditOfTheRealFileEachObserver, ADescriptorSwappedBeforeTheTracerReadsItIsStillListed) {
     const auto probe = workspace() / "fd_swap_probe";
     fs::copy_file(TEA_FD_SWAP_PROBE, probe);
     fs::permissions(probe, fs::perms{0755});
     const std::string decoy = (workspace() / "notes.txt").string();
     for (const std::string mode : {"dup2", "close"}) {
         int leaked = 0;
-        // The sanitized build makes a quarter of the calls, more only until the race is won once.
-        for (int i = 0; i < 25 && (i < repetitions(25) || leaked == 0); ++i) {
+        // Each call makes up to 200 attempts; under the eBPF observer a call leaks as often as
+        // under strace but takes longer, so it gets fewer calls (the suite's time is bounded). The
+        // sanitized build makes a quarter of them, more only until the race is won once.
+        const int calls = observer_ == "ebpf" ? 12 : 25;
+        for (int i = 0; i < calls && (i < repetitions(calls) || leaked == 0); ++i) {
             const auto [r, record] = audited({probe.string(), mode, key(), decoy}, {"--strict"});
             if (r.err.find("LEAKED:PRIVATE KEY") == std::string::npos) {
                 continue;
@@ -865,8 +947,9 @@ TEST_P(AuditOfTheRealFile, ADescriptorSwappedBeforeTheTracerReadsItIsStillListed
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Identities, AuditOfTheRealFile,
-                         ::testing::Values(Identity::invoker, Identity::unprivileged));
+INSTANTIATE_TEST_SUITE_P(Identities, AuditOfTheRealFile, ::testing::ValuesIn(audited_by(false)));
+INSTANTIATE_TEST_SUITE_P(Identities, AuditOfTheRealFileEachObserver,
+                         ::testing::ValuesIn(audited_by(true)));
 
 }  // namespace
 }  // namespace tea::test::bwrap

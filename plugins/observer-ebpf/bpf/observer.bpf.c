@@ -1,0 +1,651 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The eBPF observer's kernel side: which processes belong to a call, and what they opened,
+ * executed, listed and named, as the kernel saw it.
+ *
+ * Raw tracepoints only: fentry is refused on kernels in lockdown's integrity mode, and a raw
+ * tracepoint needs no kernel BTF at attach time. Every field is read through CO-RE relocations.
+ *
+ * An open is reported by the file the kernel installed at the returned descriptor, never by the
+ * path string the process passed: a thread that rewrites the string while the call runs cannot
+ * disguise what was opened. */
+// The kernel's types come first: the libbpf headers are written against them.
+#include "vmlinux.h"
+// (a block of its own, so that the includes below are never sorted before it)
+
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "ebpf_event.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define AT_FDCWD -100
+#define TS_COMPAT 0x0002
+#define X32_SYSCALL_BIT 0x40000000
+#define MNT_INTERNAL 0x4000
+#define WALK_STEPS 512
+
+/* Wake the reader only once this many bytes wait: a wake-up per event cost more than the event.
+ * The plugin also drains at each call's end. Set before load. */
+const volatile __u64 wake_at_bytes = 1 << 20;
+
+/* Processes of an audited call: tgid -> the call's id. */
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 65536);
+    __uint(map_flags, BPF_F_NO_PREALLOC);
+    __type(key, __u32);
+    __type(value, __u32);
+} tracked SEC(".maps");
+
+/* Tokens handed to enter programs that have not claimed their call yet: token -> call id. */
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 1024);
+    __type(key, __u64);
+    __type(value, __u32);
+} pending SEC(".maps");
+
+/* Each audited call's counters. */
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 1024);
+    __type(key, __u32);
+    __type(value, struct tea_ebpf_call_counts);
+} calls SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_RINGBUF);
+    __uint(max_entries, 1 << 24);
+} events SEC(".maps");
+
+/* An event is built here, then copied out at its own length. */
+struct scratch {
+    struct tea_ebpf_event e;
+    char data[3 * TEA_EBPF_REGION];
+};
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, struct scratch);
+} scratch_space SEC(".maps");
+
+struct walk {
+    struct dentry *d;
+    struct mount *mnt;
+    struct dentry *root_d;
+    struct vfsmount *root_mnt;
+    char *names;
+    __u32 off;
+    __u8 status;
+};
+
+/* One step up: a name, or a mount crossed. Stops at the process's root, as d_path does. */
+static long walk_step(__u32 index, void *ctx) {
+    struct walk *w = ctx;
+    struct dentry *d = w->d;
+    struct mount *mnt = w->mnt;
+    if (d == w->root_d && &mnt->mnt == w->root_mnt) {
+        w->status = TEA_EBPF_WALK_ROOT;
+        return 1;
+    }
+    struct dentry *mnt_root = BPF_CORE_READ(mnt, mnt.mnt_root);
+    if (d == mnt_root) {
+        struct mount *up = BPF_CORE_READ(mnt, mnt_parent);
+        if (up == mnt) {
+            int flags = BPF_CORE_READ(mnt, mnt.mnt_flags);
+            w->status = (flags & MNT_INTERNAL) ? TEA_EBPF_WALK_PSEUDO : TEA_EBPF_WALK_OUTSIDE;
+            return 1;
+        }
+        w->d = BPF_CORE_READ(mnt, mnt_mountpoint);
+        w->mnt = up;
+        return 0;
+    }
+    struct dentry *parent = BPF_CORE_READ(d, d_parent);
+    if (parent == d) {
+        /* A dentry cut off from its tree (a disconnected or internal one). */
+        int flags = BPF_CORE_READ(mnt, mnt.mnt_flags);
+        w->status = (flags & MNT_INTERNAL) ? TEA_EBPF_WALK_PSEUDO : TEA_EBPF_WALK_OUTSIDE;
+        return 1;
+    }
+    __u32 off = w->off;
+    if (off >= TEA_EBPF_NAMES) {
+        w->status = TEA_EBPF_WALK_TOO_LONG;
+        return 1;
+    }
+    const unsigned char *name = BPF_CORE_READ(d, d_name.name);
+    long n =
+        bpf_probe_read_kernel_str(w->names + (off & (TEA_EBPF_NAMES - 1)), TEA_EBPF_NAME_MAX, name);
+    if (n <= 0) {
+        w->status = TEA_EBPF_WALK_NO_FILE;
+        return 1;
+    }
+    w->off = off + (__u32)n;
+    w->d = parent;
+    return 0;
+}
+
+/* Walks `path` up to the current process's root into `names`; returns the bytes written. */
+static __always_inline __u32 walk_path(struct task_struct *task, struct dentry *d,
+                                       struct vfsmount *vm, char *names, __u8 *status) {
+    struct walk w = {
+        .d = d,
+        .mnt = container_of(vm, struct mount, mnt),
+        .root_d = BPF_CORE_READ(task, fs, root.dentry),
+        .root_mnt = BPF_CORE_READ(task, fs, root.mnt),
+        .names = names,
+        .off = 0,
+        .status = TEA_EBPF_WALK_NONE,
+    };
+    if (!d || !vm) {
+        *status = TEA_EBPF_WALK_NO_FILE;
+        return 0;
+    }
+    bpf_loop(WALK_STEPS, walk_step, &w, 0);
+    *status = w.status == TEA_EBPF_WALK_NONE ? TEA_EBPF_WALK_TOO_LONG : w.status;
+    return w.off > TEA_EBPF_NAMES ? TEA_EBPF_NAMES : w.off;
+}
+
+static __always_inline struct file *file_at(struct task_struct *task, long fd) {
+    if (fd < 0) return 0;
+    unsigned int max = BPF_CORE_READ(task, files, fdt, max_fds);
+    if ((unsigned long)fd >= max) return 0;
+    struct file **fds = BPF_CORE_READ(task, files, fdt, fd);
+    struct file *f = 0;
+    bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
+    return f;
+}
+
+static __always_inline struct scratch *scratch_for(__u32 call_id, __u32 tgid, __u16 kind) {
+    __u32 zero = 0;
+    struct scratch *s = bpf_map_lookup_elem(&scratch_space, &zero);
+    if (!s) return 0;
+    __builtin_memset(&s->e, 0, sizeof(s->e));
+    s->e.call_id = call_id;
+    s->e.tgid = tgid;
+    s->e.kind = kind;
+    return s;
+}
+
+static __always_inline void count_lost(__u32 call_id) {
+    struct tea_ebpf_call_counts *c = bpf_map_lookup_elem(&calls, &call_id);
+    if (c) __sync_fetch_and_add(&c->lost, 1);
+}
+
+/* Sends the event: the header, every region before the last in full, and the last cut to its
+ * bytes. */
+static __always_inline void send(struct scratch *s, __u32 regions) {
+    __u32 last = regions == 0 ? 0 : regions - 1;
+    if (last > 2) last = 2;
+    __u64 size = sizeof(s->e) + (__u64)last * TEA_EBPF_REGION + s->e.bytes[last];
+    if (size > sizeof(*s)) size = sizeof(*s);
+    s->e.size = (__u32)size;
+    __u64 avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+    __u64 flags = avail >= wake_at_bytes ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+    if (bpf_ringbuf_output(&events, s, size, flags) != 0) count_lost(s->e.call_id);
+}
+
+SEC("raw_tp/sched_process_fork")
+int on_fork(struct bpf_raw_tracepoint_args *ctx) {
+    struct task_struct *parent = (struct task_struct *)ctx->args[0];
+    struct task_struct *child = (struct task_struct *)ctx->args[1];
+    __u32 ptgid = BPF_CORE_READ(parent, tgid);
+    __u32 *call_id = bpf_map_lookup_elem(&tracked, &ptgid);
+    if (!call_id) return 0;
+    /* Added in the parent's context, before the child first runs: no child escapes by
+     * forking fast. */
+    __u32 ctgid = BPF_CORE_READ(child, tgid);
+    __u32 id = *call_id;
+    /* A child the full map cannot hold goes unseen: the call is then incomplete, never clean. */
+    if (bpf_map_update_elem(&tracked, &ctgid, &id, BPF_ANY) != 0) count_lost(id);
+    return 0;
+}
+
+SEC("raw_tp/sched_process_exit")
+int on_exit(struct bpf_raw_tracepoint_args *ctx) {
+    struct task_struct *task = (struct task_struct *)ctx->args[0];
+    __u32 tgid = BPF_CORE_READ(task, tgid);
+    if (!bpf_map_lookup_elem(&tracked, &tgid)) return 0;
+    /* Forgotten when its whole group is gone, so that a reused pid is not taken for it. */
+    if (BPF_CORE_READ(task, signal, live.counter) == 0) bpf_map_delete_elem(&tracked, &tgid);
+    return 0;
+}
+
+SEC("raw_tp/sched_process_exec")
+int on_exec(struct bpf_raw_tracepoint_args *ctx) {
+    struct task_struct *task = (struct task_struct *)ctx->args[0];
+    struct linux_binprm *bprm = (struct linux_binprm *)ctx->args[2];
+    __u32 tgid = BPF_CORE_READ(task, tgid);
+    __u32 *call_id = bpf_map_lookup_elem(&tracked, &tgid);
+    if (!call_id) return 0;
+    struct scratch *s = scratch_for(*call_id, tgid, TEA_EBPF_EXEC);
+    if (!s) return 0;
+    s->e.call = TEA_EBPF_EXECVE;
+    struct file *f = BPF_CORE_READ(bprm, file);
+    __u8 status = 0;
+    s->e.bytes[0] = walk_path(task, BPF_CORE_READ(f, f_path.dentry), BPF_CORE_READ(f, f_path.mnt),
+                              s->data, &status);
+    s->e.walk[0] = status;
+    const char *filename = BPF_CORE_READ(bprm, filename);
+    s->e.script = filename != BPF_CORE_READ(bprm, interp);
+    long n = bpf_probe_read_kernel_str(s->data + TEA_EBPF_REGION, TEA_EBPF_NAMES, filename);
+    s->e.walk[1] = n > 0 ? TEA_EBPF_WALK_ROOT : TEA_EBPF_WALK_NO_FILE;
+    s->e.bytes[1] = n > 0 ? (__u16)n : 0;
+    __u32 regions = 2;
+    if (n > 0 && s->data[TEA_EBPF_REGION] != '/') {
+        s->e.bytes[2] =
+            walk_path(task, BPF_CORE_READ(task, fs, pwd.dentry), BPF_CORE_READ(task, fs, pwd.mnt),
+                      s->data + 2 * TEA_EBPF_REGION, &status);
+        s->e.walk[2] = status;
+        regions = 3;
+    }
+    send(s, regions);
+    return 0;
+}
+
+/* The system call's number in the one numbering, or 0 for one that is not reported. */
+static __always_inline __u16 classify(long nr, __u8 abi) {
+    if (abi == TEA_EBPF_ABI_I386) {
+        switch (nr) {
+            case 5:
+                return TEA_EBPF_OPEN;
+            case 295:
+                return TEA_EBPF_OPENAT;
+            case 437:
+                return TEA_EBPF_OPENAT2;
+            case 8:
+                return TEA_EBPF_CREAT;
+            case 342:
+                return TEA_EBPF_OPEN_BY_HANDLE_AT;
+            case 141:
+                return TEA_EBPF_GETDENTS;
+            case 220:
+                return TEA_EBPF_GETDENTS64;
+            case 85:
+                return TEA_EBPF_READLINK;
+            case 305:
+                return TEA_EBPF_READLINKAT;
+            case 39:
+                return TEA_EBPF_MKDIR;
+            case 296:
+                return TEA_EBPF_MKDIRAT;
+            case 14:
+                return TEA_EBPF_MKNOD;
+            case 297:
+                return TEA_EBPF_MKNODAT;
+            case 10:
+                return TEA_EBPF_UNLINK;
+            case 301:
+                return TEA_EBPF_UNLINKAT;
+            case 40:
+                return TEA_EBPF_RMDIR;
+            case 38:
+                return TEA_EBPF_RENAME;
+            case 302:
+                return TEA_EBPF_RENAMEAT;
+            case 353:
+                return TEA_EBPF_RENAMEAT2;
+            case 9:
+                return TEA_EBPF_LINK;
+            case 303:
+                return TEA_EBPF_LINKAT;
+            case 83:
+                return TEA_EBPF_SYMLINK;
+            case 304:
+                return TEA_EBPF_SYMLINKAT;
+            case 92:
+                return TEA_EBPF_TRUNCATE;
+            case 193:
+                return TEA_EBPF_TRUNCATE; /* truncate64 */
+            case 11:
+                return TEA_EBPF_EXECVE;
+            case 358:
+                return TEA_EBPF_EXECVEAT;
+            case 425:
+                return TEA_EBPF_IO_URING_SETUP;
+        }
+        return 0;
+    }
+    if (abi == TEA_EBPF_ABI_X32) {
+        if (nr == 520) return TEA_EBPF_EXECVE;
+        if (nr == 545) return TEA_EBPF_EXECVEAT;
+    }
+    switch (nr) {
+        case 2:
+            return TEA_EBPF_OPEN;
+        case 257:
+            return TEA_EBPF_OPENAT;
+        case 437:
+            return TEA_EBPF_OPENAT2;
+        case 85:
+            return TEA_EBPF_CREAT;
+        case 304:
+            return TEA_EBPF_OPEN_BY_HANDLE_AT;
+        case 78:
+            return TEA_EBPF_GETDENTS;
+        case 217:
+            return TEA_EBPF_GETDENTS64;
+        case 89:
+            return TEA_EBPF_READLINK;
+        case 267:
+            return TEA_EBPF_READLINKAT;
+        case 83:
+            return TEA_EBPF_MKDIR;
+        case 258:
+            return TEA_EBPF_MKDIRAT;
+        case 133:
+            return TEA_EBPF_MKNOD;
+        case 259:
+            return TEA_EBPF_MKNODAT;
+        case 87:
+            return TEA_EBPF_UNLINK;
+        case 263:
+            return TEA_EBPF_UNLINKAT;
+        case 84:
+            return TEA_EBPF_RMDIR;
+        case 82:
+            return TEA_EBPF_RENAME;
+        case 264:
+            return TEA_EBPF_RENAMEAT;
+        case 316:
+            return TEA_EBPF_RENAMEAT2;
+        case 86:
+            return TEA_EBPF_LINK;
+        case 265:
+            return TEA_EBPF_LINKAT;
+        case 88:
+            return TEA_EBPF_SYMLINK;
+        case 266:
+            return TEA_EBPF_SYMLINKAT;
+        case 76:
+            return TEA_EBPF_TRUNCATE;
+        case 59:
+            return TEA_EBPF_EXECVE;
+        case 322:
+            return TEA_EBPF_EXECVEAT;
+        case 425:
+            return TEA_EBPF_IO_URING_SETUP;
+        case 3:
+            return abi == TEA_EBPF_ABI_64 ? TEA_EBPF_REGISTER : 0;
+    }
+    return 0;
+}
+
+static __always_inline __u64 arg(struct pt_regs *regs, __u8 abi, int i) {
+    if (abi == TEA_EBPF_ABI_I386) {
+        switch (i) {
+            case 0:
+                return (__u32)BPF_CORE_READ(regs, bx);
+            case 1:
+                return (__u32)BPF_CORE_READ(regs, cx);
+            case 2:
+                return (__u32)BPF_CORE_READ(regs, dx);
+            case 3:
+                return (__u32)BPF_CORE_READ(regs, si);
+            default:
+                return (__u32)BPF_CORE_READ(regs, di);
+        }
+    }
+    switch (i) {
+        case 0:
+            return BPF_CORE_READ(regs, di);
+        case 1:
+            return BPF_CORE_READ(regs, si);
+        case 2:
+            return BPF_CORE_READ(regs, dx);
+        case 3:
+            return BPF_CORE_READ(regs, r10);
+        default:
+            return BPF_CORE_READ(regs, r8);
+    }
+}
+
+/* The path string a call named, as it is in the process's memory when the call returns, into
+ * `str`, and the directory it is relative to into `base`: 0 when the string cannot be read. */
+static __always_inline long read_name(struct task_struct *task, long dirfd, __u64 user_path,
+                                      char *str, char *base, __u16 *base_bytes, __u8 *base_walk) {
+    long n = bpf_probe_read_user_str(str, TEA_EBPF_NAMES, (const void *)user_path);
+    if (n <= 0) return 0;
+    if (str[0] != '/') {
+        struct dentry *d = 0;
+        struct vfsmount *m = 0;
+        if ((int)dirfd == AT_FDCWD) {
+            d = BPF_CORE_READ(task, fs, pwd.dentry);
+            m = BPF_CORE_READ(task, fs, pwd.mnt);
+        } else {
+            struct file *f = file_at(task, (int)dirfd);
+            if (f) {
+                d = BPF_CORE_READ(f, f_path.dentry);
+                m = BPF_CORE_READ(f, f_path.mnt);
+            }
+        }
+        *base_bytes = walk_path(task, d, m, base, base_walk);
+    }
+    return n;
+}
+
+/* A file the process reached through a descriptor: its path as the kernel knows it. In a
+ * descriptor table that another task shares, that task can put another file on the number
+ * between the open and this program (dup2, or close and dup): the string the open named is then
+ * sent too, so that it is judged as well, as the strace observer judges it. */
+static __always_inline void report_file(struct task_struct *task, __u32 call_id, __u32 tgid,
+                                        __u16 kind, __u16 call, __u8 abi, long ret, long fd,
+                                        long dirfd, __u64 user_path) {
+    struct file *f = file_at(task, fd);
+    struct scratch *s = scratch_for(call_id, tgid, kind);
+    if (!s) return;
+    s->e.call = call;
+    s->e.abi = abi;
+    s->e.ret = (__s32)ret;
+    if (f) {
+        s->e.file_flags = BPF_CORE_READ(f, f_flags);
+        s->e.file_mode = BPF_CORE_READ(f, f_mode);
+        __u8 status = 0;
+        s->e.bytes[0] = walk_path(task, BPF_CORE_READ(f, f_path.dentry),
+                                  BPF_CORE_READ(f, f_path.mnt), s->data, &status);
+        s->e.walk[0] = status;
+    } else {
+        /* Closed again by another task before this program ran. */
+        s->e.walk[0] = TEA_EBPF_WALK_NO_FILE;
+    }
+    if (user_path == 0 || BPF_CORE_READ(task, files, count.counter) <= 1) {
+        send(s, 1);
+        return;
+    }
+    long n = read_name(task, dirfd, user_path, s->data + TEA_EBPF_REGION,
+                       s->data + 2 * TEA_EBPF_REGION, &s->e.bytes[2], &s->e.walk[2]);
+    s->e.walk[1] = n > 0 ? TEA_EBPF_WALK_ROOT : TEA_EBPF_WALK_NO_FILE;
+    s->e.bytes[1] = n > 0 ? (__u16)n : 0;
+    send(s, s->e.bytes[2] > 0 ? 3 : 2);
+}
+
+/* A call that names a path: the string as the kernel took it (read back when the call returns)
+ * and the directory it is relative to. */
+static __always_inline void report_named(struct task_struct *task, __u32 call_id, __u32 tgid,
+                                         __u16 call, __u8 abi, long ret, __u8 role, long dirfd,
+                                         __u64 user_path, __u32 flags) {
+    struct scratch *s = scratch_for(call_id, tgid, TEA_EBPF_NAMED);
+    if (!s) return;
+    s->e.call = call;
+    s->e.abi = abi;
+    s->e.role = role;
+    s->e.ret = (__s32)ret;
+    s->e.file_flags = flags;
+    long n = read_name(task, dirfd, user_path, s->data + TEA_EBPF_REGION, s->data, &s->e.bytes[0],
+                       &s->e.walk[0]);
+    s->e.walk[1] = n > 0 ? TEA_EBPF_WALK_ROOT : TEA_EBPF_WALK_NO_FILE;
+    s->e.bytes[1] = n > 0 ? (__u16)n : 0;
+    send(s, 2);
+}
+
+/* What a system call's exit reports, worked out first so that each reporting function has one
+ * call site: the verifier then walks each of them once, not once per system call. */
+struct report {
+    __u16 kind; /* TEA_EBPF_OPENED, TEA_EBPF_LISTED or TEA_EBPF_NAMED; 0: nothing */
+    __u8 names; /* named paths: 1, or 2 for a rename */
+    long fd;    /* the descriptor whose file is reported */
+    long dirfd[2];
+    __u64 path[2];
+    __u8 role[2];
+    __u32 flags;
+};
+
+SEC("raw_tp/sys_exit")
+int on_sys_exit(struct bpf_raw_tracepoint_args *ctx) {
+    struct pt_regs *regs = (struct pt_regs *)ctx->args[0];
+    long ret = (long)ctx->args[1];
+    long nr = BPF_CORE_READ(regs, orig_ax);
+    struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+    __u8 abi = TEA_EBPF_ABI_64;
+    if (BPF_CORE_READ(task, thread_info.status) & TS_COMPAT)
+        abi = TEA_EBPF_ABI_I386;
+    else if (nr & X32_SYSCALL_BIT) {
+        abi = TEA_EBPF_ABI_X32;
+        nr &= ~X32_SYSCALL_BIT;
+    }
+    /* The number first: every system call of the machine passes here. */
+    __u16 call = classify(nr, abi);
+    if (!call) return 0;
+    __u32 tgid = bpf_get_current_pid_tgid() >> 32;
+    if (call == TEA_EBPF_REGISTER) {
+        if ((int)arg(regs, abi, 0) != -1 || arg(regs, abi, 1) != TEA_EBPF_MAGIC) return 0;
+        __u64 token = arg(regs, abi, 2);
+        __u32 *pending_id = bpf_map_lookup_elem(&pending, &token);
+        if (!pending_id) return 0;
+        __u32 id = *pending_id;
+        /* A token claims its call once: whoever comes second is not tracked. */
+        if (bpf_map_delete_elem(&pending, &token) == 0)
+            bpf_map_update_elem(&tracked, &tgid, &id, BPF_ANY);
+        return 0;
+    }
+    __u32 *tracked_id = bpf_map_lookup_elem(&tracked, &tgid);
+    if (!tracked_id) return 0;
+    __u32 call_id = *tracked_id;
+
+    struct report r = {.names = 1, .dirfd = {AT_FDCWD, AT_FDCWD}};
+    switch (call) {
+        case TEA_EBPF_OPEN:
+        case TEA_EBPF_CREAT:
+            r.kind = ret >= 0 ? TEA_EBPF_OPENED : TEA_EBPF_NAMED;
+            r.fd = ret;
+            r.path[0] = arg(regs, abi, 0);
+            r.flags = call == TEA_EBPF_CREAT ? 01101 /* O_CREAT|O_WRONLY|O_TRUNC */
+                                             : (__u32)arg(regs, abi, 1);
+            break;
+        case TEA_EBPF_OPENAT:
+        case TEA_EBPF_OPENAT2:
+            r.kind = ret >= 0 ? TEA_EBPF_OPENED : TEA_EBPF_NAMED;
+            r.fd = ret;
+            r.dirfd[0] = arg(regs, abi, 0);
+            r.path[0] = arg(regs, abi, 1);
+            r.flags = (__u32)arg(regs, abi, 2);
+            if (call == TEA_EBPF_OPENAT2) {
+                __u64 how_flags = 0;
+                bpf_probe_read_user(&how_flags, sizeof(how_flags), (const void *)arg(regs, abi, 2));
+                r.flags = (__u32)how_flags;
+            }
+            break;
+        case TEA_EBPF_OPEN_BY_HANDLE_AT:
+            /* A failed one names no path; a handle that opened is judged by its file. */
+            if (ret >= 0) {
+                r.kind = TEA_EBPF_OPENED;
+                r.fd = ret;
+            }
+            break;
+        case TEA_EBPF_GETDENTS:
+        case TEA_EBPF_GETDENTS64:
+            if (ret >= 0) {
+                r.kind = TEA_EBPF_LISTED;
+                r.fd = arg(regs, abi, 0);
+            }
+            break;
+        case TEA_EBPF_EXECVE:
+            /* A successful one is reported by sched_process_exec, with the file it runs. */
+            if (ret < 0) {
+                r.kind = TEA_EBPF_NAMED;
+                r.path[0] = arg(regs, abi, 0);
+            }
+            break;
+        case TEA_EBPF_EXECVEAT:
+            if (ret < 0) {
+                r.kind = TEA_EBPF_NAMED;
+                r.dirfd[0] = arg(regs, abi, 0);
+                r.path[0] = arg(regs, abi, 1);
+            }
+            break;
+        case TEA_EBPF_IO_URING_SETUP:
+            if (ret >= 0) {
+                struct tea_ebpf_call_counts *c = bpf_map_lookup_elem(&calls, &call_id);
+                if (c) __sync_fetch_and_add(&c->io_uring, 1);
+            }
+            return 0;
+        case TEA_EBPF_READLINK:
+        case TEA_EBPF_MKDIR:
+        case TEA_EBPF_MKNOD:
+        case TEA_EBPF_UNLINK:
+        case TEA_EBPF_RMDIR:
+        case TEA_EBPF_TRUNCATE:
+            r.kind = TEA_EBPF_NAMED;
+            r.path[0] = arg(regs, abi, 0);
+            break;
+        case TEA_EBPF_READLINKAT:
+        case TEA_EBPF_MKDIRAT:
+        case TEA_EBPF_MKNODAT:
+        case TEA_EBPF_UNLINKAT:
+            r.kind = TEA_EBPF_NAMED;
+            r.dirfd[0] = arg(regs, abi, 0);
+            r.path[0] = arg(regs, abi, 1);
+            r.flags = (__u32)arg(regs, abi, 2);
+            break;
+        case TEA_EBPF_RENAME:
+            r.kind = TEA_EBPF_NAMED;
+            r.names = 2;
+            r.path[0] = arg(regs, abi, 0);
+            r.role[0] = TEA_EBPF_ROLE_OLD;
+            r.path[1] = arg(regs, abi, 1);
+            r.role[1] = TEA_EBPF_ROLE_NEW;
+            break;
+        case TEA_EBPF_RENAMEAT:
+        case TEA_EBPF_RENAMEAT2:
+            r.kind = TEA_EBPF_NAMED;
+            r.names = 2;
+            r.dirfd[0] = arg(regs, abi, 0);
+            r.path[0] = arg(regs, abi, 1);
+            r.role[0] = TEA_EBPF_ROLE_OLD;
+            r.dirfd[1] = arg(regs, abi, 2);
+            r.path[1] = arg(regs, abi, 3);
+            r.role[1] = TEA_EBPF_ROLE_NEW;
+            break;
+        case TEA_EBPF_LINK:
+        case TEA_EBPF_SYMLINK:
+            /* The new name is what the call makes. */
+            r.kind = TEA_EBPF_NAMED;
+            r.path[0] = arg(regs, abi, 1);
+            r.role[0] = TEA_EBPF_ROLE_NEW;
+            break;
+        case TEA_EBPF_LINKAT:
+            r.kind = TEA_EBPF_NAMED;
+            r.dirfd[0] = arg(regs, abi, 2);
+            r.path[0] = arg(regs, abi, 3);
+            r.role[0] = TEA_EBPF_ROLE_NEW;
+            break;
+        case TEA_EBPF_SYMLINKAT:
+            r.kind = TEA_EBPF_NAMED;
+            r.dirfd[0] = arg(regs, abi, 1);
+            r.path[0] = arg(regs, abi, 2);
+            r.role[0] = TEA_EBPF_ROLE_NEW;
+            break;
+    }
+    if (r.kind == TEA_EBPF_OPENED || r.kind == TEA_EBPF_LISTED) {
+        report_file(task, call_id, tgid, r.kind, call, abi, ret, r.fd, r.dirfd[0], r.path[0]);
+    } else if (r.kind == TEA_EBPF_NAMED) {
+        for (__u32 i = 0; i < 2; i++) {
+            if (i >= r.names) break;
+            report_named(task, call_id, tgid, call, abi, ret, r.role[i & 1], r.dirfd[i & 1],
+                         r.path[i & 1], r.flags);
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,549 @@
+// The eBPF observer: kernel programs, loaded once per session, report what each audited call's
+// processes opened, executed, listed and named, as the kernel saw it.
+//
+// probe   loads and attaches the programs (root, or CAP_BPF with CAP_PERFMON) and starts the
+//         thread that drains their ring buffer; it says why when the kernel refuses them.
+// wrap    registers a one-time token for the call and puts tea-ebpf-enter in front of the plan's
+//         argv: that process claims the call with the token, and the programs follow everything
+//         it starts. The plan runs as whatever identity the backend chose; the enter program
+//         needs no privilege.
+// collect drains what is left of the call's records, drops the confinement's set-up as the
+//         strace observer does (everything before the first exec of targetStart, and a launcher's
+//         own work), merges repeats and reads the call's counters: any record lost, any io_uring
+//         instance, any path that could not be read makes the audit incomplete.
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <tea/documents.hpp>
+#include <tea/plugin.hpp>
+#include <thread>
+#include <vector>
+
+#include "build_kernel_btf.hpp"
+#include "ebpf_event.h"
+#include "ebpf_events.hpp"
+#include "observer.skel.h"
+
+namespace {
+
+using nlohmann::json;
+
+constexpr std::size_t kDefaultMaxDistinct = std::size_t{1} << 20;
+// Records a call may hold before it is reported lossy: a target that opens without end must not
+// exhaust the runtime's memory.
+constexpr std::size_t kDefaultMaxRecordBytes = std::size_t{1} << 30;
+
+// A request the host sent, decoded; a malformed one is refused naming its field.
+template <class Decode>
+auto decoded(Decode decode, std::string_view text) {
+    try {
+        return decode(text);
+    } catch (const tea::documents::DocumentError &e) {
+        throw tea::sdk::Invalid(e.what());
+    }
+}
+
+// The enter program, beside the plugin as installed and as built.
+std::string enter_program() {
+    Dl_info info{};
+    if (::dladdr(reinterpret_cast<void *>(&enter_program), &info) == 0 ||
+        info.dli_fname == nullptr) {
+        return {};
+    }
+    const auto path =
+        std::filesystem::path{info.dli_fname}.parent_path() / TEA_EBPF_ENTER_FROM_PLUGIN;
+    return path.lexically_normal().string();
+}
+
+// Why the kernel refused the programs, as a sentence with the way out.
+std::string load_failure(int error) {
+    std::string why =
+        "the kernel refused its BPF programs (" + std::generic_category().message(error) + ")";
+    if (error == EPERM || error == EACCES) {
+        why += ": loading them needs root, or CAP_BPF with CAP_PERFMON";
+    }
+    return why;
+}
+
+// Whether this process may load tracing programs: CAP_SYS_ADMIN, or CAP_BPF with CAP_PERFMON, in
+// its effective set. Asked first, so that an unprivileged user is told at once, without libbpf
+// parsing the kernel's BTF for a load the kernel would refuse.
+bool may_load_tracing_programs() {
+    constexpr unsigned kSysAdmin = 21;
+    constexpr unsigned kPerfmon = 38;
+    constexpr unsigned kBpf = 39;
+    const int fd = ::open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return true;  // the kernel will say
+    }
+    std::string text(8192, '\0');
+    const ssize_t n = ::read(fd, text.data(), text.size());
+    ::close(fd);
+    text.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+    const auto at = text.find("CapEff:\t");
+    if (at == std::string::npos) {
+        return true;
+    }
+    const auto caps = std::strtoull(text.c_str() + at + 8, nullptr, 16);
+    const auto has = [caps](unsigned cap) { return ((caps >> cap) & 1U) != 0; };
+    return has(kSysAdmin) || (has(kBpf) && has(kPerfmon));
+}
+
+// A descriptor, closed when it goes out of scope.
+class OwnedFd {
+   public:
+    explicit OwnedFd(int fd) : fd_{fd} {}
+    OwnedFd(const OwnedFd &) = delete;
+    OwnedFd &operator=(const OwnedFd &) = delete;
+    ~OwnedFd() {
+        if (fd_ >= 0) {
+            ::close(fd_);
+        }
+    }
+    [[nodiscard]] int get() const { return fd_; }
+
+   private:
+    int fd_;
+};
+
+// A file holding the BTF cut at build time for the relocations, when the running kernel is the
+// one it was cut from (same build-id notes, same BTF size): libbpf then relocates against a few
+// kilobytes instead of parsing the kernel's whole BTF. -1 on any other kernel, where libbpf reads
+// the running kernel's own: never a relocation against another kernel's layout.
+int build_kernel_btf() {
+    namespace k = tea::ebpf::build_kernel;
+    struct stat st {};
+    if (::stat("/sys/kernel/btf/vmlinux", &st) != 0 ||
+        static_cast<std::uint64_t>(st.st_size) != k::btf_size) {
+        return -1;
+    }
+    const int notes = ::open("/sys/kernel/notes", O_RDONLY | O_CLOEXEC);
+    if (notes < 0) {
+        return -1;
+    }
+    std::array<unsigned char, sizeof k::notes + 1> seen{};
+    const ssize_t n = ::read(notes, seen.data(), seen.size());
+    ::close(notes);
+    if (n != static_cast<ssize_t>(sizeof k::notes) ||
+        std::memcmp(seen.data(), k::notes, sizeof k::notes) != 0) {
+        return -1;
+    }
+    const int fd = ::memfd_create("tea-ebpf-btf", MFD_CLOEXEC);
+    if (fd < 0) {
+        return -1;
+    }
+    if (::write(fd, k::min_btf, sizeof k::min_btf) != static_cast<ssize_t>(sizeof k::min_btf)) {
+        ::close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int no_libbpf_log(enum libbpf_print_level /*level*/, const char * /*format*/, va_list /*args*/) {
+    return 0;
+}
+
+// The records of one call, as the drain thread routes them.
+struct CallRecords {
+    std::string bytes;
+    std::uint64_t dropped = 0;  // records past the call's memory bound
+};
+
+class EbpfObserver {
+   public:
+    EbpfObserver(tea::sdk::Host /*host*/, std::string_view config_json) {
+        const auto config = json::parse(config_json, nullptr, false);
+        if (!config.is_object()) {
+            throw tea::sdk::Invalid("[plugin.ebpf]: expected a table");
+        }
+        for (const auto &[key, value] : config.items()) {
+            if (key == "max_distinct_events") {
+                if (!value.is_number_unsigned() || value.get<std::uint64_t>() == 0) {
+                    throw tea::sdk::Invalid(
+                        "[plugin.ebpf] max_distinct_events: expected a positive integer");
+                }
+                max_distinct_ = value.get<std::size_t>();
+            } else {
+                throw tea::sdk::Invalid("[plugin.ebpf] " + key +
+                                        ": unknown key (known: max_distinct_events)");
+            }
+        }
+    }
+
+    EbpfObserver(const EbpfObserver &) = delete;
+    EbpfObserver &operator=(const EbpfObserver &) = delete;
+
+    ~EbpfObserver() {
+        if (stop_fd_ >= 0) {
+            const std::uint64_t one = 1;
+            (void)::write(stop_fd_, &one, sizeof one);
+        }
+        if (drain_.joinable()) {
+            drain_.join();
+        }
+        if (ring_ != nullptr) {
+            ring_buffer__free(ring_);
+        }
+        if (skel_ != nullptr) {
+            observer_bpf__destroy(skel_);
+        }
+        if (stop_fd_ >= 0) {
+            ::close(stop_fd_);
+        }
+        if (epoll_fd_ >= 0) {
+            ::close(epoll_fd_);
+        }
+    }
+
+    void probe() {
+        if (skel_ != nullptr) {
+            return;
+        }
+        enter_ = enter_program();
+        if (enter_.empty() || ::access(enter_.c_str(), X_OK) != 0) {
+            throw tea::sdk::Unavailable("its enter program " +
+                                        (enter_.empty() ? std::string{"(not found)"} : enter_) +
+                                        " is missing; reinstall the plugin");
+        }
+        if (!may_load_tracing_programs()) {
+            throw tea::sdk::Unavailable(load_failure(EPERM));
+        }
+        libbpf_set_print(no_libbpf_log);
+        // Kept open until the load has relocated against it.
+        const OwnedFd btf{build_kernel_btf()};
+        const std::string btf_path =
+            btf.get() >= 0 ? "/proc/self/fd/" + std::to_string(btf.get()) : std::string{};
+        LIBBPF_OPTS(bpf_object_open_opts, opts);
+        opts.btf_custom_path = btf.get() >= 0 ? btf_path.c_str() : nullptr;
+        auto *skel = observer_bpf__open_opts(&opts);
+        if (skel == nullptr) {
+            throw tea::sdk::Unavailable(load_failure(errno));
+        }
+        // Readers are woken a quarter of the way up; the rest waits for the call's end.
+        skel->rodata->wake_at_bytes = bpf_map__max_entries(skel->maps.events) / 4;
+        if (const int rc = observer_bpf__load(skel); rc != 0) {
+            observer_bpf__destroy(skel);
+            throw tea::sdk::Unavailable(load_failure(-rc));
+        }
+        if (const int rc = observer_bpf__attach(skel); rc != 0) {
+            observer_bpf__destroy(skel);
+            throw tea::sdk::Unavailable("the kernel refused to attach its programs (" +
+                                        std::generic_category().message(-rc) + ")");
+        }
+        skel_ = skel;
+        ring_ = ring_buffer__new(bpf_map__fd(skel_->maps.events), &EbpfObserver::on_record, this,
+                                 nullptr);
+        stop_fd_ = ::eventfd(0, EFD_CLOEXEC);
+        epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
+        if (ring_ == nullptr || stop_fd_ < 0 || epoll_fd_ < 0) {
+            throw tea::sdk::Unavailable("its ring buffer could not be read (" +
+                                        std::generic_category().message(errno) + ")");
+        }
+        epoll_event ev{};
+        ev.events = EPOLLIN;
+        ev.data.fd = ring_buffer__epoll_fd(ring_);
+        ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, ev.data.fd, &ev);
+        ev.data.fd = stop_fd_;
+        ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, stop_fd_, &ev);
+        drain_ = std::thread{[this] { drain(); }};
+    }
+
+    std::string wrap(std::string_view request_text) {
+        auto request = decoded(tea::documents::decode_wrap_request, request_text);
+        if (request.trace_dir.empty() || request.trace_dir[0] != '/') {
+            throw tea::sdk::Invalid("traceDir: expected an absolute path");
+        }
+        if (skel_ == nullptr) {
+            probe();
+        }
+        std::uint64_t token = 0;
+        struct stat st {};
+        // A directory that does not exist is the host asking what the plan would look like
+        // (for a stamp's key): nothing runs it, so nothing is registered.
+        const bool runs = ::stat(request.trace_dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+        if (runs) {
+            token = register_call(request.trace_dir);
+        }
+        char token_text[17];
+        (void)std::snprintf(token_text, sizeof token_text, "%016llx",
+                            static_cast<unsigned long long>(token));
+        auto &plan = request.plan;
+        std::vector<std::string> argv{enter_, token_text, "--"};
+        argv.insert(argv.end(), plan.argv.begin(), plan.argv.end());
+        plan.argv = std::move(argv);
+        return tea::documents::encode(plan);
+    }
+
+    std::string collect(std::string_view request_text) {
+        const auto request = decoded(tea::documents::decode_collect_request, request_text);
+        tea::documents::Observation rest;
+        std::uint32_t id = 0;
+        CallRecords records;
+        {
+            std::lock_guard lock{mutex_};
+            const auto it = call_of_dir_.find(request.trace_dir);
+            if (it == call_of_dir_.end() || skel_ == nullptr) {
+                rest.reason = "the observer did not prepare this call";
+                return tea::documents::encode(rest);
+            }
+            id = it->second.id;
+            // The call has ended: every record of its processes is in the ring already.
+            ring_buffer__consume(ring_);
+            records = std::move(records_[id]);
+            records_.erase(id);
+            call_of_dir_.erase(it);
+        }
+        const auto counts = forget_call(id);
+
+        Collector c{request.target_start, request.target_start_is_target, max_distinct_};
+        tea::ebpf::DecodeTally tally;
+        const tea::ebpf::EventSink sink = [&c](const tea::documents::ObservedEventView &e) {
+            c.take(e);
+        };
+        std::string_view rest_bytes{records.bytes};
+        while (rest_bytes.size() >= sizeof(std::uint32_t)) {
+            std::uint32_t size = 0;
+            std::memcpy(&size, rest_bytes.data(), sizeof size);
+            if (size < sizeof(std::uint32_t) || size > rest_bytes.size()) {
+                ++tally.malformed;
+                break;
+            }
+            tea::ebpf::decode_record(rest_bytes.substr(0, size), tally, sink);
+            rest_bytes.remove_prefix(size);
+        }
+
+        std::string reason;
+        auto add = [&reason](const std::string &r) {
+            reason += reason.empty() ? "" : "; ";
+            reason += r;
+        };
+        if (counts.lost > 0 || records.dropped > 0) {
+            add(std::to_string(counts.lost + records.dropped) +
+                " records or processes of the call were lost (the ring buffer, the map of "
+                "tracked processes or the call's memory bound was full)");
+        }
+        if (counts.io_uring > 0) {
+            add("the call set up io_uring " + std::to_string(counts.io_uring) +
+                " times, whose operations reach files without the system calls this observer "
+                "sees");
+        }
+        if (tally.unreadable > 0) {
+            add(std::to_string(tally.unreadable) + " paths a call named could not be read back");
+        }
+        if (tally.malformed > 0) {
+            add(std::to_string(tally.malformed) + " records could not be read");
+        }
+        if (counts.unclaimed) {
+            add("the call's first process never claimed its token");
+        }
+        if (c.overflow > 0) {
+            add(std::to_string(c.overflow) + " accesses beyond " + std::to_string(max_distinct_) +
+                " distinct ones were not kept");
+        }
+        rest.complete = reason.empty();
+        rest.reason = std::move(reason);
+        rest.target_started = request.target_start.empty() || c.started;
+        rest.counters = {{"records", tally.records}};
+        return c.events.finish(rest);
+    }
+
+   private:
+    // Separates the confinement's set-up from the target and merges repeated accesses: the
+    // strace observer's rule (docs/audit.md, "The trace and the set-up").
+    struct Collector {
+        std::string target_start;
+        bool start_is_target = false;
+        bool started = false;
+        int helper_pid = 0;
+        tea::documents::DistinctEvents events;
+        std::uint64_t overflow = 0;
+
+        Collector(std::string start, bool is_target, std::size_t max_distinct)
+            : target_start{std::move(start)}, start_is_target{is_target}, events{max_distinct} {
+            started = target_start.empty();
+        }
+
+        void take(const tea::documents::ObservedEventView &e) {
+            const bool exec = e.access == tea::documents::Access::exec;
+            if (!started) {
+                // Nothing of the target exists before this exec; only the first one counts.
+                if (!exec || !e.ok || e.asked != target_start) {
+                    return;
+                }
+                started = true;
+                if (!start_is_target) {
+                    helper_pid = e.pid;
+                    return;
+                }
+            }
+            if (helper_pid != 0 && e.pid == helper_pid) {
+                if (!exec) {
+                    return;  // the launcher's own work before it hands over to the target
+                }
+                if (e.ok) {
+                    helper_pid = 0;
+                }
+            }
+            if (!events.add(e)) {
+                ++overflow;
+            }
+        }
+    };
+
+    struct Registered {
+        std::uint32_t id = 0;
+        std::uint64_t token = 0;
+    };
+
+    struct Counts {
+        std::uint64_t lost = 0;
+        std::uint64_t io_uring = 0;
+        bool unclaimed = false;
+    };
+
+    std::uint64_t register_call(const std::string &trace_dir) {
+        std::uint64_t token = 0;
+        // The token is the call's key: a process that guessed it would be taken for the call's.
+        if (::getrandom(&token, sizeof token, 0) != sizeof token) {
+            throw tea::sdk::Unavailable("no random token for the call (" +
+                                        std::generic_category().message(errno) + ")");
+        }
+        std::lock_guard lock{mutex_};
+        const std::uint32_t id = ++last_id_;
+        const tea_ebpf_call_counts zero{};
+        if (bpf_map__update_elem(skel_->maps.calls, &id, sizeof id, &zero, sizeof zero, BPF_ANY) !=
+                0 ||
+            bpf_map__update_elem(skel_->maps.pending, &token, sizeof token, &id, sizeof id,
+                                 BPF_ANY) != 0) {
+            throw tea::sdk::Unavailable(
+                "the call could not be registered with the kernel's "
+                "programs (" +
+                std::generic_category().message(errno) + ")");
+        }
+        const auto old = call_of_dir_.find(trace_dir);
+        if (old != call_of_dir_.end()) {
+            records_.erase(old->second.id);
+        }
+        call_of_dir_[trace_dir] = {id, token};
+        records_[id];
+        tokens_[id] = token;
+        return token;
+    }
+
+    // Reads the call's counters and removes everything the kernel's maps hold of it.
+    Counts forget_call(std::uint32_t id) {
+        Counts out;
+        tea_ebpf_call_counts counts{};
+        if (bpf_map__lookup_elem(skel_->maps.calls, &id, sizeof id, &counts, sizeof counts, 0) ==
+            0) {
+            out.lost = counts.lost;
+            out.io_uring = counts.io_uring;
+        }
+        (void)bpf_map__delete_elem(skel_->maps.calls, &id, sizeof id, 0);
+        std::uint64_t token = 0;
+        {
+            std::lock_guard lock{mutex_};
+            token = tokens_[id];
+            tokens_.erase(id);
+        }
+        out.unclaimed = bpf_map__delete_elem(skel_->maps.pending, &token, sizeof token, 0) == 0;
+        // Processes of the call still tracked (none once its sandbox is gone, but a process that
+        // outlived it must not be taken for a later call's).
+        std::vector<std::uint32_t> leftover;
+        std::uint32_t key = 0;
+        std::uint32_t next = 0;
+        const std::uint32_t *prev = nullptr;
+        while (bpf_map__get_next_key(skel_->maps.tracked, prev, &next, sizeof next) == 0) {
+            std::uint32_t value = 0;
+            if (bpf_map__lookup_elem(skel_->maps.tracked, &next, sizeof next, &value, sizeof value,
+                                     0) == 0 &&
+                value == id) {
+                leftover.push_back(next);
+            }
+            key = next;
+            prev = &key;
+        }
+        for (const auto tgid : leftover) {
+            (void)bpf_map__delete_elem(skel_->maps.tracked, &tgid, sizeof tgid, 0);
+        }
+        return out;
+    }
+
+    // Called by libbpf for each record, with the mutex held.
+    static int on_record(void *self_ptr, void *data, std::size_t size) {
+        auto *self = static_cast<EbpfObserver *>(self_ptr);
+        if (size < sizeof(tea_ebpf_event)) {
+            return 0;
+        }
+        tea_ebpf_event e{};
+        std::memcpy(&e, data, sizeof e);
+        const auto it = self->records_.find(e.call_id);
+        if (it == self->records_.end()) {
+            return 0;  // a call already collected, or one this session never made
+        }
+        auto &call = it->second;
+        if (call.bytes.size() + size > kDefaultMaxRecordBytes) {
+            ++call.dropped;
+            return 0;
+        }
+        // The record's own size field says where it ends; the ring's length is the truth.
+        const auto length = static_cast<std::uint32_t>(size);
+        const auto at = call.bytes.size();
+        call.bytes.append(static_cast<const char *>(data), size);
+        std::memcpy(call.bytes.data() + at, &length, sizeof length);
+        return 0;
+    }
+
+    void drain() {
+        for (;;) {
+            epoll_event ev{};
+            const int n = ::epoll_wait(epoll_fd_, &ev, 1, -1);
+            if (n < 0 && errno == EINTR) {
+                continue;
+            }
+            if (n < 0 || ev.data.fd == stop_fd_) {
+                return;
+            }
+            std::lock_guard lock{mutex_};
+            ring_buffer__consume(ring_);
+        }
+    }
+
+    std::size_t max_distinct_ = kDefaultMaxDistinct;
+    std::string enter_;
+    observer_bpf *skel_ = nullptr;
+    ring_buffer *ring_ = nullptr;
+    int stop_fd_ = -1;
+    int epoll_fd_ = -1;
+    std::thread drain_;
+    std::mutex mutex_;  // the ring buffer's reader and everything below
+    std::uint32_t last_id_ = 0;
+    std::map<std::string, Registered> call_of_dir_;
+    std::map<std::uint32_t, CallRecords> records_;
+    std::map<std::uint32_t, std::uint64_t> tokens_;
+};
+
+}  // namespace
+
+TEA_SDK_OBSERVER_PLUGIN(EbpfObserver, "ebpf", "1.0.0", TEA_ABI_1_6)

@@ -1,0 +1,144 @@
+// The eBPF observer's records turned into access events, on records built here: what a walk that
+// did not reach the root, an object outside the file system, a script's exec and a record cut
+// short become.
+#include "ebpf_events.hpp"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "ebpf_event.h"
+
+namespace tea::ebpf {
+namespace {
+
+using documents::Access;
+
+struct Seen {
+    std::string syscall, asked, resolved, unverified, error;
+    Access access = Access::other;
+    bool ok = false;
+};
+
+// A record of `kind` whose regions hold `regions` (names leaf first, NUL-terminated).
+std::string record(tea_ebpf_event e, const std::vector<std::string> &regions) {
+    std::string data(sizeof e, '\0');
+    for (std::size_t i = 0; i < regions.size(); ++i) {
+        e.bytes[i] = static_cast<__u16>(regions[i].size());
+        if (i + 1 < regions.size()) {
+            data += regions[i] + std::string(TEA_EBPF_REGION - regions[i].size(), '\0');
+        } else {
+            data += regions[i];
+        }
+    }
+    e.size = static_cast<__u32>(data.size());
+    std::memcpy(data.data(), &e, sizeof e);
+    return data;
+}
+
+std::vector<Seen> decode(const std::string &r, DecodeTally &tally) {
+    std::vector<Seen> out;
+    decode_record(r, tally, [&out](const documents::ObservedEventView &e) {
+        out.push_back({std::string{e.syscall}, std::string{e.asked}, std::string{e.resolved},
+                       std::string{e.unverified}, std::string{e.error}, e.access, e.ok});
+    });
+    return out;
+}
+
+tea_ebpf_event opened(std::uint8_t walk, std::uint32_t flags) {
+    tea_ebpf_event e{};
+    e.kind = TEA_EBPF_OPENED;
+    e.call = TEA_EBPF_OPENAT;
+    e.tgid = 7;
+    e.ret = 3;
+    e.walk[0] = walk;
+    e.file_flags = flags;
+    return e;
+}
+
+TEST(EbpfEvents, NamesLeafFirstSpellThePathFromTheRoot) {
+    EXPECT_EQ(path_of_names(std::string{"hostname\0etc\0", 13}), "/etc/hostname");
+    EXPECT_EQ(path_of_names(""), "/");
+}
+
+TEST(EbpfEvents, AnOpenIsJudgedByTheFileTheKernelInstalled) {
+    DecodeTally tally;
+    const auto seen =
+        decode(record(opened(TEA_EBPF_WALK_ROOT, O_RDONLY), {std::string{"key\0srv\0", 8}}), tally);
+    ASSERT_EQ(seen.size(), 1U);
+    EXPECT_EQ(seen[0].asked, "/srv/key");
+    EXPECT_EQ(seen[0].resolved, "/srv/key");
+    EXPECT_EQ(seen[0].access, Access::read);
+    EXPECT_TRUE(seen[0].unverified.empty());
+    const auto written = decode(
+        record(opened(TEA_EBPF_WALK_ROOT, O_WRONLY | O_CREAT), {std::string{"x\0", 2}}), tally);
+    EXPECT_EQ(written[0].access, Access::create);
+    const auto path_only =
+        decode(record(opened(TEA_EBPF_WALK_ROOT, O_PATH), {std::string{"x\0", 2}}), tally);
+    EXPECT_EQ(path_only[0].access, Access::other);
+}
+
+TEST(EbpfEvents, AWalkThatMissedTheRootIsUnverifiedAndAPipeIsNoFile) {
+    DecodeTally tally;
+    const auto outside =
+        decode(record(opened(TEA_EBPF_WALK_OUTSIDE, O_RDONLY), {std::string{"vm\0", 3}}), tally);
+    ASSERT_EQ(outside.size(), 1U);
+    EXPECT_TRUE(outside[0].resolved.empty());
+    EXPECT_FALSE(outside[0].unverified.empty()) << "listed, never presumed granted";
+    const auto pipe =
+        decode(record(opened(TEA_EBPF_WALK_PSEUDO, O_RDONLY), {std::string{"pipe\0", 5}}), tally);
+    EXPECT_TRUE(pipe.empty());
+}
+
+TEST(EbpfEvents, AFailedOpenIsTheStringAskedMadeAbsoluteWithItsError) {
+    tea_ebpf_event e{};
+    e.kind = TEA_EBPF_NAMED;
+    e.call = TEA_EBPF_OPENAT;
+    e.ret = -2;
+    e.walk[0] = TEA_EBPF_WALK_ROOT;
+    e.walk[1] = TEA_EBPF_WALK_ROOT;
+    DecodeTally tally;
+    const auto seen =
+        decode(record(e, {std::string{"w\0", 2}, std::string{"answer.txt\0", 11}}), tally);
+    ASSERT_EQ(seen.size(), 1U);
+    EXPECT_EQ(seen[0].asked, "/w/answer.txt");
+    EXPECT_FALSE(seen[0].ok);
+    EXPECT_EQ(seen[0].error, "ENOENT");
+    // A string the program could not read back is counted, never guessed.
+    e.walk[1] = TEA_EBPF_WALK_NO_FILE;
+    EXPECT_TRUE(decode(record(e, {"", ""}), tally).empty());
+    EXPECT_EQ(tally.unreadable, 1U);
+}
+
+TEST(EbpfEvents, AScriptsExecReportsTheScriptByNameAndItsInterpreterByFile) {
+    tea_ebpf_event e{};
+    e.kind = TEA_EBPF_EXEC;
+    e.call = TEA_EBPF_EXECVE;
+    e.script = 1;
+    e.walk[0] = TEA_EBPF_WALK_ROOT;
+    e.walk[1] = TEA_EBPF_WALK_ROOT;
+    DecodeTally tally;
+    const auto seen = decode(
+        record(e, {std::string{"dash\0bin\0usr\0", 13}, std::string{"/w/run.sh\0", 10}}), tally);
+    ASSERT_EQ(seen.size(), 2U);
+    EXPECT_EQ(seen[0].asked, "/w/run.sh");
+    EXPECT_TRUE(seen[0].resolved.empty());
+    EXPECT_EQ(seen[1].resolved, "/usr/bin/dash");
+    EXPECT_EQ(seen[1].access, Access::exec);
+}
+
+TEST(EbpfEvents, ARecordShorterThanItsRegionsIsMalformed) {
+    auto r = record(opened(TEA_EBPF_WALK_ROOT, O_RDONLY), {std::string{"key\0srv\0", 8}});
+    r.resize(r.size() - 3);
+    DecodeTally tally;
+    EXPECT_TRUE(decode(r, tally).empty());
+    EXPECT_EQ(tally.malformed, 1U);
+    EXPECT_TRUE(decode("short", tally).empty());
+    EXPECT_EQ(tally.malformed, 2U);
+}
+
+}  // namespace
+}  // namespace tea::ebpf

@@ -1,0 +1,192 @@
+/* The accesses the eBPF observer's kernel tests make, each one way a target could reach a file:
+ *
+ *   open PATH             a plain open and read (the control)
+ *   opath PATH            an O_PATH open alone: names the file, reads nothing
+ *   procfd PATH           an O_PATH open, then an open of /proc/self/fd/N: reads the file
+ *   execveat PROGRAM      runs PROGRAM through execveat(fd, "", AT_EMPTY_PATH)
+ *   int80 PATH            opens PATH through the i386 ABI (int 0x80) from 64-bit code
+ *   io_uring PATH         opens PATH with an io_uring IORING_OP_OPENAT, no open system call
+ *   racer A B N           one thread flips the path buffer between A and B (same length,
+ *                         differing in their last byte) while another opens it N times; prints
+ *                         how many opens reached A and B, checked by inode
+ *
+ * It prints what it read, so a test sees the access happened. */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <linux/io_uring.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static int show(int fd) {
+    if (fd < 0) {
+        perror("open");
+        return 1;
+    }
+    char buf[256];
+    const ssize_t n = read(fd, buf, sizeof buf);
+    if (n > 0) {
+        fwrite(buf, 1, (size_t)n, stdout);
+    }
+    close(fd);
+    return n >= 0 ? 0 : 1;
+}
+
+static int int80_open(const char *path) {
+    /* The i386 ABI takes 32-bit pointers: the path must lie below 4 GiB. */
+    char *low =
+        mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT, -1, 0);
+    if (low == MAP_FAILED) {
+        perror("mmap");
+        return -1;
+    }
+    strncpy(low, path, 4095);
+    long ret = 5; /* i386 open; the kernel clears r8 to r11 on the way back */
+    __asm__ volatile("int $0x80"
+                     : "+a"(ret)
+                     : "b"((uint32_t)(uintptr_t)low), "c"(O_RDONLY), "d"(0)
+                     : "memory", "r8", "r9", "r10", "r11");
+    return (int)ret;
+}
+
+static int uring_open(const char *path) {
+    struct io_uring_params p;
+    memset(&p, 0, sizeof p);
+    const int ring = (int)syscall(SYS_io_uring_setup, 4, &p);
+    if (ring < 0) {
+        perror("io_uring_setup");
+        return -1;
+    }
+    const size_t sq_size = p.sq_off.array + p.sq_entries * sizeof(unsigned);
+    const size_t cq_size = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
+    char *sq = mmap(NULL, sq_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, ring,
+                    IORING_OFF_SQ_RING);
+    char *cq = mmap(NULL, cq_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, ring,
+                    IORING_OFF_CQ_RING);
+    struct io_uring_sqe *sqes =
+        mmap(NULL, p.sq_entries * sizeof(struct io_uring_sqe), PROT_READ | PROT_WRITE,
+             MAP_SHARED | MAP_POPULATE, ring, IORING_OFF_SQES);
+    if (sq == MAP_FAILED || cq == MAP_FAILED || sqes == MAP_FAILED) {
+        perror("mmap");
+        return -1;
+    }
+    unsigned *tail = (unsigned *)(sq + p.sq_off.tail);
+    unsigned *mask = (unsigned *)(sq + p.sq_off.ring_mask);
+    unsigned *array = (unsigned *)(sq + p.sq_off.array);
+    const unsigned index = *tail & *mask;
+    struct io_uring_sqe *sqe = &sqes[index];
+    memset(sqe, 0, sizeof *sqe);
+    sqe->opcode = IORING_OP_OPENAT;
+    sqe->fd = AT_FDCWD;
+    sqe->addr = (uint64_t)(uintptr_t)path;
+    sqe->open_flags = O_RDONLY;
+    array[index] = index;
+    atomic_store_explicit((_Atomic unsigned *)tail, *tail + 1, memory_order_release);
+    if (syscall(SYS_io_uring_enter, ring, 1, 1, IORING_ENTER_GETEVENTS, NULL, 0) < 0) {
+        perror("io_uring_enter");
+        return -1;
+    }
+    unsigned *head = (unsigned *)(cq + p.cq_off.head);
+    struct io_uring_cqe *cqes = (struct io_uring_cqe *)(cq + p.cq_off.cqes);
+    const unsigned cmask = *(unsigned *)(cq + p.cq_off.ring_mask);
+    const int res = cqes[*head & cmask].res;
+    *head += 1;
+    return res;
+}
+
+static char race_path[4096];
+static atomic_int racing = 1;
+
+static void *flipper(void *arg) {
+    const char *flips = arg; /* the two last bytes */
+    const size_t last = strlen(race_path) - 1;
+    while (atomic_load_explicit(&racing, memory_order_relaxed)) {
+        race_path[last] = flips[0];
+        race_path[last] = flips[1];
+    }
+    return NULL;
+}
+
+static int racer(const char *a, const char *b, int n) {
+    struct stat sa;
+    struct stat sb;
+    if (strlen(a) != strlen(b) || strlen(a) >= sizeof race_path || stat(a, &sa) != 0 ||
+        stat(b, &sb) != 0) {
+        fputs("racer: two existing paths of the same length\n", stderr);
+        return 2;
+    }
+    strcpy(race_path, a);
+    const char flips[2] = {a[strlen(a) - 1], b[strlen(b) - 1]};
+    pthread_t t;
+    pthread_create(&t, NULL, flipper, (void *)flips);
+    int reached_a = 0;
+    int reached_b = 0;
+    int other = 0;
+    for (int i = 0; i < n; ++i) {
+        const int fd = open(race_path, O_RDONLY);
+        if (fd < 0) {
+            ++other;
+            continue;
+        }
+        struct stat s;
+        fstat(fd, &s);
+        if (s.st_ino == sa.st_ino && s.st_dev == sa.st_dev) {
+            ++reached_a;
+        } else if (s.st_ino == sb.st_ino && s.st_dev == sb.st_dev) {
+            ++reached_b;
+        } else {
+            ++other;
+        }
+        close(fd);
+    }
+    atomic_store(&racing, 0);
+    pthread_join(t, NULL);
+    printf("a=%d b=%d other=%d\n", reached_a, reached_b, other);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) {
+        fputs("usage: kernel_probe MODE ARG...\n", stderr);
+        return 2;
+    }
+    const char *mode = argv[1];
+    if (strcmp(mode, "open") == 0) {
+        return show(open(argv[2], O_RDONLY));
+    }
+    if (strcmp(mode, "opath") == 0) {
+        return open(argv[2], O_PATH) >= 0 ? 0 : 1;
+    }
+    if (strcmp(mode, "procfd") == 0) {
+        const int fd = open(argv[2], O_PATH);
+        char link[64];
+        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+        return show(open(link, O_RDONLY));
+    }
+    if (strcmp(mode, "execveat") == 0) {
+        const int fd = open(argv[2], O_RDONLY);
+        char *const args[] = {"probe-exec", NULL};
+        char *const env[] = {NULL};
+        syscall(SYS_execveat, fd, "", args, env, AT_EMPTY_PATH);
+        perror("execveat");
+        return 1;
+    }
+    if (strcmp(mode, "int80") == 0) {
+        return show(int80_open(argv[2]));
+    }
+    if (strcmp(mode, "io_uring") == 0) {
+        return show(uring_open(argv[2]));
+    }
+    if (strcmp(mode, "racer") == 0 && argc == 5) {
+        return racer(argv[2], argv[3], atoi(argv[4]));
+    }
+    fputs("kernel_probe: unknown mode\n", stderr);
+    return 2;
+}

@@ -1,0 +1,235 @@
+// The eBPF observer against real processes, outside any sandbox, through the real plugin's table,
+// with the strace observer's answer for the same process as the reference: a path buffer flipped
+// while another thread opens it, an open through /proc/self/fd, execveat, the i386 ABI and
+// io_uring. The audit under bwrap, observer by observer: observer-strace/audit_test.cpp.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <tea/documents.hpp>
+#include <vector>
+
+#include "audit/observation.hpp"
+#include "plugins/loader.hpp"
+#include "plugins/manifest.hpp"
+#include "support/process.hpp"
+#include "support/temp_dir.hpp"
+
+namespace tea::plugins {
+namespace {
+
+namespace stdfs = std::filesystem;
+using nlohmann::json;
+
+struct Observed {
+    test::Outcome outcome;
+    audit::Observation observation;
+};
+
+// One observer plugin, created and probed once for the whole suite: the eBPF observer loads its
+// programs once per session, as the runtime's session does.
+class Observer {
+   public:
+    Observer(const std::string &name, const stdfs::path &library) : tmp_{"tea-ebpf-manifest"} {
+        std::ofstream{tmp_.path() / (name + ".toml")}
+            << "name = \"" << name << "\"\nkind = \"observer\"\nabi = \"1.6\"\nlibrary = \""
+            << library.string() << "\"\n";
+        plugin_ = load_plugin(read_manifest(tmp_.path() / (name + ".toml"), library.parent_path()));
+        instance_ = plugin_->create("{}");
+        probe_ = instance_->probe();
+    }
+
+    [[nodiscard]] const ProbeResult &probe() const { return probe_; }
+
+    // Runs `argv` wrapped by the observer, as the runtime runs a plan, and collects the call.
+    Observed observe(const std::vector<std::string> &argv) const {
+        const test::TempDir trace{"tea-ebpf-trace"};
+        documents::ExecPlan plan;
+        plan.argv = argv;
+        plan.env = {"PATH=/usr/bin:/bin", "LANG=C"};
+        plan.cwd = "/";
+        plan.confinement = "none";  // no sandbox: the observer alone is under test
+        const auto &ops = std::get<tea_observer_ops>(plugin_->ops());
+        const json request{{"plan", json::parse(documents::encode(plan))},
+                           {"traceDir", trace.path().string()}};
+        const auto wrapped = json::parse(instance_->transform(ops.wrap, "wrap", request.dump()));
+        Observed out;
+        out.outcome = test::run(wrapped["argv"].get<std::vector<std::string>>(),
+                                wrapped["env"].get<std::vector<std::string>>());
+        const json collect{{"traceDir", trace.path().string()}, {"initialCwd", "/"}};
+        out.observation = audit::observation_from_json(
+            instance_->transform(ops.collect, "collect", collect.dump()));
+        return out;
+    }
+
+   private:
+    test::TempDir tmp_;
+    std::shared_ptr<const LoadedPlugin> plugin_;
+    std::unique_ptr<Instance> instance_;
+    ProbeResult probe_;
+};
+
+class KernelObserved : public ::testing::Test {
+   protected:
+    static void SetUpTestSuite() {
+        ebpf_ = new Observer{"ebpf", TEA_EBPF_PLUGIN};
+        strace_ = new Observer{"strace", TEA_STRACE_PLUGIN};
+    }
+    static void TearDownTestSuite() {
+        delete ebpf_;
+        delete strace_;
+    }
+
+    void SetUp() override {
+        if (::geteuid() != 0) {
+            GTEST_SKIP() << "loading BPF programs needs root";
+        }
+        ASSERT_TRUE(ebpf_->probe().available) << ebpf_->probe().reason;
+        ASSERT_TRUE(strace_->probe().available) << strace_->probe().reason;
+        file_ = dir_.path() / "file-A";
+        std::ofstream{file_} << "content of A\n";
+    }
+
+    static Observed ebpf(const std::vector<std::string> &args) { return run(*ebpf_, args); }
+    static Observed strace(const std::vector<std::string> &args) { return run(*strace_, args); }
+
+    // How many times the observation says `path` was read, by its real path.
+    static std::uint64_t reads_of(const audit::Observation &o, const std::string &path) {
+        std::uint64_t n = 0;
+        for (std::size_t i = 0; i < o.events.size(); ++i) {
+            const auto &e = o.events[i];
+            if (e.success && e.access == audit::Access::read && e.path_resolved == path) {
+                n += o.counts[i];
+            }
+        }
+        return n;
+    }
+
+    test::TempDir dir_{"tea-ebpf-files"};
+    stdfs::path file_;
+
+   private:
+    static Observed run(const Observer &o, const std::vector<std::string> &args) {
+        std::vector<std::string> argv{TEA_EBPF_KERNEL_PROBE};
+        argv.insert(argv.end(), args.begin(), args.end());
+        return o.observe(argv);
+    }
+
+    static Observer *ebpf_;
+    static Observer *strace_;
+};
+
+Observer *KernelObserved::ebpf_ = nullptr;
+Observer *KernelObserved::strace_ = nullptr;
+
+TEST_F(KernelObserved, AnOpenIsReportedByTheFileItReached) {
+    for (const auto &[name, seen] :
+         {std::pair{"ebpf", ebpf({"open", file_})}, std::pair{"strace", strace({"open", file_})}}) {
+        EXPECT_EQ(seen.outcome.out, "content of A\n") << name;
+        EXPECT_TRUE(seen.observation.complete) << name << ": " << seen.observation.reason;
+        EXPECT_EQ(reads_of(seen.observation, file_), 1U) << name;
+    }
+}
+
+// A thread flips the last byte of the path buffer while the other opens it: every open the
+// observer reports is the file the kernel opened, checked against the inodes the probe saw.
+TEST_F(KernelObserved, APathBufferFlippedDuringTheOpenNeverLies) {
+    const auto other = dir_.path() / "file-B";
+    std::ofstream{other} << "content of B\n";
+    for (const auto &[name, seen] :
+         {std::pair{"ebpf", ebpf({"racer", file_, other, "3000"})},
+          std::pair{"strace", strace({"racer", file_, other, "3000"})}}) {
+        int reached_a = -1;
+        int reached_b = -1;
+        int failed = -1;
+        ASSERT_EQ(std::sscanf(seen.outcome.out.c_str(), "a=%d b=%d other=%d", &reached_a,
+                              &reached_b, &failed),
+                  3)
+            << name << ": " << seen.outcome.out << seen.outcome.err;
+        // The control: the race was live, the same buffer reached both files.
+        EXPECT_GT(reached_a, 0) << name;
+        EXPECT_GT(reached_b, 0) << name;
+        EXPECT_TRUE(seen.observation.complete) << name << ": " << seen.observation.reason;
+        EXPECT_EQ(reads_of(seen.observation, file_), static_cast<std::uint64_t>(reached_a)) << name;
+        EXPECT_EQ(reads_of(seen.observation, other), static_cast<std::uint64_t>(reached_b)) << name;
+    }
+}
+
+TEST_F(KernelObserved, AnOpenThroughProcSelfFdIsTheFileBehindIt) {
+    for (const auto &[name, seen] : {std::pair{"ebpf", ebpf({"procfd", file_})},
+                                     std::pair{"strace", strace({"procfd", file_})}}) {
+        EXPECT_EQ(seen.outcome.out, "content of A\n") << name;
+        EXPECT_EQ(reads_of(seen.observation, file_), 1U) << name;
+    }
+    // The control: the O_PATH open alone reads nothing, and is no read.
+    for (const auto &[name, seen] : {std::pair{"ebpf", ebpf({"opath", file_})},
+                                     std::pair{"strace", strace({"opath", file_})}}) {
+        EXPECT_EQ(seen.outcome.status, 0) << name;
+        EXPECT_EQ(reads_of(seen.observation, file_), 0U) << name;
+    }
+}
+
+TEST_F(KernelObserved, ExecveatOfADescriptorIsJudgedByTheFileItRan) {
+    const auto program = stdfs::canonical("/bin/true").string();
+    // The execs the judge would decide by `program`: by the real path, or the asked one when
+    // there is none.
+    const auto execs_of = [&program](const audit::Observation &o) {
+        std::vector<audit::ObservedAccess> out;
+        for (const auto &e : o.events) {
+            const auto &decides = e.path_resolved.empty() ? e.path_asked : e.path_resolved;
+            if (e.access == audit::Access::exec && e.success && decides == program) {
+                out.push_back(e);
+            }
+        }
+        return out;
+    };
+    const auto seen = ebpf({"execveat", program});
+    EXPECT_EQ(seen.outcome.status, 0) << seen.outcome.err;
+    const auto by_ebpf = execs_of(seen.observation);
+    ASSERT_EQ(by_ebpf.size(), 1U) << "the eBPF observer saw the execveat";
+    EXPECT_EQ(by_ebpf[0].path_asked.rfind("/dev/fd/", 0), 0U)
+        << "the name the kernel gave the exec; the file decides";
+    EXPECT_TRUE(by_ebpf[0].unverified.empty());
+    // The reference: strace names the same file, from the descriptor's path.
+    EXPECT_EQ(execs_of(strace({"execveat", program}).observation).size(), 1U);
+}
+
+// An i386 system call from 64-bit code. This kernel may be built without IA32 emulation: then
+// the call kills the process before it opens anything, and neither observer reports an open.
+TEST_F(KernelObserved, AnOpenThroughTheI386AbiIsSeenOrNeverHappens) {
+    const auto seen = ebpf({"int80", file_});
+    const auto reference = strace({"int80", file_});
+    if (seen.outcome.status == 128 + SIGSEGV) {
+        EXPECT_EQ(seen.outcome.out, "") << "nothing was read";
+        EXPECT_EQ(reads_of(seen.observation, file_), 0U);
+        EXPECT_EQ(reads_of(reference.observation, file_), 0U);
+        // The control: the same file, opened through the 64-bit ABI, is seen.
+        EXPECT_EQ(reads_of(ebpf({"open", file_}).observation, file_), 1U);
+        return;
+    }
+    EXPECT_EQ(seen.outcome.out, "content of A\n");
+    EXPECT_EQ(reads_of(seen.observation, file_), 1U);
+    EXPECT_EQ(reads_of(reference.observation, file_), 1U);
+}
+
+// io_uring opens files with no open system call. The eBPF observer cannot see them, so a call
+// that sets up io_uring is incomplete; strace, the reference, is blind to it (the bubblewrap
+// backend's seccomp filter refuses io_uring for that reason).
+TEST_F(KernelObserved, AnOpenThroughIoUringMakesTheAuditIncomplete) {
+    const auto seen = ebpf({"io_uring", file_});
+    EXPECT_EQ(seen.outcome.out, "content of A\n") << seen.outcome.err;
+    EXPECT_FALSE(seen.observation.complete);
+    EXPECT_NE(seen.observation.reason.find("io_uring"), std::string::npos)
+        << seen.observation.reason;
+    const auto reference = strace({"io_uring", file_});
+    EXPECT_EQ(reads_of(reference.observation, file_), 0U) << "strace does not see it either";
+    // The control: the same read through open is complete.
+    EXPECT_TRUE(ebpf({"open", file_}).observation.complete);
+}
+
+}  // namespace
+}  // namespace tea::plugins
