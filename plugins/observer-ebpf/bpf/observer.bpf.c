@@ -145,6 +145,8 @@ static __always_inline __u32 walk_path(struct task_struct *task, struct dentry *
     }
     bpf_loop(WALK_STEPS, walk_step, &w, 0);
     *status = w.status == TEA_EBPF_WALK_NONE ? TEA_EBPF_WALK_TOO_LONG : w.status;
+    /* A last name cut at the buffer's end is not the path: never reported as a whole one. */
+    if (w.off > TEA_EBPF_NAMES) *status = TEA_EBPF_WALK_TOO_LONG;
     return w.off > TEA_EBPF_NAMES ? TEA_EBPF_NAMES : w.off;
 }
 
@@ -496,7 +498,9 @@ SEC("raw_tp/sys_exit")
 int on_sys_exit(struct bpf_raw_tracepoint_args *ctx) {
     struct pt_regs *regs = (struct pt_regs *)ctx->args[0];
     long ret = (long)ctx->args[1];
-    long nr = BPF_CORE_READ(regs, orig_ax);
+    /* The kernel runs the low 32 bits of the number (and takes a descriptor as an int): a number
+     * with high bits set runs the same call, and must be classified as that call. */
+    long nr = (int)BPF_CORE_READ(regs, orig_ax);
     struct task_struct *task = (struct task_struct *)bpf_get_current_task();
     __u8 abi = TEA_EBPF_ABI_64;
     if (BPF_CORE_READ(task, thread_info.status) & TS_COMPAT)
@@ -538,7 +542,7 @@ int on_sys_exit(struct bpf_raw_tracepoint_args *ctx) {
         case TEA_EBPF_OPENAT2:
             r.kind = ret >= 0 ? TEA_EBPF_OPENED : TEA_EBPF_NAMED;
             r.fd = ret;
-            r.dirfd[0] = arg(regs, abi, 0);
+            r.dirfd[0] = (int)arg(regs, abi, 0);
             r.path[0] = arg(regs, abi, 1);
             r.flags = (__u32)arg(regs, abi, 2);
             if (call == TEA_EBPF_OPENAT2) {
@@ -558,7 +562,7 @@ int on_sys_exit(struct bpf_raw_tracepoint_args *ctx) {
         case TEA_EBPF_GETDENTS64:
             if (ret >= 0) {
                 r.kind = TEA_EBPF_LISTED;
-                r.fd = arg(regs, abi, 0);
+                r.fd = (int)arg(regs, abi, 0);
             }
             break;
         case TEA_EBPF_EXECVE:
@@ -571,7 +575,7 @@ int on_sys_exit(struct bpf_raw_tracepoint_args *ctx) {
         case TEA_EBPF_EXECVEAT:
             if (ret < 0) {
                 r.kind = TEA_EBPF_NAMED;
-                r.dirfd[0] = arg(regs, abi, 0);
+                r.dirfd[0] = (int)arg(regs, abi, 0);
                 r.path[0] = arg(regs, abi, 1);
             }
             break;
@@ -595,7 +599,7 @@ int on_sys_exit(struct bpf_raw_tracepoint_args *ctx) {
         case TEA_EBPF_MKNODAT:
         case TEA_EBPF_UNLINKAT:
             r.kind = TEA_EBPF_NAMED;
-            r.dirfd[0] = arg(regs, abi, 0);
+            r.dirfd[0] = (int)arg(regs, abi, 0);
             r.path[0] = arg(regs, abi, 1);
             r.flags = (__u32)arg(regs, abi, 2);
             break;
@@ -611,10 +615,10 @@ int on_sys_exit(struct bpf_raw_tracepoint_args *ctx) {
         case TEA_EBPF_RENAMEAT2:
             r.kind = TEA_EBPF_NAMED;
             r.names = 2;
-            r.dirfd[0] = arg(regs, abi, 0);
+            r.dirfd[0] = (int)arg(regs, abi, 0);
             r.path[0] = arg(regs, abi, 1);
             r.role[0] = TEA_EBPF_ROLE_OLD;
-            r.dirfd[1] = arg(regs, abi, 2);
+            r.dirfd[1] = (int)arg(regs, abi, 2);
             r.path[1] = arg(regs, abi, 3);
             r.role[1] = TEA_EBPF_ROLE_NEW;
             break;
@@ -627,13 +631,13 @@ int on_sys_exit(struct bpf_raw_tracepoint_args *ctx) {
             break;
         case TEA_EBPF_LINKAT:
             r.kind = TEA_EBPF_NAMED;
-            r.dirfd[0] = arg(regs, abi, 2);
+            r.dirfd[0] = (int)arg(regs, abi, 2);
             r.path[0] = arg(regs, abi, 3);
             r.role[0] = TEA_EBPF_ROLE_NEW;
             break;
         case TEA_EBPF_SYMLINKAT:
             r.kind = TEA_EBPF_NAMED;
-            r.dirfd[0] = arg(regs, abi, 1);
+            r.dirfd[0] = (int)arg(regs, abi, 1);
             r.path[0] = arg(regs, abi, 2);
             r.role[0] = TEA_EBPF_ROLE_NEW;
             break;

@@ -5,6 +5,8 @@
  *   procfd PATH           an O_PATH open, then an open of /proc/self/fd/N: reads the file
  *   execveat PROGRAM      runs PROGRAM through execveat(fd, "", AT_EMPTY_PATH)
  *   int80 PATH            opens PATH through the i386 ABI (int 0x80) from 64-bit code
+ *   highbits PATH         opens PATH with openat's number with bit 32 set and a descriptor
+ *                         argument with high bits set: the kernel runs the low 32 bits of each
  *   io_uring PATH         opens PATH with an io_uring IORING_OP_OPENAT, no open system call
  *   racer A B N           one thread flips the path buffer between A and B (same length,
  *                         differing in their last byte) while another opens it N times; prints
@@ -177,6 +179,10 @@ int main(int argc, char **argv) {
         syscall(SYS_execveat, fd, "", args, env, AT_EMPTY_PATH);
         perror("execveat");
         return 1;
+    }
+    if (strcmp(mode, "highbits") == 0) {
+        return show((int)syscall((1L << 32) | SYS_openat, (1L << 32) | (AT_FDCWD & 0xffffffffL),
+                                 argv[2], O_RDONLY));
     }
     if (strcmp(mode, "int80") == 0) {
         return show(int80_open(argv[2]));

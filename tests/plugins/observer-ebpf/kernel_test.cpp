@@ -135,6 +135,17 @@ TEST_F(KernelObserved, AnOpenIsReportedByTheFileItReached) {
     }
 }
 
+// The kernel runs the low 32 bits of a system call's number, and of a descriptor argument: an
+// open whose number has bit 32 set is an open, and is reported as one.
+TEST_F(KernelObserved, AnOpenWhoseNumberHasHighBitsSetIsReported) {
+    for (const auto &[name, seen] : {std::pair{"ebpf", ebpf({"highbits", file_})},
+                                     std::pair{"strace", strace({"highbits", file_})}}) {
+        // The control: the open ran and read the file.
+        EXPECT_EQ(seen.outcome.out, "content of A\n") << name << ": " << seen.outcome.err;
+        EXPECT_EQ(reads_of(seen.observation, file_), 1U) << name;
+    }
+}
+
 // A thread flips the last byte of the path buffer while the other opens it: every open the
 // observer reports is the file the kernel opened, checked against the inodes the probe saw.
 TEST_F(KernelObserved, APathBufferFlippedDuringTheOpenNeverLies) {
