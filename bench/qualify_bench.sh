@@ -29,14 +29,8 @@ git -C "$project" add -A
 git -C "$project" -c user.name=bench -c user.email=bench@tea-evaluate.invalid commit -q -m bench
 export TEA_EVALUATE_PRIVATE_ROOT="$base/private" XDG_CONFIG_HOME=/nonexistent-tea-bench
 
-seconds() { # the wall clock of a command, in seconds
-  local start end
-  start=$(date +%s.%N)
-  "$@" >/dev/null 2>&1 || true
-  end=$(date +%s.%N)
-  echo "$end - $start" | bc
-}
-median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+# shellcheck source=bench/timing.sh
+source bench/timing.sh  # the scripts run from the repository root
 
 # What the arms found, once: the score of the five mutations.
 "$bin" -q qualify "$project/.tea" 2>&1 | grep 'mutation score' || true

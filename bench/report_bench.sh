@@ -20,14 +20,8 @@ base=$(mktemp -d "${TMPDIR:-/tmp}/tea-report-bench-XXXXXX")
 trap 'rm -rf "$base"' EXIT
 export XDG_CONFIG_HOME=/nonexistent-tea-bench
 
-seconds() { # the wall clock of a command, in seconds; its output is dropped
-  local start end
-  start=$(date +%s.%N)
-  "$@" >/dev/null 2>&1 || true
-  end=$(date +%s.%N)
-  awk -v s="$start" -v e="$end" 'BEGIN { printf "%.3f\n", e - s }'
-}
-median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+# shellcheck source=bench/timing.sh
+source "$here/timing.sh"
 pressure() { echo "cpu pressure $1: $(head -1 /proc/pressure/cpu)"; }
 load() { # load the page in headless Chromium and print its DOM, as the report's tests do
   "$chromium" --headless --no-sandbox --disable-gpu --user-data-dir="$base/profile" \
