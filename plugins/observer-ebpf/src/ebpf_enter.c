@@ -1,4 +1,4 @@
-/* tea-ebpf-enter TOKEN -- PROGRAM ARGS...
+/* TEA_EBPF_TOKEN=TOKEN tea-ebpf-enter -- PROGRAM ARGS...
  *
  * The first process of a call audited by the eBPF observer. Its child claims the call with the
  * token the plugin registered for it, which the observer's programs see as a close(-1) that
@@ -32,17 +32,21 @@ static void forward(int sig) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 4 || strcmp(argv[2], "--") != 0) {
-        fputs("usage: tea-ebpf-enter TOKEN -- PROGRAM [ARG...]\n", stderr);
+    if (argc < 3 || strcmp(argv[1], "--") != 0) {
+        fputs("usage: TEA_EBPF_TOKEN=TOKEN tea-ebpf-enter -- PROGRAM [ARG...]\n", stderr);
         return 125;
     }
+    /* The token comes in the environment, which only the same user and root can read, not on the
+     * command line, which every user can; it leaves it before the plan runs. */
+    const char *text = getenv("TEA_EBPF_TOKEN");
     char *end = NULL;
     errno = 0;
-    const unsigned long long token = strtoull(argv[1], &end, 16);
-    if (errno != 0 || end == argv[1] || *end != '\0') {
-        fprintf(stderr, "tea-ebpf-enter: not a token: %s\n", argv[1]);
+    const unsigned long long token = text != NULL ? strtoull(text, &end, 16) : 0;
+    if (text == NULL || errno != 0 || end == text || *end != '\0') {
+        fputs("tea-ebpf-enter: TEA_EBPF_TOKEN holds no token\n", stderr);
         return 125;
     }
+    unsetenv("TEA_EBPF_TOKEN");
     const int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
     for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; ++i) {
         struct sigaction sa;
@@ -60,9 +64,9 @@ int main(int argc, char **argv) {
             signal(forwarded[i], SIG_DFL);
         }
         (void)syscall(SYS_close, -1, (unsigned long long)TEA_EBPF_MAGIC, token);
-        execvp(argv[3], argv + 3);
+        execvp(argv[2], argv + 2);
         const int error = errno;
-        fprintf(stderr, "tea-ebpf-enter: %s: %s\n", argv[3], strerror(error));
+        fprintf(stderr, "tea-ebpf-enter: %s: %s\n", argv[2], strerror(error));
         _exit(error == ENOENT ? 127 : 126);
     }
     child = pid;

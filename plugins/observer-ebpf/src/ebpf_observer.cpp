@@ -49,6 +49,8 @@ namespace {
 
 using nlohmann::json;
 
+// The variable that hands tea-ebpf-enter its call's token (ebpf_enter.c reads and removes it).
+constexpr const char *kTokenVariable = "TEA_EBPF_TOKEN=";
 constexpr std::size_t kDefaultMaxDistinct = std::size_t{1} << 20;
 // Records a call may hold before it is reported lossy: a target that opens without end must not
 // exhaust the runtime's memory.
@@ -289,9 +291,14 @@ class EbpfObserver {
         (void)std::snprintf(token_text, sizeof token_text, "%016llx",
                             static_cast<unsigned long long>(token));
         auto &plan = request.plan;
-        std::vector<std::string> argv{enter_, token_text, "--"};
+        std::vector<std::string> argv{enter_, "--"};
         argv.insert(argv.end(), plan.argv.begin(), plan.argv.end());
         plan.argv = std::move(argv);
+        // In the environment, not the command line: any user of the host can read a process's
+        // command line, and a process that claimed the call first would be traced in its place.
+        std::erase_if(plan.env,
+                      [](const std::string &e) { return e.rfind(kTokenVariable, 0) == 0; });
+        plan.env.push_back(std::string{kTokenVariable} + token_text);
         return tea::documents::encode(plan);
     }
 
