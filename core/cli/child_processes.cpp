@@ -69,6 +69,8 @@ Running start_child(const std::vector<std::string> &argv, const ChildLaunch &lau
         // A child outlives no parent killed outright: it is ended as a signalled one would be,
         // and what it cannot clean up the next run reclaims.
         if (::prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || ::getppid() != parent) ::_exit(125);
+        // A background group that writes to the terminal would be stopped under `stty tostop`.
+        (void)::signal(SIGTTOU, SIG_IGN);
         if (::dup2(in[0], STDIN_FILENO) < 0 || ::dup2(out[1], STDOUT_FILENO) < 0) ::_exit(125);
         ::execv("/proc/self/exe", c_args.data());
         ::_exit(125);
@@ -86,8 +88,11 @@ Running start_child(const std::vector<std::string> &argv, const ChildLaunch &lau
 
 int wait_status(pid_t pid) {
     int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    pid_t waited = -1;
+    while ((waited = ::waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
     }
+    // A child whose end cannot be known did not succeed.
+    if (waited != pid) return 125;
     if (WIFEXITED(status)) return WEXITSTATUS(status);
     return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 125;
 }
@@ -117,7 +122,14 @@ ChildrenOutcome run_child_processes(const std::vector<std::string> &argv,
     for (;;) {
         while (!stopping && next < launches.size() && std::cmp_less(running.size(), jobs) &&
                (next < second_wave || running.empty())) {
-            running.push_back(start_child(argv, launches[next], next));
+            try {
+                running.push_back(start_child(argv, launches[next], next));
+            } catch (...) {
+                // The children already started end with the failure, none left behind.
+                stop(SIGTERM);
+                for (auto &child : running) (void)wait_status(child.pid);
+                throw;
+            }
             outcome.ends[next].started = true;
             ++next;
         }

@@ -8,8 +8,10 @@
 #include <chrono>
 #include <climits>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include "cli/trial_tasks.hpp"
 #include "evaluation/trial_task.hpp"
@@ -27,7 +29,10 @@ namespace {
 
 // How long squeue may keep failing (slurmctld restarting, say) before the run gives up waiting.
 constexpr auto kSchedulerSilence = std::chrono::seconds{120};
-constexpr auto kPoll = std::chrono::milliseconds{250};
+// How often the array is asked after: from a quarter of a second, for short arrays, doubling up
+// to five seconds, so that a long run does not keep the controller busy.
+constexpr auto kFirstPoll = std::chrono::milliseconds{250};
+constexpr auto kLongestPoll = std::chrono::milliseconds{5000};
 
 stdfs::path own_program() {
     std::error_code ec;
@@ -53,6 +58,10 @@ long time_limit_minutes(const evaluation::Evaluation &ev) {
 std::optional<std::set<int>> queued_tasks(const std::string &job) {
     const auto r =
         exec::run_host_program({"squeue", "--noheader", "--array", "--jobs=" + job, "--format=%K"});
+    // A job the controller no longer holds (it forgets ended jobs after MinJobAge) has ended.
+    if (!r.ok() && r.started && r.err.find("Invalid job id") != std::string::npos) {
+        return std::set<int>{};
+    }
     if (!r.ok()) return std::nullopt;
     std::set<int> tasks;
     std::istringstream lines{r.out};
@@ -108,6 +117,29 @@ void cancel(const std::string &job) {
     (void)exec::run_host_program({"scancel", "--quiet", job});
 }
 
+// Cancels the array unless released: an error after the submission leaves no task running for
+// a run that will not merge it.
+class CancelUnlessReleased {
+   public:
+    explicit CancelUnlessReleased(std::string job) : job_(std::move(job)) {}
+    CancelUnlessReleased(const CancelUnlessReleased &) = delete;
+    CancelUnlessReleased &operator=(const CancelUnlessReleased &) = delete;
+    ~CancelUnlessReleased() {
+        if (!job_.empty()) cancel(job_);
+    }
+    void release() { job_.clear(); }
+
+   private:
+    std::string job_;
+};
+
+// A path in an sbatch file pattern, where % starts a replacement.
+std::string file_pattern(const std::string &path) {
+    std::string out;
+    for (const char c : path) out += c == '%' ? std::string{"%%"} : std::string(1, c);
+    return out;
+}
+
 }  // namespace
 
 std::string shell_quoted(const std::string &text) {
@@ -141,21 +173,21 @@ void run_slurm_array(evaluation::RunState &state, const std::vector<std::string>
     std::error_code ec;
     stdfs::permissions(dir / "task.sh", stdfs::perms{0755}, ec);
 
-    std::vector<std::string> sbatch{
-        "sbatch",
-        "--parsable",
-        "--job-name=tea-" + state.run_id,
-        "--array=1-" + std::to_string(trials) + "%" + std::to_string(jobs),
-        "--output=" + (dir / "%a.out").string(),
-        "--error=" + (dir / "%a.err").string(),
-        "--chdir=" + stdfs::current_path().string(),
-        "--time=" + std::to_string(time_limit_minutes(state.ev))};
+    // The user's options first: where one names what the executor sets, the executor's, later,
+    // wins.
+    std::vector<std::string> sbatch{"sbatch"};
+    sbatch.insert(sbatch.end(), settings.slurm_options.begin(), settings.slurm_options.end());
     if (!settings.slurm_partition.empty()) {
         sbatch.push_back("--partition=" + settings.slurm_partition);
     }
     if (!settings.slurm_account.empty()) sbatch.push_back("--account=" + settings.slurm_account);
-    sbatch.insert(sbatch.end(), settings.slurm_options.begin(), settings.slurm_options.end());
-    sbatch.push_back((dir / "task.sh").string());
+    sbatch.insert(sbatch.end(), {"--parsable", "--job-name=tea-" + state.run_id,
+                                 "--array=1-" + std::to_string(trials) + "%" + std::to_string(jobs),
+                                 "--output=" + file_pattern(dir.string()) + "/%a.out",
+                                 "--error=" + file_pattern(dir.string()) + "/%a.err",
+                                 "--chdir=" + stdfs::current_path().string(),
+                                 "--time=" + std::to_string(time_limit_minutes(state.ev)),
+                                 (dir / "task.sh").string()});
     const auto submitted = exec::run_host_program(sbatch);
     if (!submitted.ok()) {
         throw host_error("sbatch did not take the run's array (" +
@@ -170,6 +202,7 @@ void run_slurm_array(evaluation::RunState &state, const std::vector<std::string>
         throw host_error("sbatch answered '" + submitted.out.substr(0, 200) +
                          "', which names no job");
     }
+    CancelUnlessReleased guard{job};
     state.executor["jobId"] = job;
     state.run["executor"] = state.executor;
     evaluation::save_run(state);
@@ -177,28 +210,37 @@ void run_slurm_array(evaluation::RunState &state, const std::vector<std::string>
                    << trials << " task" << (trials == 1 ? "" : "s") << ", " << jobs << " at once\n";
 
     auto last_answer = std::chrono::steady_clock::now();
+    auto wait = kFirstPoll;
     for (;;) {
-        pollfd signal{Signals::instance().fd(), POLLIN, 0};
-        const int ready = ::poll(&signal, 1, static_cast<int>(kPoll.count()));
-        if (ready > 0 && state.interrupted == 0) {
-            if (const int sig = Signals::instance().pending(); sig != 0) {
-                // The array ends with the run: nothing of it goes on making trials no record
-                // will hold.
-                state.interrupted = sig;
-                cancel(job);
+        if (state.interrupted == 0) {
+            pollfd signal{Signals::instance().fd(), POLLIN, 0};
+            if (::poll(&signal, 1, static_cast<int>(wait.count())) > 0) {
+                if (const int sig = Signals::instance().pending(); sig != 0) {
+                    // The array ends with the run: nothing of it goes on making trials no
+                    // record will hold.
+                    state.interrupted = sig;
+                    wait = kFirstPoll;
+                }
             }
+        } else {
+            // The signal taken, its descriptor stays readable: wait without it, and cancel the
+            // array each time until it has ended.
+            cancel(job);
+            ::usleep(static_cast<useconds_t>(
+                std::chrono::duration_cast<std::chrono::microseconds>(wait).count()));
         }
         const auto queued = queued_tasks(job);
         if (queued) {
             last_answer = std::chrono::steady_clock::now();
             if (queued->empty()) break;
         } else if (std::chrono::steady_clock::now() - last_answer > kSchedulerSilence) {
-            cancel(job);
             throw host_error("squeue has not answered for " +
                              std::to_string(kSchedulerSilence.count()) + " s about job " + job +
                              "; the array was cancelled");
         }
+        wait = std::min(wait * 2, kLongestPoll);
     }
+    guard.release();
 
     const auto states = task_states(job);
     std::vector<TrialTaskEnd> ends;

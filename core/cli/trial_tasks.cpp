@@ -1,7 +1,9 @@
 #include "cli/trial_tasks.hpp"
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
+#include <utility>
 
 #include "cli/child_processes.hpp"
 #include "cli/score_decision.hpp"
@@ -33,6 +35,9 @@ int trial_task_command(const CommonOptions &common, const RunCommandOptions &opt
 }
 
 void merge_trial_outcomes(evaluation::RunState &state, const std::vector<TrialTaskEnd> &ends) {
+    // The confinement and observer of the first outcome merged: every other must have been made
+    // under the same, or run.json would name one that some trial did not have.
+    std::optional<std::pair<nlohmann::json, nlohmann::json>> made_under;
     for (std::size_t k = 0; k < ends.size(); ++k) {
         const int i = static_cast<int>(k) + 1;
         const auto &end = ends[k];
@@ -50,11 +55,27 @@ void merge_trial_outcomes(evaluation::RunState &state, const std::vector<TrialTa
             }
         }
         if (!outcome.is_null()) {
+            const std::pair<nlohmann::json, nlohmann::json> under{outcome["confinement"],
+                                                                  outcome["observer"]};
+            if (made_under && under != *made_under) {
+                // A node configured otherwise: its trial was not made as the others were.
+                why = "its trial was made under the confinement " + under.first.dump() +
+                      " and the observer " + under.second.dump() + ", not as the others' (" +
+                      made_under->first.dump() + ", " + made_under->second.dump() + ")";
+                outcome = nullptr;
+            } else {
+                made_under = under;
+            }
+        }
+        if (!outcome.is_null()) {
             evaluation::merge_trial(state, outcome);
             // Merged, the outcome is in run.json: the run's records are those of one process.
             std::error_code ec;
             std::filesystem::remove(file, ec);
-            continue;
+            // A task interrupted in its evaluator when the run was not (a scheduler's time limit,
+            // a cancelled task): what its calls did counts, and its trial has no verdict.
+            if (!outcome["interrupted"].get<bool>() || state.interrupted != 0) continue;
+            why = "its trial was interrupted in the evaluator";
         }
         // Ended by the run's own signal before its outcome: not made, as in one process.
         if (state.interrupted != 0 && end.interrupted) continue;
@@ -80,7 +101,10 @@ void run_trial_tasks(evaluation::RunState &state, const std::vector<std::string>
     state.interrupted = children.interrupted;
     std::vector<TrialTaskEnd> ends;
     for (const auto &end : children.ends) {
-        ends.push_back({end.started, end.status, status_text(end.status), end.status > 128});
+        // Only the run's own signal, forwarded, ends a task as the run's interruption; a task
+        // that crashed meanwhile failed.
+        ends.push_back({end.started, end.status, status_text(end.status),
+                        state.interrupted != 0 && end.status == 128 + state.interrupted});
     }
     merge_trial_outcomes(state, ends);
 }

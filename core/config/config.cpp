@@ -393,23 +393,31 @@ class LayerReader {
         }
         return word;
     }
-    // An sbatch argument the executor does not set itself: the array, the script, the output
-    // files and the working directory are the run's, and a second value would take them over.
+    // An sbatch option the executor does not set itself: the array, the script, the output files,
+    // the working directory and the cluster are the run's (its squeue and scancel ask the cluster
+    // the array is on), and a second value would take them over. sbatch takes a long option by
+    // any unambiguous prefix, so a prefix of one is refused too.
     void slurm_option(const std::string &option, const std::string &key, const toml::node &node) {
-        static const std::vector<std::string> owned{"--array",  "-a", "--wrap",  "--parsable",
-                                                    "--output", "-o", "--error", "-e",
-                                                    "--chdir",  "-D", "--wait",  "-W"};
+        static const std::vector<std::string> owned_long{"--array",  "--wrap",     "--parsable",
+                                                         "--output", "--error",    "--chdir",
+                                                         "--wait",   "--clusters", "--cluster"};
+        static const std::string owned_short = "aoeDWM";
         const auto name = option.substr(0, option.find('='));
-        const bool taken = std::any_of(owned.begin(), owned.end(), [&](const std::string &o) {
-            return name == o || (o.size() == 2 && option.rfind(o, 0) == 0);
-        });
-        if (option.empty() || option[0] != '-' || taken) {
+        const bool is_long = option.rfind("--", 0) == 0;
+        const bool taken =
+            is_long
+                ? name.size() > 2 &&
+                      std::any_of(owned_long.begin(), owned_long.end(),
+                                  [&](const std::string &o) { return o.rfind(name, 0) == 0; })
+                // A short option may bundle others (-Qa1-2): any letter the executor owns.
+                : option.size() >= 2 && option.find_first_of(owned_short, 1) != std::string::npos;
+        if (option.size() < 2 || option[0] != '-' || taken) {
             throw config_error(origin_, node.source(), key,
                                "'" + option +
                                    "' is not an sbatch option the executor leaves to you: one "
                                    "option per item, its value attached (--mem=8G), and not one "
-                                   "of the array, the script, the output files or the working "
-                                   "directory, which it sets itself");
+                                   "of the array, the script, the output files, the working "
+                                   "directory or the cluster, which it sets itself");
         }
     }
     // "N%", N from 1 to 100.

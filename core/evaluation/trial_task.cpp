@@ -1,6 +1,7 @@
 #include "evaluation/trial_task.hpp"
 
 #include <charconv>
+#include <initializer_list>
 #include <stdexcept>
 #include <tea/json_bytes.hpp>
 
@@ -26,12 +27,18 @@ bool integer_is(const json &doc, const char *key, int value) {
            doc[key].get<std::int64_t>() == value;
 }
 
-// Every element of `list` an object of this trial.
-void require_trial_items(const json &outcome, const char *key, int index) {
+// Every element of `list` an object of this trial, with each of `strings` a string (the fields
+// the run's summary reads from it).
+void require_trial_items(const json &outcome, const char *key, int index,
+                         std::initializer_list<const char *> strings) {
     require(outcome.contains(key) && outcome[key].is_array(), std::string{key} + " is not a list");
     for (const auto &item : outcome[key]) {
         require(integer_is(item, "trialIndex", index),
                 std::string{key} + " holds an item of another trial");
+        for (const char *field : strings) {
+            require(item.contains(field) && item[field].is_string(),
+                    std::string{key} + " holds an item without its " + field);
+        }
     }
 }
 
@@ -145,8 +152,8 @@ void check_trial_outcome(const json &outcome, const std::string &run_id, int ind
             "observed holds an item without a path and a reason");
         (void)bytes::from_json(o["path"], "observed[].path");
     }
-    require_trial_items(outcome, "egressRefusals", index);
-    require_trial_items(outcome, "servicesFailed", index);
+    require_trial_items(outcome, "egressRefusals", index, {"entry", "probe"});
+    require_trial_items(outcome, "servicesFailed", index, {"entry", "probe", "reason"});
     const auto &truncation =
         outcome.contains("hostSocketTruncation") ? outcome["hostSocketTruncation"] : json{};
     require(outcome.contains("hostSocketTruncation") &&

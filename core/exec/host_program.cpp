@@ -17,7 +17,8 @@
 
 namespace tea::exec {
 
-HostProgramResult run_host_program(const std::vector<std::string> &argv, std::size_t cap) {
+HostProgramResult run_host_program(const std::vector<std::string> &argv,
+                                   const std::vector<std::string> *environment, std::size_t cap) {
     HostProgramResult result;
     if (argv.empty()) {
         result.start_error = "no program named";
@@ -38,9 +39,9 @@ HostProgramResult run_host_program(const std::vector<std::string> &argv, std::si
     std::vector<char *> c_args;
     for (auto &a : args) c_args.push_back(a.data());
     c_args.push_back(nullptr);
-    auto environment = current_environment();
+    auto variables = environment != nullptr ? *environment : current_environment();
     std::vector<char *> envp;
-    for (auto &e : environment) envp.push_back(e.data());
+    for (auto &e : variables) envp.push_back(e.data());
     envp.push_back(nullptr);
 
     posix_spawn_file_actions_t actions;
@@ -56,7 +57,11 @@ HostProgramResult run_host_program(const std::vector<std::string> &argv, std::si
     sigfillset(&all);
     // The runtime's blocked signals would otherwise stay blocked in the program: Ctrl-C and the
     // scheduler's own signals would not end it.
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    // A process group of its own: a terminal's Ctrl-C reaches the runtime, which decides, and
+    // not an sbatch that has submitted or an scancel on its way.
+    posix_spawnattr_setflags(
+        &attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&attr, 0);
     posix_spawnattr_setsigmask(&attr, &none);
     posix_spawnattr_setsigdefault(&attr, &all);
     pid_t pid = -1;
@@ -84,6 +89,9 @@ HostProgramResult run_host_program(const std::vector<std::string> &argv, std::si
         if (watched.empty()) break;
         if (::poll(watched.data(), watched.size(), -1) < 0) {
             if (errno == EINTR) continue;
+            // Closed, so that a program blocked on a full pipe ends rather than waits for ever.
+            read_ends[0].reset();
+            read_ends[1].reset();
             break;
         }
         for (std::size_t k = 0; k < watched.size(); ++k) {
@@ -101,9 +109,14 @@ HostProgramResult run_host_program(const std::vector<std::string> &argv, std::si
         }
     }
     int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    pid_t waited = -1;
+    while ((waited = ::waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
     }
-    result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    // A program whose end cannot be known did not succeed.
+    result.status = waited != pid         ? 125
+                    : WIFEXITED(status)   ? WEXITSTATUS(status)
+                    : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
+                                          : 125;
     return result;
 }
 

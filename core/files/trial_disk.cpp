@@ -3,21 +3,18 @@
 #include <fcntl.h>
 #include <linux/loop.h>
 #include <sched.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <array>
 #include <cerrno>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "exec/host_program.hpp"
 #include "files/private_dirs.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
@@ -57,42 +54,14 @@ void make_ext4(const stdfs::path &image, std::uint64_t bytes) {
                                   "-m",           "0",  "-O",
                                   "^has_journal", "-E", "nodiscard,lazy_itable_init=1",
                                   image.string()};
-    std::vector<char *> argv;
-    for (auto &a : args) {
-        argv.push_back(a.data());
-    }
-    argv.push_back(nullptr);
-    std::array<char *, 2> env{const_cast<char *>("PATH=/usr/sbin:/usr/bin:/sbin:/bin"), nullptr};
-    posix_spawn_file_actions_t actions;
-    posix_spawnattr_t attr;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawnattr_init(&attr);
-    for (int fd = 0; fd <= 2; ++fd) {
-        posix_spawn_file_actions_addopen(&actions, fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY,
-                                         0);
-    }
-    sigset_t none;
-    sigset_t all;
-    sigemptyset(&none);
-    sigfillset(&all);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setsigdefault(&attr, &all);
-    pid_t pid = -1;
-    const int rc = ::posix_spawn(&pid, mkfs.c_str(), &actions, &attr, argv.data(), env.data());
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attr);
-    if (rc != 0) {
-        fail("starting " + mkfs, rc);
-    }
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        throw host_error(
-            "cannot give the trial a file system of bounded size: " + mkfs + " " + image.string() +
-            " failed (status " +
-            std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)) + ")");
+    const std::vector<std::string> env{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"};
+    const auto made = exec::run_host_program(args, &env, 4096);
+    if (!made.started) throw host_error(made.start_error);
+    if (made.status != 0) {
+        const auto said = made.err.substr(0, made.err.find('\n'));
+        throw host_error("cannot give the trial a file system of bounded size: " + mkfs + " " +
+                         image.string() + " failed (status " + std::to_string(made.status) + ")" +
+                         (said.empty() ? "" : ": " + said));
     }
 }
 

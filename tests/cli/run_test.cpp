@@ -3576,40 +3576,54 @@ json without_executor(json record) {
     return without_ids_and_times(std::move(record));
 }
 
+// The example run one trial at a time, then with `options` (its trials made by tasks); both runs'
+// run.json and manifest.json must be the same apart from ids, times and the executor, and both
+// runs must end with `expected`. The second run's folder.
+fs::path second_run_as_the_first(const Project &p, const std::string &example,
+                                 const std::vector<std::string> &options,
+                                 const std::vector<std::string> &host, int expected) {
+    const auto one = p.tea({"--json", "run", p.eval().string()});
+    std::vector<std::string> args{"--json", "run", p.eval().string()};
+    args.insert(args.end(), options.begin(), options.end());
+    const auto two = p.tea(args, host);
+    EXPECT_EQ(one.status, expected) << one.err;
+    EXPECT_EQ(two.status, expected) << two.err;
+    const auto a = run_dir_of(one);
+    const auto b = run_dir_of(two);
+    EXPECT_FALSE(b.empty()) << two.out << two.err;
+    if (a.empty() || b.empty()) return {};
+    for (const char *record : {"run.json", "manifest.json"}) {
+        const auto left = without_executor(read_json(a / record));
+        const auto right = without_executor(read_json(b / record));
+        EXPECT_TRUE(left == right)
+            << example << ": " << record << ": " << json::diff(left, right).dump();
+    }
+    EXPECT_EQ(read_json(a / "run.json")["executor"], (json{{"kind", "local"}, {"jobs", 1}}));
+    expect_schema_valid(b / "run.json", "run.schema.json");
+    const auto score = p.tea({"score", b.string()});
+    EXPECT_EQ(score.status, expected) << score.err;
+    if (expected == 3) {
+        EXPECT_NE(score.err.find("mount outside allowlist: " + p.eval().string()),
+                  std::string::npos)
+            << score.err;
+    }
+    return b;
+}
+
 TEST(RunJobs, TwoAtOnceWriteTheRecordsOneAtATimeWrites) {
     for (const char *example : {"quickstart", "leaky-target"}) {
         Project p{std::string{"run-jobs-"} + example};
         p.copy_example(example);
         p.commit();
-        const auto one = p.tea({"--json", "run", p.eval().string(), "--jobs", "1"});
-        const auto two = p.tea({"--json", "run", p.eval().string(), "--jobs", "2"});
-        const int expected = std::string{example} == "quickstart" ? 0 : 3;
-        EXPECT_EQ(one.status, expected) << one.err;
-        EXPECT_EQ(two.status, expected) << two.err;
-        const auto a = run_dir_of(one);
-        const auto b = run_dir_of(two);
-        ASSERT_FALSE(b.empty()) << two.out << two.err;
-        for (const char *record : {"run.json", "manifest.json"}) {
-            const auto left = without_executor(read_json(a / record));
-            const auto right = without_executor(read_json(b / record));
-            EXPECT_TRUE(left == right)
-                << example << ": " << record << ": " << json::diff(left, right).dump();
-        }
+        const auto b = second_run_as_the_first(p, example, {"--jobs", "2"}, {},
+                                               std::string{example} == "quickstart" ? 0 : 3);
+        ASSERT_FALSE(b.empty());
         const auto run = read_json(b / "run.json");
         EXPECT_EQ(run["executor"], (json{{"kind", "local"}, {"jobs", 2}}));
-        EXPECT_EQ(read_json(a / "run.json")["executor"], (json{{"kind", "local"}, {"jobs", 1}}));
         EXPECT_EQ(run["failedTrialTasks"], json::array());
-        expect_schema_valid(b / "run.json", "run.schema.json");
         // The tasks' outcomes are merged into run.json and not kept beside it.
         for (const auto &t : fs::directory_iterator(b / "trials")) {
             EXPECT_FALSE(fs::exists(t.path() / "trial.json")) << t.path();
-        }
-        const auto score = p.tea({"score", b.string()});
-        EXPECT_EQ(score.status, expected) << score.err;
-        if (expected == 3) {
-            EXPECT_NE(score.err.find("mount outside allowlist: " + p.eval().string()),
-                      std::string::npos)
-                << score.err;
         }
         EXPECT_EQ(p.leftover_run_dirs(), 0U);
     }
@@ -3813,29 +3827,14 @@ TEST(RunSlurm, TheArrayWritesTheRecordsALocalRunWrites) {
         Project p{std::string{"run-slurm-"} + example};
         p.copy_example(example);
         p.commit();
-        const auto local = p.tea({"--json", "run", p.eval().string()});
-        const auto array =
-            p.tea({"--json", "run", p.eval().string(), "--executor", "slurm", "--jobs", "2"},
-                  {slurm.env()});
-        const int expected = std::string{example} == "quickstart" ? 0 : 3;
-        EXPECT_EQ(local.status, expected) << local.err;
-        EXPECT_EQ(array.status, expected) << array.err;
-        const auto a = run_dir_of(local);
-        const auto b = run_dir_of(array);
-        ASSERT_FALSE(b.empty()) << array.out << array.err;
-        for (const char *record : {"run.json", "manifest.json"}) {
-            const auto left = without_executor(read_json(a / record));
-            const auto right = without_executor(read_json(b / record));
-            EXPECT_TRUE(left == right)
-                << example << ": " << record << ": " << json::diff(left, right).dump();
-        }
+        const auto b =
+            second_run_as_the_first(p, example, {"--executor", "slurm", "--jobs", "2"},
+                                    {slurm.env()}, std::string{example} == "quickstart" ? 0 : 3);
+        ASSERT_FALSE(b.empty());
         const auto run = read_json(b / "run.json");
         EXPECT_EQ(run["executor"]["kind"], "slurm");
         EXPECT_EQ(run["executor"]["jobs"], 2);
         EXPECT_TRUE(run["executor"].contains("jobId")) << run["executor"].dump();
-        expect_schema_valid(b / "run.json", "run.schema.json");
-        const auto score = p.tea({"score", b.string()});
-        EXPECT_EQ(score.status, expected) << score.err;
         EXPECT_EQ(p.leftover_run_dirs(), 0U);
     }
     EXPECT_EQ(slurm.queue(), "");

@@ -178,7 +178,8 @@ TEST(Config, TheExecutorIsLocalByDefaultAndItsSlurmOptionsAreChecked) {
     EXPECT_EQ(e.jobs, 8);
     EXPECT_EQ(e.slurm_partition, "eval-1");
     EXPECT_EQ(e.slurm_account, "team_a");
-    EXPECT_EQ(e.slurm_options, (std::vector<std::string>{"--qos=eval", "--mem=8G", "--cpus-per-task=2"}));
+    EXPECT_EQ(e.slurm_options,
+              (std::vector<std::string>{"--qos=eval", "--mem=8G", "--cpus-per-task=2"}));
     for (const auto &[text, why] : std::vector<std::pair<std::string, std::string>>{
              {"kind = \"pbs\"", "executor.kind"},
              {"jobs = 0", "executor.jobs"},
@@ -192,7 +193,12 @@ TEST(Config, TheExecutorIsLocalByDefaultAndItsSlurmOptionsAreChecked) {
              {"slurm_options = [\"--chdir\"]", "executor.slurm_options[0]"},
              {"slurm_options = [\"--wait\"]", "executor.slurm_options[0]"},
              {"slurm_options = [\"\"]", "executor.slurm_options[0]"},
-             {"slurm_options = [\"-c\", \"2\"]", "executor.slurm_options[1]"}}) {
+             {"slurm_options = [\"-c\", \"2\"]", "executor.slurm_options[1]"},
+             {"slurm_options = [\"--arr=1-2\"]", "executor.slurm_options[0]"},
+             {"slurm_options = [\"--out=/tmp/x\"]", "executor.slurm_options[0]"},
+             {"slurm_options = [\"-Qa1-2\"]", "executor.slurm_options[0]"},
+             {"slurm_options = [\"--clusters=other\"]", "executor.slurm_options[0]"},
+             {"slurm_options = [\"-Mother\"]", "executor.slurm_options[0]"}}) {
         const auto message = error_of(builder, "[executor]\n" + text + "\n");
         EXPECT_NE(message.find(why), std::string::npos) << text << ": " << message;
     }

@@ -31,7 +31,9 @@ json whole_outcome() {
                 "verdict": {"verdict": "pass", "reasons": []}},
       "observed": [{"path": "/etc/x", "reason": "outside the grants"},
                    {"path": {"base64": "/w=="}, "reason": "r"}],
-      "egressRefusals": [{"trialIndex": 2}], "servicesFailed": [],
+      "egressRefusals": [{"trialIndex": 2, "entry": "t", "probe": "p", "refusals": [], "omitted": 0}],
+      "servicesFailed": [{"trialIndex": 2, "entry": "t", "probe": "p", "reason": "r",
+                          "infrastructureError": false}],
       "hostSocketTruncation": null, "confinement": "bubblewrap", "observer": "strace"})");
 }
 
@@ -86,6 +88,9 @@ TEST(TrialTaskOutcome, WhatIsNotWholeOrNotOfThisTrialIsRefused) {
          }},
         {"a refusal of another trial", [](json &o) { o["egressRefusals"][0]["trialIndex"] = 1; }},
         {"a failed service of no trial", [](json &o) { o["servicesFailed"].push_back(json{}); }},
+        {"a failed service without its entry",
+         [](json &o) { o["servicesFailed"][0].erase("entry"); }},
+        {"a refusal whose probe is a number", [](json &o) { o["egressRefusals"][0]["probe"] = 1; }},
         {"no hostSocketTruncation", [](json &o) { o.erase("hostSocketTruncation"); }},
         {"a truncation of another trial",
          [](json &o) {
