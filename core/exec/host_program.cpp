@@ -37,10 +37,12 @@ HostProgramResult run_host_program(const std::vector<std::string> &argv,
     }
     std::vector<std::string> args = argv;
     std::vector<char *> c_args;
+    c_args.reserve(args.size() + 1);
     for (auto &a : args) c_args.push_back(a.data());
     c_args.push_back(nullptr);
     auto variables = environment != nullptr ? *environment : current_environment();
     std::vector<char *> envp;
+    envp.reserve(variables.size() + 1);
     for (auto &e : variables) envp.push_back(e.data());
     envp.push_back(nullptr);
 
