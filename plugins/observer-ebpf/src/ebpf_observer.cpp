@@ -37,6 +37,7 @@
 #include <system_error>
 #include <tea/documents.hpp>
 #include <tea/plugin.hpp>
+#include <tea/setup_separator.hpp>
 #include <thread>
 #include <vector>
 
@@ -370,48 +371,25 @@ class EbpfObserver {
         }
         rest.complete = reason.empty();
         rest.reason = std::move(reason);
-        rest.target_started = request.target_start.empty() || c.started;
+        rest.target_started = request.target_start.empty() || c.setup.started();
         rest.counters = {{"records", tally.records}};
         return c.events.finish(rest);
     }
 
    private:
-    // Separates the confinement's set-up from the target and merges repeated accesses: the
-    // strace observer's rule (docs/audit.md, "The trace and the set-up").
+    // Separates the confinement's set-up from the target (tea/setup_separator.hpp, as the strace
+    // observer does) and merges repeated accesses.
     struct Collector {
-        std::string target_start;
-        bool start_is_target = false;
-        bool started = false;
-        int helper_pid = 0;
+        tea::SetupSeparator setup;
         tea::documents::DistinctEvents events;
         std::uint64_t overflow = 0;
 
         Collector(std::string start, bool is_target, std::size_t max_distinct)
-            : target_start{std::move(start)}, start_is_target{is_target}, events{max_distinct} {
-            started = target_start.empty();
-        }
+            : setup{std::move(start), is_target}, events{max_distinct} {}
 
         void take(const tea::documents::ObservedEventView &e) {
             const bool exec = e.access == tea::documents::Access::exec;
-            if (!started) {
-                // Nothing of the target exists before this exec; only the first one counts.
-                if (!exec || !e.ok || e.asked != target_start) {
-                    return;
-                }
-                started = true;
-                if (!start_is_target) {
-                    helper_pid = e.pid;
-                    return;
-                }
-            }
-            if (helper_pid != 0 && e.pid == helper_pid) {
-                if (!exec) {
-                    return;  // the launcher's own work before it hands over to the target
-                }
-                if (e.ok) {
-                    helper_pid = 0;
-                }
-            }
+            if (!setup.is_target(e.pid, exec, e.ok, e.asked)) return;
             if (!events.add(e)) {
                 ++overflow;
             }

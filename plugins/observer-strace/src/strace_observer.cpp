@@ -28,6 +28,7 @@
 #include <tea/documents.hpp>
 #include <tea/plugin.hpp>
 #include <tea/program_path.hpp>
+#include <tea/setup_separator.hpp>
 #include <tea/stamp.hpp>
 #include <vector>
 
@@ -324,55 +325,26 @@ class StraceObserver {
         tea::documents::Observation rest;
         rest.complete = reason.empty();
         rest.reason = printable(std::move(reason));
-        rest.target_started = request.target_start.empty() || c.started;
+        rest.target_started = request.target_start.empty() || c.setup.started();
         rest.counters = {{"lines", parser.lines()}};
         return c.events.finish(rest);
     }
 
    private:
-    // Separates the confinement's set-up from the target and merges repeated accesses.
+    // Separates the confinement's set-up from the target (tea/setup_separator.hpp) and merges
+    // repeated accesses.
     struct Collector {
-        std::string target_start;
-        bool start_is_target = false;
-        bool started = false;
-        // The process that ran the in-sandbox helper, until it executes the target.
-        int helper_pid = 0;
+        tea::SetupSeparator setup;
         // Each distinct access once, at its first sight, with the number of times it was seen.
         tea::documents::DistinctEvents events;
         std::uint64_t overflow = 0;
 
         Collector(std::string start, bool is_target, std::size_t max_distinct,
                   std::size_t count_width)
-            : target_start{std::move(start)},
-              start_is_target{is_target},
-              events{max_distinct, count_width} {
-            started = target_start.empty();
-        }
+            : setup{std::move(start), is_target}, events{max_distinct, count_width} {}
 
         void take(const tea::strace::AccessEvent &e) {
-            if (!started) {
-                // Nothing of the target exists before this exec: these are the mechanism's own
-                // accesses (bwrap reading the host to build the view). Only the first such exec
-                // counts; a target cannot run before it to fake one.
-                if (!is_exec(e) || !e.success || e.path_asked != target_start) {
-                    return;
-                }
-                started = true;
-                if (!start_is_target) {
-                    helper_pid = e.pid;  // a launcher: its own work until its next exec is not
-                    return;              // the target's
-                }
-                // The target itself: its exec reads its binary, and is judged as such.
-            }
-            if (helper_pid != 0 && e.pid == helper_pid) {
-                if (!is_exec(e)) {
-                    return;  // the helper's own work before it hands over to the target
-                }
-                if (e.success) {
-                    helper_pid = 0;  // from here on this process is the target
-                }
-                // Each exec attempt (a PATH search) is the target's: it is judged.
-            }
+            if (!setup.is_target(e.pid, is_exec(e), e.success, e.path_asked)) return;
             if (!events.add({e.pid, e.syscall, e.path_lexical, e.path_resolved, access_of(e.kind),
                              e.success, e.error, e.path_named, e.unverified, 1})) {
                 ++overflow;
