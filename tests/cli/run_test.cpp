@@ -3474,13 +3474,6 @@ bool wait_for_none(const std::vector<std::string> &needles) {
     return false;
 }
 
-// A target that waits a minute, with an argument no other process has.
-constexpr const char *kLongTarget = "#!/bin/sh\necho started\nexec sleep 59.25\n";
-const std::vector<std::string> kLongSleep{
-    std::string{"sleep\0"
-                "59.25",
-                11}};
-
 // The arm processes of p's qualify --jobs: their command lines name the evaluation and --arm.
 std::vector<std::string> arms_of(const Project &p) {
     return {p.eval().string(), "--arm"};
@@ -3489,14 +3482,16 @@ std::vector<std::string> arms_of(const Project &p) {
 // A qualify --jobs 2 of two arms whose targets wait a minute, sent `signal_number` once both
 // targets have started; its wait status. Control: the probes see both arms and both targets
 // just before the signal.
-int signal_two_long_arms(Project &p, int signal_number) {
-    write_simple_evaluation(p, "", kLongTarget);
-    p.write(".tea/mutations/other/bin/t", "#!/bin/sh\necho other\nexec sleep 59.25\n", true);
+// The targets wait `seconds` (59.NNN), a value no other test's processes have.
+int signal_two_long_arms(Project &p, int signal_number, const std::string &seconds) {
+    write_simple_evaluation(p, "", "#!/bin/sh\necho started\nexec sleep " + seconds + "\n");
+    p.write(".tea/mutations/other/bin/t", "#!/bin/sh\necho other\nexec sleep " + seconds + "\n",
+            true);
     p.commit();
     const pid_t pid = spawn_run(p, {}, "qualify", {"--jobs", "2"});
     EXPECT_TRUE(wait_for_started_arms(p, 2));
     EXPECT_EQ(processes_with(arms_of(p)), 2U);
-    EXPECT_EQ(processes_with(kLongSleep), 2U);
+    EXPECT_EQ(processes_with({"sleep" + std::string(1, '\0') + seconds}), 2U);
     EXPECT_EQ(::kill(pid, signal_number), 0);
     int status = 0;
     EXPECT_EQ(::waitpid(pid, &status, 0), pid);
@@ -3506,12 +3501,12 @@ int signal_two_long_arms(Project &p, int signal_number) {
 TEST(Qualify, SigtermDuringJobsTwoEndsEveryArmAndLeavesNothing) {
     Project p{"qualify-jobs-sigterm"};
     const auto started = std::chrono::steady_clock::now();
-    const int status = signal_two_long_arms(p, SIGTERM);
+    const int status = signal_two_long_arms(p, SIGTERM, "59.375");
     ASSERT_TRUE(WIFEXITED(status));
     EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);
     EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds{50});
     EXPECT_EQ(processes_with(arms_of(p)), 0U);
-    EXPECT_EQ(processes_with(kLongSleep), 0U);
+    EXPECT_TRUE(wait_for_none({"sleep" + std::string(1, '\0') + "59.375"}));
     EXPECT_EQ(p.leftover_run_dirs(), 0U);
     std::size_t interrupted_runs = 0;
     json qualification;
@@ -3529,9 +3524,9 @@ TEST(Qualify, SigtermDuringJobsTwoEndsEveryArmAndLeavesNothing) {
 
 TEST(Qualify, SigkillOfAQualifyWithJobsTwoEndsItsArmsAndTheNextQualifyReclaims) {
     Project p{"qualify-jobs-sigkill"};
-    (void)signal_two_long_arms(p, SIGKILL);
+    (void)signal_two_long_arms(p, SIGKILL, "59.5");
     EXPECT_TRUE(wait_for_none(arms_of(p)));
-    EXPECT_TRUE(wait_for_none(kLongSleep));
+    EXPECT_TRUE(wait_for_none({"sleep" + std::string(1, '\0') + "59.5"}));
     p.write("bin/t", "#!/bin/sh\necho ok\n", true);
     fs::remove_all(p.eval() / "mutations");
     p.commit();

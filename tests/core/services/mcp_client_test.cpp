@@ -162,9 +162,9 @@ TEST(McpClient, AFloodOfJunkLinesTimesOutWithTheEventsCapped) {
     Scripted s{"flood", McpLimits{.max_peer_events = 50}};
     const auto start = std::chrono::steady_clock::now();
     // Long enough for the flooding server to start and pass the cap on a loaded machine.
-    const McpReply reply = s.client.request("tools/list", nullptr, 2000ms);
+    const McpReply reply = s.client.request("tools/list", nullptr, 4000ms);
     EXPECT_EQ(reply.outcome, McpOutcome::timed_out) << reply.detail;
-    EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 8s);
     EXPECT_EQ(s.client.peer_events().size(), 50U);
     EXPECT_GT(s.client.peer_events_dropped(), 0U);
 }

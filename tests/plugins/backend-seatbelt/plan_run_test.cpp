@@ -222,13 +222,19 @@ TEST(SeatbeltOnLinux, AutoNeverPicksSeatbeltOrTheLogStream) {
         test::run(cli({"--config", dir + "/only.toml", "exec", "--", "true"}), cli_env());
     EXPECT_EQ(only.status, 12);
     EXPECT_NE(only.err.find("seatbelt: macOS only"), std::string::npos) << only.err;
-    // The default audit order never names the log stream; put first, it stops the call (exit 12)
-    // rather than letting auto fall back to an unaudited one.
+    // The default audit order never names the log stream; put first, auto passes over it to the
+    // next observer that works, and the call is audited by it, never unaudited.
     test::write_file(dir + "/audit.toml", "[audit]\nauto_order = [\"logstream\", \"strace\"]\n");
     const auto audit =
         test::run(cli({"--config", dir + "/audit.toml", "exec", "--", "true"}), cli_env());
-    EXPECT_EQ(audit.status, 12);
-    EXPECT_NE(audit.err.find("macOS only"), std::string::npos) << audit.err;
+    EXPECT_EQ(audit.status, 0) << audit.err;
+    EXPECT_NE(audit.err.find("audit (strace)"), std::string::npos) << audit.err;
+    // The log stream alone: no observer works, exit 12 naming why.
+    test::write_file(dir + "/alone.toml", "[audit]\nauto_order = [\"logstream\"]\n");
+    const auto alone =
+        test::run(cli({"--config", dir + "/alone.toml", "exec", "--", "true"}), cli_env());
+    EXPECT_EQ(alone.status, 12);
+    EXPECT_NE(alone.err.find("macOS only"), std::string::npos) << alone.err;
     stdfs::remove_all(dir);
 }
 
