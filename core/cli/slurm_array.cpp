@@ -140,8 +140,7 @@ std::string file_pattern(const std::string &path) {
     return out;
 }
 
-}  // namespace
-
+// The shell word of `text`, quoted so that /bin/sh reads it back byte for byte.
 std::string shell_quoted(const std::string &text) {
     std::string out = "'";
     for (const char c : text) {
@@ -153,6 +152,8 @@ std::string shell_quoted(const std::string &text) {
     }
     return out + "'";
 }
+
+}  // namespace
 
 void run_slurm_array(evaluation::RunState &state, const std::vector<std::string> &argv,
                      const config::ExecutorSettings &settings, int jobs) {

@@ -21,7 +21,4 @@ namespace tea::cli {
 void run_slurm_array(evaluation::RunState &state, const std::vector<std::string> &argv,
                      const config::ExecutorSettings &settings, int jobs);
 
-// The shell word of `text`, quoted so that /bin/sh reads it back byte for byte.
-std::string shell_quoted(const std::string &text);
-
 }  // namespace tea::cli
