@@ -97,12 +97,22 @@ PortFileReading read_port_file(const std::filesystem::path &dir) {
         }
         return refused("the port file " + path + " cannot be opened: " + errno_text(errno));
     }
+    return read_opened_port_file(fd.get(), path);
+}
+
+PortFileReading read_opened_port_file(int fd, const std::string &path) {
     struct stat st {};
-    if (::fstat(fd.get(), &st) != 0) {
+    if (::fstat(fd, &st) != 0) {
         return refused("the port file " + path + " cannot be read: " + errno_text(errno));
     }
     if (!S_ISREG(st.st_mode)) {
         return refused("the port file " + path + " is not a regular file");
+    }
+    // Opened just before the service removed it (to make it again, or to plant a link there):
+    // what takes its place is read next, and the removal is no link of another file.
+    if (st.st_nlink == 0) {
+        return {PortFileReading::State::empty, 0,
+                "the port file " + path + " was removed while it was read"};
     }
     // A hard link to another file would have its first bytes quoted in the refusal.
     if (st.st_nlink != 1) {
@@ -111,7 +121,7 @@ PortFileReading read_port_file(const std::filesystem::path &dir) {
     std::array<char, kMaxPortFileBytes + 1> buffer{};
     std::size_t got = 0;
     while (got < buffer.size()) {
-        const auto n = ::read(fd.get(), buffer.data() + got, buffer.size() - got);
+        const auto n = ::read(fd, buffer.data() + got, buffer.size() - got);
         if (n < 0 && errno == EINTR) {
             continue;
         }

@@ -36,4 +36,8 @@ struct PortFileReading {
 // the path and what it holds.
 PortFileReading read_port_file(const std::filesystem::path &dir);
 
+// Judges the port file already opened as `fd` (named `path` in sentences): read_port_file's second
+// half, apart so that a test can hand it a file removed after its open.
+PortFileReading read_opened_port_file(int fd, const std::string &path);
+
 }  // namespace tea::bridge

@@ -2,6 +2,7 @@
 // a target can leave in its place, each refused with a sentence naming the path.
 #include "bridge/port_file.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,8 +13,11 @@
 #include <iterator>
 #include <string>
 
+#include "util/fd.hpp"
+
 namespace fs = std::filesystem;
 using tea::bridge::PortFileReading;
+using tea::bridge::read_opened_port_file;
 using tea::bridge::read_port_file;
 
 namespace {
@@ -101,6 +105,22 @@ TEST_F(PortFile, AHardLinkIsRefused) {
     std::ofstream(dir_ / "elsewhere") << "8080\n";
     fs::create_hard_link(dir_ / "elsewhere", dir_ / "port");
     expect_refused("other links");
+}
+
+// The service removes the file between the host's open and its check (the race the
+// link-planting service won in CI): not written yet, read again next, and never taken for a
+// hard link. Control: the same descriptor before the removal is read as the port it holds.
+TEST_F(PortFile, AFileRemovedAfterItsOpenIsNotWrittenYetNorAHardLink) {
+    write("8080");
+    const tea::UniqueFd fd{::open((dir_ / "port").c_str(), O_RDONLY | O_CLOEXEC)};
+    ASSERT_TRUE(fd);
+    EXPECT_EQ(read_opened_port_file(fd.get(), "port").port, 8080);
+    ASSERT_EQ(::lseek(fd.get(), 0, SEEK_SET), 0);
+    fs::remove(dir_ / "port");
+    const auto removed = read_opened_port_file(fd.get(), "port");
+    EXPECT_EQ(removed.state, PortFileReading::State::empty) << removed.sentence;
+    EXPECT_NE(removed.sentence.find("removed while it was read"), std::string::npos)
+        << removed.sentence;
 }
 
 TEST_F(PortFile, AFifoIsRefusedWithoutWaitingForAWriter) {
