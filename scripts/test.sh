@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 # As root the runtime loads only plugins that no other user can write (docs/plugin-authoring.md):
 # the build tree is made so whatever umask the caller has.
 umask 022
-bash scripts/install-deps.sh
+SECONDS=0
 
 background_pid=
 background_log=
@@ -36,17 +36,36 @@ stop_background() {
     wait "$background_pid" 2>/dev/null || true
   fi
 }
-trap stop_background EXIT
+# What each step took, printed as the script ends (whether it passed or not), so that the tail
+# of a CI log says where the time went.
+phase_times=()
+phase_start=$SECONDS
+phase_done() {
+  phase_times+=("$1 $((SECONDS - phase_start)) s")
+  phase_start=$SECONDS
+}
+on_exit() {
+  stop_background
+  local IFS=,
+  echo "== time by step (total ${SECONDS} s): ${phase_times[*]}"
+}
+trap on_exit EXIT
+
+bash scripts/install-deps.sh
+phase_done "install"
 
 for preset in release asan; do
   cmake --preset "$preset" >/dev/null
 done
 cmake --build --preset release
+phase_done "release build"
 mkdir -p build/asan
 in_background build/asan/build.log cmake --build --preset asan
 ctest --preset release
+phase_done "release suite"
 echo "== the sanitized build, made while the release suite ran:"
 join_background
+phase_done "rest of the sanitized build"
 
 # Four parsers of bytes the runtime does not control, each under libFuzzer (with ASan and UBSan)
 # for a bounded time (scripts/build-fuzzers.sh names them). Their seed corpora are also replayed
@@ -56,8 +75,10 @@ fuzz=build/fuzz
 mkdir -p "$fuzz/corpus" "$fuzz/pack-corpus" "$fuzz/redaction-corpus" "$fuzz/http-corpus"
 in_background "$fuzz/build.log" bash scripts/build-fuzzers.sh "$fuzz"
 ctest --preset asan
+phase_done "sanitized suite"
 echo "== the fuzzers, built while the sanitized suite ran:"
 join_background
+phase_done "rest of the fuzzers' build"
 "$fuzz/request_head_fuzz" -max_total_time=30 -max_len=20000 -timeout=10 \
   -artifact_prefix="$fuzz/" "$fuzz/corpus" tests/plugins/egress-connect/fuzz_corpus
 "$fuzz/pack_reader_fuzz" -max_total_time=20 -max_len=16384 -timeout=10 \
@@ -68,3 +89,4 @@ join_background
 "$fuzz/http_response_parser_fuzz" -max_total_time=20 -max_len=4096 -timeout=10 \
   -artifact_prefix="$fuzz/http-" "$fuzz/http-corpus" \
   tests/core/http/http_response_parser_fuzz_corpus
+phase_done "fuzzers"

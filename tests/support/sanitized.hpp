@@ -8,8 +8,11 @@
 
 namespace tea::test {
 
+// GCC says so with __SANITIZE_ADDRESS__, Clang with __has_feature.
 #if defined(__SANITIZE_ADDRESS__)
 inline constexpr bool sanitized = true;
+#elif defined(__has_feature)
+inline constexpr bool sanitized = __has_feature(address_sanitizer);
 #else
 inline constexpr bool sanitized = false;
 #endif
