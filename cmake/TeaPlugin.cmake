@@ -20,7 +20,7 @@ function(tea_add_plugin)
     C_VISIBILITY_PRESET hidden
     VISIBILITY_INLINES_HIDDEN ON)
   # Plugins resolve every symbol at link time: an undefined one is a build error, not a load error.
-  target_link_options(${target} PRIVATE -Wl,--no-undefined)
+  target_link_options(${target} PRIVATE ${TEA_LINK_NO_UNDEFINED})
   # Each plugin carries its own libstdc++, hidden (--exclude-libs), so loading one
   # does not load libstdc++.so: no C++ type crosses the plugin boundary.
   if(NOT TEA_SANITIZE)

@@ -15,6 +15,14 @@ if(TEA_SANITIZE)
   # runtime most of a second. The release build stays position-independent.
   string(APPEND CMAKE_EXE_LINKER_FLAGS " -no-pie")
 endif()
+# Shared objects of the project resolve every symbol at link time: an undefined one is a build
+# error, not a load error. Not under Clang's sanitizers, whose runtime is linked into the
+# executable that loads them (GCC's is a shared library each object names).
+if(TEA_SANITIZE AND CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+  set(TEA_LINK_NO_UNDEFINED "")
+else()
+  set(TEA_LINK_NO_UNDEFINED "-Wl,--no-undefined")
+endif()
 # C sources (the ABI fixture, the layout test) cannot take the C++-only flags.
 add_library(tea_c_warnings INTERFACE)
 target_compile_options(tea_c_warnings INTERFACE -Wall -Wextra -Wpedantic $<$<BOOL:${TEA_WERROR}>:-Werror>)

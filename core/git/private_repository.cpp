@@ -298,7 +298,10 @@ void index_head(const fs::path &repository_dir, const fs::path &checkout, bool w
                                                              ": " + last_git_error()
                                                        : builder.error);
 
-    git_checkout_options options = GIT_CHECKOUT_OPTIONS_INIT;
+    // libgit2's initialiser, not its INIT macro, whose partial brace list Clang warns about.
+    git_checkout_options options{};
+    if (git_checkout_options_init(&options, GIT_CHECKOUT_OPTIONS_VERSION) != 0)
+        throw std::runtime_error("cannot set up a checkout: " + last_git_error());
     options.checkout_strategy = GIT_CHECKOUT_FORCE;
     if (write_files && git_checkout_index(raw, index.get(), &options) != 0)
         throw std::runtime_error("cannot check out commit " + hex(head) + ": " + last_git_error());
