@@ -8,6 +8,10 @@
  *   highbits PATH         opens PATH with openat's number with bit 32 set and a descriptor
  *                         argument with high bits set: the kernel runs the low 32 bits of each
  *   io_uring PATH         opens PATH with an io_uring IORING_OP_OPENAT, no open system call
+ *   opens PATH N          opens and closes PATH N times, then reads it once
+ *   outlive PATH          forks a child that outlives the probe: the probe prints the child's
+ *                         pid and ends; the child leaves the probe's output, opens PATH and
+ *                         waits to be killed
  *   racer A B N           one thread flips the path buffer between A and B (same length,
  *                         differing in their last byte) while another opens it N times; prints
  *                         how many opens reached A and B, checked by inode
@@ -154,6 +158,33 @@ static int racer(const char *a, const char *b, int n) {
     return 0;
 }
 
+static int outlive(const char *path) {
+    int ready[2];
+    if (pipe(ready) != 0) {
+        perror("pipe");
+        return 1;
+    }
+    const pid_t child = fork();
+    if (child == 0) {
+        /* Off the probe's output, so that whoever reads it sees it end with the probe. */
+        const int null = open("/dev/null", O_RDWR);
+        dup2(null, 1);
+        dup2(null, 2);
+        close(ready[0]);
+        const int fd = open(path, O_RDONLY);
+        close(ready[1]);
+        for (;;) {
+            pause();
+        }
+        return fd;
+    }
+    close(ready[1]);
+    char byte;
+    (void)read(ready[0], &byte, 1); /* the child has opened PATH */
+    printf("%d\n", (int)child);
+    return child > 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
         fputs("usage: kernel_probe MODE ARG...\n", stderr);
@@ -189,6 +220,15 @@ int main(int argc, char **argv) {
     }
     if (strcmp(mode, "io_uring") == 0) {
         return show(uring_open(argv[2]));
+    }
+    if (strcmp(mode, "opens") == 0 && argc == 4) {
+        for (int i = atoi(argv[3]); i > 1; --i) {
+            close(open(argv[2], O_RDONLY));
+        }
+        return show(open(argv[2], O_RDONLY));
+    }
+    if (strcmp(mode, "outlive") == 0) {
+        return outlive(argv[2]);
     }
     if (strcmp(mode, "racer") == 0 && argc == 5) {
         return racer(argv[2], argv[3], atoi(argv[4]));

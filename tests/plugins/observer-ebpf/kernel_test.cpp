@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -34,12 +36,13 @@ struct Observed {
 // programs once per session, as the runtime's session does.
 class Observer {
    public:
-    Observer(const std::string &name, const stdfs::path &library) : tmp_{"tea-ebpf-manifest"} {
+    Observer(const std::string &name, const stdfs::path &library, const std::string &config = "{}")
+        : tmp_{"tea-ebpf-manifest"} {
         std::ofstream{tmp_.path() / (name + ".toml")}
             << "name = \"" << name << "\"\nkind = \"observer\"\nabi = \"1.6\"\nlibrary = \""
             << library.string() << "\"\n";
         plugin_ = load_plugin(read_manifest(tmp_.path() / (name + ".toml"), library.parent_path()));
-        instance_ = plugin_->create("{}");
+        instance_ = plugin_->create(config);
         probe_ = instance_->probe();
     }
 
@@ -95,6 +98,9 @@ class KernelObserved : public ::testing::Test {
     }
 
     static Observed ebpf(const std::vector<std::string> &args) { return run(*ebpf_, args); }
+    static Observed ebpf_with(const Observer &o, const std::vector<std::string> &args) {
+        return run(o, args);
+    }
     static Observed strace(const std::vector<std::string> &args) { return run(*strace_, args); }
 
     // How many times the observation says `path` was read, by its real path.
@@ -239,6 +245,37 @@ TEST_F(KernelObserved, AnOpenThroughIoUringMakesTheAuditIncomplete) {
     const auto reference = strace({"io_uring", file_});
     EXPECT_EQ(reads_of(reference.observation, file_), 0U) << "strace does not see it either";
     // The control: the same read through open is complete.
+    EXPECT_TRUE(ebpf({"open", file_}).observation.complete);
+}
+
+// Records the ring buffer had no room for (a reader that could not keep up with a flood of
+// opens) make the call's audit incomplete, never silently complete.
+TEST_F(KernelObserved, RecordsLostToAFullRingBufferMakeTheCallIncomplete) {
+    const Observer small{"ebpf", TEA_EBPF_PLUGIN, R"({"ring_buffer_bytes": 4096})"};
+    ASSERT_TRUE(small.probe().available) << small.probe().reason;
+    const auto seen = ebpf_with(small, {"opens", file_, "20000"});
+    EXPECT_EQ(seen.outcome.out, "content of A\n") << seen.outcome.err;
+    EXPECT_FALSE(seen.observation.complete);
+    EXPECT_NE(seen.observation.reason.find("were lost"), std::string::npos)
+        << seen.observation.reason;
+    // The control: the same flood through the default ring is complete, every open counted.
+    const auto whole = ebpf({"opens", file_, "20000"});
+    EXPECT_TRUE(whole.observation.complete) << whole.observation.reason;
+    EXPECT_EQ(reads_of(whole.observation, file_), 20000U);
+}
+
+// A process of the call still running when the call is collected may go on reading unseen: the
+// call's audit is incomplete, never silently complete.
+TEST_F(KernelObserved, AProcessThatOutlivesTheCallMakesItIncomplete) {
+    const auto seen = ebpf({"outlive", file_});
+    const pid_t child = std::atoi(seen.outcome.out.c_str());
+    ASSERT_GT(child, 0) << seen.outcome.out << seen.outcome.err;
+    ::kill(child, SIGKILL);
+    EXPECT_FALSE(seen.observation.complete);
+    EXPECT_NE(seen.observation.reason.find("still running"), std::string::npos)
+        << seen.observation.reason;
+    EXPECT_EQ(reads_of(seen.observation, file_), 1U) << "what it did before the end is kept";
+    // The control: a call whose processes have all ended is complete.
     EXPECT_TRUE(ebpf({"open", file_}).observation.complete);
 }
 
