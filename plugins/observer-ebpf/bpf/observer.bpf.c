@@ -209,9 +209,14 @@ SEC("raw_tp/sched_process_exit")
 int on_exit(struct bpf_raw_tracepoint_args *ctx) {
     struct task_struct *task = (struct task_struct *)ctx->args[0];
     __u32 tgid = BPF_CORE_READ(task, tgid);
-    if (!bpf_map_lookup_elem(&tracked, &tgid)) return 0;
+    __u32 *call_id = bpf_map_lookup_elem(&tracked, &tgid);
+    if (!call_id) return 0;
+    if (BPF_CORE_READ(task, signal, live.counter) != 0) return 0;
+    /* The call's owner gone: told here, where no pid reused since can be taken for it. */
+    struct tea_ebpf_call_counts *c = bpf_map_lookup_elem(&calls, call_id);
+    if (c && c->owner_tgid == tgid) c->owner_ended = 1;
     /* Forgotten when its whole group is gone, so that a reused pid is not taken for it. */
-    if (BPF_CORE_READ(task, signal, live.counter) == 0) bpf_map_delete_elem(&tracked, &tgid);
+    bpf_map_delete_elem(&tracked, &tgid);
     return 0;
 }
 
@@ -520,8 +525,10 @@ int on_sys_exit(struct bpf_raw_tracepoint_args *ctx) {
         if (!pending_id) return 0;
         __u32 id = *pending_id;
         /* A token claims its call once: whoever comes second is not tracked. */
-        if (bpf_map_delete_elem(&pending, &token) == 0)
-            bpf_map_update_elem(&tracked, &tgid, &id, BPF_ANY);
+        if (bpf_map_delete_elem(&pending, &token) != 0) return 0;
+        bpf_map_update_elem(&tracked, &tgid, &id, BPF_ANY);
+        struct tea_ebpf_call_counts *c = bpf_map_lookup_elem(&calls, &id);
+        if (c) c->owner_tgid = tgid;
         return 0;
     }
     __u32 *tracked_id = bpf_map_lookup_elem(&tracked, &tgid);

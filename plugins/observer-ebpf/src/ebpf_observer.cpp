@@ -322,7 +322,7 @@ class EbpfObserver {
         // (for a stamp's key): nothing runs it, so nothing is registered.
         const bool runs = ::stat(request.trace_dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
         if (runs) {
-            token = register_call(request.trace_dir);
+            token = register_call(request.trace_dir, st);
         }
         char token_text[17];
         (void)std::snprintf(token_text, sizeof token_text, "%016llx",
@@ -450,6 +450,8 @@ class EbpfObserver {
     struct Registered {
         std::uint32_t id = 0;
         std::uint64_t token = 0;
+        dev_t dev = 0;  // the trace directory's, when the call was registered
+        ino_t ino = 0;
     };
 
     struct Counts {
@@ -458,7 +460,44 @@ class EbpfObserver {
         bool unclaimed = false;
     };
 
-    std::uint64_t register_call(const std::string &trace_dir) {
+    // Whether a call registered and never collected is abandoned: its owner (the process that
+    // claimed it) has ended, or, never claimed, its trace directory is gone or replaced. Either
+    // way no collect of it can follow a run.
+    [[nodiscard]] bool abandoned(const std::string &trace_dir, const Registered &r) const {
+        tea_ebpf_call_counts counts{};
+        if (bpf_map__lookup_elem(skel_->maps.calls, &r.id, sizeof r.id, &counts, sizeof counts,
+                                 0) == 0 &&
+            counts.owner_tgid != 0) {
+            return counts.owner_ended != 0;
+        }
+        struct stat st {};
+        return ::stat(trace_dir.c_str(), &st) != 0 || st.st_dev != r.dev || st.st_ino != r.ino;
+    }
+
+    // Removes everything the plugin and the kernel's maps hold of a call. With the mutex held.
+    void release(const Registered &r) {
+        (void)bpf_map__delete_elem(skel_->maps.calls, &r.id, sizeof r.id, 0);
+        (void)bpf_map__delete_elem(skel_->maps.pending, &r.token, sizeof r.token, 0);
+        (void)forget_processes(r.id);
+        records_.erase(r.id);
+        tokens_.erase(r.id);
+    }
+
+    // A call whose runtime gave up on it between wrap and collect would hold its slots (1,024 of
+    // them) for the whole session: the next registrations reclaim it, so that abandoned calls
+    // never exhaust the maps and stop the session with exit 12.
+    void reclaim_abandoned(const std::string &trace_dir) {
+        for (auto it = call_of_dir_.begin(); it != call_of_dir_.end();) {
+            if (it->first == trace_dir || abandoned(it->first, it->second)) {
+                release(it->second);
+                it = call_of_dir_.erase(it);
+            } else {
+                ++it;
+            }
+        }
+    }
+
+    std::uint64_t register_call(const std::string &trace_dir, const struct stat &dir) {
         std::uint64_t token = 0;
         // The token is the call's key: a process that guessed it would be taken for the call's.
         if (::getrandom(&token, sizeof token, 0) != sizeof token) {
@@ -466,6 +505,7 @@ class EbpfObserver {
                                         std::generic_category().message(errno) + ")");
         }
         std::lock_guard lock{mutex_};
+        reclaim_abandoned(trace_dir);
         const std::uint32_t id = ++last_id_;
         const tea_ebpf_call_counts zero{};
         if (bpf_map__update_elem(skel_->maps.calls, &id, sizeof id, &zero, sizeof zero, BPF_ANY) !=
@@ -477,11 +517,7 @@ class EbpfObserver {
                 "programs (" +
                 std::generic_category().message(errno) + ")");
         }
-        const auto old = call_of_dir_.find(trace_dir);
-        if (old != call_of_dir_.end()) {
-            records_.erase(old->second.id);
-        }
-        call_of_dir_[trace_dir] = {id, token};
+        call_of_dir_[trace_dir] = {id, token, dir.st_dev, dir.st_ino};
         records_[id];
         tokens_[id] = token;
         return token;

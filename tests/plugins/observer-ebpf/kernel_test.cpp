@@ -2,9 +2,13 @@
 // with the strace observer's answer for the same process as the reference: a path buffer flipped
 // while another thread opens it, an open through /proc/self/fd, execveat, the i386 ABI and
 // io_uring. The audit under bwrap, observer by observer: observer-strace/audit_test.cpp.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -16,6 +20,7 @@
 #include <vector>
 
 #include "audit/observation.hpp"
+#include "ebpf_event.h"
 #include "plugins/loader.hpp"
 #include "plugins/manifest.hpp"
 #include "support/process.hpp"
@@ -51,25 +56,38 @@ class Observer {
     // Runs `argv` wrapped by the observer, as the runtime runs a plan, and collects the call.
     Observed observe(const std::vector<std::string> &argv) const {
         const test::TempDir trace{"tea-ebpf-trace"};
+        const auto wrapped = wrap(argv, trace.path());
+        Observed out;
+        out.outcome = test::run(wrapped["argv"].get<std::vector<std::string>>(),
+                                wrapped["env"].get<std::vector<std::string>>());
+        out.observation = collect(trace.path());
+        return out;
+    }
+
+    // The plan the observer makes of `argv` for a call traced in `trace_dir`.
+    [[nodiscard]] json wrap(const std::vector<std::string> &argv,
+                            const stdfs::path &trace_dir) const {
         documents::ExecPlan plan;
         plan.argv = argv;
         plan.env = {"PATH=/usr/bin:/bin", "LANG=C"};
         plan.cwd = "/";
         plan.confinement = "none";  // no sandbox: the observer alone is under test
-        const auto &ops = std::get<tea_observer_ops>(plugin_->ops());
         const json request{{"plan", json::parse(documents::encode(plan))},
-                           {"traceDir", trace.path().string()}};
-        const auto wrapped = json::parse(instance_->transform(ops.wrap, "wrap", request.dump()));
-        Observed out;
-        out.outcome = test::run(wrapped["argv"].get<std::vector<std::string>>(),
-                                wrapped["env"].get<std::vector<std::string>>());
-        const json collect{{"traceDir", trace.path().string()}, {"initialCwd", "/"}};
-        out.observation = audit::observation_from_json(
-            instance_->transform(ops.collect, "collect", collect.dump()));
-        return out;
+                           {"traceDir", trace_dir.string()}};
+        return json::parse(instance_->transform(ops().wrap, "wrap", request.dump()));
+    }
+
+    [[nodiscard]] audit::Observation collect(const stdfs::path &trace_dir) const {
+        const json request{{"traceDir", trace_dir.string()}, {"initialCwd", "/"}};
+        return audit::observation_from_json(
+            instance_->transform(ops().collect, "collect", request.dump()));
     }
 
    private:
+    [[nodiscard]] const tea_observer_ops &ops() const {
+        return std::get<tea_observer_ops>(plugin_->ops());
+    }
+
     test::TempDir tmp_;
     std::shared_ptr<const LoadedPlugin> plugin_;
     std::unique_ptr<Instance> instance_;
@@ -101,6 +119,7 @@ class KernelObserved : public ::testing::Test {
     static Observed ebpf_with(const Observer &o, const std::vector<std::string> &args) {
         return run(o, args);
     }
+    static const Observer &ebpf_observer() { return *ebpf_; }
     static Observed strace(const std::vector<std::string> &args) { return run(*strace_, args); }
 
     // How many times the observation says `path` was read, by its real path.
@@ -277,6 +296,78 @@ TEST_F(KernelObserved, AProcessThatOutlivesTheCallMakesItIncomplete) {
     EXPECT_EQ(reads_of(seen.observation, file_), 1U) << "what it did before the end is kept";
     // The control: a call whose processes have all ended is complete.
     EXPECT_TRUE(ebpf({"open", file_}).observation.complete);
+}
+
+// The token a wrapped plan hands its enter program.
+std::uint64_t token_of(const json &wrapped) {
+    for (const auto &e : wrapped["env"]) {
+        const auto entry = e.get<std::string>();
+        if (entry.rfind("TEA_EBPF_TOKEN=", 0) == 0) {
+            return std::stoull(entry.substr(15), nullptr, 16);
+        }
+    }
+    return 0;
+}
+
+// Claims the call as the enter program does, from a child that then ends.
+void claim_and_end(std::uint64_t token) {
+    const pid_t pid = ::vfork();
+    if (pid == 0) {
+        ::syscall(SYS_close, -1, TEA_EBPF_MAGIC, token);
+        ::_exit(0);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+}
+
+// A runtime that gives up on its calls between wrap and collect (the calls' processes ended, or
+// never started and their trace directories are gone) leaves registrations behind: past the
+// kernel maps' 1,024 slots they are reclaimed, and the session keeps registering calls.
+TEST_F(KernelObserved, AbandonedRegistrationsAreReclaimed) {
+    // Two directories of each kind, taken in turn: a registration is never replaced by the next
+    // one of its own directory, only reclaimed as abandoned.
+    const std::array<stdfs::path, 2> kept{dir_.path() / "p", dir_.path() / "q"};
+    const std::array<stdfs::path, 2> removed{dir_.path() / "x", dir_.path() / "y"};
+    for (const auto &d : kept) stdfs::create_directory(d);
+    for (std::size_t i = 0; i < 1030; ++i) {
+        const bool claimed = i % 2 == 0;
+        const auto &dir = claimed ? kept.at(i / 2 % 2) : removed.at(i / 2 % 2);
+        stdfs::create_directory(dir);
+        json wrapped;
+        ASSERT_NO_THROW(wrapped = ebpf_observer().wrap({"true"}, dir)) << "registration " << i;
+        if (claimed) {
+            claim_and_end(token_of(wrapped));  // its owner ended; its directory stays
+        } else {
+            stdfs::remove(dir);  // never claimed, its directory gone
+        }
+    }
+    // The control: a call whose owner is alive survives the next registration, and is whole.
+    const auto a = dir_.path() / "a";
+    const auto b = dir_.path() / "b";
+    stdfs::create_directory(a);
+    stdfs::create_directory(b);
+    int go[2];
+    ASSERT_EQ(::pipe(go), 0);
+    const auto token = token_of(ebpf_observer().wrap({"true"}, a));
+    const pid_t owner = ::fork();
+    if (owner == 0) {
+        ::syscall(SYS_close, -1, TEA_EBPF_MAGIC, token);
+        char byte = 0;
+        if (::read(go[0], &byte, 1) == 1) {
+            ::close(::open(file_.c_str(), O_RDONLY));
+        }
+        ::_exit(0);
+    }
+    (void)ebpf_observer().wrap({"true"}, b);
+    ASSERT_EQ(::write(go[1], "x", 1), 1);
+    int status = 0;
+    ASSERT_EQ(::waitpid(owner, &status, 0), owner);
+    ::close(go[0]);
+    ::close(go[1]);
+    const auto seen = ebpf_observer().collect(a);
+    EXPECT_TRUE(seen.complete) << seen.reason;
+    EXPECT_EQ(reads_of(seen, file_), 1U);
+    (void)ebpf_observer().collect(b);
 }
 
 }  // namespace
