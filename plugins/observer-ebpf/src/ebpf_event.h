@@ -27,6 +27,9 @@ enum tea_ebpf_kind {
     TEA_EBPF_EXEC = 4,   /* an exec that succeeded: region 0 is the file the kernel runs, region 1
                             the name it was asked for, region 2 the working directory when that
                             name is relative */
+    TEA_EBPF_LOADER = 5, /* the program loader (PT_INTERP) the kernel mapped for that exec, sent
+                            after it: region 0 is the loader's file; walk NO_FILE when the
+                            mapping could not be found */
 };
 
 /* How a walk of the kernel's dentries ended. */

@@ -296,6 +296,31 @@ void decode_record(std::string_view record, DecodeTally &tally, const EventSink 
                   1});
             return;
         }
+        case TEA_EBPF_LOADER: {
+            if (!region(record, e, 0, &r0)) {
+                ++tally.malformed;
+                return;
+            }
+            if (e.walk[0] == TEA_EBPF_WALK_NO_FILE || r0.empty()) {
+                ++tally.unreadable;  // a loader mapped, but not found to be named
+                return;
+            }
+            // Run by the kernel for the program, without a call of the program's own: an exec
+            // of its own, as the strace observer's runtime adds it from the program's file.
+            const auto file = path_of_names(r0);
+            const bool whole = e.walk[0] == TEA_EBPF_WALK_ROOT;
+            sink({pid,
+                  "execve",
+                  file,
+                  whole ? std::string_view{file} : std::string_view{},
+                  Access::exec,
+                  true,
+                  {},
+                  {},
+                  whole ? std::string_view{} : walk_failure(e.walk[0]),
+                  1});
+            return;
+        }
         default:
             ++tally.malformed;
             return;

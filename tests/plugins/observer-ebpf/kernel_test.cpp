@@ -283,6 +283,29 @@ TEST_F(KernelObserved, RecordsLostToAFullRingBufferMakeTheCallIncomplete) {
     EXPECT_EQ(reads_of(whole.observation, file_), 20000U);
 }
 
+// The kernel maps a program's loader (PT_INTERP) with no system call of the program's: the eBPF
+// observer reports it from the mapping, as an exec of its own; strace, the reference, does not see
+// it (the runtime reads it from the program's file after the call, where it can).
+TEST_F(KernelObserved, AnExecReportsTheLoaderTheKernelMapped) {
+    const auto loader = stdfs::canonical("/lib64/ld-linux-x86-64.so.2").string();
+    const auto execs_of = [&loader](const audit::Observation &o) {
+        std::size_t n = 0;
+        for (const auto &e : o.events) {
+            if (e.access == audit::Access::exec && e.success && e.path_resolved == loader &&
+                e.unverified.empty()) {
+                ++n;
+            }
+        }
+        return n;
+    };
+    const auto seen = ebpf({"open", file_});
+    EXPECT_TRUE(seen.observation.complete) << seen.observation.reason;
+    EXPECT_EQ(execs_of(seen.observation), 1U) << "the probe's own loader";
+    EXPECT_EQ(execs_of(strace({"open", file_}).observation), 0U);
+    // The control: a static program names no loader, and none is reported.
+    EXPECT_EQ(execs_of(ebpf_observer().observe({TEA_EBPF_ENTER}).observation), 0U);
+}
+
 // A process of the call still running when the call is collected may go on reading unseen: the
 // call's audit is incomplete, never silently complete.
 TEST_F(KernelObserved, AProcessThatOutlivesTheCallMakesItIncomplete) {
