@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <chrono>
@@ -379,6 +380,9 @@ class EbpfObserver {
                 ++tally.malformed;
                 break;
             }
+            tea_ebpf_event head{};
+            std::memcpy(&head, rest_bytes.data(), std::min<std::size_t>(size, sizeof head));
+            c.loader = head.kind == TEA_EBPF_LOADER;
             tea::ebpf::decode_record(rest_bytes.substr(0, size), tally, sink);
             rest_bytes.remove_prefix(size);
         }
@@ -438,8 +442,12 @@ class EbpfObserver {
         Collector(std::string start, bool is_target, std::size_t max_distinct)
             : setup{std::move(start), is_target}, events{max_distinct} {}
 
+        bool loader = false;  // the event is the loader the exec before it mapped
+
         void take(const tea::documents::ObservedEventView &e) {
-            const bool exec = e.access == tea::documents::Access::exec;
+            // A loader is part of the exec before it, in the same process: judged with it, never
+            // taken for a new exec that would end a launcher's set-up.
+            const bool exec = e.access == tea::documents::Access::exec && !loader;
             if (!setup.is_target(e.pid, exec, e.ok, e.asked)) return;
             if (!events.add(e)) {
                 ++overflow;
