@@ -190,6 +190,12 @@ void decode_record(std::string_view record, DecodeTally &tally, const EventSink 
                     named.clear();
                 }
             }
+            // In a shared table the string is read back to be judged too; a task that made its
+            // page unreadable before it could be would hide a swapped descriptor: the audit is
+            // then incomplete, never silently whole.
+            if (e.kind == TEA_EBPF_OPENED && e.walk[1] == TEA_EBPF_WALK_NO_FILE) {
+                ++tally.unreadable;
+            }
             // With no file left at the descriptor, the name is all there is to list.
             const bool name_only = e.walk[0] == TEA_EBPF_WALK_NO_FILE && !named.empty();
             const std::string_view asked = name_only ? named : path;

@@ -140,6 +140,22 @@ TEST(EbpfEvents, ARecordShorterThanItsRegionsIsMalformed) {
     EXPECT_EQ(tally.malformed, 2U);
 }
 
+// In a shared descriptor table the string an open named is read back and judged too; one that
+// could not be read (its page unmapped by another task) makes the audit incomplete.
+TEST(EbpfEvents, AnUnreadableStringInASharedTableMakesTheAuditIncomplete) {
+    auto e = opened(TEA_EBPF_WALK_ROOT, O_RDONLY);
+    e.walk[1] = TEA_EBPF_WALK_NO_FILE;
+    DecodeTally tally;
+    const auto seen = decode(record(e, {std::string{"key\0srv\0", 8}}), tally);
+    ASSERT_EQ(seen.size(), 1U) << "the file is still judged";
+    EXPECT_EQ(seen[0].resolved, "/srv/key");
+    EXPECT_EQ(tally.unreadable, 1U);
+    // The control: alone in its table the program reads no string, and nothing is missing.
+    e.walk[1] = TEA_EBPF_WALK_NONE;
+    (void)decode(record(e, {std::string{"key\0srv\0", 8}}), tally);
+    EXPECT_EQ(tally.unreadable, 1U);
+}
+
 // The loader the kernel mapped for an exec is an exec of its own, by its file; one whose mapping
 // could not be found makes the audit incomplete, never a silent gap.
 TEST(EbpfEvents, AnExecsLoaderIsAnExecOfItsFile) {

@@ -12,6 +12,9 @@
  *   outlive PATH          forks a child that outlives the probe: the probe prints the child's
  *                         pid and ends; the child leaves the probe's output, opens PATH and
  *                         waits to be killed
+ *   dropped FIFO D        opens FIFO by a path in a page of its own, which another thread drops
+ *                         (when D is 1) while the open waits for a writer, then writes; prints
+ *                         whether the open succeeded
  *   racer A B N           one thread flips the path buffer between A and B (same length,
  *                         differing in their last byte) while another opens it N times; prints
  *                         how many opens reached A and B, checked by inode
@@ -21,6 +24,7 @@
 #include <fcntl.h>
 #include <linux/io_uring.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -118,6 +122,80 @@ static void *flipper(void *arg) {
         race_path[last] = flips[1];
     }
     return NULL;
+}
+
+static char *unmap_page;
+static const char *fifo_path;
+static pid_t opener;
+static int drop_page;
+static atomic_int open_returned;
+
+/* Whether thread `tid` sleeps in openat (number 257). */
+static int sleeps_in_open(pid_t tid) {
+    char name[64];
+    char text[512] = {0};
+    snprintf(name, sizeof name, "/proc/self/task/%d/stat", (int)tid);
+    FILE *f = fopen(name, "r");
+    if (f == NULL) return 0;
+    const size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    const char *state = strrchr(text, ')');
+    if (state == NULL || state[2] != 'S') return 0;
+    snprintf(name, sizeof name, "/proc/self/task/%d/syscall", (int)tid);
+    f = fopen(name, "r");
+    if (f == NULL) return 0;
+    int nr = -1;
+    const int got = fscanf(f, "%d", &nr);
+    fclose(f);
+    return got == 1 && nr == 257;
+}
+
+static void *page_dropper(void *arg) {
+    (void)arg;
+    while (!sleeps_in_open(opener)) {
+        sched_yield();
+    }
+    if (drop_page) {
+        madvise(unmap_page, 4096, MADV_DONTNEED);
+    }
+    close(open(fifo_path, O_WRONLY));
+    /* Alive until the open has returned: the table stays shared while the observer reads it. */
+    while (!atomic_load(&open_returned)) {
+        sched_yield();
+    }
+    return NULL;
+}
+
+/* Opens FIFO by a path that lies in a shared mapping of a memfd. While the open waits for a
+ * writer, the kernel's own copy of the path is taken; another thread then drops the page (when
+ * DROP is 1: its content is kept, but a read that may not fault, as the observer's when the open
+ * returns, finds no page) and opens the writer's end. */
+static int dropped(const char *fifo, int drop) {
+    const int memfd = memfd_create("path", 0);
+    if (memfd < 0 || ftruncate(memfd, 4096) != 0 ||
+        pwrite(memfd, fifo, strlen(fifo) + 1, 0) != (ssize_t)(strlen(fifo) + 1)) {
+        perror("memfd");
+        return 1;
+    }
+    unmap_page = mmap(NULL, 4096, PROT_READ, MAP_SHARED, memfd, 0);
+    if (unmap_page == MAP_FAILED) {
+        perror("mmap");
+        return 1;
+    }
+    fifo_path = fifo;
+    opener = (pid_t)syscall(SYS_gettid);
+    drop_page = drop;
+    /* Faulted in first, so that the open sleeps only where it waits for the writer. */
+    const volatile char first = unmap_page[0];
+    (void)first;
+    pthread_t t;
+    pthread_create(&t, NULL, page_dropper, NULL);
+    const int fd = open(unmap_page, O_RDONLY);
+    atomic_store(&open_returned, 1);
+    pthread_join(t, NULL);
+    printf("opened=%d\n", fd >= 0);
+    return 0;
 }
 
 static int racer(const char *a, const char *b, int n) {
@@ -229,6 +307,9 @@ int main(int argc, char **argv) {
     }
     if (strcmp(mode, "outlive") == 0) {
         return outlive(argv[2]);
+    }
+    if (strcmp(mode, "dropped") == 0 && argc == 4) {
+        return dropped(argv[2], atoi(argv[3]));
     }
     if (strcmp(mode, "racer") == 0 && argc == 5) {
         return racer(argv[2], argv[3], atoi(argv[4]));

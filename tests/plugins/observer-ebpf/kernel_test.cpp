@@ -1,9 +1,12 @@
 // The eBPF observer against real processes, outside any sandbox, through the real plugin's table,
 // with the strace observer's answer for the same process as the reference: a path buffer flipped
 // while another thread opens it, an open through /proc/self/fd, execveat, the i386 ABI and
-// io_uring. The audit under bwrap, observer by observer: observer-strace/audit_test.cpp.
+// io_uring; and what the observer must never drop silently: an exec's loader, a path string it
+// cannot read back, a full ring buffer, a process that outlives its call, and abandoned
+// registrations. The audit under bwrap, observer by observer: observer-strace/audit_test.cpp.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -304,6 +307,24 @@ TEST_F(KernelObserved, AnExecReportsTheLoaderTheKernelMapped) {
     EXPECT_EQ(execs_of(strace({"open", file_}).observation), 0U);
     // The control: a static program names no loader, and none is reported.
     EXPECT_EQ(execs_of(ebpf_observer().observe({TEA_EBPF_ENTER}).observation), 0U);
+}
+
+// In a descriptor table another task shares, an open is judged by its file and by the string
+// it named, read back when it returns. A task that drops the string's page while the open runs
+// (so that it cannot be read back, hiding a descriptor it swapped) makes the call's audit
+// incomplete.
+TEST_F(KernelObserved, AnOpenWhoseStringIsDroppedMakesTheCallIncomplete) {
+    const auto fifo = dir_.path() / "fifo";
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    const auto seen = ebpf({"dropped", fifo, "1"});
+    EXPECT_EQ(seen.outcome.out, "opened=1\n") << seen.outcome.err;
+    EXPECT_FALSE(seen.observation.complete);
+    EXPECT_NE(seen.observation.reason.find("could not be read back"), std::string::npos)
+        << seen.observation.reason;
+    // The control: the same open, its page left alone, is complete.
+    const auto calm = ebpf({"dropped", fifo, "0"});
+    EXPECT_EQ(calm.outcome.out, "opened=1\n") << calm.outcome.err;
+    EXPECT_TRUE(calm.observation.complete) << calm.observation.reason;
 }
 
 // A process of the call still running when the call is collected may go on reading unseen: the
