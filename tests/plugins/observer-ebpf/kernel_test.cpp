@@ -11,7 +11,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <array>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -364,18 +363,36 @@ void claim_and_end(std::uint64_t token) {
     ::waitpid(pid, &status, 0);
 }
 
-// A runtime that gives up on its calls between wrap and collect (the calls' processes ended, or
-// never started and their trace directories are gone) leaves registrations behind: past the
-// kernel maps' 1,024 slots they are reclaimed, and the session keeps registering calls.
+// A directory on tmpfs, where a thousand directories are made and removed at little cost.
+class ShmDir {
+   public:
+    ShmDir() {
+        std::string pattern = "/dev/shm/tea-ebpf-XXXXXX";
+        if (::mkdtemp(pattern.data()) != nullptr) path_ = pattern;
+    }
+    ShmDir(const ShmDir &) = delete;
+    ShmDir &operator=(const ShmDir &) = delete;
+    ~ShmDir() {
+        std::error_code ec;
+        if (!path_.empty()) stdfs::remove_all(path_, ec);
+    }
+    [[nodiscard]] const stdfs::path &path() const { return path_; }
+
+   private:
+    stdfs::path path_;
+};
+
+// A runtime that gives up on its calls between wrap and collect leaves registrations behind: past
+// the kernel maps' 1,024 slots they are reclaimed, and the session keeps registering calls. Each
+// way a call is abandoned fills the slots on its own: calls whose owner ended (their trace
+// directories all kept), then calls never claimed whose trace directories are gone.
 TEST_F(KernelObserved, AbandonedRegistrationsAreReclaimed) {
-    // Two directories of each kind, taken in turn: a registration is never replaced by the next
-    // one of its own directory, only reclaimed as abandoned.
-    const std::array<stdfs::path, 2> kept{dir_.path() / "p", dir_.path() / "q"};
-    const std::array<stdfs::path, 2> removed{dir_.path() / "x", dir_.path() / "y"};
-    for (const auto &d : kept) stdfs::create_directory(d);
-    for (std::size_t i = 0; i < 1030; ++i) {
-        const bool claimed = i % 2 == 0;
-        const auto &dir = claimed ? kept.at(i / 2 % 2) : removed.at(i / 2 % 2);
+    const ShmDir dirs;
+    ASSERT_FALSE(dirs.path().empty()) << "no directory under /dev/shm";
+    constexpr std::size_t kMoreThanTheSlots = 1030;
+    for (std::size_t i = 0; i < 2 * kMoreThanTheSlots; ++i) {
+        const bool claimed = i < kMoreThanTheSlots;
+        const auto dir = dirs.path() / std::to_string(i);
         stdfs::create_directory(dir);
         json wrapped;
         ASSERT_NO_THROW(wrapped = ebpf_observer().wrap({"true"}, dir)) << "registration " << i;
