@@ -575,8 +575,12 @@ int on_sys_exit(struct bpf_raw_tracepoint_args *ctx) {
         __u32 id = *pending_id;
         /* A token claims its call once: whoever comes second is not tracked. */
         if (bpf_map_delete_elem(&pending, &token) != 0) return 0;
-        bpf_map_update_elem(&tracked, &tgid, &id, BPF_ANY);
         struct tea_ebpf_call_counts *c = bpf_map_lookup_elem(&calls, &id);
+        /* A claimant the full map cannot hold goes unseen: the call is incomplete, never clean. */
+        if (bpf_map_update_elem(&tracked, &tgid, &id, BPF_ANY) != 0) {
+            count_lost(id);
+            return 0;
+        }
         if (c) c->owner_tgid = tgid;
         return 0;
     }
