@@ -63,6 +63,8 @@ constexpr std::size_t kDefaultMaxRecordBytes = std::size_t{1} << 30;
 // The ring buffer every call's records pass through on their way out of the kernel.
 constexpr std::uint64_t kMinRingBytes = 4096;
 constexpr std::uint64_t kMaxRingBytes = std::uint64_t{1} << 30;
+// Calls registered at once (wrapped, not yet collected or reclaimed).
+constexpr std::uint64_t kMaxCalls = 65536;
 
 // A request the host sent, decoded; a malformed one is refused naming its field.
 template <class Decode>
@@ -203,10 +205,17 @@ class EbpfObserver {
                         "1073741824");
                 }
                 ring_bytes_ = static_cast<std::uint32_t>(bytes);
+            } else if (key == "max_calls") {
+                const auto calls = value.is_number_unsigned() ? value.get<std::uint64_t>() : 0;
+                if (calls == 0 || calls > kMaxCalls) {
+                    throw tea::sdk::Invalid(
+                        "[plugin.ebpf] max_calls: expected an integer from 1 to 65536");
+                }
+                max_calls_ = static_cast<std::uint32_t>(calls);
             } else {
                 throw tea::sdk::Invalid(
                     "[plugin.ebpf] " + key +
-                    ": unknown key (known: max_distinct_events, ring_buffer_bytes)");
+                    ": unknown key (known: max_calls, max_distinct_events, ring_buffer_bytes)");
             }
         }
     }
@@ -267,6 +276,10 @@ class EbpfObserver {
         }
         if (ring_bytes_ != 0) {
             (void)bpf_map__set_max_entries(skel->maps.events, ring_bytes_);
+        }
+        if (max_calls_ != 0) {
+            (void)bpf_map__set_max_entries(skel->maps.pending, max_calls_);
+            (void)bpf_map__set_max_entries(skel->maps.calls, max_calls_);
         }
         // Readers are woken a quarter of the way up; the rest waits for the call's end.
         skel->rodata->wake_at_bytes = bpf_map__max_entries(skel->maps.events) / 4;
@@ -492,8 +505,8 @@ class EbpfObserver {
     }
 
     // A call whose runtime gave up on it between wrap and collect would hold its slots (1,024 of
-    // them) for the whole session: the next registrations reclaim it, so that abandoned calls
-    // never exhaust the maps and stop the session with exit 12.
+    // them, max_calls) for the whole session: the next registrations reclaim it, so that abandoned
+    // calls never exhaust the maps and stop the session with exit 12.
     void reclaim_abandoned(const std::string &trace_dir) {
         for (auto it = call_of_dir_.begin(); it != call_of_dir_.end();) {
             if (it->first == trace_dir || abandoned(it->first, it->second)) {
@@ -635,6 +648,7 @@ class EbpfObserver {
 
     std::size_t max_distinct_ = kDefaultMaxDistinct;
     std::uint32_t ring_bytes_ = 0;  // 0: the programs' own (16 MiB)
+    std::uint32_t max_calls_ = 0;   // 0: the programs' own (1,024)
     std::string enter_;
     observer_bpf *skel_ = nullptr;
     ring_buffer *ring_ = nullptr;

@@ -363,39 +363,20 @@ void claim_and_end(std::uint64_t token) {
     ::waitpid(pid, &status, 0);
 }
 
-// A directory on tmpfs, where a thousand directories are made and removed at little cost.
-class ShmDir {
-   public:
-    ShmDir() {
-        std::string pattern = "/dev/shm/tea-ebpf-XXXXXX";
-        if (::mkdtemp(pattern.data()) != nullptr) path_ = pattern;
-    }
-    ShmDir(const ShmDir &) = delete;
-    ShmDir &operator=(const ShmDir &) = delete;
-    ~ShmDir() {
-        std::error_code ec;
-        if (!path_.empty()) stdfs::remove_all(path_, ec);
-    }
-    [[nodiscard]] const stdfs::path &path() const { return path_; }
-
-   private:
-    stdfs::path path_;
-};
-
 // A runtime that gives up on its calls between wrap and collect leaves registrations behind: past
-// the kernel maps' 1,024 slots they are reclaimed, and the session keeps registering calls. Each
-// way a call is abandoned fills the slots on its own: calls whose owner ended (their trace
-// directories all kept), then calls never claimed whose trace directories are gone.
+// the kernel maps' slots (8 here, 1,024 by default) they are reclaimed, and the session keeps
+// registering calls. Each way a call is abandoned fills the slots on its own: calls whose owner
+// ended (their trace directories all kept), then calls never claimed whose directories are gone.
 TEST_F(KernelObserved, AbandonedRegistrationsAreReclaimed) {
-    const ShmDir dirs;
-    ASSERT_FALSE(dirs.path().empty()) << "no directory under /dev/shm";
-    constexpr std::size_t kMoreThanTheSlots = 1030;
+    const Observer few{"ebpf", TEA_EBPF_PLUGIN, R"({"max_calls": 8})"};
+    ASSERT_TRUE(few.probe().available) << few.probe().reason;
+    constexpr std::size_t kMoreThanTheSlots = 12;
     for (std::size_t i = 0; i < 2 * kMoreThanTheSlots; ++i) {
         const bool claimed = i < kMoreThanTheSlots;
-        const auto dir = dirs.path() / std::to_string(i);
+        const auto dir = dir_.path() / std::to_string(i);
         stdfs::create_directory(dir);
         json wrapped;
-        ASSERT_NO_THROW(wrapped = ebpf_observer().wrap({"true"}, dir)) << "registration " << i;
+        ASSERT_NO_THROW(wrapped = few.wrap({"true"}, dir)) << "registration " << i;
         if (claimed) {
             claim_and_end(token_of(wrapped));  // its owner ended; its directory stays
         } else {
@@ -409,7 +390,7 @@ TEST_F(KernelObserved, AbandonedRegistrationsAreReclaimed) {
     stdfs::create_directory(b);
     int go[2];
     ASSERT_EQ(::pipe(go), 0);
-    const auto token = token_of(ebpf_observer().wrap({"true"}, a));
+    const auto token = token_of(few.wrap({"true"}, a));
     const pid_t owner = ::fork();
     if (owner == 0) {
         ::syscall(SYS_close, -1, TEA_EBPF_MAGIC, token);
@@ -419,16 +400,16 @@ TEST_F(KernelObserved, AbandonedRegistrationsAreReclaimed) {
         }
         ::_exit(0);
     }
-    (void)ebpf_observer().wrap({"true"}, b);
+    (void)few.wrap({"true"}, b);
     ASSERT_EQ(::write(go[1], "x", 1), 1);
     int status = 0;
     ASSERT_EQ(::waitpid(owner, &status, 0), owner);
     ::close(go[0]);
     ::close(go[1]);
-    const auto seen = ebpf_observer().collect(a);
+    const auto seen = few.collect(a);
     EXPECT_TRUE(seen.complete) << seen.reason;
     EXPECT_EQ(reads_of(seen, file_), 1U);
-    (void)ebpf_observer().collect(b);
+    (void)few.collect(b);
 }
 
 }  // namespace
