@@ -189,6 +189,53 @@ static __always_inline void send(struct scratch *s, __u32 regions) {
     if (bpf_ringbuf_output(&events, s, size, flags) != 0) count_lost(s->e.call_id);
 }
 
+#define AT_NULL 0
+#define AT_BASE 7
+#define AUXV_PAIRS 32
+
+/* Where the kernel mapped the program loader of the exec that just happened (the auxiliary
+ * vector's AT_BASE, which the ELF loader set up): 0 for a program that names none. */
+static __always_inline __u64 loader_base(struct task_struct *task) {
+    struct mm_struct *mm = BPF_CORE_READ(task, mm);
+    if (!mm) return 0;
+    unsigned long *auxv = mm->saved_auxv;
+    for (__u32 i = 0; i < AUXV_PAIRS; i++) {
+        unsigned long pair[2] = {0, 0};
+        if (bpf_probe_read_kernel(pair, sizeof(pair), auxv + 2 * i) != 0) return 0;
+        if (pair[0] == AT_NULL) return 0;
+        if (pair[0] == AT_BASE) return pair[1];
+    }
+    return 0;
+}
+
+struct loader_file {
+    struct dentry *d;
+    struct vfsmount *mnt;
+};
+
+static long loader_of_mapping(struct task_struct *task, struct vm_area_struct *vma, void *data) {
+    struct loader_file *l = data;
+    l->d = BPF_CORE_READ(vma, vm_file, f_path.dentry);
+    l->mnt = BPF_CORE_READ(vma, vm_file, f_path.mnt);
+    return 0;
+}
+
+/* The program loader (PT_INTERP) the kernel mapped for the exec, by the file of the mapping at
+ * AT_BASE: no system call opens it, so no other program would report it. */
+static __always_inline void report_loader(struct task_struct *task, __u32 call_id, __u32 tgid) {
+    __u64 base = loader_base(task);
+    if (base == 0) return;
+    struct loader_file l = {0, 0};
+    long found = bpf_find_vma(bpf_get_current_task_btf(), base, loader_of_mapping, &l, 0);
+    struct scratch *s = scratch_for(call_id, tgid, TEA_EBPF_LOADER);
+    if (!s) return;
+    s->e.call = TEA_EBPF_EXECVE;
+    __u8 status = TEA_EBPF_WALK_NO_FILE;
+    if (found == 0 && l.d && l.mnt) s->e.bytes[0] = walk_path(task, l.d, l.mnt, s->data, &status);
+    s->e.walk[0] = status;
+    send(s, 1);
+}
+
 SEC("raw_tp/sched_process_fork")
 int on_fork(struct bpf_raw_tracepoint_args *ctx) {
     struct task_struct *parent = (struct task_struct *)ctx->args[0];
@@ -209,9 +256,14 @@ SEC("raw_tp/sched_process_exit")
 int on_exit(struct bpf_raw_tracepoint_args *ctx) {
     struct task_struct *task = (struct task_struct *)ctx->args[0];
     __u32 tgid = BPF_CORE_READ(task, tgid);
-    if (!bpf_map_lookup_elem(&tracked, &tgid)) return 0;
+    __u32 *call_id = bpf_map_lookup_elem(&tracked, &tgid);
+    if (!call_id) return 0;
+    if (BPF_CORE_READ(task, signal, live.counter) != 0) return 0;
+    /* The call's owner gone: told here, where no pid reused since can be taken for it. */
+    struct tea_ebpf_call_counts *c = bpf_map_lookup_elem(&calls, call_id);
+    if (c && c->owner_tgid == tgid) c->owner_ended = 1;
     /* Forgotten when its whole group is gone, so that a reused pid is not taken for it. */
-    if (BPF_CORE_READ(task, signal, live.counter) == 0) bpf_map_delete_elem(&tracked, &tgid);
+    bpf_map_delete_elem(&tracked, &tgid);
     return 0;
 }
 
@@ -243,7 +295,9 @@ int on_exec(struct bpf_raw_tracepoint_args *ctx) {
         s->e.walk[2] = status;
         regions = 3;
     }
+    __u32 id = *call_id;
     send(s, regions);
+    report_loader(task, id, tgid);
     return 0;
 }
 
@@ -520,8 +574,14 @@ int on_sys_exit(struct bpf_raw_tracepoint_args *ctx) {
         if (!pending_id) return 0;
         __u32 id = *pending_id;
         /* A token claims its call once: whoever comes second is not tracked. */
-        if (bpf_map_delete_elem(&pending, &token) == 0)
-            bpf_map_update_elem(&tracked, &tgid, &id, BPF_ANY);
+        if (bpf_map_delete_elem(&pending, &token) != 0) return 0;
+        struct tea_ebpf_call_counts *c = bpf_map_lookup_elem(&calls, &id);
+        /* A claimant the full map cannot hold goes unseen: the call is incomplete, never clean. */
+        if (bpf_map_update_elem(&tracked, &tgid, &id, BPF_ANY) != 0) {
+            count_lost(id);
+            return 0;
+        }
+        if (c) c->owner_tgid = tgid;
         return 0;
     }
     __u32 *tracked_id = bpf_map_lookup_elem(&tracked, &tgid);

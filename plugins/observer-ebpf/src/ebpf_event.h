@@ -27,6 +27,9 @@ enum tea_ebpf_kind {
     TEA_EBPF_EXEC = 4,   /* an exec that succeeded: region 0 is the file the kernel runs, region 1
                             the name it was asked for, region 2 the working directory when that
                             name is relative */
+    TEA_EBPF_LOADER = 5, /* the program loader (PT_INTERP) the kernel mapped for that exec, sent
+                            after it: region 0 is the loader's file; walk NO_FILE when the
+                            mapping could not be found */
 };
 
 /* How a walk of the kernel's dentries ended. */
@@ -106,10 +109,14 @@ struct tea_ebpf_event {
     /* then the regions, each at a multiple of TEA_EBPF_REGION, the last one cut to its bytes */
 };
 
-/* What each call's slot of the per-call map counts. */
+/* What each call's slot of the per-call map counts, and who claimed the call. */
 struct tea_ebpf_call_counts {
-    __u64 lost;     /* records the ring buffer had no room for, children the map could not hold */
-    __u64 io_uring; /* io_uring instances the call set up: their opens pass no system call */
+    __u64 lost;        /* records the ring buffer had no room for, children the map could not
+                          hold */
+    __u64 io_uring;    /* io_uring instances the call set up: their opens pass no system call */
+    __u32 owner_tgid;  /* the process that claimed the call's token; 0 while it is unclaimed */
+    __u32 owner_ended; /* 1 once that process has ended: a call never collected is then
+                          abandoned, and its slot is reclaimed at the next registration */
 };
 
 /* The register call's magic: close(-1, TEA_EBPF_MAGIC, token) fails with EBADF for anyone, and

@@ -190,6 +190,12 @@ void decode_record(std::string_view record, DecodeTally &tally, const EventSink 
                     named.clear();
                 }
             }
+            // In a shared table the string is read back to be judged too; a task that made its
+            // page unreadable before it could be would hide a swapped descriptor: the audit is
+            // then incomplete, never silently whole.
+            if (e.kind == TEA_EBPF_OPENED && e.walk[1] == TEA_EBPF_WALK_NO_FILE) {
+                ++tally.unreadable;
+            }
             // With no file left at the descriptor, the name is all there is to list.
             const bool name_only = e.walk[0] == TEA_EBPF_WALK_NO_FILE && !named.empty();
             const std::string_view asked = name_only ? named : path;
@@ -293,6 +299,31 @@ void decode_record(std::string_view record, DecodeTally &tally, const EventSink 
                   {},
                   {},
                   why,
+                  1});
+            return;
+        }
+        case TEA_EBPF_LOADER: {
+            if (!region(record, e, 0, &r0)) {
+                ++tally.malformed;
+                return;
+            }
+            if (e.walk[0] == TEA_EBPF_WALK_NO_FILE || r0.empty()) {
+                ++tally.unreadable;  // a loader mapped, but not found to be named
+                return;
+            }
+            // Run by the kernel for the program, without a call of the program's own: an exec
+            // of its own, as the strace observer's runtime adds it from the program's file.
+            const auto file = path_of_names(r0);
+            const bool whole = e.walk[0] == TEA_EBPF_WALK_ROOT;
+            sink({pid,
+                  "execve",
+                  file,
+                  whole ? std::string_view{file} : std::string_view{},
+                  Access::exec,
+                  true,
+                  {},
+                  {},
+                  whole ? std::string_view{} : walk_failure(e.walk[0]),
                   1});
             return;
         }

@@ -7,10 +7,12 @@
 //         argv: that process claims the call with the token, and the programs follow everything
 //         it starts. The plan runs as whatever identity the backend chose; the enter program
 //         needs no privilege.
-// collect drains what is left of the call's records, drops the confinement's set-up as the
-//         strace observer does (everything before the first exec of targetStart, and a launcher's
-//         own work), merges repeats and reads the call's counters: any record lost, any io_uring
-//         instance, any path that could not be read makes the audit incomplete.
+// collect forgets the call's processes, drains the ring buffer up to where it stood once they
+//         were gone, drops the confinement's set-up as the strace observer does (everything
+//         before the first exec of targetStart, and a launcher's own work), merges repeats and
+//         reads the call's counters: any record lost, any process still running at the call's
+//         end, any record the drain could not reach, any io_uring instance, any path that could
+//         not be read makes the audit incomplete.
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <dlfcn.h>
@@ -22,8 +24,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -56,6 +60,11 @@ constexpr std::size_t kDefaultMaxDistinct = std::size_t{1} << 20;
 // Records a call may hold before it is reported lossy: a target that opens without end must not
 // exhaust the runtime's memory.
 constexpr std::size_t kDefaultMaxRecordBytes = std::size_t{1} << 30;
+// The ring buffer every call's records pass through on their way out of the kernel.
+constexpr std::uint64_t kMinRingBytes = 4096;
+constexpr std::uint64_t kMaxRingBytes = std::uint64_t{1} << 30;
+// Calls registered at once (wrapped, not yet collected or reclaimed).
+constexpr std::uint64_t kMaxCalls = 65536;
 
 // A request the host sent, decoded; a malformed one is refused naming its field.
 template <class Decode>
@@ -187,9 +196,26 @@ class EbpfObserver {
                         "[plugin.ebpf] max_distinct_events: expected a positive integer");
                 }
                 max_distinct_ = value.get<std::size_t>();
+            } else if (key == "ring_buffer_bytes") {
+                // The kernel takes a power of two of whole pages.
+                const auto bytes = value.is_number_unsigned() ? value.get<std::uint64_t>() : 0;
+                if (bytes < kMinRingBytes || bytes > kMaxRingBytes || (bytes & (bytes - 1)) != 0) {
+                    throw tea::sdk::Invalid(
+                        "[plugin.ebpf] ring_buffer_bytes: expected a power of two from 4096 to "
+                        "1073741824");
+                }
+                ring_bytes_ = static_cast<std::uint32_t>(bytes);
+            } else if (key == "max_calls") {
+                const auto calls = value.is_number_unsigned() ? value.get<std::uint64_t>() : 0;
+                if (calls == 0 || calls > kMaxCalls) {
+                    throw tea::sdk::Invalid(
+                        "[plugin.ebpf] max_calls: expected an integer from 1 to 65536");
+                }
+                max_calls_ = static_cast<std::uint32_t>(calls);
             } else {
-                throw tea::sdk::Invalid("[plugin.ebpf] " + key +
-                                        ": unknown key (known: max_distinct_events)");
+                throw tea::sdk::Invalid(
+                    "[plugin.ebpf] " + key +
+                    ": unknown key (known: max_calls, max_distinct_events, ring_buffer_bytes)");
             }
         }
     }
@@ -204,6 +230,11 @@ class EbpfObserver {
         }
         if (drain_.joinable()) {
             drain_.join();
+        }
+        for (void *page : positions_) {
+            if (page != MAP_FAILED) {
+                ::munmap(page, static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)));
+            }
         }
         if (ring_ != nullptr) {
             ring_buffer__free(ring_);
@@ -243,6 +274,13 @@ class EbpfObserver {
         if (skel == nullptr) {
             throw tea::sdk::Unavailable(load_failure(errno));
         }
+        if (ring_bytes_ != 0) {
+            (void)bpf_map__set_max_entries(skel->maps.events, ring_bytes_);
+        }
+        if (max_calls_ != 0) {
+            (void)bpf_map__set_max_entries(skel->maps.pending, max_calls_);
+            (void)bpf_map__set_max_entries(skel->maps.calls, max_calls_);
+        }
         // Readers are woken a quarter of the way up; the rest waits for the call's end.
         skel->rodata->wake_at_bytes = bpf_map__max_entries(skel->maps.events) / 4;
         if (const int rc = observer_bpf__load(skel); rc != 0) {
@@ -259,6 +297,18 @@ class EbpfObserver {
                                  nullptr);
         stop_fd_ = ::eventfd(0, EFD_CLOEXEC);
         epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
+        // The ring's positions, read-only: collect drains up to the producer's.
+        const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+        const int ring_fd = bpf_map__fd(skel_->maps.events);
+        positions_[0] = ::mmap(nullptr, page, PROT_READ, MAP_SHARED, ring_fd, 0);
+        positions_[1] =
+            ::mmap(nullptr, page, PROT_READ, MAP_SHARED, ring_fd, static_cast<off_t>(page));
+        if (positions_[0] == MAP_FAILED || positions_[1] == MAP_FAILED) {
+            throw tea::sdk::Unavailable("its ring buffer's positions could not be mapped (" +
+                                        std::generic_category().message(errno) + ")");
+        }
+        consumer_pos_ = static_cast<const unsigned long *>(positions_[0]);
+        producer_pos_ = static_cast<const unsigned long *>(positions_[1]);
         if (ring_ == nullptr || stop_fd_ < 0 || epoll_fd_ < 0) {
             throw tea::sdk::Unavailable("its ring buffer could not be read (" +
                                         std::generic_category().message(errno) + ")");
@@ -286,7 +336,7 @@ class EbpfObserver {
         // (for a stamp's key): nothing runs it, so nothing is registered.
         const bool runs = ::stat(request.trace_dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
         if (runs) {
-            token = register_call(request.trace_dir);
+            token = register_call(request.trace_dir, st);
         }
         char token_text[17];
         (void)std::snprintf(token_text, sizeof token_text, "%016llx",
@@ -307,7 +357,6 @@ class EbpfObserver {
         const auto request = decoded(tea::documents::decode_collect_request, request_text);
         tea::documents::Observation rest;
         std::uint32_t id = 0;
-        CallRecords records;
         {
             std::lock_guard lock{mutex_};
             const auto it = call_of_dir_.find(request.trace_dir);
@@ -316,11 +365,18 @@ class EbpfObserver {
                 return tea::documents::encode(rest);
             }
             id = it->second.id;
-            // The call has ended: every record of its processes is in the ring already.
-            ring_buffer__consume(ring_);
+            call_of_dir_.erase(it);
+        }
+        // Its processes are forgotten first: once none is tracked, no new record of the call can
+        // be written, and the drain below reaches every one that was.
+        const auto still_running = forget_processes(id);
+        CallRecords records;
+        bool drained = false;
+        {
+            std::lock_guard lock{mutex_};
+            drained = drain_to_producer();
             records = std::move(records_[id]);
             records_.erase(id);
-            call_of_dir_.erase(it);
         }
         const auto counts = forget_call(id);
 
@@ -337,6 +393,9 @@ class EbpfObserver {
                 ++tally.malformed;
                 break;
             }
+            tea_ebpf_event head{};
+            std::memcpy(&head, rest_bytes.data(), std::min<std::size_t>(size, sizeof head));
+            c.loader = head.kind == TEA_EBPF_LOADER;
             tea::ebpf::decode_record(rest_bytes.substr(0, size), tally, sink);
             rest_bytes.remove_prefix(size);
         }
@@ -350,6 +409,15 @@ class EbpfObserver {
             add(std::to_string(counts.lost + records.dropped) +
                 " records or processes of the call were lost (the ring buffer, the map of "
                 "tracked processes or the call's memory bound was full)");
+        }
+        if (still_running > 0) {
+            add(std::to_string(still_running) +
+                " processes of the call were still running when it ended; what they did after is "
+                "not in the audit");
+        }
+        if (!drained) {
+            add("records other processes were still writing kept the final drain from the call's "
+                "last records");
         }
         if (counts.io_uring > 0) {
             add("the call set up io_uring " + std::to_string(counts.io_uring) +
@@ -387,8 +455,12 @@ class EbpfObserver {
         Collector(std::string start, bool is_target, std::size_t max_distinct)
             : setup{std::move(start), is_target}, events{max_distinct} {}
 
+        bool loader = false;  // the event is the loader the exec before it mapped
+
         void take(const tea::documents::ObservedEventView &e) {
-            const bool exec = e.access == tea::documents::Access::exec;
+            // A loader is part of the exec before it, in the same process: judged with it, never
+            // taken for a new exec that would end a launcher's set-up.
+            const bool exec = e.access == tea::documents::Access::exec && !loader;
             if (!setup.is_target(e.pid, exec, e.ok, e.asked)) return;
             if (!events.add(e)) {
                 ++overflow;
@@ -399,6 +471,8 @@ class EbpfObserver {
     struct Registered {
         std::uint32_t id = 0;
         std::uint64_t token = 0;
+        dev_t dev = 0;  // the trace directory's, when the call was registered
+        ino_t ino = 0;
     };
 
     struct Counts {
@@ -407,7 +481,44 @@ class EbpfObserver {
         bool unclaimed = false;
     };
 
-    std::uint64_t register_call(const std::string &trace_dir) {
+    // Whether a call registered and never collected is abandoned: its owner (the process that
+    // claimed it) has ended, or, never claimed, its trace directory is gone or replaced. Either
+    // way no collect of it can follow a run.
+    [[nodiscard]] bool abandoned(const std::string &trace_dir, const Registered &r) const {
+        tea_ebpf_call_counts counts{};
+        if (bpf_map__lookup_elem(skel_->maps.calls, &r.id, sizeof r.id, &counts, sizeof counts,
+                                 0) == 0 &&
+            counts.owner_tgid != 0) {
+            return counts.owner_ended != 0;
+        }
+        struct stat st {};
+        return ::stat(trace_dir.c_str(), &st) != 0 || st.st_dev != r.dev || st.st_ino != r.ino;
+    }
+
+    // Removes everything the plugin and the kernel's maps hold of a call. With the mutex held.
+    void release(const Registered &r) {
+        (void)bpf_map__delete_elem(skel_->maps.calls, &r.id, sizeof r.id, 0);
+        (void)bpf_map__delete_elem(skel_->maps.pending, &r.token, sizeof r.token, 0);
+        (void)forget_processes(r.id);
+        records_.erase(r.id);
+        tokens_.erase(r.id);
+    }
+
+    // A call whose runtime gave up on it between wrap and collect would hold its slots (1,024 of
+    // them, max_calls) for the whole session: the next registrations reclaim it, so that abandoned
+    // calls never exhaust the maps and stop the session with exit 12.
+    void reclaim_abandoned(const std::string &trace_dir) {
+        for (auto it = call_of_dir_.begin(); it != call_of_dir_.end();) {
+            if (it->first == trace_dir || abandoned(it->first, it->second)) {
+                release(it->second);
+                it = call_of_dir_.erase(it);
+            } else {
+                ++it;
+            }
+        }
+    }
+
+    std::uint64_t register_call(const std::string &trace_dir, const struct stat &dir) {
         std::uint64_t token = 0;
         // The token is the call's key: a process that guessed it would be taken for the call's.
         if (::getrandom(&token, sizeof token, 0) != sizeof token) {
@@ -415,6 +526,7 @@ class EbpfObserver {
                                         std::generic_category().message(errno) + ")");
         }
         std::lock_guard lock{mutex_};
+        reclaim_abandoned(trace_dir);
         const std::uint32_t id = ++last_id_;
         const tea_ebpf_call_counts zero{};
         if (bpf_map__update_elem(skel_->maps.calls, &id, sizeof id, &zero, sizeof zero, BPF_ANY) !=
@@ -426,11 +538,7 @@ class EbpfObserver {
                 "programs (" +
                 std::generic_category().message(errno) + ")");
         }
-        const auto old = call_of_dir_.find(trace_dir);
-        if (old != call_of_dir_.end()) {
-            records_.erase(old->second.id);
-        }
-        call_of_dir_[trace_dir] = {id, token};
+        call_of_dir_[trace_dir] = {id, token, dir.st_dev, dir.st_ino};
         records_[id];
         tokens_[id] = token;
         return token;
@@ -453,8 +561,13 @@ class EbpfObserver {
             tokens_.erase(id);
         }
         out.unclaimed = bpf_map__delete_elem(skel_->maps.pending, &token, sizeof token, 0) == 0;
-        // Processes of the call still tracked (none once its sandbox is gone, but a process that
-        // outlived it must not be taken for a later call's).
+        return out;
+    }
+
+    // Forgets the call's processes still tracked and says how many there were: none once its
+    // last process has ended, as a normal call's has when it is collected. One that outlived the
+    // call must not be taken for a later call's, and what it does from now on goes unseen.
+    std::size_t forget_processes(std::uint32_t id) {
         std::vector<std::uint32_t> leftover;
         std::uint32_t key = 0;
         std::uint32_t next = 0;
@@ -472,7 +585,25 @@ class EbpfObserver {
         for (const auto tgid : leftover) {
             (void)bpf_map__delete_elem(skel_->maps.tracked, &tgid, sizeof tgid, 0);
         }
-        return out;
+        return leftover.size();
+    }
+
+    // Consumes the ring buffer until the reader has passed every record reserved so far. A
+    // record another CPU has reserved but not yet written stops a consume short of the records
+    // behind it; those are waited for, a bounded time. With the mutex held.
+    bool drain_to_producer() {
+        const auto target = __atomic_load_n(producer_pos_, __ATOMIC_ACQUIRE);
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds{200};
+        for (;;) {
+            ring_buffer__consume(ring_);
+            if (__atomic_load_n(consumer_pos_, __ATOMIC_ACQUIRE) >= target) {
+                return true;
+            }
+            if (std::chrono::steady_clock::now() > deadline) {
+                return false;
+            }
+            std::this_thread::yield();
+        }
     }
 
     // Called by libbpf for each record, with the mutex held.
@@ -516,9 +647,14 @@ class EbpfObserver {
     }
 
     std::size_t max_distinct_ = kDefaultMaxDistinct;
+    std::uint32_t ring_bytes_ = 0;  // 0: the programs' own (16 MiB)
+    std::uint32_t max_calls_ = 0;   // 0: the programs' own (1,024)
     std::string enter_;
     observer_bpf *skel_ = nullptr;
     ring_buffer *ring_ = nullptr;
+    std::array<void *, 2> positions_{MAP_FAILED, MAP_FAILED};  // the ring's two position pages
+    const unsigned long *consumer_pos_ = nullptr;
+    const unsigned long *producer_pos_ = nullptr;
     int stop_fd_ = -1;
     int epoll_fd_ = -1;
     std::thread drain_;

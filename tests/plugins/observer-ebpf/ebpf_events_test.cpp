@@ -1,6 +1,6 @@
 // The eBPF observer's records turned into access events, on records built here: what a walk that
-// did not reach the root, an object outside the file system, a script's exec and a record cut
-// short become.
+// did not reach the root, an object outside the file system, a script's exec, an exec's loader
+// and a record cut short become.
 #include "ebpf_events.hpp"
 
 #include <fcntl.h>
@@ -138,6 +138,50 @@ TEST(EbpfEvents, ARecordShorterThanItsRegionsIsMalformed) {
     EXPECT_EQ(tally.malformed, 1U);
     EXPECT_TRUE(decode("short", tally).empty());
     EXPECT_EQ(tally.malformed, 2U);
+}
+
+// In a shared descriptor table the string an open named is read back and judged too; one that
+// could not be read (its page unmapped by another task) makes the audit incomplete.
+TEST(EbpfEvents, AnUnreadableStringInASharedTableMakesTheAuditIncomplete) {
+    auto e = opened(TEA_EBPF_WALK_ROOT, O_RDONLY);
+    e.walk[1] = TEA_EBPF_WALK_NO_FILE;
+    DecodeTally tally;
+    const auto seen = decode(record(e, {std::string{"key\0srv\0", 8}}), tally);
+    ASSERT_EQ(seen.size(), 1U) << "the file is still judged";
+    EXPECT_EQ(seen[0].resolved, "/srv/key");
+    EXPECT_EQ(tally.unreadable, 1U);
+    // The control: alone in its table the program reads no string, and nothing is missing.
+    e.walk[1] = TEA_EBPF_WALK_NONE;
+    (void)decode(record(e, {std::string{"key\0srv\0", 8}}), tally);
+    EXPECT_EQ(tally.unreadable, 1U);
+}
+
+// The loader the kernel mapped for an exec is an exec of its own, by its file; one whose mapping
+// could not be found makes the audit incomplete, never a silent gap.
+TEST(EbpfEvents, AnExecsLoaderIsAnExecOfItsFile) {
+    tea_ebpf_event e{};
+    e.kind = TEA_EBPF_LOADER;
+    e.call = TEA_EBPF_EXECVE;
+    e.tgid = 7;
+    e.walk[0] = TEA_EBPF_WALK_ROOT;
+    DecodeTally tally;
+    const auto seen = decode(record(e, {std::string{"ld\0lib\0", 7}}), tally);
+    ASSERT_EQ(seen.size(), 1U);
+    EXPECT_EQ(seen[0].asked, "/lib/ld");
+    EXPECT_EQ(seen[0].resolved, "/lib/ld");
+    EXPECT_EQ(seen[0].access, Access::exec);
+    EXPECT_TRUE(seen[0].ok);
+    EXPECT_TRUE(seen[0].unverified.empty());
+    EXPECT_EQ(tally.unreadable, 0U);
+    e.walk[0] = TEA_EBPF_WALK_NO_FILE;
+    EXPECT_TRUE(decode(record(e, {}), tally).empty());
+    EXPECT_EQ(tally.unreadable, 1U);
+    // A walk cut short still names the loader, unverified.
+    e.walk[0] = TEA_EBPF_WALK_OUTSIDE;
+    const auto outside = decode(record(e, {std::string{"ld\0", 3}}), tally);
+    ASSERT_EQ(outside.size(), 1U);
+    EXPECT_TRUE(outside[0].resolved.empty());
+    EXPECT_FALSE(outside[0].unverified.empty());
 }
 
 }  // namespace

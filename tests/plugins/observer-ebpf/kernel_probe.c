@@ -8,6 +8,13 @@
  *   highbits PATH         opens PATH with openat's number with bit 32 set and a descriptor
  *                         argument with high bits set: the kernel runs the low 32 bits of each
  *   io_uring PATH         opens PATH with an io_uring IORING_OP_OPENAT, no open system call
+ *   opens PATH N          opens and closes PATH N times, then reads it once
+ *   outlive PATH          forks a child that outlives the probe: the probe prints the child's
+ *                         pid and ends; the child leaves the probe's output, opens PATH and
+ *                         waits to be killed
+ *   dropped FIFO D        opens FIFO by a path in a page of its own, which another thread drops
+ *                         (when D is 1) while the open waits for a writer, then writes; prints
+ *                         whether the open succeeded
  *   racer A B N           one thread flips the path buffer between A and B (same length,
  *                         differing in their last byte) while another opens it N times; prints
  *                         how many opens reached A and B, checked by inode
@@ -17,6 +24,7 @@
 #include <fcntl.h>
 #include <linux/io_uring.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -116,6 +124,80 @@ static void *flipper(void *arg) {
     return NULL;
 }
 
+static char *unmap_page;
+static const char *fifo_path;
+static pid_t opener;
+static int drop_page;
+static atomic_int open_returned;
+
+/* Whether thread `tid` sleeps in openat (number 257). */
+static int sleeps_in_open(pid_t tid) {
+    char name[64];
+    char text[512] = {0};
+    snprintf(name, sizeof name, "/proc/self/task/%d/stat", (int)tid);
+    FILE *f = fopen(name, "r");
+    if (f == NULL) return 0;
+    const size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    const char *state = strrchr(text, ')');
+    if (state == NULL || state[2] != 'S') return 0;
+    snprintf(name, sizeof name, "/proc/self/task/%d/syscall", (int)tid);
+    f = fopen(name, "r");
+    if (f == NULL) return 0;
+    int nr = -1;
+    const int got = fscanf(f, "%d", &nr);
+    fclose(f);
+    return got == 1 && nr == 257;
+}
+
+static void *page_dropper(void *arg) {
+    (void)arg;
+    while (!sleeps_in_open(opener)) {
+        sched_yield();
+    }
+    if (drop_page) {
+        madvise(unmap_page, 4096, MADV_DONTNEED);
+    }
+    close(open(fifo_path, O_WRONLY));
+    /* Alive until the open has returned: the table stays shared while the observer reads it. */
+    while (!atomic_load(&open_returned)) {
+        sched_yield();
+    }
+    return NULL;
+}
+
+/* Opens FIFO by a path that lies in a shared mapping of a memfd. While the open waits for a
+ * writer, the kernel's own copy of the path is taken; another thread then drops the page (when
+ * DROP is 1: its content is kept, but a read that may not fault, as the observer's when the open
+ * returns, finds no page) and opens the writer's end. */
+static int dropped(const char *fifo, int drop) {
+    const int memfd = memfd_create("path", 0);
+    if (memfd < 0 || ftruncate(memfd, 4096) != 0 ||
+        pwrite(memfd, fifo, strlen(fifo) + 1, 0) != (ssize_t)(strlen(fifo) + 1)) {
+        perror("memfd");
+        return 1;
+    }
+    unmap_page = mmap(NULL, 4096, PROT_READ, MAP_SHARED, memfd, 0);
+    if (unmap_page == MAP_FAILED) {
+        perror("mmap");
+        return 1;
+    }
+    fifo_path = fifo;
+    opener = (pid_t)syscall(SYS_gettid);
+    drop_page = drop;
+    /* Faulted in first, so that the open sleeps only where it waits for the writer. */
+    const volatile char first = unmap_page[0];
+    (void)first;
+    pthread_t t;
+    pthread_create(&t, NULL, page_dropper, NULL);
+    const int fd = open(unmap_page, O_RDONLY);
+    atomic_store(&open_returned, 1);
+    pthread_join(t, NULL);
+    printf("opened=%d\n", fd >= 0);
+    return 0;
+}
+
 static int racer(const char *a, const char *b, int n) {
     struct stat sa;
     struct stat sb;
@@ -154,6 +236,33 @@ static int racer(const char *a, const char *b, int n) {
     return 0;
 }
 
+static int outlive(const char *path) {
+    int ready[2];
+    if (pipe(ready) != 0) {
+        perror("pipe");
+        return 1;
+    }
+    const pid_t child = fork();
+    if (child == 0) {
+        /* Off the probe's output, so that whoever reads it sees it end with the probe. */
+        const int null = open("/dev/null", O_RDWR);
+        dup2(null, 1);
+        dup2(null, 2);
+        close(ready[0]);
+        const int fd = open(path, O_RDONLY);
+        close(ready[1]);
+        for (;;) {
+            pause();
+        }
+        return fd;
+    }
+    close(ready[1]);
+    char byte;
+    (void)read(ready[0], &byte, 1); /* the child has opened PATH */
+    printf("%d\n", (int)child);
+    return child > 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
         fputs("usage: kernel_probe MODE ARG...\n", stderr);
@@ -189,6 +298,18 @@ int main(int argc, char **argv) {
     }
     if (strcmp(mode, "io_uring") == 0) {
         return show(uring_open(argv[2]));
+    }
+    if (strcmp(mode, "opens") == 0 && argc == 4) {
+        for (int i = atoi(argv[3]); i > 1; --i) {
+            close(open(argv[2], O_RDONLY));
+        }
+        return show(open(argv[2], O_RDONLY));
+    }
+    if (strcmp(mode, "outlive") == 0) {
+        return outlive(argv[2]);
+    }
+    if (strcmp(mode, "dropped") == 0 && argc == 4) {
+        return dropped(argv[2], atoi(argv[3]));
     }
     if (strcmp(mode, "racer") == 0 && argc == 5) {
         return racer(argv[2], argv[3], atoi(argv[4]));

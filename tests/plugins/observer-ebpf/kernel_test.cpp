@@ -1,10 +1,18 @@
 // The eBPF observer against real processes, outside any sandbox, through the real plugin's table,
 // with the strace observer's answer for the same process as the reference: a path buffer flipped
 // while another thread opens it, an open through /proc/self/fd, execveat, the i386 ABI and
-// io_uring. The audit under bwrap, observer by observer: observer-strace/audit_test.cpp.
+// io_uring; and what the observer must never drop silently: an exec's loader, a path string it
+// cannot read back, a full ring buffer, a process that outlives its call, and abandoned
+// registrations. The audit under bwrap, observer by observer: observer-strace/audit_test.cpp.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -14,6 +22,7 @@
 #include <vector>
 
 #include "audit/observation.hpp"
+#include "ebpf_event.h"
 #include "plugins/loader.hpp"
 #include "plugins/manifest.hpp"
 #include "support/process.hpp"
@@ -34,12 +43,13 @@ struct Observed {
 // programs once per session, as the runtime's session does.
 class Observer {
    public:
-    Observer(const std::string &name, const stdfs::path &library) : tmp_{"tea-ebpf-manifest"} {
+    Observer(const std::string &name, const stdfs::path &library, const std::string &config = "{}")
+        : tmp_{"tea-ebpf-manifest"} {
         std::ofstream{tmp_.path() / (name + ".toml")}
             << "name = \"" << name << "\"\nkind = \"observer\"\nabi = \"1.6\"\nlibrary = \""
             << library.string() << "\"\n";
         plugin_ = load_plugin(read_manifest(tmp_.path() / (name + ".toml"), library.parent_path()));
-        instance_ = plugin_->create("{}");
+        instance_ = plugin_->create(config);
         probe_ = instance_->probe();
     }
 
@@ -48,25 +58,38 @@ class Observer {
     // Runs `argv` wrapped by the observer, as the runtime runs a plan, and collects the call.
     Observed observe(const std::vector<std::string> &argv) const {
         const test::TempDir trace{"tea-ebpf-trace"};
+        const auto wrapped = wrap(argv, trace.path());
+        Observed out;
+        out.outcome = test::run(wrapped["argv"].get<std::vector<std::string>>(),
+                                wrapped["env"].get<std::vector<std::string>>());
+        out.observation = collect(trace.path());
+        return out;
+    }
+
+    // The plan the observer makes of `argv` for a call traced in `trace_dir`.
+    [[nodiscard]] json wrap(const std::vector<std::string> &argv,
+                            const stdfs::path &trace_dir) const {
         documents::ExecPlan plan;
         plan.argv = argv;
         plan.env = {"PATH=/usr/bin:/bin", "LANG=C"};
         plan.cwd = "/";
         plan.confinement = "none";  // no sandbox: the observer alone is under test
-        const auto &ops = std::get<tea_observer_ops>(plugin_->ops());
         const json request{{"plan", json::parse(documents::encode(plan))},
-                           {"traceDir", trace.path().string()}};
-        const auto wrapped = json::parse(instance_->transform(ops.wrap, "wrap", request.dump()));
-        Observed out;
-        out.outcome = test::run(wrapped["argv"].get<std::vector<std::string>>(),
-                                wrapped["env"].get<std::vector<std::string>>());
-        const json collect{{"traceDir", trace.path().string()}, {"initialCwd", "/"}};
-        out.observation = audit::observation_from_json(
-            instance_->transform(ops.collect, "collect", collect.dump()));
-        return out;
+                           {"traceDir", trace_dir.string()}};
+        return json::parse(instance_->transform(ops().wrap, "wrap", request.dump()));
+    }
+
+    [[nodiscard]] audit::Observation collect(const stdfs::path &trace_dir) const {
+        const json request{{"traceDir", trace_dir.string()}, {"initialCwd", "/"}};
+        return audit::observation_from_json(
+            instance_->transform(ops().collect, "collect", request.dump()));
     }
 
    private:
+    [[nodiscard]] const tea_observer_ops &ops() const {
+        return std::get<tea_observer_ops>(plugin_->ops());
+    }
+
     test::TempDir tmp_;
     std::shared_ptr<const LoadedPlugin> plugin_;
     std::unique_ptr<Instance> instance_;
@@ -95,6 +118,10 @@ class KernelObserved : public ::testing::Test {
     }
 
     static Observed ebpf(const std::vector<std::string> &args) { return run(*ebpf_, args); }
+    static Observed ebpf_with(const Observer &o, const std::vector<std::string> &args) {
+        return run(o, args);
+    }
+    static const Observer &ebpf_observer() { return *ebpf_; }
     static Observed strace(const std::vector<std::string> &args) { return run(*strace_, args); }
 
     // How many times the observation says `path` was read, by its real path.
@@ -240,6 +267,155 @@ TEST_F(KernelObserved, AnOpenThroughIoUringMakesTheAuditIncomplete) {
     EXPECT_EQ(reads_of(reference.observation, file_), 0U) << "strace does not see it either";
     // The control: the same read through open is complete.
     EXPECT_TRUE(ebpf({"open", file_}).observation.complete);
+}
+
+// Records the ring buffer had no room for (a reader that could not keep up with a flood of
+// opens) make the call's audit incomplete, never silently complete.
+TEST_F(KernelObserved, RecordsLostToAFullRingBufferMakeTheCallIncomplete) {
+    // A path of about 3,000 bytes: each record of its opens nearly fills the 4 KiB ring alone.
+    auto deep = dir_.path();
+    for (int i = 0; i < 11; ++i) deep /= std::string(250, static_cast<char>('a' + i));
+    stdfs::create_directories(deep);
+    const auto file = deep / "file";
+    std::ofstream{file} << "content of A\n";
+    const Observer small{"ebpf", TEA_EBPF_PLUGIN, R"({"ring_buffer_bytes": 4096})"};
+    ASSERT_TRUE(small.probe().available) << small.probe().reason;
+    const auto seen = ebpf_with(small, {"opens", file, "2000"});
+    EXPECT_EQ(seen.outcome.out, "content of A\n") << seen.outcome.err;
+    EXPECT_FALSE(seen.observation.complete);
+    EXPECT_NE(seen.observation.reason.find("were lost"), std::string::npos)
+        << seen.observation.reason;
+    // The control: the same opens through the default ring are complete, every one counted.
+    const auto whole = ebpf({"opens", file, "2000"});
+    EXPECT_TRUE(whole.observation.complete) << whole.observation.reason;
+    EXPECT_EQ(reads_of(whole.observation, file), 2000U);
+}
+
+// The kernel maps a program's loader (PT_INTERP) with no system call of the program's: the eBPF
+// observer reports it from the mapping, as an exec of its own; strace, the reference, does not see
+// it (the runtime reads it from the program's file after the call, where it can).
+TEST_F(KernelObserved, AnExecReportsTheLoaderTheKernelMapped) {
+    const auto loader = stdfs::canonical("/lib64/ld-linux-x86-64.so.2").string();
+    const auto execs_of = [&loader](const audit::Observation &o) {
+        std::size_t n = 0;
+        for (const auto &e : o.events) {
+            if (e.access == audit::Access::exec && e.success && e.path_resolved == loader &&
+                e.unverified.empty()) {
+                ++n;
+            }
+        }
+        return n;
+    };
+    const auto seen = ebpf({"open", file_});
+    EXPECT_TRUE(seen.observation.complete) << seen.observation.reason;
+    EXPECT_EQ(execs_of(seen.observation), 1U) << "the probe's own loader";
+    EXPECT_EQ(execs_of(strace({"open", file_}).observation), 0U);
+    // The control: a static program names no loader, and none is reported.
+    EXPECT_EQ(execs_of(ebpf_observer().observe({TEA_EBPF_ENTER}).observation), 0U);
+}
+
+// In a descriptor table another task shares, an open is judged by its file and by the string
+// it named, read back when it returns. A task that drops the string's page while the open runs
+// (so that it cannot be read back, hiding a descriptor it swapped) makes the call's audit
+// incomplete.
+TEST_F(KernelObserved, AnOpenWhoseStringIsDroppedMakesTheCallIncomplete) {
+    const auto fifo = dir_.path() / "fifo";
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    const auto seen = ebpf({"dropped", fifo, "1"});
+    EXPECT_EQ(seen.outcome.out, "opened=1\n") << seen.outcome.err;
+    EXPECT_FALSE(seen.observation.complete);
+    EXPECT_NE(seen.observation.reason.find("could not be read back"), std::string::npos)
+        << seen.observation.reason;
+    // The control: the same open, its page left alone, is complete.
+    const auto calm = ebpf({"dropped", fifo, "0"});
+    EXPECT_EQ(calm.outcome.out, "opened=1\n") << calm.outcome.err;
+    EXPECT_TRUE(calm.observation.complete) << calm.observation.reason;
+}
+
+// A process of the call still running when the call is collected may go on reading unseen: the
+// call's audit is incomplete, never silently complete.
+TEST_F(KernelObserved, AProcessThatOutlivesTheCallMakesItIncomplete) {
+    const auto seen = ebpf({"outlive", file_});
+    const pid_t child = std::atoi(seen.outcome.out.c_str());
+    ASSERT_GT(child, 0) << seen.outcome.out << seen.outcome.err;
+    ::kill(child, SIGKILL);
+    EXPECT_FALSE(seen.observation.complete);
+    EXPECT_NE(seen.observation.reason.find("still running"), std::string::npos)
+        << seen.observation.reason;
+    EXPECT_EQ(reads_of(seen.observation, file_), 1U) << "what it did before the end is kept";
+    // The control: a call whose processes have all ended is complete.
+    EXPECT_TRUE(ebpf({"open", file_}).observation.complete);
+}
+
+// The token a wrapped plan hands its enter program.
+std::uint64_t token_of(const json &wrapped) {
+    for (const auto &e : wrapped["env"]) {
+        const auto entry = e.get<std::string>();
+        if (entry.rfind("TEA_EBPF_TOKEN=", 0) == 0) {
+            return std::stoull(entry.substr(15), nullptr, 16);
+        }
+    }
+    return 0;
+}
+
+// Claims the call as the enter program does, from a child that then ends.
+void claim_and_end(std::uint64_t token) {
+    const pid_t pid = ::vfork();
+    if (pid == 0) {
+        ::syscall(SYS_close, -1, TEA_EBPF_MAGIC, token);
+        ::_exit(0);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+}
+
+// A runtime that gives up on its calls between wrap and collect leaves registrations behind: past
+// the kernel maps' slots (8 here, 1,024 by default) they are reclaimed, and the session keeps
+// registering calls. Each way a call is abandoned fills the slots on its own: calls whose owner
+// ended (their trace directories all kept), then calls never claimed whose directories are gone.
+TEST_F(KernelObserved, AbandonedRegistrationsAreReclaimed) {
+    const Observer few{"ebpf", TEA_EBPF_PLUGIN, R"({"max_calls": 8})"};
+    ASSERT_TRUE(few.probe().available) << few.probe().reason;
+    constexpr std::size_t kMoreThanTheSlots = 12;
+    for (std::size_t i = 0; i < 2 * kMoreThanTheSlots; ++i) {
+        const bool claimed = i < kMoreThanTheSlots;
+        const auto dir = dir_.path() / std::to_string(i);
+        stdfs::create_directory(dir);
+        json wrapped;
+        ASSERT_NO_THROW(wrapped = few.wrap({"true"}, dir)) << "registration " << i;
+        if (claimed) {
+            claim_and_end(token_of(wrapped));  // its owner ended; its directory stays
+        } else {
+            stdfs::remove(dir);  // never claimed, its directory gone
+        }
+    }
+    // The control: a call whose owner is alive survives the next registration, and is whole.
+    const auto a = dir_.path() / "a";
+    const auto b = dir_.path() / "b";
+    stdfs::create_directory(a);
+    stdfs::create_directory(b);
+    int go[2];
+    ASSERT_EQ(::pipe(go), 0);
+    const auto token = token_of(few.wrap({"true"}, a));
+    const pid_t owner = ::fork();
+    if (owner == 0) {
+        ::syscall(SYS_close, -1, TEA_EBPF_MAGIC, token);
+        char byte = 0;
+        if (::read(go[0], &byte, 1) == 1) {
+            ::close(::open(file_.c_str(), O_RDONLY));
+        }
+        ::_exit(0);
+    }
+    (void)few.wrap({"true"}, b);
+    ASSERT_EQ(::write(go[1], "x", 1), 1);
+    int status = 0;
+    ASSERT_EQ(::waitpid(owner, &status, 0), owner);
+    ::close(go[0]);
+    ::close(go[1]);
+    const auto seen = few.collect(a);
+    EXPECT_TRUE(seen.complete) << seen.reason;
+    EXPECT_EQ(reads_of(seen, file_), 1U);
+    (void)few.collect(b);
 }
 
 }  // namespace

@@ -848,7 +848,9 @@ TEST_P(AuditOfTheRealFile, ExecOfALinkPlantedAndRemovedIsListed) {
 // The kernel maps an ELF program's loader (its PT_INTERP) without any call the trace shows. A
 // program in the workspace whose loader is a copy outside the grants runs that copy unseen by the
 // trace; the audit reads the loader from the program after the call and judges it as an exec.
-TEST_P(AuditOfTheRealFile, AProgramWhoseLoaderLiesOutsideTheGrantsIsListed) {
+// The eBPF observer reports the loader the kernel mapped, so it lists the copy also when the call
+// removed the program before anything could read it; strace's audit cannot.
+TEST_P(AuditOfTheRealFileEachObserver, AProgramWhoseLoaderLiesOutsideTheGrantsIsListed) {
     std::ifstream in{"/bin/echo", std::ios::binary};
     std::string program{std::istreambuf_iterator<char>{in}, {}};
     std::string loader;
@@ -886,6 +888,10 @@ TEST_P(AuditOfTheRealFile, AProgramWhoseLoaderLiesOutsideTheGrantsIsListed) {
     EXPECT_NE(r.err.find(mark_), std::string::npos) << "the program ran" << r;
     EXPECT_EQ(r.status, 3) << r;
     EXPECT_TRUE(lists(record, copy.string())) << r;
+    const auto [m, removed] =
+        audited(in_workspace("cp prog mine && ./mine " + mark_ + "; rm mine"), {"--strict"});
+    EXPECT_NE(m.err.find(mark_), std::string::npos) << "the program ran" << m;
+    EXPECT_EQ(lists(removed, copy.string()), sees_the_file_run()) << m;
     // Controls: unobserved, the program runs through the copy all the same; and a program whose
     // loader is the system's is not listed.
     const auto [u, unobserved] = audited(in_workspace("./prog " + mark_), {"--observer", "none"});
