@@ -13,6 +13,7 @@
 #include <sstream>
 #include <utility>
 
+#include "cli/sbatch_command.hpp"
 #include "cli/trial_tasks.hpp"
 #include "evaluation/trial_task.hpp"
 #include "exec/host_program.hpp"
@@ -133,26 +134,6 @@ class CancelUnlessReleased {
     std::string job_;
 };
 
-// A path in an sbatch file pattern, where % starts a replacement.
-std::string file_pattern(const std::string &path) {
-    std::string out;
-    for (const char c : path) out += c == '%' ? std::string{"%%"} : std::string(1, c);
-    return out;
-}
-
-// The shell word of `text`, quoted so that /bin/sh reads it back byte for byte.
-std::string shell_quoted(const std::string &text) {
-    std::string out = "'";
-    for (const char c : text) {
-        if (c == '\'') {
-            out += "'\\''";
-        } else {
-            out += c;
-        }
-    }
-    return out + "'";
-}
-
 }  // namespace
 
 void run_slurm_array(evaluation::RunState &state, const std::vector<std::string> &argv,
@@ -163,32 +144,13 @@ void run_slurm_array(evaluation::RunState &state, const std::vector<std::string>
         throw runtime_failure("cannot make " + dir.string() + ": " + errno_text(errno));
     }
     // The task's command: this binary, by the path it runs from, and this command line, with the
-    // trial Slurm gives the task. Every word is quoted: a path or an option of the user's own
-    // reaches the task as it was, whatever it holds.
-    std::string script = "#!/bin/sh\n# A task of run " + state.run_id +
-                         " (docs/scale-out.md): the trial of its index in the array.\nexec " +
-                         shell_quoted(own_program().string());
-    for (std::size_t i = 1; i < argv.size(); ++i) script += " " + shell_quoted(argv[i]);
-    script += " --trial-task " + shell_quoted(state.run_id + ":") + "\"$SLURM_ARRAY_TASK_ID\"\n";
-    files::write_atomically(dir / "task.sh", script);
+    // trial Slurm gives the task.
+    files::write_atomically(dir / "task.sh", task_script(state.run_id, own_program(), argv));
     std::error_code ec;
     stdfs::permissions(dir / "task.sh", stdfs::perms{0755}, ec);
-
-    // The user's options first: where one names what the executor sets, the executor's, later,
-    // wins.
-    std::vector<std::string> sbatch{"sbatch"};
-    sbatch.insert(sbatch.end(), settings.slurm_options.begin(), settings.slurm_options.end());
-    if (!settings.slurm_partition.empty()) {
-        sbatch.push_back("--partition=" + settings.slurm_partition);
-    }
-    if (!settings.slurm_account.empty()) sbatch.push_back("--account=" + settings.slurm_account);
-    sbatch.insert(sbatch.end(), {"--parsable", "--job-name=tea-" + state.run_id,
-                                 "--array=1-" + std::to_string(trials) + "%" + std::to_string(jobs),
-                                 "--output=" + file_pattern(dir.string()) + "/%a.out",
-                                 "--error=" + file_pattern(dir.string()) + "/%a.err",
-                                 "--chdir=" + stdfs::current_path().string(),
-                                 "--time=" + std::to_string(time_limit_minutes(state.ev)),
-                                 (dir / "task.sh").string()});
+    const auto sbatch = sbatch_array_command(
+        settings, state.run_id, dir, "1-" + std::to_string(trials) + "%" + std::to_string(jobs),
+        stdfs::current_path(), time_limit_minutes(state.ev));
     const auto submitted = exec::run_host_program(sbatch);
     if (!submitted.ok()) {
         throw host_error("sbatch did not take the run's array (" +
