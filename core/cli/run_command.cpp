@@ -193,7 +193,7 @@ int run_command(const CommonOptions &common, const RunCommandOptions &options) {
             if (executor == "slurm") {
                 run_slurm_array(state, options.argv, settings, jobs);
             } else {
-                run_trial_tasks(state, options.argv, jobs);
+                run_trial_tasks(state, options.argv, jobs, settings.retries);
             }
         });
     }

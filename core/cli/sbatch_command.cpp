@@ -17,6 +17,41 @@ std::string shell_quoted(const std::string &text) {
     return out + "'";
 }
 
+// `program` with `argv` (argv[0] left out) and `tail`, every word but the tail quoted: a path or
+// an option of the user's own reaches the node as it was, whatever it holds.
+std::string script_of(const std::string &what, const std::filesystem::path &program,
+                      const std::vector<std::string> &argv, const std::string &tail) {
+    std::string script =
+        "#!/bin/sh\n# " + what + " (docs/scale-out.md).\nexec " + shell_quoted(program.string());
+    for (std::size_t i = 1; i < argv.size(); ++i) script += " " + shell_quoted(argv[i]);
+    return script + " " + tail + "\n";
+}
+
+std::vector<std::string> sbatch_command(const config::ExecutorSettings &settings,
+                                        const std::string &job_name, const std::string &array,
+                                        const std::filesystem::path &dir, const std::string &output,
+                                        const std::string &script,
+                                        const std::filesystem::path &chdir, long minutes) {
+    // The user's options first: where one names what the executor sets, the executor's, later,
+    // wins.
+    std::vector<std::string> sbatch{"sbatch"};
+    sbatch.insert(sbatch.end(), settings.slurm_options.begin(), settings.slurm_options.end());
+    if (!settings.slurm_partition.empty()) {
+        sbatch.push_back("--partition=" + settings.slurm_partition);
+    }
+    if (!settings.slurm_account.empty()) sbatch.push_back("--account=" + settings.slurm_account);
+    sbatch.insert(sbatch.end(), {"--parsable", "--job-name=" + job_name});
+    if (!array.empty()) sbatch.push_back("--array=" + array);
+    // Unescaped, a records path holding %j or %a would send the output to another file, one a
+    // path of the user's choosing could name outside the run.
+    sbatch.insert(sbatch.end(),
+                  {"--output=" + sbatch_file_pattern(dir.string()) + "/" + output + ".out",
+                   "--error=" + sbatch_file_pattern(dir.string()) + "/" + output + ".err",
+                   "--chdir=" + chdir.string(), "--time=" + std::to_string(minutes),
+                   (dir / script).string()});
+    return sbatch;
+}
+
 }  // namespace
 
 std::string sbatch_file_pattern(const std::string &path) {
@@ -27,13 +62,9 @@ std::string sbatch_file_pattern(const std::string &path) {
 
 std::string task_script(const std::string &run_id, const std::filesystem::path &program,
                         const std::vector<std::string> &argv) {
-    // Every word is quoted: a path or an option of the user's own reaches the task as it was,
-    // whatever it holds.
-    std::string script = "#!/bin/sh\n# A task of run " + run_id +
-                         " (docs/scale-out.md): the trial of its index in the array.\nexec " +
-                         shell_quoted(program.string());
-    for (std::size_t i = 1; i < argv.size(); ++i) script += " " + shell_quoted(argv[i]);
-    return script + " --trial-task " + shell_quoted(run_id + ":") + "\"$SLURM_ARRAY_TASK_ID\"\n";
+    return script_of("A task of run " + run_id + ": the trial of its index in the array", program,
+                     argv,
+                     "--trial-task " + shell_quoted(run_id + ":") + "\"$SLURM_ARRAY_TASK_ID\"");
 }
 
 std::vector<std::string> sbatch_array_command(const config::ExecutorSettings &settings,
@@ -41,22 +72,7 @@ std::vector<std::string> sbatch_array_command(const config::ExecutorSettings &se
                                               const std::filesystem::path &dir,
                                               const std::string &array,
                                               const std::filesystem::path &chdir, long minutes) {
-    // The user's options first: where one names what the executor sets, the executor's, later,
-    // wins.
-    std::vector<std::string> sbatch{"sbatch"};
-    sbatch.insert(sbatch.end(), settings.slurm_options.begin(), settings.slurm_options.end());
-    if (!settings.slurm_partition.empty()) {
-        sbatch.push_back("--partition=" + settings.slurm_partition);
-    }
-    if (!settings.slurm_account.empty()) sbatch.push_back("--account=" + settings.slurm_account);
-    // Unescaped, a records path holding %j or %a would send each task's output to another file,
-    // one a path of the user's choosing could name outside the run.
-    sbatch.insert(sbatch.end(), {"--parsable", "--job-name=tea-" + run_id, "--array=" + array,
-                                 "--output=" + sbatch_file_pattern(dir.string()) + "/%a.out",
-                                 "--error=" + sbatch_file_pattern(dir.string()) + "/%a.err",
-                                 "--chdir=" + chdir.string(), "--time=" + std::to_string(minutes),
-                                 (dir / "task.sh").string()});
-    return sbatch;
+    return sbatch_command(settings, "tea-" + run_id, array, dir, "%a", "task.sh", chdir, minutes);
 }
 
 }  // namespace tea::cli

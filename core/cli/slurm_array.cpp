@@ -118,6 +118,25 @@ void cancel(const std::string &job) {
     (void)exec::run_host_program({"scancel", "--quiet", job});
 }
 
+// sbatch `command`; the job's id. Throws tea::Error (exit 12) when sbatch refuses `what`.
+std::string submit(const std::vector<std::string> &command, const std::string &what) {
+    const auto submitted = exec::run_host_program(command);
+    if (!submitted.ok()) {
+        throw host_error("sbatch did not take " + what + " (" +
+                         (submitted.started ? "exit status " + std::to_string(submitted.status)
+                                            : submitted.start_error) +
+                         "): " + submitted.err.substr(0, 2000));
+    }
+    // "JOBID" or "JOBID;CLUSTER".
+    const auto job = submitted.out.substr(0, submitted.out.find_first_of(";\n"));
+    if (job.empty() || job.find_first_not_of("0123456789") != std::string::npos) {
+        cancel(job);
+        throw host_error("sbatch answered '" + submitted.out.substr(0, 200) +
+                         "', which names no job");
+    }
+    return job;
+}
+
 // Cancels the array unless released: an error after the submission leaves no task running for
 // a run that will not merge it.
 class CancelUnlessReleased {
@@ -136,42 +155,12 @@ class CancelUnlessReleased {
 
 }  // namespace
 
-void run_slurm_array(evaluation::RunState &state, const std::vector<std::string> &argv,
-                     const config::ExecutorSettings &settings, int jobs) {
-    const int trials = state.ev.trials;
-    const auto dir = state.records / "slurm";
-    if (::mkdir(dir.c_str(), 0755) != 0) {
-        throw runtime_failure("cannot make " + dir.string() + ": " + errno_text(errno));
-    }
-    // The task's command: this binary, by the path it runs from, and this command line, with the
-    // trial Slurm gives the task.
-    files::write_atomically(dir / "task.sh", task_script(state.run_id, own_program(), argv));
-    std::error_code ec;
-    stdfs::permissions(dir / "task.sh", stdfs::perms{0755}, ec);
-    const auto sbatch = sbatch_array_command(
-        settings, state.run_id, dir, "1-" + std::to_string(trials) + "%" + std::to_string(jobs),
-        stdfs::current_path(), time_limit_minutes(state.ev));
-    const auto submitted = exec::run_host_program(sbatch);
-    if (!submitted.ok()) {
-        throw host_error("sbatch did not take the run's array (" +
-                         (submitted.started ? "exit status " + std::to_string(submitted.status)
-                                            : submitted.start_error) +
-                         "): " + submitted.err.substr(0, 2000));
-    }
-    // "JOBID" or "JOBID;CLUSTER".
-    const auto job = submitted.out.substr(0, submitted.out.find_first_of(";\n"));
-    if (job.empty() || job.find_first_not_of("0123456789") != std::string::npos) {
-        cancel(job);
-        throw host_error("sbatch answered '" + submitted.out.substr(0, 200) +
-                         "', which names no job");
-    }
-    CancelUnlessReleased guard{job};
-    state.executor["jobId"] = job;
-    state.run["executor"] = state.executor;
-    evaluation::save_run(state);
-    console::err() << "tea-evaluate: run " << state.run_id << ": Slurm job array " << job << " of "
-                   << trials << " task" << (trials == 1 ? "" : "s") << ", " << jobs << " at once\n";
+namespace {
 
+// Waits until Slurm holds nothing of `job`, or until `deadline` (false then). A signal that
+// would end the run cancels the job, and the wait goes on until it has ended (state.interrupted).
+bool wait_for_job(evaluation::RunState &state, const std::string &job,
+                  std::optional<std::chrono::steady_clock::time_point> deadline) {
     auto last_answer = std::chrono::steady_clock::now();
     auto wait = kFirstPoll;
     for (;;) {
@@ -195,19 +184,50 @@ void run_slurm_array(evaluation::RunState &state, const std::vector<std::string>
         const auto queued = queued_tasks(job);
         if (queued) {
             last_answer = std::chrono::steady_clock::now();
-            if (queued->empty()) break;
+            if (queued->empty()) return true;
         } else if (std::chrono::steady_clock::now() - last_answer > kSchedulerSilence) {
             throw host_error("squeue has not answered for " +
                              std::to_string(kSchedulerSilence.count()) + " s about job " + job +
                              "; the array was cancelled");
         }
+        if (deadline && std::chrono::steady_clock::now() > *deadline) return false;
         wait = std::min(wait * 2, kLongestPoll);
     }
+}
+
+// The array of `trials` (task I making trial I), up to `jobs` at once, submitted, waited for and
+// cancelled with the run; how each task ended, in the order of `trials`. Its job id goes to
+// run.json's executor under `key`.
+std::vector<TrialTaskEnd> array_tasks(evaluation::RunState &state,
+                                      const config::ExecutorSettings &settings,
+                                      const stdfs::path &dir, const std::vector<int> &trials,
+                                      int jobs, const char *key) {
+    // 1-T for the whole run, a list of indices for the trials made again.
+    std::string array;
+    const bool whole = trials.size() == static_cast<std::size_t>(trials.back());
+    for (const int i : trials) {
+        if (whole) break;
+        array += (array.empty() ? "" : ",") + std::to_string(i);
+    }
+    if (whole) array = "1-" + std::to_string(trials.back());
+    const auto sbatch =
+        sbatch_array_command(settings, state.run_id, dir, array + "%" + std::to_string(jobs),
+                             stdfs::current_path(), time_limit_minutes(state.ev));
+    const auto job = submit(sbatch, "the run's array");
+    CancelUnlessReleased guard{job};
+    state.executor[key] = job;
+    state.run["executor"] = state.executor;
+    evaluation::save_run(state);
+    console::err() << "tea-evaluate: run " << state.run_id << ": Slurm job array " << job << " of "
+                   << trials.size() << " task" << (trials.size() == 1 ? "" : "s") << ", " << jobs
+                   << " at once\n";
+
+    wait_for_job(state, job, std::nullopt);
     guard.release();
 
     const auto states = task_states(job);
     std::vector<TrialTaskEnd> ends;
-    for (int i = 1; i <= trials; ++i) {
+    for (const int i : trials) {
         const auto found = states.find(i);
         TrialTaskEnd end;
         // Every task is taken as started: one that never ran has no outcome, and one Slurm no
@@ -220,7 +240,30 @@ void run_slurm_array(evaluation::RunState &state, const std::vector<std::string>
         end.interrupted = found != states.end() && found->second.first == "CANCELLED";
         ends.push_back(end);
     }
-    merge_trial_outcomes(state, ends);
+    return ends;
+}
+
+}  // namespace
+
+void run_slurm_array(evaluation::RunState &state, const std::vector<std::string> &argv,
+                     const config::ExecutorSettings &settings, int jobs) {
+    const auto dir = state.records / "slurm";
+    if (::mkdir(dir.c_str(), 0755) != 0) {
+        throw runtime_failure("cannot make " + dir.string() + ": " + errno_text(errno));
+    }
+    // The task's command: this binary, by the path it runs from, and this command line, with the
+    // trial Slurm gives the task.
+    files::write_atomically(dir / "task.sh", task_script(state.run_id, own_program(), argv));
+    std::error_code ec;
+    stdfs::permissions(dir / "task.sh", stdfs::perms{0755}, ec);
+    // A trial made again is a task of a second array, of the same index.
+    bool again = false;
+    make_trials(state, settings.retries, [&](const std::vector<int> &trials) {
+        const auto ends =
+            array_tasks(state, settings, dir, trials, jobs, again ? "retryJobId" : "jobId");
+        again = true;
+        return ends;
+    });
 }
 
 }  // namespace tea::cli

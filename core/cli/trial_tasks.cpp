@@ -59,10 +59,39 @@ void merge_trial_outcomes(evaluation::RunState &state, const std::vector<TrialTa
     }
 }
 
-void run_trial_tasks(evaluation::RunState &state, const std::vector<std::string> &argv, int jobs) {
-    const int trials = state.ev.trials;
+std::vector<int> trials_to_retry(evaluation::RunState &state,
+                                 const std::vector<TrialTaskEnd> &ends) {
+    std::vector<int> again;
+    if (state.interrupted != 0) return again;
+    for (std::size_t k = 0; k < ends.size(); ++k) {
+        const int i = static_cast<int>(k) + 1;
+        std::string why;
+        const auto outcome = read_record(evaluation::trial_outcome_file(state.records, i), &why);
+        // Each on its own: a trial made under another confinement than the others is refused
+        // when merged, not made again on a node configured the same.
+        const auto decision =
+            evaluation::TrialOutcomes{state.run_id}.decide(outcome, why, i, false);
+        if (decision.merge) continue;
+        const auto reason = "its task ended with " + ends[k].how + ", and " + decision.failed;
+        console::err() << "tea-evaluate: run " << state.run_id << ": trial " << i << ": " << reason
+                       << "; it is made again\n";
+        // The first failure's why is kept: a retry that passes does not hide that one failed.
+        state.run["retriedTrialTasks"].push_back(
+            {{"trialIndex", i}, {"status", ends[k].status}, {"reason", reason}});
+        again.push_back(i);
+    }
+    if (!again.empty()) evaluation::save_run(state);
+    return again;
+}
+
+namespace {
+
+// The tasks of `trials`, up to `jobs` at once; how each ended, in the order of `trials`.
+std::vector<TrialTaskEnd> trial_tasks(evaluation::RunState &state,
+                                      const std::vector<std::string> &argv,
+                                      const std::vector<int> &trials, int jobs) {
     std::vector<ChildLaunch> launches;
-    for (int i = 1; i <= trials; ++i) {
+    for (const int i : trials) {
         launches.push_back({{"--trial-task", evaluation::trial_task_spec(state.run_id, i)},
                             {},
                             "the task of trial " + std::to_string(i)});
@@ -78,7 +107,32 @@ void run_trial_tasks(evaluation::RunState &state, const std::vector<std::string>
         ends.push_back({end.started, end.status, status_text(end.status),
                         state.interrupted != 0 && end.status == 128 + state.interrupted});
     }
+    return ends;
+}
+
+}  // namespace
+
+void make_trials(evaluation::RunState &state, int retries, const TrialTasks &tasks) {
+    std::vector<int> all;
+    for (int i = 1; i <= state.ev.trials; ++i) all.push_back(i);
+    auto ends = tasks(all);
+    if (retries > 0) {
+        const auto again = trials_to_retry(state, ends);
+        if (!again.empty()) {
+            const auto second = tasks(again);
+            for (std::size_t k = 0; k < again.size(); ++k) {
+                ends[static_cast<std::size_t>(again[k] - 1)] = second[k];
+            }
+        }
+    }
     merge_trial_outcomes(state, ends);
+}
+
+void run_trial_tasks(evaluation::RunState &state, const std::vector<std::string> &argv, int jobs,
+                     int retries) {
+    make_trials(state, retries, [&](const std::vector<int> &trials) {
+        return trial_tasks(state, argv, trials, jobs);
+    });
 }
 
 }  // namespace tea::cli

@@ -50,6 +50,9 @@ struct ExecutorSettings {
     std::string slurm_partition;             // "": sbatch's default
     std::string slurm_account;               // "": sbatch's default
     std::vector<std::string> slurm_options;  // further sbatch arguments, one per item
+    // A trial whose task ended without a whole outcome (killed, cancelled, its trial.json missing
+    // or torn) is made again this many times (0 or 1); a verdict is never made again.
+    int retries = 0;
 };
 
 struct Config {

@@ -3718,6 +3718,52 @@ TEST(RunJobs, ATaskKilledMakesItsTrialAnInfrastructureErrorAndNeverAPass) {
     EXPECT_EQ(p.leftover_run_dirs(), 0U);
 }
 
+TEST(RunJobs, WithRetriesATaskKilledIsMadeAgainOnceAndAVerdictNever) {
+    Project p{"run-jobs-retried"};
+    write_simple_evaluation(p, R"(, "trials": 2)", task_target("4.750"));
+    p.commit();
+    const auto config = p.root().parent_path() / "retries.toml";
+    test::write_file(config.string(), "[executor]\nretries = 1\n");
+    const pid_t pid = spawn_run(p, {"--config", config.string()}, "run", {"--jobs", "2"});
+    ASSERT_TRUE(wait_for_targets("4.750", 2));
+    const auto task = test::processes_holding(tasks_of(p, ":2"));
+    ASSERT_EQ(task.size(), 1U);
+    ASSERT_EQ(::kill(-task[0].pid, SIGKILL), 0);
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    // Made again, the trial counts: the run is whole, and says that its trial 2 was retried.
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+    fs::path dir;
+    for (const auto &e : fs::directory_iterator(p.eval() / "runs")) dir = e.path();
+    const auto run = read_json(dir / "run.json");
+    ASSERT_EQ(run["trials"].size(), 2U) << run.dump(2);
+    EXPECT_EQ(run["trials"][1]["index"], 2);
+    EXPECT_EQ(run["trials"][1]["verdict"]["verdict"], "pass");
+    EXPECT_EQ(run["failedTrialTasks"], json::array());
+    ASSERT_EQ(run["retriedTrialTasks"].size(), 1U) << run.dump(2);
+    EXPECT_EQ(run["retriedTrialTasks"][0]["trialIndex"], 2);
+    EXPECT_EQ(run["retriedTrialTasks"][0]["status"], 128 + SIGKILL);
+    EXPECT_NE(run["retriedTrialTasks"][0]["reason"].get<std::string>().find(
+                  "its task ended with killed by signal 9"),
+              std::string::npos)
+        << run.dump(2);
+    expect_schema_valid(dir / "run.json", "run.schema.json");
+    EXPECT_EQ(p.tea({"score", dir.string()}).status, 0);
+    // A verdict is the trial's answer, never a failure of its task: a fail is not made again.
+    write_simple_evaluation(p, R"(, "trials": 2)", "#!/bin/sh\necho ok\n",
+                            "#!/bin/sh\necho '{\"verdict\": \"fail\"}'\n");
+    p.commit();
+    const auto failed =
+        p.tea({"--json", "--config", config.string(), "run", p.eval().string(), "--jobs", "2"});
+    EXPECT_EQ(failed.status, 0) << failed.err;
+    const auto verdicts = read_json(run_dir_of(failed) / "run.json");
+    EXPECT_EQ(verdicts["retriedTrialTasks"], json::array()) << verdicts.dump(2);
+    ASSERT_EQ(verdicts["trials"].size(), 2U);
+    EXPECT_EQ(verdicts["trials"][0]["verdict"]["verdict"], "fail");
+    EXPECT_EQ(p.leftover_run_dirs(), 0U);
+}
+
 TEST(RunJobs, SigtermEndsEveryTaskAndSigkillLeavesWhatTheNextRunReclaims) {
     for (const int signal_number : {SIGTERM, SIGKILL}) {
         Project p{"run-jobs-" + std::to_string(signal_number)};
@@ -3869,6 +3915,33 @@ TEST(RunSlurm, ATaskCancelledIsAnInfrastructureErrorAndARunInterruptedCancelsIts
     EXPECT_NE(score.err.find("trial 2: its task ended with Slurm state CANCELLED"),
               std::string::npos)
         << score.err;
+
+    // With retries, the cancelled task's trial is made again by a second array, and counts.
+    const auto config = p.root().parent_path() / "retries.toml";
+    test::write_file(config.string(), "[executor]\nretries = 1\n");
+    const pid_t retried = spawn_run(p, {"--config", config.string()}, "run",
+                                    {"--executor", "slurm", "--jobs", "2"}, {slurm.env()});
+    ASSERT_TRUE(wait_for_targets("4.625", 2));
+    fs::path latest;
+    for (const auto &e : fs::directory_iterator(p.eval() / "runs")) {
+        if (e.path() != dir) latest = e.path();
+    }
+    const auto first = read_json(latest / "run.json")["executor"].value("jobId", "");
+    ASSERT_EQ(test::run({"scancel", first + "_2"}, test::environment_with({slurm.env()})).status,
+              0);
+    ASSERT_EQ(::waitpid(retried, &status, 0), retried);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+    const auto retried_run = read_json(latest / "run.json");
+    EXPECT_EQ(retried_run["trials"].size(), 2U) << retried_run.dump(2);
+    EXPECT_EQ(retried_run["failedTrialTasks"], json::array());
+    ASSERT_EQ(retried_run["retriedTrialTasks"].size(), 1U) << retried_run.dump(2);
+    EXPECT_EQ(retried_run["retriedTrialTasks"][0]["trialIndex"], 2);
+    EXPECT_NE(retried_run["retriedTrialTasks"][0]["reason"].get<std::string>().find("CANCELLED"),
+              std::string::npos);
+    ASSERT_TRUE(retried_run["executor"].contains("retryJobId")) << retried_run.dump(2);
+    EXPECT_NE(retried_run["executor"]["retryJobId"], first);
+    expect_schema_valid(latest / "run.json", "run.schema.json");
 
     // The run interrupted: the array is cancelled with it, and nothing of it runs on.
     const pid_t again =
