@@ -67,12 +67,27 @@ std::string task_script(const std::string &run_id, const std::filesystem::path &
                      "--trial-task " + shell_quoted(run_id + ":") + "\"$SLURM_ARRAY_TASK_ID\"");
 }
 
+std::string node_check_script(const std::string &run_id, const std::filesystem::path &program,
+                              const std::vector<std::string> &argv) {
+    return script_of("The node check of run " + run_id, program, argv,
+                     "--node-check " + shell_quoted(run_id));
+}
+
 std::vector<std::string> sbatch_array_command(const config::ExecutorSettings &settings,
                                               const std::string &run_id,
                                               const std::filesystem::path &dir,
                                               const std::string &array,
                                               const std::filesystem::path &chdir, long minutes) {
     return sbatch_command(settings, "tea-" + run_id, array, dir, "%a", "task.sh", chdir, minutes);
+}
+
+std::vector<std::string> sbatch_node_check_command(const config::ExecutorSettings &settings,
+                                                   const std::string &run_id,
+                                                   const std::filesystem::path &dir,
+                                                   const std::filesystem::path &chdir) {
+    // Two minutes: the check opens the evaluation and makes one call of /bin/true.
+    return sbatch_command(settings, "tea-check-" + run_id, "", dir, "node-check", "node-check.sh",
+                          chdir, 2);
 }
 
 }  // namespace tea::cli

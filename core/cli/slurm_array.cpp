@@ -13,7 +13,10 @@
 #include <sstream>
 #include <utility>
 
+#include "cli/node_check.hpp"
+#include "cli/report.hpp"
 #include "cli/sbatch_command.hpp"
+#include "cli/score_decision.hpp"
 #include "cli/trial_tasks.hpp"
 #include "evaluation/trial_task.hpp"
 #include "exec/host_program.hpp"
@@ -34,6 +37,8 @@ constexpr auto kSchedulerSilence = std::chrono::seconds{120};
 // to five seconds, so that a long run does not keep the controller busy.
 constexpr auto kFirstPoll = std::chrono::milliseconds{250};
 constexpr auto kLongestPoll = std::chrono::milliseconds{5000};
+// How long the node check may take, waiting for a node included, before the run gives up.
+constexpr auto kNodeCheckWait = std::chrono::seconds{600};
 
 stdfs::path own_program() {
     std::error_code ec;
@@ -195,6 +200,46 @@ bool wait_for_job(evaluation::RunState &state, const std::string &job,
     }
 }
 
+// The node check (node_check.hpp): one job on the array's partition, bounded in time. Throws
+// tea::Error (exit 12) naming the node when it cannot make the run's trials.
+void check_node(evaluation::RunState &state, const config::ExecutorSettings &settings,
+                const stdfs::path &dir, const std::vector<std::string> &argv) {
+    files::write_atomically(dir / "node-check.sh",
+                            node_check_script(state.run_id, own_program(), argv));
+    std::error_code ec;
+    stdfs::permissions(dir / "node-check.sh", stdfs::perms{0755}, ec);
+    const auto job =
+        submit(sbatch_node_check_command(settings, state.run_id, dir, stdfs::current_path()),
+               "the run's node check");
+    CancelUnlessReleased guard{job};
+    if (!wait_for_job(state, job, std::chrono::steady_clock::now() + kNodeCheckWait)) {
+        throw host_error("the node check (Slurm job " + job + ") did not end within " +
+                         std::to_string(kNodeCheckWait.count()) +
+                         " s; it was cancelled, and no trial was made");
+    }
+    guard.release();
+    if (state.interrupted != 0) return;
+    std::string node = "(unknown)";
+    const auto shown = exec::run_host_program({"scontrol", "--oneliner", "show", "job", job});
+    std::istringstream words{shown.out};
+    for (std::string word; words >> word;) {
+        if (word.rfind("BatchHost=", 0) == 0) node = word.substr(10);
+    }
+    std::string unread;
+    const auto result = read_record(dir / "node-check.json", &unread);
+    std::string tail;
+    std::string ignored;
+    // The end of what the check said on stderr (the node's error, when it wrote no result).
+    if (const auto err = files::read_head_beneath(dir, "node-check.err", 2000, &ignored)) {
+        tail = printable(*err);
+    }
+    const auto failed = node_check_failure(result, unread, node, tail);
+    if (!failed.empty()) throw host_error(failed + "; no trial was made");
+    console::err() << "tea-evaluate: run " << state.run_id << ": node "
+                   << result["node"].get<std::string>()
+                   << " sees the run's folder and confines its calls\n";
+}
+
 // The array of `trials` (task I making trial I), up to `jobs` at once, submitted, waited for and
 // cancelled with the run; how each task ended, in the order of `trials`. Its job id goes to
 // run.json's executor under `key`.
@@ -256,6 +301,8 @@ void run_slurm_array(evaluation::RunState &state, const std::vector<std::string>
     files::write_atomically(dir / "task.sh", task_script(state.run_id, own_program(), argv));
     std::error_code ec;
     stdfs::permissions(dir / "task.sh", stdfs::perms{0755}, ec);
+    check_node(state, settings, dir, argv);
+    if (state.interrupted != 0) return;
     // A trial made again is a task of a second array, of the same index.
     bool again = false;
     make_trials(state, settings.retries, [&](const std::vector<int> &trials) {

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/un.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -3862,6 +3863,29 @@ class SlurmCluster {
     std::string conf_;
 };
 
+// This machine's name, as uname(2) gives it.
+std::string this_node() {
+    utsname names{};
+    return ::uname(&names) == 0 ? std::string{names.nodename} : std::string{};
+}
+
+// The node check (cli/node_check.hpp), as a node runs it: a node that cannot see the run's folder
+// at the path the run wrote it stops the run, naming the node.
+TEST(NodeCheck, ANodeThatDoesNotSeeTheRunsFolderIsExit12NamingTheNode) {
+    Project p{"node-check"};
+    write_simple_evaluation(p);
+    p.commit();
+    const std::string absent = "20261206T125956.026242Z-RKAOZV";
+    const auto r = p.tea({"run", p.eval().string(), "--node-check", absent});
+    EXPECT_EQ(r.status, 12) << r.err;
+    EXPECT_NE(r.err.find("node " + this_node() + ": the run's folder " +
+                         (p.eval() / "runs" / absent).string() + " is not visible here"),
+              std::string::npos)
+        << r.err;
+    // What is not a run id never names a folder.
+    EXPECT_EQ(p.tea({"run", p.eval().string(), "--node-check", "../" + absent}).status, 2);
+}
+
 TEST(RunSlurm, TheArrayWritesTheRecordsALocalRunWrites) {
     SlurmCluster slurm;
     for (const char *example : {"quickstart", "leaky-target"}) {
@@ -3876,6 +3900,10 @@ TEST(RunSlurm, TheArrayWritesTheRecordsALocalRunWrites) {
         EXPECT_EQ(run["executor"]["kind"], "slurm");
         EXPECT_EQ(run["executor"]["jobs"], 2);
         EXPECT_TRUE(run["executor"].contains("jobId")) << run["executor"].dump();
+        // Before the array, the node check ran on the node and found nothing wrong.
+        const auto checked = read_json(b / "slurm" / "node-check.json");
+        EXPECT_EQ(checked["failed"], "") << checked.dump();
+        EXPECT_EQ(checked["node"], this_node());
         EXPECT_EQ(p.leftover_run_dirs(), 0U);
     }
     EXPECT_EQ(slurm.queue(), "");
@@ -3969,12 +3997,14 @@ TEST(RunSlurm, ACommandLineOfHostileWordsReachesTheTasksAsItWasAndARefusedArrayI
         p.tea({"--json", "--config", config.string(), "run", p.eval().string()}, {slurm.env()});
     EXPECT_EQ(r.status, 0) << r.err;
     EXPECT_EQ(read_json(run_dir_of(r) / "run.json")["executor"]["kind"], "slurm");
-    // Control: the same command line, on a partition the cluster does not have.
+    // Control: the same command line, on a partition the cluster does not have (the node check,
+    // the first job of the run, is refused).
     test::write_file(config.string(), "[executor]\nkind = \"slurm\"\nslurm_partition = \"none\"\n");
     const auto none =
         p.tea({"--json", "--config", config.string(), "run", p.eval().string()}, {slurm.env()});
     EXPECT_EQ(none.status, 12) << none.err;
-    EXPECT_NE(none.err.find("sbatch did not take the run's array"), std::string::npos) << none.err;
+    EXPECT_NE(none.err.find("sbatch did not take the run's node check"), std::string::npos)
+        << none.err;
     EXPECT_NE(none.err.find("invalid partition"), std::string::npos) << none.err;
     EXPECT_EQ(p.leftover_run_dirs(), 0U);
 }
