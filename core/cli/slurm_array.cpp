@@ -59,27 +59,35 @@ long time_limit_minutes(const evaluation::Evaluation &ev) {
     return static_cast<long>(std::min<std::int64_t>(ms / 60'000 + 1 + 5, INT_MAX));
 }
 
-// The array's tasks Slurm still holds (pending or running), by index; nullopt when squeue
-// cannot be asked.
-std::optional<std::set<int>> queued_tasks(const std::string &job) {
-    const auto r =
-        exec::run_host_program({"squeue", "--noheader", "--array", "--jobs=" + job, "--format=%K"});
+// What Slurm still holds of a job (its tasks pending or running).
+struct Queued {
+    std::size_t lines = 0;  // none: the job has ended
+    bool running = false;   // a task of it is past pending
+    std::string reason;     // why a pending task waits, as squeue says it
+};
+
+// What Slurm still holds of `job`; nullopt when squeue cannot be asked.
+std::optional<Queued> queued_tasks(const std::string &job) {
+    const auto r = exec::run_host_program(
+        {"squeue", "--noheader", "--array", "--jobs=" + job, "--format=%t %r"});
     // A job the controller no longer holds (it forgets ended jobs after MinJobAge) has ended.
     if (!r.ok() && r.started && r.err.find("Invalid job id") != std::string::npos) {
-        return std::set<int>{};
+        return Queued{};
     }
     if (!r.ok()) return std::nullopt;
-    std::set<int> tasks;
+    Queued queued;
     std::istringstream lines{r.out};
     for (std::string line; std::getline(lines, line);) {
-        try {
-            tasks.insert(std::stoi(line));
-        } catch (const std::exception &) {
-            // A pending array's line names a range ("1-16%2"): every one of them is still queued.
-            tasks.insert(0);
+        if (line.empty()) continue;
+        ++queued.lines;
+        const auto space = line.find(' ');
+        if (line.substr(0, space) != "PD") {
+            queued.running = true;
+        } else if (space != std::string::npos) {
+            queued.reason = line.substr(space + 1);
         }
     }
-    return tasks;
+    return queued;
 }
 
 // How each task ended, as scontrol still tells (it forgets finished jobs after MinJobAge).
@@ -164,12 +172,16 @@ namespace {
 
 // Waits until Slurm holds nothing of `job`, or until `deadline` (false then). A signal that
 // would end the run cancels the job, and the wait goes on until it has ended (state.interrupted).
+// So does a job none of whose tasks has run for `pending_limit` (a held job, a time limit above
+// the partition's): *expired then says why.
 bool wait_for_job(evaluation::RunState &state, const std::string &job,
-                  std::optional<std::chrono::steady_clock::time_point> deadline) {
+                  std::optional<std::chrono::steady_clock::time_point> deadline,
+                  std::chrono::seconds pending_limit, std::string *expired) {
     auto last_answer = std::chrono::steady_clock::now();
+    auto last_running = last_answer;
     auto wait = kFirstPoll;
     for (;;) {
-        if (state.interrupted == 0) {
+        if (state.interrupted == 0 && expired->empty()) {
             pollfd signal{Signals::instance().fd(), POLLIN, 0};
             if (::poll(&signal, 1, static_cast<int>(wait.count())) > 0) {
                 if (const int sig = Signals::instance().pending(); sig != 0) {
@@ -181,7 +193,7 @@ bool wait_for_job(evaluation::RunState &state, const std::string &job,
             }
         } else {
             // The signal taken, its descriptor stays readable: wait without it, and cancel the
-            // array each time until it has ended.
+            // array each time until it has ended (and so for an array pending too long).
             cancel(job);
             ::usleep(static_cast<useconds_t>(
                 std::chrono::duration_cast<std::chrono::microseconds>(wait).count()));
@@ -189,7 +201,16 @@ bool wait_for_job(evaluation::RunState &state, const std::string &job,
         const auto queued = queued_tasks(job);
         if (queued) {
             last_answer = std::chrono::steady_clock::now();
-            if (queued->empty()) return true;
+            if (queued->lines == 0) return true;
+            if (queued->running) last_running = last_answer;
+            if (expired->empty() && last_answer - last_running > pending_limit) {
+                // Bounded: a job that Slurm will never start would keep the run waiting forever.
+                *expired = "Slurm job " + job + " waited more than " +
+                           std::to_string(pending_limit.count()) +
+                           " s with no task running (squeue's reason: " + queued->reason +
+                           ") and was cancelled";
+                wait = kFirstPoll;
+            }
         } else if (std::chrono::steady_clock::now() - last_answer > kSchedulerSilence) {
             throw host_error("squeue has not answered for " +
                              std::to_string(kSchedulerSilence.count()) + " s about job " + job +
@@ -212,13 +233,16 @@ void check_node(evaluation::RunState &state, const config::ExecutorSettings &set
         submit(sbatch_node_check_command(settings, state.run_id, dir, stdfs::current_path()),
                "the run's node check");
     CancelUnlessReleased guard{job};
-    if (!wait_for_job(state, job, std::chrono::steady_clock::now() + kNodeCheckWait)) {
+    std::string expired;
+    if (!wait_for_job(state, job, std::chrono::steady_clock::now() + kNodeCheckWait,
+                      std::chrono::seconds{settings.slurm_pending_limit_s}, &expired)) {
         throw host_error("the node check (Slurm job " + job + ") did not end within " +
                          std::to_string(kNodeCheckWait.count()) +
                          " s; it was cancelled, and no trial was made");
     }
     guard.release();
     if (state.interrupted != 0) return;
+    if (!expired.empty()) throw host_error("the node check: " + expired + "; no trial was made");
     std::string node = "(unknown)";
     const auto shown = exec::run_host_program({"scontrol", "--oneliner", "show", "job", job});
     std::istringstream words{shown.out};
@@ -267,7 +291,9 @@ std::vector<TrialTaskEnd> array_tasks(evaluation::RunState &state,
                    << trials.size() << " task" << (trials.size() == 1 ? "" : "s") << ", " << jobs
                    << " at once\n";
 
-    wait_for_job(state, job, std::nullopt);
+    std::string expired;
+    wait_for_job(state, job, std::nullopt, std::chrono::seconds{settings.slurm_pending_limit_s},
+                 &expired);
     guard.release();
 
     const auto states = task_states(job);
@@ -283,6 +309,11 @@ std::vector<TrialTaskEnd> array_tasks(evaluation::RunState &state,
                                               std::to_string(end.status) + ")"
                                         : "a state Slurm no longer keeps";
         end.interrupted = found != states.end() && found->second.first == "CANCELLED";
+        if (end.interrupted && !expired.empty()) {
+            // Cancelled while pending: it never ran, and made again it would wait as long.
+            end.how = expired;
+            end.never_ran = true;
+        }
         ends.push_back(end);
     }
     return ends;

@@ -65,6 +65,7 @@ std::vector<int> trials_to_retry(evaluation::RunState &state,
     if (state.interrupted != 0) return again;
     for (std::size_t k = 0; k < ends.size(); ++k) {
         const int i = static_cast<int>(k) + 1;
+        if (ends[k].never_ran) continue;
         std::string why;
         const auto outcome = read_record(evaluation::trial_outcome_file(state.records, i), &why);
         // Each on its own: a trial made under another confinement than the others is refused

@@ -25,6 +25,7 @@ struct TrialTaskEnd {
     int status = 0;            // the task's exit status, 128+N for signal N; -1 when unknown
     std::string how;           // "exit status 1", "killed by signal 9", "Slurm state TIMEOUT"
     bool interrupted = false;  // ended by a signal (the run's own, when state.interrupted)
+    bool never_ran = false;    // cancelled before it started (a Slurm array pending too long)
 };
 
 // Each task's outcome (by trial, from 1) read back, checked and merged in the order of the
@@ -34,8 +35,8 @@ void merge_trial_outcomes(evaluation::RunState &state, const std::vector<TrialTa
 
 // The trials (from 1) whose task ended with no outcome the run would merge (killed, cancelled,
 // its trial.json missing or torn), each recorded in run.json's retriedTrialTasks with why: what a
-// retry makes again. None when the run was interrupted. A trial with a verdict, or interrupted in
-// its evaluator (its calls already count), is never made again.
+// retry makes again. None when the run was interrupted, nor one whose task never ran. A trial with
+// a verdict, or interrupted in its evaluator (its calls already count), is never made again.
 std::vector<int> trials_to_retry(evaluation::RunState &state,
                                  const std::vector<TrialTaskEnd> &ends);
 

@@ -4006,6 +4006,19 @@ TEST(RunSlurm, ACommandLineOfHostileWordsReachesTheTasksAsItWasAndARefusedArrayI
     EXPECT_NE(none.err.find("sbatch did not take the run's node check"), std::string::npos)
         << none.err;
     EXPECT_NE(none.err.find("invalid partition"), std::string::npos) << none.err;
+    // A job Slurm holds never starts: past the pending limit it is cancelled, and the run ends
+    // saying why, with nothing of it left queued.
+    test::write_file(config.string(),
+                     "[executor]\nkind = \"slurm\"\nslurm_pending_limit_s = 1\n"
+                     "slurm_options = [\"--hold\"]\n");
+    const auto held =
+        p.tea({"--json", "--config", config.string(), "run", p.eval().string()}, {slurm.env()});
+    EXPECT_EQ(held.status, 12) << held.err;
+    EXPECT_NE(held.err.find("waited more than 1 s with no task running (squeue's reason: "
+                            "JobHeldUser) and was cancelled"),
+              std::string::npos)
+        << held.err;
+    EXPECT_EQ(slurm.queue(), "");
     EXPECT_EQ(p.leftover_run_dirs(), 0U);
 }
 
