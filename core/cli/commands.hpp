@@ -33,6 +33,9 @@ struct RunCommandOptions {
     // Internal (--trial-task, hidden): this process is the task of one trial ("RUN_ID:N") of a
     // run begun by the run that started it (cli/trial_tasks.hpp).
     std::optional<std::string> trial_task;
+    // Internal (--node-check, hidden): this process checks, on a node, that it can make the
+    // trials of run RUN_ID (cli/node_check.hpp).
+    std::optional<std::string> node_check;
     std::vector<std::string> argv;  // the command line, for the tasks' own
 };
 

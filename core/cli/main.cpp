@@ -309,6 +309,7 @@ int run(int argc, char **argv) {
             ->check(CLI::IsMember({"local", "slurm"}));
         // Internal: how run --jobs starts each trial's task (docs/cli.md); not in --help.
         run_cmd->add_option("--trial-task", run_opts.trial_task)->group("");
+        run_cmd->add_option("--node-check", run_opts.node_check)->group("");
         run_opts.argv.assign(argv, argv + argc);
     }
     ScoreOptions score_opts;

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "cli/commands.hpp"
+#include "cli/node_check.hpp"
 #include "cli/report.hpp"
 #include "cli/slurm_array.hpp"
 #include "cli/trial_tasks.hpp"
@@ -155,6 +156,7 @@ std::unique_ptr<evaluation::TrialProgress> progress_lines(bool quiet, bool plain
 
 int run_command(const CommonOptions &common, const RunCommandOptions &options) {
     if (options.trial_task) return trial_task_command(common, options);
+    if (options.node_check) return node_check_command(common, options);
     auto opened = open_evaluation(common, options.evaluation);
     if (!opened) {
         return static_cast<int>(ExitCode::usage);
@@ -193,7 +195,7 @@ int run_command(const CommonOptions &common, const RunCommandOptions &options) {
             if (executor == "slurm") {
                 run_slurm_array(state, options.argv, settings, jobs);
             } else {
-                run_trial_tasks(state, options.argv, jobs);
+                run_trial_tasks(state, options.argv, jobs, settings.retries);
             }
         });
     }

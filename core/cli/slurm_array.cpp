@@ -13,6 +13,10 @@
 #include <sstream>
 #include <utility>
 
+#include "cli/node_check.hpp"
+#include "cli/report.hpp"
+#include "cli/sbatch_command.hpp"
+#include "cli/score_decision.hpp"
 #include "cli/trial_tasks.hpp"
 #include "evaluation/trial_task.hpp"
 #include "exec/host_program.hpp"
@@ -33,6 +37,8 @@ constexpr auto kSchedulerSilence = std::chrono::seconds{120};
 // to five seconds, so that a long run does not keep the controller busy.
 constexpr auto kFirstPoll = std::chrono::milliseconds{250};
 constexpr auto kLongestPoll = std::chrono::milliseconds{5000};
+// How long the node check may take, waiting for a node included, before the run gives up.
+constexpr auto kNodeCheckWait = std::chrono::seconds{600};
 
 stdfs::path own_program() {
     std::error_code ec;
@@ -53,27 +59,35 @@ long time_limit_minutes(const evaluation::Evaluation &ev) {
     return static_cast<long>(std::min<std::int64_t>(ms / 60'000 + 1 + 5, INT_MAX));
 }
 
-// The array's tasks Slurm still holds (pending or running), by index; nullopt when squeue
-// cannot be asked.
-std::optional<std::set<int>> queued_tasks(const std::string &job) {
-    const auto r =
-        exec::run_host_program({"squeue", "--noheader", "--array", "--jobs=" + job, "--format=%K"});
+// What Slurm still holds of a job (its tasks pending or running).
+struct Queued {
+    std::size_t lines = 0;  // none: the job has ended
+    bool running = false;   // a task of it is past pending
+    std::string reason;     // why a pending task waits, as squeue says it
+};
+
+// What Slurm still holds of `job`; nullopt when squeue cannot be asked.
+std::optional<Queued> queued_tasks(const std::string &job) {
+    const auto r = exec::run_host_program(
+        {"squeue", "--noheader", "--array", "--jobs=" + job, "--format=%t %r"});
     // A job the controller no longer holds (it forgets ended jobs after MinJobAge) has ended.
     if (!r.ok() && r.started && r.err.find("Invalid job id") != std::string::npos) {
-        return std::set<int>{};
+        return Queued{};
     }
     if (!r.ok()) return std::nullopt;
-    std::set<int> tasks;
+    Queued queued;
     std::istringstream lines{r.out};
     for (std::string line; std::getline(lines, line);) {
-        try {
-            tasks.insert(std::stoi(line));
-        } catch (const std::exception &) {
-            // A pending array's line names a range ("1-16%2"): every one of them is still queued.
-            tasks.insert(0);
+        if (line.empty()) continue;
+        ++queued.lines;
+        const auto space = line.find(' ');
+        if (line.substr(0, space) != "PD") {
+            queued.running = true;
+        } else if (space != std::string::npos) {
+            queued.reason = line.substr(space + 1);
         }
     }
-    return tasks;
+    return queued;
 }
 
 // How each task ended, as scontrol still tells (it forgets finished jobs after MinJobAge).
@@ -117,6 +131,25 @@ void cancel(const std::string &job) {
     (void)exec::run_host_program({"scancel", "--quiet", job});
 }
 
+// sbatch `command`; the job's id. Throws tea::Error (exit 12) when sbatch refuses `what`.
+std::string submit(const std::vector<std::string> &command, const std::string &what) {
+    const auto submitted = exec::run_host_program(command);
+    if (!submitted.ok()) {
+        throw host_error("sbatch did not take " + what + " (" +
+                         (submitted.started ? "exit status " + std::to_string(submitted.status)
+                                            : submitted.start_error) +
+                         "): " + submitted.err.substr(0, 2000));
+    }
+    // "JOBID" or "JOBID;CLUSTER".
+    const auto job = submitted.out.substr(0, submitted.out.find_first_of(";\n"));
+    if (job.empty() || job.find_first_not_of("0123456789") != std::string::npos) {
+        cancel(job);
+        throw host_error("sbatch answered '" + submitted.out.substr(0, 200) +
+                         "', which names no job");
+    }
+    return job;
+}
+
 // Cancels the array unless released: an error after the submission leaves no task running for
 // a run that will not merge it.
 class CancelUnlessReleased {
@@ -133,87 +166,22 @@ class CancelUnlessReleased {
     std::string job_;
 };
 
-// A path in an sbatch file pattern, where % starts a replacement.
-std::string file_pattern(const std::string &path) {
-    std::string out;
-    for (const char c : path) out += c == '%' ? std::string{"%%"} : std::string(1, c);
-    return out;
-}
-
-// The shell word of `text`, quoted so that /bin/sh reads it back byte for byte.
-std::string shell_quoted(const std::string &text) {
-    std::string out = "'";
-    for (const char c : text) {
-        if (c == '\'') {
-            out += "'\\''";
-        } else {
-            out += c;
-        }
-    }
-    return out + "'";
-}
-
 }  // namespace
 
-void run_slurm_array(evaluation::RunState &state, const std::vector<std::string> &argv,
-                     const config::ExecutorSettings &settings, int jobs) {
-    const int trials = state.ev.trials;
-    const auto dir = state.records / "slurm";
-    if (::mkdir(dir.c_str(), 0755) != 0) {
-        throw runtime_failure("cannot make " + dir.string() + ": " + errno_text(errno));
-    }
-    // The task's command: this binary, by the path it runs from, and this command line, with the
-    // trial Slurm gives the task. Every word is quoted: a path or an option of the user's own
-    // reaches the task as it was, whatever it holds.
-    std::string script = "#!/bin/sh\n# A task of run " + state.run_id +
-                         " (docs/scale-out.md): the trial of its index in the array.\nexec " +
-                         shell_quoted(own_program().string());
-    for (std::size_t i = 1; i < argv.size(); ++i) script += " " + shell_quoted(argv[i]);
-    script += " --trial-task " + shell_quoted(state.run_id + ":") + "\"$SLURM_ARRAY_TASK_ID\"\n";
-    files::write_atomically(dir / "task.sh", script);
-    std::error_code ec;
-    stdfs::permissions(dir / "task.sh", stdfs::perms{0755}, ec);
+namespace {
 
-    // The user's options first: where one names what the executor sets, the executor's, later,
-    // wins.
-    std::vector<std::string> sbatch{"sbatch"};
-    sbatch.insert(sbatch.end(), settings.slurm_options.begin(), settings.slurm_options.end());
-    if (!settings.slurm_partition.empty()) {
-        sbatch.push_back("--partition=" + settings.slurm_partition);
-    }
-    if (!settings.slurm_account.empty()) sbatch.push_back("--account=" + settings.slurm_account);
-    sbatch.insert(sbatch.end(), {"--parsable", "--job-name=tea-" + state.run_id,
-                                 "--array=1-" + std::to_string(trials) + "%" + std::to_string(jobs),
-                                 "--output=" + file_pattern(dir.string()) + "/%a.out",
-                                 "--error=" + file_pattern(dir.string()) + "/%a.err",
-                                 "--chdir=" + stdfs::current_path().string(),
-                                 "--time=" + std::to_string(time_limit_minutes(state.ev)),
-                                 (dir / "task.sh").string()});
-    const auto submitted = exec::run_host_program(sbatch);
-    if (!submitted.ok()) {
-        throw host_error("sbatch did not take the run's array (" +
-                         (submitted.started ? "exit status " + std::to_string(submitted.status)
-                                            : submitted.start_error) +
-                         "): " + submitted.err.substr(0, 2000));
-    }
-    // "JOBID" or "JOBID;CLUSTER".
-    const auto job = submitted.out.substr(0, submitted.out.find_first_of(";\n"));
-    if (job.empty() || job.find_first_not_of("0123456789") != std::string::npos) {
-        cancel(job);
-        throw host_error("sbatch answered '" + submitted.out.substr(0, 200) +
-                         "', which names no job");
-    }
-    CancelUnlessReleased guard{job};
-    state.executor["jobId"] = job;
-    state.run["executor"] = state.executor;
-    evaluation::save_run(state);
-    console::err() << "tea-evaluate: run " << state.run_id << ": Slurm job array " << job << " of "
-                   << trials << " task" << (trials == 1 ? "" : "s") << ", " << jobs << " at once\n";
-
+// Waits until Slurm holds nothing of `job`, or until `deadline` (false then). A signal that
+// would end the run cancels the job, and the wait goes on until it has ended (state.interrupted).
+// So does a job none of whose tasks has run for `pending_limit` (a held job, a time limit above
+// the partition's): *expired then says why.
+bool wait_for_job(evaluation::RunState &state, const std::string &job,
+                  std::optional<std::chrono::steady_clock::time_point> deadline,
+                  std::chrono::seconds pending_limit, std::string *expired) {
     auto last_answer = std::chrono::steady_clock::now();
+    auto last_running = last_answer;
     auto wait = kFirstPoll;
     for (;;) {
-        if (state.interrupted == 0) {
+        if (state.interrupted == 0 && expired->empty()) {
             pollfd signal{Signals::instance().fd(), POLLIN, 0};
             if (::poll(&signal, 1, static_cast<int>(wait.count())) > 0) {
                 if (const int sig = Signals::instance().pending(); sig != 0) {
@@ -225,7 +193,7 @@ void run_slurm_array(evaluation::RunState &state, const std::vector<std::string>
             }
         } else {
             // The signal taken, its descriptor stays readable: wait without it, and cancel the
-            // array each time until it has ended.
+            // array each time until it has ended (and so for an array pending too long).
             cancel(job);
             ::usleep(static_cast<useconds_t>(
                 std::chrono::duration_cast<std::chrono::microseconds>(wait).count()));
@@ -233,19 +201,104 @@ void run_slurm_array(evaluation::RunState &state, const std::vector<std::string>
         const auto queued = queued_tasks(job);
         if (queued) {
             last_answer = std::chrono::steady_clock::now();
-            if (queued->empty()) break;
+            if (queued->lines == 0) return true;
+            if (queued->running) last_running = last_answer;
+            if (expired->empty() && last_answer - last_running > pending_limit) {
+                // Bounded: a job that Slurm will never start would keep the run waiting forever.
+                *expired = "Slurm job " + job + " waited more than " +
+                           std::to_string(pending_limit.count()) +
+                           " s with no task running (squeue's reason: " + queued->reason +
+                           ") and was cancelled";
+                wait = kFirstPoll;
+            }
         } else if (std::chrono::steady_clock::now() - last_answer > kSchedulerSilence) {
             throw host_error("squeue has not answered for " +
                              std::to_string(kSchedulerSilence.count()) + " s about job " + job +
                              "; the array was cancelled");
         }
+        if (deadline && std::chrono::steady_clock::now() > *deadline) return false;
         wait = std::min(wait * 2, kLongestPoll);
     }
+}
+
+// The node check (node_check.hpp): one job on the array's partition, bounded in time. Throws
+// tea::Error (exit 12) naming the node when it cannot make the run's trials.
+void check_node(evaluation::RunState &state, const config::ExecutorSettings &settings,
+                const stdfs::path &dir, const std::vector<std::string> &argv) {
+    files::write_atomically(dir / "node-check.sh",
+                            node_check_script(state.run_id, own_program(), argv));
+    std::error_code ec;
+    stdfs::permissions(dir / "node-check.sh", stdfs::perms{0755}, ec);
+    const auto job =
+        submit(sbatch_node_check_command(settings, state.run_id, dir, stdfs::current_path()),
+               "the run's node check");
+    CancelUnlessReleased guard{job};
+    std::string expired;
+    if (!wait_for_job(state, job, std::chrono::steady_clock::now() + kNodeCheckWait,
+                      std::chrono::seconds{settings.slurm_pending_limit_s}, &expired)) {
+        throw host_error("the node check (Slurm job " + job + ") did not end within " +
+                         std::to_string(kNodeCheckWait.count()) +
+                         " s; it was cancelled, and no trial was made");
+    }
+    guard.release();
+    if (state.interrupted != 0) return;
+    if (!expired.empty()) throw host_error("the node check: " + expired + "; no trial was made");
+    std::string node = "(unknown)";
+    const auto shown = exec::run_host_program({"scontrol", "--oneliner", "show", "job", job});
+    std::istringstream words{shown.out};
+    for (std::string word; words >> word;) {
+        if (word.rfind("BatchHost=", 0) == 0) node = word.substr(10);
+    }
+    std::string unread;
+    const auto result = read_record(dir / "node-check.json", &unread);
+    std::string tail;
+    std::string ignored;
+    // The end of what the check said on stderr (the node's error, when it wrote no result).
+    if (const auto err = files::read_head_beneath(dir, "node-check.err", 2000, &ignored)) {
+        tail = printable(*err);
+    }
+    const auto failed = node_check_failure(result, unread, node, tail);
+    if (!failed.empty()) throw host_error(failed + "; no trial was made");
+    console::err() << "tea-evaluate: run " << state.run_id << ": node "
+                   << result["node"].get<std::string>()
+                   << " sees the run's folder and confines its calls\n";
+}
+
+// The array of `trials` (task I making trial I), up to `jobs` at once, submitted, waited for and
+// cancelled with the run; how each task ended, in the order of `trials`. Its job id goes to
+// run.json's executor under `key`.
+std::vector<TrialTaskEnd> array_tasks(evaluation::RunState &state,
+                                      const config::ExecutorSettings &settings,
+                                      const stdfs::path &dir, const std::vector<int> &trials,
+                                      int jobs, const char *key) {
+    // 1-T for the whole run, a list of indices for the trials made again.
+    std::string array;
+    const bool whole = trials.size() == static_cast<std::size_t>(trials.back());
+    for (const int i : trials) {
+        if (whole) break;
+        array += (array.empty() ? "" : ",") + std::to_string(i);
+    }
+    if (whole) array = "1-" + std::to_string(trials.back());
+    const auto sbatch =
+        sbatch_array_command(settings, state.run_id, dir, array + "%" + std::to_string(jobs),
+                             stdfs::current_path(), time_limit_minutes(state.ev));
+    const auto job = submit(sbatch, "the run's array");
+    CancelUnlessReleased guard{job};
+    state.executor[key] = job;
+    state.run["executor"] = state.executor;
+    evaluation::save_run(state);
+    console::err() << "tea-evaluate: run " << state.run_id << ": Slurm job array " << job << " of "
+                   << trials.size() << " task" << (trials.size() == 1 ? "" : "s") << ", " << jobs
+                   << " at once\n";
+
+    std::string expired;
+    wait_for_job(state, job, std::nullopt, std::chrono::seconds{settings.slurm_pending_limit_s},
+                 &expired);
     guard.release();
 
     const auto states = task_states(job);
     std::vector<TrialTaskEnd> ends;
-    for (int i = 1; i <= trials; ++i) {
+    for (const int i : trials) {
         const auto found = states.find(i);
         TrialTaskEnd end;
         // Every task is taken as started: one that never ran has no outcome, and one Slurm no
@@ -256,9 +309,39 @@ void run_slurm_array(evaluation::RunState &state, const std::vector<std::string>
                                               std::to_string(end.status) + ")"
                                         : "a state Slurm no longer keeps";
         end.interrupted = found != states.end() && found->second.first == "CANCELLED";
+        if (end.interrupted && !expired.empty()) {
+            // Cancelled while pending: it never ran, and made again it would wait as long.
+            end.how = expired;
+            end.never_ran = true;
+        }
         ends.push_back(end);
     }
-    merge_trial_outcomes(state, ends);
+    return ends;
+}
+
+}  // namespace
+
+void run_slurm_array(evaluation::RunState &state, const std::vector<std::string> &argv,
+                     const config::ExecutorSettings &settings, int jobs) {
+    const auto dir = state.records / "slurm";
+    if (::mkdir(dir.c_str(), 0755) != 0) {
+        throw runtime_failure("cannot make " + dir.string() + ": " + errno_text(errno));
+    }
+    // The task's command: this binary, by the path it runs from, and this command line, with the
+    // trial Slurm gives the task.
+    files::write_atomically(dir / "task.sh", task_script(state.run_id, own_program(), argv));
+    std::error_code ec;
+    stdfs::permissions(dir / "task.sh", stdfs::perms{0755}, ec);
+    check_node(state, settings, dir, argv);
+    if (state.interrupted != 0) return;
+    // A trial made again is a task of a second array, of the same index.
+    bool again = false;
+    make_trials(state, settings.retries, [&](const std::vector<int> &trials) {
+        const auto ends =
+            array_tasks(state, settings, dir, trials, jobs, again ? "retryJobId" : "jobId");
+        again = true;
+        return ends;
+    });
 }
 
 }  // namespace tea::cli

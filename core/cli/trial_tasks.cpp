@@ -1,8 +1,6 @@
 #include "cli/trial_tasks.hpp"
 
 #include <nlohmann/json.hpp>
-#include <optional>
-#include <stdexcept>
 #include <utility>
 
 #include "cli/child_processes.hpp"
@@ -35,51 +33,25 @@ int trial_task_command(const CommonOptions &common, const RunCommandOptions &opt
 }
 
 void merge_trial_outcomes(evaluation::RunState &state, const std::vector<TrialTaskEnd> &ends) {
-    // The confinement and observer of the first outcome merged: every other must have been made
-    // under the same, or run.json would name one that some trial did not have.
-    std::optional<std::pair<nlohmann::json, nlohmann::json>> made_under;
+    evaluation::TrialOutcomes outcomes{state.run_id};
     for (std::size_t k = 0; k < ends.size(); ++k) {
         const int i = static_cast<int>(k) + 1;
         const auto &end = ends[k];
         if (!end.started) continue;  // interrupted before it started: not made, as in one process
         const auto file = evaluation::trial_outcome_file(state.records, i);
         std::string why;
-        auto outcome = read_record(file, &why);
-        if (!outcome.is_null()) {
-            try {
-                evaluation::check_trial_outcome(outcome, state.run_id, i);
-            } catch (const std::exception &e) {
-                // A task that lies or a record torn is never merged, not even in part.
-                why = "trial.json is refused: " + std::string{e.what()};
-                outcome = nullptr;
-            }
-        }
-        if (!outcome.is_null()) {
-            const std::pair<nlohmann::json, nlohmann::json> under{outcome["confinement"],
-                                                                  outcome["observer"]};
-            if (made_under && under != *made_under) {
-                // A node configured otherwise: its trial was not made as the others were.
-                why = "its trial was made under the confinement " + under.first.dump() +
-                      " and the observer " + under.second.dump() + ", not as the others' (" +
-                      made_under->first.dump() + ", " + made_under->second.dump() + ")";
-                outcome = nullptr;
-            } else {
-                made_under = under;
-            }
-        }
-        if (!outcome.is_null()) {
+        const auto outcome = read_record(file, &why);
+        const auto decision = outcomes.decide(outcome, why, i, state.interrupted != 0);
+        if (decision.merge) {
             evaluation::merge_trial(state, outcome);
             // Merged, the outcome is in run.json: the run's records are those of one process.
             std::error_code ec;
             std::filesystem::remove(file, ec);
-            // A task interrupted in its evaluator when the run was not (a scheduler's time limit,
-            // a cancelled task): what its calls did counts, and its trial has no verdict.
-            if (!outcome["interrupted"].get<bool>() || state.interrupted != 0) continue;
-            why = "its trial was interrupted in the evaluator";
         }
+        if (decision.failed.empty()) continue;
         // Ended by the run's own signal before its outcome: not made, as in one process.
-        if (state.interrupted != 0 && end.interrupted) continue;
-        const auto reason = "its task ended with " + end.how + ", and " + why;
+        if (!decision.merge && state.interrupted != 0 && end.interrupted) continue;
+        const auto reason = "its task ended with " + end.how + ", and " + decision.failed;
         console::err() << "tea-evaluate: run " << state.run_id << ": trial " << i << ": " << reason
                        << '\n';
         state.run["failedTrialTasks"].push_back(
@@ -87,10 +59,40 @@ void merge_trial_outcomes(evaluation::RunState &state, const std::vector<TrialTa
     }
 }
 
-void run_trial_tasks(evaluation::RunState &state, const std::vector<std::string> &argv, int jobs) {
-    const int trials = state.ev.trials;
+std::vector<int> trials_to_retry(evaluation::RunState &state,
+                                 const std::vector<TrialTaskEnd> &ends) {
+    std::vector<int> again;
+    if (state.interrupted != 0) return again;
+    for (std::size_t k = 0; k < ends.size(); ++k) {
+        const int i = static_cast<int>(k) + 1;
+        if (ends[k].never_ran) continue;
+        std::string why;
+        const auto outcome = read_record(evaluation::trial_outcome_file(state.records, i), &why);
+        // Each on its own: a trial made under another confinement than the others is refused
+        // when merged, not made again on a node configured the same.
+        const auto decision =
+            evaluation::TrialOutcomes{state.run_id}.decide(outcome, why, i, false);
+        if (decision.merge) continue;
+        const auto reason = "its task ended with " + ends[k].how + ", and " + decision.failed;
+        console::err() << "tea-evaluate: run " << state.run_id << ": trial " << i << ": " << reason
+                       << "; it is made again\n";
+        // The first failure's why is kept: a retry that passes does not hide that one failed.
+        state.run["retriedTrialTasks"].push_back(
+            {{"trialIndex", i}, {"status", ends[k].status}, {"reason", reason}});
+        again.push_back(i);
+    }
+    if (!again.empty()) evaluation::save_run(state);
+    return again;
+}
+
+namespace {
+
+// The tasks of `trials`, up to `jobs` at once; how each ended, in the order of `trials`.
+std::vector<TrialTaskEnd> trial_tasks(evaluation::RunState &state,
+                                      const std::vector<std::string> &argv,
+                                      const std::vector<int> &trials, int jobs) {
     std::vector<ChildLaunch> launches;
-    for (int i = 1; i <= trials; ++i) {
+    for (const int i : trials) {
         launches.push_back({{"--trial-task", evaluation::trial_task_spec(state.run_id, i)},
                             {},
                             "the task of trial " + std::to_string(i)});
@@ -106,7 +108,32 @@ void run_trial_tasks(evaluation::RunState &state, const std::vector<std::string>
         ends.push_back({end.started, end.status, status_text(end.status),
                         state.interrupted != 0 && end.status == 128 + state.interrupted});
     }
+    return ends;
+}
+
+}  // namespace
+
+void make_trials(evaluation::RunState &state, int retries, const TrialTasks &tasks) {
+    std::vector<int> all;
+    for (int i = 1; i <= state.ev.trials; ++i) all.push_back(i);
+    auto ends = tasks(all);
+    if (retries > 0) {
+        const auto again = trials_to_retry(state, ends);
+        if (!again.empty()) {
+            const auto second = tasks(again);
+            for (std::size_t k = 0; k < again.size(); ++k) {
+                ends[static_cast<std::size_t>(again[k] - 1)] = second[k];
+            }
+        }
+    }
     merge_trial_outcomes(state, ends);
+}
+
+void run_trial_tasks(evaluation::RunState &state, const std::vector<std::string> &argv, int jobs,
+                     int retries) {
+    make_trials(state, retries, [&](const std::vector<int> &trials) {
+        return trial_tasks(state, argv, trials, jobs);
+    });
 }
 
 }  // namespace tea::cli

@@ -365,6 +365,10 @@ class LayerReader {
                 e.kind = choice(value, path, {"local", "slurm"});
             } else if (name == "jobs") {
                 e.jobs = static_cast<int>(integer(value, path, 1, 64));
+            } else if (name == "retries") {
+                e.retries = static_cast<int>(integer(value, path, 0, 1));
+            } else if (name == "slurm_pending_limit_s") {
+                e.slurm_pending_limit_s = integer(value, path, 1, 604800);
             } else if (name == "slurm_partition") {
                 e.slurm_partition = slurm_word(value, path);
             } else if (name == "slurm_account") {
@@ -377,7 +381,8 @@ class LayerReader {
                 }
             } else {
                 unknown(key, path,
-                        {"kind", "jobs", "slurm_partition", "slurm_account", "slurm_options"});
+                        {"kind", "jobs", "retries", "slurm_partition", "slurm_account",
+                         "slurm_options", "slurm_pending_limit_s"});
             }
         }
     }

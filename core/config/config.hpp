@@ -50,6 +50,12 @@ struct ExecutorSettings {
     std::string slurm_partition;             // "": sbatch's default
     std::string slurm_account;               // "": sbatch's default
     std::vector<std::string> slurm_options;  // further sbatch arguments, one per item
+    // A trial whose task ended without a whole outcome (killed, cancelled, its trial.json missing
+    // or torn) is made again this many times (0 or 1); a verdict is never made again.
+    int retries = 0;
+    // How long a Slurm job may wait with none of its tasks running before it is cancelled (a
+    // held job, a time limit above the partition's), its trials then infrastructure errors.
+    std::int64_t slurm_pending_limit_s = 3600;
 };
 
 struct Config {

@@ -166,4 +166,30 @@ void check_trial_outcome(const json &outcome, const std::string &run_id, int ind
             "it names no observer");
 }
 
+OutcomeDecision TrialOutcomes::decide(const json &outcome, const std::string &unread, int index,
+                                      bool run_interrupted) {
+    if (outcome.is_null()) return {false, unread};
+    try {
+        check_trial_outcome(outcome, run_id_, index);
+    } catch (const std::exception &e) {
+        // A task that lies or a record torn is never merged, not even in part.
+        return {false, "trial.json is refused: " + std::string{e.what()}};
+    }
+    const std::pair<json, json> under{outcome["confinement"], outcome["observer"]};
+    if (made_under_ && under != *made_under_) {
+        // A node configured otherwise: its trial was not made as the others were, and run.json
+        // would name a confinement or observer that some trial did not have.
+        return {false, "its trial was made under the confinement " + under.first.dump() +
+                           " and the observer " + under.second.dump() + ", not as the others' (" +
+                           made_under_->first.dump() + ", " + made_under_->second.dump() + ")"};
+    }
+    made_under_ = under;
+    // A task interrupted in its evaluator when the run was not (a scheduler's time limit, a
+    // cancelled task): what its calls did counts, and its trial has no verdict.
+    if (outcome["interrupted"].get<bool>() && !run_interrupted) {
+        return {true, "its trial was interrupted in the evaluator"};
+    }
+    return {true, {}};
+}
+
 }  // namespace tea::evaluation

@@ -8,7 +8,9 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "evaluation/trials.hpp"
 #include "files/private_dirs.hpp"
@@ -41,5 +43,27 @@ void write_trial_outcome(const RunState &state, const nlohmann::json &outcome);
 // trial `index` of run `run_id` in trial_outcome's shape: a task that lies, or a file torn or
 // altered, is never merged.
 void check_trial_outcome(const nlohmann::json &outcome, const std::string &run_id, int index);
+
+// What the run does with a trial's outcome as read back.
+struct OutcomeDecision {
+    bool merge = false;  // the outcome is merged: its calls count in the run
+    std::string failed;  // why its trial is an infrastructure error of the run; empty: it is not
+};
+
+// The outcomes of a run's tasks, decided one by one in the order of the trials: an outcome is
+// merged only when whole (check_trial_outcome) and made under the confinement and observer of
+// the first merged; a trial whose outcome is not merged, or that was interrupted in its evaluator
+// while the run was not, is an infrastructure error.
+class TrialOutcomes {
+   public:
+    explicit TrialOutcomes(std::string run_id) : run_id_(std::move(run_id)) {}
+    // `outcome`: trial `index`'s trial.json as read, null when unreadable (`unread` says why).
+    OutcomeDecision decide(const nlohmann::json &outcome, const std::string &unread, int index,
+                           bool run_interrupted);
+
+   private:
+    std::string run_id_;
+    std::optional<std::pair<nlohmann::json, nlohmann::json>> made_under_;
+};
 
 }  // namespace tea::evaluation

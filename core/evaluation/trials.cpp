@@ -957,7 +957,8 @@ void begin_run(RunState &state, files::RunDirectory &private_dir) {
              {"manifest", "manifest.json"},
              {"conditionArm", state.condition_arm},
              {"executor", state.executor},
-             {"failedTrialTasks", json::array()}};
+             {"failedTrialTasks", json::array()},
+             {"retriedTrialTasks", json::array()}};
     if (!state.mutation.empty()) state.run["mutation"] = state.mutation;
     for (const auto &entry : ev.registry) {
         if (!entry.egress.empty()) {

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/un.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -3718,6 +3719,52 @@ TEST(RunJobs, ATaskKilledMakesItsTrialAnInfrastructureErrorAndNeverAPass) {
     EXPECT_EQ(p.leftover_run_dirs(), 0U);
 }
 
+TEST(RunJobs, WithRetriesATaskKilledIsMadeAgainOnceAndAVerdictNever) {
+    Project p{"run-jobs-retried"};
+    write_simple_evaluation(p, R"(, "trials": 2)", task_target("4.750"));
+    p.commit();
+    const auto config = p.root().parent_path() / "retries.toml";
+    test::write_file(config.string(), "[executor]\nretries = 1\n");
+    const pid_t pid = spawn_run(p, {"--config", config.string()}, "run", {"--jobs", "2"});
+    ASSERT_TRUE(wait_for_targets("4.750", 2));
+    const auto task = test::processes_holding(tasks_of(p, ":2"));
+    ASSERT_EQ(task.size(), 1U);
+    ASSERT_EQ(::kill(-task[0].pid, SIGKILL), 0);
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    // Made again, the trial counts: the run is whole, and says that its trial 2 was retried.
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+    fs::path dir;
+    for (const auto &e : fs::directory_iterator(p.eval() / "runs")) dir = e.path();
+    const auto run = read_json(dir / "run.json");
+    ASSERT_EQ(run["trials"].size(), 2U) << run.dump(2);
+    EXPECT_EQ(run["trials"][1]["index"], 2);
+    EXPECT_EQ(run["trials"][1]["verdict"]["verdict"], "pass");
+    EXPECT_EQ(run["failedTrialTasks"], json::array());
+    ASSERT_EQ(run["retriedTrialTasks"].size(), 1U) << run.dump(2);
+    EXPECT_EQ(run["retriedTrialTasks"][0]["trialIndex"], 2);
+    EXPECT_EQ(run["retriedTrialTasks"][0]["status"], 128 + SIGKILL);
+    EXPECT_NE(run["retriedTrialTasks"][0]["reason"].get<std::string>().find(
+                  "its task ended with killed by signal 9"),
+              std::string::npos)
+        << run.dump(2);
+    expect_schema_valid(dir / "run.json", "run.schema.json");
+    EXPECT_EQ(p.tea({"score", dir.string()}).status, 0);
+    // A verdict is the trial's answer, never a failure of its task: a fail is not made again.
+    write_simple_evaluation(p, R"(, "trials": 2)", "#!/bin/sh\necho ok\n",
+                            "#!/bin/sh\necho '{\"verdict\": \"fail\"}'\n");
+    p.commit();
+    const auto failed =
+        p.tea({"--json", "--config", config.string(), "run", p.eval().string(), "--jobs", "2"});
+    EXPECT_EQ(failed.status, 0) << failed.err;
+    const auto verdicts = read_json(run_dir_of(failed) / "run.json");
+    EXPECT_EQ(verdicts["retriedTrialTasks"], json::array()) << verdicts.dump(2);
+    ASSERT_EQ(verdicts["trials"].size(), 2U);
+    EXPECT_EQ(verdicts["trials"][0]["verdict"]["verdict"], "fail");
+    EXPECT_EQ(p.leftover_run_dirs(), 0U);
+}
+
 TEST(RunJobs, SigtermEndsEveryTaskAndSigkillLeavesWhatTheNextRunReclaims) {
     for (const int signal_number : {SIGTERM, SIGKILL}) {
         Project p{"run-jobs-" + std::to_string(signal_number)};
@@ -3816,6 +3863,29 @@ class SlurmCluster {
     std::string conf_;
 };
 
+// This machine's name, as uname(2) gives it.
+std::string this_node() {
+    utsname names{};
+    return ::uname(&names) == 0 ? std::string{names.nodename} : std::string{};
+}
+
+// The node check (cli/node_check.hpp), as a node runs it: a node that cannot see the run's folder
+// at the path the run wrote it stops the run, naming the node.
+TEST(NodeCheck, ANodeThatDoesNotSeeTheRunsFolderIsExit12NamingTheNode) {
+    Project p{"node-check"};
+    write_simple_evaluation(p);
+    p.commit();
+    const std::string absent = "20261206T125956.026242Z-RKAOZV";
+    const auto r = p.tea({"run", p.eval().string(), "--node-check", absent});
+    EXPECT_EQ(r.status, 12) << r.err;
+    EXPECT_NE(r.err.find("node " + this_node() + ": the run's folder " +
+                         (p.eval() / "runs" / absent).string() + " is not visible here"),
+              std::string::npos)
+        << r.err;
+    // What is not a run id never names a folder.
+    EXPECT_EQ(p.tea({"run", p.eval().string(), "--node-check", "../" + absent}).status, 2);
+}
+
 TEST(RunSlurm, TheArrayWritesTheRecordsALocalRunWrites) {
     SlurmCluster slurm;
     for (const char *example : {"quickstart", "leaky-target"}) {
@@ -3830,6 +3900,10 @@ TEST(RunSlurm, TheArrayWritesTheRecordsALocalRunWrites) {
         EXPECT_EQ(run["executor"]["kind"], "slurm");
         EXPECT_EQ(run["executor"]["jobs"], 2);
         EXPECT_TRUE(run["executor"].contains("jobId")) << run["executor"].dump();
+        // Before the array, the node check ran on the node and found nothing wrong.
+        const auto checked = read_json(b / "slurm" / "node-check.json");
+        EXPECT_EQ(checked["failed"], "") << checked.dump();
+        EXPECT_EQ(checked["node"], this_node());
         EXPECT_EQ(p.leftover_run_dirs(), 0U);
     }
     EXPECT_EQ(slurm.queue(), "");
@@ -3870,6 +3944,33 @@ TEST(RunSlurm, ATaskCancelledIsAnInfrastructureErrorAndARunInterruptedCancelsIts
               std::string::npos)
         << score.err;
 
+    // With retries, the cancelled task's trial is made again by a second array, and counts.
+    const auto config = p.root().parent_path() / "retries.toml";
+    test::write_file(config.string(), "[executor]\nretries = 1\n");
+    const pid_t retried = spawn_run(p, {"--config", config.string()}, "run",
+                                    {"--executor", "slurm", "--jobs", "2"}, {slurm.env()});
+    ASSERT_TRUE(wait_for_targets("4.625", 2));
+    fs::path latest;
+    for (const auto &e : fs::directory_iterator(p.eval() / "runs")) {
+        if (e.path() != dir) latest = e.path();
+    }
+    const auto first = read_json(latest / "run.json")["executor"].value("jobId", "");
+    ASSERT_EQ(test::run({"scancel", first + "_2"}, test::environment_with({slurm.env()})).status,
+              0);
+    ASSERT_EQ(::waitpid(retried, &status, 0), retried);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+    const auto retried_run = read_json(latest / "run.json");
+    EXPECT_EQ(retried_run["trials"].size(), 2U) << retried_run.dump(2);
+    EXPECT_EQ(retried_run["failedTrialTasks"], json::array());
+    ASSERT_EQ(retried_run["retriedTrialTasks"].size(), 1U) << retried_run.dump(2);
+    EXPECT_EQ(retried_run["retriedTrialTasks"][0]["trialIndex"], 2);
+    EXPECT_NE(retried_run["retriedTrialTasks"][0]["reason"].get<std::string>().find("CANCELLED"),
+              std::string::npos);
+    ASSERT_TRUE(retried_run["executor"].contains("retryJobId")) << retried_run.dump(2);
+    EXPECT_NE(retried_run["executor"]["retryJobId"], first);
+    expect_schema_valid(latest / "run.json", "run.schema.json");
+
     // The run interrupted: the array is cancelled with it, and nothing of it runs on.
     const pid_t again =
         spawn_run(p, {}, "run", {"--executor", "slurm", "--jobs", "2"}, {slurm.env()});
@@ -3896,13 +3997,28 @@ TEST(RunSlurm, ACommandLineOfHostileWordsReachesTheTasksAsItWasAndARefusedArrayI
         p.tea({"--json", "--config", config.string(), "run", p.eval().string()}, {slurm.env()});
     EXPECT_EQ(r.status, 0) << r.err;
     EXPECT_EQ(read_json(run_dir_of(r) / "run.json")["executor"]["kind"], "slurm");
-    // Control: the same command line, on a partition the cluster does not have.
+    // Control: the same command line, on a partition the cluster does not have (the node check,
+    // the first job of the run, is refused).
     test::write_file(config.string(), "[executor]\nkind = \"slurm\"\nslurm_partition = \"none\"\n");
     const auto none =
         p.tea({"--json", "--config", config.string(), "run", p.eval().string()}, {slurm.env()});
     EXPECT_EQ(none.status, 12) << none.err;
-    EXPECT_NE(none.err.find("sbatch did not take the run's array"), std::string::npos) << none.err;
+    EXPECT_NE(none.err.find("sbatch did not take the run's node check"), std::string::npos)
+        << none.err;
     EXPECT_NE(none.err.find("invalid partition"), std::string::npos) << none.err;
+    // A job Slurm holds never starts: past the pending limit it is cancelled, and the run ends
+    // saying why, with nothing of it left queued.
+    test::write_file(config.string(),
+                     "[executor]\nkind = \"slurm\"\nslurm_pending_limit_s = 1\n"
+                     "slurm_options = [\"--hold\"]\n");
+    const auto held =
+        p.tea({"--json", "--config", config.string(), "run", p.eval().string()}, {slurm.env()});
+    EXPECT_EQ(held.status, 12) << held.err;
+    EXPECT_NE(held.err.find("waited more than 1 s with no task running (squeue's reason: "
+                            "JobHeldUser) and was cancelled"),
+              std::string::npos)
+        << held.err;
+    EXPECT_EQ(slurm.queue(), "");
     EXPECT_EQ(p.leftover_run_dirs(), 0U);
 }
 

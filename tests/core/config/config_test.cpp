@@ -55,7 +55,8 @@ std::string settings_of(const Config &c) {
     out += '|' + std::to_string(c.call.output_cap_bytes) + '|' +
            std::to_string(c.call.kill_grace.count()) + '|' + c.plugin_tables.dump();
     const auto &e = c.executor;
-    out += '|' + e.kind + ',' + std::to_string(e.jobs) + ',' + e.slurm_partition + ',' +
+    out += '|' + e.kind + ',' + std::to_string(e.jobs) + ',' + std::to_string(e.retries) + ',' +
+           std::to_string(e.slurm_pending_limit_s) + ',' + e.slurm_partition + ',' +
            e.slurm_account;
     for (const auto &option : e.slurm_options) out += ',' + option;
     const auto &b = c.budgets;
@@ -168,14 +169,19 @@ TEST(Config, TheExecutorIsLocalByDefaultAndItsSlurmOptionsAreChecked) {
     Builder builder;
     EXPECT_EQ(builder.get().executor.kind, "local");
     EXPECT_EQ(builder.get().executor.jobs, 1);
+    EXPECT_EQ(builder.get().executor.retries, 0);
+    EXPECT_EQ(builder.get().executor.slurm_pending_limit_s, 3600);
     builder.apply_text(
-        "[executor]\nkind = \"slurm\"\njobs = 8\nslurm_partition = \"eval-1\"\n"
+        "[executor]\nkind = \"slurm\"\njobs = 8\nretries = 1\nslurm_pending_limit_s = 60\n"
+        "slurm_partition = \"eval-1\"\n"
         "slurm_account = \"team_a\"\nslurm_options = [\"--qos=eval\", \"--mem=8G\", "
         "\"--cpus-per-task=2\"]\n",
         "f", "/etc/tea");
     const auto &e = builder.get().executor;
     EXPECT_EQ(e.kind, "slurm");
     EXPECT_EQ(e.jobs, 8);
+    EXPECT_EQ(e.retries, 1);
+    EXPECT_EQ(e.slurm_pending_limit_s, 60);
     EXPECT_EQ(e.slurm_partition, "eval-1");
     EXPECT_EQ(e.slurm_account, "team_a");
     EXPECT_EQ(e.slurm_options,
@@ -184,6 +190,9 @@ TEST(Config, TheExecutorIsLocalByDefaultAndItsSlurmOptionsAreChecked) {
              {"kind = \"pbs\"", "executor.kind"},
              {"jobs = 0", "executor.jobs"},
              {"jobs = 65", "executor.jobs"},
+             {"retries = 2", "executor.retries"},
+             {"retries = -1", "executor.retries"},
+             {"slurm_pending_limit_s = 0", "executor.slurm_pending_limit_s"},
              {"slurm_partition = \"a b\"", "is not a Slurm name"},
              {"slurm_account = \"a\\nb\"", "is not a Slurm name"},
              {"slurm_options = [\"--array=1-2\"]", "executor.slurm_options[0]"},

@@ -106,5 +106,70 @@ TEST(TrialTaskOutcome, WhatIsNotWholeOrNotOfThisTrialIsRefused) {
     }
 }
 
+// The outcomes of one run, decided in the order of the trials (TrialOutcomes): each trial's own
+// outcome, as trial_outcome would write it for trial `index`.
+json outcome_of(int index) {
+    auto o = whole_outcome();
+    o["trialIndex"] = index;
+    o["trial"]["index"] = index;
+    for (const char *key : {"egressRefusals", "servicesFailed"}) {
+        for (auto &item : o[key]) item["trialIndex"] = index;
+    }
+    return o;
+}
+
+TEST(TrialOutcomes, AnOutcomeMadeUnderAnotherConfinementOrObserverIsNeverMerged) {
+    TrialOutcomes outcomes{kRun};
+    // Control: outcomes made as the first are merged, and their trials count.
+    for (int i = 1; i <= 2; ++i) {
+        const auto same = outcomes.decide(outcome_of(i), "", i, false);
+        EXPECT_TRUE(same.merge) << i;
+        EXPECT_EQ(same.failed, "") << i;
+    }
+    auto opted_out = outcome_of(3);
+    opted_out["confinement"] = "opt-out";
+    const auto confinement = outcomes.decide(opted_out, "", 3, false);
+    EXPECT_FALSE(confinement.merge);
+    EXPECT_NE(confinement.failed.find(R"(confinement "opt-out")"), std::string::npos)
+        << confinement.failed;
+    EXPECT_NE(confinement.failed.find(R"(("bubblewrap", "strace"))"), std::string::npos)
+        << confinement.failed;
+    for (const json &observer : {json(nullptr), json("other")}) {
+        auto unaudited = outcome_of(4);
+        unaudited["observer"] = observer;
+        const auto d = outcomes.decide(unaudited, "", 4, false);
+        EXPECT_FALSE(d.merge) << observer;
+        EXPECT_NE(d.failed.find("the observer " + observer.dump()), std::string::npos) << d.failed;
+    }
+    // What the first merged outcome settled stays: one refused changes nothing for the next.
+    EXPECT_TRUE(outcomes.decide(outcome_of(5), "", 5, false).merge);
+}
+
+TEST(TrialOutcomes, ATrialInterruptedInItsEvaluatorWhenTheRunWasNotIsAFailedTask) {
+    auto interrupted = outcome_of(1);
+    interrupted["interrupted"] = true;
+    interrupted["trial"]["verdict"] = nullptr;
+    // A scheduler's time limit, a cancelled task: its calls count, and its trial is listed.
+    const auto alone = TrialOutcomes{kRun}.decide(interrupted, "", 1, false);
+    EXPECT_TRUE(alone.merge);
+    EXPECT_EQ(alone.failed, "its trial was interrupted in the evaluator");
+    // Control: the run's own interruption ends the trial as in one process, no task failed.
+    const auto with_the_run = TrialOutcomes{kRun}.decide(interrupted, "", 1, true);
+    EXPECT_TRUE(with_the_run.merge);
+    EXPECT_EQ(with_the_run.failed, "");
+}
+
+TEST(TrialOutcomes, AnOutcomeMissingOrTornIsAFailedTaskThatSaysWhy) {
+    TrialOutcomes outcomes{kRun};
+    const auto missing = outcomes.decide(nullptr, "trial.json: No such file", 1, false);
+    EXPECT_FALSE(missing.merge);
+    EXPECT_EQ(missing.failed, "trial.json: No such file");
+    auto torn = outcome_of(2);
+    torn.erase("observed");
+    const auto refused = outcomes.decide(torn, "", 2, false);
+    EXPECT_FALSE(refused.merge);
+    EXPECT_EQ(refused.failed.rfind("trial.json is refused: ", 0), 0U) << refused.failed;
+}
+
 }  // namespace
 }  // namespace tea::evaluation
