@@ -71,6 +71,12 @@ constexpr std::uint32_t persona_bits = static_cast<std::uint32_t>(PER_LINUX32) |
                                        static_cast<std::uint32_t>(UNAME26) |
                                        static_cast<std::uint32_t>(ADDR_NO_RANDOMIZE);
 
+// One argument's masked comparison: (argument & mask) == value. libseccomp's SCMP_A0..SCMP_A5
+// build the same struct as C compound literals, which C++ does not have.
+constexpr scmp_arg_cmp masked_eq(unsigned arg, std::uint64_t mask, std::uint64_t value) {
+    return scmp_arg_cmp{arg, SCMP_CMP_MASKED_EQ, mask, value};
+}
+
 class Rules {
    public:
     explicit Rules(scmp_filter_ctx ctx) : ctx_(ctx) {}
@@ -108,7 +114,7 @@ class Rules {
             holds_allowed = holds_allowed || (value & mask) == prefix;
         }
         if (!holds_allowed) {
-            refuse(nr, error, {scmp_arg_cmp{arg, SCMP_CMP_MASKED_EQ, mask, prefix}}, what);
+            refuse(nr, error, {masked_eq(arg, mask, prefix)}, what);
             return;
         }
         if (bits == 32) {
@@ -165,16 +171,14 @@ void refuse_privileged_modes(Rules &rules) {
             continue;  // not on this architecture (aarch64 has no chmod, open, creat or mknod)
         }
         for (const std::uint64_t bits : {setuid, setgid_program}) {
-            const scmp_arg_cmp mode{c.mode, SCMP_CMP_MASKED_EQ, bits, bits};
+            const scmp_arg_cmp mode = masked_eq(c.mode, bits, bits);
             if (c.flags < 0) {
                 rules.refuse(nr, EPERM, {mode}, c.name);
                 continue;
             }
             const auto flags = static_cast<unsigned>(c.flags);
             for (const std::uint64_t creates : {std::uint64_t{O_CREAT}, tmpfile}) {
-                rules.refuse(nr, EPERM,
-                             {scmp_arg_cmp{flags, SCMP_CMP_MASKED_EQ, creates, creates}, mode},
-                             c.name);
+                rules.refuse(nr, EPERM, {masked_eq(flags, creates, creates), mode}, c.name);
             }
         }
     }
@@ -209,14 +213,13 @@ int add_rules(scmp_filter_ctx ctx, std::string *failed_rule) {
                                                        CLONE_NEWNET,    CLONE_NEWUTS,  CLONE_NEWIPC,
                                                        CLONE_NEWCGROUP, CLONE_UNTRACED};
     for (const std::uint64_t flag : clone_flags) {
-        rules.refuse(SCMP_SYS(clone), EPERM, {SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag)}, "clone");
+        rules.refuse(SCMP_SYS(clone), EPERM, {masked_eq(0, flag, flag)}, "clone");
     }
     // A seccomp filter of the target's own with a user-notify listener: its answer outranks the
     // tracer's stop, so a call it lets continue runs without the audit seeing it.
     rules.refuse(SCMP_SYS(seccomp), EPERM,
-                 {SCMP_A0(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFU, SECCOMP_SET_MODE_FILTER),
-                  SCMP_A1(SCMP_CMP_MASKED_EQ, SECCOMP_FILTER_FLAG_NEW_LISTENER,
-                          SECCOMP_FILTER_FLAG_NEW_LISTENER)},
+                 {masked_eq(0, 0xFFFFFFFFU, SECCOMP_SET_MODE_FILTER),
+                  masked_eq(1, SECCOMP_FILTER_FLAG_NEW_LISTENER, SECCOMP_FILTER_FLAG_NEW_LISTENER)},
                  "seccomp");
     // Terminal injection, and line disciplines (loading one reaches kernel code no tool needs).
     // The kernel reads the request as 32 bits, so compare only those: a request with high bits
@@ -224,8 +227,7 @@ int add_rules(scmp_filter_ctx ctx, std::string *failed_rule) {
     for (const unsigned long request :
          {static_cast<unsigned long>(TIOCSTI), static_cast<unsigned long>(TIOCLINUX),
           static_cast<unsigned long>(TIOCSETD)}) {
-        rules.refuse(SCMP_SYS(ioctl), EPERM, {SCMP_A1(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFUL, request)},
-                     "ioctl");
+        rules.refuse(SCMP_SYS(ioctl), EPERM, {masked_eq(1, 0xFFFFFFFFUL, request)}, "ioctl");
     }
     const std::vector<std::uint32_t> families(allowed_families.begin(), allowed_families.end());
     rules.refuse_outside(SCMP_SYS(socket), 0, families, EAFNOSUPPORT, "socket");
@@ -233,7 +235,7 @@ int add_rules(scmp_filter_ctx ctx, std::string *failed_rule) {
     // Netlink beyond routing reaches kernel subsystems (audit, uevents, generic families).
     rules.refuse(
         SCMP_SYS(socket), EPROTONOSUPPORT,
-        {SCMP_A0(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFU, AF_NETLINK), SCMP_A2(SCMP_CMP_NE, NETLINK_ROUTE)},
+        {masked_eq(0, 0xFFFFFFFFU, AF_NETLINK), scmp_arg_cmp{2, SCMP_CMP_NE, NETLINK_ROUTE, 0}},
         "socket");
     // personality: READ_IMPLIES_EXEC, MMAP_PAGE_ZERO and the rest weaken the kernel's defences.
     // Allowed: 0, the persona bits, and 0xffffffff (a query). One
@@ -250,8 +252,7 @@ int add_rules(scmp_filter_ctx ctx, std::string *failed_rule) {
     const auto refuse_set_clear = [&rules](unsigned set, unsigned clear) {
         const std::uint64_t a = std::uint64_t{1} << set;
         const std::uint64_t b = std::uint64_t{1} << clear;
-        rules.refuse(SCMP_SYS(personality), EPERM, {SCMP_A0(SCMP_CMP_MASKED_EQ, a | b, a)},
-                     "personality");
+        rules.refuse(SCMP_SYS(personality), EPERM, {masked_eq(0, a | b, a)}, "personality");
     };
     for (std::size_t i = 0; i < cycle.size(); ++i) {
         refuse_set_clear(cycle[i], cycle[(i + 1) % cycle.size()]);

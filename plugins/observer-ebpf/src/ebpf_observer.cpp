@@ -268,7 +268,9 @@ class EbpfObserver {
         const OwnedFd btf{build_kernel_btf()};
         const std::string btf_path =
             btf.get() >= 0 ? "/proc/self/fd/" + std::to_string(btf.get()) : std::string{};
-        LIBBPF_OPTS(bpf_object_open_opts, opts);
+        // libbpf's LIBBPF_OPTS, written in C++: zeroed, with its size set.
+        bpf_object_open_opts opts{};
+        opts.sz = sizeof(opts);
         opts.btf_custom_path = btf.get() >= 0 ? btf_path.c_str() : nullptr;
         auto *skel = observer_bpf__open_opts(&opts);
         if (skel == nullptr) {
