@@ -3679,18 +3679,32 @@ bool wait_for_targets(const std::string &seconds, std::size_t count) {
     return false;
 }
 
+// Runs `run --jobs 2` with `options` before the subcommand, SIGKILLs the task of trial 2 once
+// both targets (each a `sleep` of `seconds`) run, and returns the run's wait status (-1 when
+// the targets never showed or the task was not found: a failure already recorded).
+int run_killing_task_two(const Project &p, const std::vector<std::string> &options,
+                         const std::string &seconds) {
+    const pid_t pid = spawn_run(p, options, "run", {"--jobs", "2"});
+    const bool running = wait_for_targets(seconds, 2);
+    EXPECT_TRUE(running);
+    const auto task = test::processes_holding(tasks_of(p, ":2"));
+    EXPECT_EQ(task.size(), 1U);
+    // The task's whole process group, as a node's death or an out-of-memory kill would end it.
+    if (!running || task.size() != 1U || ::kill(-task[0].pid, SIGKILL) != 0) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, nullptr, 0);
+        return -1;
+    }
+    int status = 0;
+    EXPECT_EQ(::waitpid(pid, &status, 0), pid);
+    return status;
+}
+
 TEST(RunJobs, ATaskKilledMakesItsTrialAnInfrastructureErrorAndNeverAPass) {
     Project p{"run-jobs-task-killed"};
     write_simple_evaluation(p, R"(, "trials": 2)", task_target("4.250"));
     p.commit();
-    const pid_t pid = spawn_run(p, {"--json"}, "run", {"--jobs", "2"});
-    ASSERT_TRUE(wait_for_targets("4.250", 2));
-    const auto task = test::processes_holding(tasks_of(p, ":2"));
-    ASSERT_EQ(task.size(), 1U);
-    // The task's whole process group, as a node's death or an out-of-memory kill would end it.
-    ASSERT_EQ(::kill(-task[0].pid, SIGKILL), 0);
-    int status = 0;
-    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    const int status = run_killing_task_two(p, {"--json"}, "4.250");
     ASSERT_TRUE(WIFEXITED(status));
     EXPECT_EQ(WEXITSTATUS(status), 3);  // Invalid: one trial has no verdict
     EXPECT_TRUE(wait_for_none(task_sleep("4.250")));
@@ -3725,13 +3739,7 @@ TEST(RunJobs, WithRetriesATaskKilledIsMadeAgainOnceAndAVerdictNever) {
     p.commit();
     const auto config = p.root().parent_path() / "retries.toml";
     test::write_file(config.string(), "[executor]\nretries = 1\n");
-    const pid_t pid = spawn_run(p, {"--config", config.string()}, "run", {"--jobs", "2"});
-    ASSERT_TRUE(wait_for_targets("4.750", 2));
-    const auto task = test::processes_holding(tasks_of(p, ":2"));
-    ASSERT_EQ(task.size(), 1U);
-    ASSERT_EQ(::kill(-task[0].pid, SIGKILL), 0);
-    int status = 0;
-    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    const int status = run_killing_task_two(p, {"--config", config.string()}, "4.750");
     ASSERT_TRUE(WIFEXITED(status));
     // Made again, the trial counts: the run is whole, and says that its trial 2 was retried.
     EXPECT_EQ(WEXITSTATUS(status), 0);
