@@ -134,20 +134,27 @@ std::optional<PackEntry> SourcePack::parse_entry(std::uint64_t at_offset) {
     return e;
 }
 
-std::optional<PackObject> SourcePack::read_at(std::uint64_t at, int depth) {
-    if (auto cached = cache_.find(at)) return cached;
-    // Git never writes chains this deep; a longer one means a damaged or hostile pack.
-    if (depth > 4096) return std::nullopt;
-    const auto e = parse_entry(at);
-    if (!e) return std::nullopt;
-    const unsigned char *compressed = pack_.data() + e->data;
-    const std::size_t compressed_size = e->end - e->data;
-    PackObject result;
-    if (e->type != kPackOfsDelta && e->type != kPackRefDelta) {
-        auto bytes = inflate_exact(compressed, compressed_size, e->size);
-        if (!bytes) return std::nullopt;
-        result = PackObject{e->type, std::make_shared<const Bytes>(std::move(*bytes))};
-    } else {
+std::optional<PackObject> SourcePack::read_at(std::uint64_t at) {
+    // The chain of deltas from `at` down to an object stored whole (or one already read), walked
+    // in a loop: a hostile pack's chain of thousands of deltas must not exhaust the stack.
+    std::vector<std::pair<std::uint64_t, PackEntry>> deltas;  // `at` first
+    std::optional<PackObject> object;
+    for (std::uint64_t next = at; !object;) {
+        if (auto cached = cache_.find(next)) {
+            object = std::move(cached);
+            break;
+        }
+        // Git never writes chains this deep; a longer one means a damaged or hostile pack.
+        if (deltas.size() > 4096) return std::nullopt;
+        const auto e = parse_entry(next);
+        if (!e) return std::nullopt;
+        if (e->type != kPackOfsDelta && e->type != kPackRefDelta) {
+            auto bytes = inflate_exact(pack_.data() + e->data, e->end - e->data, e->size);
+            if (!bytes) return std::nullopt;
+            object = PackObject{e->type, std::make_shared<const Bytes>(std::move(*bytes))};
+            cache_.store(next, *object);
+            break;
+        }
         std::optional<std::uint64_t> base_offset;
         if (e->type == kPackOfsDelta) {
             base_offset = e->base;
@@ -155,16 +162,20 @@ std::optional<PackObject> SourcePack::read_at(std::uint64_t at, int depth) {
             base_offset = index_.offset(*pos);
         }
         if (!base_offset) return std::nullopt;
-        const auto base = read_at(*base_offset, depth + 1);
-        if (!base) return std::nullopt;
-        const auto delta = inflate_exact(compressed, compressed_size, e->size);
-        if (!delta) return std::nullopt;
-        auto bytes = apply_delta(*base->bytes, *delta);
-        if (!bytes) return std::nullopt;
-        result = PackObject{base->type, std::make_shared<const Bytes>(std::move(*bytes))};
+        deltas.emplace_back(next, *e);
+        next = *base_offset;
     }
-    cache_.store(at, result);
-    return result;
+    // Each delta applied to the object beneath it, from the deepest up to `at`.
+    for (auto it = deltas.rbegin(); it != deltas.rend(); ++it) {
+        const PackEntry &e = it->second;
+        const auto delta = inflate_exact(pack_.data() + e.data, e.end - e.data, e.size);
+        if (!delta) return std::nullopt;
+        auto bytes = apply_delta(*object->bytes, *delta);
+        if (!bytes) return std::nullopt;
+        object = PackObject{object->type, std::make_shared<const Bytes>(std::move(*bytes))};
+        cache_.store(it->first, *object);
+    }
+    return object;
 }
 
 void SourcePack::build_offset_order() {

@@ -49,7 +49,7 @@ class SourcePack {
 
     // The object stored at index position pos, deltas resolved; nullopt when it cannot be read
     // from this pack alone.
-    std::optional<PackObject> read(std::uint32_t pos) { return read_at(index_.offset(pos), 0); }
+    std::optional<PackObject> read(std::uint32_t pos) { return read_at(index_.offset(pos)); }
 
     // The id of the entry that starts at offset (an OFS_DELTA's base).
     std::optional<git_oid> id_at_offset(std::uint64_t at);
@@ -67,7 +67,7 @@ class SourcePack {
           pack_(pack) {}
 
     std::optional<PackEntry> parse_entry(std::uint64_t at_offset);
-    std::optional<PackObject> read_at(std::uint64_t at, int depth);
+    std::optional<PackObject> read_at(std::uint64_t at);
     void build_offset_order();
 
     // Owners of the mapped bytes when opened from files; index_ and pack_ point into them.
