@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds and runs every test: the release build, then the same tests built with
-# AddressSanitizer and UndefinedBehaviorSanitizer, then four parsers under libFuzzer.
+# Builds and runs every test: the release build, then the same tests built with Clang's
+# AddressSanitizer and UndefinedBehaviorSanitizer, four parsers under libFuzzer among them.
 #
 # On two cores most of the time is compiling, and much of a test suite's time is waiting (for
 # a call to end, a kill to land, a guest to boot). So what comes next compiles while a suite
@@ -67,26 +67,8 @@ echo "== the sanitized build, made while the release suite ran:"
 join_background
 phase_done "rest of the sanitized build"
 
-# Four parsers of bytes the runtime does not control, each under libFuzzer (with ASan and UBSan)
-# for a bounded time (scripts/build-fuzzers.sh names them). Their seed corpora are also replayed
-# by ctest in both builds above. New inputs stay in the build tree, and a crash leaves its input
-# there and fails this script. They compile while the sanitized suite runs.
-fuzz=build/fuzz
-mkdir -p "$fuzz/corpus" "$fuzz/pack-corpus" "$fuzz/redaction-corpus" "$fuzz/http-corpus"
-in_background "$fuzz/build.log" bash scripts/build-fuzzers.sh "$fuzz"
+# The sanitized build is made with Clang (CMakePresets.json), so it also builds four parsers of
+# bytes the runtime does not control under libFuzzer (cmake/TeaFuzz.cmake), and its suite runs
+# each for a bounded time; a crash leaves its input in the build tree and fails the suite.
 ctest --preset asan
 phase_done "sanitized suite"
-echo "== the fuzzers, built while the sanitized suite ran:"
-join_background
-phase_done "rest of the fuzzers' build"
-"$fuzz/request_head_fuzz" -max_total_time=30 -max_len=20000 -timeout=10 \
-  -artifact_prefix="$fuzz/" "$fuzz/corpus" tests/plugins/egress-connect/fuzz_corpus
-"$fuzz/pack_reader_fuzz" -max_total_time=20 -max_len=16384 -timeout=10 \
-  -artifact_prefix="$fuzz/pack-" "$fuzz/pack-corpus" tests/core/git/pack_reader_fuzz_corpus
-"$fuzz/stream_redactor_fuzz" -max_total_time=15 -max_len=4096 -timeout=10 \
-  -artifact_prefix="$fuzz/redaction-" "$fuzz/redaction-corpus" \
-  tests/core/redaction/stream_redactor_fuzz_corpus
-"$fuzz/http_response_parser_fuzz" -max_total_time=20 -max_len=4096 -timeout=10 \
-  -artifact_prefix="$fuzz/http-" "$fuzz/http-corpus" \
-  tests/core/http/http_response_parser_fuzz_corpus
-phase_done "fuzzers"

@@ -400,7 +400,7 @@ TEST_F(Confinement, WhatACallLeftPastAKilledRuntimeIsEndedByTheNextRuntimesCgrou
     EXPECT_TRUE(enforced_as_expected(by)) << next;
     if (by_cgroup(by)) {
         EXPECT_TRUE(eventually(
-            [&] {
+            [&marker = marker] {  // a binding is named in a capture (Clang 14)
                 return processes_running({"sleep", marker}).empty();
             },
             5s))
@@ -417,7 +417,7 @@ TEST_F(Confinement, WhatACallLeftPastAKilledRuntimeIsEndedByTheNextRuntimesCgrou
     ASSERT_TRUE(outlived_off) << killed_off;
     EXPECT_EQ(next_off.status, 0) << next_off;
     EXPECT_FALSE(eventually(
-        [&] {
+        [&left = left] {
             return processes_running({"sleep", left}).empty();
         },
         500ms))
