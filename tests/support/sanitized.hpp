@@ -1,8 +1,8 @@
 #pragma once
 // Whether this test executable was built with AddressSanitizer, where every process a test starts
-// takes several times as long to start, and a call with it. Tests that repeat a race or a kill many times
-// to reach the rare case repeat it fewer times there: the release build keeps the full count, and
-// the sanitized one still runs each path that the repetitions vary.
+// takes several times as long to start, and a call with it. Tests that repeat a race or a kill many
+// times to reach the rare case repeat it fewer times there: the release build keeps the full count,
+// and the sanitized one still runs each path that the repetitions vary.
 
 #include <algorithm>
 
