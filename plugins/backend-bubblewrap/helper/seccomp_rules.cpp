@@ -150,10 +150,10 @@ void refuse_privileged_modes(Rules &rules) {
     constexpr std::uint64_t setuid = S_ISUID;
     constexpr std::uint64_t setgid_program = S_ISGID | S_IXGRP;
     struct ModeCall {
-        const char *name;
-        int unified;
-        unsigned mode;   // the argument holding the mode
-        int flags = -1;  // the argument holding open's flags (the mode counts only on creation)
+        const char *name = nullptr;
+        int unified = 0;
+        unsigned mode = 0;  // the argument holding the mode
+        int flags = -1;     // the argument holding open's flags (the mode counts only on creation)
     };
     constexpr std::array<ModeCall, 9> calls{{{"chmod", 0, 1},
                                              {"fchmod", 0, 1},
