@@ -7,9 +7,9 @@ target_compile_options(tea_warnings INTERFACE
 if(TEA_WERROR)
   target_compile_options(tea_warnings INTERFACE -Werror)
 endif()
-# The asan preset builds with Clang: it compiles the unoptimised, instrumented code in about half
-# GCC's time, and its per-check metadata is not itself instrumented as globals, so a sanitized
-# process starts in a fraction of the time (bench/README.md, "What the test command costs").
+# The asan preset builds with Clang: it compiles the unoptimised, instrumented code faster than
+# GCC, and does not instrument its per-check metadata as globals, which a sanitized process
+# would register and scan at every start (bench/README.md, "What the test command costs").
 if(TEA_SANITIZE)
   add_compile_options(-fsanitize=${TEA_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
   add_link_options(-fsanitize=${TEA_SANITIZE})

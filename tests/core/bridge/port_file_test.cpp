@@ -107,9 +107,9 @@ TEST_F(PortFile, AHardLinkIsRefused) {
     expect_refused("other links");
 }
 
-// The service removes the file between the host's open and its check (the race the
-// link-planting service won in CI): not written yet, read again next, and never taken for a
-// hard link. Control: the same descriptor before the removal is read as the port it holds.
+// The service removes the file between the host's open and its check (as one that plants a
+// link in its place may): not written yet, read again next, and never taken for a hard link.
+// Control: the same descriptor before the removal is read as the port it holds.
 TEST_F(PortFile, AFileRemovedAfterItsOpenIsNotWrittenYetNorAHardLink) {
     write("8080");
     const tea::UniqueFd fd{::open((dir_ / "port").c_str(), O_RDONLY | O_CLOEXEC)};
