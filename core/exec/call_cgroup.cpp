@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "util/error.hpp"
+#include "util/process_mark.hpp"
 
 namespace tea::exec {
 namespace {
@@ -91,47 +92,6 @@ stdfs::path directory_in(const stdfs::path &mountpoint, const stdfs::path &root,
         return {};
     }
     return relative == "." ? mountpoint : (mountpoint / relative).lexically_normal();
-}
-
-// Field 22 of /proc/PID/stat, the process's start in clock ticks since boot: with the pid, it
-// names one process for the life of the system. Empty when there is no such process.
-std::string start_time(const std::string &pid) {
-    const auto stat = read_file(("/proc/" + pid + "/stat").c_str());
-    const auto close = stat.rfind(')');
-    if (close == std::string::npos) {
-        return {};
-    }
-    const auto fields = split(std::string_view{stat}.substr(close + 2), ' ');
-    constexpr std::size_t start_index = 22 - 3;  // the fields after "pid (comm) "
-    return fields.size() > start_index ? std::string{fields[start_index]} : std::string{};
-}
-
-// The inode of this process's pid namespace: the one in which the pids of the names are read.
-std::string pid_namespace() {
-    struct stat st {};
-    return ::stat("/proc/self/ns/pid", &st) == 0 ? std::to_string(st.st_ino) : std::string{"0"};
-}
-
-// "<pid namespace>-<pid>-<start>": this process, as a cgroup's name records its owner.
-const std::string &own_mark() {
-    static const std::string mark = [] {
-        const auto pid = std::to_string(::getpid());
-        return pid_namespace() + "-" + pid + "-" + start_time(pid);
-    }();
-    return mark;
-}
-
-// Whether the owner a call cgroup's name records, after its prefix, may be a live process.
-bool owner_alive(std::string_view rest) {
-    static const std::string own_namespace = pid_namespace();
-    const auto parts = split(rest, '-');
-    if (parts.size() < 3 || !number(parts[0]) || !number(parts[1]) || !number(parts[2]) ||
-        parts[0] != own_namespace) {
-        // Not a name this runtime makes, or an owner whose pid this runtime cannot look up
-        // (another pid namespace's runtime sharing the parent): never touched.
-        return true;
-    }
-    return start_time(std::string{parts[1]}) == parts[2];
 }
 
 std::string random_suffix() {
@@ -256,7 +216,7 @@ stdfs::path v2_parent(const OwnCgroups &own, const stdfs::path &mount_root, std:
         const UniqueFd fd{::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
         const auto members = fd ? cgroup_files::read_pids(fd.get()) : std::vector<pid_t>{};
         if (members == std::vector<pid_t>{::getpid()}) {
-            const auto leaf = dir / (std::string{runtime_prefix} + own_mark());
+            const auto leaf = dir / (std::string{runtime_prefix} + own_process_mark());
             if ((::mkdir(leaf.c_str(), 0755) == 0 || errno == EEXIST) &&
                 try_write(leaf / "cgroup.procs", std::to_string(::getpid()))) {
                 return dir;
@@ -483,7 +443,7 @@ int reclaim_call_cgroups(const CgroupLayout &layout) {
         tea::dirents::for_each(dir.get(), [&](const dirent64 &entry) {
             const std::string_view name{entry.d_name};
             for (const auto prefix : {call_prefix, runtime_prefix}) {
-                if (name.rfind(prefix, 0) == 0 && !owner_alive(name.substr(prefix.size()))) {
+                if (name.rfind(prefix, 0) == 0 && !process_mark_alive(name.substr(prefix.size()))) {
                     stale.emplace_back(name);
                 }
             }
@@ -546,7 +506,7 @@ void CallCgroup::make_members(const CgroupLayout &layout, const Budget &budget) 
     if (!budget.cgroups) {
         return;
     }
-    name_ = std::string{call_prefix} + own_mark() + "-" + random_suffix();
+    name_ = std::string{call_prefix} + own_process_mark() + "-" + random_suffix();
     // cgroup v1: the runner's child, a process of one thread, joins through `tasks`, which moves
     // the writing thread alone. Moving a whole process (cgroup.procs) takes a lock of the
     // kernel's for every fork on the host, whose first taking waits out an RCU grace period
