@@ -78,6 +78,8 @@ MaxArraySize=100001
 MinJobAge=300
 NodeName=$node CPUs=$cpus RealMemory=$memory State=UNKNOWN
 PartitionName=tea Nodes=$node Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
+# Three minutes: a run's node check fits, its array does not (the tests of the pending limit).
+PartitionName=short Nodes=$node MaxTime=3 State=UP OverSubscribe=FORCE:4
 EOF
 # slurmd reads a cgroup.conf beside slurm.conf when there is one; none is made, so none is used.
 

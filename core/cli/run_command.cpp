@@ -166,6 +166,10 @@ int run_command(const CommonOptions &common, const RunCommandOptions &options) {
     const auto &source = opened->source;
 
     evaluation::RunState state{ev, session, source, evaluation::new_run_id()};
+    // An earlier run whose coordinator was killed outright may still have tasks on a cluster.
+    for (const auto &line : reclaim_abandoned_runs(ev.folder / "runs", state.run_id)) {
+        console::err() << "tea-evaluate: " << printable(line) << '\n';
+    }
     state.logins = std::move(opened->logins);
     const auto &settings = session.runtime().config.executor;
     const int jobs = options.jobs.value_or(settings.jobs);

@@ -13,11 +13,13 @@
 #include <sstream>
 #include <utility>
 
+#include "cli/coordinator_lease.hpp"
 #include "cli/node_check.hpp"
 #include "cli/report.hpp"
 #include "cli/sbatch_command.hpp"
 #include "cli/score_decision.hpp"
 #include "cli/trial_tasks.hpp"
+#include "evaluation/run_records.hpp"
 #include "evaluation/trial_task.hpp"
 #include "exec/host_program.hpp"
 #include "files/beneath.hpp"
@@ -141,7 +143,7 @@ std::string submit(const std::vector<std::string> &command, const std::string &w
                          "): " + submitted.err.substr(0, 2000));
     }
     // "JOBID" or "JOBID;CLUSTER".
-    const auto job = submitted.out.substr(0, submitted.out.find_first_of(";\n"));
+    auto job = submitted.out.substr(0, submitted.out.find_first_of(";\n"));
     if (job.empty() || job.find_first_not_of("0123456789") != std::string::npos) {
         cancel(job);
         throw host_error("sbatch answered '" + submitted.out.substr(0, 200) +
@@ -173,14 +175,19 @@ namespace {
 // Waits until Slurm holds nothing of `job`, or until `deadline` (false then). A signal that
 // would end the run cancels the job, and the wait goes on until it has ended (state.interrupted).
 // So does a job none of whose tasks has run for `pending_limit` (a held job, a time limit above
-// the partition's): *expired then says why.
-bool wait_for_job(evaluation::RunState &state, const std::string &job,
+// the partition's): *expired then says why. The lease is renewed at each poll, a quarter of its
+// length apart at most.
+bool wait_for_job(evaluation::RunState &state, const CoordinatorLease &lease,
+                  const std::string &job,
                   std::optional<std::chrono::steady_clock::time_point> deadline,
                   std::chrono::seconds pending_limit, std::string *expired) {
     auto last_answer = std::chrono::steady_clock::now();
     auto last_running = last_answer;
+    const auto longest_poll = std::min<std::chrono::milliseconds>(
+        kLongestPoll, std::chrono::seconds{lease.length_s()} / 4);
     auto wait = kFirstPoll;
     for (;;) {
+        lease.renew();
         if (state.interrupted == 0 && expired->empty()) {
             pollfd signal{Signals::instance().fd(), POLLIN, 0};
             if (::poll(&signal, 1, static_cast<int>(wait.count())) > 0) {
@@ -217,14 +224,15 @@ bool wait_for_job(evaluation::RunState &state, const std::string &job,
                              "; the array was cancelled");
         }
         if (deadline && std::chrono::steady_clock::now() > *deadline) return false;
-        wait = std::min(wait * 2, kLongestPoll);
+        wait = std::min(wait * 2, longest_poll);
     }
 }
 
 // The node check (node_check.hpp): one job on the array's partition, bounded in time. Throws
 // tea::Error (exit 12) naming the node when it cannot make the run's trials.
-void check_node(evaluation::RunState &state, const config::ExecutorSettings &settings,
-                const stdfs::path &dir, const std::vector<std::string> &argv) {
+void check_node(evaluation::RunState &state, const CoordinatorLease &lease,
+                const config::ExecutorSettings &settings, const stdfs::path &dir,
+                const std::vector<std::string> &argv) {
     files::write_atomically(dir / "node-check.sh",
                             node_check_script(state.run_id, own_program(), argv));
     std::error_code ec;
@@ -234,7 +242,7 @@ void check_node(evaluation::RunState &state, const config::ExecutorSettings &set
                "the run's node check");
     CancelUnlessReleased guard{job};
     std::string expired;
-    if (!wait_for_job(state, job, std::chrono::steady_clock::now() + kNodeCheckWait,
+    if (!wait_for_job(state, lease, job, std::chrono::steady_clock::now() + kNodeCheckWait,
                       std::chrono::seconds{settings.slurm_pending_limit_s}, &expired)) {
         throw host_error("the node check (Slurm job " + job + ") did not end within " +
                          std::to_string(kNodeCheckWait.count()) +
@@ -267,7 +275,7 @@ void check_node(evaluation::RunState &state, const config::ExecutorSettings &set
 // The array of `trials` (task I making trial I), up to `jobs` at once, submitted, waited for and
 // cancelled with the run; how each task ended, in the order of `trials`. Its job id goes to
 // run.json's executor under `key`.
-std::vector<TrialTaskEnd> array_tasks(evaluation::RunState &state,
+std::vector<TrialTaskEnd> array_tasks(evaluation::RunState &state, const CoordinatorLease &lease,
                                       const config::ExecutorSettings &settings,
                                       const stdfs::path &dir, const std::vector<int> &trials,
                                       int jobs, const char *key) {
@@ -292,8 +300,8 @@ std::vector<TrialTaskEnd> array_tasks(evaluation::RunState &state,
                    << " at once\n";
 
     std::string expired;
-    wait_for_job(state, job, std::nullopt, std::chrono::seconds{settings.slurm_pending_limit_s},
-                 &expired);
+    wait_for_job(state, lease, job, std::nullopt,
+                 std::chrono::seconds{settings.slurm_pending_limit_s}, &expired);
     guard.release();
 
     const auto states = task_states(job);
@@ -327,21 +335,76 @@ void run_slurm_array(evaluation::RunState &state, const std::vector<std::string>
     if (::mkdir(dir.c_str(), 0755) != 0) {
         throw runtime_failure("cannot make " + dir.string() + ": " + errno_text(errno));
     }
+    // Before any job: a task that finds no live coordinator makes no trial (coordinator_lease.hpp).
+    const CoordinatorLease lease{dir, settings.slurm_lease_s};
     // The task's command: this binary, by the path it runs from, and this command line, with the
     // trial Slurm gives the task.
     files::write_atomically(dir / "task.sh", task_script(state.run_id, own_program(), argv));
     std::error_code ec;
     stdfs::permissions(dir / "task.sh", stdfs::perms{0755}, ec);
-    check_node(state, settings, dir, argv);
+    check_node(state, lease, settings, dir, argv);
     if (state.interrupted != 0) return;
     // A trial made again is a task of a second array, of the same index.
     bool again = false;
     make_trials(state, settings.retries, [&](const std::vector<int> &trials) {
-        const auto ends =
-            array_tasks(state, settings, dir, trials, jobs, again ? "retryJobId" : "jobId");
+        auto ends =
+            array_tasks(state, lease, settings, dir, trials, jobs, again ? "retryJobId" : "jobId");
         again = true;
         return ends;
     });
+}
+
+std::vector<std::string> reclaim_abandoned_runs(const stdfs::path &runs, const std::string &by) {
+    std::vector<std::string> said;
+    std::error_code ec;
+    if (stdfs::is_symlink(runs, ec)) return said;
+    for (stdfs::directory_iterator it{runs, ec}, end; !ec && it != end; it.increment(ec)) {
+        const auto run_id = it->path().filename().string();
+        const auto slurm = it->path() / "slurm";
+        std::error_code ignored;
+        if (!evaluation::is_run_id(run_id) || it->is_symlink(ignored) ||
+            !stdfs::is_regular_file(stdfs::symlink_status(slurm / kLeaseFile, ignored))) {
+            continue;
+        }
+        const auto coordinator = coordinator_state(slurm);
+        if (coordinator.is != CoordinatorState::Is::gone) continue;
+        std::string why;
+        auto run = read_record(it->path() / "run.json", &why);
+        if (run.is_null() || run.value("runId", "") != run_id ||
+            run.value("status", "") != "running" || !run.contains("executor") ||
+            !run["executor"].is_object() || run["executor"].value("kind", "") != "slurm") {
+            continue;
+        }
+        // By the names the run gave its jobs: a coordinator killed between sbatch and its record
+        // of the job's id left a job that only its name finds.
+        bool cancelled = true;
+        std::string failure;
+        for (const auto &name : {"tea-" + run_id, "tea-check-" + run_id}) {
+            const auto r = exec::run_host_program({"scancel", "--quiet", "--name=" + name});
+            if (!r.ok()) {
+                cancelled = false;
+                failure = r.started ? r.err.substr(0, 500) : r.start_error;
+            }
+        }
+        std::string gone = "run " + run_id;
+        gone += "'s coordinator is gone (" + coordinator.why + ")";
+        if (!cancelled) {
+            said.push_back(
+                gone.append(", and its Slurm jobs could not be cancelled: ").append(failure));
+            continue;
+        }
+        // Recorded before the lease goes: a task that starts late finds the run not running.
+        run["status"] = "failed";
+        run["error"] = "its coordinator is gone (" + coordinator.why + "); run " + by +
+                       " cancelled its Slurm jobs";
+        run["finishedAt"] = evaluation::utc_now();
+        files::write_atomically(
+            it->path() / "run.json",
+            run.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+        stdfs::remove(slurm / kLeaseFile, ignored);
+        said.push_back(gone + ": its Slurm jobs were cancelled and the run is recorded as failed");
+    }
+    return said;
 }
 
 }  // namespace tea::cli

@@ -6,6 +6,7 @@
 // and the private root must be on a directory every node shares, at the same path.
 #pragma once
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -20,5 +21,12 @@ namespace tea::cli {
 // array's tasks did not hand back is an infrastructure error of their trials.
 void run_slurm_array(evaluation::RunState &state, const std::vector<std::string> &argv,
                      const config::ExecutorSettings &settings, int jobs);
+
+// What is left of runs of `runs` (an evaluation's runs folder) whose Slurm coordinator is gone
+// (coordinator_lease.hpp), reclaimed by run `by`: each such run still recorded as running has its
+// jobs cancelled by their names (scancel), its run.json recorded as failed saying why, and its
+// lease removed. One line for each such run, to print.
+std::vector<std::string> reclaim_abandoned_runs(const std::filesystem::path &runs,
+                                                const std::string &by);
 
 }  // namespace tea::cli

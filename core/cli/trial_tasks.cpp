@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "cli/child_processes.hpp"
+#include "cli/coordinator_lease.hpp"
 #include "cli/score_decision.hpp"
 #include "evaluation/trial_task.hpp"
 #include "util/console.hpp"
@@ -26,6 +27,17 @@ int trial_task_command(const CommonOptions &common, const RunCommandOptions &opt
         throw usage_error("trial task " + std::to_string(index) + " of run " + run_id + ": " + why);
     }
     evaluation::adopt_run(state, run, index, private_dir);
+    if (run.contains("executor") && run["executor"].is_object() &&
+        run["executor"].value("kind", "") == "slurm") {
+        // A coordinator killed outright cannot cancel its array: a trial made for it now would be
+        // merged by no one, while a run that still waits may take it for this one.
+        const auto coordinator = coordinator_state(state.records / "slurm");
+        if (coordinator.is != CoordinatorState::Is::alive) {
+            throw host_error("trial task " + std::to_string(index) + " of run " + run_id +
+                             " is not run: the run's coordinator is not known to be alive (" +
+                             coordinator.why + ")");
+        }
+    }
     const auto progress = progress_lines(common.quiet, true);
     const auto outcome = evaluation::trial_outcome(state, index, private_dir, *progress);
     if (outcome) evaluation::write_trial_outcome(state, *outcome);
@@ -92,6 +104,7 @@ std::vector<TrialTaskEnd> trial_tasks(evaluation::RunState &state,
                                       const std::vector<std::string> &argv,
                                       const std::vector<int> &trials, int jobs) {
     std::vector<ChildLaunch> launches;
+    launches.reserve(trials.size());
     for (const int i : trials) {
         launches.push_back({{"--trial-task", evaluation::trial_task_spec(state.run_id, i)},
                             {},

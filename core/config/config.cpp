@@ -369,6 +369,8 @@ class LayerReader {
                 e.retries = static_cast<int>(integer(value, path, 0, 1));
             } else if (name == "slurm_pending_limit_s") {
                 e.slurm_pending_limit_s = integer(value, path, 1, 604800);
+            } else if (name == "slurm_lease_s") {
+                e.slurm_lease_s = integer(value, path, 10, 86400);
             } else if (name == "slurm_partition") {
                 e.slurm_partition = slurm_word(value, path);
             } else if (name == "slurm_account") {
@@ -382,7 +384,7 @@ class LayerReader {
             } else {
                 unknown(key, path,
                         {"kind", "jobs", "retries", "slurm_partition", "slurm_account",
-                         "slurm_options", "slurm_pending_limit_s"});
+                         "slurm_options", "slurm_pending_limit_s", "slurm_lease_s"});
             }
         }
     }

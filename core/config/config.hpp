@@ -56,6 +56,9 @@ struct ExecutorSettings {
     // How long a Slurm job may wait with none of its tasks running before it is cancelled (a
     // held job, a time limit above the partition's), its trials then infrastructure errors.
     std::int64_t slurm_pending_limit_s = 3600;
+    // How long the coordinator may go without renewing its lease before its tasks take it for
+    // gone and make no more trials, and a later run cancels its jobs (coordinator_lease.hpp).
+    std::int64_t slurm_lease_s = 120;
 };
 
 struct Config {

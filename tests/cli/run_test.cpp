@@ -3992,6 +3992,87 @@ TEST(RunSlurm, ATaskCancelledIsAnInfrastructureErrorAndARunInterruptedCancelsIts
     EXPECT_EQ(p.leftover_run_dirs(), 0U);
 }
 
+// The one run folder of p made after `before` (empty: any).
+fs::path run_dir_other_than(const Project &p, const fs::path &before) {
+    fs::path found;
+    for (const auto &e : fs::directory_iterator(p.eval() / "runs")) {
+        if (e.path() != before) found = e.path();
+    }
+    return found;
+}
+
+// Slurm's jobs as squeue lists them, until none is left or about a minute has passed.
+bool wait_for_empty_queue(const SlurmCluster &slurm) {
+    for (int i = 0; i < 300; ++i) {
+        if (slurm.queue().empty()) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds{200});
+    }
+    return false;
+}
+
+// A coordinator killed outright (SIGKILL: no handler runs, nothing cancels its array). Its tasks
+// that start afterwards make no trial, and the next run of the evaluation cancels what is left of
+// the array and records the run as failed. Control: the task that started while the coordinator
+// lived made its trial, and the next run's own trials are made and pass.
+TEST(RunSlurm, ACoordinatorKilledOutrightMakesNoMoreTrialsAndTheNextRunCancelsItsArray) {
+    SlurmCluster slurm;
+    Project p{"run-slurm-killed"};
+    write_simple_evaluation(p, R"(, "trials": 3)", task_target("3.125"));
+    p.commit();
+    // One task at a time: tasks 2 and 3 start after the coordinator is gone.
+    pid_t pid = spawn_run(p, {}, "run", {"--executor", "slurm", "--jobs", "1"}, {slurm.env()});
+    ASSERT_TRUE(wait_for_targets("3.125", 1));
+    ASSERT_EQ(::kill(pid, SIGKILL), 0);
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(wait_for_empty_queue(slurm)) << slurm.queue();
+    const auto first = run_dir_other_than(p, {});
+    EXPECT_TRUE(fs::exists(first / "trials" / "1" / "trial.json"));
+    for (const char *task : {"2", "3"}) {
+        EXPECT_FALSE(fs::exists(first / "trials" / task / "trial.json")) << task;
+        const auto err = test::read_file((first / "slurm" / (std::string{task} + ".err")).string());
+        EXPECT_NE(err.find("is not run: the run's coordinator is not known to be alive (its "
+                           "process ("),
+                  std::string::npos)
+            << err;
+        EXPECT_NE(err.find(") has ended)"), std::string::npos) << err;
+    }
+    // Nothing has cancelled anything yet: the run still says it is running.
+    EXPECT_EQ(read_json(first / "run.json")["status"], "running");
+
+    // Killed again while its first task runs: the next run cancels the array.
+    pid = spawn_run(p, {}, "run", {"--executor", "slurm", "--jobs", "1"}, {slurm.env()});
+    ASSERT_TRUE(wait_for_targets("3.125", 1));
+    ASSERT_EQ(::kill(pid, SIGKILL), 0);
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    const auto second = run_dir_other_than(p, first);
+    ASSERT_FALSE(slurm.queue().empty());
+    const auto next = p.tea({"run", p.eval().string(), "--jobs", "3"}, {slurm.env()});
+    EXPECT_EQ(next.status, 0) << next.err;
+    // The first was found gone by the second run as it began; the second by the next.
+    EXPECT_NE(next.err.find("run " + second.filename().string() +
+                            "'s coordinator is gone (its process ("),
+              std::string::npos)
+        << next.err;
+    EXPECT_EQ(next.err.find(first.filename().string()), std::string::npos) << next.err;
+    for (const auto &dir : {first, second}) {
+        const auto run = read_json(dir / "run.json");
+        EXPECT_EQ(run["status"], "failed");
+        EXPECT_NE(run["error"].get<std::string>().find("its coordinator is gone"),
+                  std::string::npos)
+            << run.dump(2);
+        expect_schema_valid(dir / "run.json", "run.schema.json");
+        EXPECT_FALSE(fs::exists(dir / "slurm" / "coordinator.lease"));
+    }
+    EXPECT_EQ(slurm.queue(), "");
+    EXPECT_TRUE(wait_for_none(task_sleep("3.125")));
+    EXPECT_FALSE(fs::exists(second / "trials" / "2" / "trial.json"));
+    // What the next run found gone it does not reclaim again.
+    const auto after = p.tea({"run", p.eval().string(), "--jobs", "3"}, {slurm.env()});
+    EXPECT_EQ(after.status, 0) << after.err;
+    EXPECT_EQ(after.err.find("coordinator is gone"), std::string::npos) << after.err;
+}
+
 TEST(RunSlurm, ACommandLineOfHostileWordsReachesTheTasksAsItWasAndARefusedArrayIsExit12) {
     SlurmCluster slurm;
     Project p{"run-slurm-words"};
@@ -4026,6 +4107,23 @@ TEST(RunSlurm, ACommandLineOfHostileWordsReachesTheTasksAsItWasAndARefusedArrayI
                             "JobHeldUser) and was cancelled"),
               std::string::npos)
         << held.err;
+    // The array's own wait: on a partition whose time limit is below the array's (and above the
+    // node check's), the array never starts; past the limit it is cancelled, and each trial that
+    // never ran is an infrastructure error saying so.
+    test::write_file(config.string(),
+                     "[executor]\nkind = \"slurm\"\nslurm_pending_limit_s = 1\n"
+                     "slurm_partition = \"short\"\n");
+    const auto pending =
+        p.tea({"--json", "--config", config.string(), "run", p.eval().string()}, {slurm.env()});
+    EXPECT_EQ(pending.status, 3) << pending.err;
+    const auto never = read_json(run_dir_of(pending) / "run.json");
+    ASSERT_EQ(never["failedTrialTasks"].size(), 1U) << never.dump(2);
+    EXPECT_NE(never["failedTrialTasks"][0]["reason"].get<std::string>().find(
+                  "waited more than 1 s with no task running (squeue's reason: "
+                  "PartitionTimeLimit) and was cancelled"),
+              std::string::npos)
+        << never.dump(2);
+    EXPECT_EQ(never["retriedTrialTasks"], json::array());
     EXPECT_EQ(slurm.queue(), "");
     EXPECT_EQ(p.leftover_run_dirs(), 0U);
 }

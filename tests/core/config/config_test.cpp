@@ -56,8 +56,8 @@ std::string settings_of(const Config &c) {
            std::to_string(c.call.kill_grace.count()) + '|' + c.plugin_tables.dump();
     const auto &e = c.executor;
     out += '|' + e.kind + ',' + std::to_string(e.jobs) + ',' + std::to_string(e.retries) + ',' +
-           std::to_string(e.slurm_pending_limit_s) + ',' + e.slurm_partition + ',' +
-           e.slurm_account;
+           std::to_string(e.slurm_pending_limit_s) + ',' + std::to_string(e.slurm_lease_s) + ',' +
+           e.slurm_partition + ',' + e.slurm_account;
     for (const auto &option : e.slurm_options) out += ',' + option;
     const auto &b = c.budgets;
     out += '|' + std::to_string(b.memory_bytes) + ',' + std::to_string(b.memory_percent) + ',' +
@@ -171,8 +171,10 @@ TEST(Config, TheExecutorIsLocalByDefaultAndItsSlurmOptionsAreChecked) {
     EXPECT_EQ(builder.get().executor.jobs, 1);
     EXPECT_EQ(builder.get().executor.retries, 0);
     EXPECT_EQ(builder.get().executor.slurm_pending_limit_s, 3600);
+    EXPECT_EQ(builder.get().executor.slurm_lease_s, 120);
     builder.apply_text(
         "[executor]\nkind = \"slurm\"\njobs = 8\nretries = 1\nslurm_pending_limit_s = 60\n"
+        "slurm_lease_s = 600\n"
         "slurm_partition = \"eval-1\"\n"
         "slurm_account = \"team_a\"\nslurm_options = [\"--qos=eval\", \"--mem=8G\", "
         "\"--cpus-per-task=2\"]\n",
@@ -182,6 +184,7 @@ TEST(Config, TheExecutorIsLocalByDefaultAndItsSlurmOptionsAreChecked) {
     EXPECT_EQ(e.jobs, 8);
     EXPECT_EQ(e.retries, 1);
     EXPECT_EQ(e.slurm_pending_limit_s, 60);
+    EXPECT_EQ(e.slurm_lease_s, 600);
     EXPECT_EQ(e.slurm_partition, "eval-1");
     EXPECT_EQ(e.slurm_account, "team_a");
     EXPECT_EQ(e.slurm_options,
@@ -193,6 +196,8 @@ TEST(Config, TheExecutorIsLocalByDefaultAndItsSlurmOptionsAreChecked) {
              {"retries = 2", "executor.retries"},
              {"retries = -1", "executor.retries"},
              {"slurm_pending_limit_s = 0", "executor.slurm_pending_limit_s"},
+             {"slurm_lease_s = 9", "executor.slurm_lease_s"},
+             {"slurm_lease_s = 86401", "executor.slurm_lease_s"},
              {"slurm_partition = \"a b\"", "is not a Slurm name"},
              {"slurm_account = \"a\\nb\"", "is not a Slurm name"},
              {"slurm_options = [\"--array=1-2\"]", "executor.slurm_options[0]"},
