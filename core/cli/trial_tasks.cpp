@@ -40,9 +40,32 @@ int trial_task_command(const CommonOptions &common, const RunCommandOptions &opt
     }
     const auto progress = progress_lines(common.quiet, true);
     const auto outcome = evaluation::trial_outcome(state, index, private_dir, *progress);
-    if (outcome) evaluation::write_trial_outcome(state, *outcome);
+    if (outcome) {
+        evaluation::write_trial_outcome(state, *outcome);
+    } else if (state.interrupted != 0) {
+        evaluation::write_trial_outcome(state, evaluation::interrupted_calls_outcome(state, index));
+    }
     return state.interrupted != 0 ? 128 + state.interrupted : 0;
 }
+
+namespace {
+
+// Trial `index`'s trial.json as read back; null with *why when there is no outcome. What a trial
+// interrupted in its calls handed back is added to the run's lists here, once: its file goes, so
+// that a retry's outcome or a second reading does not add it again, and it reads as no outcome.
+nlohmann::json read_outcome(evaluation::RunState &state, int index, std::string *why) {
+    const auto file = evaluation::trial_outcome_file(state.records, index);
+    auto outcome = read_record(file, why);
+    if (evaluation::merge_interrupted_calls(state, outcome, index)) {
+        std::error_code ec;
+        std::filesystem::remove(file, ec);
+        *why = "its trial was interrupted in its calls";
+        return nullptr;
+    }
+    return outcome;
+}
+
+}  // namespace
 
 void merge_trial_outcomes(evaluation::RunState &state, const std::vector<TrialTaskEnd> &ends) {
     evaluation::TrialOutcomes outcomes{state.run_id};
@@ -52,7 +75,7 @@ void merge_trial_outcomes(evaluation::RunState &state, const std::vector<TrialTa
         if (!end.started) continue;  // interrupted before it started: not made, as in one process
         const auto file = evaluation::trial_outcome_file(state.records, i);
         std::string why;
-        const auto outcome = read_record(file, &why);
+        const auto outcome = read_outcome(state, i, &why);
         const auto decision = outcomes.decide(outcome, why, i, state.interrupted != 0);
         if (decision.merge) {
             evaluation::merge_trial(state, outcome);
@@ -79,7 +102,7 @@ std::vector<int> trials_to_retry(evaluation::RunState &state,
         const int i = static_cast<int>(k) + 1;
         if (ends[k].never_ran) continue;
         std::string why;
-        const auto outcome = read_record(evaluation::trial_outcome_file(state.records, i), &why);
+        const auto outcome = read_outcome(state, i, &why);
         // Each on its own: a trial made under another confinement than the others is refused
         // when merged, not made again on a node configured the same.
         const auto decision =

@@ -166,6 +166,37 @@ void check_trial_outcome(const json &outcome, const std::string &run_id, int ind
             "it names no observer");
 }
 
+json interrupted_calls_outcome(const RunState &state, int index) {
+    return {{"schemaVersion", 1},
+            {"runId", state.run_id},
+            {"trialIndex", index},
+            {"interruptedInCalls", true},
+            {"egressRefusals", state.egress_refusals},
+            {"servicesFailed", state.services_failed}};
+}
+
+bool is_interrupted_calls_outcome(const json &outcome, const std::string &run_id, int index) {
+    try {
+        require(outcome.is_object() && integer_is(outcome, "schemaVersion", 1) &&
+                    outcome.value("runId", "") == run_id &&
+                    integer_is(outcome, "trialIndex", index) &&
+                    outcome.contains("interruptedInCalls") && outcome["interruptedInCalls"] == true,
+                "not an interrupted trial's calls");
+        require_trial_items(outcome, "egressRefusals", index, {"entry", "probe"});
+        require_trial_items(outcome, "servicesFailed", index, {"entry", "probe", "reason"});
+    } catch (const std::invalid_argument &) {
+        return false;
+    }
+    return true;
+}
+
+bool merge_interrupted_calls(RunState &state, const json &outcome, int index) {
+    if (!is_interrupted_calls_outcome(outcome, state.run_id, index)) return false;
+    for (const auto &r : outcome["egressRefusals"]) state.egress_refusals.push_back(r);
+    for (const auto &f : outcome["servicesFailed"]) state.services_failed.push_back(f);
+    return true;
+}
+
 OutcomeDecision TrialOutcomes::decide(const json &outcome, const std::string &unread, int index,
                                       bool run_interrupted) {
     if (outcome.is_null()) return {false, unread};

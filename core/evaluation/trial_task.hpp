@@ -44,6 +44,21 @@ void write_trial_outcome(const RunState &state, const nlohmann::json &outcome);
 // altered, is never merged.
 void check_trial_outcome(const nlohmann::json &outcome, const std::string &run_id, int index);
 
+// What a trial interrupted in its calls (trial_outcome gave none) hands back in place of an
+// outcome: the egress refusals and failed services of the calls it finished, which a run made in
+// one process keeps in its lists too. Written with write_trial_outcome.
+nlohmann::json interrupted_calls_outcome(const RunState &state, int index);
+
+// Whether `outcome` is a whole interrupted_calls_outcome of trial `index` of run `run_id`: its
+// lists hold only items of this trial, each with the fields the run's summary reads.
+bool is_interrupted_calls_outcome(const nlohmann::json &outcome, const std::string &run_id,
+                                  int index);
+
+// When `outcome` is a whole interrupted_calls_outcome of trial `index` of the run, its lists are
+// added to the run's (as merge_trial adds an outcome's) and true is returned; false otherwise,
+// with nothing added: a task that lies adds nothing.
+bool merge_interrupted_calls(RunState &state, const nlohmann::json &outcome, int index);
+
 // What the run does with a trial's outcome as read back.
 struct OutcomeDecision {
     bool merge = false;  // the outcome is merged: its calls count in the run

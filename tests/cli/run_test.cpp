@@ -3806,6 +3806,46 @@ TEST(RunJobs, SigtermEndsEveryTaskAndSigkillLeavesWhatTheNextRunReclaims) {
     }
 }
 
+// A run interrupted while a trial's second call runs: the egress refusal of its first call is in
+// run.json when a task made the trial (--jobs 2) as when the run made it itself (--jobs 1, the
+// control: what a run in one process keeps). The trial itself is not made.
+TEST(RunJobs, AnInterruptedTrialsEgressRefusalsAreKeptAsARunInOneProcessKeepsThem) {
+    for (const char *jobs : {"2", "1"}) {
+        Project p{std::string{"run-jobs-refusals-"} + jobs};
+        const std::string target =
+            "#!/bin/sh\n"
+            "if [ -e called-once ]; then echo started; exec sleep 5.125; fi\n"
+            "touch called-once\n"
+            "curl -s -o /dev/null -p -x \"$HTTPS_PROXY\" https://not-listed.invalid:443/ || true\n";
+        write_simple_evaluation(p, "", target);
+        p.write(".tea/evaluation.json",
+                R"({"registry": [{"interfaceId": "t", "executable": "t", "target": "bin/t",
+                     "maxElapsedMs": 60000, "egress": [{"host": "127.0.0.1", "port": 9}]}],
+                    "evaluator": {"command": ["evaluator/grade.sh"]}})");
+        p.write(".tea/probes/second.json", R"({"entry": "t"})");
+        p.commit();
+        const pid_t pid = spawn_run(p, {}, "run", {"--jobs", jobs});
+        ASSERT_TRUE(wait_for_targets("5.125", 1));
+        ASSERT_EQ(::kill(pid, SIGTERM), 0);
+        int status = 0;
+        ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+        ASSERT_TRUE(WIFEXITED(status));
+        EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);
+        EXPECT_TRUE(wait_for_none(task_sleep("5.125")));
+        fs::path dir;
+        for (const auto &e : fs::directory_iterator(p.eval() / "runs")) dir = e.path();
+        const auto run = read_json(dir / "run.json");
+        EXPECT_EQ(run["status"], "interrupted");
+        ASSERT_EQ(run["egressRefusals"].size(), 1U) << jobs << ": " << run.dump(2);
+        EXPECT_EQ(run["egressRefusals"][0]["trialIndex"], 1);
+        EXPECT_EQ(run["egressRefusals"][0]["refusals"][0]["host"], "not-listed.invalid");
+        EXPECT_EQ(run["trials"], json::array());
+        EXPECT_EQ(run["failedTrialTasks"], json::array());
+        EXPECT_FALSE(fs::exists(dir / "trials" / "1" / "trial.json"));
+        expect_schema_valid(dir / "run.json", "run.schema.json");
+    }
+}
+
 TEST(RunJobs, JobsOutOfRangeAndTrialTasksThatAreNotOfARunningRunAreRefused) {
     Project p{"run-jobs-refused"};
     write_simple_evaluation(p);

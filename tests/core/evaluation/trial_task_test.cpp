@@ -118,6 +118,34 @@ json outcome_of(int index) {
     return o;
 }
 
+// What a trial interrupted in its calls hands back adds to the run's lists only when it is of
+// this run and trial and each item is of this trial: a task that lies adds nothing.
+TEST(TrialTaskOutcome, AnInterruptedTrialsCallsAreTakenOnlyWhenOfThisTrial) {
+    auto calls = json::parse(R"({
+      "schemaVersion": 1, "runId": "20261206T125956.026242Z-RKAOZV", "trialIndex": 2,
+      "interruptedInCalls": true,
+      "egressRefusals": [{"trialIndex": 2, "entry": "t", "probe": "p", "refusals": [], "omitted": 0}],
+      "servicesFailed": []})");
+    EXPECT_TRUE(is_interrupted_calls_outcome(calls, kRun, 2));
+    EXPECT_FALSE(is_interrupted_calls_outcome(calls, kRun, 3));
+    EXPECT_FALSE(is_interrupted_calls_outcome(calls, "20261206T125956.026242Z-OTHER1", 2));
+    // A whole outcome is not one, nor is a torn or altered file.
+    EXPECT_FALSE(is_interrupted_calls_outcome(whole_outcome(), kRun, 2));
+    EXPECT_FALSE(is_interrupted_calls_outcome(nullptr, kRun, 2));
+    for (const auto &[pointer, value] : std::vector<std::pair<std::string, json>>{
+             {"/interruptedInCalls", false},
+             {"/interruptedInCalls", "true"},
+             {"/schemaVersion", 2},
+             {"/egressRefusals", json::object()},
+             {"/egressRefusals/0/trialIndex", 1},
+             {"/egressRefusals/0/entry", 7},
+             {"/servicesFailed", json::array({{{"trialIndex", 2}, {"entry", "t"}}})}}) {
+        auto altered = calls;
+        altered[json::json_pointer{pointer}] = value;
+        EXPECT_FALSE(is_interrupted_calls_outcome(altered, kRun, 2)) << pointer;
+    }
+}
+
 TEST(TrialOutcomes, AnOutcomeMadeUnderAnotherConfinementOrObserverIsNeverMerged) {
     TrialOutcomes outcomes{kRun};
     // Control: outcomes made as the first are merged, and their trials count.
