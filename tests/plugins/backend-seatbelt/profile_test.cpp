@@ -150,6 +150,34 @@ TEST(SeatbeltProfile, AWithheldPathInsideAGrantStaysClosed) {
     EXPECT_TRUE(allowed(rules, "file-read-data", "/Users/dev/trial/notes"));
 }
 
+TEST(SeatbeltProfile, OverlappingGrantsKeepTheNarrowestRule) {
+    auto spec = base_spec();
+    // A read-only grant inside the workspace (a private repository shown there), a read-only
+    // grant outside it holding a withheld path, a read-only grant nested in another, and a system
+    // path that is also a read-only grant.
+    spec.read_only = {"/Users/dev/trial/ws/.git", "/opt/tools", "/opt/tools/share",
+                      "/opt/verdict-rules"};
+    spec.withhold = {"/Users/dev/project/.tea", "/opt/tools/secrets"};
+    check_profile("overlapping_grants", spec);
+    const auto rules = rules_of(profile_of(spec));
+    // Positive controls: the workspace around the read-only grant stays writable, the grants read.
+    EXPECT_TRUE(allowed(rules, "file-write-data", "/Users/dev/trial/ws/src/main.c"));
+    EXPECT_TRUE(allowed(rules, "file-read-data", "/Users/dev/trial/ws/.git/HEAD"));
+    EXPECT_TRUE(allowed(rules, "file-read-data", "/opt/tools/share/x"));
+    EXPECT_TRUE(allowed(rules, "process-exec", "/opt/tools/bin/cc"));
+    EXPECT_TRUE(allowed(rules, "file-read-data", "/opt/verdict-rules/r.json"));
+    // The read-only grant inside the workspace stays unwritable, though the workspace is writable.
+    EXPECT_FALSE(allowed(rules, "file-write-data", "/Users/dev/trial/ws/.git/HEAD"));
+    EXPECT_FALSE(allowed(rules, "file-write-create", "/Users/dev/trial/ws/.git/hooks/pre-commit"));
+    EXPECT_FALSE(allowed(rules, "file-write-unlink", "/Users/dev/trial/ws/.git/config"));
+    EXPECT_FALSE(allowed(rules, "file-write-data", "/opt/tools/share/x"));
+    EXPECT_FALSE(allowed(rules, "file-write-data", "/opt/verdict-rules/r.json"));
+    // A withheld path inside a read-only grant stays closed, metadata included.
+    EXPECT_FALSE(allowed(rules, "file-read-data", "/opt/tools/secrets/key"));
+    EXPECT_FALSE(allowed(rules, "file-read-metadata", "/opt/tools/secrets/key"));
+    EXPECT_FALSE(allowed(rules, "process-exec", "/opt/tools/secrets/run"));
+}
+
 TEST(SeatbeltProfile, EgressOpensTheShimsPortAndTheProxySocketOnly) {
     auto spec = base_spec();
     spec.egress.socket = std::string{kRun} + "/egress-1/proxy.sock";
