@@ -7,24 +7,30 @@
 
 namespace tea::seatbelt {
 
-const std::vector<std::string> kSystemRoots{
-    "/System",
-    "/usr",
-    "/bin",
-    "/sbin",
-    "/dev",
-    "/private/etc",
-    "/Library/Apple",
-    "/private/var/db/timezone",
-    "/Library/Preferences/Logging",
-    "/Library/Perl",
-    "/Library/Python",
-    "/Library/Ruby",
-    "/private/var/db/dyld",
-};
+const std::vector<std::string> &system_roots() {
+    static const std::vector<std::string> roots{
+        "/System",
+        "/usr",
+        "/bin",
+        "/sbin",
+        "/dev",
+        "/private/etc",
+        "/Library/Apple",
+        "/private/var/db/timezone",
+        "/Library/Preferences/Logging",
+        "/Library/Perl",
+        "/Library/Python",
+        "/Library/Ruby",
+        "/private/var/db/dyld",
+    };
+    return roots;
+}
 
-const std::vector<std::string> kSystemSockets{"/private/var/run/mDNSResponder",
-                                              "/private/var/run/syslog"};
+const std::vector<std::string> &system_sockets() {
+    static const std::vector<std::string> sockets{"/private/var/run/mDNSResponder",
+                                                  "/private/var/run/syslog"};
+    return sockets;
+}
 
 namespace {
 
@@ -126,7 +132,7 @@ void read_grants(Writer &w, const ProfileRequest &r, const std::vector<std::stri
     w.line("(allow file-read-metadata)");
     w.comment("The root directory itself, which a shell lists to find its way.");
     w.line("(allow file-read-data (literal \"/\"))");
-    w.rule("allow", kFileReadOps, "subpath", kSystemRoots, "system root");
+    w.rule("allow", kFileReadOps, "subpath", system_roots(), "system root");
     w.rule("allow", kFileReadOps, "subpath", r.system_paths, "systemPaths");
     if (!r.runtime_prefix.empty() && r.runtime_prefix != "/") {
         w.rule("allow", kFileReadOps, "subpath", {r.runtime_prefix}, "runtime");
@@ -170,7 +176,7 @@ void network_rules(Writer &w, const ProfileRequest &r) {
     w.comment("call's own and two system services allowed back. Seatbelt matches the socket's");
     w.comment("real path, so a link to a socket outside these is refused too.");
     w.line("(deny network*)");
-    w.rule("allow", "network-outbound", "path-literal", kSystemSockets, "system socket",
+    w.rule("allow", "network-outbound", "path-literal", system_sockets(), "system socket",
            kRemoteSocket);
     auto writable = present({r.workspace, r.temp_dir, r.home, r.bridge_dir});
     w.rule("allow", "network-outbound", "subpath", writable, "call directory", kRemoteSocket);

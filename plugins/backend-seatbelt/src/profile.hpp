@@ -26,10 +26,10 @@ namespace tea::seatbelt {
 
 // The macOS directories every program reads: the system, its libraries and tools, its
 // configuration, zone data and logging filter, and the system interpreters' library folders.
-extern const std::vector<std::string> kSystemRoots;
+const std::vector<std::string> &system_roots();
 
 // The two sockets a toolchain needs: the C library's name lookups, and the BSD log.
-extern const std::vector<std::string> kSystemSockets;
+const std::vector<std::string> &system_sockets();
 
 struct ProfileRequest {
     std::string workspace;                  // read-write
