@@ -178,6 +178,43 @@ TEST(SeatbeltProfile, OverlappingGrantsKeepTheNarrowestRule) {
     EXPECT_FALSE(allowed(rules, "process-exec", "/opt/tools/secrets/run"));
 }
 
+TEST(SeatbeltProfile, ADirectoryHoldingAClosedPathCannotBeRenamedOutFromUnderIt) {
+    auto spec = base_spec();
+    // Seatbelt's rules name paths: `mv ws ~/ws` or `mv ws/a ws/z` would carry ws/a/b/.tea to a
+    // path no rule closes, and ws/.git to one no rule keeps read-only.
+    spec.withhold = {"/Users/dev/trial/ws/a/b/.tea", "/Users/dev/project/.git"};
+    spec.read_only = {"/Users/dev/trial/ws/.git", std::string{kRun} + "/repository"};
+    check_profile("pinned_directories", spec);
+    const auto rules = rules_of(profile_of(spec));
+    for (const char *dir : {"/Users/dev/trial/ws", "/Users/dev/trial/ws/a",
+                            "/Users/dev/trial/ws/a/b", "/Users/dev/trial/ws/.git"}) {
+        EXPECT_FALSE(allowed(rules, "file-write-unlink", dir)) << dir;
+    }
+    EXPECT_FALSE(allowed(rules, "file-write-unlink", "/Users/dev/trial/ws/a/b/.tea"));
+    // Positive controls: beside and inside the pinned directories, files come and go as before.
+    EXPECT_TRUE(allowed(rules, "file-write-unlink", "/Users/dev/trial/ws/a/other"));
+    EXPECT_TRUE(allowed(rules, "file-write-unlink", "/Users/dev/trial/ws/a/b/c.txt"));
+    EXPECT_TRUE(allowed(rules, "file-write-create", "/Users/dev/trial/ws/a/b/new"));
+    EXPECT_TRUE(allowed(rules, "file-write-data", "/Users/dev/trial/ws/a/b/c.txt"));
+    EXPECT_TRUE(allowed(rules, "file-write-unlink", "/Users/dev/trial/ws/z"));
+    EXPECT_TRUE(allowed(rules, "file-write-unlink", spec.home + "/x"));
+    // Exactly these are pinned: a closed path outside every writable grant pins nothing, since
+    // nothing there can be renamed.
+    std::vector<std::string> pinned;
+    for (const auto &r : rules) {
+        if (!r.allow && r.operations == std::vector<std::string>{"file-write-unlink"}) {
+            for (const auto &f : r.filters) {
+                pinned.push_back(f.kind + " " + f.path);
+            }
+        }
+    }
+    EXPECT_EQ(pinned, (std::vector<std::string>{"literal /Users/dev/trial/ws",
+                                                "literal /Users/dev/trial/ws/a",
+                                                "literal /Users/dev/trial/ws/a/b"}));
+    // Without a closed path inside a writable grant, the workspace stays removable.
+    EXPECT_TRUE(allowed(rules_of(profile_of(base_spec())), "file-write-unlink", spec.workspace));
+}
+
 TEST(SeatbeltProfile, EgressOpensTheShimsPortAndTheProxySocketOnly) {
     auto spec = base_spec();
     spec.egress.socket = std::string{kRun} + "/egress-1/proxy.sock";
