@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <string>
 #include <string_view>
 #include <tea/documents.hpp>
@@ -76,9 +77,7 @@ PerCall micros_per_call(std::size_t calls, Fn &&fn) {
             std::chrono::duration<double, std::micro>(Clock::now() - start).count() / n};
 }
 
-}  // namespace
-
-int main(int argc, char **argv) {
+int run(int argc, char **argv) {
     std::size_t grants = 100;
     int rounds = 15;
     std::size_t calls = 2000;
@@ -140,6 +139,7 @@ int main(int argc, char **argv) {
                 profile_bytes, rounds, calls, sink % 10);
     const auto cpu = [](const std::vector<PerCall> &v) {
         std::vector<double> out;
+        out.reserve(v.size());
         for (const auto &p : v) {
             out.push_back(p.cpu);
         }
@@ -147,6 +147,7 @@ int main(int argc, char **argv) {
     };
     const auto wall = [](const std::vector<PerCall> &v) {
         std::vector<double> out;
+        out.reserve(v.size());
         for (const auto &p : v) {
             out.push_back(p.wall);
         }
@@ -158,4 +159,14 @@ int main(int argc, char **argv) {
     std::printf("prepare (whole)       %7.1f  %8.1f   (+%.1f us cpu over bare)\n", cpu(prepare),
                 wall(prepare), cpu(prepare) - cpu(bare));
     return 0;
+}
+}  // namespace
+
+int main(int argc, char **argv) {
+    try {
+        return run(argc, argv);
+    } catch (const std::exception &e) {
+        (void)std::fprintf(stderr, "seatbelt_bench: %s\n", e.what());
+        return 1;
+    }
 }

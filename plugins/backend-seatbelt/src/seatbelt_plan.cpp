@@ -120,13 +120,16 @@ void check_places(const LaunchSpec &spec) {
         check_path(w, "withheld");
         // A temp directory inside the withheld folder would hand the target a way into it.
         if (!host_tmp.empty() && inside(host_tmp, w)) {
-            throw tea::sdk::Unavailable("TMPDIR (" + host_tmp + ") lies inside the withheld path " +
-                                        w + "; point TMPDIR elsewhere");
+            std::string why = "TMPDIR (" + host_tmp + ") lies inside the withheld path ";
+            why += w;
+            why += "; point TMPDIR elsewhere";
+            throw tea::sdk::Unavailable(why);
         }
         for (const auto &own : {spec.home, spec.temp_dir, spec.bridge.dir}) {
             if (inside(own, w)) {
-                throw tea::sdk::Unavailable("the call's directory " + own +
-                                            " lies inside the withheld path " + w);
+                std::string why = "the call's directory " + own + " lies inside the withheld path ";
+                why += w;
+                throw tea::sdk::Unavailable(why);
             }
         }
     }
