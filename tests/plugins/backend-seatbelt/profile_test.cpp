@@ -393,6 +393,31 @@ TEST(SeatbeltProfile, TheTargetsEnvironmentIsTheSpecsButForWhatTheConfinementOwn
     EXPECT_EQ(plan.cwd, spec.cwd);
 }
 
+TEST(SeatbeltPlan, LimitsAreTheSpecsOrElseTheBackendsAsUnderBubblewrap) {
+    auto spec = base_spec();
+    // Nothing in the spec: the backend's defaults, the bubblewrap backend's own.
+    auto limits = seatbelt_plan(Settings{}, spec).child.limits;
+    EXPECT_EQ(limits.cpu_seconds, 3600U);
+    EXPECT_EQ(limits.file_size_bytes, std::uint64_t{4} << 30U);
+    EXPECT_EQ(limits.processes, 0U);
+    // The spec's win; the table's stand where the spec sets none.
+    const auto settings = parse_settings(
+        R"({"sandbox_exec":"/opt/sbx","cpu_seconds":60,"file_size_bytes":1048576,"processes":512})");
+    EXPECT_EQ(settings.sandbox_exec, "/opt/sbx");
+    spec.limits.cpu_seconds = 77;
+    limits = seatbelt_plan(settings, spec).child.limits;
+    EXPECT_EQ(limits.cpu_seconds, 77U);
+    EXPECT_EQ(limits.file_size_bytes, 1048576U);
+    EXPECT_EQ(limits.processes, 512U);
+    for (const std::string &bad :
+         {std::string{R"({"cpu_seconds":-1})"}, std::string{R"({"processes":"many"})"},
+          std::string{R"({"file_size_bytes":1.5})"},
+          std::string{R"({"sandbox_exec":"sandbox-exec"})"}, std::string{R"({"memory":1})"},
+          std::string{"[]"}}) {
+        EXPECT_THROW((void)parse_settings(bad), tea::sdk::Invalid) << bad;
+    }
+}
+
 TEST(SbplChecker, FindsAnAllowThatReopensADeny) {
     const auto rules = rules_of(
         "(version 1)\n(deny default)\n(deny file-read* (subpath \"/w/.tea\"))\n"
