@@ -1,12 +1,13 @@
 // The Seatbelt backend's prepare for a call with G grants, on one core.
 //
-//   seatbelt_bench [--grants G] [--rounds R] [--calls N]
+//   seatbelt_bench [--grants G] [--rounds R] [--calls N] [--nested 1]
 //
 // Three variants, interleaved in each of R rounds (default 15) of N calls each (default 2000):
 //   bare      the launch spec decoded and a plan that copies it encoded: what any backend's
 //             prepare pays for the documents alone (the opt-out backend's work);
 //   profile   the profile alone, from a request with G grants (default 100: G/2 systemPaths,
-//             G/4 read-only grants, G/4 withheld paths);
+//             G/4 read-only grants, G/4 withheld paths; with --nested 1 the withheld paths lie
+//             three levels down in the workspace, so each pins the directories above it);
 //   prepare   the whole prepare: the spec decoded, checked, the profile and the plan encoded.
 // Prints the median microseconds per call of each, and prepare's cost beyond bare.
 #include <time.h>
@@ -15,6 +16,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <string>
 #include <string_view>
 #include <tea/documents.hpp>
@@ -32,7 +34,7 @@ double median(std::vector<double> v) {
     return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
-tea::documents::LaunchSpec spec_with(std::size_t grants) {
+tea::documents::LaunchSpec spec_with(std::size_t grants, bool nested) {
     tea::documents::LaunchSpec spec;
     spec.argv = {"/usr/bin/make", "test"};
     spec.env = {"PATH=/usr/bin:/bin", "LANG=en_US.UTF-8", "TERM=xterm-256color"};
@@ -46,7 +48,8 @@ tea::documents::LaunchSpec spec_with(std::size_t grants) {
     }
     for (std::size_t i = 0; i < grants / 4; ++i) {
         spec.read_only.push_back(run + "/repository-" + std::to_string(i));
-        spec.withhold.push_back("/Users/dev/projects/p" + std::to_string(i) + "/.tea");
+        spec.withhold.push_back(nested ? spec.workspace + "/p" + std::to_string(i) + "/sub/.tea"
+                                       : "/Users/dev/projects/p" + std::to_string(i) + "/.tea");
     }
     spec.runtime_prefix = "/usr/local";
     return spec;
@@ -76,12 +79,11 @@ PerCall micros_per_call(std::size_t calls, Fn &&fn) {
             std::chrono::duration<double, std::micro>(Clock::now() - start).count() / n};
 }
 
-}  // namespace
-
-int main(int argc, char **argv) {
+int run(int argc, char **argv) {
     std::size_t grants = 100;
     int rounds = 15;
     std::size_t calls = 2000;
+    bool nested = false;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string_view flag = argv[i];
         const auto value = std::strtoull(argv[i + 1], nullptr, 10);
@@ -91,6 +93,8 @@ int main(int argc, char **argv) {
             rounds = static_cast<int>(value);
         } else if (flag == "--calls") {
             calls = value;
+        } else if (flag == "--nested") {
+            nested = value != 0;
         } else {
             std::fprintf(stderr, "unknown option %s\n", argv[i]);
             return 2;
@@ -100,7 +104,7 @@ int main(int argc, char **argv) {
         std::fprintf(stderr, "--rounds and --calls must be positive\n");
         return 2;
     }
-    const auto spec = spec_with(grants);
+    const auto spec = spec_with(grants, nested);
     const std::string spec_json = tea::documents::encode(spec);
     tea::seatbelt::ProfileRequest request;
     request.workspace = spec.workspace;
@@ -140,6 +144,7 @@ int main(int argc, char **argv) {
                 profile_bytes, rounds, calls, sink % 10);
     const auto cpu = [](const std::vector<PerCall> &v) {
         std::vector<double> out;
+        out.reserve(v.size());
         for (const auto &p : v) {
             out.push_back(p.cpu);
         }
@@ -147,6 +152,7 @@ int main(int argc, char **argv) {
     };
     const auto wall = [](const std::vector<PerCall> &v) {
         std::vector<double> out;
+        out.reserve(v.size());
         for (const auto &p : v) {
             out.push_back(p.wall);
         }
@@ -158,4 +164,14 @@ int main(int argc, char **argv) {
     std::printf("prepare (whole)       %7.1f  %8.1f   (+%.1f us cpu over bare)\n", cpu(prepare),
                 wall(prepare), cpu(prepare) - cpu(bare));
     return 0;
+}
+}  // namespace
+
+int main(int argc, char **argv) {
+    try {
+        return run(argc, argv);
+    } catch (const std::exception &e) {
+        (void)std::fprintf(stderr, "seatbelt_bench: %s\n", e.what());
+        return 1;
+    }
 }

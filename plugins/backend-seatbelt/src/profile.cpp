@@ -7,24 +7,30 @@
 
 namespace tea::seatbelt {
 
-const std::vector<std::string> kSystemRoots{
-    "/System",
-    "/usr",
-    "/bin",
-    "/sbin",
-    "/dev",
-    "/private/etc",
-    "/Library/Apple",
-    "/private/var/db/timezone",
-    "/Library/Preferences/Logging",
-    "/Library/Perl",
-    "/Library/Python",
-    "/Library/Ruby",
-    "/private/var/db/dyld",
-};
+const std::vector<std::string> &system_roots() {
+    static const std::vector<std::string> roots{
+        "/System",
+        "/usr",
+        "/bin",
+        "/sbin",
+        "/dev",
+        "/private/etc",
+        "/Library/Apple",
+        "/private/var/db/timezone",
+        "/Library/Preferences/Logging",
+        "/Library/Perl",
+        "/Library/Python",
+        "/Library/Ruby",
+        "/private/var/db/dyld",
+    };
+    return roots;
+}
 
-const std::vector<std::string> kSystemSockets{"/private/var/run/mDNSResponder",
-                                              "/private/var/run/syslog"};
+const std::vector<std::string> &system_sockets() {
+    static const std::vector<std::string> sockets{"/private/var/run/mDNSResponder",
+                                                  "/private/var/run/syslog"};
+    return sockets;
+}
 
 namespace {
 
@@ -126,7 +132,7 @@ void read_grants(Writer &w, const ProfileRequest &r, const std::vector<std::stri
     w.line("(allow file-read-metadata)");
     w.comment("The root directory itself, which a shell lists to find its way.");
     w.line("(allow file-read-data (literal \"/\"))");
-    w.rule("allow", kFileReadOps, "subpath", kSystemRoots, "system root");
+    w.rule("allow", kFileReadOps, "subpath", system_roots(), "system root");
     w.rule("allow", kFileReadOps, "subpath", r.system_paths, "systemPaths");
     if (!r.runtime_prefix.empty() && r.runtime_prefix != "/") {
         w.rule("allow", kFileReadOps, "subpath", {r.runtime_prefix}, "runtime");
@@ -165,12 +171,39 @@ void private_root_rules(Writer &w, const ProfileRequest &r,
     w.rule("allow", kFileReadOps, "subpath", readable, "read-only");
 }
 
+// The directories, from each writable grant down to the parent of each closed path strictly
+// inside it, that must stay where they are. Top-down, each once.
+std::vector<std::string> pinned_directories(const ProfileRequest &r) {
+    std::vector<std::string> out;
+    const auto writable = present({r.workspace, r.home, r.temp_dir, r.bridge_dir});
+    for (const auto *closed : {&r.withhold, &r.read_only}) {
+        for (const auto &path : *closed) {
+            for (const auto &grant : writable) {
+                if (path == grant || !inside(path, grant)) {
+                    continue;
+                }
+                std::vector<std::string> chain;
+                for (auto dir = parent_of(path); inside(dir, grant); dir = parent_of(dir)) {
+                    chain.push_back(dir);
+                    if (dir == grant) {
+                        break;
+                    }
+                }
+                for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+                    add(out, *it);
+                }
+            }
+        }
+    }
+    return out;
+}
+
 void network_rules(Writer &w, const ProfileRequest &r) {
     w.comment("No network but what follows: connect() to every Unix socket path refused, the");
     w.comment("call's own and two system services allowed back. Seatbelt matches the socket's");
     w.comment("real path, so a link to a socket outside these is refused too.");
     w.line("(deny network*)");
-    w.rule("allow", "network-outbound", "path-literal", kSystemSockets, "system socket",
+    w.rule("allow", "network-outbound", "path-literal", system_sockets(), "system socket",
            kRemoteSocket);
     auto writable = present({r.workspace, r.temp_dir, r.home, r.bridge_dir});
     w.rule("allow", "network-outbound", "subpath", writable, "call directory", kRemoteSocket);
@@ -211,6 +244,13 @@ std::string target_profile(const ProfileRequest &r) {
     w.comment("Withheld: the evaluation folder and the project's git directory. Last, so no");
     w.comment("grant above reaches into them.");
     w.rule("deny", kFileAllOps, "subpath", r.withhold, "withheld");
+    // Rules name paths, not files: renaming the workspace (into the home, say) or a directory
+    // between it and a withheld or read-only path would carry that path out from under its rule.
+    if (const auto pinned = pinned_directories(r); !pinned.empty()) {
+        w.comment("The directories that hold a closed path inside a writable grant cannot be");
+        w.comment("renamed or removed, so the closed path stays where its rule names it.");
+        w.rule("deny", "file-write-unlink", "literal", pinned, "pinned directory");
+    }
     network_rules(w, r);
     return out;
 }

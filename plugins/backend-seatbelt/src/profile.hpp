@@ -12,7 +12,9 @@
 //      metadata of the root and of the home's parent answered, never their listing;
 //   4. writes to every read-only grant refused;
 //   5. the withheld paths (the evaluation folder, the project's git directory) closed last, so
-//      no grant before them, however broad, reaches into them;
+//      no grant before them, however broad, reaches into them; then each directory from a
+//      writable grant down to a withheld or read-only path inside it kept from being renamed
+//      or removed, since a rule names a path and a rename would move the closed path off it;
 //   6. the network closed; connect() to every Unix socket path refused, then the call's own
 //      directories, mDNSResponder and syslog allowed back, and the withheld paths closed again;
 //      with a route out, the egress shim's loopback port and the proxy's socket.
@@ -26,10 +28,10 @@ namespace tea::seatbelt {
 
 // The macOS directories every program reads: the system, its libraries and tools, its
 // configuration, zone data and logging filter, and the system interpreters' library folders.
-extern const std::vector<std::string> kSystemRoots;
+const std::vector<std::string> &system_roots();
 
 // The two sockets a toolchain needs: the C library's name lookups, and the BSD log.
-extern const std::vector<std::string> kSystemSockets;
+const std::vector<std::string> &system_sockets();
 
 struct ProfileRequest {
     std::string workspace;                  // read-write

@@ -1,6 +1,7 @@
 #include "seatbelt_plan.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <tea/environment_entries.hpp>
@@ -120,13 +121,16 @@ void check_places(const LaunchSpec &spec) {
         check_path(w, "withheld");
         // A temp directory inside the withheld folder would hand the target a way into it.
         if (!host_tmp.empty() && inside(host_tmp, w)) {
-            throw tea::sdk::Unavailable("TMPDIR (" + host_tmp + ") lies inside the withheld path " +
-                                        w + "; point TMPDIR elsewhere");
+            std::string why = "TMPDIR (" + host_tmp + ") lies inside the withheld path ";
+            why += w;
+            why += "; point TMPDIR elsewhere";
+            throw tea::sdk::Unavailable(why);
         }
         for (const auto &own : {spec.home, spec.temp_dir, spec.bridge.dir}) {
             if (inside(own, w)) {
-                throw tea::sdk::Unavailable("the call's directory " + own +
-                                            " lies inside the withheld path " + w);
+                std::string why = "the call's directory " + own + " lies inside the withheld path ";
+                why += w;
+                throw tea::sdk::Unavailable(why);
             }
         }
     }
@@ -241,8 +245,14 @@ ExecPlan seatbelt_plan(const Settings &settings, const LaunchSpec &spec) {
     plan.cwd = spec.cwd;
     plan.confinement = "seatbelt";
     // The limits macOS has (RLIMIT_CPU, RLIMIT_FSIZE, RLIMIT_NPROC), set by the host's child
-    // before sandbox-exec; macOS has no session keyring.
-    plan.child.limits = spec.limits;
+    // before sandbox-exec, the spec's or else the backend's; macOS has no session keyring.
+    const auto limit = [](std::uint64_t spec_value, std::uint64_t fallback) {
+        return spec_value != 0 ? spec_value : fallback;
+    };
+    plan.child.limits =
+        documents::Limits{limit(spec.limits.cpu_seconds, settings.cpu_seconds),
+                          limit(spec.limits.file_size_bytes, settings.file_size_bytes),
+                          limit(spec.limits.processes, settings.processes)};
     if (!spec.unmade.empty()) {
         plan.make_dirs = spec.unmade;  // Seatbelt makes no directory: the host makes them all
     }

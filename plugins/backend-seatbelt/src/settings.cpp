@@ -18,9 +18,18 @@ Settings parse_settings(std::string_view json_text) {
                 throw tea::sdk::Invalid("plugin.seatbelt.sandbox_exec: expected an absolute path");
             }
             s.sandbox_exec = value.get<std::string>();
+        } else if (key == "cpu_seconds" || key == "file_size_bytes" || key == "processes") {
+            if (!value.is_number_unsigned()) {
+                throw tea::sdk::Invalid("plugin.seatbelt." + key + ": expected an integer >= 0");
+            }
+            (key == "cpu_seconds"       ? s.cpu_seconds
+             : key == "file_size_bytes" ? s.file_size_bytes
+                                        : s.processes) = value.get<std::uint64_t>();
         } else {
-            throw tea::sdk::Invalid("plugin.seatbelt." + key +
-                                    ": unknown key (known keys here: sandbox_exec)");
+            throw tea::sdk::Invalid(
+                "plugin.seatbelt." + key +
+                ": unknown key (known keys here: sandbox_exec, cpu_seconds, file_size_bytes, "
+                "processes)");
         }
     }
     return s;

@@ -29,6 +29,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -61,11 +62,11 @@ struct Options {
 };
 
 [[noreturn]] void usage(const std::string &why) {
-    std::fprintf(stderr,
-                 "tea-logstream-follow: %s (usage: tea-logstream-follow --trace-dir D --log LOG "
-                 "--sandbox-exec SBX -- PROGRAM ARGS...)\n",
-                 why.c_str());
-    std::exit(2);
+    (void)std::fprintf(stderr,
+                       "tea-logstream-follow: %s (usage: tea-logstream-follow --trace-dir D --log "
+                       "LOG --sandbox-exec SBX -- PROGRAM ARGS...)\n",
+                       why.c_str());
+    std::exit(2);  // NOLINT(concurrency-mt-unsafe): single-threaded
 }
 
 Options parse(int argc, char **argv) {
@@ -190,7 +191,7 @@ class Stream {
     }
 
    private:
-    void write_all(std::string_view bytes) {
+    void write_all(std::string_view bytes) const {
         while (!bytes.empty()) {
             const auto w = ::write(file_, bytes.data(), bytes.size());
             if (w < 0 && errno == EINTR) {
@@ -368,7 +369,7 @@ class Follower {
 
     int fail(const std::string &reason) {
         write_follow(false, reason);
-        std::fprintf(stderr, "tea-logstream-follow: %s\n", reason.c_str());
+        (void)std::fprintf(stderr, "tea-logstream-follow: %s\n", reason.c_str());
         return kCannotObserve;
     }
 
@@ -403,13 +404,19 @@ class Follower {
 }  // namespace
 
 int main(int argc, char **argv) {
-    auto options = parse(argc, argv);
-    struct sigaction action {};
-    action.sa_handler = remember_signal;
-    sigemptyset(&action.sa_mask);
-    for (const int sig : {SIGTERM, SIGINT, SIGHUP}) {
-        ::sigaction(sig, &action, nullptr);
+    try {
+        auto options = parse(argc, argv);
+        struct sigaction action {};
+        action.sa_handler = remember_signal;
+        sigemptyset(&action.sa_mask);
+        for (const int sig : {SIGTERM, SIGINT, SIGHUP}) {
+            ::sigaction(sig, &action, nullptr);
+        }
+        (void)::signal(SIGPIPE, SIG_IGN);
+        return Follower{std::move(options)}.run();
+    } catch (const std::exception &e) {
+        // No follow.json: collect says the log could not be followed, and the call fails.
+        (void)std::fprintf(stderr, "tea-logstream-follow: %s\n", e.what());
+        return kCannotObserve;
     }
-    ::signal(SIGPIPE, SIG_IGN);
-    return Follower{std::move(options)}.run();
 }

@@ -65,6 +65,8 @@ class SeatbeltPlanRun : public ::testing::Test {
                              "cat /proc/$$/environ > \"$r/env\"\n"
                              "pwd > \"$r/cwd\"\n"
                              "ulimit -t > \"$r/cpu\"\n"
+                             // In bytes, whatever unit the shell's ulimit counts in.
+                             "awk '/^Max file size/ {print $4}' /proc/$$/limits > \"$r/fsize\"\n"
                              "[ \"$1\" = -p ] || exit 64\n"
                              "shift 2\n"
                              "exec \"$@\"\n");
@@ -161,6 +163,8 @@ TEST_F(SeatbeltPlanRun, TheRunnerHandsSandboxExecTheProfileTheEnvironmentAndNoth
     EXPECT_EQ(fds, (std::set<std::string>{"0", "1", "2"})) << out;
     EXPECT_EQ(recorded("cwd"), s.cwd + "\n");
     EXPECT_EQ(recorded("cpu"), "77\n");  // the limits macOS has, set before sandbox-exec
+    // The spec sets no file size: the backend's default, as under bubblewrap (4 GiB).
+    EXPECT_EQ(recorded("fsize"), std::to_string(std::uint64_t{4} << 30U) + "\n");
 }
 
 TEST_F(SeatbeltPlanRun, AHostilePathIsRefusedThroughTheAbiWithItsStatus) {

@@ -150,6 +150,71 @@ TEST(SeatbeltProfile, AWithheldPathInsideAGrantStaysClosed) {
     EXPECT_TRUE(allowed(rules, "file-read-data", "/Users/dev/trial/notes"));
 }
 
+TEST(SeatbeltProfile, OverlappingGrantsKeepTheNarrowestRule) {
+    auto spec = base_spec();
+    // A read-only grant inside the workspace (a private repository shown there), a read-only
+    // grant outside it holding a withheld path, a read-only grant nested in another, and a system
+    // path that is also a read-only grant.
+    spec.read_only = {"/Users/dev/trial/ws/.git", "/opt/tools", "/opt/tools/share",
+                      "/opt/verdict-rules"};
+    spec.withhold = {"/Users/dev/project/.tea", "/opt/tools/secrets"};
+    check_profile("overlapping_grants", spec);
+    const auto rules = rules_of(profile_of(spec));
+    // Positive controls: the workspace around the read-only grant stays writable, the grants read.
+    EXPECT_TRUE(allowed(rules, "file-write-data", "/Users/dev/trial/ws/src/main.c"));
+    EXPECT_TRUE(allowed(rules, "file-read-data", "/Users/dev/trial/ws/.git/HEAD"));
+    EXPECT_TRUE(allowed(rules, "file-read-data", "/opt/tools/share/x"));
+    EXPECT_TRUE(allowed(rules, "process-exec", "/opt/tools/bin/cc"));
+    EXPECT_TRUE(allowed(rules, "file-read-data", "/opt/verdict-rules/r.json"));
+    // The read-only grant inside the workspace stays unwritable, though the workspace is writable.
+    EXPECT_FALSE(allowed(rules, "file-write-data", "/Users/dev/trial/ws/.git/HEAD"));
+    EXPECT_FALSE(allowed(rules, "file-write-create", "/Users/dev/trial/ws/.git/hooks/pre-commit"));
+    EXPECT_FALSE(allowed(rules, "file-write-unlink", "/Users/dev/trial/ws/.git/config"));
+    EXPECT_FALSE(allowed(rules, "file-write-data", "/opt/tools/share/x"));
+    EXPECT_FALSE(allowed(rules, "file-write-data", "/opt/verdict-rules/r.json"));
+    // A withheld path inside a read-only grant stays closed, metadata included.
+    EXPECT_FALSE(allowed(rules, "file-read-data", "/opt/tools/secrets/key"));
+    EXPECT_FALSE(allowed(rules, "file-read-metadata", "/opt/tools/secrets/key"));
+    EXPECT_FALSE(allowed(rules, "process-exec", "/opt/tools/secrets/run"));
+}
+
+TEST(SeatbeltProfile, ADirectoryHoldingAClosedPathCannotBeRenamedOutFromUnderIt) {
+    auto spec = base_spec();
+    // Seatbelt's rules name paths: `mv ws ~/ws` or `mv ws/a ws/z` would carry ws/a/b/.tea to a
+    // path no rule closes, and ws/.git to one no rule keeps read-only.
+    spec.withhold = {"/Users/dev/trial/ws/a/b/.tea", "/Users/dev/project/.git"};
+    spec.read_only = {"/Users/dev/trial/ws/.git", std::string{kRun} + "/repository"};
+    check_profile("pinned_directories", spec);
+    const auto rules = rules_of(profile_of(spec));
+    for (const char *dir : {"/Users/dev/trial/ws", "/Users/dev/trial/ws/a",
+                            "/Users/dev/trial/ws/a/b", "/Users/dev/trial/ws/.git"}) {
+        EXPECT_FALSE(allowed(rules, "file-write-unlink", dir)) << dir;
+    }
+    EXPECT_FALSE(allowed(rules, "file-write-unlink", "/Users/dev/trial/ws/a/b/.tea"));
+    // Positive controls: beside and inside the pinned directories, files come and go as before.
+    EXPECT_TRUE(allowed(rules, "file-write-unlink", "/Users/dev/trial/ws/a/other"));
+    EXPECT_TRUE(allowed(rules, "file-write-unlink", "/Users/dev/trial/ws/a/b/c.txt"));
+    EXPECT_TRUE(allowed(rules, "file-write-create", "/Users/dev/trial/ws/a/b/new"));
+    EXPECT_TRUE(allowed(rules, "file-write-data", "/Users/dev/trial/ws/a/b/c.txt"));
+    EXPECT_TRUE(allowed(rules, "file-write-unlink", "/Users/dev/trial/ws/z"));
+    EXPECT_TRUE(allowed(rules, "file-write-unlink", spec.home + "/x"));
+    // Exactly these are pinned: a closed path outside every writable grant pins nothing, since
+    // nothing there can be renamed.
+    std::vector<std::string> pinned;
+    for (const auto &r : rules) {
+        if (!r.allow && r.operations == std::vector<std::string>{"file-write-unlink"}) {
+            for (const auto &f : r.filters) {
+                pinned.push_back(f.kind + " " + f.path);
+            }
+        }
+    }
+    EXPECT_EQ(pinned, (std::vector<std::string>{"literal /Users/dev/trial/ws",
+                                                "literal /Users/dev/trial/ws/a",
+                                                "literal /Users/dev/trial/ws/a/b"}));
+    // Without a closed path inside a writable grant, the workspace stays removable.
+    EXPECT_TRUE(allowed(rules_of(profile_of(base_spec())), "file-write-unlink", spec.workspace));
+}
+
 TEST(SeatbeltProfile, EgressOpensTheShimsPortAndTheProxySocketOnly) {
     auto spec = base_spec();
     spec.egress.socket = std::string{kRun} + "/egress-1/proxy.sock";
@@ -326,6 +391,31 @@ TEST(SeatbeltProfile, TheTargetsEnvironmentIsTheSpecsButForWhatTheConfinementOwn
     EXPECT_EQ(plan.env, expected);
     EXPECT_EQ(plan.confinement, "seatbelt");
     EXPECT_EQ(plan.cwd, spec.cwd);
+}
+
+TEST(SeatbeltPlan, LimitsAreTheSpecsOrElseTheBackendsAsUnderBubblewrap) {
+    auto spec = base_spec();
+    // Nothing in the spec: the backend's defaults, the bubblewrap backend's own.
+    auto limits = seatbelt_plan(Settings{}, spec).child.limits;
+    EXPECT_EQ(limits.cpu_seconds, 3600U);
+    EXPECT_EQ(limits.file_size_bytes, std::uint64_t{4} << 30U);
+    EXPECT_EQ(limits.processes, 0U);
+    // The spec's win; the table's stand where the spec sets none.
+    const auto settings = parse_settings(
+        R"({"sandbox_exec":"/opt/sbx","cpu_seconds":60,"file_size_bytes":1048576,"processes":512})");
+    EXPECT_EQ(settings.sandbox_exec, "/opt/sbx");
+    spec.limits.cpu_seconds = 77;
+    limits = seatbelt_plan(settings, spec).child.limits;
+    EXPECT_EQ(limits.cpu_seconds, 77U);
+    EXPECT_EQ(limits.file_size_bytes, 1048576U);
+    EXPECT_EQ(limits.processes, 512U);
+    for (const std::string &bad :
+         {std::string{R"({"cpu_seconds":-1})"}, std::string{R"({"processes":"many"})"},
+          std::string{R"({"file_size_bytes":1.5})"},
+          std::string{R"({"sandbox_exec":"sandbox-exec"})"}, std::string{R"({"memory":1})"},
+          std::string{"[]"}}) {
+        EXPECT_THROW((void)parse_settings(bad), tea::sdk::Invalid) << bad;
+    }
 }
 
 TEST(SbplChecker, FindsAnAllowThatReopensADeny) {

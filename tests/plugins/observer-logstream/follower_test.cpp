@@ -32,7 +32,7 @@ std::string report_command(const std::string &path_expression, const std::string
 class Follower : public ::testing::Test {
    protected:
     void SetUp() override {
-        std::ofstream{fake_log_};
+        test::write_file(fake_log_.string(), "");  // the unified log, empty so far
         stdfs::create_directory(trace_);
         // `log stream ...`: the fake log from its start, followed.
         write_script(log_, "exec tail -n +1 -f '" + fake_log_.string() + "'\n");

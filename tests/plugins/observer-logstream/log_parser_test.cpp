@@ -125,6 +125,18 @@ TEST(LogAudit, LostEventsOverloadAndUnreadableLinesMakeItLossy) {
     EXPECT_TRUE(audit_log(bracket(""), kCanaries).complete);  // the positive control
 }
 
+TEST(LogAudit, ALogWhoseLastLineIsCutShortIsLossy) {
+    // The stream ended mid-line (the follower stopped, the disk filled): no newline, half a report.
+    const auto whole = report("/t/canary-0") + report("/secret") + report("/t/canary-1");
+    const auto cut = whole + report("/after").substr(0, 60);
+    const auto o = audit_log(cut, kCanaries);
+    EXPECT_FALSE(o.complete);
+    EXPECT_NE(o.reason.find("1 lines of the log could not be read"), std::string::npos) << o.reason;
+    ASSERT_EQ(o.events.size(), 1U);  // what was whole is still read
+    EXPECT_EQ(o.events[0].asked, "/secret");
+    EXPECT_TRUE(audit_log(whole, kCanaries).complete) << audit_log(whole, kCanaries).reason;
+}
+
 TEST(LogAudit, TheFollowersRecordIsReadWithoutTrustingIt) {
     EXPECT_FALSE(read_follow_record("").followed);
     EXPECT_FALSE(read_follow_record("{\"followed\":true}").followed);  // no canary
