@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string_view>
 #include <thread>
 
@@ -258,8 +259,26 @@ TEST(Cli, HelpSubcommandPrintsWhatTheHelpOptionPrints) {
     EXPECT_EQ(help.status, 0) << help.err;
     EXPECT_EQ(help.out, top.out);
     EXPECT_EQ(help.err, "");
-    for (const std::string sub :
-         {"check", "plugins", "exec", "preflight", "run", "score", "qualify", "report"}) {
+    // Every subcommand the top-level help lists, help itself aside, is one compared below: a new
+    // one fails here until it is added.
+    const std::vector<std::string> compared{"check", "plugins", "exec",    "preflight",
+                                            "run",   "score",   "qualify", "report"};
+    std::vector<std::string> listed;
+    bool in_list = false;
+    std::istringstream lines{top.out};
+    for (std::string line; std::getline(lines, line);) {
+        if (line == "Subcommands:") {
+            in_list = true;
+        } else if (line.empty()) {
+            in_list = false;
+        } else if (in_list && line.size() > 2 && line.starts_with("  ") && line[2] != ' ') {
+            listed.push_back(line.substr(2, line.find(' ', 2) - 2));
+        }
+    }
+    auto all = compared;
+    all.emplace_back("help");
+    EXPECT_EQ(listed, all) << top.out;
+    for (const auto &sub : compared) {
         const auto option = test::run(cmd({sub, "--help"}), env());
         ASSERT_EQ(option.status, 0) << sub << ": " << option.err;
         EXPECT_NE(option.out, top.out) << sub;

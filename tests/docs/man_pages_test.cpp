@@ -1,10 +1,12 @@
-// docs/man/ against the binary and the built-in configuration: each page formats without a
-// warning, tea-evaluate(1) has a section for every subcommand and names every option that
-// subcommand's --help lists, and tea-evaluate.toml(5) every table and key of config/default.toml,
-// so that a page cannot silently fall behind the code.
+// docs/man/ against the binary, the built-in configuration and the format's reference: each page
+// formats without a warning, tea-evaluate(1) has a section for every subcommand and names every
+// option that subcommand's --help lists, tea-evaluate.toml(5) every table and key of
+// config/default.toml, and tea-evaluate-evaluation(5) every field docs/evaluation-format.md's
+// tables list, so that a page cannot silently fall behind the code or the docs.
 #include <gtest/gtest.h>
 #include <toml++/toml.h>
 
+#include <cctype>
 #include <filesystem>
 #include <set>
 #include <sstream>
@@ -98,6 +100,62 @@ bool has_line(const std::string &source, const std::string &line) {
     return false;
 }
 
+// The fields of the reference's tables of a format (a "field" column, then its "type"): each
+// backquoted name of a row's first cell, the last part of a dotted one ("agent.model" is "model").
+// A table of what a record holds ("field | meaning") is left out: no evaluation writes those.
+std::set<std::string> format_fields(const std::string &markdown) {
+    std::set<std::string> fields;
+    bool format_table = false;
+    for (const auto &line : test::lines_of(markdown)) {
+        if (line.starts_with("| field |")) {
+            format_table = line.find("| type |") != std::string::npos;
+            continue;
+        }
+        if (!line.starts_with("|")) {
+            format_table = false;
+            continue;
+        }
+        if (!format_table || line.starts_with("|---")) {
+            continue;
+        }
+        const auto first = line.substr(1, line.find('|', 1) - 1);
+        for (auto open = first.find('`'); open != std::string::npos;) {
+            const auto close = first.find('`', open + 1);
+            if (close == std::string::npos) {
+                break;
+            }
+            const auto name = first.substr(open + 1, close - open - 1);
+            fields.insert(name.substr(name.rfind('.') + 1));
+            open = first.find('`', close + 1);
+        }
+    }
+    return fields;
+}
+
+// The words a roff page sets in bold: those of its .B, .BR, .RB, .BI and .IB lines.
+std::set<std::string> bold_words(const std::string &source) {
+    std::set<std::string> words;
+    for (const auto &line : test::lines_of(source)) {
+        if (!line.starts_with(".B ") && !line.starts_with(".BR ") && !line.starts_with(".RB ") &&
+            !line.starts_with(".BI ") && !line.starts_with(".IB ")) {
+            continue;
+        }
+        std::string word;
+        for (const char c : line.substr(line.find(' '))) {
+            if (std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_') {
+                word += c;
+            } else if (!word.empty()) {
+                words.insert(word);
+                word.clear();
+            }
+        }
+        if (!word.empty()) {
+            words.insert(word);
+        }
+    }
+    return words;
+}
+
 TEST(ManPages, EachFormatsWithoutAWarning) {
     for (const auto &name : kPageNames) {
         EXPECT_EQ(formatting_warnings(kPages / name), "") << name;
@@ -171,6 +229,27 @@ TEST(ManPages, TheConfigurationPageHasEveryTableAndKeyOfTheDefault) {
                 << "tea-evaluate.toml.5 does not describe [" << table.str() << "] " << key.str();
         }
     }
+}
+
+TEST(ManPages, TheEvaluationPageHasEveryFieldOfTheReference) {
+    const auto fields = format_fields(
+        test::read_file((fs::path{TEA_SOURCE_DIR} / "docs" / "evaluation-format.md").string()));
+    // The parse found the tables of several objects (evaluation.json, a probe, a tool-server and
+    // an HTTP probe, a conversation's agent, an egress item, a rubric judge, contract.json) and
+    // left out the call record's table, which an evaluator reads.
+    for (const std::string field : {"trials", "stdin", "method", "request", "maxTurns", "pinned",
+                                    "passThreshold", "interfaces", "model"}) {
+        EXPECT_TRUE(fields.contains(field)) << field;
+    }
+    EXPECT_FALSE(fields.contains("timedOut"));
+    const auto named = bold_words(test::read_file((kPages / "tea-evaluate-evaluation.5").string()));
+    for (const auto &field : fields) {
+        EXPECT_TRUE(named.contains(field))
+            << "tea-evaluate-evaluation.5 does not set the field " << field << " in bold";
+    }
+    // The control: a word the page never sets in bold, and one it has only in plain text.
+    EXPECT_FALSE(named.contains("frobnicate"));
+    EXPECT_FALSE(named.contains("checkout"));
 }
 
 }  // namespace
