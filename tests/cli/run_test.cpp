@@ -1248,6 +1248,16 @@ TEST(Preflight, AnOptedOutEvaluationHasNothingToCheck) {
 namespace tea {
 namespace {
 
+// write_simple_evaluation's project whose entry may reach 127.0.0.1:9 and nothing else through
+// the egress route, so that any other request the target makes is refused and recorded.
+void write_egress_evaluation(Project &p, const std::string &target) {
+    write_simple_evaluation(p, "", target);
+    p.write(".tea/evaluation.json",
+            R"({"registry": [{"interfaceId": "t", "executable": "t", "target": "bin/t",
+                 "maxElapsedMs": 60000, "egress": [{"host": "127.0.0.1", "port": 9}]}],
+                "evaluator": {"command": ["evaluator/grade.sh"]}})");
+}
+
 // An entry's egress in the records: run.json lists the entry's items, a refused request lands in
 // egressRefusals with its trial, the summary names the trial and the manifest notes the entry.
 // Control: the same request from an entry without egress has no route at all (no proxy
@@ -1259,11 +1269,7 @@ TEST(Run, EgressRefusalsAreRecordedAndNamed) {
         "if [ -z \"${HTTPS_PROXY:-}\" ]; then echo no-route; exit 0; fi\n"
         "curl -s -o /dev/null -w '%{http_code}' -p -x \"$HTTPS_PROXY\" "
         "https://not-listed.invalid:443/ || true\n";
-    write_simple_evaluation(p, "", target);
-    p.write(".tea/evaluation.json",
-            R"({"registry": [{"interfaceId": "t", "executable": "t", "target": "bin/t",
-                 "maxElapsedMs": 60000, "egress": [{"host": "127.0.0.1", "port": 9}]}],
-                "evaluator": {"command": ["evaluator/grade.sh"]}})");
+    write_egress_evaluation(p, target);
     p.commit();
     const auto run = p.run();
     ASSERT_EQ(run.status, 0) << run.err;
@@ -3817,11 +3823,7 @@ TEST(RunJobs, AnInterruptedTrialsEgressRefusalsAreKeptAsARunInOneProcessKeepsThe
             "if [ -e called-once ]; then echo started; exec sleep 5.125; fi\n"
             "touch called-once\n"
             "curl -s -o /dev/null -p -x \"$HTTPS_PROXY\" https://not-listed.invalid:443/ || true\n";
-        write_simple_evaluation(p, "", target);
-        p.write(".tea/evaluation.json",
-                R"({"registry": [{"interfaceId": "t", "executable": "t", "target": "bin/t",
-                     "maxElapsedMs": 60000, "egress": [{"host": "127.0.0.1", "port": 9}]}],
-                    "evaluator": {"command": ["evaluator/grade.sh"]}})");
+        write_egress_evaluation(p, target);
         p.write(".tea/probes/second.json", R"({"entry": "t"})");
         p.commit();
         const pid_t pid = spawn_run(p, {}, "run", {"--jobs", jobs});
