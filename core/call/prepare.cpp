@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <string>
 
 #include "util/error.hpp"
 #include "util/paths.hpp"
@@ -106,11 +107,20 @@ exec::ExecPlan Planner::prepare(const exec::LaunchSpec &spec) const {
     } catch (const std::exception &e) {
         throw host_error(e.what());
     }
+    exec::ExecPlan plan;
     try {
-        return exec::exec_plan_from_json(plan_json);
+        plan = exec::exec_plan_from_json(plan_json);
     } catch (const std::exception &e) {
         throw runtime_failure(invalid_plan(name()) + e.what());
     }
+    if (plan.child.new_session && !backend_.plugin->capabilities().new_session) {
+        // What the plugin declares is what it is held to: a host of its minor would refuse the
+        // field, so a plugin cannot rely on it while claiming the older contract.
+        throw runtime_failure(invalid_plan(name()) +
+                              "newSession: a field of ABI 1.10; the plugin declares 1." +
+                              std::to_string(backend_.plugin->abi_minor()) + " (declare 1.10)");
+    }
+    return plan;
 }
 
 exec::ExecPlan Planner::prepare_complete(exec::LaunchSpec &spec,

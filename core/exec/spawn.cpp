@@ -93,8 +93,12 @@ int spawn_as_child(void *arg) {
     // only in there). Both use descriptors of the runtime's that a plan's number may take once
     // the descriptors are placed, and both take the runtime's privileges (writing the cgroup's
     // tasks, CAP_SYS_ADMIN for setns), so they come before the placing and before the drop.
-    if (::setpgid(0, 0) != 0) {
-        fail("setpgid");
+    //
+    // A plan whose confinement gives the target no session of its own asks for one here (a new
+    // session is also a new group): without a controlling terminal, nothing of the call can push
+    // input into the user's shell (TIOCSTI) or open /dev/tty.
+    if (s.setup.new_session ? ::setsid() < 0 : ::setpgid(0, 0) != 0) {
+        fail(s.setup.new_session ? "setsid" : "setpgid");
     }
     for (const int fd : s.budget.join) {
         if (::write(fd, "0", 1) != 1) {
@@ -224,9 +228,9 @@ std::pair<pid_t, int> spawn_as(SpawnAs &request) {
                       request.error);
 }
 
-// Starts one process of the plan in a process group of its own, with exactly the given
-// descriptors: 0-2, the files and the dups. Returns {pid, 0}, or {-1, errno} when it could not be
-// executed; throws setup_error when the runtime could not set it up.
+// Starts one process of the plan in a process group (or, when the plan asks, a session) of its
+// own, with exactly the given descriptors: 0-2, the files and the dups. Returns {pid, 0}, or {-1,
+// errno} when it could not be executed; throws setup_error when the runtime could not set it up.
 std::pair<pid_t, int> start_process(const ExecPlan &plan, const ProcessParts &p) {
     std::vector<UniqueFd> plan_fds;
     plan_fds.reserve(p.files.size());

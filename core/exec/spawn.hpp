@@ -76,9 +76,9 @@ struct ProcessParts {
     const ChildBudget *budget = nullptr;
 };
 
-// Starts one process of the plan in a process group of its own, with exactly the given
-// descriptors: 0-2, the files and the dups. Returns {pid, 0}, or {-1, errno} when it could not be
-// executed; throws setup_error when the runtime could not set it up.
+// Starts one process of the plan in a process group (or, when the plan asks, a session) of its
+// own, with exactly the given descriptors: 0-2, the files and the dups. Returns {pid, 0}, or {-1,
+// errno} when it could not be executed; throws setup_error when the runtime could not set it up.
 std::pair<pid_t, int> start_process(const ExecPlan &plan, const ProcessParts &p);
 
 // A plan's holder, ended with its process group (and reaped) however the call ends.

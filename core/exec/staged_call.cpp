@@ -19,7 +19,7 @@ const char *differs(const ExecPlan &staged, const ExecPlan &complete) {
         return "runAs";
     }
     if (complete.child != staged.child) {
-        return "limits or newSessionKeyring";
+        return "limits, newSessionKeyring or newSession";
     }
     if (complete.setup_mark_fd != staged.setup_mark_fd) {
         return "setupMark";

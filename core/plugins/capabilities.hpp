@@ -31,6 +31,9 @@ struct Capabilities {
     bool egress_pin = false;
     // 1.9, backend: runs the bridge's relay beside the target in the call's namespaces ("bridge").
     bool bridge = false;
+    // 1.10, backend: may ask for its plan's process in a session of its own ("newSession"); an
+    // older one sending it is refused, as a host of its minor would refuse the unknown field.
+    bool new_session = false;
 
     static constexpr Capabilities of_minor(int minor) {
         Capabilities c;
@@ -44,6 +47,7 @@ struct Capabilities {
         c.login_files = minor >= TEA_ABI_1_8;
         c.egress_pin = minor >= TEA_ABI_1_8;
         c.bridge = minor >= TEA_ABI_1_9;
+        c.new_session = minor >= TEA_ABI_1_10;
         return c;
     }
 };

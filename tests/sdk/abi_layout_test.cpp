@@ -120,7 +120,7 @@ TEST(AbiLayout, HelperDescriptorCarriesTheMinorThePluginDeclares) {
 }
 
 // The newest minor is the last one named: a bump that forgets its name fails here.
-static_assert(TEA_ABI_MINOR == TEA_ABI_1_9);
+static_assert(TEA_ABI_MINOR == TEA_ABI_1_10);
 
 // Code written before the minor was an argument still builds (with a deprecation warning) and
 // declares what it declared then: the header's newest minor.

@@ -74,7 +74,7 @@
  */
 #define TEA_ABI_VALUES(TEA_ABI_VALUE)   \
     TEA_ABI_VALUE(TEA_ABI_MAJOR, 1)     \
-    TEA_ABI_VALUE(TEA_ABI_MINOR, 9)     \
+    TEA_ABI_VALUE(TEA_ABI_MINOR, 10)    \
     TEA_ABI_VALUE(TEA_ABI_1_0, 0)       \
     TEA_ABI_VALUE(TEA_ABI_1_1, 1)       \
     TEA_ABI_VALUE(TEA_ABI_1_2, 2)       \
@@ -85,6 +85,7 @@
     TEA_ABI_VALUE(TEA_ABI_1_7, 7)       \
     TEA_ABI_VALUE(TEA_ABI_1_8, 8)       \
     TEA_ABI_VALUE(TEA_ABI_1_9, 9)       \
+    TEA_ABI_VALUE(TEA_ABI_1_10, 10)     \
     TEA_ABI_VALUE(TEA_OK, 0)            \
     TEA_ABI_VALUE(TEA_FAILED, 1)        \
     TEA_ABI_VALUE(TEA_UNAVAILABLE, 2)   \

@@ -46,4 +46,4 @@ class Seatbelt {
 
 }  // namespace
 
-TEA_SDK_BACKEND_PLUGIN(Seatbelt, "seatbelt", "1.0.0", TEA_ABI_1_9)
+TEA_SDK_BACKEND_PLUGIN(Seatbelt, "seatbelt", "1.0.0", TEA_ABI_1_10)

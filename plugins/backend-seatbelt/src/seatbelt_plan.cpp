@@ -188,6 +188,9 @@ ExecPlan grader_plan(const Settings &settings, const LaunchSpec &spec) {
     plan.cwd = spec.cwd;
     plan.confinement = "seatbelt";
     plan.report_json = R"({"role":"grader"})";
+    // The grader's command is the evaluation's, but what it runs is the target's work: no
+    // controlling terminal for it either (TIOCSTI), as bubblewrap's grader plan gives none.
+    plan.child.new_session = true;
     if (!spec.unmade.empty()) {
         plan.make_dirs = spec.unmade;  // nothing of Seatbelt makes a directory
     }
@@ -253,6 +256,9 @@ ExecPlan seatbelt_plan(const Settings &settings, const LaunchSpec &spec) {
         documents::Limits{limit(spec.limits.cpu_seconds, settings.cpu_seconds),
                           limit(spec.limits.file_size_bytes, settings.file_size_bytes),
                           limit(spec.limits.processes, settings.processes)};
+    // A session of its own (ABI 1.10): the profile allows ioctls on /dev/tty, and a target that
+    // kept the runtime's controlling terminal could push input into the user's shell (TIOCSTI).
+    plan.child.new_session = true;
     if (!spec.unmade.empty()) {
         plan.make_dirs = spec.unmade;  // Seatbelt makes no directory: the host makes them all
     }

@@ -166,10 +166,12 @@ struct RunAs {
 };
 
 // (ABI 1.1) What the host applies in the child just before the exec: resource limits (0 = leave
-// as is) and a fresh anonymous session keyring.
+// as is) and a fresh anonymous session keyring. (ABI 1.10) And a session of its own in place of
+// the process group alone: no controlling terminal.
 struct ChildSetup {
     Limits limits;
     bool new_session_keyring = false;
+    bool new_session = false;  // (ABI 1.10)
     [[nodiscard]] bool requested() const {
         return new_session_keyring || limits.cpu_seconds != 0 || limits.file_size_bytes != 0 ||
                limits.processes != 0;
@@ -303,7 +305,8 @@ inline bool operator!=(const RunAs &a, const RunAs &b) {
     return !(a == b);
 }
 inline bool operator==(const ChildSetup &a, const ChildSetup &b) {
-    return a.limits == b.limits && a.new_session_keyring == b.new_session_keyring;
+    return a.limits == b.limits && a.new_session_keyring == b.new_session_keyring &&
+           a.new_session == b.new_session;
 }
 inline bool operator!=(const ChildSetup &a, const ChildSetup &b) {
     return !(a == b);
@@ -858,6 +861,10 @@ inline nlohmann::json exec_plan_to_json(const ExecPlan &plan) {
         doc["limits"] = detail::limits_to_json(plan.child.limits);
         doc["newSessionKeyring"] = plan.child.new_session_keyring;
     }
+    // Only when asked: a host older than 1.10 refuses the field.
+    if (plan.child.new_session) {
+        doc["newSession"] = true;
+    }
     if (plan.lend.requested) {
         doc["lend"] = {{"uid", plan.lend.uid},
                        {"gid", plan.lend.gid},
@@ -887,9 +894,9 @@ inline ExecPlan exec_plan_from_json(const nlohmann::json &doc) {
     }
     detail::only_known(
         doc,
-        std::array<const char *, 15>{"argv", "env", "cwd", "files", "confinement", "lend", "runAs",
-                                     "report", "audit", "limits", "newSessionKeyring", "setupMark",
-                                     "makeDirs", "holder", "handoffFd"},
+        std::array<const char *, 16>{"argv", "env", "cwd", "files", "confinement", "lend", "runAs",
+                                     "report", "audit", "limits", "newSessionKeyring", "newSession",
+                                     "setupMark", "makeDirs", "holder", "handoffFd"},
         "", " of an exec plan");
     ExecPlan plan;
     detail::parse_process(doc, "", plan.argv, plan.env, plan.cwd);
@@ -950,6 +957,7 @@ inline ExecPlan exec_plan_from_json(const nlohmann::json &doc) {
                                    detail::unsigned_field(*limits, "limits.", "processes")};
     }
     plan.child.new_session_keyring = detail::boolean_field(doc, "newSessionKeyring");
+    plan.child.new_session = detail::boolean_field(doc, "newSession");
     if (const auto lend = doc.find("lend"); lend != doc.end()) {
         if (!lend->is_object() || !lend->contains("uid") || !(*lend)["uid"].is_number_unsigned() ||
             !lend->contains("gid") || !(*lend)["gid"].is_number_unsigned() ||

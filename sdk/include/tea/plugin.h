@@ -62,6 +62,11 @@
  *  1.9  launch spec: bridge, the directory of the way into a started service
  *       and the relay a backend runs beside the target to listen in it. The
  *       host sends it only to a plugin of 1.9 or later.
+ *  1.10 exec plan: newSession, the plan's process started in a session of
+ *       its own (setsid) rather than only a process group of its own, so it
+ *       has no controlling terminal to push input into. Nothing is sent to a
+ *       plugin that did not ask, and a host older than 1.10 refuses the field,
+ *       so a plugin that asks for it declares 1.10.
  *
  * Structured data (a plugin's configuration, a launch spec, an exec plan, an
  * observation) crosses as JSON text whose schema is documented in
@@ -82,7 +87,7 @@ extern "C" {
 #define TEA_ABI_MAJOR 1
 /* The newest minor this header describes. A plugin declares the minor it
  * implements, one of the names below, rather than this number. */
-#define TEA_ABI_MINOR 9
+#define TEA_ABI_MINOR 10
 
 /* The minors, each named for a plugin to declare (see the list above). */
 #define TEA_ABI_1_0 0
@@ -95,6 +100,7 @@ extern "C" {
 #define TEA_ABI_1_7 7
 #define TEA_ABI_1_8 8
 #define TEA_ABI_1_9 9
+#define TEA_ABI_1_10 10
 
 /* Whether the struct at `pointer`, of the size its struct_size says, holds
  * `member` of `type` whole: the check before reading a member that a later

@@ -54,7 +54,7 @@ class CallSessionTest : public ::testing::Test {
               manifest("call-backend", "backend", TEA_FIXTURE_CALL_BACKEND));
         write(dir_.path() / "plugins.d" / "call-backend-bridge.toml",
               manifest("call-backend-bridge", "backend", TEA_FIXTURE_CALL_BACKEND_BRIDGE,
-                       TEA_ABI_1_9));
+                       TEA_ABI_1_10));
         write(dir_.path() / "plugins.d" / "call-observer.toml",
               manifest("call-observer", "observer", TEA_FIXTURE_CALL_OBSERVER));
         write(dir_.path() / "plugins.d" / "stager-backend.toml",
@@ -266,6 +266,33 @@ TEST_F(CallSessionTest, ABridgeIsNeverSentToABackendOlderThan19) {
     EXPECT_NE(what.find("'call-backend' (plugin ABI 1.6)"), std::string::npos) << what;
     EXPECT_NE(what.find("ABI 1.9"), std::string::npos) << what;
     EXPECT_TRUE(prepares().empty());
+    EXPECT_TRUE(left_behind().empty());
+}
+
+// A plan's newSession (ABI 1.10) starts its process in a session of its own: the target (the
+// plan's process, after its launcher's exec) leads a session. Control: the same backend without
+// it leaves the target in the runtime's session. A backend declaring an older minor that sends it
+// is refused (125) naming the field and its minor, as a host of that minor refuses the unknown
+// field, and nothing runs.
+TEST_F(CallSessionTest, ANewSessionIsHonouredFromABackendOf110AndRefusedFromAnOlderOne) {
+    const auto leads_its_session = [&](const std::string &mode) {
+        const auto session = open("call-backend-bridge", mode);
+        const auto outcome = session->call(
+            spec({"sh", "-c", "echo $$ > pid; cut -d' ' -f6 /proc/$$/stat > sid"}), run());
+        EXPECT_EQ(outcome.status, 0);
+        return read(workspace() / "pid") == read(workspace() / "sid");
+    };
+    EXPECT_TRUE(leads_its_session("new-session"));
+    EXPECT_FALSE(leads_its_session("plain"));
+
+    stdfs::remove(workspace() / "pid");
+    const auto older = open("call-backend", "new-session");
+    const auto call = [&] { (void)older->call(spec({"sh", "-c", "echo $$ > pid"}), run()); };
+    std::string what;
+    EXPECT_EQ(error_code(call, &what), 125);
+    EXPECT_NE(what.find("newSession"), std::string::npos) << what;
+    EXPECT_NE(what.find("declares 1.6"), std::string::npos) << what;
+    EXPECT_FALSE(stdfs::exists(workspace() / "pid"));
     EXPECT_TRUE(left_behind().empty());
 }
 

@@ -713,7 +713,7 @@ TEST_F(CallRunner, AStagedCallRefusesACompletePlanForAnotherProcess) {
     refuse(other_identity, "runAs");
     auto other_limits = completed(p, "c");
     other_limits.child.limits.cpu_seconds = 10;
-    refuse(other_limits, "limits or newSessionKeyring");
+    refuse(other_limits, "limits, newSessionKeyring or newSession");
     auto other_loan = completed(p, "c");
     other_loan.lend = Lend{true, 65534, 65534, {dir_.string()}};
     refuse(other_loan, "lend");
@@ -799,6 +799,83 @@ std::vector<pid_t> started_by_a_killed_runtime(const ExecPlan &p, const RunOptio
     ::kill(runtime, SIGKILL);
     ::waitpid(runtime, nullptr, 0);
     return pids;
+}
+
+// Runs `p` from a forked runtime whose controlling terminal is the pseudo-terminal at `tty` (it
+// leads a session of its own and opens the terminal, as a login shell's child has it). Answers
+// the call's exit code, or 100 and up when the runtime could not be given the terminal.
+int run_with_a_controlling_terminal(const ExecPlan &p, const RunOptions &options,
+                                    const std::string &tty) {
+    const pid_t runtime = ::fork();
+    if (runtime == 0) {
+        if (::setsid() < 0) {
+            ::_exit(101);
+        }
+        // Without O_NOCTTY: a session leader with no terminal takes the one it opens.
+        const int terminal = ::open(tty.c_str(), O_RDWR | O_CLOEXEC);
+        const int own = ::open("/dev/tty", O_RDWR | O_CLOEXEC);
+        if (terminal < 0 || own < 0) {
+            ::_exit(102);
+        }
+        ::close(own);
+        try {
+            const auto r = run_call(p, options);
+            ::_exit(r.started && r.signal == 0 ? r.exit_code : 103);
+        } catch (...) {
+            ::_exit(104);
+        }
+    }
+    int status = 0;
+    ::waitpid(runtime, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 105;
+}
+
+// A plan's newSession: its process leads a session of its own and has no controlling terminal,
+// though the runtime has one, so it can neither open /dev/tty (ENXIO) nor push input into the
+// terminal with TIOCSTI through a descriptor of it (EPERM: not its controlling terminal). The
+// control: the same plan without newSession shares the runtime's session and reaches the terminal
+// both ways. Under a root runtime the target runs as another identity (runAs), without the
+// CAP_SYS_ADMIN that lets TIOCSTI reach any terminal.
+TEST_F(CallRunner, ANewSessionLeavesTheRuntimesTerminalBehind) {
+    std::string legacy = "1";
+    std::ifstream{"/proc/sys/dev/tty/legacy_tiocsti"} >> legacy;
+    const auto probe = [&](bool new_session) {
+        test::Terminal terminal;
+        fs::remove(dir_ / "stdout");  // the runner makes its output files afresh
+        fs::remove(dir_ / "stderr");
+        auto p = plan({"/usr/bin/python3", "-c",
+                       "import errno, fcntl, os, termios\n"
+                       "def report(name, f):\n"
+                       "    try:\n"
+                       "        f()\n"
+                       "        print(name + '-OK')\n"
+                       "    except OSError as e:\n"
+                       "        print(name + '-DENIED:' + errno.errorcode[e.errno])\n"
+                       "print('LEADER' if os.getsid(0) == os.getpid() else 'MEMBER')\n"
+                       "report('TTY', lambda: os.close(os.open('/dev/tty', os.O_RDWR)))\n"
+                       "report('TIOCSTI', lambda: fcntl.ioctl(5, termios.TIOCSTI, b'#'))\n"});
+        p.child.new_session = new_session;
+        // The terminal at descriptor 5, as a target handed it on its stdin would hold it.
+        p.files = {{5, "", terminal.path()}};
+        if (::geteuid() == 0) {
+            p.run_as = {true, 64991, 64992};
+        }
+        const int status = run_with_a_controlling_terminal(p, capture(), terminal.path());
+        (void)terminal.output();
+        EXPECT_EQ(status, 0) << read(dir_ / "stderr");
+        return read(dir_ / "stdout");
+    };
+    const auto alone = probe(true);
+    EXPECT_NE(alone.find("LEADER\n"), std::string::npos) << alone;
+    EXPECT_NE(alone.find("TTY-DENIED:ENXIO\n"), std::string::npos) << alone;
+    EXPECT_NE(alone.find("TIOCSTI-DENIED:EPERM\n"), std::string::npos) << alone;
+
+    const auto shared = probe(false);
+    EXPECT_NE(shared.find("MEMBER\n"), std::string::npos) << shared;
+    EXPECT_NE(shared.find("TTY-OK\n"), std::string::npos) << shared;
+    if (legacy == "1") {  // a kernel that refuses TIOCSTI to every unprivileged process shows none
+        EXPECT_NE(shared.find("TIOCSTI-OK\n"), std::string::npos) << shared;
+    }
 }
 
 TEST_F(CallRunner, APlanThatConfinesNothingDiesWithARuntimeKilledOutright) {

@@ -174,6 +174,31 @@ TEST(ExecPlan, ChildSetUpAndTargetStartKindRoundTripAndAreChecked) {
                    "audit.targetStartKind");
 }
 
+// (1.10) newSession: written only when asked, so a plan that does not ask reads as it did under
+// an older host (which refuses the unknown field); a session alone is not a limit or keyring.
+TEST(ExecPlan, NewSessionRoundTripsIsWrittenOnlyWhenAskedAndIsChecked) {
+    ExecPlan plan;
+    plan.argv = {"/usr/bin/sandbox-exec"};
+    plan.cwd = "/";
+    plan.confinement = "seatbelt";
+    EXPECT_EQ(to_json(plan).find("newSession"), std::string::npos);
+    EXPECT_FALSE(exec_plan_from_json(to_json(plan)).child.new_session);
+    plan.child.new_session = true;
+    const auto doc = nlohmann::json::parse(to_json(plan));
+    EXPECT_EQ(doc.at("newSession"), true);
+    EXPECT_FALSE(doc.contains("limits"));
+    const auto back = exec_plan_from_json(to_json(plan));
+    EXPECT_TRUE(back.child.new_session);
+    EXPECT_FALSE(back.child.new_session_keyring);
+    EXPECT_EQ(back.child, plan.child);
+    auto other = plan.child;
+    other.new_session = false;
+    EXPECT_NE(other, plan.child);  // a staged plan that differs in it differs
+
+    const std::string head = R"({"argv": ["a"], "env": [], "cwd": "/", "confinement": "x", )";
+    expect_refused(head + R"("newSession": 1})", "newSession: expected a boolean");
+}
+
 TEST(ExecPlan, SetupMarkRoundTripsAndIsChecked) {
     ExecPlan plan;
     plan.argv = {"/usr/bin/bwrap"};

@@ -226,7 +226,7 @@ TEST(Capabilities, EachMinorAddsItsOwn) {
     const auto count = [](const C &c) {
         return int{c.target_start_kind} + int{c.setup_mark} + int{c.unmade_directories} +
                int{c.observed} + int{c.staged} + int{c.call_identity} + int{c.login_grant} +
-               int{c.login_files} + int{c.bridge};
+               int{c.login_files} + int{c.bridge} + int{c.new_session};
     };
     for (int minor = TEA_ABI_1_0; minor <= TEA_ABI_MINOR; ++minor) {
         EXPECT_EQ(count(C::of_minor(minor)), minor) << "1." << minor;
@@ -249,6 +249,8 @@ TEST(Capabilities, EachMinorAddsItsOwn) {
     EXPECT_TRUE(C::of_minor(TEA_ABI_1_8).login_files);
     EXPECT_FALSE(C::of_minor(TEA_ABI_1_8).bridge);
     EXPECT_TRUE(C::of_minor(TEA_ABI_1_9).bridge);
+    EXPECT_FALSE(C::of_minor(TEA_ABI_1_9).new_session);
+    EXPECT_TRUE(C::of_minor(TEA_ABI_1_10).new_session);
 }
 
 // ---------------------------------------------------------------------------

@@ -3,8 +3,11 @@
 // what it was handed (argv, environment, descriptors, working directory, limits) and then runs the
 // command as sandbox-exec does once its profile stands. And `plugins` and `auto` on a host that
 // is not macOS.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -21,6 +24,7 @@
 #include "sbpl_checker.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
+#include "support/terminal.hpp"
 
 namespace tea {
 namespace {
@@ -43,7 +47,7 @@ class SeatbeltPlanRun : public ::testing::Test {
     void SetUp() override {
         const stdfs::path library{TEA_SEATBELT_PLUGIN};
         std::ofstream{dir_ / "seatbelt.toml"}
-            << "name = \"seatbelt\"\nkind = \"backend\"\nabi = \"1.9\"\nlibrary = \""
+            << "name = \"seatbelt\"\nkind = \"backend\"\nabi = \"1.10\"\nlibrary = \""
             << library.string() << "\"\n";
         plugin_ = plugins::load_plugin(
             plugins::read_manifest(dir_ / "seatbelt.toml", library.parent_path()));
@@ -64,6 +68,8 @@ class SeatbeltPlanRun : public ::testing::Test {
                              // included.
                              "cat /proc/$$/environ > \"$r/env\"\n"
                              "pwd > \"$r/cwd\"\n"
+                             // pid, process group, session, controlling terminal (0: none).
+                             "cut -d' ' -f1,5,6,7 /proc/$$/stat > \"$r/session\"\n"
                              "ulimit -t > \"$r/cpu\"\n"
                              // In bytes, whatever unit the shell's ulimit counts in.
                              "awk '/^Max file size/ {print $4}' /proc/$$/limits > \"$r/fsize\"\n"
@@ -165,6 +171,60 @@ TEST_F(SeatbeltPlanRun, TheRunnerHandsSandboxExecTheProfileTheEnvironmentAndNoth
     EXPECT_EQ(recorded("cpu"), "77\n");  // the limits macOS has, set before sandbox-exec
     // The spec sets no file size: the backend's default, as under bubblewrap (4 GiB).
     EXPECT_EQ(recorded("fsize"), std::to_string(std::uint64_t{4} << 30U) + "\n");
+}
+
+// macOS has no pid namespace and the profile allows ioctls on /dev/tty, so the plan starts
+// sandbox-exec in a session of its own (newSession): run by a runtime whose controlling terminal
+// is a pseudo-terminal, the stand-in leads its session and its process group and has no
+// controlling terminal, nor has anything it starts. Control: the same plan with newSession taken
+// off runs in the runtime's session, on its terminal.
+TEST_F(SeatbeltPlanRun, SandboxExecStartsInASessionOfItsOwnWithoutTheTerminal) {
+    // pid, process group, session and controlling terminal of the stand-in.
+    const auto session_of = [&](const exec::ExecPlan &plan) {
+        test::Terminal terminal;
+        // The runner makes its output file afresh; the stand-in writes its record anew.
+        stdfs::remove(dir_ / "out");
+        stdfs::remove(dir_ / "record" / "session");
+        exec::RunOptions options;
+        options.out.file = dir_ / "out";
+        options.out.cap_bytes = 4096;
+        const pid_t runtime = ::fork();
+        if (runtime == 0) {
+            // A session leader with no terminal takes the one it opens (no O_NOCTTY).
+            if (::setsid() < 0 || ::open(terminal.path().c_str(), O_RDWR | O_CLOEXEC) < 0) {
+                ::_exit(101);
+            }
+            try {
+                ::_exit(exec::run_call(plan, options).status());
+            } catch (...) {
+                ::_exit(102);
+            }
+        }
+        int status = 0;
+        ::waitpid(runtime, &status, 0);
+        (void)terminal.output();
+        EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 7) << status;
+        std::vector<long> ids;
+        std::istringstream fields{recorded("session")};
+        for (long id = 0; fields >> id;) {
+            ids.push_back(id);
+        }
+        EXPECT_EQ(ids.size(), 4U) << recorded("session");
+        ids.resize(4);
+        return ids;
+    };
+    auto plan = prepare(spec());
+    ASSERT_TRUE(plan.child.new_session);
+    const auto alone = session_of(plan);
+    EXPECT_EQ(alone[1], alone[0]);  // its own process group, ended whole at the call's end
+    EXPECT_EQ(alone[2], alone[0]);  // its own session
+    EXPECT_EQ(alone[3], 0);         // no controlling terminal
+
+    plan.child.new_session = false;
+    const auto shared = session_of(plan);
+    EXPECT_EQ(shared[1], shared[0]);
+    EXPECT_NE(shared[2], shared[0]);
+    EXPECT_NE(shared[3], 0);
 }
 
 TEST_F(SeatbeltPlanRun, AHostilePathIsRefusedThroughTheAbiWithItsStatus) {

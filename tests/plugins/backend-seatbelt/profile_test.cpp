@@ -393,6 +393,17 @@ TEST(SeatbeltProfile, TheTargetsEnvironmentIsTheSpecsButForWhatTheConfinementOwn
     EXPECT_EQ(plan.cwd, spec.cwd);
 }
 
+// Both plans start sandbox-exec in a session of its own (ABI 1.10's newSession): without a pid
+// namespace, nothing else takes the runtime's controlling terminal away from the target.
+TEST(SeatbeltPlan, BothPlansAskForASessionOfTheirOwn) {
+    auto spec = base_spec();
+    const auto target = seatbelt_plan(Settings{}, spec);
+    EXPECT_TRUE(target.child.new_session);
+    EXPECT_EQ(tea::documents::exec_plan_to_json(target).value("newSession", false), true);
+    spec.role = "grader";
+    EXPECT_TRUE(seatbelt_plan(Settings{}, spec).child.new_session);
+}
+
 TEST(SeatbeltPlan, LimitsAreTheSpecsOrElseTheBackendsAsUnderBubblewrap) {
     auto spec = base_spec();
     // Nothing in the spec: the backend's defaults, the bubblewrap backend's own.
