@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <tea/stamp.hpp>
 
+#include "config/slurm_lease.hpp"
 #include "files/beneath.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
@@ -119,8 +120,8 @@ CoordinatorState coordinator_state(const stdfs::path &slurm_dir) {
             : 0;
     const auto node = string_at("node");
     const auto process = string_at("process");
-    if (length < kShortestLeaseS || length > kLongestLeaseS || process.empty() ||
-        string_at("bootId").empty()) {
+    if (length < config::kShortestSlurmLeaseS || length > config::kLongestSlurmLeaseS ||
+        process.empty() || string_at("bootId").empty()) {
         return {Is::unknown, "its lease " + file.string() + " is not a lease the runtime writes"};
     }
     // On the kernel it ran on, the coordinator's end is known at once, not a lease later.

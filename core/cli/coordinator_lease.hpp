@@ -17,10 +17,6 @@ namespace tea::cli {
 
 inline constexpr const char *kLeaseFile = "coordinator.lease";
 
-// The shortest and longest lease [executor] slurm_lease_s may give.
-inline constexpr std::int64_t kShortestLeaseS = 10;
-inline constexpr std::int64_t kLongestLeaseS = 86400;
-
 // Made in `slurm_dir` by the coordinator before its first job, naming this process; removed when
 // the run no longer waits on Slurm. Throws tea::Error (exit 3) when it cannot be made.
 class CoordinatorLease {

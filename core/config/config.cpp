@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "config/slurm_lease.hpp"
 #include "util/closest_match.hpp"
 #include "util/error.hpp"
 #include "util/plugin_name.hpp"
@@ -370,7 +371,7 @@ class LayerReader {
             } else if (name == "slurm_pending_limit_s") {
                 e.slurm_pending_limit_s = integer(value, path, 1, 604800);
             } else if (name == "slurm_lease_s") {
-                e.slurm_lease_s = integer(value, path, 10, 86400);
+                e.slurm_lease_s = integer(value, path, kShortestSlurmLeaseS, kLongestSlurmLeaseS);
             } else if (name == "slurm_partition") {
                 e.slurm_partition = slurm_word(value, path);
             } else if (name == "slurm_account") {
