@@ -234,7 +234,7 @@ stdfs::path v2_parent(const OwnCgroups &own, const stdfs::path &mount_root, std:
             *why = std::move(busy);  // the root of a container's cgroup namespace, say
             return {};
         }
-        const auto parent = mount_root / "tea-evaluate";
+        auto parent = mount_root / "tea-evaluate";
         for (const char *controller : {"+memory", "+pids"}) {
             (void)try_write(mount_root / "cgroup.subtree_control", controller);
         }
@@ -553,7 +553,12 @@ void CallCgroup::make_members(const CgroupLayout &layout, const Budget &budget) 
 }
 
 CallCgroup::~CallCgroup() {
-    (void)end();
+    try {
+        (void)end();
+    } catch (...) {
+        // Nothing may leave a destructor. A cgroup left behind is reclaimed by the next runtime,
+        // which finds its owner's mark gone.
+    }
 }
 
 std::vector<int> CallCgroup::join_fds() const {
