@@ -139,7 +139,7 @@ std::string kernel_support() {
         }
         seccomp_notif notif{};
         if (::ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &notif) == 0) {
-            const int fd = ::open("/", O_PATH | O_CLOEXEC);
+            const int fd = ::open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
             seccomp_notif_addfd add{};
             add.id = notif.id;
             add.flags = SECCOMP_ADDFD_FLAG_SEND;
@@ -147,7 +147,8 @@ std::string kernel_support() {
             if (::ioctl(listener, SECCOMP_IOCTL_NOTIF_ADDFD, &add) < 0 && why.empty()) {
                 why =
                     "the kernel refused SECCOMP_IOCTL_NOTIF_ADDFD with SECCOMP_ADDFD_FLAG_SEND "
-                    "(Linux 5.14 or later)";
+                    "(Linux 5.14 or later): " +
+                    std::generic_category().message(errno);
                 seccomp_notif_resp resp{};
                 resp.id = notif.id;
                 resp.error = -ENOSYS;

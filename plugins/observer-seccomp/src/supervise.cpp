@@ -911,7 +911,10 @@ void on_exec(const Request &r) {
         open_how how{};
         how.flags = O_PATH | O_CLOEXEC;
         std::string ignored;
-        const long fd = name.empty() ? -EBADF : open_as_process(r, dirfd, name, how, ignored);
+        // An exec of a descriptor's file: the file at the descriptor.
+        const long fd = name.empty() ? ::open(proc(pid, "fd/" + std::to_string(dirfd)).c_str(),
+                                              O_PATH | O_CLOEXEC)
+                                     : open_as_process(r, dirfd, name, how, ignored);
         if (fd >= 0) {
             struct stat st {};
             if (::fstat(static_cast<int>(fd), &st) == 0) {
@@ -1031,6 +1034,19 @@ void on_open(const Request &r) {
     }
     // What was read is trusted only while the process is still the one that asked.
     if (!id_valid(r)) {
+        return;
+    }
+    if ((how.flags & O_PATH) != 0) {
+        // An O_PATH descriptor cannot be handed over (ADDFD refuses it). It reads nothing, and
+        // every open through it is performed here by the file it holds, so open and openat run
+        // as asked: their flags are registers, which no other thread can change. openat2's are
+        // in memory, which another thread could turn into a read after they were checked: it
+        // answers ENOSYS, and callers fall back to openat.
+        if (r.nr() == __NR_openat2) {
+            respond_error(r, ENOSYS);
+        } else {
+            respond_continue(r);
+        }
         return;
     }
     if (r.nr() != __NR_openat2) {
