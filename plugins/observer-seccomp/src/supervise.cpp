@@ -20,6 +20,7 @@
 #include <linux/seccomp.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/auxv.h>
 #include <sys/fsuid.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
@@ -786,7 +787,47 @@ bool judged(pid_t pid) {
     return g.started && pid != g.launcher;
 }
 
+// The loader the kernel mapped for the program (PT_INTERP): the mapping at the auxiliary
+// vector's AT_BASE, by its path in /proc/PID/maps. Run by the kernel with no call of the
+// process's own, so it is an exec of its own, as the eBPF observer reports it.
+std::string loader_of(pid_t pid) {
+    const auto auxv = read_small_file(proc(pid, "auxv"));
+    std::uint64_t base = 0;
+    for (std::size_t at = 0; at + 16 <= auxv.size(); at += 16) {
+        std::uint64_t key = 0;
+        std::uint64_t value = 0;
+        std::memcpy(&key, auxv.data() + at, 8);
+        std::memcpy(&value, auxv.data() + at + 8, 8);
+        if (key == AT_BASE) {
+            base = value;
+            break;
+        }
+    }
+    if (base == 0) {
+        return {};  // a static program: no loader
+    }
+    std::array<char, 32> start{};
+    (void)std::snprintf(start.data(), start.size(), "%llx-", static_cast<unsigned long long>(base));
+    const auto maps = read_small_file(proc(pid, "maps"));
+    std::size_t line = 0;
+    while (line < maps.size()) {
+        const auto end = maps.find('\n', line);
+        const std::string_view text{maps.data() + line,
+                                    (end == std::string::npos ? maps.size() : end) - line};
+        if (text.rfind(start.data(), 0) == 0) {
+            const auto slash = text.find('/');
+            return slash == std::string_view::npos ? std::string{}
+                                                   : std::string{text.substr(slash)};
+        }
+        line = end == std::string::npos ? maps.size() : end + 1;
+    }
+    return {};
+}
+
 void record_exec(pid_t pid, const PendingExec &p) {
+    if (const auto loader = loader_of(pid); !loader.empty()) {
+        g_record.add(pid, p.call, loader, loader, "exec", true, {}, {}, {});
+    }
     const auto exe = read_link(proc(pid, "exe"));
     struct stat st {};
     const bool same = p.asked_found && ::stat(proc(pid, "exe").c_str(), &st) == 0 &&
@@ -952,7 +993,15 @@ void record_open(const Request &r, std::string_view call, const std::string &ask
 void hand_over(const Request &r, std::string_view call, const std::string &asked, long fd,
                std::uint64_t flags) {
     if (fd < 0) {
-        // A failed open is not listed; the process gets the kernel's answer.
+        // The process gets the answer the open got. The judge lists a failed access only where
+        // it must (beneath an always-listed path, a refused write): a write or create names what
+        // the host follows after the call (a planted link).
+        const auto access = open_access(flags);
+        const bool follow = access == "write" || access == "create";
+        if (!asked.empty() && asked[0] == '/') {
+            g_record.add(r.pid(), call, asked, {}, access, false, errno_name(static_cast<int>(-fd)),
+                         follow ? std::string_view{asked} : std::string_view{}, {});
+        }
         respond_error(r, static_cast<int>(-fd));
         return;
     }

@@ -91,7 +91,7 @@ void PrintTo(const AuditedBy &a, std::ostream *os) {
 
 // strace as either identity; the eBPF observer, where it is built, as root only (loading its
 // programs needs root: as an unprivileged user it refuses with exit 12, see
-// observer-ebpf/kernel_test.cpp).
+// observer-ebpf/kernel_test.cpp); the seccomp observer, where it is built, as either.
 std::vector<AuditedBy> audited_by(bool with_ebpf) {
     std::vector<AuditedBy> out{{Identity::invoker, "strace"}, {Identity::unprivileged, "strace"}};
 #ifdef TEA_EBPF_OBSERVER
@@ -100,6 +100,13 @@ std::vector<AuditedBy> audited_by(bool with_ebpf) {
     }
 #else
     (void)with_ebpf;
+#endif
+#ifdef TEA_SECCOMP_OBSERVER
+    // The seccomp observer needs no privilege: both identities.
+    if (with_ebpf) {
+        out.push_back({Identity::invoker, "seccomp"});
+        out.push_back({Identity::unprivileged, "seccomp"});
+    }
 #endif
     return out;
 }
@@ -752,7 +759,9 @@ class AuditOfTheRealFile : public AuditEitherIdentity {
 
     // The eBPF observer reads, in the kernel, the file an exec runs: such an exec is judged by
     // that file, where strace has only the name it was given and lists it as unverified.
-    [[nodiscard]] bool sees_the_file_run() const { return observer_ == "ebpf"; }
+    [[nodiscard]] bool sees_the_file_run() const {
+        return observer_ == "ebpf" || observer_ == "seccomp";
+    }
 
     // The exec of the tool is listed: by its file, or as one whose file nobody could verify.
     [[nodiscard]] bool lists_the_tool(const json &record) const {
