@@ -20,13 +20,14 @@
 namespace {
 
 // The calls the supervisor serves (filter_calls.hpp decodes them by the same names).
-constexpr std::array kNotified{
-    "open",      "openat",     "openat2",    "creat",    "open_by_handle_at",
-    "execve",    "execveat",   "exit_group", "getdents", "getdents64",
-    "readlink",  "readlinkat", "mkdir",      "mkdirat",  "mknod",
-    "mknodat",   "unlink",     "unlinkat",   "rmdir",    "rename",
-    "renameat",  "renameat2",  "link",       "linkat",   "symlink",
-    "symlinkat", "truncate"};
+constexpr std::array kNotified{"open", "openat", "openat2", "creat", "open_by_handle_at", "execve",
+                               "execveat", "exit_group", "getdents", "getdents64", "readlink",
+                               "readlinkat", "mkdir", "mkdirat", "mknod", "mknodat", "unlink",
+                               "unlinkat", "rmdir", "rename", "renameat", "renameat2", "link",
+                               "linkat", "symlink", "symlinkat", "truncate",
+                               // Calls that change a process's root or mount namespace: the
+                               // supervisor stops reusing the roots it opened.
+                               "chroot", "pivot_root", "setns", "unshare"};
 
 int fail(const std::string &what, int error) {
     std::cerr << "tea-seccomp-observer-gen: " << what << ": "

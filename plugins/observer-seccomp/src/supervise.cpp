@@ -556,12 +556,33 @@ bool namespace_pids(pid_t pid, std::string &ns_pid, std::string &ns_tgid) {
 // Where a path begins for the process: its root, its working directory or one of its
 // descriptors, opened O_PATH through the supervisor's procfs; and that place's path.
 struct Base {
-    Fd fd;
+    Fd fd;             // when opened for this operation
+    int at = -1;       // the descriptor to resolve from: fd's, or the process's cached root
     std::string path;  // as the supervisor's procfs shows it
 };
 
+// The roots of the call's processes, kept between their opens: each open would otherwise reopen
+// /proc/PID/root. An entry is used only while its thread lives (its pidfd is not readable): a
+// thread's number reused by another would otherwise get the first one's root. A call that
+// changes a root or a mount namespace in the judged phase (chroot, pivot_root, setns, unshare)
+// turns the cache off for the rest of the call: its effect on the threads sharing the caller's
+// root is not followed.
+struct CachedRoot {
+    Fd root;
+    Fd pidfd;
+};
+std::unordered_map<pid_t, CachedRoot> g_roots;
+bool g_roots_off = false;
+constexpr std::size_t kMaxCachedRoots = 4096;
+
+bool thread_alive(int pidfd) {
+    pollfd p{pidfd, POLLIN, 0};
+    return ::poll(&p, 1, 0) == 0;
+}
+
 int open_base(const Request &r, const std::string &link, Base &out, bool want_path) {
     out.fd.reset(::open(link.c_str(), O_PATH | O_CLOEXEC));
+    out.at = out.fd.get();
     if (out.fd.get() < 0) {
         return errno;
     }
@@ -571,6 +592,39 @@ int open_base(const Request &r, const std::string &link, Base &out, bool want_pa
     // A process that ended, its pid reused, would have its successor's root opened.
     if (!id_valid(r)) {
         return ESRCH;
+    }
+    return 0;
+}
+
+// The process's root, from the cache when its entry still holds.
+int open_root(const Request &r, Base &out) {
+    const pid_t pid = r.pid();
+    if (!g_roots_off) {
+        if (auto it = g_roots.find(pid); it != g_roots.end()) {
+            if (thread_alive(it->second.pidfd.get())) {
+                out.at = it->second.root.get();
+                return 0;
+            }
+            g_roots.erase(it);
+        }
+    }
+    if (const int e = open_base(r, proc(pid, "root"), out, false); e != 0) {
+        return e;
+    }
+    if (g_roots_off) {
+        return 0;
+    }
+    Fd pidfd{static_cast<int>(::syscall(SYS_pidfd_open, pid, PIDFD_THREAD))};
+    // The pidfd is the thread that asked only if it still waits for the answer.
+    if (pidfd.get() < 0 || !id_valid(r)) {
+        return 0;
+    }
+    if (g_roots.size() >= kMaxCachedRoots) {
+        g_roots.clear();
+    }
+    Fd root{::fcntl(out.at, F_DUPFD_CLOEXEC, 0)};
+    if (root.get() >= 0) {
+        g_roots[pid] = CachedRoot{std::move(root), std::move(pidfd)};
     }
     return 0;
 }
@@ -600,7 +654,7 @@ long open_as_process(const Request &r, int dirfd, const std::string &path, open_
             return -(e == ENOENT && dirfd != AT_FDCWD ? EBADF : e);
         }
         asked = joined(base.path, path);
-        return run(base.fd.get(), path, how);
+        return run(base.at, path, how);
     }
     const Mapped m =
         path.empty() || path[0] != '/' ? Mapped{Mapped::kPlain, path, false} : map_links(path);
@@ -623,7 +677,7 @@ long open_as_process(const Request &r, int dirfd, const std::string &path, open_
                 }
                 open_how h = how;
                 h.resolve |= RESOLVE_BENEATH;
-                return run(base.fd.get(), m.path.substr(slash + 1), h);
+                return run(base.at, m.path.substr(slash + 1), h);
             }
             return run(AT_FDCWD, host, how);
         }
@@ -637,23 +691,23 @@ long open_as_process(const Request &r, int dirfd, const std::string &path, open_
                                            ? "/proc/" + ns_tgid + "/task/" + ns_pid + "/" + m.path
                                            : "/proc/" + ns_tgid + "/" + m.path;
             Base root;
-            if (const int e = open_base(r, proc(pid, "root"), root, false); e != 0) {
+            if (const int e = open_root(r, root); e != 0) {
                 return -e;
             }
             open_how h = how;
             h.resolve |= RESOLVE_IN_ROOT;
-            return run(root.fd.get(), inside, h);
+            return run(root.at, inside, h);
         }
         case Mapped::kRoot:
         case Mapped::kPlain:
             if (!m.path.empty() && m.path[0] == '/') {
                 Base root;
-                if (const int e = open_base(r, proc(pid, "root"), root, false); e != 0) {
+                if (const int e = open_root(r, root); e != 0) {
                     return -e;
                 }
                 open_how h = how;
                 h.resolve |= RESOLVE_IN_ROOT;
-                return run(root.fd.get(), m.path, h);
+                return run(root.at, m.path, h);
             }
             [[fallthrough]];
         case Mapped::kCwd: {
@@ -669,17 +723,17 @@ long open_as_process(const Request &r, int dirfd, const std::string &path, open_
             // resolved again from the root, by the directory's path.
             open_how h = how;
             h.resolve |= RESOLVE_BENEATH;
-            const long fd = run(base.fd.get(), m.path, h);
+            const long fd = run(base.at, m.path, h);
             if (fd != -EXDEV) {
                 return fd;
             }
             Base root;
-            if (const int e = open_base(r, proc(pid, "root"), root, false); e != 0) {
+            if (const int e = open_root(r, root); e != 0) {
                 return -e;
             }
             h = how;
             h.resolve |= RESOLVE_IN_ROOT;
-            return run(root.fd.get(), joined(base.path, m.path), h);
+            return run(root.at, joined(base.path, m.path), h);
         }
     }
     return -EINVAL;
@@ -1021,6 +1075,99 @@ void hand_over(const Request &r, std::string_view call, const std::string &asked
     record_open(r, call, asked, mine.get(), flags);
 }
 
+// An open that may block (a FIFO waiting for its other end), made by a forked worker that sends
+// back the descriptor or the errno; the supervisor hands it over when it comes.
+struct Blocked {
+    pid_t worker = 0;
+    Fd sock;
+    std::vector<char> notif;  // the notification, as received
+    std::string call;
+    std::uint64_t flags = 0;
+};
+
+std::vector<Blocked> g_blocked;
+
+void open_in_worker(const Request &r, std::string_view call, int dirfd, const std::string &path,
+                    const open_how &how, std::uint64_t asked_flags) {
+    std::array<int, 2> sv{};
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv.data()) != 0) {
+        respond_error(r, errno);
+        return;
+    }
+    const pid_t worker = ::fork();
+    if (worker < 0) {
+        ::close(sv[0]);
+        ::close(sv[1]);
+        respond_error(r, EAGAIN);
+        return;
+    }
+    if (worker == 0) {
+        ::close(sv[0]);
+        std::string asked;
+        const long fd = open_as_process(r, dirfd, path, how, asked);
+        std::string message = std::to_string(fd < 0 ? -fd : 0) + '\0' + asked;
+        iovec data{message.data(), message.size()};
+        alignas(cmsghdr) std::array<char, CMSG_SPACE(sizeof(int))> control{};
+        msghdr m{};
+        m.msg_iov = &data;
+        m.msg_iovlen = 1;
+        if (fd >= 0) {
+            const int sent = static_cast<int>(fd);
+            m.msg_control = control.data();
+            m.msg_controllen = control.size();
+            cmsghdr *c = CMSG_FIRSTHDR(&m);
+            c->cmsg_level = SOL_SOCKET;
+            c->cmsg_type = SCM_RIGHTS;
+            c->cmsg_len = CMSG_LEN(sizeof(int));
+            std::memcpy(CMSG_DATA(c), &sent, sizeof sent);
+        }
+        _exit(::sendmsg(sv[1], &m, MSG_NOSIGNAL) > 0 ? 0 : 1);
+    }
+    ::close(sv[1]);
+    Blocked b;
+    b.worker = worker;
+    b.sock.reset(sv[0]);
+    const auto *bytes = reinterpret_cast<const char *>(r.n);
+    b.notif.assign(bytes, bytes + sizeof(seccomp_notif));
+    b.call = std::string{call};
+    b.flags = asked_flags;
+    g_blocked.push_back(std::move(b));
+}
+
+void hand_over(const Request &r, std::string_view call, const std::string &asked, long fd,
+               std::uint64_t flags);
+
+// The worker's answer: the open's errno and asked path, and its descriptor.
+void finish_blocked(std::size_t i) {
+    Blocked b = std::move(g_blocked[i]);
+    g_blocked.erase(g_blocked.begin() + static_cast<std::ptrdiff_t>(i));
+    std::array<char, kPathMax + 32> buf{};
+    iovec data{buf.data(), buf.size()};
+    alignas(cmsghdr) std::array<char, CMSG_SPACE(sizeof(int))> control{};
+    msghdr m{};
+    m.msg_iov = &data;
+    m.msg_iovlen = 1;
+    m.msg_control = control.data();
+    m.msg_controllen = control.size();
+    const ssize_t n = ::recvmsg(b.sock.get(), &m, MSG_CMSG_CLOEXEC);
+    int fd = -1;
+    if (cmsghdr *c = CMSG_FIRSTHDR(&m); n > 0 && c != nullptr && c->cmsg_type == SCM_RIGHTS) {
+        std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
+    }
+    while (::waitpid(b.worker, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    Request r{reinterpret_cast<seccomp_notif *>(b.notif.data())};
+    if (n <= 0) {
+        respond_error(r, EIO);
+        return;
+    }
+    const std::string text{buf.data(), static_cast<std::size_t>(n)};
+    const auto nul = text.find('\0');
+    const int error = std::atoi(text.c_str());
+    const std::string asked = nul == std::string::npos ? std::string{} : text.substr(nul + 1);
+    hand_over(r, b.call, asked, fd >= 0 ? fd : -(error == 0 ? EIO : error), b.flags);
+}
+
 void on_open(const Request &r) {
     const pid_t pid = r.pid();
     int dirfd = AT_FDCWD;
@@ -1108,8 +1255,32 @@ void on_open(const Request &r) {
     const std::uint64_t asked_flags = how.flags;
     // The supervisor never takes the process's terminal as its own.
     how.flags |= O_NOCTTY | O_CLOEXEC;
+    // Opened without blocking: the open of a FIFO waits for its other end, and the supervisor
+    // serves every process of the call. Such an open is made again, blocking, by a worker.
+    const bool blocking = (asked_flags & O_NONBLOCK) == 0;
+    if (blocking) {
+        how.flags |= O_NONBLOCK;
+    }
     std::string asked;
-    const long fd = open_as_process(r, dirfd, path, how, asked);
+    long fd = open_as_process(r, dirfd, path, how, asked);
+    if (blocking && fd >= 0) {
+        struct stat st {};
+        const int got = static_cast<int>(fd);
+        // A FIFO opened for reading waits for a writer: the worker opens it again. One opened
+        // for writing without waiting had its reader already, and O_RDWR never waits.
+        if (::fstat(got, &st) == 0 && S_ISFIFO(st.st_mode) &&
+            (asked_flags & O_ACCMODE) == O_RDONLY) {
+            ::close(got);
+            fd = -ENXIO;
+        } else {
+            (void)::fcntl(got, F_SETFL, static_cast<int>(asked_flags) & ~O_NONBLOCK);
+        }
+    }
+    if (blocking && fd == -ENXIO) {
+        how.flags &= ~static_cast<std::uint64_t>(O_NONBLOCK);
+        open_in_worker(r, call, dirfd, path, how, asked_flags);
+        return;
+    }
     hand_over(r, call, asked, fd, asked_flags);
 }
 
@@ -1403,6 +1574,14 @@ void serve(const Request &r) {
         on_exec(r);
         return;
     }
+    if (nr == __NR_chroot || nr == __NR_pivot_root || nr == __NR_setns || nr == __NR_unshare) {
+        if (judged(pid)) {
+            g_roots_off = true;
+            g_roots.clear();
+        }
+        respond_continue(r);
+        return;
+    }
     if (nr == __NR_exit_group || !judged(pid)) {
         // The confinement's set-up, or the launcher's own work: trusted, not judged.
         respond_continue(r);
@@ -1632,10 +1811,14 @@ int main(int argc, char **argv) {
     int status = 0;
     bool reaped = false;
     bool outlived = false;
+    std::vector<pollfd> fds;
     while (served) {
-        std::array<pollfd, 2> fds{};
+        fds.assign(2 + g_blocked.size(), pollfd{});
         fds[0] = {g_listener, POLLIN, 0};
         fds[1] = {reaped ? -1 : child_fd.get(), POLLIN, 0};
+        for (std::size_t b = 0; b < g_blocked.size(); ++b) {
+            fds[2 + b] = {g_blocked[b].sock.get(), POLLIN, 0};
+        }
         const int n = ::poll(fds.data(), fds.size(), reaped ? kOutliveGraceMs : -1);
         if (n < 0) {
             if (errno == EINTR) {
@@ -1647,6 +1830,16 @@ int main(int argc, char **argv) {
         if (n == 0) {
             outlived = true;
             break;
+        }
+        bool worker_done = false;
+        for (std::size_t b = g_blocked.size(); b-- > 0;) {
+            if (fds[2 + b].revents != 0) {
+                finish_blocked(b);
+                worker_done = true;
+            }
+        }
+        if (worker_done) {
+            continue;
         }
         if ((fds[0].revents & POLLIN) != 0) {
             std::fill(req_buf.begin(), req_buf.end(), 0);
@@ -1667,6 +1860,12 @@ int main(int argc, char **argv) {
     }
     if (!reaped) {
         while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+    }
+    // Opens still blocked belong to processes that are gone or outlived the call.
+    for (auto &b : g_blocked) {
+        ::kill(b.worker, SIGKILL);
+        while (::waitpid(b.worker, nullptr, 0) < 0 && errno == EINTR) {
         }
     }
     if (outlived) {

@@ -338,6 +338,21 @@ TEST_F(SeccompObserved, AnOpenThatCreatesIsReportedAsCreated) {
     EXPECT_EQ(reads_of(seen.observation, made), 1U);
 }
 
+// The open of a FIFO waits for its other end; the supervisor serves the other processes of the
+// call meanwhile (a worker makes the blocking open), so the writer can come.
+TEST_F(SeccompObserved, AnOpenThatBlocksDoesNotStopTheCall) {
+    const auto fifo = dir_.path() / "fifo";
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+    const std::string script =
+        "(sleep 0.2; echo through > '" + fifo.string() + "') & cat '" + fifo.string() + "'; wait";
+    for (const auto &[name, seen] :
+         {std::pair{"seccomp", seccomp_shell(script)}, std::pair{"strace", strace_shell(script)}}) {
+        EXPECT_EQ(seen.outcome.out, "through\n") << name << ": " << seen.outcome.err;
+        EXPECT_TRUE(seen.observation.complete) << name << ": " << seen.observation.reason;
+        EXPECT_EQ(reads_of(seen.observation, fifo), 1U) << name;
+    }
+}
+
 TEST_F(SeccompObserved, AWrapForAStampRegistersNothing) {
     // wrap is a pure transform: a trace directory that does not exist gets a plan, and a collect
     // of it says the observer did not prepare it.
