@@ -192,21 +192,21 @@ bool id_valid(const Request &r) {
     return ::ioctl(g_listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &r.n->id) == 0;
 }
 
-void respond(const Request &r, std::int64_t val, int error, std::uint32_t flags) {
+// Whether the answer reached the process (ENOENT: it was killed meanwhile).
+bool respond(const Request &r, std::int64_t val, int error, std::uint32_t flags) {
     seccomp_notif_resp resp{};
     resp.id = r.n->id;
     resp.val = val;
     resp.error = error == 0 ? 0 : -error;
     resp.flags = flags;
-    // ENOENT: the process was killed meanwhile; nothing waits for the answer.
-    (void)::ioctl(g_listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+    return ::ioctl(g_listener, SECCOMP_IOCTL_NOTIF_SEND, &resp) == 0;
 }
 
 void respond_continue(const Request &r) {
     respond(r, 0, 0, SECCOMP_USER_NOTIF_FLAG_CONTINUE);
 }
-void respond_error(const Request &r, int error) {
-    respond(r, -1, error == 0 ? EIO : error, 0);
+bool respond_error(const Request &r, int error) {
+    return respond(r, -1, error == 0 ? EIO : error, 0);
 }
 void respond_value(const Request &r, std::int64_t value) {
     respond(r, value, 0, 0);
@@ -1052,11 +1052,11 @@ void hand_over(const Request &r, std::string_view call, const std::string &asked
         // the host follows after the call (a planted link).
         const auto access = open_access(flags);
         const bool follow = access == "write" || access == "create";
-        if (!asked.empty() && asked[0] == '/') {
+        // Recorded only once the answer reached the process: then the pid read was its own.
+        if (respond_error(r, static_cast<int>(-fd)) && !asked.empty() && asked[0] == '/') {
             g_record.add(r.pid(), call, asked, {}, access, false, errno_name(static_cast<int>(-fd)),
                          follow ? std::string_view{asked} : std::string_view{}, {});
         }
-        respond_error(r, static_cast<int>(-fd));
         return;
     }
     Fd mine{static_cast<int>(fd)};
@@ -1228,8 +1228,12 @@ void on_open(const Request &r) {
         respond_error(r, e);
         return;
     }
-    // What was read is trusted only while the process is still the one that asked.
-    if (!id_valid(r)) {
+    // What was read is trusted only while the process is still the one that asked. An open
+    // that only reads is checked later instead: it is recorded only once ADDFD (or the answer)
+    // reached the process, which proves the pid was still its own when the path was read. An
+    // open that writes or creates is checked now, before it changes anything.
+    const bool only_reads = (how.flags & (O_ACCMODE | O_CREAT | O_TRUNC | __O_TMPFILE)) == O_RDONLY;
+    if (!only_reads && !id_valid(r)) {
         return;
     }
     if ((how.flags & O_PATH) != 0) {
