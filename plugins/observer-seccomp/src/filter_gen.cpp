@@ -7,11 +7,12 @@
 // everything else runs.
 #include <linux/filter.h>
 #include <seccomp.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <array>
 #include <cerrno>
 #include <charconv>
-#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -79,21 +80,20 @@ int main(int argc, char **argv) {
         seccomp_release(ctx);
         return fail("building the filter", -rc);
     }
-    std::FILE *mem = std::tmpfile();
-    if (mem == nullptr || seccomp_export_bpf(ctx, fileno(mem)) != 0) {
+    const int mem = ::memfd_create("tea-seccomp-observer-filter", MFD_CLOEXEC);
+    if (mem < 0 || seccomp_export_bpf(ctx, mem) != 0) {
         seccomp_release(ctx);
         return fail("exporting the filter", errno);
     }
     seccomp_release(ctx);
-    std::fflush(mem);
-    std::rewind(mem);
     std::string bpf;
     std::array<char, 4096> buf{};
-    std::size_t n = 0;
-    while ((n = std::fread(buf.data(), 1, buf.size(), mem)) > 0) {
-        bpf.append(buf.data(), n);
+    ssize_t n = 0;
+    (void)::lseek(mem, 0, SEEK_SET);
+    while ((n = ::read(mem, buf.data(), buf.size())) > 0) {
+        bpf.append(buf.data(), static_cast<std::size_t>(n));
     }
-    std::fclose(mem);
+    ::close(mem);
     constexpr std::size_t kInstruction = 8;
     if (bpf.empty() || bpf.size() % kInstruction != 0) {
         return fail("the exported filter is not a BPF program", EINVAL);

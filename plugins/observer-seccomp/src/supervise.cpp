@@ -70,10 +70,10 @@ constexpr std::size_t kMaxDirentBytes = std::size_t{1} << 20;
 // How long the supervisor waits, once its child has ended, for the call's last processes.
 constexpr int kOutliveGraceMs = 500;
 // The flags open(2) takes that openat2 checks: open ignores any other bit, openat2 refuses it.
+// (__O_TMPFILE holds O_DIRECTORY, O_SYNC holds O_DSYNC, and O_LARGEFILE is forced on here.)
 constexpr unsigned kOpenFlags = O_ACCMODE | O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC | O_APPEND |
-                                O_NONBLOCK | O_DSYNC | O_SYNC | FASYNC | O_DIRECT | O_LARGEFILE |
-                                O_DIRECTORY | O_NOFOLLOW | O_NOATIME | O_CLOEXEC | O_PATH |
-                                __O_TMPFILE;
+                                O_NONBLOCK | O_SYNC | FASYNC | O_DIRECT | O_NOFOLLOW | O_NOATIME |
+                                O_CLOEXEC | O_PATH | __O_TMPFILE;
 
 int g_listener = -1;
 volatile pid_t g_child = 0;
@@ -226,7 +226,7 @@ int read_string(pid_t pid, std::uint64_t addr, std::string &out) {
         iovec remote{reinterpret_cast<void *>(at), want};  // NOLINT(performance-no-int-to-ptr)
         const ssize_t n = ::process_vm_readv(pid, &local, 1, &remote, 1, 0);
         if (n <= 0) {
-            return out.empty() || n == 0 ? EFAULT : EFAULT;
+            return EFAULT;
         }
         const auto *nul =
             static_cast<const char *>(std::memchr(buf.data(), 0, static_cast<std::size_t>(n)));
@@ -1652,7 +1652,8 @@ void serve(const Request &r) {
     ::close(sock);
     ::execvp(argv[0], argv);
     const int error = errno;
-    std::fprintf(stderr, "tea-seccomp-supervise: %s: %s\n", argv[0], std::strerror(error));
+    // NOLINTNEXTLINE(concurrency-mt-unsafe): the child is single-threaded
+    (void)std::fprintf(stderr, "tea-seccomp-supervise: %s: %s\n", argv[0], std::strerror(error));
     _exit(error == ENOENT ? 127 : 126);
 }
 
@@ -1705,17 +1706,17 @@ int end_as(int status) {
     const int sig = WTERMSIG(status);
     const rlimit none{0, 0};
     ::setrlimit(RLIMIT_CORE, &none);
-    ::signal(sig, SIG_DFL);
+    (void)::signal(sig, SIG_DFL);
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, sig);
-    sigprocmask(SIG_UNBLOCK, &set, nullptr);
-    ::raise(sig);
+    (void)sigprocmask(SIG_UNBLOCK, &set, nullptr);  // NOLINT(concurrency-mt-unsafe): one thread
+    (void)::raise(sig);
     return 128 + sig;
 }
 
 int usage() {
-    std::fputs(
+    (void)std::fputs(
         "usage: TEA_SECCOMP_NONCE=N tea-seccomp-supervise --record PATH [--target-start PATH "
         "--start-kind target|launcher] -- PROGRAM [ARG...]\n",
         stderr);
@@ -1753,9 +1754,10 @@ int main(int argc, char **argv) {
     if (i >= argc || record_path.empty()) {
         return usage();
     }
+    // NOLINTNEXTLINE(concurrency-mt-unsafe): single-threaded
     const char *nonce_text = std::getenv("TEA_SECCOMP_NONCE");
     const std::string nonce = nonce_text != nullptr ? nonce_text : "";
-    ::unsetenv("TEA_SECCOMP_NONCE");
+    ::unsetenv("TEA_SECCOMP_NONCE");  // NOLINT(concurrency-mt-unsafe): single-threaded
     g.started = g.target_start.empty();
 
     g_id.privileged = ::geteuid() == 0;
@@ -1787,7 +1789,7 @@ int main(int argc, char **argv) {
     }
     if (pid == 0) {
         for (int sig : forwarded) {
-            ::signal(sig, SIG_DFL);
+            (void)::signal(sig, SIG_DFL);
         }
         ::close(sv[0]);
         run_child(sv[1], argv + i);
@@ -1882,8 +1884,10 @@ int main(int argc, char **argv) {
         settle_exec(p, pending, false);
     }
     if (!write_record(record_path, g_record.text(nonce, g.started, g.notifications))) {
-        std::fprintf(stderr, "tea-seccomp-supervise: cannot write %s: %s\n", record_path.c_str(),
-                     std::strerror(errno));
+        const int error = errno;
+        (void)std::fprintf(stderr, "tea-seccomp-supervise: cannot write %s: %s\n",
+                           record_path.c_str(),
+                           std::strerror(error));  // NOLINT(concurrency-mt-unsafe): one thread
     }
     return end_as(status);
 }
