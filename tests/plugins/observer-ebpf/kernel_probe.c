@@ -18,6 +18,7 @@
  *   x32 PATH              opens PATH through the x32 ABI (the number's bit 30 set)
  *   unfaulted PATH        opens PATH by a string in a page the probe has never touched (a
  *                         memfd's page, mapped and handed to open as is)
+ *   handle PATH           opens PATH by its file handle (name_to_handle_at, open_by_handle_at)
  *   storm PATH N          forks N children at once, each opening PATH; prints how many read it
  *   racer A B N           one thread flips the path buffer between A and B (same length,
  *                         differing in their last byte) while another opens it N times; prints
@@ -284,6 +285,21 @@ static int unfaulted(const char *path) {
     return show(open(page, O_RDONLY));
 }
 
+static int handle_open(const char *path) {
+    struct {
+        struct file_handle h;
+        unsigned char bytes[MAX_HANDLE_SZ];
+    } fh;
+    fh.h.handle_bytes = MAX_HANDLE_SZ;
+    int mount_id = 0;
+    if (name_to_handle_at(AT_FDCWD, path, &fh.h, &mount_id, 0) != 0) {
+        perror("name_to_handle_at");
+        return -1;
+    }
+    const int mount_fd = open("/", O_RDONLY | O_DIRECTORY);
+    return open_by_handle_at(mount_fd, &fh.h, O_RDONLY);
+}
+
 static int storm(const char *path, int n) {
     for (int i = 0; i < n; ++i) {
         const pid_t child = fork();
@@ -340,6 +356,9 @@ int main(int argc, char **argv) {
     }
     if (strcmp(mode, "unfaulted") == 0) {
         return unfaulted(argv[2]);
+    }
+    if (strcmp(mode, "handle") == 0) {
+        return show(handle_open(argv[2]));
     }
     if (strcmp(mode, "storm") == 0 && argc == 4) {
         return storm(argv[2], atoi(argv[3]));

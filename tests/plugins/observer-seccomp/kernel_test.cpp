@@ -299,6 +299,20 @@ TEST_F(SeccompObserved, OtherAbisAndIoUringAreRefused) {
     EXPECT_EQ(seccomp({"open", file_}).outcome.out, "content of A\n");
 }
 
+// open_by_handle_at names a file with no path to resolve in the process's root: refused (EPERM,
+// as the kernel answers a process without CAP_DAC_READ_SEARCH). The control: without the
+// observer, root opens the same file by its handle.
+TEST_F(SeccompObserved, AnOpenByHandleIsRefused) {
+    const auto seen = seccomp({"handle", file_});
+    EXPECT_EQ(seen.outcome.out, "") << seen.outcome.err;
+    EXPECT_NE(seen.outcome.err.find("Operation not permitted"), std::string::npos)
+        << seen.outcome.err;
+    EXPECT_EQ(reads_of(seen.observation, file_), 0U);
+    if (::geteuid() == 0) {
+        EXPECT_EQ(plain({"handle", file_}).outcome.out, "content of A\n");
+    }
+}
+
 TEST_F(SeccompObserved, APathInAPageNeverTouchedIsReported) {
     for (const auto &[name, seen] : {std::pair{"seccomp", seccomp({"unfaulted", file_})},
                                      std::pair{"strace", strace({"unfaulted", file_})}}) {
