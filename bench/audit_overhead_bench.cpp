@@ -5,7 +5,8 @@
 // workspace), in one run, interleaved, reporting medians and ratios. Not a test: it asserts
 // nothing. The real workload has no raw rows: raw bwrap shows it no writable directory.
 //
-// With the eBPF observer built, the same call audited by it (--observer ebpf) is one more row.
+// With the eBPF observer built, the same call audited by it (--observer ebpf) is one more row;
+// with the seccomp observer built, --observer seccomp is another.
 //
 // One more variant splits the difference: raw strace around raw bwrap given the very arguments
 // the bubblewrap backend plans for the call (planned_call.hpp). What it costs over raw
@@ -86,6 +87,8 @@ int run(int argc, char **argv) {
         tea, "exec", "--observer", "none", "--system-path", tree, "--"};
     const std::vector<std::string> tea_ebpf{tea,  "exec", "--observer", "ebpf", "--system-path",
                                             tree, "--"};
+    const std::vector<std::string> tea_seccomp{
+        tea, "exec", "--observer", "seccomp", "--system-path", tree, "--"};
 
     struct Workload {
         std::string name;
@@ -115,6 +118,9 @@ int run(int argc, char **argv) {
 #ifdef TEA_BENCH_EBPF
     // The eBPF observer where it is built (and loads: the bench runs as root).
     kinds.emplace_back("tea exec ebpf");
+#endif
+#ifdef TEA_BENCH_SECCOMP
+    kinds.emplace_back("tea exec seccomp");
 #endif
     // Each workload's plan, its directories where the runtime keeps a call's (removed at the end,
     // or by a later run's reclaim if this one is cut short).
@@ -157,6 +163,9 @@ int run(int argc, char **argv) {
         }
         if (kind == "tea exec ebpf") {
             return with(tea_ebpf, w.command);
+        }
+        if (kind == "tea exec seccomp") {
+            return with(tea_seccomp, w.command);
         }
         return with(tea_audited, w.command);
     };

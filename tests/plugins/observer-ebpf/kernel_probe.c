@@ -15,6 +15,11 @@
  *   dropped FIFO D        opens FIFO by a path in a page of its own, which another thread drops
  *                         (when D is 1) while the open waits for a writer, then writes; prints
  *                         whether the open succeeded
+ *   x32 PATH              opens PATH through the x32 ABI (the number's bit 30 set)
+ *   unfaulted PATH        opens PATH by a string in a page the probe has never touched (a
+ *                         memfd's page, mapped and handed to open as is)
+ *   handle PATH           opens PATH by its file handle (name_to_handle_at, open_by_handle_at)
+ *   storm PATH N          forks N children at once, each opening PATH; prints how many read it
  *   racer A B N           one thread flips the path buffer between A and B (same length,
  *                         differing in their last byte) while another opens it N times; prints
  *                         how many opens reached A and B, checked by inode
@@ -33,6 +38,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static int show(int fd) {
@@ -263,6 +269,55 @@ static int outlive(const char *path) {
     return child > 0 ? 0 : 1;
 }
 
+static int unfaulted(const char *path) {
+    const int mfd = (int)syscall(SYS_memfd_create, "probe-path", 0);
+    const size_t size = strlen(path) + 1;
+    if (mfd < 0 || write(mfd, path, size) != (ssize_t)size) {
+        perror("memfd");
+        return 1;
+    }
+    /* Mapped, never read or written here: the open's copy is its first touch. */
+    const char *page = mmap(NULL, 4096, PROT_READ, MAP_SHARED, mfd, 0);
+    if (page == MAP_FAILED) {
+        perror("mmap");
+        return 1;
+    }
+    return show(open(page, O_RDONLY));
+}
+
+static int handle_open(const char *path) {
+    struct {
+        struct file_handle h;
+        unsigned char bytes[MAX_HANDLE_SZ];
+    } fh;
+    fh.h.handle_bytes = MAX_HANDLE_SZ;
+    int mount_id = 0;
+    if (name_to_handle_at(AT_FDCWD, path, &fh.h, &mount_id, 0) != 0) {
+        perror("name_to_handle_at");
+        return -1;
+    }
+    const int mount_fd = open("/", O_RDONLY | O_DIRECTORY);
+    return open_by_handle_at(mount_fd, &fh.h, O_RDONLY);
+}
+
+static int storm(const char *path, int n) {
+    for (int i = 0; i < n; ++i) {
+        const pid_t child = fork();
+        if (child == 0) {
+            const int fd = open(path, O_RDONLY);
+            char byte;
+            _exit(fd >= 0 && read(fd, &byte, 1) == 1 ? 0 : 1);
+        }
+    }
+    int read_it = 0;
+    int status = 0;
+    while (wait(&status) > 0) {
+        read_it += WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    }
+    printf("read=%d\n", read_it);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
         fputs("usage: kernel_probe MODE ARG...\n", stderr);
@@ -295,6 +350,18 @@ int main(int argc, char **argv) {
     }
     if (strcmp(mode, "int80") == 0) {
         return show(int80_open(argv[2]));
+    }
+    if (strcmp(mode, "x32") == 0) {
+        return show((int)syscall(0x40000000L | SYS_openat, AT_FDCWD, argv[2], O_RDONLY));
+    }
+    if (strcmp(mode, "unfaulted") == 0) {
+        return unfaulted(argv[2]);
+    }
+    if (strcmp(mode, "handle") == 0) {
+        return show(handle_open(argv[2]));
+    }
+    if (strcmp(mode, "storm") == 0 && argc == 4) {
+        return storm(argv[2], atoi(argv[3]));
     }
     if (strcmp(mode, "io_uring") == 0) {
         return show(uring_open(argv[2]));

@@ -1,0 +1,1893 @@
+// TEA_SECCOMP_NONCE=N tea-seccomp-supervise --record PATH [--target-start PATH --start-kind
+//                                            target|launcher] -- PROGRAM ARGS...
+//
+// The seccomp observer's supervisor: the first process of an audited call. Its child sets
+// no_new_privs, installs the observer's filter (filter_gen.cpp) with a user-notification listener,
+// hands the listener over and runs the plan's program. The supervisor serves every notification
+// until the last filtered process is gone, then writes the call's record (record.hpp) and ends as
+// its child ended.
+//
+// Before the first exec of the target start (and, for a launcher, until that process's next
+// exec), every call runs as asked and nothing is recorded: that is the confinement's trusted
+// set-up. After it, every open and every call that names a file is performed by the supervisor,
+// as the process's identity, inside the process's own root, and its result handed back
+// (SECCOMP_IOCTL_NOTIF_ADDFD for a descriptor): what is recorded is what the process got. An exec
+// runs as asked and is recorded from the process's executable once it has happened.
+#include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/capability.h>
+#include <linux/openat2.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/auxv.h>
+#include <sys/fsuid.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <climits>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <tea/send_descriptors.hpp>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "observer_program.hpp"
+#include "record.hpp"
+
+#ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
+#define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
+#endif
+#ifndef SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
+#define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP 1UL
+#endif
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL
+#endif
+
+namespace {
+
+namespace so = tea::seccomp_observer;
+
+constexpr std::size_t kPathMax = 4096;
+constexpr std::size_t kMaxDistinct = std::size_t{1} << 20;
+constexpr std::size_t kMaxDirentBytes = std::size_t{1} << 20;
+// How long the supervisor waits, once its child has ended, for the call's last processes.
+constexpr int kOutliveGraceMs = 500;
+// The flags open(2) takes that openat2 checks: open ignores any other bit, openat2 refuses it.
+// (__O_TMPFILE holds O_DIRECTORY, O_SYNC holds O_DSYNC, and O_LARGEFILE is forced on here.)
+constexpr unsigned kOpenFlags = O_ACCMODE | O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC | O_APPEND |
+                                O_NONBLOCK | O_SYNC | FASYNC | O_DIRECT | O_NOFOLLOW | O_NOATIME |
+                                O_CLOEXEC | O_PATH | __O_TMPFILE;
+
+int g_listener = -1;
+volatile pid_t g_child = 0;
+
+void forward(int sig) {
+    if (g_child > 0) {
+        ::kill(g_child, sig);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Small helpers
+
+class Fd {
+   public:
+    Fd() = default;
+    explicit Fd(int fd) : fd_{fd} {}
+    Fd(const Fd &) = delete;
+    Fd &operator=(const Fd &) = delete;
+    Fd(Fd &&o) noexcept : fd_{o.release()} {}
+    Fd &operator=(Fd &&o) noexcept {
+        if (this != &o) {
+            reset(o.release());
+        }
+        return *this;
+    }
+    ~Fd() { reset(); }
+    [[nodiscard]] int get() const { return fd_; }
+    int release() { return std::exchange(fd_, -1); }
+    void reset(int fd = -1) {
+        if (fd_ >= 0) {
+            ::close(fd_);
+        }
+        fd_ = fd;
+    }
+
+   private:
+    int fd_ = -1;
+};
+
+std::string proc(pid_t pid, std::string_view rest) {
+    std::string out = "/proc/" + std::to_string(pid);
+    if (!rest.empty()) {
+        out += '/';
+        out.append(rest);
+    }
+    return out;
+}
+
+std::string read_link(const std::string &path) {
+    std::string out(kPathMax, '\0');
+    const ssize_t n = ::readlink(path.c_str(), out.data(), out.size());
+    if (n < 0) {
+        return {};
+    }
+    out.resize(static_cast<std::size_t>(n));
+    return out;
+}
+
+std::string read_small_file(const std::string &path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return {};
+    }
+    std::string out(4096, '\0');
+    std::size_t got = 0;
+    for (;;) {
+        const ssize_t n = ::read(fd, out.data() + got, out.size() - got);
+        if (n <= 0) {
+            break;
+        }
+        got += static_cast<std::size_t>(n);
+        if (got == out.size()) {
+            out.resize(out.size() * 2);
+        }
+    }
+    ::close(fd);
+    out.resize(got);
+    return out;
+}
+
+std::string joined(std::string_view base, std::string_view name) {
+    while (name.size() >= 2 && name.substr(0, 2) == "./") {
+        name.remove_prefix(2);
+    }
+    if (name.empty() || name == ".") {
+        return std::string{base};
+    }
+    if (name[0] == '/') {
+        return std::string{name};
+    }
+    std::string out{base};
+    if (out.empty() || out.back() != '/') {
+        out += '/';
+    }
+    out.append(name);
+    return out;
+}
+
+long openat2_call(int dirfd, const std::string &path, const open_how &how) {
+    return ::syscall(SYS_openat2, dirfd, path.c_str(), &how, sizeof how);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The notification being served
+
+struct Request {
+    seccomp_notif *n = nullptr;
+    [[nodiscard]] pid_t pid() const { return static_cast<pid_t>(n->pid); }
+    [[nodiscard]] int nr() const { return n->data.nr; }
+    [[nodiscard]] std::uint64_t arg(int i) const { return n->data.args[i]; }
+    [[nodiscard]] int fd_arg(int i) const { return static_cast<int>(n->data.args[i]); }
+};
+
+bool id_valid(const Request &r) {
+    return ::ioctl(g_listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &r.n->id) == 0;
+}
+
+// Whether the answer reached the process (ENOENT: it was killed meanwhile).
+bool respond(const Request &r, std::int64_t val, int error, std::uint32_t flags) {
+    seccomp_notif_resp resp{};
+    resp.id = r.n->id;
+    resp.val = val;
+    resp.error = error == 0 ? 0 : -error;
+    resp.flags = flags;
+    return ::ioctl(g_listener, SECCOMP_IOCTL_NOTIF_SEND, &resp) == 0;
+}
+
+void respond_continue(const Request &r) {
+    respond(r, 0, 0, SECCOMP_USER_NOTIF_FLAG_CONTINUE);
+}
+bool respond_error(const Request &r, int error) {
+    return respond(r, -1, error == 0 ? EIO : error, 0);
+}
+void respond_value(const Request &r, std::int64_t value) {
+    respond(r, value, 0, 0);
+}
+
+// Reads a NUL-terminated string from the process's memory, a page at a time (a later page may
+// be unmapped: the string must end before it). Faults the pages in as the kernel's own copy
+// would. 0 or an errno.
+int read_string(pid_t pid, std::uint64_t addr, std::string &out) {
+    out.clear();
+    const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+    std::array<char, kPathMax> buf{};
+    while (out.size() < kPathMax) {
+        const std::uint64_t at = addr + out.size();
+        const std::size_t want = std::min<std::uint64_t>(page - (at % page), kPathMax - out.size());
+        iovec local{buf.data(), want};
+        iovec remote{reinterpret_cast<void *>(at), want};  // NOLINT(performance-no-int-to-ptr)
+        const ssize_t n = ::process_vm_readv(pid, &local, 1, &remote, 1, 0);
+        if (n <= 0) {
+            return EFAULT;
+        }
+        const auto *nul =
+            static_cast<const char *>(std::memchr(buf.data(), 0, static_cast<std::size_t>(n)));
+        if (nul != nullptr) {
+            out.append(buf.data(), static_cast<std::size_t>(nul - buf.data()));
+            return 0;
+        }
+        out.append(buf.data(), static_cast<std::size_t>(n));
+    }
+    return ENAMETOOLONG;
+}
+
+int read_bytes(pid_t pid, std::uint64_t addr, void *to, std::size_t size) {
+    iovec local{to, size};
+    iovec remote{reinterpret_cast<void *>(addr), size};  // NOLINT(performance-no-int-to-ptr)
+    const ssize_t n = ::process_vm_readv(pid, &local, 1, &remote, 1, 0);
+    return n == static_cast<ssize_t>(size) ? 0 : EFAULT;
+}
+
+int write_bytes(pid_t pid, std::uint64_t addr, const void *from, std::size_t size) {
+    if (size == 0) {
+        return 0;
+    }
+    iovec local{const_cast<void *>(from), size};
+    iovec remote{reinterpret_cast<void *>(addr), size};  // NOLINT(performance-no-int-to-ptr)
+    const ssize_t n = ::process_vm_writev(pid, &local, 1, &remote, 1, 0);
+    return n == static_cast<ssize_t>(size) ? 0 : EFAULT;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The process's identity, taken on for each operation performed on its behalf
+
+struct Identity {
+    bool privileged = false;  // the supervisor runs as root: it switches identities
+    gid_t my_groups_storage[NGROUPS_MAX]{};
+    int my_groups = 0;
+    __user_cap_data_struct my_caps[2]{};
+    ino_t my_userns = 0;
+};
+
+Identity g_id;
+
+// Takes on the process's file-system identity (fsuid, fsgid, groups, effective capabilities)
+// and its umask; restored when it goes out of scope. Unprivileged, the supervisor already is the
+// process's uid on the host (its namespace maps no other), and only the umask is taken.
+class AsProcess {
+   public:
+    AsProcess(pid_t pid, bool creates) {
+        if (!g_id.privileged && !creates) {
+            return;
+        }
+        const auto status = read_small_file(proc(pid, "status"));
+        if (status.empty()) {
+            failed_ = true;
+            return;
+        }
+        auto field = [&status](std::string_view name) -> std::string_view {
+            const auto at = status.find(name);
+            if (at == std::string::npos) {
+                return {};
+            }
+            const auto start = at + name.size();
+            const auto end = status.find('\n', start);
+            return std::string_view{status}.substr(start, end - start);
+        };
+        if (creates) {
+            const auto umask_text = std::string{field("\nUmask:\t")};
+            if (!umask_text.empty()) {
+                old_umask_ =
+                    ::umask(static_cast<mode_t>(std::strtoul(umask_text.c_str(), nullptr, 8)));
+                umask_set_ = true;
+            }
+        }
+        if (!g_id.privileged) {
+            return;
+        }
+        // The fourth number of Uid: and Gid: is the file-system one.
+        auto fourth = [](std::string_view line) -> long {
+            std::string text{line};
+            long values[4]{-1, -1, -1, -1};
+            (void)std::sscanf(text.c_str(), "%ld %ld %ld %ld", &values[0], &values[1], &values[2],
+                              &values[3]);
+            return values[3];
+        };
+        const long fsuid = fourth(field("\nUid:\t"));
+        const long fsgid = fourth(field("\nGid:\t"));
+        if (fsuid < 0 || fsgid < 0) {
+            failed_ = true;
+            return;
+        }
+        std::vector<gid_t> groups;
+        {
+            std::string text{field("\nGroups:\t")};
+            char *p = text.data();
+            for (;;) {
+                char *end = nullptr;
+                const unsigned long g = std::strtoul(p, &end, 10);
+                if (end == p) {
+                    break;
+                }
+                groups.push_back(static_cast<gid_t>(g));
+                p = end;
+            }
+        }
+        std::uint64_t caps = 0;
+        {
+            std::string text{field("\nCapEff:\t")};
+            caps = std::strtoull(text.c_str(), nullptr, 16);
+        }
+        // Capabilities held in another user namespace give nothing here: a process that is root
+        // in its own namespace must not open, through the supervisor, what the host denies it.
+        struct stat ns {};
+        if (::stat(proc(pid, "ns/user").c_str(), &ns) != 0 || ns.st_ino != g_id.my_userns) {
+            caps = 0;
+        }
+        switched_ = true;
+        (void)::syscall(SYS_setgroups, groups.size(), groups.data());
+        (void)::setfsgid(static_cast<gid_t>(fsgid));
+        (void)::setfsuid(static_cast<uid_t>(fsuid));
+        __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+        __user_cap_data_struct data[2]{g_id.my_caps[0], g_id.my_caps[1]};
+        data[0].effective = static_cast<std::uint32_t>(caps) & data[0].permitted;
+        data[1].effective = static_cast<std::uint32_t>(caps >> 32) & data[1].permitted;
+        (void)::syscall(SYS_capset, &header, data);
+    }
+    AsProcess(const AsProcess &) = delete;
+    AsProcess &operator=(const AsProcess &) = delete;
+    ~AsProcess() {
+        if (switched_) {
+            __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+            __user_cap_data_struct data[2]{g_id.my_caps[0], g_id.my_caps[1]};
+            (void)::syscall(SYS_capset, &header, data);
+            (void)::setfsuid(0);
+            (void)::setfsgid(0);
+            (void)::syscall(SYS_setgroups, g_id.my_groups, g_id.my_groups_storage);
+        }
+        if (umask_set_) {
+            ::umask(old_umask_);
+        }
+    }
+    [[nodiscard]] bool failed() const { return failed_; }
+
+   private:
+    bool failed_ = false;
+    bool switched_ = false;
+    bool umask_set_ = false;
+    mode_t old_umask_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// The record
+
+struct Event {
+    int pid = 0;
+    std::uint64_t count = 0;
+};
+
+class Record {
+   public:
+    void add(int pid, std::string_view syscall, std::string_view asked, std::string_view resolved,
+             std::string_view access, bool ok, std::string_view error, std::string_view named,
+             std::string_view unverified) {
+        std::string key;
+        for (std::string_view f :
+             {syscall, asked, resolved, access, ok ? std::string_view{"1"} : std::string_view{"0"},
+              error, named, unverified}) {
+            so::append_field(key, f);
+        }
+        auto it = events_.find(key);
+        if (it != events_.end()) {
+            ++it->second.count;
+            return;
+        }
+        if (events_.size() >= kMaxDistinct) {
+            ++overflow_;
+            return;
+        }
+        order_.push_back(key);
+        events_.emplace(std::move(key), Event{pid, 1});
+    }
+
+    void reason(const std::string &r) {
+        if (reasons_.find(r) == std::string::npos) {
+            reasons_ += reasons_.empty() ? "" : "; ";
+            reasons_ += r;
+        }
+    }
+
+    [[nodiscard]] std::string text(const std::string &nonce, bool target_started,
+                                   std::uint64_t notifications) {
+        if (overflow_ > 0) {
+            reason(std::to_string(overflow_) + " accesses beyond " + std::to_string(kMaxDistinct) +
+                   " distinct ones were not kept");
+        }
+        std::string out;
+        so::append_field(out, so::kRecordMagic);
+        so::append_field(out, nonce);
+        for (const auto &key : order_) {
+            const auto &e = events_.at(key);
+            so::append_field(out, "e");
+            so::append_field(out, std::to_string(e.pid));
+            out += key;
+            so::append_field(out, std::to_string(e.count));
+        }
+        so::append_field(out, "end");
+        so::append_field(out, reasons_.empty() ? "1" : "0");
+        so::append_field(out, reasons_);
+        so::append_field(out, target_started ? "1" : "0");
+        so::append_field(out, std::to_string(notifications));
+        return out;
+    }
+
+   private:
+    std::unordered_map<std::string, Event> events_;
+    std::vector<std::string> order_;
+    std::uint64_t overflow_ = 0;
+    std::string reasons_;
+};
+
+Record g_record;
+
+std::string_view open_access(std::uint64_t flags) {
+    if ((flags & O_PATH) != 0) {
+        return "other";  // a handle that reads nothing: a metadata probe
+    }
+    if ((flags & O_CREAT) != 0 || (flags & __O_TMPFILE) == __O_TMPFILE) {
+        return "create";
+    }
+    if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) != 0) {
+        return "write";
+    }
+    return "read";
+}
+
+std::string errno_name(int error) {
+    const char *name = ::strerrorname_np(error);
+    return name != nullptr ? name : "E" + std::to_string(error);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Resolving a path as the process would, inside its own root
+
+// A path of the process's descriptor links (/proc/self/..., /dev/fd/N, /dev/stdin...): opening
+// them inside the process's root would need procfs's magic links, which RESOLVE_IN_ROOT refuses,
+// and the supervisor is not in the process's pid namespace. They are reopened through the
+// supervisor's own procfs, under the process's host pid.
+struct Mapped {
+    enum Kind : std::uint8_t { kPlain, kHostProc, kCwd, kRoot, kTargetProc } kind = kPlain;
+    std::string path;  // kHostProc: under /proc/PID; kCwd/kRoot: the rest; kTargetProc: after
+                       // /proc/NSPID/
+    bool thread = false;
+};
+
+Mapped map_links(std::string_view path) {
+    std::string p{path};
+    if (p.rfind("/dev/fd/", 0) == 0) {
+        p = "/proc/self/fd/" + p.substr(8);
+    } else if (p == "/dev/fd") {
+        p = "/proc/self/fd";
+    } else {
+        static constexpr std::array<std::pair<std::string_view, std::string_view>, 3> kStd{
+            {{"/dev/stdin", "0"}, {"/dev/stdout", "1"}, {"/dev/stderr", "2"}}};
+        for (const auto &[name, fd] : kStd) {
+            if (p == name ||
+                (p.size() > name.size() && p.rfind(name, 0) == 0 && p[name.size()] == '/')) {
+                p = "/proc/self/fd/" + std::string{fd} + p.substr(name.size());
+                break;
+            }
+        }
+    }
+    Mapped m;
+    std::string rest;
+    if (p.rfind("/proc/self/", 0) == 0) {
+        rest = p.substr(11);
+    } else if (p == "/proc/self") {
+        rest = "";
+    } else if (p.rfind("/proc/thread-self/", 0) == 0) {
+        rest = p.substr(18);
+        m.thread = true;
+    } else if (p == "/proc/thread-self") {
+        m.thread = true;
+    } else {
+        m.path = std::move(p);
+        return m;
+    }
+    while (!rest.empty() && rest[0] == '/') {
+        rest.erase(0, 1);
+    }
+    auto first = rest.substr(0, rest.find('/'));
+    auto after = rest.size() > first.size() ? rest.substr(first.size() + 1) : std::string{};
+    if (first == "cwd") {
+        m.kind = Mapped::kCwd;
+        m.path = after.empty() ? "." : after;
+    } else if (first == "root") {
+        m.kind = Mapped::kRoot;
+        m.path = "/" + after;
+    } else if (first.empty() || first == "fd" || first == "exe" || first == "map_files" ||
+               first == "ns") {
+        m.kind = Mapped::kHostProc;
+        m.path = rest;
+    } else {
+        m.kind = Mapped::kTargetProc;
+        m.path = rest;
+    }
+    return m;
+}
+
+// The process's pid in its own pid namespace (the last of NSpid:), and its thread group's.
+bool namespace_pids(pid_t pid, std::string &ns_pid, std::string &ns_tgid) {
+    const auto status = read_small_file(proc(pid, "status"));
+    auto last = [&status](std::string_view name) -> std::string {
+        const auto at = status.find(name);
+        if (at == std::string::npos) {
+            return {};
+        }
+        const auto start = at + name.size();
+        const auto end = status.find('\n', start);
+        auto line = status.substr(start, end == std::string::npos ? end : end - start);
+        const auto tab = line.find_last_of("\t ");
+        return tab == std::string::npos ? line : line.substr(tab + 1);
+    };
+    ns_pid = last("\nNSpid:");
+    ns_tgid = last("\nNStgid:");
+    return !ns_pid.empty() && !ns_tgid.empty();
+}
+
+// Where a path begins for the process: its root, its working directory or one of its
+// descriptors, opened O_PATH through the supervisor's procfs; and that place's path.
+struct Base {
+    Fd fd;             // when opened for this operation
+    int at = -1;       // the descriptor to resolve from: fd's, or the process's cached root
+    std::string path;  // as the supervisor's procfs shows it
+};
+
+// The roots of the call's processes, kept between their opens: each open would otherwise reopen
+// /proc/PID/root. An entry is used only while its thread lives (its pidfd is not readable): a
+// thread's number reused by another would otherwise get the first one's root. A call that
+// changes a root or a mount namespace in the judged phase (chroot, pivot_root, setns, unshare)
+// turns the cache off for the rest of the call: its effect on the threads sharing the caller's
+// root is not followed.
+struct CachedRoot {
+    Fd root;
+    Fd pidfd;
+};
+std::unordered_map<pid_t, CachedRoot> g_roots;
+bool g_roots_off = false;
+constexpr std::size_t kMaxCachedRoots = 4096;
+
+bool thread_alive(int pidfd) {
+    pollfd p{pidfd, POLLIN, 0};
+    return ::poll(&p, 1, 0) == 0;
+}
+
+int open_base(const Request &r, const std::string &link, Base &out, bool want_path) {
+    out.fd.reset(::open(link.c_str(), O_PATH | O_CLOEXEC));
+    out.at = out.fd.get();
+    if (out.fd.get() < 0) {
+        return errno;
+    }
+    if (want_path) {
+        out.path = read_link(link);
+    }
+    // A process that ended, its pid reused, would have its successor's root opened.
+    if (!id_valid(r)) {
+        return ESRCH;
+    }
+    return 0;
+}
+
+// The process's root, from the cache when its entry still holds.
+int open_root(const Request &r, Base &out) {
+    const pid_t pid = r.pid();
+    if (!g_roots_off) {
+        if (auto it = g_roots.find(pid); it != g_roots.end()) {
+            if (thread_alive(it->second.pidfd.get())) {
+                out.at = it->second.root.get();
+                return 0;
+            }
+            g_roots.erase(it);
+        }
+    }
+    if (const int e = open_base(r, proc(pid, "root"), out, false); e != 0) {
+        return e;
+    }
+    if (g_roots_off) {
+        return 0;
+    }
+    Fd pidfd{static_cast<int>(::syscall(SYS_pidfd_open, pid, PIDFD_THREAD))};
+    // The pidfd is the thread that asked only if it still waits for the answer.
+    if (pidfd.get() < 0 || !id_valid(r)) {
+        return 0;
+    }
+    if (g_roots.size() >= kMaxCachedRoots) {
+        g_roots.clear();
+    }
+    Fd root{::fcntl(out.at, F_DUPFD_CLOEXEC, 0)};
+    if (root.get() >= 0) {
+        g_roots[pid] = CachedRoot{std::move(root), std::move(pidfd)};
+    }
+    return 0;
+}
+
+// Opens `path` as the process named it relative to `dirfd`, with `how`, inside the process's
+// root: the file descriptor, or -errno. `asked` gets the path made absolute.
+long open_as_process(const Request &r, int dirfd, const std::string &path, open_how how,
+                     std::string &asked) {
+    const pid_t pid = r.pid();
+    const bool creates = (how.flags & (O_CREAT | __O_TMPFILE)) != 0;
+    const std::uint64_t target_resolve = how.resolve;
+    auto base_link = [&](int fd) {
+        return fd == AT_FDCWD ? proc(pid, "cwd") : proc(pid, "fd/" + std::to_string(fd));
+    };
+    auto run = [&](int at, const std::string &p, open_how h) -> long {
+        AsProcess as{pid, creates};
+        if (as.failed()) {
+            return -ESRCH;
+        }
+        const long fd = openat2_call(at, p, h);
+        return fd < 0 ? -errno : fd;
+    };
+    // The process asked to stay beneath its directory (or inside it as a root): that is exact.
+    if ((target_resolve & (RESOLVE_BENEATH | RESOLVE_IN_ROOT)) != 0) {
+        Base base;
+        if (const int e = open_base(r, base_link(dirfd), base, true); e != 0) {
+            return -(e == ENOENT && dirfd != AT_FDCWD ? EBADF : e);
+        }
+        asked = joined(base.path, path);
+        return run(base.at, path, how);
+    }
+    const Mapped m =
+        path.empty() || path[0] != '/' ? Mapped{Mapped::kPlain, path, false} : map_links(path);
+    asked = path;
+    switch (m.kind) {
+        case Mapped::kHostProc: {
+            // The final name may be a magic link (fd/N, exe): followed as the process's open
+            // would follow it, through the supervisor's procfs.
+            const std::string host = proc(pid, m.path);
+            if (!id_valid(r)) {
+                return -ESRCH;
+            }
+            const auto slash = m.path.find('/', m.path.rfind("fd/", 0) == 0 ? 3 : 0);
+            if (m.path.rfind("fd/", 0) == 0 && slash != std::string::npos) {
+                // fd/N/more: beneath the directory at N.
+                Base base;
+                if (const int e = open_base(r, proc(pid, m.path.substr(0, slash)), base, false);
+                    e != 0) {
+                    return -e;
+                }
+                open_how h = how;
+                h.resolve |= RESOLVE_BENEATH;
+                return run(base.at, m.path.substr(slash + 1), h);
+            }
+            return run(AT_FDCWD, host, how);
+        }
+        case Mapped::kTargetProc: {
+            std::string ns_pid;
+            std::string ns_tgid;
+            if (!namespace_pids(pid, ns_pid, ns_tgid)) {
+                return -ESRCH;
+            }
+            const std::string inside = m.thread
+                                           ? "/proc/" + ns_tgid + "/task/" + ns_pid + "/" + m.path
+                                           : "/proc/" + ns_tgid + "/" + m.path;
+            Base root;
+            if (const int e = open_root(r, root); e != 0) {
+                return -e;
+            }
+            open_how h = how;
+            h.resolve |= RESOLVE_IN_ROOT;
+            return run(root.at, inside, h);
+        }
+        case Mapped::kRoot:
+        case Mapped::kPlain:
+            if (!m.path.empty() && m.path[0] == '/') {
+                Base root;
+                if (const int e = open_root(r, root); e != 0) {
+                    return -e;
+                }
+                open_how h = how;
+                h.resolve |= RESOLVE_IN_ROOT;
+                return run(root.at, m.path, h);
+            }
+            [[fallthrough]];
+        case Mapped::kCwd: {
+            const int at = m.kind == Mapped::kCwd ? AT_FDCWD : dirfd;
+            Base base;
+            if (const int e = open_base(r, base_link(at), base, true); e != 0) {
+                return -(e == ENOENT && at != AT_FDCWD ? EBADF : e);
+            }
+            if (m.kind == Mapped::kPlain) {
+                asked = joined(base.path, m.path);
+            }
+            // Beneath the directory is exact; a path that leaves it (.., an absolute link) is
+            // resolved again from the root, by the directory's path.
+            open_how h = how;
+            h.resolve |= RESOLVE_BENEATH;
+            const long fd = run(base.at, m.path, h);
+            if (fd != -EXDEV) {
+                return fd;
+            }
+            Base root;
+            if (const int e = open_root(r, root); e != 0) {
+                return -e;
+            }
+            h = how;
+            h.resolve |= RESOLVE_IN_ROOT;
+            return run(root.at, joined(base.path, m.path), h);
+        }
+    }
+    return -EINVAL;
+}
+
+// The directory holding a path's last name, opened O_PATH as the process would reach it, and
+// that name (with any trailing slashes, which the kernel's own call judges).
+long open_parent(const Request &r, int dirfd, const std::string &path, std::string &last,
+                 std::string &asked) {
+    if (path.empty()) {
+        return -ENOENT;
+    }
+    auto end = path.find_last_not_of('/');
+    if (end == std::string::npos) {
+        last = ".";
+        open_how how{};
+        how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+        return open_as_process(r, dirfd, "/", how, asked);
+    }
+    const auto slash = path.rfind('/', end);
+    std::string dir;
+    if (slash == std::string::npos) {
+        dir = ".";
+        last = path;
+    } else {
+        dir = slash == 0 ? "/" : path.substr(0, slash);
+        last = path.substr(slash + 1);
+    }
+    open_how how{};
+    how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+    std::string dir_asked;
+    const long fd = open_as_process(r, dirfd, dir, how, dir_asked);
+    asked = slash == std::string::npos ? joined(dir_asked, last)
+                                       : joined(dir_asked, path.substr(slash + 1));
+    return fd;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Execs, recorded once they have happened
+
+struct ExeState {
+    dev_t dev = 0;
+    ino_t ino = 0;
+    std::string layout;  // the memory layout fields of /proc/PID/stat: new at every exec
+    bool ok = false;
+};
+
+ExeState exe_state(pid_t pid) {
+    ExeState s;
+    struct stat st {};
+    if (::stat(proc(pid, "exe").c_str(), &st) != 0) {
+        return s;
+    }
+    s.dev = st.st_dev;
+    s.ino = st.st_ino;
+    const auto stat_text = read_small_file(proc(pid, "stat"));
+    const auto close = stat_text.rfind(')');
+    if (close == std::string::npos) {
+        return s;
+    }
+    // Fields after the command name; 26-28 (startcode, endcode, startstack) and 45-51 (data,
+    // brk, arguments, environment) are the new program's.
+    std::vector<std::string_view> fields;
+    std::string_view rest = std::string_view{stat_text}.substr(close + 2);
+    while (!rest.empty()) {
+        const auto sp = rest.find(' ');
+        fields.push_back(rest.substr(0, sp));
+        rest = sp == std::string_view::npos ? std::string_view{} : rest.substr(sp + 1);
+    }
+    // fields[0] is field 3 of stat.
+    for (std::size_t f : {26U, 27U, 28U, 45U, 46U, 47U, 48U, 49U, 50U, 51U}) {
+        if (f - 3 < fields.size()) {
+            s.layout.append(fields[f - 3]);
+            s.layout.push_back(' ');
+        }
+    }
+    s.ok = true;
+    return s;
+}
+
+struct PendingExec {
+    std::string asked;  // absolute, as named
+    pid_t tgid = 0;
+    ExeState before;
+    dev_t asked_dev = 0;  // the file the name led to when the exec was asked for
+    ino_t asked_ino = 0;
+    bool asked_found = false;
+    bool start = false;   // the exec of the target start, during the set-up
+    bool judged = false;  // asked in the judged phase (or by the launcher)
+    const char *call = "execve";
+};
+
+struct State {
+    std::string target_start;
+    bool start_is_target = true;
+    bool started = false;
+    pid_t launcher = 0;  // the launcher's process, until it executes the target
+    std::unordered_map<pid_t, PendingExec> pending;
+    std::uint64_t notifications = 0;
+};
+
+State g;
+
+bool judged(pid_t pid) {
+    return g.started && pid != g.launcher;
+}
+
+// The loader the kernel mapped for the program (PT_INTERP): the mapping at the auxiliary
+// vector's AT_BASE, by its path in /proc/PID/maps. Run by the kernel with no call of the
+// process's own, so it is an exec of its own, as the eBPF observer reports it.
+std::string loader_of(pid_t pid) {
+    const auto auxv = read_small_file(proc(pid, "auxv"));
+    std::uint64_t base = 0;
+    for (std::size_t at = 0; at + 16 <= auxv.size(); at += 16) {
+        std::uint64_t key = 0;
+        std::uint64_t value = 0;
+        std::memcpy(&key, auxv.data() + at, 8);
+        std::memcpy(&value, auxv.data() + at + 8, 8);
+        if (key == AT_BASE) {
+            base = value;
+            break;
+        }
+    }
+    if (base == 0) {
+        return {};  // a static program: no loader
+    }
+    std::array<char, 32> start{};
+    (void)std::snprintf(start.data(), start.size(), "%llx-", static_cast<unsigned long long>(base));
+    const auto maps = read_small_file(proc(pid, "maps"));
+    std::size_t line = 0;
+    while (line < maps.size()) {
+        const auto end = maps.find('\n', line);
+        const std::string_view text{maps.data() + line,
+                                    (end == std::string::npos ? maps.size() : end) - line};
+        if (text.rfind(start.data(), 0) == 0) {
+            const auto slash = text.find('/');
+            return slash == std::string_view::npos ? std::string{}
+                                                   : std::string{text.substr(slash)};
+        }
+        line = end == std::string::npos ? maps.size() : end + 1;
+    }
+    return {};
+}
+
+void record_exec(pid_t pid, const PendingExec &p) {
+    if (const auto loader = loader_of(pid); !loader.empty()) {
+        g_record.add(pid, p.call, loader, loader, "exec", true, {}, {}, {});
+    }
+    const auto exe = read_link(proc(pid, "exe"));
+    struct stat st {};
+    const bool same = p.asked_found && ::stat(proc(pid, "exe").c_str(), &st) == 0 &&
+                      st.st_dev == p.asked_dev && st.st_ino == p.asked_ino;
+    if (same && !exe.empty()) {
+        g_record.add(pid, p.call, p.asked, exe, "exec", true, {}, {}, {});
+        return;
+    }
+    // The kernel ran another file than the name led to when the exec was asked for (a script's
+    // interpreter, or a name changed meanwhile): the file run is judged by what it is, and the
+    // name by what it names.
+    if (!exe.empty() && exe[0] == '/') {
+        g_record.add(pid, p.call, exe, exe, "exec", true, {}, {}, {});
+    }
+    g_record.add(pid, p.call, p.asked, {}, "exec", true, {}, p.asked, {});
+}
+
+// Settles the exec a process asked for, now that it runs again (or is gone). `alive`: the
+// process made a call since, so its exec returned.
+void settle_exec(pid_t pid, PendingExec &p, bool alive) {
+    const ExeState now = exe_state(pid);
+    const bool happened = now.ok && (now.dev != p.before.dev || now.ino != p.before.ino ||
+                                     now.layout != p.before.layout);
+    if (!now.ok || (!happened && !alive)) {
+        if (p.judged || p.start) {
+            // Gone before its exec could be read: the name is all there is.
+            g_record.add(pid, p.call, p.asked, {}, "exec", true, {}, p.asked,
+                         "the process ended before its exec could be verified");
+            g_record.reason("a process ended before the observer could verify its exec");
+        }
+        return;
+    }
+    if (!happened) {
+        if (p.judged) {
+            g_record.add(pid, p.call, p.asked, {}, "exec", false, "?", {}, {});
+        }
+        return;
+    }
+    if (!g.started) {
+        if (!p.start) {
+            return;
+        }
+        g.started = true;
+        if (!g.start_is_target) {
+            g.launcher = pid;  // a launcher: its own work until its next exec is set-up
+            return;
+        }
+        record_exec(pid, p);
+        return;
+    }
+    if (pid == g.launcher || p.tgid == g.launcher) {
+        g.launcher = 0;
+    }
+    if (p.judged) {
+        record_exec(pid, p);
+    }
+}
+
+void settle_pending_of(pid_t pid) {
+    if (g.pending.empty()) {
+        return;
+    }
+    if (auto it = g.pending.find(pid); it != g.pending.end()) {
+        auto p = std::move(it->second);
+        g.pending.erase(it);
+        settle_exec(pid, p, true);
+        return;
+    }
+    // An exec from another thread: the thread takes the group's pid.
+    for (auto it = g.pending.begin(); it != g.pending.end(); ++it) {
+        if (it->second.tgid == pid) {
+            auto p = std::move(it->second);
+            g.pending.erase(it);
+            settle_exec(pid, p, true);
+            return;
+        }
+    }
+}
+
+pid_t tgid_of(pid_t pid) {
+    const auto status = read_small_file(proc(pid, "status"));
+    const auto at = status.find("\nTgid:\t");
+    return at == std::string::npos
+               ? pid
+               : static_cast<pid_t>(std::strtol(status.c_str() + at + 7, nullptr, 10));
+}
+
+void on_exec(const Request &r) {
+    const pid_t pid = r.pid();
+    const bool at_variant = r.nr() == __NR_execveat;
+    const int dirfd = at_variant ? r.fd_arg(0) : AT_FDCWD;
+    const std::uint64_t addr = at_variant ? r.arg(1) : r.arg(0);
+    const int flags = at_variant ? static_cast<int>(r.arg(4)) : 0;
+    std::string name;
+    const bool read_ok = read_string(pid, addr, name) == 0;
+    PendingExec p;
+    p.call = at_variant ? "execveat" : "execve";
+    if (!g.started) {
+        // The set-up: only the target start's exec matters, by the name it was given.
+        if (!read_ok || name != g.target_start || at_variant) {
+            respond_continue(r);
+            return;
+        }
+        p.start = true;
+        p.asked = name;
+    } else {
+        p.judged = true;
+        if (!read_ok) {
+            name.clear();
+        }
+        if (name.empty() && (flags & AT_EMPTY_PATH) != 0) {
+            p.asked = read_link(proc(pid, "fd/" + std::to_string(dirfd)));
+        } else if (!name.empty() && name[0] == '/') {
+            p.asked = name;
+        } else {
+            const auto base = read_link(
+                dirfd == AT_FDCWD ? proc(pid, "cwd") : proc(pid, "fd/" + std::to_string(dirfd)));
+            p.asked = joined(base, name);
+        }
+        // What the name leads to now, inside the process's root: an exec of that file is
+        // judged by it; another file run is judged apart.
+        open_how how{};
+        how.flags = O_PATH | O_CLOEXEC;
+        std::string ignored;
+        // An exec of a descriptor's file: the file at the descriptor.
+        const long fd = name.empty() ? ::open(proc(pid, "fd/" + std::to_string(dirfd)).c_str(),
+                                              O_PATH | O_CLOEXEC)
+                                     : open_as_process(r, dirfd, name, how, ignored);
+        if (fd >= 0) {
+            struct stat st {};
+            if (::fstat(static_cast<int>(fd), &st) == 0) {
+                p.asked_found = true;
+                p.asked_dev = st.st_dev;
+                p.asked_ino = st.st_ino;
+            }
+            ::close(static_cast<int>(fd));
+        }
+        if (p.asked.empty()) {
+            p.asked = name.empty() ? "?" : name;
+        }
+    }
+    p.tgid = tgid_of(pid);
+    p.before = exe_state(pid);
+    if (!id_valid(r)) {
+        return;
+    }
+    g.pending[pid] = std::move(p);
+    respond_continue(r);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Opens
+
+void record_open(const Request &r, std::string_view call, const std::string &asked, int fd,
+                 std::uint64_t flags) {
+    const auto resolved = read_link("/proc/self/fd/" + std::to_string(fd));
+    if (resolved.empty() || resolved[0] != '/') {
+        return;  // a pipe, a socket, an anonymous inode: no file of the file system
+    }
+    g_record.add(r.pid(), call, asked, resolved, open_access(flags), true, {}, {}, {});
+}
+
+void hand_over(const Request &r, std::string_view call, const std::string &asked, long fd,
+               std::uint64_t flags) {
+    if (fd < 0) {
+        // The process gets the answer the open got. The judge lists a failed access only where
+        // it must (beneath an always-listed path, a refused write): a write or create names what
+        // the host follows after the call (a planted link).
+        const auto access = open_access(flags);
+        const bool follow = access == "write" || access == "create";
+        // Recorded only once the answer reached the process: then the pid read was its own.
+        if (respond_error(r, static_cast<int>(-fd)) && !asked.empty() && asked[0] == '/') {
+            g_record.add(r.pid(), call, asked, {}, access, false, errno_name(static_cast<int>(-fd)),
+                         follow ? std::string_view{asked} : std::string_view{}, {});
+        }
+        return;
+    }
+    Fd mine{static_cast<int>(fd)};
+    seccomp_notif_addfd add{};
+    add.id = r.n->id;
+    add.flags = SECCOMP_ADDFD_FLAG_SEND;
+    add.srcfd = static_cast<std::uint32_t>(mine.get());
+    add.newfd_flags = (flags & O_CLOEXEC) != 0 ? O_CLOEXEC : 0;
+    const int got = ::ioctl(g_listener, SECCOMP_IOCTL_NOTIF_ADDFD, &add);
+    if (got < 0) {
+        if (errno != ENOENT) {
+            respond_error(r, errno);  // EMFILE: the process's table is full
+        }
+        return;
+    }
+    record_open(r, call, asked, mine.get(), flags);
+}
+
+// An open that may block (a FIFO waiting for its other end), made by a forked worker that sends
+// back the descriptor or the errno; the supervisor hands it over when it comes.
+struct Blocked {
+    pid_t worker = 0;
+    Fd sock;
+    std::vector<char> notif;  // the notification, as received
+    std::string call;
+    std::uint64_t flags = 0;
+};
+
+std::vector<Blocked> g_blocked;
+
+void open_in_worker(const Request &r, std::string_view call, int dirfd, const std::string &path,
+                    const open_how &how, std::uint64_t asked_flags) {
+    std::array<int, 2> sv{};
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv.data()) != 0) {
+        respond_error(r, errno);
+        return;
+    }
+    const pid_t worker = ::fork();
+    if (worker < 0) {
+        ::close(sv[0]);
+        ::close(sv[1]);
+        respond_error(r, EAGAIN);
+        return;
+    }
+    if (worker == 0) {
+        ::close(sv[0]);
+        std::string asked;
+        const long fd = open_as_process(r, dirfd, path, how, asked);
+        std::string message = std::to_string(fd < 0 ? -fd : 0) + '\0' + asked;
+        iovec data{message.data(), message.size()};
+        alignas(cmsghdr) std::array<char, CMSG_SPACE(sizeof(int))> control{};
+        msghdr m{};
+        m.msg_iov = &data;
+        m.msg_iovlen = 1;
+        if (fd >= 0) {
+            const int sent = static_cast<int>(fd);
+            m.msg_control = control.data();
+            m.msg_controllen = control.size();
+            cmsghdr *c = CMSG_FIRSTHDR(&m);
+            c->cmsg_level = SOL_SOCKET;
+            c->cmsg_type = SCM_RIGHTS;
+            c->cmsg_len = CMSG_LEN(sizeof(int));
+            std::memcpy(CMSG_DATA(c), &sent, sizeof sent);
+        }
+        _exit(::sendmsg(sv[1], &m, MSG_NOSIGNAL) > 0 ? 0 : 1);
+    }
+    ::close(sv[1]);
+    Blocked b;
+    b.worker = worker;
+    b.sock.reset(sv[0]);
+    const auto *bytes = reinterpret_cast<const char *>(r.n);
+    b.notif.assign(bytes, bytes + sizeof(seccomp_notif));
+    b.call = std::string{call};
+    b.flags = asked_flags;
+    g_blocked.push_back(std::move(b));
+}
+
+void hand_over(const Request &r, std::string_view call, const std::string &asked, long fd,
+               std::uint64_t flags);
+
+// The worker's answer: the open's errno and asked path, and its descriptor.
+void finish_blocked(std::size_t i) {
+    Blocked b = std::move(g_blocked[i]);
+    g_blocked.erase(g_blocked.begin() + static_cast<std::ptrdiff_t>(i));
+    std::array<char, kPathMax + 32> buf{};
+    iovec data{buf.data(), buf.size()};
+    alignas(cmsghdr) std::array<char, CMSG_SPACE(sizeof(int))> control{};
+    msghdr m{};
+    m.msg_iov = &data;
+    m.msg_iovlen = 1;
+    m.msg_control = control.data();
+    m.msg_controllen = control.size();
+    const ssize_t n = ::recvmsg(b.sock.get(), &m, MSG_CMSG_CLOEXEC);
+    int fd = -1;
+    if (cmsghdr *c = CMSG_FIRSTHDR(&m); n > 0 && c != nullptr && c->cmsg_type == SCM_RIGHTS) {
+        std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
+    }
+    while (::waitpid(b.worker, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    Request r{reinterpret_cast<seccomp_notif *>(b.notif.data())};
+    if (n <= 0) {
+        respond_error(r, EIO);
+        return;
+    }
+    const std::string text{buf.data(), static_cast<std::size_t>(n)};
+    const auto nul = text.find('\0');
+    const int error = std::atoi(text.c_str());
+    const std::string asked = nul == std::string::npos ? std::string{} : text.substr(nul + 1);
+    hand_over(r, b.call, asked, fd >= 0 ? fd : -(error == 0 ? EIO : error), b.flags);
+}
+
+void on_open(const Request &r) {
+    const pid_t pid = r.pid();
+    int dirfd = AT_FDCWD;
+    std::uint64_t addr = 0;
+    open_how how{};
+    std::string_view call;
+    switch (r.nr()) {
+#ifdef __NR_open
+        case __NR_open:
+            call = "open";
+            addr = r.arg(0);
+            how.flags = r.arg(1);
+            how.mode = r.arg(2);
+            break;
+#endif
+#ifdef __NR_creat
+        case __NR_creat:
+            call = "creat";
+            addr = r.arg(0);
+            how.flags = O_CREAT | O_WRONLY | O_TRUNC;
+            how.mode = r.arg(1);
+            break;
+#endif
+        case __NR_openat:
+            call = "openat";
+            dirfd = r.fd_arg(0);
+            addr = r.arg(1);
+            how.flags = r.arg(2);
+            how.mode = r.arg(3);
+            break;
+        case __NR_openat2: {
+            call = "openat2";
+            dirfd = r.fd_arg(0);
+            addr = r.arg(1);
+            const std::uint64_t size = r.arg(3);
+            if (size < sizeof(open_how)) {
+                respond_error(r, EINVAL);
+                return;
+            }
+            // A larger struct from a newer libc: its extra bytes must be zero, as the kernel
+            // requires; they are not read here, so the call is refused rather than misread.
+            if (size > sizeof(open_how)) {
+                respond_error(r, E2BIG);
+                return;
+            }
+            if (const int e = read_bytes(pid, r.arg(2), &how, sizeof how); e != 0) {
+                respond_error(r, e);
+                return;
+            }
+            break;
+        }
+        default:
+            respond_error(r, ENOSYS);
+            return;
+    }
+    std::string path;
+    if (const int e = read_string(pid, addr, path); e != 0) {
+        respond_error(r, e);
+        return;
+    }
+    // What was read is trusted only while the process is still the one that asked. An open
+    // that only reads is checked later instead: it is recorded only once ADDFD (or the answer)
+    // reached the process, which proves the pid was still its own when the path was read. An
+    // open that writes or creates is checked now, before it changes anything.
+    const bool only_reads = (how.flags & (O_ACCMODE | O_CREAT | O_TRUNC | __O_TMPFILE)) == O_RDONLY;
+    if (!only_reads && !id_valid(r)) {
+        return;
+    }
+    if ((how.flags & O_PATH) != 0) {
+        // An O_PATH descriptor cannot be handed over (ADDFD refuses it). It reads nothing, and
+        // every open through it is performed here by the file it holds, so open and openat run
+        // as asked: their flags are registers, which no other thread can change. openat2's are
+        // in memory, which another thread could turn into a read after they were checked: it
+        // answers ENOSYS, and callers fall back to openat.
+        if (r.nr() == __NR_openat2) {
+            respond_error(r, ENOSYS);
+        } else {
+            respond_continue(r);
+        }
+        return;
+    }
+    if (r.nr() != __NR_openat2) {
+        how.flags &= kOpenFlags;
+        if ((how.flags & (O_CREAT | __O_TMPFILE)) == 0) {
+            how.mode = 0;
+        }
+        how.mode &= 07777;
+    }
+    const std::uint64_t asked_flags = how.flags;
+    // The supervisor never takes the process's terminal as its own.
+    how.flags |= O_NOCTTY | O_CLOEXEC;
+    // Opened without blocking: the open of a FIFO waits for its other end, and the supervisor
+    // serves every process of the call. Such an open is made again, blocking, by a worker.
+    const bool blocking = (asked_flags & O_NONBLOCK) == 0;
+    if (blocking) {
+        how.flags |= O_NONBLOCK;
+    }
+    std::string asked;
+    long fd = open_as_process(r, dirfd, path, how, asked);
+    if (blocking && fd >= 0) {
+        struct stat st {};
+        const int got = static_cast<int>(fd);
+        // A FIFO opened for reading waits for a writer: the worker opens it again. One opened
+        // for writing without waiting had its reader already, and O_RDWR never waits.
+        if (::fstat(got, &st) == 0 && S_ISFIFO(st.st_mode) &&
+            (asked_flags & O_ACCMODE) == O_RDONLY) {
+            ::close(got);
+            fd = -ENXIO;
+        } else {
+            (void)::fcntl(got, F_SETFL, static_cast<int>(asked_flags) & ~O_NONBLOCK);
+        }
+    }
+    if (blocking && fd == -ENXIO) {
+        how.flags &= ~static_cast<std::uint64_t>(O_NONBLOCK);
+        open_in_worker(r, call, dirfd, path, how, asked_flags);
+        return;
+    }
+    hand_over(r, call, asked, fd, asked_flags);
+}
+
+void on_open_by_handle(const Request &r) {
+    // The handle names a file with no path to resolve in the process's root; the kernel's own
+    // call needs CAP_DAC_READ_SEARCH in the initial namespace, which no confined process holds.
+    respond_error(r, EPERM);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Listings, link reads and name changes, performed for the process
+
+void on_getdents(const Request &r) {
+    const pid_t pid = r.pid();
+    const int fd = r.fd_arg(0);
+    const std::size_t count = std::min<std::uint64_t>(r.arg(2), kMaxDirentBytes);
+    Fd pidfd{static_cast<int>(::syscall(SYS_pidfd_open, pid, PIDFD_THREAD))};
+    if (pidfd.get() < 0 || !id_valid(r)) {
+        respond_error(r, ESRCH);
+        return;
+    }
+    // The process's own open file: listing it moves its position as the process's call would.
+    Fd mine{static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd.get(), fd, 0))};
+    if (mine.get() < 0) {
+        respond_error(r, errno == EBADF ? EBADF : errno);
+        return;
+    }
+    if (!id_valid(r)) {
+        return;
+    }
+    std::vector<char> buf(count);
+    const long n = ::syscall(r.nr(), mine.get(), buf.data(), buf.size());
+    if (n < 0) {
+        respond_error(r, errno);
+        return;
+    }
+    if (const int e = write_bytes(pid, r.arg(1), buf.data(), static_cast<std::size_t>(n)); e != 0) {
+        respond_error(r, e);
+        return;
+    }
+    const auto path = read_link("/proc/self/fd/" + std::to_string(mine.get()));
+    if (!path.empty() && path[0] == '/') {
+        g_record.add(pid, r.nr() == __NR_getdents64 ? "getdents64" : "getdents", path, path, "list",
+                     true, {}, {}, {});
+    }
+    respond_value(r, n);
+}
+
+// One name a call acts on, relative to one directory argument.
+struct Name {
+    Fd parent;
+    std::string last;
+    std::string asked;
+    int error = 0;
+};
+
+Name name_arg(const Request &r, int dirfd, std::uint64_t addr) {
+    Name out;
+    std::string path;
+    if (const int e = read_string(r.pid(), addr, path); e != 0) {
+        out.error = e;
+        return out;
+    }
+    if (!id_valid(r)) {
+        out.error = ESRCH;
+        return out;
+    }
+    const long fd = open_parent(r, dirfd, path, out.last, out.asked);
+    if (fd < 0) {
+        out.error = static_cast<int>(-fd);
+        if (out.asked.empty()) {
+            out.asked = path;
+        }
+        return out;
+    }
+    out.parent.reset(static_cast<int>(fd));
+    return out;
+}
+
+void answer_named(const Request &r, std::string_view call, const std::string &asked,
+                  std::string_view access, long rc, int error) {
+    const bool ok = rc >= 0;
+    const std::string err = ok ? std::string{} : errno_name(error);
+    const bool follow = access == "write" || access == "create" || access == "remove";
+    if (!asked.empty()) {
+        g_record.add(r.pid(), call, asked, {}, access, ok, err, follow ? asked : std::string{}, {});
+    }
+    if (ok) {
+        respond_value(r, rc);
+    } else {
+        respond_error(r, error);
+    }
+}
+
+void on_readlink(const Request &r) {
+    const bool at = r.nr() == __NR_readlinkat;
+    const int dirfd = at ? r.fd_arg(0) : AT_FDCWD;
+    Name n = name_arg(r, dirfd, at ? r.arg(1) : r.arg(0));
+    const std::uint64_t buf_addr = at ? r.arg(2) : r.arg(1);
+    const auto size =
+        static_cast<std::size_t>(std::min<std::uint64_t>(at ? r.arg(3) : r.arg(2), kPathMax));
+    if (n.error != 0) {
+        answer_named(r, at ? "readlinkat" : "readlink", {}, "readlink", -1, n.error);
+        return;
+    }
+    std::string text(std::max<std::size_t>(size, 1), '\0');
+    long rc = 0;
+    int error = 0;
+    {
+        AsProcess as{r.pid(), false};
+        rc = ::readlinkat(n.parent.get(), n.last.c_str(), text.data(), size);
+        error = errno;
+    }
+    if (rc >= 0) {
+        if (const int e = write_bytes(r.pid(), buf_addr, text.data(), static_cast<std::size_t>(rc));
+            e != 0) {
+            rc = -1;
+            error = e;
+        }
+    }
+    // A failed link read is not listed.
+    answer_named(r, at ? "readlinkat" : "readlink", rc >= 0 ? n.asked : std::string{}, "readlink",
+                 rc, error);
+}
+
+void on_name_change(const Request &r) {
+    const pid_t pid = r.pid();
+    long rc = -1;
+    int error = 0;
+    auto done = [&](long value) {
+        rc = value;
+        error = value < 0 ? errno : 0;
+    };
+    switch (r.nr()) {
+#ifdef __NR_mkdir
+        case __NR_mkdir:
+#endif
+        case __NR_mkdirat: {
+            const bool is_at = r.nr() == __NR_mkdirat;
+            Name n = name_arg(r, is_at ? r.fd_arg(0) : AT_FDCWD, is_at ? r.arg(1) : r.arg(0));
+            const auto mode = static_cast<mode_t>(is_at ? r.arg(2) : r.arg(1));
+            if (n.error == 0) {
+                AsProcess as{pid, true};
+                done(::mkdirat(n.parent.get(), n.last.c_str(), mode));
+            } else {
+                error = n.error;
+            }
+            answer_named(r, is_at ? "mkdirat" : "mkdir", n.asked, "create", rc, error);
+            return;
+        }
+#ifdef __NR_mknod
+        case __NR_mknod:
+#endif
+        case __NR_mknodat: {
+            const bool is_at = r.nr() == __NR_mknodat;
+            Name n = name_arg(r, is_at ? r.fd_arg(0) : AT_FDCWD, is_at ? r.arg(1) : r.arg(0));
+            const auto mode = static_cast<mode_t>(is_at ? r.arg(2) : r.arg(1));
+            const auto dev = static_cast<dev_t>(is_at ? r.arg(3) : r.arg(2));
+            if (n.error == 0) {
+                AsProcess as{pid, true};
+                done(::mknodat(n.parent.get(), n.last.c_str(), mode, dev));
+            } else {
+                error = n.error;
+            }
+            answer_named(r, is_at ? "mknodat" : "mknod", n.asked, "create", rc, error);
+            return;
+        }
+#ifdef __NR_unlink
+        case __NR_unlink:
+        case __NR_rmdir:
+#endif
+        case __NR_unlinkat: {
+            const bool is_at = r.nr() == __NR_unlinkat;
+            Name n = name_arg(r, is_at ? r.fd_arg(0) : AT_FDCWD, is_at ? r.arg(1) : r.arg(0));
+            int flags = is_at ? static_cast<int>(r.arg(2)) : 0;
+#ifdef __NR_rmdir
+            if (r.nr() == __NR_rmdir) {
+                flags = AT_REMOVEDIR;
+            }
+#endif
+            if (n.error == 0) {
+                AsProcess as{pid, false};
+                done(::unlinkat(n.parent.get(), n.last.c_str(), flags));
+            } else {
+                error = n.error;
+            }
+            const char *call = is_at ? "unlinkat" : (flags == AT_REMOVEDIR ? "rmdir" : "unlink");
+            answer_named(r, call, n.asked, "remove", rc, error);
+            return;
+        }
+#ifdef __NR_rename
+        case __NR_rename:
+#endif
+        case __NR_renameat:
+        case __NR_renameat2: {
+            const bool is_at = r.nr() != __NR_renameat2 && r.nr() != __NR_renameat ? false : true;
+            Name from = name_arg(r, is_at ? r.fd_arg(0) : AT_FDCWD, is_at ? r.arg(1) : r.arg(0));
+            Name to = name_arg(r, is_at ? r.fd_arg(2) : AT_FDCWD, is_at ? r.arg(3) : r.arg(1));
+            const auto flags = r.nr() == __NR_renameat2 ? static_cast<unsigned>(r.arg(4)) : 0U;
+            if (from.error != 0 || to.error != 0) {
+                error = from.error != 0 ? from.error : to.error;
+            } else {
+                AsProcess as{pid, false};
+                done(::renameat2(from.parent.get(), from.last.c_str(), to.parent.get(),
+                                 to.last.c_str(), flags));
+            }
+            const char *call = r.nr() == __NR_renameat2  ? "renameat2"
+                               : r.nr() == __NR_renameat ? "renameat"
+                                                         : "rename";
+            const bool ok = rc >= 0;
+            const std::string err = ok ? std::string{} : errno_name(error);
+            g_record.add(pid, call, from.asked, {}, "remove", ok, err, from.asked, {});
+            answer_named(r, call, to.asked, "create", rc, error);
+            return;
+        }
+#ifdef __NR_link
+        case __NR_link:
+#endif
+        case __NR_linkat: {
+            const bool is_at = r.nr() == __NR_linkat;
+            Name from = name_arg(r, is_at ? r.fd_arg(0) : AT_FDCWD, is_at ? r.arg(1) : r.arg(0));
+            Name to = name_arg(r, is_at ? r.fd_arg(2) : AT_FDCWD, is_at ? r.arg(3) : r.arg(1));
+            const int flags = is_at ? static_cast<int>(r.arg(4)) : 0;
+            if ((flags & ~AT_SYMLINK_FOLLOW) != 0) {
+                // AT_EMPTY_PATH links a descriptor's file: not performed here.
+                error = EINVAL;
+            } else if (from.error != 0 || to.error != 0) {
+                error = from.error != 0 ? from.error : to.error;
+            } else {
+                AsProcess as{pid, true};
+                done(::linkat(from.parent.get(), from.last.c_str(), to.parent.get(),
+                              to.last.c_str(), flags));
+            }
+            answer_named(r, is_at ? "linkat" : "link", to.asked, "create", rc, error);
+            return;
+        }
+#ifdef __NR_symlink
+        case __NR_symlink:
+#endif
+        case __NR_symlinkat: {
+            const bool is_at = r.nr() == __NR_symlinkat;
+            std::string text;
+            if (const int e = read_string(pid, r.arg(0), text); e != 0) {
+                respond_error(r, e);
+                return;
+            }
+            Name n = name_arg(r, is_at ? r.fd_arg(1) : AT_FDCWD, is_at ? r.arg(2) : r.arg(1));
+            if (n.error == 0) {
+                AsProcess as{pid, true};
+                done(::symlinkat(text.c_str(), n.parent.get(), n.last.c_str()));
+            } else {
+                error = n.error;
+            }
+            answer_named(r, is_at ? "symlinkat" : "symlink", n.asked, "create", rc, error);
+            return;
+        }
+        case __NR_truncate: {
+            std::string path;
+            if (const int e = read_string(pid, r.arg(0), path); e != 0) {
+                respond_error(r, e);
+                return;
+            }
+            if (!id_valid(r)) {
+                return;
+            }
+            open_how how{};
+            how.flags = O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
+            std::string asked;
+            const long fd = open_as_process(r, AT_FDCWD, path, how, asked);
+            if (fd >= 0) {
+                Fd f{static_cast<int>(fd)};
+                done(::ftruncate(f.get(), static_cast<off_t>(r.arg(1))));
+            } else {
+                error = static_cast<int>(-fd);
+            }
+            answer_named(r, "truncate", asked, "write", rc, error);
+            return;
+        }
+        default:
+            respond_error(r, ENOSYS);
+            return;
+    }
+}
+
+void serve(const Request &r) {
+    ++g.notifications;
+    const pid_t pid = r.pid();
+    settle_pending_of(pid);
+    const int nr = r.nr();
+    if (nr == __NR_execve || nr == __NR_execveat) {
+        on_exec(r);
+        return;
+    }
+    if (nr == __NR_chroot || nr == __NR_pivot_root || nr == __NR_setns || nr == __NR_unshare) {
+        if (judged(pid)) {
+            g_roots_off = true;
+            g_roots.clear();
+        }
+        respond_continue(r);
+        return;
+    }
+    if (nr == __NR_exit_group || !judged(pid)) {
+        // The confinement's set-up, or the launcher's own work: trusted, not judged.
+        respond_continue(r);
+        return;
+    }
+    switch (nr) {
+#ifdef __NR_open
+        case __NR_open:
+#endif
+#ifdef __NR_creat
+        case __NR_creat:
+#endif
+        case __NR_openat:
+        case __NR_openat2:
+            on_open(r);
+            return;
+        case __NR_open_by_handle_at:
+            on_open_by_handle(r);
+            return;
+#ifdef __NR_getdents
+        case __NR_getdents:
+#endif
+        case __NR_getdents64:
+            on_getdents(r);
+            return;
+#ifdef __NR_readlink
+        case __NR_readlink:
+#endif
+        case __NR_readlinkat:
+            on_readlink(r);
+            return;
+        default:
+            on_name_change(r);
+            return;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The child, the hand-over, the loop
+
+[[noreturn]] void run_child(int sock, char **argv) {
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+        std::perror("tea-seccomp-supervise: no_new_privs");
+        _exit(125);
+    }
+    const auto &program = tea::seccomp_observer::generated::observer_program;
+    sock_fprog prog{static_cast<unsigned short>(std::size(program)),
+                    const_cast<sock_filter *>(program)};
+    const int listener = static_cast<int>(
+        ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog));
+    if (listener < 0) {
+        std::perror("tea-seccomp-supervise: seccomp");
+        _exit(125);
+    }
+    if (tea::send_descriptors(sock, {listener}) != 1) {
+        _exit(125);
+    }
+    ::close(listener);
+    char go = 0;
+    // Nothing runs until the supervisor serves the listener: an open before would fail.
+    if (::read(sock, &go, 1) != 1) {
+        _exit(125);
+    }
+    ::close(sock);
+    ::execvp(argv[0], argv);
+    const int error = errno;
+    // NOLINTNEXTLINE(concurrency-mt-unsafe): the child is single-threaded
+    (void)std::fprintf(stderr, "tea-seccomp-supervise: %s: %s\n", argv[0], std::strerror(error));
+    _exit(error == ENOENT ? 127 : 126);
+}
+
+int receive_listener(int sock) {
+    char byte = 0;
+    iovec data{&byte, 1};
+    alignas(cmsghdr) std::array<char, CMSG_SPACE(sizeof(int))> control{};
+    msghdr message{};
+    message.msg_iov = &data;
+    message.msg_iovlen = 1;
+    message.msg_control = control.data();
+    message.msg_controllen = control.size();
+    if (::recvmsg(sock, &message, MSG_CMSG_CLOEXEC) != 1) {
+        return -1;
+    }
+    cmsghdr *c = CMSG_FIRSTHDR(&message);
+    if (c == nullptr || c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof(int))) {
+        return -1;
+    }
+    int fd = -1;
+    std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
+    return fd;
+}
+
+bool write_record(const std::string &path, const std::string &text) {
+    const std::string tmp = path + ".tmp";
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) {
+        return false;
+    }
+    std::size_t at = 0;
+    while (at < text.size()) {
+        const ssize_t n = ::write(fd, text.data() + at, text.size() - at);
+        if (n <= 0) {
+            ::close(fd);
+            return false;
+        }
+        at += static_cast<std::size_t>(n);
+    }
+    if (::close(fd) != 0) {
+        return false;
+    }
+    return ::rename(tmp.c_str(), path.c_str()) == 0;
+}
+
+int end_as(int status) {
+    if (WIFEXITED(status)) {
+        return WEXITSTATUS(status);
+    }
+    const int sig = WTERMSIG(status);
+    const rlimit none{0, 0};
+    ::setrlimit(RLIMIT_CORE, &none);
+    (void)::signal(sig, SIG_DFL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    (void)sigprocmask(SIG_UNBLOCK, &set, nullptr);  // NOLINT(concurrency-mt-unsafe): one thread
+    (void)::raise(sig);
+    return 128 + sig;
+}
+
+int usage() {
+    (void)std::fputs(
+        "usage: TEA_SECCOMP_NONCE=N tea-seccomp-supervise --record PATH [--target-start PATH "
+        "--start-kind target|launcher] -- PROGRAM [ARG...]\n",
+        stderr);
+    return 125;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    std::string record_path;
+    int i = 1;
+    for (; i < argc; ++i) {
+        const std::string_view a = argv[i];
+        if (a == "--") {
+            ++i;
+            break;
+        }
+        if (i + 1 >= argc) {
+            return usage();
+        }
+        if (a == "--record") {
+            record_path = argv[++i];
+        } else if (a == "--target-start") {
+            g.target_start = argv[++i];
+        } else if (a == "--start-kind") {
+            const std::string_view kind = argv[++i];
+            if (kind != "target" && kind != "launcher") {
+                return usage();
+            }
+            g.start_is_target = kind == "target";
+        } else {
+            return usage();
+        }
+    }
+    if (i >= argc || record_path.empty()) {
+        return usage();
+    }
+    // NOLINTNEXTLINE(concurrency-mt-unsafe): single-threaded
+    const char *nonce_text = std::getenv("TEA_SECCOMP_NONCE");
+    const std::string nonce = nonce_text != nullptr ? nonce_text : "";
+    ::unsetenv("TEA_SECCOMP_NONCE");  // NOLINT(concurrency-mt-unsafe): single-threaded
+    g.started = g.target_start.empty();
+
+    g_id.privileged = ::geteuid() == 0;
+    if (g_id.privileged) {
+        g_id.my_groups = ::getgroups(NGROUPS_MAX, g_id.my_groups_storage);
+        __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+        (void)::syscall(SYS_capget, &header, g_id.my_caps);
+        struct stat ns {};
+        if (::stat("/proc/self/ns/user", &ns) == 0) {
+            g_id.my_userns = ns.st_ino;
+        }
+    }
+
+    std::array<int, 2> sv{};
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv.data()) != 0) {
+        std::perror("tea-seccomp-supervise: socketpair");
+        return 125;
+    }
+    const int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
+    for (int sig : forwarded) {
+        struct sigaction sa {};
+        sa.sa_handler = forward;
+        ::sigaction(sig, &sa, nullptr);
+    }
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+        std::perror("tea-seccomp-supervise: fork");
+        return 125;
+    }
+    if (pid == 0) {
+        for (int sig : forwarded) {
+            (void)::signal(sig, SIG_DFL);
+        }
+        ::close(sv[0]);
+        run_child(sv[1], argv + i);
+    }
+    g_child = pid;
+    ::close(sv[1]);
+    g_listener = receive_listener(sv[0]);
+    bool served = g_listener >= 0;
+    if (served) {
+        // The woken supervisor runs on the CPU the notifying process leaves.
+        std::uint64_t flags = SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP;
+        (void)::ioctl(g_listener, SECCOMP_IOCTL_NOTIF_SET_FLAGS, flags);
+        (void)::write(sv[0], "g", 1);
+    } else {
+        g_record.reason("the supervisor did not receive its listener");
+    }
+    ::close(sv[0]);
+
+    seccomp_notif_sizes sizes{};
+    if (served && ::syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) != 0) {
+        sizes.seccomp_notif = sizeof(seccomp_notif);
+    }
+    std::vector<char> req_buf(std::max<std::size_t>(sizes.seccomp_notif, sizeof(seccomp_notif)));
+    Fd child_fd{static_cast<int>(::syscall(SYS_pidfd_open, pid, 0))};
+    int status = 0;
+    bool reaped = false;
+    bool outlived = false;
+    std::vector<pollfd> fds;
+    while (served) {
+        fds.assign(2 + g_blocked.size(), pollfd{});
+        fds[0] = {g_listener, POLLIN, 0};
+        fds[1] = {reaped ? -1 : child_fd.get(), POLLIN, 0};
+        for (std::size_t b = 0; b < g_blocked.size(); ++b) {
+            fds[2 + b] = {g_blocked[b].sock.get(), POLLIN, 0};
+        }
+        const int n = ::poll(fds.data(), fds.size(), reaped ? kOutliveGraceMs : -1);
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            g_record.reason("the supervisor could not wait for its notifications");
+            break;
+        }
+        if (n == 0) {
+            outlived = true;
+            break;
+        }
+        bool worker_done = false;
+        for (std::size_t b = g_blocked.size(); b-- > 0;) {
+            if (fds[2 + b].revents != 0) {
+                finish_blocked(b);
+                worker_done = true;
+            }
+        }
+        if (worker_done) {
+            continue;
+        }
+        if ((fds[0].revents & POLLIN) != 0) {
+            std::fill(req_buf.begin(), req_buf.end(), 0);
+            auto *notif = reinterpret_cast<seccomp_notif *>(req_buf.data());
+            if (::ioctl(g_listener, SECCOMP_IOCTL_NOTIF_RECV, notif) == 0) {
+                serve(Request{notif});
+            }
+            continue;
+        }
+        if ((fds[1].revents & POLLIN) != 0 || child_fd.get() < 0) {
+            if (::waitpid(pid, &status, WNOHANG) == pid) {
+                reaped = true;
+            }
+        }
+        if ((fds[0].revents & (POLLHUP | POLLERR)) != 0 && reaped) {
+            break;
+        }
+    }
+    if (!reaped) {
+        while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+    }
+    // Opens still blocked belong to processes that are gone or outlived the call.
+    for (auto &b : g_blocked) {
+        ::kill(b.worker, SIGKILL);
+        while (::waitpid(b.worker, nullptr, 0) < 0 && errno == EINTR) {
+        }
+    }
+    if (outlived) {
+        g_record.reason(
+            "processes of the call were still running when it ended; what they did after is not "
+            "in the audit");
+    }
+    // Execs whose process never ran again: checked one last time, else unverified.
+    for (auto &[p, pending] : g.pending) {
+        settle_exec(p, pending, false);
+    }
+    if (!write_record(record_path, g_record.text(nonce, g.started, g.notifications))) {
+        const int error = errno;
+        (void)std::fprintf(stderr, "tea-seccomp-supervise: cannot write %s: %s\n",
+                           record_path.c_str(),
+                           std::strerror(error));  // NOLINT(concurrency-mt-unsafe): one thread
+    }
+    return end_as(status);
+}
