@@ -494,6 +494,18 @@ void StartedCall::State::wait() {
                 result.signal = WTERMSIG(status);
             }
             leader_done = true;
+            if (reaper) {
+                // Counted before anything here ends them: a tracer killed (by the memory
+                // budget's OOM killer, say) leaves what it traced running on untraced, and
+                // those processes are reparented here. The holder is the runtime's own child.
+                auto children = own_children();
+                std::erase_if(children, [&](pid_t p) {
+                    return p == holder.pid ||
+                           std::find(children_before.begin(), children_before.end(), p) !=
+                               children_before.end();
+                });
+                result.outlived_leader = children.size();
+            }
             if (conversation) {
                 conversation->call_ended();
             }
