@@ -1,12 +1,16 @@
-/* A target that makes the memory budget's OOM killer end the audit's tracer (audit_evasion_test).
+/* A target that runs on once the audit's tracer has ended (audit_evasion_test), and says so.
  *
- * It fills the tmpfs file systems of its call (/dev/shm, its temp directory, /tmp, /var/tmp) from
- * a child: tmpfs pages belong to no process, so the probe's own processes stay small (it is
- * static) and the largest process of the call's cgroup is the tracer. strace 6.1 leaves its
- * tracees running when it is killed. The probe times a traced call (an open of a path that does
- * not exist) until it costs a quarter of the least it cost at the start, three times in a row: from
- * then on nothing traces it, and it prints UNTRACED, frees the tmpfs and reads argv[1], printing
- * READ:<first line>. argv[2], when given, is the pause in microseconds between two timings. */
+ * It times a traced call (an open of a path that does not exist) until that costs a quarter of
+ * the least it cost at the start, three times in a row: from then on nothing traces it (strace's
+ * own filter then answers that call ENOSYS at once). It prints UNTRACED, frees what it filled and
+ * reads argv[1], printing READ:<first line> or READ-FAILED:<error>.
+ *
+ * argv[2] is the pause in microseconds between two timings; argv[3] what it does meanwhile:
+ * "fill" fills the tmpfs file systems of its call (/dev/shm, its temp directory, /tmp, /var/tmp)
+ * from a child, so that the memory budget's OOM killer ends a process: tmpfs pages belong to no
+ * process, so the probe's own stay small (it is static) and the largest process of the call's
+ * cgroup is the tracer. "wait" ignores SIGTERM, so that a timeout ends it only at the end of its
+ * grace, with SIGKILL. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -34,6 +38,10 @@ int main(int argc, char **argv) {
         return 2;
     }
     const long pause_us = argc > 2 ? atol(argv[2]) : 0;
+    const int fill = argc <= 3 || strcmp(argv[3], "fill") == 0;
+    if (!fill) {
+        signal(SIGTERM, SIG_IGN);
+    }
     double traced = 1e18;
     for (int i = 0; i < 1000; ++i) {
         const double t = traced_call_ns();
@@ -41,13 +49,13 @@ int main(int argc, char **argv) {
     }
     const char *tmpdir = getenv("TMPDIR");
     const char *dirs[4] = {"/dev/shm", tmpdir != NULL ? tmpdir : "/tmp", "/tmp", "/var/tmp"};
-    int fills[4];
-    for (int d = 0; d < 4; ++d) {
+    int fills[4] = {-1, -1, -1, -1};
+    for (int d = 0; fill && d < 4; ++d) {
         char path[512];
         snprintf(path, sizeof path, "%s/tea-oom-fill", dirs[d]);
         fills[d] = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     }
-    const pid_t filler = fork();
+    const pid_t filler = fill ? fork() : -1;
     if (filler == 0) {
         static char block[1 << 16];
         memset(block, 'x', sizeof block);
@@ -60,7 +68,7 @@ int main(int argc, char **argv) {
         _exit(0);
     }
     for (;;) {
-        if (waitpid(filler, NULL, WNOHANG) == filler) {
+        if (filler > 0 && waitpid(filler, NULL, WNOHANG) == filler) {
             printf("FILLED\n"); /* every tmpfs full and nothing ended: no budget held it */
             return 1;
         }
@@ -72,7 +80,9 @@ int main(int argc, char **argv) {
             ++fast;
         }
         if (fast == 3) {
-            kill(filler, SIGKILL);
+            if (filler > 0) {
+                kill(filler, SIGKILL);
+            }
             for (int d = 0; d < 4; ++d) {
                 if (fills[d] >= 0 && ftruncate(fills[d], 0) != 0) {
                     fills[d] = -1;
