@@ -501,7 +501,7 @@ void StartedCall::State::wait() {
             leader_done = true;
             if (reaper) {
                 // Counted before anything here ends them: a tracer killed (by the memory
-                // budget's OOM killer, say) leaves what it traced running on untraced, and
+                // budget's OOM killer, say) leaves what it traced running on, unobserved, and
                 // those processes are reparented here. The holder is the runtime's own child.
                 auto children = own_children();
                 std::erase_if(children, [&](pid_t p) {
