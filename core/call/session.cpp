@@ -6,6 +6,7 @@
 
 #include <array>
 #include <csignal>
+#include <string>
 
 #include "audit/host_resolution.hpp"
 #include "bridge/port_file.hpp"
@@ -22,7 +23,7 @@ namespace {
 // host's proxy setting would name a proxy the confined target cannot reach, and a client that
 // trusted it would fail in ways that look like the route's.
 // What the confirmation probe's stderr keeps, for naming what failed.
-constexpr std::uint64_t kProbeStderrCap = 64 * 1024;
+constexpr std::uint64_t kProbeStderrCap = std::uint64_t{64} * 1024;
 
 constexpr std::array<const char *, 3> kRouteVariables{"HTTPS_PROXY", "https_proxy",
                                                       "NODE_USE_ENV_PROXY"};
@@ -47,6 +48,21 @@ void complete_observation(audit::Observation &observation, const exec::CallResul
         observation.complete = false;
         observation.reason += observation.reason.empty() ? "" : "; ";
         observation.reason += "the trace does not show the target starting";
+    }
+    // Attack: a target that fills its tmpfs to the memory budget makes the tracer the largest
+    // process, and the OOM killer ends it. strace leaves its tracees running on: the call it had
+    // stopped and not yet written runs unrecorded (its own filter then answers every traced call
+    // ENOSYS), and a trace cut between two lines reads as complete. Processes that outlived the
+    // plan's first process (the tracer) were not all seen. The end of a call (timeout, signal)
+    // kills the namespaces before the tracer, so that one leaves none.
+    if (result.outlived_leader != 0) {
+        observation.complete = false;
+        observation.reason += observation.reason.empty() ? "" : "; ";
+        observation.reason += "the observer ended (" +
+                              (result.signal != 0 ? "signal " + std::to_string(result.signal)
+                                                  : "status " + std::to_string(result.exit_code)) +
+                              ") while " + std::to_string(result.outlived_leader) +
+                              " process(es) it traced still ran, unobserved from then on";
     }
     // The plan's limits bind the observer too (it runs in the child that sets them), and
     // nothing below it dies of them on its own account (bwrap reports its child's signal as

@@ -51,6 +51,10 @@ using Clock = std::chrono::steady_clock;
 // most this long; a process that escaped every kill cannot hold the call open.
 constexpr std::chrono::milliseconds drain_bound{2000};
 
+// At the end of a grace, how long the confinement's own processes (bwrap, the observer) get to end
+// on their own once the namespaces' inits were killed, before their group is killed too.
+constexpr std::chrono::milliseconds group_kill_delay{1000};
+
 int poll_timeout_ms(Clock::time_point now,
                     std::initializer_list<std::optional<Clock::time_point>> at) {
     std::optional<Clock::time_point> first;
@@ -383,6 +387,7 @@ void StartedCall::State::wait() {
         deadline = start + *options.timeout;
     }
     std::optional<Clock::time_point> kill_at;
+    std::optional<Clock::time_point> group_kill_at;  // after the namespaces' inits were killed
     std::optional<Clock::time_point> drain_until;
     bool leader_done = false;
     bool talk_returned = false;
@@ -442,7 +447,7 @@ void StartedCall::State::wait() {
         }
         auto now = Clock::now();
         const int wait_ms = leader_done ? poll_timeout_ms(now, {drain_until})
-                                        : poll_timeout_ms(now, {deadline, kill_at});
+                                        : poll_timeout_ms(now, {deadline, kill_at, group_kill_at});
         const int ready = ::poll(fds.data(), fds.size(), wait_ms);
         if (ready < 0 && errno != EINTR) {
             kill_group(pid, SIGKILL);
@@ -494,6 +499,18 @@ void StartedCall::State::wait() {
                 result.signal = WTERMSIG(status);
             }
             leader_done = true;
+            if (reaper) {
+                // Counted before anything here ends them: a tracer killed (by the memory
+                // budget's OOM killer, say) leaves what it traced running on, unobserved, and
+                // those processes are reparented here. The holder is the runtime's own child.
+                auto children = own_children();
+                std::erase_if(children, [&](pid_t p) {
+                    return p == holder.pid ||
+                           std::find(children_before.begin(), children_before.end(), p) !=
+                               children_before.end();
+                });
+                result.outlived_leader = children.size();
+            }
             if (conversation) {
                 conversation->call_ended();
             }
@@ -524,9 +541,25 @@ void StartedCall::State::wait() {
             begin_ending(now);
         }
         if (kill_at && now >= *kill_at) {
+            // Attack: a target that ignores SIGTERM outlasts its grace; killing the group first
+            // kills the audit's tracer while the target still runs, and the call the tracer had
+            // stopped but not yet written then runs unrecorded. The namespaces' inits go first:
+            // their processes die with them, and the tracer, which saw them end, after them.
+            const bool inits = staged.confinement != "opt-out" &&
+                               signal_namespace_inits({pid, holder.pid}, SIGKILL) != 0;
+            if (inits) {
+                group_kill_at = now + group_kill_delay;
+            } else {
+                kill_group(pid, SIGKILL);
+                holder.signal(SIGKILL);
+            }
+            kill_at = now + std::chrono::hours{24};  // sent; wait for the exit
+        }
+        if (group_kill_at && now >= *group_kill_at) {
+            // The confinement's own processes did not end with the namespaces.
             kill_group(pid, SIGKILL);
             holder.signal(SIGKILL);
-            kill_at = now + std::chrono::hours{24};  // sent; wait for the exit
+            group_kill_at.reset();
         }
     }
     for (auto &capture : captures) {

@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -90,7 +91,11 @@ struct CallResult {
     int signal = 0;           // when a signal ended it
     bool timed_out = false;
     bool ended_by_runtime = false;  // the conversation finished and the runtime ended the call
-    int interrupted_by = 0;         // the signal that ended the runtime's wait
+    // Processes of the call that were still running when its first process had ended, reparented
+    // to the runtime (a child subreaper; 0 otherwise): under an observer that wraps the plan, a
+    // tracer that ended before the processes it traced.
+    std::size_t outlived_leader = 0;
+    int interrupted_by = 0;  // the signal that ended the runtime's wait
     std::chrono::nanoseconds elapsed{0};
     StreamResult out;
     StreamResult err;

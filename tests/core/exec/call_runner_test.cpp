@@ -492,10 +492,19 @@ TEST_F(CallRunner, AsSubreaperItEndsOrphansThatLeftTheGroup) {
     const auto r = run_call(
         plan({"sh", "-c", "setsid sh -c 'echo $$ > pid; exec sleep 300' & sleep 0.2"}), capture());
     EXPECT_EQ(r.exit_code, 0);
+    // Counted: under a tracer that wraps the plan, a process that outlived it went unobserved.
+    EXPECT_EQ(r.outlived_leader, 1U);
     pid_t pid = 0;
     std::ifstream{dir_ / "pid"} >> pid;
     ASSERT_GT(pid, 0);
     EXPECT_FALSE(alive(pid));
+
+    // A leader that waits for what it started leaves nothing to count.
+    fs::remove(dir_ / "stdout");
+    fs::remove(dir_ / "stderr");
+    const auto waited = run_call(plan({"sh", "-c", "setsid sleep 0.1 & wait"}), capture());
+    EXPECT_EQ(waited.exit_code, 0);
+    EXPECT_EQ(waited.outlived_leader, 0U);
 }
 
 }  // namespace

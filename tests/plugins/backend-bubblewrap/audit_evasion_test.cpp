@@ -1,10 +1,13 @@
-// Ways a target could open a file without the audit's tracer seeing it, each closed by the
-// confinement's seccomp filter: a seccomp user-notify listener of its own (whose answer outranks
-// the tracer's stop) and a child cloned with CLONE_UNTRACED (which the tracer never follows).
+// Ways a target could open a file without the audit's tracer seeing it: a seccomp user-notify
+// listener of its own (whose answer outranks the tracer's stop) and a child cloned with
+// CLONE_UNTRACED (which the tracer never follows), each closed by the confinement's seccomp
+// filter; a tracer ended by the memory budget, which leaves the audit incomplete; and a tracer
+// killed before the target at the end of its grace, which the runtime's order of kills prevents.
 //
 // Each attack is shown working against strace itself, outside the confinement: the file is read
 // and the trace does not name it. Under the confinement the same probe is refused, and the plain
 // read it falls back to is listed (--strict exits 3).
+#include <signal.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -179,6 +182,86 @@ TEST_P(AuditEvasion, AnUntracedCloneCannotReadUnaudited) {
     EXPECT_FALSE(r.value("CHILD-READ")) << r;
     EXPECT_EQ(r.status, 0) << r;
     EXPECT_FALSE(lists_key(record)) << r;
+}
+
+// The memory budget's OOM killer ends the largest process of the call. A target that fills its
+// tmpfs file systems holds its memory in pages no process owns, so that process is the tracer,
+// whose tracees then run on untraced (tracer_end_probe.c). The trace often ends between two lines
+// then, and read as complete: the runtime sees the processes that outlived the tracer.
+TEST_P(AuditEvasion, ATracerEndedByTheMemoryBudgetLeavesTheAuditIncomplete) {
+    const auto probe = workspace() / "oom-probe";
+    fs::copy_file(TEA_TRACER_END_PROBE_BIN, probe);
+    fs::permissions(probe, fs::perms{0755});
+    const std::string budget = "[budgets]\nmemory = 67108864\n";
+    const auto enforced = run({.command = {"true"}, .config = budget, .options = {"--json"}});
+    const auto by =
+        nlohmann::json::parse(enforced.out, nullptr, false)["budget"].value("memoryEnforcedBy", "");
+    if (by != "cgroup1" && by != "cgroup2") {
+        GTEST_SKIP() << "no memory cgroup holds the budget here (" << by
+                     << "), so no OOM killer ends a process of the call";
+    }
+    // Each try kills the tracer at another moment: in the middle of a traced call (the trace is
+    // cut) or between two (it is not); both must leave the audit incomplete.
+    constexpr int tries = 4;
+    int outlived = 0;
+    for (int i = 0; i < tries; ++i) {
+        auto r = run({.command = {probe.string(), key_.string(), "0", "fill"},
+                      .config = budget,
+                      .options = {"--observer", "strace", "--json"}});
+        const auto record = nlohmann::json::parse(r.out, nullptr, false);
+        ASSERT_TRUE(record.is_object()) << r;
+        std::swap(r.out, r.err);
+        EXPECT_GE(record["budget"].value("oomKills", 0), 1) << r;
+        EXPECT_FALSE(record["audit"].value("complete", true)) << r;
+        const auto reason = record["audit"].value("reason", "");
+        outlived += reason.find("the observer ended") != std::string::npos ? 1 : 0;
+        if (r.has("UNTRACED")) {
+            // The attack's success: the key was read and the audit does not name it.
+            EXPECT_EQ(r.value("READ"), key_value_) << r;
+            EXPECT_FALSE(lists_key(record)) << r;
+        }
+    }
+    // The tracer was the one the OOM killer ended, while the probe still ran.
+    EXPECT_GT(outlived, 0);
+
+    // The control: a target that is itself the largest process is the one ended, the tracer sees
+    // it end, and the audit stays complete.
+    const auto hog = run({.command = python("report('ALLOC', lambda: len(b'x' * (128 << 20)))"),
+                          .config = budget,
+                          .options = {"--observer", "strace", "--json"}});
+    const auto record = nlohmann::json::parse(hog.out, nullptr, false);
+    ASSERT_TRUE(record.is_object()) << hog;
+    EXPECT_EQ(hog.status, 128 + SIGKILL) << hog;
+    EXPECT_TRUE(record["audit"].value("complete", false)) << hog;
+}
+
+// A target that ignores SIGTERM is ended at the end of its grace. Were the tracer killed first,
+// the target would run on untraced for a moment, and the call the tracer had stopped but not yet
+// written would run unrecorded: the runtime kills the namespaces first, and the tracer sees the
+// target end.
+TEST_P(AuditEvasion, AtTheEndOfItsGraceTheTargetEndsBeforeItsTracer) {
+    const auto probe = workspace() / "grace-probe";
+    fs::copy_file(TEA_TRACER_END_PROBE_BIN, probe);
+    fs::permissions(probe, fs::perms{0755});
+    // The control: the probe sees its tracer end when strace alone is killed under it.
+    const auto alone = run_direct(
+        {"/bin/sh", "-c",
+         "/usr/bin/strace -f --seccomp-bpf -qq -e trace=openat -o /dev/null \"$0\" \"$1\" 0 wait "
+         "& sleep 0.5; kill -KILL $!; sleep 0.5",
+         probe.string(), key_.string()});
+    EXPECT_TRUE(alone.has("UNTRACED")) << alone;
+
+    for (int i = 0; i < 3; ++i) {
+        auto r = run({.command = {probe.string(), key_.string(), "0", "wait"},
+                      .timeout_ms = 300,
+                      .options = {"--observer", "strace", "--json"}});
+        const auto record = nlohmann::json::parse(r.out, nullptr, false);
+        ASSERT_TRUE(record.is_object()) << r;
+        std::swap(r.out, r.err);
+        EXPECT_TRUE(record.value("timedOut", false)) << r;
+        EXPECT_FALSE(r.has("UNTRACED")) << r;
+        EXPECT_TRUE(record["audit"].value("complete", false)) << r;
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Identities, AuditEvasion,
