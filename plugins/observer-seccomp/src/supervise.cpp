@@ -480,6 +480,19 @@ struct Mapped {
     bool thread = false;
 };
 
+// Whether a path has a ".." component.
+bool has_dot_dot(std::string_view path) {
+    std::size_t start = 0;
+    while (start <= path.size()) {
+        const auto end = std::min(path.find('/', start), path.size());
+        if (path.substr(start, end - start) == "..") {
+            return true;
+        }
+        start = end + 1;
+    }
+    return false;
+}
+
 Mapped map_links(std::string_view path) {
     std::string p{path};
     if (p.rfind("/dev/fd/", 0) == 0) {
@@ -523,8 +536,12 @@ Mapped map_links(std::string_view path) {
     } else if (first == "root") {
         m.kind = Mapped::kRoot;
         m.path = "/" + after;
-    } else if (first.empty() || first == "fd" || first == "exe" || first == "map_files" ||
-               first == "ns") {
+    } else if ((first.empty() || first == "fd" || first == "exe" || first == "map_files" ||
+                first == "ns") &&
+               !has_dot_dot(rest)) {
+        // A ".." after these would climb the supervisor's procfs to another host process's
+        // root (/proc/self/ns/../../PID/root/...): such a path is resolved in the process's own
+        // procfs instead, below, where it leads nowhere but there.
         m.kind = Mapped::kHostProc;
         m.path = rest;
     } else {

@@ -3,6 +3,7 @@
 // opt-out backend) is never claimed as observed, and a read the audit must not list is shown to
 // have happened.
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <tea/plugin.h>
 #include <unistd.h>
 
@@ -965,6 +966,65 @@ TEST_P(AuditOfTheRealFileEachObserver, ADescriptorSwappedBeforeTheTracerReadsItI
 INSTANTIATE_TEST_SUITE_P(Identities, AuditOfTheRealFile, ::testing::ValuesIn(audited_by(false)));
 INSTANTIATE_TEST_SUITE_P(Identities, AuditOfTheRealFileEachObserver,
                          ::testing::ValuesIn(audited_by(true)));
+
+#ifdef TEA_SECCOMP_OBSERVER
+// The seccomp observer opens the process's own /proc/self links through its own procfs. A ".."
+// after one must not climb that procfs to another process of the supervisor's identity and its
+// root, which is the host's: the withheld folder stays hidden.
+class AuditSeccompProcLinks : public AuditEitherIdentity {};
+
+TEST_P(AuditSeccompProcLinks, ADotDotAfterAProcLinkReachesNoHostProcess) {
+    // A process on the host as the identity the supervisor takes (the sandbox's), whose root is
+    // the host's.
+    const pid_t decoy = ::fork();
+    ASSERT_GE(decoy, 0);
+    if (decoy == 0) {
+        if (::setgid(sandbox_gid()) == 0 && ::setuid(sandbox_uid()) == 0) {
+            ::execl("/bin/sleep", "sleep", "120", static_cast<char *>(nullptr));
+        }
+        ::_exit(127);
+    }
+    struct Reap {
+        pid_t pid;
+        ~Reap() {
+            ::kill(pid, SIGKILL);
+            ::waitpid(pid, nullptr, 0);
+        }
+    } reap{decoy};
+    // A withheld folder the sandbox's identity could read on the host.
+    const auto held = host_dir() / "held";
+    fs::create_directory(held);
+    fs::permissions(held, fs::perms{0755});
+    const auto token = "HELD " + random_token();
+    make_file(held / "token", token + "\n", 0644);
+    const std::string through =
+        "/proc/self/ns/../../" + std::to_string(decoy) + "/root" + (held / "token").string();
+    // Control: the route leads to the secret for a process on the host as that identity.
+    for (int i = 0; i < 100 && read_file("/proc/" + std::to_string(decoy) + "/comm") != "sleep\n";
+         ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds{10});
+    }
+    const auto host =
+        tea::test::run({"/usr/bin/setpriv", "--reuid=" + std::to_string(sandbox_uid()),
+                        "--regid=" + std::to_string(sandbox_gid()), "--clear-groups", "--", "cat",
+                        "/proc/" + std::to_string(decoy) + "/root" + (held / "token").string()},
+                       {"PATH=/usr/bin:/bin"});
+    EXPECT_NE(host.out.find(token), std::string::npos) << host.err;
+
+    const auto [r, record] = audited({"cat", through}, {}, {held.string()});
+    EXPECT_EQ(r.err.find(token), std::string::npos) << "the token stayed hidden" << r;
+    EXPECT_NE(record["callStatus"], 0) << r;
+    // The mapping itself still serves a ".." that stays with the process.
+    const auto [own, own_record] = audited({"cat", "/proc/self/ns/../comm"});
+    EXPECT_EQ(own.status, 0) << own;
+    EXPECT_NE(own.err.find("cat"), std::string::npos) << own;
+}
+
+std::vector<AuditedBy> seccomp_only() {
+    return {{Identity::invoker, "seccomp"}, {Identity::unprivileged, "seccomp"}};
+}
+INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompProcLinks, ::testing::ValuesIn(seccomp_only()));
+#endif
 
 }  // namespace
 }  // namespace tea::test::bwrap
