@@ -1353,6 +1353,7 @@ void on_getdents(const Request &r) {
 // One name a call acts on, relative to one directory argument.
 struct Name {
     Fd parent;
+    std::string path;  // as read, once
     std::string last;
     std::string asked;
     int error = 0;
@@ -1369,6 +1370,7 @@ Name name_arg(const Request &r, int dirfd, std::uint64_t addr) {
         out.error = ESRCH;
         return out;
     }
+    out.path = path;
     const long fd = open_parent(r, dirfd, path, out.last, out.asked);
     if (fd < 0) {
         out.error = static_cast<int>(-fd);
@@ -1530,10 +1532,29 @@ void on_name_change(const Request &r) {
                 error = EINVAL;
             } else if (from.error != 0 || to.error != 0) {
                 error = from.error != 0 ? from.error : to.error;
+            } else if ((flags & AT_SYMLINK_FOLLOW) != 0) {
+                // The kernel would follow a link at the old name from the supervisor's root, so a
+                // link to /home/USER/.ssh/id_rsa would make the user's key a file of the
+                // workspace: the old name is resolved here, inside the process's root, and its
+                // file linked through this process's own descriptor link.
+                open_how how{};
+                how.flags = O_PATH | O_CLOEXEC;
+                std::string asked;
+                const long old =
+                    open_as_process(r, is_at ? r.fd_arg(0) : AT_FDCWD, from.path, how, asked);
+                if (old < 0) {
+                    error = static_cast<int>(-old);
+                } else {
+                    Fd held{static_cast<int>(old)};
+                    const std::string self = "/proc/self/fd/" + std::to_string(held.get());
+                    AsProcess as{pid, true};
+                    done(::linkat(AT_FDCWD, self.c_str(), to.parent.get(), to.last.c_str(),
+                                  AT_SYMLINK_FOLLOW));
+                }
             } else {
                 AsProcess as{pid, true};
                 done(::linkat(from.parent.get(), from.last.c_str(), to.parent.get(),
-                              to.last.c_str(), flags));
+                              to.last.c_str(), 0));
             }
             answer_named(r, is_at ? "linkat" : "link", to.asked, "create", rc, error);
             return;

@@ -1020,6 +1020,49 @@ TEST_P(AuditSeccompProcLinks, ADotDotAfterAProcLinkReachesNoHostProcess) {
     EXPECT_NE(own.err.find("cat"), std::string::npos) << own;
 }
 
+// linkat with AT_SYMLINK_FOLLOW, performed by the supervisor: a link in the workspace to a host
+// path the view withholds must be followed inside the process's root, where it leads nowhere.
+// Followed from the supervisor's root it reached the host's file, and the answer (EXDEV for a
+// file on another mount, ENOENT for none) told the target which withheld names exist.
+TEST_P(AuditSeccompProcLinks, AHardLinkThroughASymlinkIsFollowedInsideTheRoot) {
+    const auto held = host_dir() / "held";
+    fs::create_directory(held);
+    fs::permissions(held, fs::perms{0755});
+    make_file(held / "token", "HELD\n", 0644);
+    fs::create_symlink(held / "token", workspace() / "to-token");
+    fs::create_symlink(held / "missing", workspace() / "to-missing");
+    make_file(workspace() / "mine", "MINE\n", 0666);
+    fs::permissions(workspace() / "mine", fs::perms{0666});
+    fs::create_symlink("mine", workspace() / "to-mine");
+    // linkat(AT_FDCWD, name, AT_FDCWD, copy-of-name, AT_SYMLINK_FOLLOW) for each name: its errno.
+    const std::vector<std::string> probe{
+        "/usr/bin/python3",
+        "-I",
+        "-c",
+        "import ctypes, sys\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "for name in sys.argv[1:]:\n"
+        "    r = libc.linkat(-100, name.encode(), -100, ('copy-' + name).encode(), 0x400)\n"
+        "    print(name, 0 if r == 0 else ctypes.get_errno(), file=sys.stderr)\n",
+        "to-token",
+        "to-missing",
+        "to-mine"};
+    const auto [r, record] = audited(probe, {}, {held.string()});
+    EXPECT_EQ(r.status, 0) << r;
+    EXPECT_NE(r.err.find("to-token 2\n"), std::string::npos) << "ENOENT, as for a name that is "
+                                                                "nowhere"
+                                                             << r;
+    EXPECT_NE(r.err.find("to-missing 2\n"), std::string::npos) << r;
+    // A link that stays inside the root is followed and linked as asked.
+    EXPECT_NE(r.err.find("to-mine 0\n"), std::string::npos) << r;
+    EXPECT_TRUE(fs::exists(workspace() / "copy-to-mine")) << r;
+    // Control: the kernel's own answers, the same call under strace.
+    fs::remove(workspace() / "copy-to-mine");
+    const auto [k, kernel] = audited(probe, {"--observer", "strace"}, {held.string()});
+    EXPECT_NE(k.err.find("to-token 2\n"), std::string::npos) << k;
+    EXPECT_NE(k.err.find("to-mine 0\n"), std::string::npos) << k;
+}
+
 std::vector<AuditedBy> seccomp_only() {
     return {{Identity::invoker, "seccomp"}, {Identity::unprivileged, "seccomp"}};
 }
