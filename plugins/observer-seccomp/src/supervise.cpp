@@ -646,6 +646,14 @@ int open_root(const Request &r, Base &out) {
     return 0;
 }
 
+// The supervisor's own procfs (the host's), by its device.
+dev_t g_host_proc_dev = 0;
+
+bool in_host_procfs_dir(int fd) {
+    struct stat st {};
+    return ::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && st.st_dev == g_host_proc_dev;
+}
+
 // Opens `path` as the process named it relative to `dirfd`, with `how`, inside the process's
 // root: the file descriptor, or -errno. `asked` gets the path made absolute.
 long open_as_process(const Request &r, int dirfd, const std::string &path, open_how how,
@@ -676,6 +684,23 @@ long open_as_process(const Request &r, int dirfd, const std::string &path, open_
     const Mapped m =
         path.empty() || path[0] != '/' ? Mapped{Mapped::kPlain, path, false} : map_links(path);
     asked = path;
+    // The path after /proc/self/ (or /proc/thread-self/), opened in the process's own procfs.
+    auto in_target_proc = [&]() -> long {
+        std::string ns_pid;
+        std::string ns_tgid;
+        if (!namespace_pids(pid, ns_pid, ns_tgid)) {
+            return -ESRCH;
+        }
+        const std::string inside = m.thread ? "/proc/" + ns_tgid + "/task/" + ns_pid + "/" + m.path
+                                            : "/proc/" + ns_tgid + "/" + m.path;
+        Base root;
+        if (const int e = open_root(r, root); e != 0) {
+            return -e;
+        }
+        open_how h = how;
+        h.resolve |= RESOLVE_IN_ROOT;
+        return run(root.at, inside, h);
+    };
     switch (m.kind) {
         case Mapped::kHostProc: {
             // The final name may be a magic link (fd/N, exe): followed as the process's open
@@ -696,25 +721,19 @@ long open_as_process(const Request &r, int dirfd, const std::string &path, open_
                 h.resolve |= RESOLVE_BENEATH;
                 return run(base.at, m.path.substr(slash + 1), h);
             }
-            return run(AT_FDCWD, host, how);
-        }
-        case Mapped::kTargetProc: {
-            std::string ns_pid;
-            std::string ns_tgid;
-            if (!namespace_pids(pid, ns_pid, ns_tgid)) {
-                return -ESRCH;
+            const long fd = run(AT_FDCWD, host, how);
+            // A directory of the supervisor's procfs (/proc/self/, /dev/fd/.) handed over would
+            // be the host's /proc: from it, its ".." reaches every host process's environ and
+            // mem, opened here with the supervisor's standing. The process gets its own
+            // procfs's directory instead.
+            if (fd >= 0 && in_host_procfs_dir(static_cast<int>(fd))) {
+                ::close(static_cast<int>(fd));
+                return in_target_proc();
             }
-            const std::string inside = m.thread
-                                           ? "/proc/" + ns_tgid + "/task/" + ns_pid + "/" + m.path
-                                           : "/proc/" + ns_tgid + "/" + m.path;
-            Base root;
-            if (const int e = open_root(r, root); e != 0) {
-                return -e;
-            }
-            open_how h = how;
-            h.resolve |= RESOLVE_IN_ROOT;
-            return run(root.at, inside, h);
+            return fd;
         }
+        case Mapped::kTargetProc:
+            return in_target_proc();
         case Mapped::kRoot:
         case Mapped::kPlain:
             if (!m.path.empty() && m.path[0] == '/') {
@@ -1777,6 +1796,9 @@ int main(int argc, char **argv) {
     ::unsetenv("TEA_SECCOMP_NONCE");  // NOLINT(concurrency-mt-unsafe): single-threaded
     g.started = g.target_start.empty();
 
+    if (struct stat st{}; ::stat("/proc/self", &st) == 0) {
+        g_host_proc_dev = st.st_dev;
+    }
     g_id.privileged = ::geteuid() == 0;
     if (g_id.privileged) {
         g_id.my_groups = ::getgroups(NGROUPS_MAX, g_id.my_groups_storage);

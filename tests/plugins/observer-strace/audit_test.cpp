@@ -1020,10 +1020,72 @@ TEST_P(AuditSeccompProcLinks, ADotDotAfterAProcLinkReachesNoHostProcess) {
     EXPECT_NE(own.err.find("cat"), std::string::npos) << own;
 }
 
+class AuditSeccompProcDirs : public AuditEitherIdentity {};
+
+TEST_P(AuditSeccompProcDirs, AProcSelfDirectoryHandedOverIsTheProcesssOwnProcfs) {
+    // A process on the host as the sandbox's identity, with a secret in its environment.
+    const auto token = "HOSTENV" + random_token();
+    const pid_t decoy = ::fork();
+    ASSERT_GE(decoy, 0);
+    if (decoy == 0) {
+        const std::string env = "DECOY_SECRET=" + token;
+        char *const envp[] = {const_cast<char *>(env.c_str()), nullptr};
+        if (::setgid(sandbox_gid()) == 0 && ::setuid(sandbox_uid()) == 0) {
+            ::execle("/bin/sleep", "sleep", "120", static_cast<char *>(nullptr), envp);
+        }
+        ::_exit(127);
+    }
+    struct Reap {
+        pid_t pid;
+        ~Reap() {
+            ::kill(pid, SIGKILL);
+            ::waitpid(pid, nullptr, 0);
+        }
+    } reap{decoy};
+    const auto environ_path = "/proc/" + std::to_string(decoy) + "/environ";
+    for (int i = 0; i < 100 && read_file("/proc/" + std::to_string(decoy) + "/comm") != "sleep\n";
+         ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds{10});
+    }
+    // Control: that identity on the host reads the secret there.
+    const auto host = tea::test::run(
+        {"/usr/bin/setpriv", "--reuid=" + std::to_string(sandbox_uid()),
+         "--regid=" + std::to_string(sandbox_gid()), "--clear-groups", "--", "cat", environ_path},
+        {"PATH=/usr/bin:/bin"});
+    EXPECT_NE(host.out.find(token), std::string::npos) << host.err;
+
+    // The attack: a directory opened as /proc/self/ (or /dev/fd/.), made the working directory,
+    // and its ".." taken; then the decoy's environ, opened relative to it.
+    const std::string probe =
+        "import os, sys\n"
+        "for name in ('/proc/self/', '/proc/self/fd/.', '/dev/fd/.', '/proc/thread-self/ns'):\n"
+        "    fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY)\n"
+        "    os.fchdir(fd)\n"
+        "    os.chdir('../..' if name.endswith(('/.', 'ns')) else '..')\n"
+        "    try:\n"
+        "        sys.stderr.write(open(sys.argv[1] + '/environ', 'rb').read().decode('latin-1'))\n"
+        "    except OSError as e:\n"
+        "        sys.stderr.write('refused %s\\n' % e)\n"
+        "own = os.open('/proc/self/', os.O_RDONLY | os.O_DIRECTORY)\n"
+        "print(os.read(os.open('status', os.O_RDONLY, dir_fd=own), 64).decode().split()[0],\n"
+        "      file=sys.stderr)\n";
+    const auto [r, record] = audited({"python3", "-c", probe, std::to_string(decoy)});
+    EXPECT_EQ(r.err.find(token), std::string::npos) << "the secret stayed hidden" << r;
+    // The directory handed over still serves the process's own files.
+    EXPECT_NE(r.err.find("Name:"), std::string::npos) << r;
+    std::size_t refused = 0;
+    for (auto at = r.err.find("refused"); at != std::string::npos;
+         at = r.err.find("refused", at + 1)) {
+        ++refused;
+    }
+    EXPECT_EQ(refused, 4U) << "each of the four routes led nowhere" << r;
+}
+
 std::vector<AuditedBy> seccomp_only() {
     return {{Identity::invoker, "seccomp"}, {Identity::unprivileged, "seccomp"}};
 }
 INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompProcLinks, ::testing::ValuesIn(seccomp_only()));
+INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompProcDirs, ::testing::ValuesIn(seccomp_only()));
 #endif
 
 }  // namespace
