@@ -1372,6 +1372,7 @@ void on_getdents(const Request &r) {
 // One name a call acts on, relative to one directory argument.
 struct Name {
     Fd parent;
+    std::string path;  // as the process named it
     std::string last;
     std::string asked;
     int error = 0;
@@ -1379,7 +1380,7 @@ struct Name {
 
 Name name_arg(const Request &r, int dirfd, std::uint64_t addr) {
     Name out;
-    std::string path;
+    std::string &path = out.path;
     if (const int e = read_string(r.pid(), addr, path); e != 0) {
         out.error = e;
         return out;
@@ -1398,6 +1399,20 @@ Name name_arg(const Request &r, int dirfd, std::uint64_t addr) {
     }
     out.parent.reset(static_cast<int>(fd));
     return out;
+}
+
+// Whether the kernel's call would follow the name's last link: a trailing slash makes every
+// lookup follow it.
+bool follows_last(const Name &n) {
+    return !n.last.empty() && n.last.back() == '/';
+}
+
+// The file a name leads to with its last link followed, inside the process's root (O_PATH).
+long open_followed(const Request &r, int dirfd, const std::string &path, bool directory) {
+    open_how how{};
+    how.flags = O_PATH | O_CLOEXEC | (directory ? O_DIRECTORY : 0);
+    std::string ignored;
+    return open_as_process(r, dirfd, path, how, ignored);
 }
 
 void answer_named(const Request &r, std::string_view call, const std::string &asked,
@@ -1429,7 +1444,17 @@ void on_readlink(const Request &r) {
     std::string text(std::max<std::size_t>(size, 1), '\0');
     long rc = 0;
     int error = 0;
-    {
+    if (follows_last(n)) {
+        // readlinkat(parent, "link/") would follow the link from the supervisor's root, the
+        // host's: its errno told whether a withheld host path exists. Followed inside the
+        // process's root instead, where what it leads to is never a link.
+        const long fd = open_followed(r, dirfd, n.path, true);
+        rc = -1;
+        error = fd < 0 ? static_cast<int>(-fd) : EINVAL;
+        if (fd >= 0) {
+            ::close(static_cast<int>(fd));
+        }
+    } else {
         AsProcess as{r.pid(), false};
         rc = ::readlinkat(n.parent.get(), n.last.c_str(), text.data(), size);
         error = errno;
@@ -1549,6 +1574,20 @@ void on_name_change(const Request &r) {
                 error = EINVAL;
             } else if (from.error != 0 || to.error != 0) {
                 error = from.error != 0 ? from.error : to.error;
+            } else if ((flags & AT_SYMLINK_FOLLOW) != 0 || follows_last(from)) {
+                // Following the source's last link from its parent here would resolve it from
+                // the host's root: EXDEV against ENOENT told whether a withheld host file exists.
+                // It is followed inside the process's root, and that file linked.
+                const long fd =
+                    open_followed(r, is_at ? r.fd_arg(0) : AT_FDCWD, from.path, follows_last(from));
+                if (fd < 0) {
+                    error = static_cast<int>(-fd);
+                } else {
+                    Fd file{static_cast<int>(fd)};
+                    AsProcess as{pid, true};
+                    done(::linkat(AT_FDCWD, ("/proc/self/fd/" + std::to_string(file.get())).c_str(),
+                                  to.parent.get(), to.last.c_str(), AT_SYMLINK_FOLLOW));
+                }
             } else {
                 AsProcess as{pid, true};
                 done(::linkat(from.parent.get(), from.last.c_str(), to.parent.get(),

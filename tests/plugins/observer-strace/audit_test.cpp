@@ -1081,11 +1081,78 @@ TEST_P(AuditSeccompProcDirs, AProcSelfDirectoryHandedOverIsTheProcesssOwnProcfs)
     EXPECT_EQ(refused, 4U) << "each of the four routes led nowhere" << r;
 }
 
+class AuditSeccompFollowedLinks : public AuditEitherIdentity {};
+
+TEST_P(AuditSeccompFollowedLinks, ALastLinkFollowedStaysInTheProcesssRoot) {
+    // A withheld folder holding a file; links to it, and to a name it lacks.
+    const auto held = host_dir() / "held";
+    fs::create_directory(held);
+    fs::permissions(held, fs::perms{0755});
+    make_file(held / "token", "HELD " + random_token() + "\n", 0644);
+    const auto links = host_dir() / "links";
+    fs::create_directory(links);
+    fs::permissions(links, fs::perms{0755});
+    for (const auto &dir : {links, workspace()}) {
+        fs::create_symlink(held / "token", dir / "present");
+        fs::create_symlink(held / "absent", dir / "absent");
+    }
+    fs::create_symlink(workspace() / "inner", workspace() / "inside");
+    // readlink("L/") and linkat(L, AT_SYMLINK_FOLLOW) follow L: their errno says whether what it
+    // names exists.
+    const std::string probe =
+        "import os, sys\n"
+        "os.chdir(sys.argv[1])\n"
+        "d = os.open('.', os.O_RDONLY)\n"
+        "if len(sys.argv) > 2:\n"
+        "    open('inner', 'w').write('inner')\n"
+        "for name in ('present', 'absent', 'inside'):\n"
+        "    out = [name]\n"
+        "    try:\n"
+        "        os.readlink(name + '/')\n"
+        "        out.append('readlink=ok')\n"
+        "    except OSError as e:\n"
+        "        out.append('readlink=' + e.strerror)\n"
+        "    if len(sys.argv) > 2:\n"
+        "        try:\n"
+        "            os.link(name, name + '.hard', src_dir_fd=d, dst_dir_fd=d)\n"
+        "            out.append('link=ok')\n"
+        "        except OSError as e:\n"
+        "            out.append('link=' + e.strerror)\n"
+        "    print(' '.join(out), file=sys.stderr)\n";
+    auto answers = [](const std::string &err, const std::string &name) {
+        const auto at = err.find(name + " readlink=");
+        return at == std::string::npos
+                   ? std::string{"missing"}
+                   : err.substr(at + name.size(), err.find('\n', at) - at - name.size());
+    };
+    // Control: where the host's root is the one followed, the answers tell the two apart.
+    const auto host =
+        tea::test::run({"/usr/bin/setpriv", "--reuid=" + std::to_string(sandbox_uid()),
+                        "--regid=" + std::to_string(sandbox_gid()), "--clear-groups", "--",
+                        "python3", "-c", probe, links.string()},
+                       {"PATH=/usr/bin:/bin"});
+    EXPECT_NE(answers(host.err, "present"), answers(host.err, "absent")) << host.err;
+    EXPECT_NE(answers(host.err, "present"), "missing") << host.err;
+
+    const auto [r, record] =
+        audited({"python3", "-c", probe, workspace().string(), "link"}, {}, {held.string()});
+    EXPECT_NE(answers(r.err, "present"), "missing") << r;
+    EXPECT_EQ(answers(r.err, "present"), answers(r.err, "absent")) << "nothing told" << r;
+    EXPECT_NE(r.err.find("present readlink=No such file or directory link=No such file"),
+              std::string::npos)
+        << r;
+    // A link inside the root is still followed, and its file linked.
+    EXPECT_NE(r.err.find("inside readlink=Not a directory link=ok"), std::string::npos) << r;
+    EXPECT_EQ(fs::status(workspace() / "inside.hard").type(), fs::file_type::regular) << r;
+}
+
 std::vector<AuditedBy> seccomp_only() {
     return {{Identity::invoker, "seccomp"}, {Identity::unprivileged, "seccomp"}};
 }
 INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompProcLinks, ::testing::ValuesIn(seccomp_only()));
 INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompProcDirs, ::testing::ValuesIn(seccomp_only()));
+INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompFollowedLinks,
+                         ::testing::ValuesIn(seccomp_only()));
 #endif
 
 }  // namespace
