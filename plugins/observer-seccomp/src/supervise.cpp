@@ -997,6 +997,27 @@ void settle_pending_of(pid_t pid) {
     }
 }
 
+// The target start's exec, settled as soon as it has happened, whoever makes the next call: a
+// target that forks before any call of its own (a static program) would otherwise leave the call
+// in its set-up, and its children's calls would run unjudged and unrecorded.
+void settle_start_if_done() {
+    for (auto it = g.pending.begin(); it != g.pending.end(); ++it) {
+        if (!it->second.start) {
+            continue;
+        }
+        const pid_t pid = it->first;
+        const ExeState now = exe_state(pid);
+        const ExeState &before = it->second.before;
+        if (now.ok &&
+            (now.dev != before.dev || now.ino != before.ino || now.layout != before.layout)) {
+            auto p = std::move(it->second);
+            g.pending.erase(it);
+            settle_exec(pid, p, true);
+        }
+        return;
+    }
+}
+
 pid_t tgid_of(pid_t pid) {
     const auto status = read_small_file(proc(pid, "status"));
     const auto at = status.find("\nTgid:\t");
@@ -1648,6 +1669,9 @@ void serve(const Request &r) {
     ++g.notifications;
     const pid_t pid = r.pid();
     settle_pending_of(pid);
+    if (!g.started) {
+        settle_start_if_done();
+    }
     const int nr = r.nr();
     if (nr == __NR_execve || nr == __NR_execveat) {
         on_exec(r);

@@ -1146,6 +1146,23 @@ TEST_P(AuditSeccompFollowedLinks, ALastLinkFollowedStaysInTheProcesssRoot) {
     EXPECT_EQ(fs::status(workspace() / "inside.hard").type(), fs::file_type::regular) << r;
 }
 
+#ifdef TEA_FORK_FIRST_PROBE
+class AuditSeccompSetUp : public AuditEitherIdentity {};
+
+TEST_P(AuditSeccompSetUp, ATargetThatForksBeforeAnyCallOfItsOwnIsJudged) {
+    // The target start forks before any call the supervisor serves, and never makes one after:
+    // its child's read must not pass as the confinement's set-up.
+    const auto probe = workspace() / "fork_first_probe";
+    fs::copy_file(TEA_FORK_FIRST_PROBE, probe);
+    fs::permissions(probe, fs::perms{0755});
+    const auto [r, record] = audited({probe.string(), key()});
+    // Control: the child read the key.
+    EXPECT_NE(r.err.find("PRIVATE KEY"), std::string::npos) << r;
+    EXPECT_TRUE(lists(record, key())) << r;
+    EXPECT_TRUE(record["targetStarted"].get<bool>()) << r;
+}
+#endif
+
 std::vector<AuditedBy> seccomp_only() {
     return {{Identity::invoker, "seccomp"}, {Identity::unprivileged, "seccomp"}};
 }
@@ -1153,6 +1170,9 @@ INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompProcLinks, ::testing::ValuesIn(
 INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompProcDirs, ::testing::ValuesIn(seccomp_only()));
 INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompFollowedLinks,
                          ::testing::ValuesIn(seccomp_only()));
+#ifdef TEA_FORK_FIRST_PROBE
+INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompSetUp, ::testing::ValuesIn(seccomp_only()));
+#endif
 #endif
 
 }  // namespace
