@@ -155,6 +155,29 @@ std::string read_small_file(const std::string &path) {
     return out;
 }
 
+// A small file under a directory descriptor.
+std::string read_small_file_at(int dirfd, const char *name) {
+    const int fd = ::openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return {};
+    }
+    std::string out(4096, '\0');
+    std::size_t got = 0;
+    for (;;) {
+        const ssize_t n = ::read(fd, out.data() + got, out.size() - got);
+        if (n <= 0) {
+            break;
+        }
+        got += static_cast<std::size_t>(n);
+        if (got == out.size()) {
+            out.resize(out.size() * 2);
+        }
+    }
+    ::close(fd);
+    out.resize(got);
+    return out;
+}
+
 std::string joined(std::string_view base, std::string_view name) {
     while (name.size() >= 2 && name.substr(0, 2) == "./") {
         name.remove_prefix(2);
@@ -246,13 +269,24 @@ int read_bytes(pid_t pid, std::uint64_t addr, void *to, std::size_t size) {
     return n == static_cast<ssize_t>(size) ? 0 : EFAULT;
 }
 
-int write_bytes(pid_t pid, std::uint64_t addr, const void *from, std::size_t size) {
+// Writes into the memory of the process that asked, through its mem file opened before its
+// notification is checked: written by its number after the check, a process that died
+// meanwhile would have its successor's memory written (a host process's, as the supervisor).
+int write_bytes(const Request &r, std::uint64_t addr, const void *from, std::size_t size) {
     if (size == 0) {
         return 0;
     }
-    iovec local{const_cast<void *>(from), size};
-    iovec remote{reinterpret_cast<void *>(addr), size};  // NOLINT(performance-no-int-to-ptr)
-    const ssize_t n = ::process_vm_writev(pid, &local, 1, &remote, 1, 0);
+    const int mem = ::open(proc(r.pid(), "mem").c_str(), O_WRONLY | O_CLOEXEC);
+    if (mem < 0) {
+        return ESRCH;
+    }
+    if (!id_valid(r)) {
+        ::close(mem);
+        return ESRCH;
+    }
+    const auto offset = static_cast<off_t>(addr);
+    const ssize_t n = offset < 0 ? -1 : ::pwrite(mem, from, size, offset);
+    ::close(mem);
     return n == static_cast<ssize_t>(size) ? 0 : EFAULT;
 }
 
@@ -271,14 +305,29 @@ Identity g_id;
 
 // Takes on the process's file-system identity (fsuid, fsgid, groups, effective capabilities)
 // and its umask; restored when it goes out of scope. Unprivileged, the supervisor already is the
-// process's uid on the host (its namespace maps no other), and only the umask is taken.
+// process's uid on the host (its namespace maps no other), and only the umask is taken. When it
+// fails, nothing may be done on the process's behalf.
 class AsProcess {
    public:
-    AsProcess(pid_t pid, bool creates) {
+    AsProcess(const Request &r, bool creates) {
         if (!g_id.privileged && !creates) {
             return;
         }
-        const auto status = read_small_file(proc(pid, "status"));
+        // The process's /proc directory is held before its notification is checked: read after
+        // the check by its number, a process that died meanwhile would lend the identity of
+        // whichever took its pid (a root process's fsuid and capabilities).
+        const int dir = ::open(proc(r.pid(), "").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dir < 0 || !id_valid(r)) {
+            if (dir >= 0) {
+                ::close(dir);
+            }
+            failed_ = true;
+            return;
+        }
+        const auto status = read_small_file_at(dir, "status");
+        struct stat ns {};
+        const bool ns_known = ::fstatat(dir, "ns/user", &ns, 0) == 0;
+        ::close(dir);
         if (status.empty()) {
             failed_ = true;
             return;
@@ -338,8 +387,7 @@ class AsProcess {
         }
         // Capabilities held in another user namespace give nothing here: a process that is root
         // in its own namespace must not open, through the supervisor, what the host denies it.
-        struct stat ns {};
-        if (::stat(proc(pid, "ns/user").c_str(), &ns) != 0 || ns.st_ino != g_id.my_userns) {
+        if (!ns_known || ns.st_ino != g_id.my_userns) {
             caps = 0;
         }
         switched_ = true;
@@ -665,7 +713,7 @@ long open_as_process(const Request &r, int dirfd, const std::string &path, open_
         return fd == AT_FDCWD ? proc(pid, "cwd") : proc(pid, "fd/" + std::to_string(fd));
     };
     auto run = [&](int at, const std::string &p, open_how h) -> long {
-        AsProcess as{pid, creates};
+        AsProcess as{r, creates};
         if (as.failed()) {
             return -ESRCH;
         }
@@ -705,10 +753,6 @@ long open_as_process(const Request &r, int dirfd, const std::string &path, open_
         case Mapped::kHostProc: {
             // The final name may be a magic link (fd/N, exe): followed as the process's open
             // would follow it, through the supervisor's procfs.
-            const std::string host = proc(pid, m.path);
-            if (!id_valid(r)) {
-                return -ESRCH;
-            }
             const auto slash = m.path.find('/', m.path.rfind("fd/", 0) == 0 ? 3 : 0);
             if (m.path.rfind("fd/", 0) == 0 && slash != std::string::npos) {
                 // fd/N/more: beneath the directory at N.
@@ -721,7 +765,14 @@ long open_as_process(const Request &r, int dirfd, const std::string &path, open_
                 h.resolve |= RESOLVE_BENEATH;
                 return run(base.at, m.path.substr(slash + 1), h);
             }
-            const long fd = run(AT_FDCWD, host, how);
+            // Beneath the process's /proc directory, held before its notification is checked:
+            // opened by its number after the check, a process that died meanwhile would have
+            // its successor's descriptor opened (and truncated, for an O_TRUNC).
+            Base dir;
+            if (const int e = open_base(r, proc(pid, ""), dir, false); e != 0) {
+                return -e;
+            }
+            const long fd = run(dir.at, m.path.empty() ? "." : m.path, how);
             // A directory of the supervisor's procfs (/proc/self/, /dev/fd/.) handed over would
             // be the host's /proc: from it, its ".." reaches every host process's environ and
             // mem, opened here with the supervisor's standing. The process gets its own
@@ -1378,7 +1429,7 @@ void on_getdents(const Request &r) {
         respond_error(r, errno);
         return;
     }
-    if (const int e = write_bytes(pid, r.arg(1), buf.data(), static_cast<std::size_t>(n)); e != 0) {
+    if (const int e = write_bytes(r, r.arg(1), buf.data(), static_cast<std::size_t>(n)); e != 0) {
         respond_error(r, e);
         return;
     }
@@ -1476,12 +1527,12 @@ void on_readlink(const Request &r) {
             ::close(static_cast<int>(fd));
         }
     } else {
-        AsProcess as{r.pid(), false};
-        rc = ::readlinkat(n.parent.get(), n.last.c_str(), text.data(), size);
-        error = errno;
+        AsProcess as{r, false};
+        rc = as.failed() ? -1 : ::readlinkat(n.parent.get(), n.last.c_str(), text.data(), size);
+        error = as.failed() ? ESRCH : errno;
     }
     if (rc >= 0) {
-        if (const int e = write_bytes(r.pid(), buf_addr, text.data(), static_cast<std::size_t>(rc));
+        if (const int e = write_bytes(r, buf_addr, text.data(), static_cast<std::size_t>(rc));
             e != 0) {
             rc = -1;
             error = e;
@@ -1500,6 +1551,15 @@ void on_name_change(const Request &r) {
         rc = value;
         error = value < 0 ? errno : 0;
     };
+    // The call is made only once the process's identity is taken on: never as the supervisor.
+    auto done_as = [&](const AsProcess &as, auto call) {
+        if (as.failed()) {
+            rc = -1;
+            error = ESRCH;
+            return;
+        }
+        done(call());
+    };
     switch (r.nr()) {
 #ifdef __NR_mkdir
         case __NR_mkdir:
@@ -1509,8 +1569,10 @@ void on_name_change(const Request &r) {
             Name n = name_arg(r, is_at ? r.fd_arg(0) : AT_FDCWD, is_at ? r.arg(1) : r.arg(0));
             const auto mode = static_cast<mode_t>(is_at ? r.arg(2) : r.arg(1));
             if (n.error == 0) {
-                AsProcess as{pid, true};
-                done(::mkdirat(n.parent.get(), n.last.c_str(), mode));
+                AsProcess as{r, true};
+                done_as(as, [&] {
+                    return static_cast<long>(::mkdirat(n.parent.get(), n.last.c_str(), mode));
+                });
             } else {
                 error = n.error;
             }
@@ -1526,8 +1588,10 @@ void on_name_change(const Request &r) {
             const auto mode = static_cast<mode_t>(is_at ? r.arg(2) : r.arg(1));
             const auto dev = static_cast<dev_t>(is_at ? r.arg(3) : r.arg(2));
             if (n.error == 0) {
-                AsProcess as{pid, true};
-                done(::mknodat(n.parent.get(), n.last.c_str(), mode, dev));
+                AsProcess as{r, true};
+                done_as(as, [&] {
+                    return static_cast<long>(::mknodat(n.parent.get(), n.last.c_str(), mode, dev));
+                });
             } else {
                 error = n.error;
             }
@@ -1548,8 +1612,10 @@ void on_name_change(const Request &r) {
             }
 #endif
             if (n.error == 0) {
-                AsProcess as{pid, false};
-                done(::unlinkat(n.parent.get(), n.last.c_str(), flags));
+                AsProcess as{r, false};
+                done_as(as, [&] {
+                    return static_cast<long>(::unlinkat(n.parent.get(), n.last.c_str(), flags));
+                });
             } else {
                 error = n.error;
             }
@@ -1569,9 +1635,11 @@ void on_name_change(const Request &r) {
             if (from.error != 0 || to.error != 0) {
                 error = from.error != 0 ? from.error : to.error;
             } else {
-                AsProcess as{pid, false};
-                done(::renameat2(from.parent.get(), from.last.c_str(), to.parent.get(),
-                                 to.last.c_str(), flags));
+                AsProcess as{r, false};
+                done_as(as, [&] {
+                    return static_cast<long>(::renameat2(from.parent.get(), from.last.c_str(),
+                                                         to.parent.get(), to.last.c_str(), flags));
+                });
             }
             const char *call = r.nr() == __NR_renameat2  ? "renameat2"
                                : r.nr() == __NR_renameat ? "renameat"
@@ -1605,14 +1673,19 @@ void on_name_change(const Request &r) {
                     error = static_cast<int>(-fd);
                 } else {
                     Fd file{static_cast<int>(fd)};
-                    AsProcess as{pid, true};
-                    done(::linkat(AT_FDCWD, ("/proc/self/fd/" + std::to_string(file.get())).c_str(),
-                                  to.parent.get(), to.last.c_str(), AT_SYMLINK_FOLLOW));
+                    AsProcess as{r, true};
+                    done_as(as, [&] {
+                        return static_cast<long>(::linkat(
+                            AT_FDCWD, ("/proc/self/fd/" + std::to_string(file.get())).c_str(),
+                            to.parent.get(), to.last.c_str(), AT_SYMLINK_FOLLOW));
+                    });
                 }
             } else {
-                AsProcess as{pid, true};
-                done(::linkat(from.parent.get(), from.last.c_str(), to.parent.get(),
-                              to.last.c_str(), flags));
+                AsProcess as{r, true};
+                done_as(as, [&] {
+                    return static_cast<long>(::linkat(from.parent.get(), from.last.c_str(),
+                                                      to.parent.get(), to.last.c_str(), flags));
+                });
             }
             answer_named(r, is_at ? "linkat" : "link", to.asked, "create", rc, error);
             return;
@@ -1629,8 +1702,11 @@ void on_name_change(const Request &r) {
             }
             Name n = name_arg(r, is_at ? r.fd_arg(1) : AT_FDCWD, is_at ? r.arg(2) : r.arg(1));
             if (n.error == 0) {
-                AsProcess as{pid, true};
-                done(::symlinkat(text.c_str(), n.parent.get(), n.last.c_str()));
+                AsProcess as{r, true};
+                done_as(as, [&] {
+                    return static_cast<long>(
+                        ::symlinkat(text.c_str(), n.parent.get(), n.last.c_str()));
+                });
             } else {
                 error = n.error;
             }
