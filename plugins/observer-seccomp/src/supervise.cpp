@@ -66,6 +66,11 @@ namespace so = tea::seccomp_observer;
 
 constexpr std::size_t kPathMax = 4096;
 constexpr std::size_t kMaxDistinct = std::size_t{1} << 20;
+// The bytes of distinct accesses kept: a target naming a million distinct 4 KiB paths would
+// otherwise grow the supervisor, which stands outside the sandbox and its memory budget, by
+// gigabytes (and the document collect makes must stay under the host's 64 MiB). Past it, an access
+// is counted and the call is incomplete.
+constexpr std::size_t kMaxKeptBytes = std::size_t{32} << 20;
 constexpr std::size_t kMaxDirentBytes = std::size_t{1} << 20;
 // How long the supervisor waits, once its child has ended, for the call's last processes.
 constexpr int kOutliveGraceMs = 500;
@@ -448,12 +453,12 @@ class Record {
             ++it->second.count;
             return;
         }
-        if (events_.size() >= kMaxDistinct) {
+        if (events_.size() >= kMaxDistinct || kept_bytes_ + key.size() > kMaxKeptBytes) {
             ++overflow_;
             return;
         }
-        order_.push_back(key);
-        events_.emplace(std::move(key), Event{pid, 1});
+        kept_bytes_ += key.size();
+        order_.push_back(&events_.emplace(std::move(key), Event{pid, 1}).first->first);
     }
 
     void reason(const std::string &r) {
@@ -467,16 +472,17 @@ class Record {
                                    std::uint64_t notifications) {
         if (overflow_ > 0) {
             reason(std::to_string(overflow_) + " accesses beyond " + std::to_string(kMaxDistinct) +
-                   " distinct ones were not kept");
+                   " distinct ones (or " + std::to_string(kMaxKeptBytes >> 20) +
+                   " MiB of them) were not kept");
         }
         std::string out;
         so::append_field(out, so::kRecordMagic);
         so::append_field(out, nonce);
-        for (const auto &key : order_) {
-            const auto &e = events_.at(key);
+        for (const std::string *key : order_) {
+            const auto &e = events_.at(*key);
             so::append_field(out, "e");
             so::append_field(out, std::to_string(e.pid));
-            out += key;
+            out += *key;
             so::append_field(out, std::to_string(e.count));
         }
         so::append_field(out, "end");
@@ -489,7 +495,8 @@ class Record {
 
    private:
     std::unordered_map<std::string, Event> events_;
-    std::vector<std::string> order_;
+    std::vector<const std::string *> order_;  // the keys of events_, in their first order
+    std::size_t kept_bytes_ = 0;
     std::uint64_t overflow_ = 0;
     std::string reasons_;
 };

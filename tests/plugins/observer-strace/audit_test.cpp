@@ -1163,6 +1163,33 @@ TEST_P(AuditSeccompSetUp, ATargetThatForksBeforeAnyCallOfItsOwnIsJudged) {
 }
 #endif
 
+class AuditSeccompRecordSize : public AuditEitherIdentity {};
+
+TEST_P(AuditSeccompRecordSize, DistinctLongPathsStopBeingKeptAtTheByteBound) {
+    // Each open names a distinct path of nearly 4 KiB: kept whole, 20000 of them would grow the
+    // supervisor outside the sandbox by their size, without end as their number grows.
+    const std::string probe =
+        "import os, sys\n"
+        "for i in range(int(sys.argv[1])):\n"
+        "    try:\n"
+        "        os.open('/nonexistent-%d/%s' % (i, 'p' * 3900), os.O_RDONLY)\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "print('opened', sys.argv[1], file=sys.stderr)\n";
+    // Control: a few of them are all kept.
+    const auto [few, few_record] = audited({"python3", "-c", probe, "100"});
+    EXPECT_NE(few.err.find("opened 100"), std::string::npos) << few;
+    EXPECT_TRUE(few_record["audit"]["complete"].get<bool>()) << few;
+
+    const auto [r, record] = audited({"python3", "-c", probe, "20000"});
+    EXPECT_NE(r.err.find("opened 20000"), std::string::npos) << r;
+    EXPECT_FALSE(record["audit"]["complete"].get<bool>()) << r;
+    EXPECT_NE(record["audit"]["reason"].get<std::string>().find("MiB of them) were not kept"),
+              std::string::npos)
+        << r;
+    EXPECT_LT(record["audit"]["events"].get<int>(), 10000) << r;
+}
+
 std::vector<AuditedBy> seccomp_only() {
     return {{Identity::invoker, "seccomp"}, {Identity::unprivileged, "seccomp"}};
 }
@@ -1170,6 +1197,7 @@ INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompProcLinks, ::testing::ValuesIn(
 INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompProcDirs, ::testing::ValuesIn(seccomp_only()));
 INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompFollowedLinks,
                          ::testing::ValuesIn(seccomp_only()));
+INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompRecordSize, ::testing::ValuesIn(seccomp_only()));
 #ifdef TEA_FORK_FIRST_PROBE
 INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompSetUp, ::testing::ValuesIn(seccomp_only()));
 #endif
