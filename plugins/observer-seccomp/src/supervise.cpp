@@ -66,6 +66,11 @@ namespace so = tea::seccomp_observer;
 
 constexpr std::size_t kPathMax = 4096;
 constexpr std::size_t kMaxDistinct = std::size_t{1} << 20;
+// The bytes of distinct accesses kept: a target naming a million distinct 4 KiB paths would
+// otherwise grow the supervisor, which stands outside the sandbox and its memory budget, by
+// gigabytes (and the document collect makes must stay under the host's 64 MiB). Past it, an access
+// is counted and the call is incomplete.
+constexpr std::size_t kMaxKeptBytes = std::size_t{32} << 20;
 constexpr std::size_t kMaxDirentBytes = std::size_t{1} << 20;
 // How long the supervisor waits, once its child has ended, for the call's last processes.
 constexpr int kOutliveGraceMs = 500;
@@ -135,6 +140,29 @@ std::string read_link(const std::string &path) {
 
 std::string read_small_file(const std::string &path) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return {};
+    }
+    std::string out(4096, '\0');
+    std::size_t got = 0;
+    for (;;) {
+        const ssize_t n = ::read(fd, out.data() + got, out.size() - got);
+        if (n <= 0) {
+            break;
+        }
+        got += static_cast<std::size_t>(n);
+        if (got == out.size()) {
+            out.resize(out.size() * 2);
+        }
+    }
+    ::close(fd);
+    out.resize(got);
+    return out;
+}
+
+// A small file under a directory descriptor.
+std::string read_small_file_at(int dirfd, const char *name) {
+    const int fd = ::openat(dirfd, name, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         return {};
     }
@@ -246,13 +274,24 @@ int read_bytes(pid_t pid, std::uint64_t addr, void *to, std::size_t size) {
     return n == static_cast<ssize_t>(size) ? 0 : EFAULT;
 }
 
-int write_bytes(pid_t pid, std::uint64_t addr, const void *from, std::size_t size) {
+// Writes into the memory of the process that asked, through its mem file opened before its
+// notification is checked: written by its number after the check, a process that died
+// meanwhile would have its successor's memory written (a host process's, as the supervisor).
+int write_bytes(const Request &r, std::uint64_t addr, const void *from, std::size_t size) {
     if (size == 0) {
         return 0;
     }
-    iovec local{const_cast<void *>(from), size};
-    iovec remote{reinterpret_cast<void *>(addr), size};  // NOLINT(performance-no-int-to-ptr)
-    const ssize_t n = ::process_vm_writev(pid, &local, 1, &remote, 1, 0);
+    const int mem = ::open(proc(r.pid(), "mem").c_str(), O_WRONLY | O_CLOEXEC);
+    if (mem < 0) {
+        return ESRCH;
+    }
+    if (!id_valid(r)) {
+        ::close(mem);
+        return ESRCH;
+    }
+    const auto offset = static_cast<off_t>(addr);
+    const ssize_t n = offset < 0 ? -1 : ::pwrite(mem, from, size, offset);
+    ::close(mem);
     return n == static_cast<ssize_t>(size) ? 0 : EFAULT;
 }
 
@@ -271,14 +310,29 @@ Identity g_id;
 
 // Takes on the process's file-system identity (fsuid, fsgid, groups, effective capabilities)
 // and its umask; restored when it goes out of scope. Unprivileged, the supervisor already is the
-// process's uid on the host (its namespace maps no other), and only the umask is taken.
+// process's uid on the host (its namespace maps no other), and only the umask is taken. When it
+// fails, nothing may be done on the process's behalf.
 class AsProcess {
    public:
-    AsProcess(pid_t pid, bool creates) {
+    AsProcess(const Request &r, bool creates) {
         if (!g_id.privileged && !creates) {
             return;
         }
-        const auto status = read_small_file(proc(pid, "status"));
+        // The process's /proc directory is held before its notification is checked: read after
+        // the check by its number, a process that died meanwhile would lend the identity of
+        // whichever took its pid (a root process's fsuid and capabilities).
+        const int dir = ::open(proc(r.pid(), "").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dir < 0 || !id_valid(r)) {
+            if (dir >= 0) {
+                ::close(dir);
+            }
+            failed_ = true;
+            return;
+        }
+        const auto status = read_small_file_at(dir, "status");
+        struct stat ns {};
+        const bool ns_known = ::fstatat(dir, "ns/user", &ns, 0) == 0;
+        ::close(dir);
         if (status.empty()) {
             failed_ = true;
             return;
@@ -338,8 +392,7 @@ class AsProcess {
         }
         // Capabilities held in another user namespace give nothing here: a process that is root
         // in its own namespace must not open, through the supervisor, what the host denies it.
-        struct stat ns {};
-        if (::stat(proc(pid, "ns/user").c_str(), &ns) != 0 || ns.st_ino != g_id.my_userns) {
+        if (!ns_known || ns.st_ino != g_id.my_userns) {
             caps = 0;
         }
         switched_ = true;
@@ -400,12 +453,12 @@ class Record {
             ++it->second.count;
             return;
         }
-        if (events_.size() >= kMaxDistinct) {
+        if (events_.size() >= kMaxDistinct || kept_bytes_ + key.size() > kMaxKeptBytes) {
             ++overflow_;
             return;
         }
-        order_.push_back(key);
-        events_.emplace(std::move(key), Event{pid, 1});
+        kept_bytes_ += key.size();
+        order_.push_back(&events_.emplace(std::move(key), Event{pid, 1}).first->first);
     }
 
     void reason(const std::string &r) {
@@ -419,16 +472,17 @@ class Record {
                                    std::uint64_t notifications) {
         if (overflow_ > 0) {
             reason(std::to_string(overflow_) + " accesses beyond " + std::to_string(kMaxDistinct) +
-                   " distinct ones were not kept");
+                   " distinct ones (or " + std::to_string(kMaxKeptBytes >> 20) +
+                   " MiB of them) were not kept");
         }
         std::string out;
         so::append_field(out, so::kRecordMagic);
         so::append_field(out, nonce);
-        for (const auto &key : order_) {
-            const auto &e = events_.at(key);
+        for (const std::string *key : order_) {
+            const auto &e = events_.at(*key);
             so::append_field(out, "e");
             so::append_field(out, std::to_string(e.pid));
-            out += key;
+            out += *key;
             so::append_field(out, std::to_string(e.count));
         }
         so::append_field(out, "end");
@@ -441,7 +495,8 @@ class Record {
 
    private:
     std::unordered_map<std::string, Event> events_;
-    std::vector<std::string> order_;
+    std::vector<const std::string *> order_;  // the keys of events_, in their first order
+    std::size_t kept_bytes_ = 0;
     std::uint64_t overflow_ = 0;
     std::string reasons_;
 };
@@ -646,6 +701,14 @@ int open_root(const Request &r, Base &out) {
     return 0;
 }
 
+// The supervisor's own procfs (the host's), by its device.
+dev_t g_host_proc_dev = 0;
+
+bool in_host_procfs_dir(int fd) {
+    struct stat st {};
+    return ::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && st.st_dev == g_host_proc_dev;
+}
+
 // Opens `path` as the process named it relative to `dirfd`, with `how`, inside the process's
 // root: the file descriptor, or -errno. `asked` gets the path made absolute.
 long open_as_process(const Request &r, int dirfd, const std::string &path, open_how how,
@@ -657,7 +720,7 @@ long open_as_process(const Request &r, int dirfd, const std::string &path, open_
         return fd == AT_FDCWD ? proc(pid, "cwd") : proc(pid, "fd/" + std::to_string(fd));
     };
     auto run = [&](int at, const std::string &p, open_how h) -> long {
-        AsProcess as{pid, creates};
+        AsProcess as{r, creates};
         if (as.failed()) {
             return -ESRCH;
         }
@@ -676,14 +739,27 @@ long open_as_process(const Request &r, int dirfd, const std::string &path, open_
     const Mapped m =
         path.empty() || path[0] != '/' ? Mapped{Mapped::kPlain, path, false} : map_links(path);
     asked = path;
+    // The path after /proc/self/ (or /proc/thread-self/), opened in the process's own procfs.
+    auto in_target_proc = [&]() -> long {
+        std::string ns_pid;
+        std::string ns_tgid;
+        if (!namespace_pids(pid, ns_pid, ns_tgid)) {
+            return -ESRCH;
+        }
+        const std::string inside = m.thread ? "/proc/" + ns_tgid + "/task/" + ns_pid + "/" + m.path
+                                            : "/proc/" + ns_tgid + "/" + m.path;
+        Base root;
+        if (const int e = open_root(r, root); e != 0) {
+            return -e;
+        }
+        open_how h = how;
+        h.resolve |= RESOLVE_IN_ROOT;
+        return run(root.at, inside, h);
+    };
     switch (m.kind) {
         case Mapped::kHostProc: {
             // The final name may be a magic link (fd/N, exe): followed as the process's open
             // would follow it, through the supervisor's procfs.
-            const std::string host = proc(pid, m.path);
-            if (!id_valid(r)) {
-                return -ESRCH;
-            }
             const auto slash = m.path.find('/', m.path.rfind("fd/", 0) == 0 ? 3 : 0);
             if (m.path.rfind("fd/", 0) == 0 && slash != std::string::npos) {
                 // fd/N/more: beneath the directory at N.
@@ -696,25 +772,26 @@ long open_as_process(const Request &r, int dirfd, const std::string &path, open_
                 h.resolve |= RESOLVE_BENEATH;
                 return run(base.at, m.path.substr(slash + 1), h);
             }
-            return run(AT_FDCWD, host, how);
-        }
-        case Mapped::kTargetProc: {
-            std::string ns_pid;
-            std::string ns_tgid;
-            if (!namespace_pids(pid, ns_pid, ns_tgid)) {
-                return -ESRCH;
-            }
-            const std::string inside = m.thread
-                                           ? "/proc/" + ns_tgid + "/task/" + ns_pid + "/" + m.path
-                                           : "/proc/" + ns_tgid + "/" + m.path;
-            Base root;
-            if (const int e = open_root(r, root); e != 0) {
+            // Beneath the process's /proc directory, held before its notification is checked:
+            // opened by its number after the check, a process that died meanwhile would have
+            // its successor's descriptor opened (and truncated, for an O_TRUNC).
+            Base dir;
+            if (const int e = open_base(r, proc(pid, ""), dir, false); e != 0) {
                 return -e;
             }
-            open_how h = how;
-            h.resolve |= RESOLVE_IN_ROOT;
-            return run(root.at, inside, h);
+            const long fd = run(dir.at, m.path.empty() ? "." : m.path, how);
+            // A directory of the supervisor's procfs (/proc/self/, /dev/fd/.) handed over would
+            // be the host's /proc: from it, its ".." reaches every host process's environ and
+            // mem, opened here with the supervisor's standing. The process gets its own
+            // procfs's directory instead.
+            if (fd >= 0 && in_host_procfs_dir(static_cast<int>(fd))) {
+                ::close(static_cast<int>(fd));
+                return in_target_proc();
+            }
+            return fd;
         }
+        case Mapped::kTargetProc:
+            return in_target_proc();
         case Mapped::kRoot:
         case Mapped::kPlain:
             if (!m.path.empty() && m.path[0] == '/') {
@@ -975,6 +1052,27 @@ void settle_pending_of(pid_t pid) {
             settle_exec(pid, p, true);
             return;
         }
+    }
+}
+
+// The target start's exec, settled as soon as it has happened, whoever makes the next call: a
+// target that forks before any call of its own (a static program) would otherwise leave the call
+// in its set-up, and its children's calls would run unjudged and unrecorded.
+void settle_start_if_done() {
+    for (auto it = g.pending.begin(); it != g.pending.end(); ++it) {
+        if (!it->second.start) {
+            continue;
+        }
+        const pid_t pid = it->first;
+        const ExeState now = exe_state(pid);
+        const ExeState &before = it->second.before;
+        if (now.ok &&
+            (now.dev != before.dev || now.ino != before.ino || now.layout != before.layout)) {
+            auto p = std::move(it->second);
+            g.pending.erase(it);
+            settle_exec(pid, p, true);
+        }
+        return;
     }
 }
 
@@ -1338,7 +1436,7 @@ void on_getdents(const Request &r) {
         respond_error(r, errno);
         return;
     }
-    if (const int e = write_bytes(pid, r.arg(1), buf.data(), static_cast<std::size_t>(n)); e != 0) {
+    if (const int e = write_bytes(r, r.arg(1), buf.data(), static_cast<std::size_t>(n)); e != 0) {
         respond_error(r, e);
         return;
     }
@@ -1353,7 +1451,7 @@ void on_getdents(const Request &r) {
 // One name a call acts on, relative to one directory argument.
 struct Name {
     Fd parent;
-    std::string path;  // as read, once
+    std::string path;  // as the process named it
     std::string last;
     std::string asked;
     int error = 0;
@@ -1361,7 +1459,7 @@ struct Name {
 
 Name name_arg(const Request &r, int dirfd, std::uint64_t addr) {
     Name out;
-    std::string path;
+    std::string &path = out.path;
     if (const int e = read_string(r.pid(), addr, path); e != 0) {
         out.error = e;
         return out;
@@ -1370,7 +1468,6 @@ Name name_arg(const Request &r, int dirfd, std::uint64_t addr) {
         out.error = ESRCH;
         return out;
     }
-    out.path = path;
     const long fd = open_parent(r, dirfd, path, out.last, out.asked);
     if (fd < 0) {
         out.error = static_cast<int>(-fd);
@@ -1381,6 +1478,20 @@ Name name_arg(const Request &r, int dirfd, std::uint64_t addr) {
     }
     out.parent.reset(static_cast<int>(fd));
     return out;
+}
+
+// Whether the kernel's call would follow the name's last link: a trailing slash makes every
+// lookup follow it.
+bool follows_last(const Name &n) {
+    return !n.last.empty() && n.last.back() == '/';
+}
+
+// The file a name leads to with its last link followed, inside the process's root (O_PATH).
+long open_followed(const Request &r, int dirfd, const std::string &path, bool directory) {
+    open_how how{};
+    how.flags = O_PATH | O_CLOEXEC | (directory ? O_DIRECTORY : 0);
+    std::string ignored;
+    return open_as_process(r, dirfd, path, how, ignored);
 }
 
 void answer_named(const Request &r, std::string_view call, const std::string &asked,
@@ -1412,13 +1523,23 @@ void on_readlink(const Request &r) {
     std::string text(std::max<std::size_t>(size, 1), '\0');
     long rc = 0;
     int error = 0;
-    {
-        AsProcess as{r.pid(), false};
-        rc = ::readlinkat(n.parent.get(), n.last.c_str(), text.data(), size);
-        error = errno;
+    if (follows_last(n)) {
+        // readlinkat(parent, "link/") would follow the link from the supervisor's root, the
+        // host's: its errno told whether a withheld host path exists. Followed inside the
+        // process's root instead, where what it leads to is never a link.
+        const long fd = open_followed(r, dirfd, n.path, true);
+        rc = -1;
+        error = fd < 0 ? static_cast<int>(-fd) : EINVAL;
+        if (fd >= 0) {
+            ::close(static_cast<int>(fd));
+        }
+    } else {
+        AsProcess as{r, false};
+        rc = as.failed() ? -1 : ::readlinkat(n.parent.get(), n.last.c_str(), text.data(), size);
+        error = as.failed() ? ESRCH : errno;
     }
     if (rc >= 0) {
-        if (const int e = write_bytes(r.pid(), buf_addr, text.data(), static_cast<std::size_t>(rc));
+        if (const int e = write_bytes(r, buf_addr, text.data(), static_cast<std::size_t>(rc));
             e != 0) {
             rc = -1;
             error = e;
@@ -1437,6 +1558,15 @@ void on_name_change(const Request &r) {
         rc = value;
         error = value < 0 ? errno : 0;
     };
+    // The call is made only once the process's identity is taken on: never as the supervisor.
+    auto done_as = [&](const AsProcess &as, auto call) {
+        if (as.failed()) {
+            rc = -1;
+            error = ESRCH;
+            return;
+        }
+        done(call());
+    };
     switch (r.nr()) {
 #ifdef __NR_mkdir
         case __NR_mkdir:
@@ -1446,8 +1576,10 @@ void on_name_change(const Request &r) {
             Name n = name_arg(r, is_at ? r.fd_arg(0) : AT_FDCWD, is_at ? r.arg(1) : r.arg(0));
             const auto mode = static_cast<mode_t>(is_at ? r.arg(2) : r.arg(1));
             if (n.error == 0) {
-                AsProcess as{pid, true};
-                done(::mkdirat(n.parent.get(), n.last.c_str(), mode));
+                AsProcess as{r, true};
+                done_as(as, [&] {
+                    return static_cast<long>(::mkdirat(n.parent.get(), n.last.c_str(), mode));
+                });
             } else {
                 error = n.error;
             }
@@ -1463,8 +1595,10 @@ void on_name_change(const Request &r) {
             const auto mode = static_cast<mode_t>(is_at ? r.arg(2) : r.arg(1));
             const auto dev = static_cast<dev_t>(is_at ? r.arg(3) : r.arg(2));
             if (n.error == 0) {
-                AsProcess as{pid, true};
-                done(::mknodat(n.parent.get(), n.last.c_str(), mode, dev));
+                AsProcess as{r, true};
+                done_as(as, [&] {
+                    return static_cast<long>(::mknodat(n.parent.get(), n.last.c_str(), mode, dev));
+                });
             } else {
                 error = n.error;
             }
@@ -1485,8 +1619,10 @@ void on_name_change(const Request &r) {
             }
 #endif
             if (n.error == 0) {
-                AsProcess as{pid, false};
-                done(::unlinkat(n.parent.get(), n.last.c_str(), flags));
+                AsProcess as{r, false};
+                done_as(as, [&] {
+                    return static_cast<long>(::unlinkat(n.parent.get(), n.last.c_str(), flags));
+                });
             } else {
                 error = n.error;
             }
@@ -1506,9 +1642,11 @@ void on_name_change(const Request &r) {
             if (from.error != 0 || to.error != 0) {
                 error = from.error != 0 ? from.error : to.error;
             } else {
-                AsProcess as{pid, false};
-                done(::renameat2(from.parent.get(), from.last.c_str(), to.parent.get(),
-                                 to.last.c_str(), flags));
+                AsProcess as{r, false};
+                done_as(as, [&] {
+                    return static_cast<long>(::renameat2(from.parent.get(), from.last.c_str(),
+                                                         to.parent.get(), to.last.c_str(), flags));
+                });
             }
             const char *call = r.nr() == __NR_renameat2  ? "renameat2"
                                : r.nr() == __NR_renameat ? "renameat"
@@ -1532,29 +1670,29 @@ void on_name_change(const Request &r) {
                 error = EINVAL;
             } else if (from.error != 0 || to.error != 0) {
                 error = from.error != 0 ? from.error : to.error;
-            } else if ((flags & AT_SYMLINK_FOLLOW) != 0) {
-                // The kernel would follow a link at the old name from the supervisor's root, so a
-                // link to /home/USER/.ssh/id_rsa would make the user's key a file of the
-                // workspace: the old name is resolved here, inside the process's root, and its
-                // file linked through this process's own descriptor link.
-                open_how how{};
-                how.flags = O_PATH | O_CLOEXEC;
-                std::string asked;
-                const long old =
-                    open_as_process(r, is_at ? r.fd_arg(0) : AT_FDCWD, from.path, how, asked);
-                if (old < 0) {
-                    error = static_cast<int>(-old);
+            } else if ((flags & AT_SYMLINK_FOLLOW) != 0 || follows_last(from)) {
+                // Following the source's last link from its parent here would resolve it from
+                // the host's root: EXDEV against ENOENT told whether a withheld host file exists.
+                // It is followed inside the process's root, and that file linked.
+                const long fd =
+                    open_followed(r, is_at ? r.fd_arg(0) : AT_FDCWD, from.path, follows_last(from));
+                if (fd < 0) {
+                    error = static_cast<int>(-fd);
                 } else {
-                    Fd held{static_cast<int>(old)};
-                    const std::string self = "/proc/self/fd/" + std::to_string(held.get());
-                    AsProcess as{pid, true};
-                    done(::linkat(AT_FDCWD, self.c_str(), to.parent.get(), to.last.c_str(),
-                                  AT_SYMLINK_FOLLOW));
+                    Fd file{static_cast<int>(fd)};
+                    AsProcess as{r, true};
+                    done_as(as, [&] {
+                        return static_cast<long>(::linkat(
+                            AT_FDCWD, ("/proc/self/fd/" + std::to_string(file.get())).c_str(),
+                            to.parent.get(), to.last.c_str(), AT_SYMLINK_FOLLOW));
+                    });
                 }
             } else {
-                AsProcess as{pid, true};
-                done(::linkat(from.parent.get(), from.last.c_str(), to.parent.get(),
-                              to.last.c_str(), 0));
+                AsProcess as{r, true};
+                done_as(as, [&] {
+                    return static_cast<long>(::linkat(from.parent.get(), from.last.c_str(),
+                                                      to.parent.get(), to.last.c_str(), flags));
+                });
             }
             answer_named(r, is_at ? "linkat" : "link", to.asked, "create", rc, error);
             return;
@@ -1571,8 +1709,11 @@ void on_name_change(const Request &r) {
             }
             Name n = name_arg(r, is_at ? r.fd_arg(1) : AT_FDCWD, is_at ? r.arg(2) : r.arg(1));
             if (n.error == 0) {
-                AsProcess as{pid, true};
-                done(::symlinkat(text.c_str(), n.parent.get(), n.last.c_str()));
+                AsProcess as{r, true};
+                done_as(as, [&] {
+                    return static_cast<long>(
+                        ::symlinkat(text.c_str(), n.parent.get(), n.last.c_str()));
+                });
             } else {
                 error = n.error;
             }
@@ -1611,6 +1752,9 @@ void serve(const Request &r) {
     ++g.notifications;
     const pid_t pid = r.pid();
     settle_pending_of(pid);
+    if (!g.started) {
+        settle_start_if_done();
+    }
     const int nr = r.nr();
     if (nr == __NR_execve || nr == __NR_execveat) {
         on_exec(r);
@@ -1798,6 +1942,9 @@ int main(int argc, char **argv) {
     ::unsetenv("TEA_SECCOMP_NONCE");  // NOLINT(concurrency-mt-unsafe): single-threaded
     g.started = g.target_start.empty();
 
+    if (struct stat st{}; ::stat("/proc/self", &st) == 0) {
+        g_host_proc_dev = st.st_dev;
+    }
     g_id.privileged = ::geteuid() == 0;
     if (g_id.privileged) {
         g_id.my_groups = ::getgroups(NGROUPS_MAX, g_id.my_groups_storage);

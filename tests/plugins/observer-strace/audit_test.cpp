@@ -1063,10 +1063,187 @@ TEST_P(AuditSeccompProcLinks, AHardLinkThroughASymlinkIsFollowedInsideTheRoot) {
     EXPECT_NE(k.err.find("to-mine 0\n"), std::string::npos) << k;
 }
 
+class AuditSeccompProcDirs : public AuditEitherIdentity {};
+
+TEST_P(AuditSeccompProcDirs, AProcSelfDirectoryHandedOverIsTheProcesssOwnProcfs) {
+    // A process on the host as the sandbox's identity, with a secret in its environment.
+    const auto token = "HOSTENV" + random_token();
+    const pid_t decoy = ::fork();
+    ASSERT_GE(decoy, 0);
+    if (decoy == 0) {
+        const std::string env = "DECOY_SECRET=" + token;
+        char *const envp[] = {const_cast<char *>(env.c_str()), nullptr};
+        if (::setgid(sandbox_gid()) == 0 && ::setuid(sandbox_uid()) == 0) {
+            ::execle("/bin/sleep", "sleep", "120", static_cast<char *>(nullptr), envp);
+        }
+        ::_exit(127);
+    }
+    struct Reap {
+        pid_t pid;
+        ~Reap() {
+            ::kill(pid, SIGKILL);
+            ::waitpid(pid, nullptr, 0);
+        }
+    } reap{decoy};
+    const auto environ_path = "/proc/" + std::to_string(decoy) + "/environ";
+    for (int i = 0; i < 100 && read_file("/proc/" + std::to_string(decoy) + "/comm") != "sleep\n";
+         ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds{10});
+    }
+    // Control: that identity on the host reads the secret there.
+    const auto host = tea::test::run(
+        {"/usr/bin/setpriv", "--reuid=" + std::to_string(sandbox_uid()),
+         "--regid=" + std::to_string(sandbox_gid()), "--clear-groups", "--", "cat", environ_path},
+        {"PATH=/usr/bin:/bin"});
+    EXPECT_NE(host.out.find(token), std::string::npos) << host.err;
+
+    // The attack: a directory opened as /proc/self/ (or /dev/fd/.), made the working directory,
+    // and its ".." taken; then the decoy's environ, opened relative to it.
+    const std::string probe =
+        "import os, sys\n"
+        "for name in ('/proc/self/', '/proc/self/fd/.', '/dev/fd/.', '/proc/thread-self/ns'):\n"
+        "    fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY)\n"
+        "    os.fchdir(fd)\n"
+        "    os.chdir('../..' if name.endswith(('/.', 'ns')) else '..')\n"
+        "    try:\n"
+        "        sys.stderr.write(open(sys.argv[1] + '/environ', 'rb').read().decode('latin-1'))\n"
+        "    except OSError as e:\n"
+        "        sys.stderr.write('refused %s\\n' % e)\n"
+        "own = os.open('/proc/self/', os.O_RDONLY | os.O_DIRECTORY)\n"
+        "print(os.read(os.open('status', os.O_RDONLY, dir_fd=own), 64).decode().split()[0],\n"
+        "      file=sys.stderr)\n";
+    const auto [r, record] = audited({"python3", "-c", probe, std::to_string(decoy)});
+    EXPECT_EQ(r.err.find(token), std::string::npos) << "the secret stayed hidden" << r;
+    // The directory handed over still serves the process's own files.
+    EXPECT_NE(r.err.find("Name:"), std::string::npos) << r;
+    std::size_t refused = 0;
+    for (auto at = r.err.find("refused"); at != std::string::npos;
+         at = r.err.find("refused", at + 1)) {
+        ++refused;
+    }
+    EXPECT_EQ(refused, 4U) << "each of the four routes led nowhere" << r;
+}
+
+class AuditSeccompFollowedLinks : public AuditEitherIdentity {};
+
+TEST_P(AuditSeccompFollowedLinks, ALastLinkFollowedStaysInTheProcesssRoot) {
+    // A withheld folder holding a file; links to it, and to a name it lacks.
+    const auto held = host_dir() / "held";
+    fs::create_directory(held);
+    fs::permissions(held, fs::perms{0755});
+    make_file(held / "token", "HELD " + random_token() + "\n", 0644);
+    const auto links = host_dir() / "links";
+    fs::create_directory(links);
+    fs::permissions(links, fs::perms{0755});
+    for (const auto &dir : {links, workspace()}) {
+        fs::create_symlink(held / "token", dir / "present");
+        fs::create_symlink(held / "absent", dir / "absent");
+    }
+    fs::create_symlink(workspace() / "inner", workspace() / "inside");
+    // readlink("L/") and linkat(L, AT_SYMLINK_FOLLOW) follow L: their errno says whether what it
+    // names exists.
+    const std::string probe =
+        "import os, sys\n"
+        "os.chdir(sys.argv[1])\n"
+        "d = os.open('.', os.O_RDONLY)\n"
+        "if len(sys.argv) > 2:\n"
+        "    open('inner', 'w').write('inner')\n"
+        "for name in ('present', 'absent', 'inside'):\n"
+        "    out = [name]\n"
+        "    try:\n"
+        "        os.readlink(name + '/')\n"
+        "        out.append('readlink=ok')\n"
+        "    except OSError as e:\n"
+        "        out.append('readlink=' + e.strerror)\n"
+        "    if len(sys.argv) > 2:\n"
+        "        try:\n"
+        "            os.link(name, name + '.hard', src_dir_fd=d, dst_dir_fd=d)\n"
+        "            out.append('link=ok')\n"
+        "        except OSError as e:\n"
+        "            out.append('link=' + e.strerror)\n"
+        "    print(' '.join(out), file=sys.stderr)\n";
+    auto answers = [](const std::string &err, const std::string &name) {
+        const auto at = err.find(name + " readlink=");
+        return at == std::string::npos
+                   ? std::string{"missing"}
+                   : err.substr(at + name.size(), err.find('\n', at) - at - name.size());
+    };
+    // Control: where the host's root is the one followed, the answers tell the two apart.
+    const auto host =
+        tea::test::run({"/usr/bin/setpriv", "--reuid=" + std::to_string(sandbox_uid()),
+                        "--regid=" + std::to_string(sandbox_gid()), "--clear-groups", "--",
+                        "python3", "-c", probe, links.string()},
+                       {"PATH=/usr/bin:/bin"});
+    EXPECT_NE(answers(host.err, "present"), answers(host.err, "absent")) << host.err;
+    EXPECT_NE(answers(host.err, "present"), "missing") << host.err;
+
+    const auto [r, record] =
+        audited({"python3", "-c", probe, workspace().string(), "link"}, {}, {held.string()});
+    EXPECT_NE(answers(r.err, "present"), "missing") << r;
+    EXPECT_EQ(answers(r.err, "present"), answers(r.err, "absent")) << "nothing told" << r;
+    EXPECT_NE(r.err.find("present readlink=No such file or directory link=No such file"),
+              std::string::npos)
+        << r;
+    // A link inside the root is still followed, and its file linked.
+    EXPECT_NE(r.err.find("inside readlink=Not a directory link=ok"), std::string::npos) << r;
+    EXPECT_EQ(fs::status(workspace() / "inside.hard").type(), fs::file_type::regular) << r;
+}
+
+#ifdef TEA_FORK_FIRST_PROBE
+class AuditSeccompSetUp : public AuditEitherIdentity {};
+
+TEST_P(AuditSeccompSetUp, ATargetThatForksBeforeAnyCallOfItsOwnIsJudged) {
+    // The target start forks before any call the supervisor serves, and never makes one after:
+    // its child's read must not pass as the confinement's set-up.
+    const auto probe = workspace() / "fork_first_probe";
+    fs::copy_file(TEA_FORK_FIRST_PROBE, probe);
+    fs::permissions(probe, fs::perms{0755});
+    const auto [r, record] = audited({probe.string(), key()});
+    // Control: the child read the key.
+    EXPECT_NE(r.err.find("PRIVATE KEY"), std::string::npos) << r;
+    EXPECT_TRUE(lists(record, key())) << r;
+    EXPECT_TRUE(record["targetStarted"].get<bool>()) << r;
+}
+#endif
+
+class AuditSeccompRecordSize : public AuditEitherIdentity {};
+
+TEST_P(AuditSeccompRecordSize, DistinctLongPathsStopBeingKeptAtTheByteBound) {
+    // Each open names a distinct path of nearly 4 KiB: kept whole, 20000 of them would grow the
+    // supervisor outside the sandbox by their size, without end as their number grows.
+    const std::string probe =
+        "import os, sys\n"
+        "for i in range(int(sys.argv[1])):\n"
+        "    try:\n"
+        "        os.open('/nonexistent-%d/%s' % (i, 'p' * 3900), os.O_RDONLY)\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "print('opened', sys.argv[1], file=sys.stderr)\n";
+    // Control: a few of them are all kept.
+    const auto [few, few_record] = audited({"python3", "-c", probe, "100"});
+    EXPECT_NE(few.err.find("opened 100"), std::string::npos) << few;
+    EXPECT_TRUE(few_record["audit"]["complete"].get<bool>()) << few;
+
+    const auto [r, record] = audited({"python3", "-c", probe, "20000"});
+    EXPECT_NE(r.err.find("opened 20000"), std::string::npos) << r;
+    EXPECT_FALSE(record["audit"]["complete"].get<bool>()) << r;
+    EXPECT_NE(record["audit"]["reason"].get<std::string>().find("MiB of them) were not kept"),
+              std::string::npos)
+        << r;
+    EXPECT_LT(record["audit"]["events"].get<int>(), 10000) << r;
+}
+
 std::vector<AuditedBy> seccomp_only() {
     return {{Identity::invoker, "seccomp"}, {Identity::unprivileged, "seccomp"}};
 }
 INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompProcLinks, ::testing::ValuesIn(seccomp_only()));
+INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompProcDirs, ::testing::ValuesIn(seccomp_only()));
+INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompFollowedLinks,
+                         ::testing::ValuesIn(seccomp_only()));
+INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompRecordSize, ::testing::ValuesIn(seccomp_only()));
+#ifdef TEA_FORK_FIRST_PROBE
+INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompSetUp, ::testing::ValuesIn(seccomp_only()));
+#endif
 #endif
 
 }  // namespace
