@@ -138,28 +138,6 @@ std::string read_link(const std::string &path) {
     return out;
 }
 
-std::string read_small_file(const std::string &path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        return {};
-    }
-    std::string out(4096, '\0');
-    std::size_t got = 0;
-    for (;;) {
-        const ssize_t n = ::read(fd, out.data() + got, out.size() - got);
-        if (n <= 0) {
-            break;
-        }
-        got += static_cast<std::size_t>(n);
-        if (got == out.size()) {
-            out.resize(out.size() * 2);
-        }
-    }
-    ::close(fd);
-    out.resize(got);
-    return out;
-}
-
 // A small file under a directory descriptor.
 std::string read_small_file_at(int dirfd, const char *name) {
     const int fd = ::openat(dirfd, name, O_RDONLY | O_CLOEXEC);
@@ -181,6 +159,10 @@ std::string read_small_file_at(int dirfd, const char *name) {
     ::close(fd);
     out.resize(got);
     return out;
+}
+
+std::string read_small_file(const std::string &path) {
+    return read_small_file_at(AT_FDCWD, path.c_str());
 }
 
 std::string joined(std::string_view base, std::string_view name) {
