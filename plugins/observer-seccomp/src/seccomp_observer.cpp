@@ -37,6 +37,7 @@
 #include <tea/send_descriptors.hpp>
 #include <vector>
 
+#include "listener_handoff.hpp"
 #include "record.hpp"
 
 #ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
@@ -116,21 +117,7 @@ std::string kernel_support() {
     }
     ::close(sv[1]);
     std::string why;
-    char byte = 0;
-    iovec data{&byte, 1};
-    alignas(cmsghdr) std::array<char, CMSG_SPACE(sizeof(int))> control{};
-    msghdr message{};
-    message.msg_iov = &data;
-    message.msg_iovlen = 1;
-    message.msg_control = control.data();
-    message.msg_controllen = control.size();
-    int listener = -1;
-    if (::recvmsg(sv[0], &message, MSG_CMSG_CLOEXEC) == 1) {
-        cmsghdr *c = CMSG_FIRSTHDR(&message);
-        if (c != nullptr && c->cmsg_type == SCM_RIGHTS) {
-            std::memcpy(&listener, CMSG_DATA(c), sizeof listener);
-        }
-    }
+    const int listener = tea::seccomp_observer::receive_listener(sv[0]);
     ::close(sv[0]);
     if (listener >= 0) {
         std::uint64_t flags = SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP;

@@ -47,6 +47,7 @@
 #include <utility>
 #include <vector>
 
+#include "listener_handoff.hpp"
 #include "observer_program.hpp"
 #include "record.hpp"
 
@@ -1821,27 +1822,6 @@ void serve(const Request &r) {
     _exit(error == ENOENT ? 127 : 126);
 }
 
-int receive_listener(int sock) {
-    char byte = 0;
-    iovec data{&byte, 1};
-    alignas(cmsghdr) std::array<char, CMSG_SPACE(sizeof(int))> control{};
-    msghdr message{};
-    message.msg_iov = &data;
-    message.msg_iovlen = 1;
-    message.msg_control = control.data();
-    message.msg_controllen = control.size();
-    if (::recvmsg(sock, &message, MSG_CMSG_CLOEXEC) != 1) {
-        return -1;
-    }
-    cmsghdr *c = CMSG_FIRSTHDR(&message);
-    if (c == nullptr || c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof(int))) {
-        return -1;
-    }
-    int fd = -1;
-    std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
-    return fd;
-}
-
 bool write_record(const std::string &path, const std::string &text) {
     const std::string tmp = path + ".tmp";
     const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -1963,7 +1943,7 @@ int main(int argc, char **argv) {
     }
     g_child = pid;
     ::close(sv[1]);
-    g_listener = receive_listener(sv[0]);
+    g_listener = so::receive_listener(sv[0]);
     bool served = g_listener >= 0;
     if (served) {
         // The woken supervisor runs on the CPU the notifying process leaves.
