@@ -968,6 +968,41 @@ INSTANTIATE_TEST_SUITE_P(Identities, AuditOfTheRealFileEachObserver,
                          ::testing::ValuesIn(audited_by(true)));
 
 #ifdef TEA_SECCOMP_OBSERVER
+// A process on the host (a sleep) as the given identity, whose root is the host's, with one
+// environment entry; started when made (it has exec'd once this returns), killed and reaped with
+// this object.
+class HostDecoy {
+   public:
+    HostDecoy(uid_t uid, gid_t gid, const std::string &env) : pid_{::fork()} {
+        if (pid_ == 0) {
+            char *const envp[] = {const_cast<char *>(env.c_str()), nullptr};
+            if (::setgid(gid) == 0 && ::setuid(uid) == 0) {
+                ::execle("/bin/sleep", "sleep", "120", static_cast<char *>(nullptr), envp);
+            }
+            ::_exit(127);
+        }
+        for (int i = 0; pid_ > 0 && i < 100 && read_file(proc("comm")) != "sleep\n"; ++i) {
+            std::this_thread::sleep_for(std::chrono::milliseconds{10});
+        }
+    }
+    HostDecoy(const HostDecoy &) = delete;
+    HostDecoy &operator=(const HostDecoy &) = delete;
+    ~HostDecoy() {
+        if (pid_ > 0) {
+            ::kill(pid_, SIGKILL);
+            ::waitpid(pid_, nullptr, 0);
+        }
+    }
+    [[nodiscard]] pid_t pid() const { return pid_; }
+    // Its /proc entry on the host: "/proc/PID/rest".
+    [[nodiscard]] std::string proc(const std::string &rest) const {
+        return "/proc/" + std::to_string(pid_) + "/" + rest;
+    }
+
+   private:
+    pid_t pid_;
+};
+
 // The seccomp observer opens the process's own /proc/self links through its own procfs. A ".."
 // after one must not climb that procfs to another process of the supervisor's identity and its
 // root, which is the host's: the withheld folder stays hidden.
@@ -976,21 +1011,8 @@ class AuditSeccompProcLinks : public AuditEitherIdentity {};
 TEST_P(AuditSeccompProcLinks, ADotDotAfterAProcLinkReachesNoHostProcess) {
     // A process on the host as the identity the supervisor takes (the sandbox's), whose root is
     // the host's.
-    const pid_t decoy = ::fork();
-    ASSERT_GE(decoy, 0);
-    if (decoy == 0) {
-        if (::setgid(sandbox_gid()) == 0 && ::setuid(sandbox_uid()) == 0) {
-            ::execl("/bin/sleep", "sleep", "120", static_cast<char *>(nullptr));
-        }
-        ::_exit(127);
-    }
-    struct Reap {
-        pid_t pid;
-        ~Reap() {
-            ::kill(pid, SIGKILL);
-            ::waitpid(pid, nullptr, 0);
-        }
-    } reap{decoy};
+    const HostDecoy decoy{sandbox_uid(), sandbox_gid(), "DECOY=1"};
+    ASSERT_GT(decoy.pid(), 0);
     // A withheld folder the sandbox's identity could read on the host.
     const auto held = host_dir() / "held";
     fs::create_directory(held);
@@ -998,16 +1020,12 @@ TEST_P(AuditSeccompProcLinks, ADotDotAfterAProcLinkReachesNoHostProcess) {
     const auto token = "HELD " + random_token();
     make_file(held / "token", token + "\n", 0644);
     const std::string through =
-        "/proc/self/ns/../../" + std::to_string(decoy) + "/root" + (held / "token").string();
+        "/proc/self/ns/../../" + std::to_string(decoy.pid()) + "/root" + (held / "token").string();
     // Control: the route leads to the secret for a process on the host as that identity.
-    for (int i = 0; i < 100 && read_file("/proc/" + std::to_string(decoy) + "/comm") != "sleep\n";
-         ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds{10});
-    }
     const auto host =
         tea::test::run({"/usr/bin/setpriv", "--reuid=" + std::to_string(sandbox_uid()),
                         "--regid=" + std::to_string(sandbox_gid()), "--clear-groups", "--", "cat",
-                        "/proc/" + std::to_string(decoy) + "/root" + (held / "token").string()},
+                        decoy.proc("root") + (held / "token").string()},
                        {"PATH=/usr/bin:/bin"});
     EXPECT_NE(host.out.find(token), std::string::npos) << host.err;
 
@@ -1068,28 +1086,9 @@ class AuditSeccompProcDirs : public AuditEitherIdentity {};
 TEST_P(AuditSeccompProcDirs, AProcSelfDirectoryHandedOverIsTheProcesssOwnProcfs) {
     // A process on the host as the sandbox's identity, with a secret in its environment.
     const auto token = "HOSTENV" + random_token();
-    const pid_t decoy = ::fork();
-    ASSERT_GE(decoy, 0);
-    if (decoy == 0) {
-        const std::string env = "DECOY_SECRET=" + token;
-        char *const envp[] = {const_cast<char *>(env.c_str()), nullptr};
-        if (::setgid(sandbox_gid()) == 0 && ::setuid(sandbox_uid()) == 0) {
-            ::execle("/bin/sleep", "sleep", "120", static_cast<char *>(nullptr), envp);
-        }
-        ::_exit(127);
-    }
-    struct Reap {
-        pid_t pid;
-        ~Reap() {
-            ::kill(pid, SIGKILL);
-            ::waitpid(pid, nullptr, 0);
-        }
-    } reap{decoy};
-    const auto environ_path = "/proc/" + std::to_string(decoy) + "/environ";
-    for (int i = 0; i < 100 && read_file("/proc/" + std::to_string(decoy) + "/comm") != "sleep\n";
-         ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds{10});
-    }
+    const HostDecoy decoy{sandbox_uid(), sandbox_gid(), "DECOY_SECRET=" + token};
+    ASSERT_GT(decoy.pid(), 0);
+    const auto environ_path = decoy.proc("environ");
     // Control: that identity on the host reads the secret there.
     const auto host = tea::test::run(
         {"/usr/bin/setpriv", "--reuid=" + std::to_string(sandbox_uid()),
@@ -1112,7 +1111,7 @@ TEST_P(AuditSeccompProcDirs, AProcSelfDirectoryHandedOverIsTheProcesssOwnProcfs)
         "own = os.open('/proc/self/', os.O_RDONLY | os.O_DIRECTORY)\n"
         "print(os.read(os.open('status', os.O_RDONLY, dir_fd=own), 64).decode().split()[0],\n"
         "      file=sys.stderr)\n";
-    const auto [r, record] = audited({"python3", "-c", probe, std::to_string(decoy)});
+    const auto [r, record] = audited({"python3", "-c", probe, std::to_string(decoy.pid())});
     EXPECT_EQ(r.err.find(token), std::string::npos) << "the secret stayed hidden" << r;
     // The directory handed over still serves the process's own files.
     EXPECT_NE(r.err.find("Name:"), std::string::npos) << r;
