@@ -21,6 +21,7 @@
 #include <tea/documents.hpp>
 #include <vector>
 
+#include "../observer_plugin.hpp"
 #include "audit/observation.hpp"
 #include "ebpf_event.h"
 #include "plugins/loader.hpp"
@@ -34,73 +35,11 @@ namespace {
 namespace stdfs = std::filesystem;
 using nlohmann::json;
 
-struct Observed {
-    test::Outcome outcome;
-    audit::Observation observation;
-};
-
-// One observer plugin, created and probed once for the whole suite: the eBPF observer loads its
-// programs once per session, as the runtime's session does.
-class Observer {
-   public:
-    Observer(const std::string &name, const stdfs::path &library, const std::string &config = "{}")
-        : tmp_{"tea-ebpf-manifest"} {
-        std::ofstream{tmp_.path() / (name + ".toml")}
-            << "name = \"" << name << "\"\nkind = \"observer\"\nabi = \"1.6\"\nlibrary = \""
-            << library.string() << "\"\n";
-        plugin_ = load_plugin(read_manifest(tmp_.path() / (name + ".toml"), library.parent_path()));
-        instance_ = plugin_->create(config);
-        probe_ = instance_->probe();
-    }
-
-    [[nodiscard]] const ProbeResult &probe() const { return probe_; }
-
-    // Runs `argv` wrapped by the observer, as the runtime runs a plan, and collects the call.
-    Observed observe(const std::vector<std::string> &argv) const {
-        const test::TempDir trace{"tea-ebpf-trace"};
-        const auto wrapped = wrap(argv, trace.path());
-        Observed out;
-        out.outcome = test::run(wrapped["argv"].get<std::vector<std::string>>(),
-                                wrapped["env"].get<std::vector<std::string>>());
-        out.observation = collect(trace.path());
-        return out;
-    }
-
-    // The plan the observer makes of `argv` for a call traced in `trace_dir`.
-    [[nodiscard]] json wrap(const std::vector<std::string> &argv,
-                            const stdfs::path &trace_dir) const {
-        documents::ExecPlan plan;
-        plan.argv = argv;
-        plan.env = {"PATH=/usr/bin:/bin", "LANG=C"};
-        plan.cwd = "/";
-        plan.confinement = "none";  // no sandbox: the observer alone is under test
-        const json request{{"plan", json::parse(documents::encode(plan))},
-                           {"traceDir", trace_dir.string()}};
-        return json::parse(instance_->transform(ops().wrap, "wrap", request.dump()));
-    }
-
-    [[nodiscard]] audit::Observation collect(const stdfs::path &trace_dir) const {
-        const json request{{"traceDir", trace_dir.string()}, {"initialCwd", "/"}};
-        return audit::observation_from_json(
-            instance_->transform(ops().collect, "collect", request.dump()));
-    }
-
-   private:
-    [[nodiscard]] const tea_observer_ops &ops() const {
-        return std::get<tea_observer_ops>(plugin_->ops());
-    }
-
-    test::TempDir tmp_;
-    std::shared_ptr<const LoadedPlugin> plugin_;
-    std::unique_ptr<Instance> instance_;
-    ProbeResult probe_;
-};
-
 class KernelObserved : public ::testing::Test {
    protected:
     static void SetUpTestSuite() {
-        ebpf_ = new Observer{"ebpf", TEA_EBPF_PLUGIN};
-        strace_ = new Observer{"strace", TEA_STRACE_PLUGIN};
+        ebpf_ = new ObserverPlugin{"ebpf", TEA_EBPF_PLUGIN};
+        strace_ = new ObserverPlugin{"strace", TEA_STRACE_PLUGIN};
     }
     static void TearDownTestSuite() {
         delete ebpf_;
@@ -118,10 +57,10 @@ class KernelObserved : public ::testing::Test {
     }
 
     static Observed ebpf(const std::vector<std::string> &args) { return run(*ebpf_, args); }
-    static Observed ebpf_with(const Observer &o, const std::vector<std::string> &args) {
+    static Observed ebpf_with(const ObserverPlugin &o, const std::vector<std::string> &args) {
         return run(o, args);
     }
-    static const Observer &ebpf_observer() { return *ebpf_; }
+    static const ObserverPlugin &ebpf_observer() { return *ebpf_; }
     static Observed strace(const std::vector<std::string> &args) { return run(*strace_, args); }
 
     // How many times the observation says `path` was read, by its real path.
@@ -140,18 +79,18 @@ class KernelObserved : public ::testing::Test {
     stdfs::path file_;
 
    private:
-    static Observed run(const Observer &o, const std::vector<std::string> &args) {
+    static Observed run(const ObserverPlugin &o, const std::vector<std::string> &args) {
         std::vector<std::string> argv{TEA_EBPF_KERNEL_PROBE};
         argv.insert(argv.end(), args.begin(), args.end());
         return o.observe(argv);
     }
 
-    static Observer *ebpf_;
-    static Observer *strace_;
+    static ObserverPlugin *ebpf_;
+    static ObserverPlugin *strace_;
 };
 
-Observer *KernelObserved::ebpf_ = nullptr;
-Observer *KernelObserved::strace_ = nullptr;
+ObserverPlugin *KernelObserved::ebpf_ = nullptr;
+ObserverPlugin *KernelObserved::strace_ = nullptr;
 
 TEST_F(KernelObserved, AnOpenIsReportedByTheFileItReached) {
     for (const auto &[name, seen] :
@@ -278,7 +217,7 @@ TEST_F(KernelObserved, RecordsLostToAFullRingBufferMakeTheCallIncomplete) {
     stdfs::create_directories(deep);
     const auto file = deep / "file";
     std::ofstream{file} << "content of A\n";
-    const Observer small{"ebpf", TEA_EBPF_PLUGIN, R"({"ring_buffer_bytes": 4096})"};
+    const ObserverPlugin small{"ebpf", TEA_EBPF_PLUGIN, R"({"ring_buffer_bytes": 4096})"};
     ASSERT_TRUE(small.probe().available) << small.probe().reason;
     const auto seen = ebpf_with(small, {"opens", file, "2000"});
     EXPECT_EQ(seen.outcome.out, "content of A\n") << seen.outcome.err;
@@ -374,7 +313,7 @@ void claim_and_end(std::uint64_t token) {
 // registering calls. Each way a call is abandoned fills the slots on its own: calls whose owner
 // ended (their trace directories all kept), then calls never claimed whose directories are gone.
 TEST_F(KernelObserved, AbandonedRegistrationsAreReclaimed) {
-    const Observer few{"ebpf", TEA_EBPF_PLUGIN, R"({"max_calls": 8})"};
+    const ObserverPlugin few{"ebpf", TEA_EBPF_PLUGIN, R"({"max_calls": 8})"};
     ASSERT_TRUE(few.probe().available) << few.probe().reason;
     constexpr std::size_t kMoreThanTheSlots = 12;
     for (std::size_t i = 0; i < 2 * kMoreThanTheSlots; ++i) {

@@ -19,6 +19,7 @@
 #include <tea/documents.hpp>
 #include <vector>
 
+#include "../observer_plugin.hpp"
 #include "audit/observation.hpp"
 #include "plugins/loader.hpp"
 #include "plugins/manifest.hpp"
@@ -31,80 +32,14 @@ namespace {
 namespace stdfs = std::filesystem;
 using nlohmann::json;
 
-struct Observed {
-    test::Outcome outcome;
-    audit::Observation observation;
-};
-
 // The uid the unprivileged runs take (nobody).
 constexpr int kNobody = 65534;
-
-class Observer {
-   public:
-    Observer(const std::string &name, const stdfs::path &library) : tmp_{"tea-seccomp-manifest"} {
-        std::ofstream{tmp_.path() / (name + ".toml")}
-            << "name = \"" << name << "\"\nkind = \"observer\"\nabi = \"1.6\"\nlibrary = \""
-            << library.string() << "\"\n";
-        plugin_ = load_plugin(read_manifest(tmp_.path() / (name + ".toml"), library.parent_path()));
-        instance_ = plugin_->create("{}");
-        probe_ = instance_->probe();
-    }
-
-    [[nodiscard]] const ProbeResult &probe() const { return probe_; }
-
-    // Runs `argv` wrapped by the observer, as the runtime runs a plan, and collects the call.
-    // `as_nobody`: the wrapped plan runs as an unprivileged user (setpriv in front of it).
-    Observed observe(const std::vector<std::string> &argv, bool as_nobody = false) const {
-        const test::TempDir trace{"tea-seccomp-trace"};
-        if (as_nobody) {
-            ::chown(trace.path().c_str(), kNobody, kNobody);
-        }
-        const auto wrapped = wrap(argv, trace.path());
-        auto run_argv = wrapped["argv"].get<std::vector<std::string>>();
-        if (as_nobody) {
-            run_argv.insert(run_argv.begin(),
-                            {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"});
-        }
-        Observed out;
-        out.outcome = test::run(run_argv, wrapped["env"].get<std::vector<std::string>>());
-        out.observation = collect(trace.path());
-        return out;
-    }
-
-    [[nodiscard]] json wrap(const std::vector<std::string> &argv,
-                            const stdfs::path &trace_dir) const {
-        documents::ExecPlan plan;
-        plan.argv = argv;
-        plan.env = {"PATH=/usr/bin:/bin", "LANG=C"};
-        plan.cwd = "/";
-        plan.confinement = "none";  // no sandbox: the observer alone is under test
-        const json request{{"plan", json::parse(documents::encode(plan))},
-                           {"traceDir", trace_dir.string()}};
-        return json::parse(instance_->transform(ops().wrap, "wrap", request.dump()));
-    }
-
-    [[nodiscard]] audit::Observation collect(const stdfs::path &trace_dir) const {
-        const json request{{"traceDir", trace_dir.string()}, {"initialCwd", "/"}};
-        return audit::observation_from_json(
-            instance_->transform(ops().collect, "collect", request.dump()));
-    }
-
-   private:
-    [[nodiscard]] const tea_observer_ops &ops() const {
-        return std::get<tea_observer_ops>(plugin_->ops());
-    }
-
-    test::TempDir tmp_;
-    std::shared_ptr<const LoadedPlugin> plugin_;
-    std::unique_ptr<Instance> instance_;
-    ProbeResult probe_;
-};
 
 class SeccompObserved : public ::testing::Test {
    protected:
     static void SetUpTestSuite() {
-        seccomp_ = new Observer{"seccomp", TEA_SECCOMP_PLUGIN};
-        strace_ = new Observer{"strace", TEA_STRACE_PLUGIN};
+        seccomp_ = new ObserverPlugin{"seccomp", TEA_SECCOMP_PLUGIN};
+        strace_ = new ObserverPlugin{"strace", TEA_STRACE_PLUGIN};
     }
     static void TearDownTestSuite() {
         delete seccomp_;
@@ -158,19 +93,23 @@ class SeccompObserved : public ::testing::Test {
     stdfs::path file_;
 
    private:
-    static Observed run(const Observer &o, const std::vector<std::string> &args,
+    static Observed run(const ObserverPlugin &o, const std::vector<std::string> &args,
                         bool as_nobody = false) {
         std::vector<std::string> argv{TEA_SECCOMP_KERNEL_PROBE};
         argv.insert(argv.end(), args.begin(), args.end());
-        return o.observe(argv, as_nobody);
+        if (!as_nobody) {
+            return o.observe(argv);
+        }
+        return o.observe(
+            argv, {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"}, kNobody);
     }
 
-    static Observer *seccomp_;
-    static Observer *strace_;
+    static ObserverPlugin *seccomp_;
+    static ObserverPlugin *strace_;
 };
 
-Observer *SeccompObserved::seccomp_ = nullptr;
-Observer *SeccompObserved::strace_ = nullptr;
+ObserverPlugin *SeccompObserved::seccomp_ = nullptr;
+ObserverPlugin *SeccompObserved::strace_ = nullptr;
 
 TEST_F(SeccompObserved, AnOpenIsReportedByTheFileItReached) {
     for (const auto &[name, seen] : {std::pair{"seccomp", seccomp({"open", file_})},
@@ -371,7 +310,7 @@ TEST_F(SeccompObserved, AWrapForAStampRegistersNothing) {
     // wrap is a pure transform: a trace directory that does not exist gets a plan, and a collect
     // of it says the observer did not prepare it.
     const auto none = stdfs::path{"/nonexistent/tea-seccomp"};
-    const Observer fresh{"seccomp", TEA_SECCOMP_PLUGIN};
+    const ObserverPlugin fresh{"seccomp", TEA_SECCOMP_PLUGIN};
     EXPECT_NO_THROW((void)fresh.wrap({"true"}, none));
     EXPECT_FALSE(fresh.collect(none).complete);
 }
