@@ -146,7 +146,9 @@ class ExecOnATerminal : public Confinement {
 
 TEST_F(ExecOnATerminal, TheTargetCannotForgeOrHideTheAuditOnTheTerminal) {
     const auto chunks = attack();
-    const auto [r, shown] = on_terminal({.command = writer(chunks)});
+    // The observer is named: the forged line mimics what strace's audit prints.
+    const auto [r, shown] =
+        on_terminal({.command = writer(chunks), .options = {"--observer", "strace"}});
     EXPECT_EQ(r.status, 0) << r << shown;
 
     // Nothing the terminal would act on reached it: every control is shown as text.
@@ -171,7 +173,7 @@ TEST_F(ExecOnATerminal, TheTargetCannotForgeOrHideTheAuditOnTheTerminal) {
     EXPECT_LT(shown.rfind(kForged), shown.find(*audit)) << shown;
 
     // Control: the same target's output to files keeps every byte it wrote.
-    const auto kept = run({.command = writer(chunks)});
+    const auto kept = run({.command = writer(chunks), .options = {"--observer", "strace"}});
     EXPECT_EQ(kept.out, written_to(chunks, 1)) << kept;
     EXPECT_NE(kept.err.find(written_to(chunks, 2)), std::string::npos) << kept;
     EXPECT_NE(kept.err.find("tea-evaluate: audit (strace): 1 path outside the grants:\n"

@@ -275,9 +275,11 @@ TEST_F(Audit, HostilePathNamesAreListedExactly) {
 TEST_F(Audit, ATraceCutShortByTheCallsLimitsIsIncomplete) {
     const std::vector<std::string> busy = {
         "sh", "-c", "for i in $(seq 300); do cat /etc/hostname; done >/dev/null; cat " + key()};
-    const auto small = run({.command = busy,
-                            .config = "[plugin.bubblewrap]\nfile_size_bytes = 8192\n",
-                            .options = {"--json"}});
+    const auto small = run(
+        {.command = busy,
+         .config =
+             "[audit]\nauto_order = [\"strace\"]\n[plugin.bubblewrap]\nfile_size_bytes = 8192\n",
+         .options = {"--json"}});
     const auto record = json::parse(small.out, nullptr, false);
     ASSERT_FALSE(record.is_discarded()) << small;
     EXPECT_FALSE(record["audit"]["complete"].get<bool>()) << small;
@@ -295,11 +297,13 @@ TEST_F(Audit, TheObserversConfirmationIsNotCutByTheCallsFileSizeLimit) {
     make_file(own_strace, "#!/bin/sh\nexec /usr/bin/strace \"$@\"\n", 0755);
     const std::vector<std::string> busy = {
         "sh", "-c", "for i in $(seq 300); do cat /etc/hostname; done >/dev/null; cat " + key()};
-    const auto r = run({.command = busy,
-                        .config = "[plugin.bubblewrap]\nfile_size_bytes = 8192\n"
-                                  "[plugin.strace]\nstrace = \"" +
-                                  own_strace.string() + "\"\n",
-                        .options = {"--json"}});
+    const auto r =
+        run({.command = busy,
+             .config =
+                 "[audit]\nauto_order = [\"strace\"]\n[plugin.bubblewrap]\nfile_size_bytes = 8192\n"
+                 "[plugin.strace]\nstrace = \"" +
+                 own_strace.string() + "\"\n",
+             .options = {"--json"}});
     EXPECT_EQ(r.err.find("did not see a confined process read its probe file"), std::string::npos)
         << r;
     const auto record = json::parse(r.out, nullptr, false);
@@ -428,18 +432,81 @@ std::string fake_strace(const fs::path &dir, const std::string &version) {
 TEST_F(Audit, AnObserverThatSeesNothingIsRefused) {
     const auto blind = fake_strace(base(), "6.1");
     const auto r =
-        run({.command = {"cat", key()}, .config = "[plugin.strace]\nstrace = \"" + blind + "\"\n"});
+        run({.command = {"cat", key()},
+             .config = "[audit]\nauto_order = [\"strace\"]\n[plugin.strace]\nstrace = \"" + blind +
+                       "\"\n"});
     EXPECT_EQ(r.status, 12) << r;
     EXPECT_NE(r.err.find("did not see"), std::string::npos) << r;
     EXPECT_EQ(r.err.find("PRIVATE KEY"), std::string::npos) << "nothing ran unaudited" << r;
 }
+
+#if defined(TEA_EBPF_OBSERVER) || defined(TEA_SECCOMP_OBSERVER)
+// Each kernel-side observer is confirmed by the same probe as strace before any call runs. Its
+// program around the plan (the eBPF enter program, the seccomp supervisor) covered by one that runs
+// the plan untraced, as a broken install or a host that refuses the mechanism would: the probe is
+// not seen, the command stops with exit 12 and the target never runs.
+class AuditBlindObserver : public Audit, public ::testing::WithParamInterface<const char *> {};
+
+TEST_P(AuditBlindObserver, AnObserverThatSeesNothingIsRefusedBeforeTheTargetRuns) {
+    if (::geteuid() != 0) {
+        GTEST_SKIP() << "covering the observer's program takes a mount namespace of root's";
+    }
+    const std::string observer = GetParam();
+    const auto program = fs::path{TEA_EVALUATE_BIN}.parent_path().parent_path() / "libexec" /
+                         "tea-evaluate" /
+                         (observer == "ebpf" ? "tea-ebpf-enter" : "tea-seccomp-supervise");
+    ASSERT_TRUE(fs::exists(program)) << program;
+    // Runs what follows its `--` untraced: no token claimed, no filter installed, no record.
+    const auto blind = base() / ("blind-" + observer);
+    make_file(blind,
+              "#!/bin/sh\nunset TEA_EBPF_TOKEN TEA_SECCOMP_NONCE\n"
+              "while [ $# -gt 0 ] && [ \"$1\" != -- ]; do shift; done\nshift\nexec \"$@\"\n",
+              0755);
+    const auto marker = workspace() / "ran";
+    const std::vector<std::string> covering{
+        "/usr/bin/unshare",
+        "--mount",
+        "--",
+        "/bin/sh",
+        "-c",
+        "/bin/mount --bind \"$0\" \"$1\" && shift && exec \"$@\"",
+        blind.string(),
+        program.string()};
+    const std::vector<std::string> command{"sh", "-c", "echo ran > " + marker.string()};
+    const auto r =
+        run({.command = command, .options = {"--observer", observer}, .wrapper = covering});
+    EXPECT_EQ(r.status, 12) << r;
+    EXPECT_NE(r.err.find("did not see a confined process read its probe file"), std::string::npos)
+        << r;
+    EXPECT_FALSE(fs::exists(marker)) << "nothing ran unaudited" << r;
+    // The control: the same command with the observer's own program is confirmed and audited.
+    const auto seen = run({.command = command, .options = {"--observer", observer}});
+    EXPECT_EQ(seen.status, 0) << seen;
+    EXPECT_TRUE(fs::exists(marker)) << seen;
+}
+
+std::vector<const char *> kernel_side_observers() {
+    std::vector<const char *> out;
+#ifdef TEA_EBPF_OBSERVER
+    out.push_back("ebpf");
+#endif
+#ifdef TEA_SECCOMP_OBSERVER
+    out.push_back("seccomp");
+#endif
+    return out;
+}
+INSTANTIATE_TEST_SUITE_P(Observers, AuditBlindObserver,
+                         ::testing::ValuesIn(kernel_side_observers()));
+#endif
 
 TEST_F(Audit, AnOldOrMissingStraceIsRefusedByVersion) {
     // A strace the configuration names is the one to change: installing the package would not
     // help.
     const auto old = fake_strace(base(), "5.10");
     const auto r =
-        run({.command = {"true"}, .config = "[plugin.strace]\nstrace = \"" + old + "\"\n"});
+        run({.command = {"true"},
+             .config = "[audit]\nauto_order = [\"strace\"]\n[plugin.strace]\nstrace = \"" + old +
+                       "\"\n"});
     EXPECT_EQ(r.status, 12) << r;
     EXPECT_NE(r.err.find("version 5.10"), std::string::npos) << r;
     EXPECT_NE(r.err.find("set [plugin.strace] strace = \"" + old + "\" to a newer one"),
@@ -447,7 +514,9 @@ TEST_F(Audit, AnOldOrMissingStraceIsRefusedByVersion) {
         << r;
     EXPECT_EQ(r.err.find("apt-get"), std::string::npos) << r;
     const auto missing =
-        run({.command = {"true"}, .config = "[plugin.strace]\nstrace = \"/nonexistent/strace\"\n"});
+        run({.command = {"true"},
+             .config = "[audit]\nauto_order = [\"strace\"]\n[plugin.strace]\nstrace = "
+                       "\"/nonexistent/strace\"\n"});
     EXPECT_EQ(missing.status, 12) << missing;
     EXPECT_NE(missing.err.find(R"([plugin.strace] strace = "/nonexistent/strace" cannot be run )"
                                "(No such file or directory); set it to strace 6.1 or later, or "
@@ -455,8 +524,10 @@ TEST_F(Audit, AnOldOrMissingStraceIsRefusedByVersion) {
               std::string::npos)
         << missing;
     EXPECT_EQ(missing.err.find("apt-get"), std::string::npos) << missing;
-    const auto word =
-        run({.command = {"true"}, .config = "[plugin.strace]\nstrace = \"strace-nowhere\"\n"});
+    const auto word = run(
+        {.command = {"true"},
+         .config =
+             "[audit]\nauto_order = [\"strace\"]\n[plugin.strace]\nstrace = \"strace-nowhere\"\n"});
     EXPECT_EQ(word.status, 12) << word;
     EXPECT_NE(word.err.find(R"([plugin.strace] strace = "strace-nowhere" names no program in )"
                             "/usr/bin, /bin or /usr/local/bin"),
@@ -472,8 +543,8 @@ TEST_F(Audit, AMissingOrOldSystemStraceIsRefusedWithTheWayToInstallIt) {
     }
     const auto system_strace = fs::canonical("/usr/bin/strace");
     const std::vector<std::string> exec{
-        TEA_EVALUATE_BIN,     "exec", "--backend", "bubblewrap", "--workspace",
-        workspace().string(), "--",   "true"};
+        TEA_EVALUATE_BIN, "exec",        "--backend",          "bubblewrap", "--observer",
+        "strace",         "--workspace", workspace().string(), "--",         "true"};
     const auto missing = run_covering(system_strace, "/dev/null", exec);
     EXPECT_EQ(missing.status, 12) << missing;
     EXPECT_NE(missing.err.find("strace (strace) is not installed; the audit needs strace 6.1 or "
@@ -525,8 +596,10 @@ TEST_F(Audit, AConfinementThatFailsBeforeTheTargetStartsIsTriedOnceMore) {
     // and the bind: before anything of the target ran.
     const auto flaky =
         counting_strace(base(), "1|3", "bwrap: Cannot create file at /tmp/gone.sock");
-    const auto r = run({.command = {"cat", key()},
-                        .config = "[plugin.strace]\nstrace = \"" + flaky.string() + "\"\n"});
+    const auto r =
+        run({.command = {"cat", key()},
+             .config = "[audit]\nauto_order = [\"strace\"]\n[plugin.strace]\nstrace = \"" +
+                       flaky.string() + "\"\n"});
     EXPECT_EQ(r.status, 0) << r;
     EXPECT_NE(r.out.find("PRIVATE KEY"), std::string::npos) << r;
     EXPECT_NE(r.err.find(key()), std::string::npos) << "still audited" << r;
@@ -538,8 +611,10 @@ TEST_F(Audit, AConfinementThatFailsBeforeTheTargetStartsIsTriedOnceMore) {
               "#!/bin/sh\nif [ \"$1\" = -V ]; then exec /usr/bin/strace -V; fi\n"
               "echo 'bwrap: nothing works' >&2; exit 1\n",
               0755);
-    const auto b = run({.command = {"cat", key()},
-                        .config = "[plugin.strace]\nstrace = \"" + broken.string() + "\"\n"});
+    const auto b =
+        run({.command = {"cat", key()},
+             .config = "[audit]\nauto_order = [\"strace\"]\n[plugin.strace]\nstrace = \"" +
+                       broken.string() + "\"\n"});
     EXPECT_EQ(b.status, 12) << b;
 }
 
@@ -549,8 +624,10 @@ TEST_F(Audit, AConfinementThatNeverStartsTheTargetIsAHostFailureNotTheTargetsSta
     const auto failing =
         counting_strace(base(), "[2-9]|[1-9][0-9]*",
                         "bwrap: Creating new namespace failed: Resource temporarily unavailable");
-    const auto r = run({.command = {"cat", key()},
-                        .config = "[plugin.strace]\nstrace = \"" + failing.string() + "\"\n"});
+    const auto r =
+        run({.command = {"cat", key()},
+             .config = "[audit]\nauto_order = [\"strace\"]\n[plugin.strace]\nstrace = \"" +
+                       failing.string() + "\"\n"});
     EXPECT_EQ(r.status, 12) << r;
     EXPECT_NE(r.err.find("before the target started, twice"), std::string::npos) << r;
     EXPECT_EQ(r.out.find("PRIVATE KEY"), std::string::npos) << r;
