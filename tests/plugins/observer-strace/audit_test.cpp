@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <tea/json_bytes.hpp>
@@ -1200,6 +1201,120 @@ TEST_P(AuditSeccompProcDirs, AProcSelfDirectoryHandedOverIsTheProcesssOwnProcfs)
     EXPECT_EQ(refused, 4U) << "each of the four routes led nowhere" << r;
 }
 
+// Another process's procfs entries answer the target as the kernel answers it, whichever observer
+// opens them: the seccomp observer's supervisor owns the sandbox's user namespace (every
+// capability there) and must not lend that standing. Under strace and eBPF the target opens them
+// itself: the kernel's own answer, the control.
+class AuditOtherProcessesProc : public AuditEitherIdentity {};
+
+TEST_P(AuditOtherProcessesProc, TheUndumpableHoldersEntriesStayRefused) {
+    const std::string probe =
+        "import os, sys, time\n"
+        "child = os.fork()\n"
+        "if child == 0:\n"
+        "    time.sleep(30)\n"
+        "    os._exit(0)\n"
+        "def read(path):\n"
+        "    try:\n"
+        "        with open(path, 'rb') as f:\n"
+        "            return 'ok' if f.read(64) else 'empty'\n"
+        "    except OSError:\n"
+        "        return 'refused'\n"
+        "def link(path):\n"
+        "    try:\n"
+        "        return 'ok' if os.readlink(path) else 'empty'\n"
+        "    except OSError:\n"
+        "        return 'refused'\n"
+        "own = os.getpid()\n"
+        "for label, path in (('own', '/proc/%d/maps' % own), ('child', '/proc/%d/maps' % child),\n"
+        "                    ('holder', '/proc/1/maps'), ('dotdot', '/proc/self/../1/maps'),\n"
+        "                    ('task', '/proc/self/task/../../1/smaps')):\n"
+        "    print(label, read(path), file=sys.stderr)\n"
+        "for label, path in (('own-exe', '/proc/%d/exe' % own), ('child-exe', '/proc/%d/exe' % "
+        "child),\n"
+        "                    ('holder-exe', '/proc/1/exe'), ('holder-cwd', '/proc/1/cwd')):\n"
+        "    print(label, link(path), file=sys.stderr)\n"
+        "os.kill(child, 9)\n";
+    const auto [r, record] = audited({"python3", "-c", probe});
+    // Control: the process's own entries and its child's, by their numbers, are read.
+    EXPECT_NE(r.err.find("own ok\n"), std::string::npos) << r;
+    EXPECT_NE(r.err.find("child ok\n"), std::string::npos) << r;
+    EXPECT_NE(r.err.find("own-exe ok\n"), std::string::npos) << r;
+    EXPECT_NE(r.err.find("child-exe ok\n"), std::string::npos) << r;
+    // The holder (the sandbox's pid 1) is undumpable: its memory map and links stay closed.
+    EXPECT_NE(r.err.find("holder refused\n"), std::string::npos) << r;
+    EXPECT_NE(r.err.find("dotdot refused\n"), std::string::npos) << r;
+    EXPECT_NE(r.err.find("task refused\n"), std::string::npos) << r;
+    EXPECT_NE(r.err.find("holder-exe refused\n"), std::string::npos) << r;
+    EXPECT_NE(r.err.find("holder-cwd refused\n"), std::string::npos) << r;
+}
+
+// A FIFO opened for reading waits for a writer in a worker the supervisor forks. A signal
+// interrupts the process's open and its restart asks again: the first worker must not stay.
+class AuditSeccompBlockedOpens : public AuditEitherIdentity {};
+
+TEST_P(AuditSeccompBlockedOpens, AnInterruptedFifoOpenLeavesNoWorkerBehind) {
+    constexpr int kSignals = 40;
+    const auto marker = workspace() / "signalled";
+    const std::string probe =
+        "import os, signal, sys, threading, time\n"
+        "fifo = os.path.join(sys.argv[1], 'fifo')\n"
+        "os.mkfifo(fifo)\n"
+        "signal.signal(signal.SIGUSR1, lambda *a: None)\n"
+        "t = threading.Thread(target=lambda: os.open(fifo, os.O_RDONLY), daemon=True)\n"
+        "t.start()\n"
+        "time.sleep(0.3)\n"
+        "for _ in range(int(sys.argv[2])):\n"
+        "    signal.pthread_kill(t.ident, signal.SIGUSR1)\n"
+        "    time.sleep(0.02)\n"
+        "open(os.path.join(sys.argv[1], 'signalled'), 'w').close()\n"
+        "time.sleep(3)\n"
+        "os.close(os.open(fifo, os.O_WRONLY))\n"
+        "t.join()\n"
+        "print('released', file=sys.stderr)\n";
+    auto call =
+        start({.command = {"python3", "-c", probe, workspace().string(), std::to_string(kSignals)},
+               .options = {"--observer", "seccomp", "--json"}});
+    for (int i = 0; i < 300 && !fs::exists(marker); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds{50});
+    }
+    ASSERT_TRUE(fs::exists(marker));
+    // The supervisor and its workers: the call's processes named tea-seccomp-supervise.
+    std::map<pid_t, pid_t> parent;
+    std::vector<pid_t> supervisors;
+    for (const auto &entry : fs::directory_iterator{"/proc"}) {
+        const auto name = entry.path().filename().string();
+        if (name.find_first_not_of("0123456789") != std::string::npos) {
+            continue;
+        }
+        const auto stat = read_file(entry.path() / "stat");
+        const auto close = stat.rfind(')');
+        if (close == std::string::npos) {
+            continue;
+        }
+        const pid_t pid = std::stoi(name);
+        parent[pid] = static_cast<pid_t>(std::strtol(stat.c_str() + close + 4, nullptr, 10));
+        if (stat.find("(tea-seccomp-su") != std::string::npos) {
+            supervisors.push_back(pid);
+        }
+    }
+    std::size_t of_this_call = 0;
+    for (pid_t pid : supervisors) {
+        for (pid_t up = pid; up > 1; up = parent.count(up) != 0 ? parent[up] : 0) {
+            if (up == call.pid()) {
+                ++of_this_call;
+                break;
+            }
+        }
+    }
+    const auto r = call.wait();
+    // Control: the process blocked in the open, signalled, and its open then met its writer.
+    EXPECT_NE(r.err.find("released"), std::string::npos) << r;
+    EXPECT_GE(of_this_call, 1U) << r;
+    // The supervisor, and at most the worker of the open still waiting.
+    EXPECT_LE(of_this_call, 3U) << r;
+}
+
 class AuditSeccompFollowedLinks : public AuditEitherIdentity {};
 
 TEST_P(AuditSeccompFollowedLinks, ALastLinkFollowedStaysInTheProcesssRoot) {
@@ -1313,10 +1428,13 @@ std::vector<AuditedBy> seccomp_only() {
     return {{Identity::invoker, "seccomp"}, {Identity::unprivileged, "seccomp"}};
 }
 INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompProcLinks, ::testing::ValuesIn(seccomp_only()));
+INSTANTIATE_TEST_SUITE_P(Identities, AuditOtherProcessesProc,
+                         ::testing::ValuesIn(audited_by(true)));
 INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompProcDirs, ::testing::ValuesIn(seccomp_only()));
 INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompFollowedLinks,
                          ::testing::ValuesIn(seccomp_only()));
 INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompRecordSize, ::testing::ValuesIn(seccomp_only()));
+INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompBlockedOpens, ::testing::ValuesIn(seccomp_only()));
 #ifdef TEA_FORK_FIRST_PROBE
 INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompSetUp, ::testing::ValuesIn(seccomp_only()));
 #endif
