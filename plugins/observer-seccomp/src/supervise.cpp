@@ -1603,6 +1603,22 @@ struct Name {
     int error = 0;
 };
 
+// Whether the name is the root of a mount in the process's view: its parent was reached through
+// the process's own mounts, so the lookup here crosses the ones its namespace has on that name.
+// The kernel refuses to rename or remove a mount point (EBUSY) only in the caller's own mount
+// namespace; made from the supervisor's, the call would move a withheld folder out from under its
+// cover, or delete the host file a withheld file's cover hides. A kernel that cannot say counts as
+// a mount point: refused, never performed blind.
+bool mount_point_in_view(const Name &n) {
+    struct statx sx {};
+    if (::statx(n.parent.get(), n.last.c_str(), AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT, STATX_TYPE,
+                &sx) != 0) {
+        return false;  // nothing there (or nothing the process may see): the call answers for it
+    }
+    return (sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) == 0 ||
+           (sx.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
+}
+
 Name name_arg(const Request &r, int dirfd, std::uint64_t addr) {
     Name out;
     std::string &path = out.path;
@@ -1793,7 +1809,9 @@ void on_name_change(const Request &r) {
                 flags = AT_REMOVEDIR;
             }
 #endif
-            if (n.error == 0) {
+            if (n.error == 0 && mount_point_in_view(n)) {
+                error = EBUSY;
+            } else if (n.error == 0) {
                 AsProcess as{r, false};
                 done_as(as, [&] {
                     return static_cast<long>(::unlinkat(n.parent.get(), n.last.c_str(), flags));
@@ -1816,6 +1834,8 @@ void on_name_change(const Request &r) {
             const auto flags = r.nr() == __NR_renameat2 ? static_cast<unsigned>(r.arg(4)) : 0U;
             if (from.error != 0 || to.error != 0) {
                 error = from.error != 0 ? from.error : to.error;
+            } else if (mount_point_in_view(from) || mount_point_in_view(to)) {
+                error = EBUSY;
             } else {
                 AsProcess as{r, false};
                 done_as(as, [&] {

@@ -1397,6 +1397,44 @@ TEST_P(AuditSeccompSetUp, ATargetThatForksBeforeAnyCallOfItsOwnIsJudged) {
 }
 #endif
 
+class AuditSeccompCovers : public AuditEitherIdentity {};
+
+// The supervisor makes the process's name changes from its own mount namespace, where the covers
+// the view puts on withheld paths are no mount points: the kernel's EBUSY must hold all the same,
+// or a target would delete the withheld file on the host, or move the withheld folder out from
+// under its cover for the next call to read.
+TEST_P(AuditSeccompCovers, AWithheldFileOrFolderIsNeitherMovedNorRemovedFromUnderItsCover) {
+    const auto answers = workspace() / "sub" / "ans";
+    fs::create_directories(answers);
+    fs::create_directory(workspace() / "free");
+    make_file(answers / "key.txt", "answer\n", 0644);
+    const auto secret = workspace() / "secret.txt";
+    make_file(secret, "secret\n", 0644);
+    hand_to_caller(workspace());
+    const auto probe = python(R"PY(
+report("UNLINK", lambda: os.unlink("secret.txt"))
+report("RENAME-FILE", lambda: os.rename("secret.txt", "moved.txt"))
+report("MOVE-COVER", lambda: os.rename("sub/ans", "sub/x"))
+report("MOVE-PARENT", lambda: os.rename("sub", ".s"))
+report("RMDIR", lambda: os.rmdir("sub/ans"))
+report("OVER", lambda: os.rename("free", "sub"))
+report("FREE", lambda: os.rename("free", "free2"))
+)PY");
+    const auto r = run({.command = probe,
+                        .withhold = {secret.string(), answers.string()},
+                        .options = {"--observer", observer_}});
+    EXPECT_EQ(r.status, 0) << r;
+    for (const char *refused :
+         {"UNLINK", "RENAME-FILE", "MOVE-COVER", "MOVE-PARENT", "RMDIR", "OVER"}) {
+        EXPECT_TRUE(r.has(std::string{refused} + "-DENIED:EBUSY")) << refused << r;
+    }
+    // The control: a folder under no cover moves, through the same supervisor.
+    EXPECT_TRUE(r.has("FREE-OK")) << r;
+    EXPECT_TRUE(fs::exists(workspace() / "free2")) << r;
+    EXPECT_TRUE(fs::exists(secret)) << r;
+    EXPECT_TRUE(fs::exists(answers / "key.txt")) << r;
+}
+
 class AuditSeccompRecordSize : public AuditEitherIdentity {};
 
 TEST_P(AuditSeccompRecordSize, DistinctLongPathsStopBeingKeptAtTheByteBound) {
@@ -1434,6 +1472,7 @@ INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompProcDirs, ::testing::ValuesIn(s
 INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompFollowedLinks,
                          ::testing::ValuesIn(seccomp_only()));
 INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompRecordSize, ::testing::ValuesIn(seccomp_only()));
+INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompCovers, ::testing::ValuesIn(seccomp_only()));
 INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompBlockedOpens, ::testing::ValuesIn(seccomp_only()));
 #ifdef TEA_FORK_FIRST_PROBE
 INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompSetUp, ::testing::ValuesIn(seccomp_only()));
