@@ -31,6 +31,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -818,6 +819,13 @@ bool in_host_procfs_dir(int fd) {
     return ::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && st.st_dev == g_host_proc_dev;
 }
 
+// Whether an open descriptor is of /dev/tty (character device 5:0), which the kernel turns into
+// the opener's own controlling terminal.
+bool is_controlling_terminal_node(int fd) {
+    struct stat st {};
+    return ::fstat(fd, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == makedev(5, 0);
+}
+
 // Opens `path` as the process named it relative to `dirfd`, with `how`, inside the process's
 // root: the file descriptor, or -errno. `asked` gets the path made absolute.
 long open_as_process(const Request &r, int dirfd, const std::string &path, open_how how,
@@ -837,6 +845,13 @@ long open_as_process(const Request &r, int dirfd, const std::string &path, open_
         const long fd = openat2_call(at, p, h);
         if (fd < 0) {
             return -errno;
+        }
+        // /dev/tty opens the opener's controlling terminal: here the supervisor's, the terminal
+        // tea-evaluate runs on, which a target would write to (or read keystrokes from) past the
+        // runtime. The process, which starts in a session of its own, has none: ENXIO.
+        if (is_controlling_terminal_node(static_cast<int>(fd))) {
+            ::close(static_cast<int>(fd));
+            return -ENXIO;
         }
         // Another process's procfs entry opened with the supervisor's standing: a target would
         // read the maps of the sandbox's undumpable holder, or another process's, that the kernel
