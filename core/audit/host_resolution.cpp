@@ -90,11 +90,12 @@ class Walker {
             const int shared = depth_within(next, view_.shared_writable);
             const int host = std::max(shared, depth_within(next, view_.shared_read_only));
             const int own = depth_within(next, view_.view_only);
-            // A directory of the view's own writable place that leads down to a shared place (the
-            // /tmp of the call's own up to a workspace under it): the view made it for that
-            // place's path, and it names what the host's does unless the call changed it.
-            const bool on_the_way = own > host && leads_to_shared(next) &&
-                                    depth_within(next, view_.view_only_writable) >= 0;
+            // A directory of the view's own that leads down to a shared place (the /tmp of the
+            // call's own up to a workspace under it, the private root up to the call's home): the
+            // view made it for that place's path, and it names what the host's does unless the
+            // call changed it. Taken as it is instead, a name through a link the call planted in
+            // its home would be judged by its letters, not by the file it reached.
+            const bool on_the_way = own > host && leads_to_shared(next);
             if (own > host && !on_the_way) {
                 if (depth_within(next, view_.view_only_writable) >= 0) {
                     out.unverified =

@@ -5,6 +5,59 @@
 #include "util/console.hpp"
 
 namespace tea::cli {
+namespace {
+
+// What a call would take on this host for one kind: the plugin the configuration names, or under
+// "auto" the first name of its order that loaded as that kind and is available. The opt-out backend
+// confines nothing and "auto" never takes it, as exec never does.
+nlohmann::json selection_of(const nlohmann::json &list, std::string_view kind,
+                            const std::string &setting, const std::vector<std::string> &order) {
+    nlohmann::json out{{"setting", setting}, {"selected", nullptr}};
+    if (setting != "auto") {
+        if (setting != "none") {
+            out["selected"] = setting;
+        }
+        return out;
+    }
+    out["order"] = order;
+    for (const auto &name : order) {
+        if (kind == "backend" && name == "opt-out") {
+            continue;
+        }
+        for (const auto &item : list) {
+            if (item["name"] == name && item["kind"] == kind && item["loaded"].get<bool>() &&
+                item["available"].get<bool>()) {
+                out["selected"] = name;
+                return out;
+            }
+        }
+    }
+    return out;
+}
+
+// "backend: bubblewrap (confinement.backend = "auto": the first available of bubblewrap, ...)"
+std::string selection_line(std::string_view kind, std::string_view key,
+                           const nlohmann::json &selection) {
+    std::string line{kind};
+    line += ": ";
+    line += selection["selected"].is_null() ? std::string{"none"}
+                                            : selection["selected"].get<std::string>();
+    line += " (";
+    line += key;
+    line += " = \"" + selection["setting"].get<std::string>() + "\"";
+    if (selection.contains("order")) {
+        line +=
+            selection["selected"].is_null() ? ": none available of " : ": the first available of ";
+        std::string names;
+        for (const auto &name : selection["order"]) {
+            names += (names.empty() ? "" : ", ") + name.get<std::string>();
+        }
+        line += names.empty() ? std::string{"an empty list"} : names;
+    }
+    return line + ")\n";
+}
+
+}  // namespace
 
 int plugins_command(const CommonOptions &common) {
     const auto runtime = load_runtime(common);
@@ -37,8 +90,12 @@ int plugins_command(const CommonOptions &common) {
         }
         list.push_back(item);
     }
+    const auto &config = runtime.config;
+    const nlohmann::json selected{
+        {"backend", selection_of(list, "backend", config.backend, config.backend_order)},
+        {"observer", selection_of(list, "observer", config.observer, config.observer_order)}};
     if (common.json) {
-        console::out() << nlohmann::json{{"plugins", list}}.dump(2) << '\n';
+        console::out() << nlohmann::json{{"plugins", list}, {"selected", selected}}.dump(2) << '\n';
         return 0;
     }
     if (list.empty()) {
@@ -61,6 +118,9 @@ int plugins_command(const CommonOptions &common) {
                   << "    reason: " << item["reason"].get<std::string>() << '\n';
         }
     }
+    console::out() << '\n'
+                   << selection_line("backend", "confinement.backend", selected["backend"])
+                   << selection_line("observer", "audit.observer", selected["observer"]);
     return 0;
 }
 

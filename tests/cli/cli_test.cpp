@@ -53,6 +53,46 @@ TEST(Cli, PluginsListsOptOutWithItsAbi) {
     EXPECT_TRUE(found) << j.out;
 }
 
+// plugins says what a call would take: under "auto", the first name of the order that is installed
+// as that kind and available, never the opt-out backend; a name given, as given.
+TEST(Cli, PluginsNamesWhatAutoWouldTake) {
+    const test::TempDir dir{"tea-cli-selected"};
+    const auto config = (dir.path() / "c.toml").string();
+    test::write_file(config,
+                     "[confinement]\nauto_order = [\"opt-out\", \"strace\"]\n"
+                     "[audit]\nauto_order = [\"missing-one\", \"opt-out\", \"strace\"]\n");
+    const auto j = test::run(cmd({"--config", config, "plugins", "--json"}), env());
+    ASSERT_EQ(j.status, 0) << j.err;
+    const auto doc = nlohmann::json::parse(j.out);
+    bool strace_available = false;
+    for (const auto &p : doc["plugins"]) {
+        strace_available = strace_available || (p["name"] == "strace" && p["available"] == true);
+    }
+    EXPECT_EQ(doc["selected"]["backend"]["setting"], "auto");
+    EXPECT_TRUE(doc["selected"]["backend"]["selected"].is_null()) << j.out;
+    EXPECT_EQ(doc["selected"]["observer"]["order"],
+              (std::vector<std::string>{"missing-one", "opt-out", "strace"}));
+    if (strace_available) {
+        EXPECT_EQ(doc["selected"]["observer"]["selected"], "strace") << j.out;
+    } else {
+        EXPECT_TRUE(doc["selected"]["observer"]["selected"].is_null()) << j.out;
+    }
+    const auto o = test::run(cmd({"--config", config, "plugins"}), env());
+    EXPECT_NE(o.out.find("\nbackend: none (confinement.backend = \"auto\": none available of "
+                         "opt-out, strace)\n"),
+              std::string::npos)
+        << o.out;
+    // Named on the command line: what is named, without an order.
+    const auto named = test::run(cmd({"--config", config, "--backend", "opt-out", "--observer",
+                                      "none", "plugins", "--json"}),
+                                 env());
+    const auto picked = nlohmann::json::parse(named.out)["selected"];
+    EXPECT_EQ(picked["backend"]["selected"], "opt-out") << named.out;
+    EXPECT_FALSE(picked["backend"].contains("order")) << named.out;
+    EXPECT_TRUE(picked["observer"]["selected"].is_null()) << named.out;
+    EXPECT_EQ(picked["observer"]["setting"], "none") << named.out;
+}
+
 TEST(Cli, ExecPassesOutputAndStatusThrough) {
     const auto o = test::run(
         cmd({"exec", "--backend", "opt-out", "--", "sh", "-c", "echo hi; exit 7"}), env());

@@ -146,7 +146,9 @@ class ExecOnATerminal : public Confinement {
 
 TEST_F(ExecOnATerminal, TheTargetCannotForgeOrHideTheAuditOnTheTerminal) {
     const auto chunks = attack();
-    const auto [r, shown] = on_terminal({.command = writer(chunks)});
+    // The observer is named: the forged line mimics what strace's audit prints.
+    const auto [r, shown] =
+        on_terminal({.command = writer(chunks), .options = {"--observer", "strace"}});
     EXPECT_EQ(r.status, 0) << r << shown;
 
     // Nothing the terminal would act on reached it: every control is shown as text.
@@ -171,7 +173,7 @@ TEST_F(ExecOnATerminal, TheTargetCannotForgeOrHideTheAuditOnTheTerminal) {
     EXPECT_LT(shown.rfind(kForged), shown.find(*audit)) << shown;
 
     // Control: the same target's output to files keeps every byte it wrote.
-    const auto kept = run({.command = writer(chunks)});
+    const auto kept = run({.command = writer(chunks), .options = {"--observer", "strace"}});
     EXPECT_EQ(kept.out, written_to(chunks, 1)) << kept;
     EXPECT_NE(kept.err.find(written_to(chunks, 2)), std::string::npos) << kept;
     EXPECT_NE(kept.err.find("tea-evaluate: audit (strace): 1 path outside the grants:\n"
@@ -235,10 +237,22 @@ TEST_F(ExecOnATerminal, AConfinedTargetCannotOpenTheTerminal) {
     };
 
     // Audited (the sandbox helper that joins the holder's view makes the session) and unaudited
-    // (bwrap's --new-session makes it).
-    for (const auto &options : {std::vector<std::string>{}, {"--observer", "none"}}) {
+    // (bwrap's --new-session makes it), by each observer: the seccomp supervisor, which opens
+    // files for the target, must not open its own terminal for it.
+    std::vector<std::vector<std::string>> audits{
+        {}, {"--observer", "none"}, {"--observer", "strace"}};
+#ifdef TEA_SECCOMP_OBSERVER
+    audits.push_back({"--observer", "seccomp"});
+#endif
+#ifdef TEA_EBPF_OBSERVER
+    if (::geteuid() == 0) {
+        audits.push_back({"--observer", "ebpf"});
+    }
+#endif
+    for (const auto &options : audits) {
         const auto [confined, confined_shown] = through_tty(options);
-        EXPECT_EQ(confined.status, 0) << confined << confined_shown;
+        EXPECT_EQ(confined.status, 0)
+            << ::testing::PrintToString(options) << confined << confined_shown;
         EXPECT_NE(confined_shown.find("TTY-DENIED:ENXIO"), std::string::npos) << confined_shown;
         EXPECT_NE(confined_shown.find("PTS-DENIED:ENOENT"), std::string::npos) << confined_shown;
         EXPECT_EQ(confined_shown.find('\x1b'), std::string::npos) << confined_shown;

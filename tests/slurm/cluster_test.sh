@@ -61,7 +61,7 @@ for task in 2 3 4; do
   grep -q "task=$task" "$out" || fail "task $task did not run its call"
   grep -q "$expected_key" "$out" && fail "confined task $task read the cluster's key"
   # Audited, and complete: the key was not there to open (--strict exits 3 otherwise).
-  grep -q "audit (strace): no path outside the grants" "$err" || fail "task $task was not audited"
+  grep -Eq "audit \((ebpf|seccomp|strace)\): no path outside the grants" "$err" || fail "task $task was not audited"
 done
 codes=$(scontrol show job "$job" 2>/dev/null | awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^ExitCode=/) print $i }')
 [ "$(echo "$codes" | grep -c '^ExitCode=0:0$')" -eq 4 ] || fail "exit codes: $codes"

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstring>
 #include <string>
+#include <tea/path_components.hpp>
 #include <vector>
 
 #include "ebpf_event.h"
@@ -123,6 +124,20 @@ std::string joined(const std::string &base, std::string_view name) {
     return base == "/" ? "/" + std::string{name} : base + "/" + std::string{name};
 }
 
+// `path` without its empty and "." components and its trailing slashes: the same name to the
+// kernel's lookup. ".." is kept, since what it climbs out of depends on the links before it.
+std::string without_dots(std::string_view path) {
+    std::string out;
+    std::vector<std::string> rest;
+    tea::path_components::push_reversed(rest, path);
+    for (auto it = rest.rbegin(); it != rest.rend(); ++it) {
+        if (*it != ".") {
+            out += "/" + *it;
+        }
+    }
+    return out.empty() ? std::string{"/"} : out;
+}
+
 std::string errno_name(std::int32_t ret) {
     if (ret >= 0) {
         return {};
@@ -186,7 +201,9 @@ void decode_record(std::string_view record, DecodeTally &tally, const EventSink 
                 if (name[0] == '/' || e.walk[2] == TEA_EBPF_WALK_ROOT) {
                     named = joined(path_of_names(r2), name);
                 }
-                if (named == path) {
+                // A name spelt with "//", "/./" or a trailing slash names the file at the
+                // descriptor as plainly as the kernel's path does: nothing to follow.
+                if (named == path || (named.front() == '/' && without_dots(named) == path)) {
                     named.clear();
                 }
             }

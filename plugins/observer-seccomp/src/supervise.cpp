@@ -16,9 +16,11 @@
 #include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/capability.h>
+#include <linux/magic.h>
 #include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/auxv.h>
 #include <sys/fsuid.h>
@@ -27,7 +29,9 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -413,6 +417,129 @@ class AsProcess {
 };
 
 // ---------------------------------------------------------------------------------------------
+// procfs, as the process may read it
+
+// Whether a descriptor is a file or directory of a procfs.
+bool on_procfs(int fd) {
+    struct statfs fs {};
+    return ::fstatfs(fd, &fs) == 0 && fs.f_type == PROC_SUPER_MAGIC;
+}
+
+// What an operation made without the supervisor's standing answered: a value (a descriptor, a
+// length, or -errno), and the bytes it read.
+struct Unowned {
+    long value = -EIO;
+    std::string bytes;
+};
+
+// The process's user namespace, held before its notification is checked (a pid reused
+// meanwhile lends nothing), or -1; `same` tells whether it is the supervisor's own.
+Fd process_userns(const Request &r, bool &same) {
+    Fd ns{::open(proc(r.pid(), "ns/user").c_str(), O_RDONLY | O_CLOEXEC)};
+    struct stat st {};
+    if (ns.get() < 0 || !id_valid(r) || ::fstat(ns.get(), &st) != 0) {
+        return Fd{};
+    }
+    same = st.st_ino == g_id.my_userns;
+    return ns;
+}
+
+// Runs `op` in a forked child that has joined the process's user namespace and dropped every
+// capability there, keeping the file-system identity the supervisor has taken on. The
+// supervisor's effective uid owns that namespace (bwrap made it as that uid), which grants it
+// every capability there, and procfs's ptrace checks (another process's maps, smaps, exe, cwd,
+// fd...) would pass for it where the process itself is refused (the sandbox's undumpable
+// holder). `op` returns a descriptor when `sends_fd`, else a length of `bytes` or -errno.
+template <typename Op>
+Unowned without_ownership(int userns, Op op, bool sends_fd) {
+    std::array<int, 2> sv{};
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv.data()) != 0) {
+        return {-errno, {}};
+    }
+    Fd mine{sv[0]};
+    const pid_t child = ::fork();
+    if (child < 0) {
+        ::close(sv[1]);
+        return {-EAGAIN, {}};
+    }
+    if (child == 0) {
+        ::close(sv[0]);
+        std::string bytes;
+        __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+        __user_cap_data_struct none[2]{};
+        const bool joined =
+            ::setns(userns, CLONE_NEWUSER) == 0 && ::syscall(SYS_capset, &header, none) == 0;
+        const long value = joined ? op(bytes) : -EACCES;
+        std::string message = std::to_string(value) + '\0' + bytes;
+        iovec data{message.data(), message.size()};
+        alignas(cmsghdr) std::array<char, CMSG_SPACE(sizeof(int))> control{};
+        msghdr m{};
+        m.msg_iov = &data;
+        m.msg_iovlen = 1;
+        if (sends_fd && value >= 0) {
+            const int sent = static_cast<int>(value);
+            m.msg_control = control.data();
+            m.msg_controllen = control.size();
+            cmsghdr *c = CMSG_FIRSTHDR(&m);
+            c->cmsg_level = SOL_SOCKET;
+            c->cmsg_type = SCM_RIGHTS;
+            c->cmsg_len = CMSG_LEN(sizeof(int));
+            std::memcpy(CMSG_DATA(c), &sent, sizeof sent);
+        }
+        _exit(::sendmsg(sv[1], &m, MSG_NOSIGNAL) > 0 ? 0 : 1);
+    }
+    ::close(sv[1]);
+    std::string buf(kPathMax + 32, '\0');
+    iovec data{buf.data(), buf.size()};
+    alignas(cmsghdr) std::array<char, CMSG_SPACE(sizeof(int))> control{};
+    msghdr m{};
+    m.msg_iov = &data;
+    m.msg_iovlen = 1;
+    m.msg_control = control.data();
+    m.msg_controllen = control.size();
+    ssize_t n = -1;
+    do {
+        n = ::recvmsg(mine.get(), &m, MSG_CMSG_CLOEXEC | MSG_WAITALL);
+    } while (n < 0 && errno == EINTR);
+    int fd = -1;
+    if (cmsghdr *c = CMSG_FIRSTHDR(&m); n > 0 && c != nullptr && c->cmsg_type == SCM_RIGHTS) {
+        std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
+    }
+    while (::waitpid(child, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    Unowned out;
+    if (n <= 0) {
+        return out;
+    }
+    buf.resize(static_cast<std::size_t>(n));
+    const auto nul = buf.find('\0');
+    out.value = std::strtol(buf.c_str(), nullptr, 10);
+    out.bytes = nul == std::string::npos ? std::string{} : buf.substr(nul + 1);
+    if (sends_fd && out.value >= 0) {
+        out.value = fd >= 0 ? fd : -EIO;
+    } else if (fd >= 0) {
+        ::close(fd);
+    }
+    return out;
+}
+
+// A file of a procfs the supervisor opened for the process, opened again without the
+// supervisor's ownership of the sandbox's user namespace: the descriptor, or -errno.
+long reopen_unowned(int userns, int fd, std::uint64_t flags) {
+    const std::string link = "/proc/self/fd/" + std::to_string(fd);
+    const int reopen_flags = static_cast<int>(
+        flags & ~static_cast<std::uint64_t>(O_CREAT | O_EXCL | O_TRUNC | __O_TMPFILE | O_NOFOLLOW));
+    const Unowned got = without_ownership(
+        userns,
+        [&](std::string &) -> long {
+            const int again = ::open(link.c_str(), reopen_flags);
+            return again < 0 ? -errno : again;
+        },
+        true);
+    return got.value;
+}
+
+// ---------------------------------------------------------------------------------------------
 // The record
 
 struct Event {
@@ -692,6 +819,13 @@ bool in_host_procfs_dir(int fd) {
     return ::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && st.st_dev == g_host_proc_dev;
 }
 
+// Whether an open descriptor is of /dev/tty (character device 5:0), which the kernel turns into
+// the opener's own controlling terminal.
+bool is_controlling_terminal_node(int fd) {
+    struct stat st {};
+    return ::fstat(fd, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == makedev(5, 0);
+}
+
 // Opens `path` as the process named it relative to `dirfd`, with `how`, inside the process's
 // root: the file descriptor, or -errno. `asked` gets the path made absolute.
 long open_as_process(const Request &r, int dirfd, const std::string &path, open_how how,
@@ -702,13 +836,39 @@ long open_as_process(const Request &r, int dirfd, const std::string &path, open_
     auto base_link = [&](int fd) {
         return fd == AT_FDCWD ? proc(pid, "cwd") : proc(pid, "fd/" + std::to_string(fd));
     };
-    auto run = [&](int at, const std::string &p, open_how h) -> long {
+    // `own`: the path is the process's own /proc entry, which it may always read.
+    auto run = [&](int at, const std::string &p, open_how h, bool own = false) -> long {
         AsProcess as{r, creates};
         if (as.failed()) {
             return -ESRCH;
         }
         const long fd = openat2_call(at, p, h);
-        return fd < 0 ? -errno : fd;
+        if (fd < 0) {
+            return -errno;
+        }
+        // /dev/tty opens the opener's controlling terminal: here the supervisor's, the terminal
+        // tea-evaluate runs on, which a target would write to (or read keystrokes from) past the
+        // runtime. The process, which starts in a session of its own, has none: ENXIO.
+        if (is_controlling_terminal_node(static_cast<int>(fd))) {
+            ::close(static_cast<int>(fd));
+            return -ENXIO;
+        }
+        // Another process's procfs entry opened with the supervisor's standing: a target would
+        // read the maps of the sandbox's undumpable holder, or another process's, that the kernel
+        // refuses it.
+        if (!own && on_procfs(static_cast<int>(fd))) {
+            bool same = false;
+            const Fd userns = process_userns(r, same);
+            if (userns.get() >= 0 && same) {
+                return fd;  // the supervisor has taken on the process's whole standing
+            }
+            const long again = userns.get() < 0
+                                   ? -ESRCH
+                                   : reopen_unowned(userns.get(), static_cast<int>(fd), h.flags);
+            ::close(static_cast<int>(fd));
+            return again;
+        }
+        return fd;
     };
     // The process asked to stay beneath its directory (or inside it as a root): that is exact.
     if ((target_resolve & (RESOLVE_BENEATH | RESOLVE_IN_ROOT)) != 0) {
@@ -737,7 +897,8 @@ long open_as_process(const Request &r, int dirfd, const std::string &path, open_
         }
         open_how h = how;
         h.resolve |= RESOLVE_IN_ROOT;
-        return run(root.at, inside, h);
+        // A ".." leaves the process's own directory for another's (/proc/self/../1/maps).
+        return run(root.at, inside, h, !has_dot_dot(m.path));
     };
     switch (m.kind) {
         case Mapped::kHostProc: {
@@ -762,7 +923,7 @@ long open_as_process(const Request &r, int dirfd, const std::string &path, open_
             if (const int e = open_base(r, proc(pid, ""), dir, false); e != 0) {
                 return -e;
             }
-            const long fd = run(dir.at, m.path.empty() ? "." : m.path, how);
+            const long fd = run(dir.at, m.path.empty() ? "." : m.path, how, true);
             // A directory of the supervisor's procfs (/proc/self/, /dev/fd/.) handed over would
             // be the host's /proc: from it, its ".." reaches every host process's environ and
             // mem, opened here with the supervisor's standing. The process gets its own
@@ -1185,8 +1346,25 @@ struct Blocked {
 
 std::vector<Blocked> g_blocked;
 
+// Ends the workers whose process no longer waits for them: a signal interrupts the process's
+// open, which its restart asks again, and a target signalling one thread blocked on a FIFO would
+// otherwise leave a worker behind for each signal, outside its sandbox, without bound.
+void end_abandoned_workers() {
+    for (std::size_t i = g_blocked.size(); i-- > 0;) {
+        auto *n = reinterpret_cast<seccomp_notif *>(g_blocked[i].notif.data());
+        if (id_valid(Request{n})) {
+            continue;
+        }
+        ::kill(g_blocked[i].worker, SIGKILL);
+        while (::waitpid(g_blocked[i].worker, nullptr, 0) < 0 && errno == EINTR) {
+        }
+        g_blocked.erase(g_blocked.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+}
+
 void open_in_worker(const Request &r, std::string_view call, int dirfd, const std::string &path,
                     const open_how &how, std::uint64_t asked_flags) {
+    end_abandoned_workers();
     std::array<int, 2> sv{};
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv.data()) != 0) {
         respond_error(r, errno);
@@ -1440,6 +1618,22 @@ struct Name {
     int error = 0;
 };
 
+// Whether the name is the root of a mount in the process's view: its parent was reached through
+// the process's own mounts, so the lookup here crosses the ones its namespace has on that name.
+// The kernel refuses to rename or remove a mount point (EBUSY) only in the caller's own mount
+// namespace; made from the supervisor's, the call would move a withheld folder out from under its
+// cover, or delete the host file a withheld file's cover hides. A kernel that cannot say counts as
+// a mount point: refused, never performed blind.
+bool mount_point_in_view(const Name &n) {
+    struct statx sx {};
+    if (::statx(n.parent.get(), n.last.c_str(), AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT, STATX_TYPE,
+                &sx) != 0) {
+        return false;  // nothing there (or nothing the process may see): the call answers for it
+    }
+    return (sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) == 0 ||
+           (sx.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
+}
+
 Name name_arg(const Request &r, int dirfd, std::uint64_t addr) {
     Name out;
     std::string &path = out.path;
@@ -1518,8 +1712,37 @@ void on_readlink(const Request &r) {
         }
     } else {
         AsProcess as{r, false};
-        rc = as.failed() ? -1 : ::readlinkat(n.parent.get(), n.last.c_str(), text.data(), size);
-        error = as.failed() ? ESRCH : errno;
+        if (as.failed()) {
+            rc = -1;
+            error = ESRCH;
+        } else if (on_procfs(n.parent.get())) {
+            // Another process's exe, cwd, root or fd links, read with the supervisor's standing,
+            // would name host paths the kernel refuses the process.
+            bool same = false;
+            const Fd userns = process_userns(r, same);
+            const int parent = n.parent.get();
+            const std::string &last = n.last;
+            auto read_it = [parent, &last, size](std::string &bytes) -> long {
+                bytes.assign(size, '\0');
+                const ssize_t len = ::readlinkat(parent, last.c_str(), bytes.data(), size);
+                bytes.resize(len < 0 ? 0 : static_cast<std::size_t>(len));
+                return len < 0 ? -errno : len;
+            };
+            Unowned got;
+            if (userns.get() < 0) {
+                got.value = -ESRCH;
+            } else if (same) {
+                got.value = read_it(got.bytes);
+            } else {
+                got = without_ownership(userns.get(), read_it, false);
+            }
+            rc = got.value < 0 ? -1 : got.value;
+            error = got.value < 0 ? static_cast<int>(-got.value) : 0;
+            text.replace(0, got.bytes.size(), got.bytes);
+        } else {
+            rc = ::readlinkat(n.parent.get(), n.last.c_str(), text.data(), size);
+            error = errno;
+        }
     }
     if (rc >= 0) {
         if (const int e = write_bytes(r, buf_addr, text.data(), static_cast<std::size_t>(rc));
@@ -1601,7 +1824,9 @@ void on_name_change(const Request &r) {
                 flags = AT_REMOVEDIR;
             }
 #endif
-            if (n.error == 0) {
+            if (n.error == 0 && mount_point_in_view(n)) {
+                error = EBUSY;
+            } else if (n.error == 0) {
                 AsProcess as{r, false};
                 done_as(as, [&] {
                     return static_cast<long>(::unlinkat(n.parent.get(), n.last.c_str(), flags));
@@ -1624,6 +1849,8 @@ void on_name_change(const Request &r) {
             const auto flags = r.nr() == __NR_renameat2 ? static_cast<unsigned>(r.arg(4)) : 0U;
             if (from.error != 0 || to.error != 0) {
                 error = from.error != 0 ? from.error : to.error;
+            } else if (mount_point_in_view(from) || mount_point_in_view(to)) {
+                error = EBUSY;
             } else {
                 AsProcess as{r, false};
                 done_as(as, [&] {
@@ -1908,14 +2135,13 @@ int main(int argc, char **argv) {
         g_host_proc_dev = st.st_dev;
     }
     g_id.privileged = ::geteuid() == 0;
+    if (struct stat ns{}; ::stat("/proc/self/ns/user", &ns) == 0) {
+        g_id.my_userns = ns.st_ino;
+    }
     if (g_id.privileged) {
         g_id.my_groups = ::getgroups(NGROUPS_MAX, g_id.my_groups_storage);
         __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
         (void)::syscall(SYS_capget, &header, g_id.my_caps);
-        struct stat ns {};
-        if (::stat("/proc/self/ns/user", &ns) == 0) {
-            g_id.my_userns = ns.st_ino;
-        }
     }
 
     std::array<int, 2> sv{};

@@ -31,7 +31,7 @@ TEST(Config, EmbeddedDefaultIsTheBuiltInLayer) {
     EXPECT_EQ(c.backend, "auto");
     EXPECT_EQ(c.backend_order, (std::vector<std::string>{"bubblewrap", "seatbelt"}));
     EXPECT_EQ(c.observer, "auto");
-    EXPECT_EQ(c.observer_order, std::vector<std::string>{"strace"});
+    EXPECT_EQ(c.observer_order, (std::vector<std::string>{"ebpf", "seccomp", "strace"}));
     EXPECT_EQ(c.call.output_cap_bytes, 8U << 20U);
     EXPECT_EQ(c.call.kill_grace.count(), 2000);
     EXPECT_TRUE(c.plugin_paths.empty());

@@ -18,7 +18,7 @@ namespace {
 using documents::Access;
 
 struct Seen {
-    std::string syscall, asked, resolved, unverified, error;
+    std::string syscall, asked, resolved, unverified, error, named;
     Access access = Access::other;
     bool ok = false;
 };
@@ -43,7 +43,8 @@ std::vector<Seen> decode(const std::string &r, DecodeTally &tally) {
     std::vector<Seen> out;
     decode_record(r, tally, [&out](const documents::ObservedEventView &e) {
         out.push_back({std::string{e.syscall}, std::string{e.asked}, std::string{e.resolved},
-                       std::string{e.unverified}, std::string{e.error}, e.access, e.ok});
+                       std::string{e.unverified}, std::string{e.error}, std::string{e.named},
+                       e.access, e.ok});
     });
     return out;
 }
@@ -154,6 +155,29 @@ TEST(EbpfEvents, AnUnreadableStringInASharedTableMakesTheAuditIncomplete) {
     e.walk[1] = TEA_EBPF_WALK_NONE;
     (void)decode(record(e, {std::string{"key\0srv\0", 8}}), tally);
     EXPECT_EQ(tally.unreadable, 1U);
+}
+
+// In a shared table, a string that names the file at the descriptor as plainly as the kernel's path
+// ("//", "/./", a trailing slash) leaves nothing for the runtime to follow on the host; one that
+// names it through "..", or names another file, is followed.
+TEST(EbpfEvents, ANameSpeltWithDotsOrSlashesIsTheFileAtTheDescriptor) {
+    auto e = opened(TEA_EBPF_WALK_ROOT, O_RDONLY | O_DIRECTORY);
+    e.walk[1] = TEA_EBPF_WALK_ROOT;
+    const std::string names{"y\0x\0home\0", 9};
+    const auto named_by = [&](const std::string &asked) {
+        DecodeTally tally;
+        const auto seen = decode(record(e, {names, asked + '\0'}), tally);
+        EXPECT_EQ(seen.size(), 1U) << asked;
+        EXPECT_EQ(tally.unreadable, 0U) << asked;
+        return seen.empty() ? std::string{"(none)"} : seen[0].named;
+    };
+    EXPECT_EQ(named_by("/home/x/y"), "");
+    EXPECT_EQ(named_by("/home/x/y/"), "");
+    EXPECT_EQ(named_by("//home/./x//y/."), "");
+    // The controls: ".." climbs out of whatever the name before it led to, and another name is
+    // another file.
+    EXPECT_EQ(named_by("/home/x/z/../y"), "/home/x/z/../y");
+    EXPECT_EQ(named_by("/home/x/z/"), "/home/x/z/");
 }
 
 // The loader the kernel mapped for an exec is an exec of its own, by its file; one whose mapping

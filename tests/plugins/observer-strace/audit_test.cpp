@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <tea/json_bytes.hpp>
@@ -275,9 +276,11 @@ TEST_F(Audit, HostilePathNamesAreListedExactly) {
 TEST_F(Audit, ATraceCutShortByTheCallsLimitsIsIncomplete) {
     const std::vector<std::string> busy = {
         "sh", "-c", "for i in $(seq 300); do cat /etc/hostname; done >/dev/null; cat " + key()};
-    const auto small = run({.command = busy,
-                            .config = "[plugin.bubblewrap]\nfile_size_bytes = 8192\n",
-                            .options = {"--json"}});
+    const auto small = run(
+        {.command = busy,
+         .config =
+             "[audit]\nauto_order = [\"strace\"]\n[plugin.bubblewrap]\nfile_size_bytes = 8192\n",
+         .options = {"--json"}});
     const auto record = json::parse(small.out, nullptr, false);
     ASSERT_FALSE(record.is_discarded()) << small;
     EXPECT_FALSE(record["audit"]["complete"].get<bool>()) << small;
@@ -295,11 +298,13 @@ TEST_F(Audit, TheObserversConfirmationIsNotCutByTheCallsFileSizeLimit) {
     make_file(own_strace, "#!/bin/sh\nexec /usr/bin/strace \"$@\"\n", 0755);
     const std::vector<std::string> busy = {
         "sh", "-c", "for i in $(seq 300); do cat /etc/hostname; done >/dev/null; cat " + key()};
-    const auto r = run({.command = busy,
-                        .config = "[plugin.bubblewrap]\nfile_size_bytes = 8192\n"
-                                  "[plugin.strace]\nstrace = \"" +
-                                  own_strace.string() + "\"\n",
-                        .options = {"--json"}});
+    const auto r =
+        run({.command = busy,
+             .config =
+                 "[audit]\nauto_order = [\"strace\"]\n[plugin.bubblewrap]\nfile_size_bytes = 8192\n"
+                 "[plugin.strace]\nstrace = \"" +
+                 own_strace.string() + "\"\n",
+             .options = {"--json"}});
     EXPECT_EQ(r.err.find("did not see a confined process read its probe file"), std::string::npos)
         << r;
     const auto record = json::parse(r.out, nullptr, false);
@@ -428,18 +433,81 @@ std::string fake_strace(const fs::path &dir, const std::string &version) {
 TEST_F(Audit, AnObserverThatSeesNothingIsRefused) {
     const auto blind = fake_strace(base(), "6.1");
     const auto r =
-        run({.command = {"cat", key()}, .config = "[plugin.strace]\nstrace = \"" + blind + "\"\n"});
+        run({.command = {"cat", key()},
+             .config = "[audit]\nauto_order = [\"strace\"]\n[plugin.strace]\nstrace = \"" + blind +
+                       "\"\n"});
     EXPECT_EQ(r.status, 12) << r;
     EXPECT_NE(r.err.find("did not see"), std::string::npos) << r;
     EXPECT_EQ(r.err.find("PRIVATE KEY"), std::string::npos) << "nothing ran unaudited" << r;
 }
+
+#if defined(TEA_EBPF_OBSERVER) || defined(TEA_SECCOMP_OBSERVER)
+// Each kernel-side observer is confirmed by the same probe as strace before any call runs. Its
+// program around the plan (the eBPF enter program, the seccomp supervisor) covered by one that runs
+// the plan untraced, as a broken install or a host that refuses the mechanism would: the probe is
+// not seen, the command stops with exit 12 and the target never runs.
+class AuditBlindObserver : public Audit, public ::testing::WithParamInterface<const char *> {};
+
+TEST_P(AuditBlindObserver, AnObserverThatSeesNothingIsRefusedBeforeTheTargetRuns) {
+    if (::geteuid() != 0) {
+        GTEST_SKIP() << "covering the observer's program takes a mount namespace of root's";
+    }
+    const std::string observer = GetParam();
+    const auto program = fs::path{TEA_EVALUATE_BIN}.parent_path().parent_path() / "libexec" /
+                         "tea-evaluate" /
+                         (observer == "ebpf" ? "tea-ebpf-enter" : "tea-seccomp-supervise");
+    ASSERT_TRUE(fs::exists(program)) << program;
+    // Runs what follows its `--` untraced: no token claimed, no filter installed, no record.
+    const auto blind = base() / ("blind-" + observer);
+    make_file(blind,
+              "#!/bin/sh\nunset TEA_EBPF_TOKEN TEA_SECCOMP_NONCE\n"
+              "while [ $# -gt 0 ] && [ \"$1\" != -- ]; do shift; done\nshift\nexec \"$@\"\n",
+              0755);
+    const auto marker = workspace() / "ran";
+    const std::vector<std::string> covering{
+        "/usr/bin/unshare",
+        "--mount",
+        "--",
+        "/bin/sh",
+        "-c",
+        "/bin/mount --bind \"$0\" \"$1\" && shift && exec \"$@\"",
+        blind.string(),
+        program.string()};
+    const std::vector<std::string> command{"sh", "-c", "echo ran > " + marker.string()};
+    const auto r =
+        run({.command = command, .options = {"--observer", observer}, .wrapper = covering});
+    EXPECT_EQ(r.status, 12) << r;
+    EXPECT_NE(r.err.find("did not see a confined process read its probe file"), std::string::npos)
+        << r;
+    EXPECT_FALSE(fs::exists(marker)) << "nothing ran unaudited" << r;
+    // The control: the same command with the observer's own program is confirmed and audited.
+    const auto seen = run({.command = command, .options = {"--observer", observer}});
+    EXPECT_EQ(seen.status, 0) << seen;
+    EXPECT_TRUE(fs::exists(marker)) << seen;
+}
+
+std::vector<const char *> kernel_side_observers() {
+    std::vector<const char *> out;
+#ifdef TEA_EBPF_OBSERVER
+    out.push_back("ebpf");
+#endif
+#ifdef TEA_SECCOMP_OBSERVER
+    out.push_back("seccomp");
+#endif
+    return out;
+}
+INSTANTIATE_TEST_SUITE_P(Observers, AuditBlindObserver,
+                         ::testing::ValuesIn(kernel_side_observers()));
+#endif
 
 TEST_F(Audit, AnOldOrMissingStraceIsRefusedByVersion) {
     // A strace the configuration names is the one to change: installing the package would not
     // help.
     const auto old = fake_strace(base(), "5.10");
     const auto r =
-        run({.command = {"true"}, .config = "[plugin.strace]\nstrace = \"" + old + "\"\n"});
+        run({.command = {"true"},
+             .config = "[audit]\nauto_order = [\"strace\"]\n[plugin.strace]\nstrace = \"" + old +
+                       "\"\n"});
     EXPECT_EQ(r.status, 12) << r;
     EXPECT_NE(r.err.find("version 5.10"), std::string::npos) << r;
     EXPECT_NE(r.err.find("set [plugin.strace] strace = \"" + old + "\" to a newer one"),
@@ -447,7 +515,9 @@ TEST_F(Audit, AnOldOrMissingStraceIsRefusedByVersion) {
         << r;
     EXPECT_EQ(r.err.find("apt-get"), std::string::npos) << r;
     const auto missing =
-        run({.command = {"true"}, .config = "[plugin.strace]\nstrace = \"/nonexistent/strace\"\n"});
+        run({.command = {"true"},
+             .config = "[audit]\nauto_order = [\"strace\"]\n[plugin.strace]\nstrace = "
+                       "\"/nonexistent/strace\"\n"});
     EXPECT_EQ(missing.status, 12) << missing;
     EXPECT_NE(missing.err.find(R"([plugin.strace] strace = "/nonexistent/strace" cannot be run )"
                                "(No such file or directory); set it to strace 6.1 or later, or "
@@ -455,8 +525,10 @@ TEST_F(Audit, AnOldOrMissingStraceIsRefusedByVersion) {
               std::string::npos)
         << missing;
     EXPECT_EQ(missing.err.find("apt-get"), std::string::npos) << missing;
-    const auto word =
-        run({.command = {"true"}, .config = "[plugin.strace]\nstrace = \"strace-nowhere\"\n"});
+    const auto word = run(
+        {.command = {"true"},
+         .config =
+             "[audit]\nauto_order = [\"strace\"]\n[plugin.strace]\nstrace = \"strace-nowhere\"\n"});
     EXPECT_EQ(word.status, 12) << word;
     EXPECT_NE(word.err.find(R"([plugin.strace] strace = "strace-nowhere" names no program in )"
                             "/usr/bin, /bin or /usr/local/bin"),
@@ -472,8 +544,8 @@ TEST_F(Audit, AMissingOrOldSystemStraceIsRefusedWithTheWayToInstallIt) {
     }
     const auto system_strace = fs::canonical("/usr/bin/strace");
     const std::vector<std::string> exec{
-        TEA_EVALUATE_BIN,     "exec", "--backend", "bubblewrap", "--workspace",
-        workspace().string(), "--",   "true"};
+        TEA_EVALUATE_BIN, "exec",        "--backend",          "bubblewrap", "--observer",
+        "strace",         "--workspace", workspace().string(), "--",         "true"};
     const auto missing = run_covering(system_strace, "/dev/null", exec);
     EXPECT_EQ(missing.status, 12) << missing;
     EXPECT_NE(missing.err.find("strace (strace) is not installed; the audit needs strace 6.1 or "
@@ -525,8 +597,10 @@ TEST_F(Audit, AConfinementThatFailsBeforeTheTargetStartsIsTriedOnceMore) {
     // and the bind: before anything of the target ran.
     const auto flaky =
         counting_strace(base(), "1|3", "bwrap: Cannot create file at /tmp/gone.sock");
-    const auto r = run({.command = {"cat", key()},
-                        .config = "[plugin.strace]\nstrace = \"" + flaky.string() + "\"\n"});
+    const auto r =
+        run({.command = {"cat", key()},
+             .config = "[audit]\nauto_order = [\"strace\"]\n[plugin.strace]\nstrace = \"" +
+                       flaky.string() + "\"\n"});
     EXPECT_EQ(r.status, 0) << r;
     EXPECT_NE(r.out.find("PRIVATE KEY"), std::string::npos) << r;
     EXPECT_NE(r.err.find(key()), std::string::npos) << "still audited" << r;
@@ -538,8 +612,10 @@ TEST_F(Audit, AConfinementThatFailsBeforeTheTargetStartsIsTriedOnceMore) {
               "#!/bin/sh\nif [ \"$1\" = -V ]; then exec /usr/bin/strace -V; fi\n"
               "echo 'bwrap: nothing works' >&2; exit 1\n",
               0755);
-    const auto b = run({.command = {"cat", key()},
-                        .config = "[plugin.strace]\nstrace = \"" + broken.string() + "\"\n"});
+    const auto b =
+        run({.command = {"cat", key()},
+             .config = "[audit]\nauto_order = [\"strace\"]\n[plugin.strace]\nstrace = \"" +
+                       broken.string() + "\"\n"});
     EXPECT_EQ(b.status, 12) << b;
 }
 
@@ -549,8 +625,10 @@ TEST_F(Audit, AConfinementThatNeverStartsTheTargetIsAHostFailureNotTheTargetsSta
     const auto failing =
         counting_strace(base(), "[2-9]|[1-9][0-9]*",
                         "bwrap: Creating new namespace failed: Resource temporarily unavailable");
-    const auto r = run({.command = {"cat", key()},
-                        .config = "[plugin.strace]\nstrace = \"" + failing.string() + "\"\n"});
+    const auto r =
+        run({.command = {"cat", key()},
+             .config = "[audit]\nauto_order = [\"strace\"]\n[plugin.strace]\nstrace = \"" +
+                       failing.string() + "\"\n"});
     EXPECT_EQ(r.status, 12) << r;
     EXPECT_NE(r.err.find("before the target started, twice"), std::string::npos) << r;
     EXPECT_EQ(r.out.find("PRIVATE KEY"), std::string::npos) << r;
@@ -1123,6 +1201,120 @@ TEST_P(AuditSeccompProcDirs, AProcSelfDirectoryHandedOverIsTheProcesssOwnProcfs)
     EXPECT_EQ(refused, 4U) << "each of the four routes led nowhere" << r;
 }
 
+// Another process's procfs entries answer the target as the kernel answers it, whichever observer
+// opens them: the seccomp observer's supervisor owns the sandbox's user namespace (every
+// capability there) and must not lend that standing. Under strace and eBPF the target opens them
+// itself: the kernel's own answer, the control.
+class AuditOtherProcessesProc : public AuditEitherIdentity {};
+
+TEST_P(AuditOtherProcessesProc, TheUndumpableHoldersEntriesStayRefused) {
+    const std::string probe =
+        "import os, sys, time\n"
+        "child = os.fork()\n"
+        "if child == 0:\n"
+        "    time.sleep(30)\n"
+        "    os._exit(0)\n"
+        "def read(path):\n"
+        "    try:\n"
+        "        with open(path, 'rb') as f:\n"
+        "            return 'ok' if f.read(64) else 'empty'\n"
+        "    except OSError:\n"
+        "        return 'refused'\n"
+        "def link(path):\n"
+        "    try:\n"
+        "        return 'ok' if os.readlink(path) else 'empty'\n"
+        "    except OSError:\n"
+        "        return 'refused'\n"
+        "own = os.getpid()\n"
+        "for label, path in (('own', '/proc/%d/maps' % own), ('child', '/proc/%d/maps' % child),\n"
+        "                    ('holder', '/proc/1/maps'), ('dotdot', '/proc/self/../1/maps'),\n"
+        "                    ('task', '/proc/self/task/../../1/smaps')):\n"
+        "    print(label, read(path), file=sys.stderr)\n"
+        "for label, path in (('own-exe', '/proc/%d/exe' % own), ('child-exe', '/proc/%d/exe' % "
+        "child),\n"
+        "                    ('holder-exe', '/proc/1/exe'), ('holder-cwd', '/proc/1/cwd')):\n"
+        "    print(label, link(path), file=sys.stderr)\n"
+        "os.kill(child, 9)\n";
+    const auto [r, record] = audited({"python3", "-c", probe});
+    // Control: the process's own entries and its child's, by their numbers, are read.
+    EXPECT_NE(r.err.find("own ok\n"), std::string::npos) << r;
+    EXPECT_NE(r.err.find("child ok\n"), std::string::npos) << r;
+    EXPECT_NE(r.err.find("own-exe ok\n"), std::string::npos) << r;
+    EXPECT_NE(r.err.find("child-exe ok\n"), std::string::npos) << r;
+    // The holder (the sandbox's pid 1) is undumpable: its memory map and links stay closed.
+    EXPECT_NE(r.err.find("holder refused\n"), std::string::npos) << r;
+    EXPECT_NE(r.err.find("dotdot refused\n"), std::string::npos) << r;
+    EXPECT_NE(r.err.find("task refused\n"), std::string::npos) << r;
+    EXPECT_NE(r.err.find("holder-exe refused\n"), std::string::npos) << r;
+    EXPECT_NE(r.err.find("holder-cwd refused\n"), std::string::npos) << r;
+}
+
+// A FIFO opened for reading waits for a writer in a worker the supervisor forks. A signal
+// interrupts the process's open and its restart asks again: the first worker must not stay.
+class AuditSeccompBlockedOpens : public AuditEitherIdentity {};
+
+TEST_P(AuditSeccompBlockedOpens, AnInterruptedFifoOpenLeavesNoWorkerBehind) {
+    constexpr int kSignals = 40;
+    const auto marker = workspace() / "signalled";
+    const std::string probe =
+        "import os, signal, sys, threading, time\n"
+        "fifo = os.path.join(sys.argv[1], 'fifo')\n"
+        "os.mkfifo(fifo)\n"
+        "signal.signal(signal.SIGUSR1, lambda *a: None)\n"
+        "t = threading.Thread(target=lambda: os.open(fifo, os.O_RDONLY), daemon=True)\n"
+        "t.start()\n"
+        "time.sleep(0.3)\n"
+        "for _ in range(int(sys.argv[2])):\n"
+        "    signal.pthread_kill(t.ident, signal.SIGUSR1)\n"
+        "    time.sleep(0.02)\n"
+        "open(os.path.join(sys.argv[1], 'signalled'), 'w').close()\n"
+        "time.sleep(3)\n"
+        "os.close(os.open(fifo, os.O_WRONLY))\n"
+        "t.join()\n"
+        "print('released', file=sys.stderr)\n";
+    auto call =
+        start({.command = {"python3", "-c", probe, workspace().string(), std::to_string(kSignals)},
+               .options = {"--observer", "seccomp", "--json"}});
+    for (int i = 0; i < 300 && !fs::exists(marker); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds{50});
+    }
+    ASSERT_TRUE(fs::exists(marker));
+    // The supervisor and its workers: the call's processes named tea-seccomp-supervise.
+    std::map<pid_t, pid_t> parent;
+    std::vector<pid_t> supervisors;
+    for (const auto &entry : fs::directory_iterator{"/proc"}) {
+        const auto name = entry.path().filename().string();
+        if (name.find_first_not_of("0123456789") != std::string::npos) {
+            continue;
+        }
+        const auto stat = read_file(entry.path() / "stat");
+        const auto close = stat.rfind(')');
+        if (close == std::string::npos) {
+            continue;
+        }
+        const pid_t pid = std::stoi(name);
+        parent[pid] = static_cast<pid_t>(std::strtol(stat.c_str() + close + 4, nullptr, 10));
+        if (stat.find("(tea-seccomp-su") != std::string::npos) {
+            supervisors.push_back(pid);
+        }
+    }
+    std::size_t of_this_call = 0;
+    for (pid_t pid : supervisors) {
+        for (pid_t up = pid; up > 1; up = parent.count(up) != 0 ? parent[up] : 0) {
+            if (up == call.pid()) {
+                ++of_this_call;
+                break;
+            }
+        }
+    }
+    const auto r = call.wait();
+    // Control: the process blocked in the open, signalled, and its open then met its writer.
+    EXPECT_NE(r.err.find("released"), std::string::npos) << r;
+    EXPECT_GE(of_this_call, 1U) << r;
+    // The supervisor, and at most the worker of the open still waiting.
+    EXPECT_LE(of_this_call, 3U) << r;
+}
+
 class AuditSeccompFollowedLinks : public AuditEitherIdentity {};
 
 TEST_P(AuditSeccompFollowedLinks, ALastLinkFollowedStaysInTheProcesssRoot) {
@@ -1205,6 +1397,44 @@ TEST_P(AuditSeccompSetUp, ATargetThatForksBeforeAnyCallOfItsOwnIsJudged) {
 }
 #endif
 
+class AuditSeccompCovers : public AuditEitherIdentity {};
+
+// The supervisor makes the process's name changes from its own mount namespace, where the covers
+// the view puts on withheld paths are no mount points: the kernel's EBUSY must hold all the same,
+// or a target would delete the withheld file on the host, or move the withheld folder out from
+// under its cover for the next call to read.
+TEST_P(AuditSeccompCovers, AWithheldFileOrFolderIsNeitherMovedNorRemovedFromUnderItsCover) {
+    const auto answers = workspace() / "sub" / "ans";
+    fs::create_directories(answers);
+    fs::create_directory(workspace() / "free");
+    make_file(answers / "key.txt", "answer\n", 0644);
+    const auto secret = workspace() / "secret.txt";
+    make_file(secret, "secret\n", 0644);
+    hand_to_caller(workspace());
+    const auto probe = python(R"PY(
+report("UNLINK", lambda: os.unlink("secret.txt"))
+report("RENAME-FILE", lambda: os.rename("secret.txt", "moved.txt"))
+report("MOVE-COVER", lambda: os.rename("sub/ans", "sub/x"))
+report("MOVE-PARENT", lambda: os.rename("sub", ".s"))
+report("RMDIR", lambda: os.rmdir("sub/ans"))
+report("OVER", lambda: os.rename("free", "sub"))
+report("FREE", lambda: os.rename("free", "free2"))
+)PY");
+    const auto r = run({.command = probe,
+                        .withhold = {secret.string(), answers.string()},
+                        .options = {"--observer", observer_}});
+    EXPECT_EQ(r.status, 0) << r;
+    for (const char *refused :
+         {"UNLINK", "RENAME-FILE", "MOVE-COVER", "MOVE-PARENT", "RMDIR", "OVER"}) {
+        EXPECT_TRUE(r.has(std::string{refused} + "-DENIED:EBUSY")) << refused << r;
+    }
+    // The control: a folder under no cover moves, through the same supervisor.
+    EXPECT_TRUE(r.has("FREE-OK")) << r;
+    EXPECT_TRUE(fs::exists(workspace() / "free2")) << r;
+    EXPECT_TRUE(fs::exists(secret)) << r;
+    EXPECT_TRUE(fs::exists(answers / "key.txt")) << r;
+}
+
 class AuditSeccompRecordSize : public AuditEitherIdentity {};
 
 TEST_P(AuditSeccompRecordSize, DistinctLongPathsStopBeingKeptAtTheByteBound) {
@@ -1236,10 +1466,14 @@ std::vector<AuditedBy> seccomp_only() {
     return {{Identity::invoker, "seccomp"}, {Identity::unprivileged, "seccomp"}};
 }
 INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompProcLinks, ::testing::ValuesIn(seccomp_only()));
+INSTANTIATE_TEST_SUITE_P(Identities, AuditOtherProcessesProc,
+                         ::testing::ValuesIn(audited_by(true)));
 INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompProcDirs, ::testing::ValuesIn(seccomp_only()));
 INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompFollowedLinks,
                          ::testing::ValuesIn(seccomp_only()));
 INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompRecordSize, ::testing::ValuesIn(seccomp_only()));
+INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompCovers, ::testing::ValuesIn(seccomp_only()));
+INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompBlockedOpens, ::testing::ValuesIn(seccomp_only()));
 #ifdef TEA_FORK_FIRST_PROBE
 INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompSetUp, ::testing::ValuesIn(seccomp_only()));
 #endif
