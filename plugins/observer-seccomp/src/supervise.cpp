@@ -85,6 +85,14 @@ constexpr unsigned kOpenFlags = O_ACCMODE | O_CREAT | O_EXCL | O_NOCTTY | O_TRUN
                                 O_NONBLOCK | O_SYNC | FASYNC | O_DIRECT | O_NOFOLLOW | O_NOATIME |
                                 O_CLOEXEC | O_PATH | __O_TMPFILE;
 
+// Whether open flags make a file: O_CREAT, or O_TMPFILE whole. The C library's __O_TMPFILE holds
+// O_DIRECTORY, so testing any of its bits would take every O_DIRECTORY open for a creation.
+constexpr bool will_create(std::uint64_t flags) {
+    return (flags & O_CREAT) != 0 || (flags & __O_TMPFILE) == __O_TMPFILE;
+}
+// The bit of O_TMPFILE that is not O_DIRECTORY.
+constexpr std::uint64_t kTmpfileBit = __O_TMPFILE & ~static_cast<std::uint64_t>(O_DIRECTORY);
+
 int g_listener = -1;
 volatile pid_t g_child = 0;
 
@@ -528,7 +536,8 @@ Unowned without_ownership(int userns, Op op, bool sends_fd) {
 long reopen_unowned(int userns, int fd, std::uint64_t flags) {
     const std::string link = "/proc/self/fd/" + std::to_string(fd);
     const int reopen_flags = static_cast<int>(
-        flags & ~static_cast<std::uint64_t>(O_CREAT | O_EXCL | O_TRUNC | __O_TMPFILE | O_NOFOLLOW));
+        flags &
+        ~(static_cast<std::uint64_t>(O_CREAT | O_EXCL | O_TRUNC | O_NOFOLLOW) | kTmpfileBit));
     const Unowned got = without_ownership(
         userns,
         [&](std::string &) -> long {
@@ -617,7 +626,7 @@ std::string_view open_access(std::uint64_t flags) {
     if ((flags & O_PATH) != 0) {
         return "other";  // a handle that reads nothing: a metadata probe
     }
-    if ((flags & O_CREAT) != 0 || (flags & __O_TMPFILE) == __O_TMPFILE) {
+    if (will_create(flags)) {
         return "create";
     }
     if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) != 0) {
@@ -831,7 +840,7 @@ bool is_controlling_terminal_node(int fd) {
 long open_as_process(const Request &r, int dirfd, const std::string &path, open_how how,
                      std::string &asked) {
     const pid_t pid = r.pid();
-    const bool creates = (how.flags & (O_CREAT | __O_TMPFILE)) != 0;
+    const bool creates = will_create(how.flags);
     const std::uint64_t target_resolve = how.resolve;
     auto base_link = [&](int fd) {
         return fd == AT_FDCWD ? proc(pid, "cwd") : proc(pid, "fd/" + std::to_string(fd));
@@ -1508,7 +1517,8 @@ void on_open(const Request &r) {
     // that only reads is checked later instead: it is recorded only once ADDFD (or the answer)
     // reached the process, which proves the pid was still its own when the path was read. An
     // open that writes or creates is checked now, before it changes anything.
-    const bool only_reads = (how.flags & (O_ACCMODE | O_CREAT | O_TRUNC | __O_TMPFILE)) == O_RDONLY;
+    const bool only_reads =
+        (how.flags & (O_ACCMODE | O_TRUNC)) == O_RDONLY && !will_create(how.flags);
     if (!only_reads && !id_valid(r)) {
         return;
     }
@@ -1527,7 +1537,9 @@ void on_open(const Request &r) {
     }
     if (r.nr() != __NR_openat2) {
         how.flags &= kOpenFlags;
-        if ((how.flags & (O_CREAT | __O_TMPFILE)) == 0) {
+        // open ignores the mode of a call that makes no file (a runtime may pass 0666 with
+        // O_DIRECTORY); openat2 refuses it.
+        if (!will_create(how.flags)) {
             how.mode = 0;
         }
         how.mode &= 07777;

@@ -148,6 +148,25 @@ TEST_P(AuditEitherIdentity, WorkspaceReadIsNotListed) {
     EXPECT_GT(record["audit"]["events"].get<int>(), 0) << "the observer saw the call" << r;
 }
 
+// open and openat ignore the mode of a call that makes no file, and some runtimes pass one anyway
+// (Bun, which the Claude Code CLI is built on, opens directories with 0666): every observer lets
+// the open succeed, as the kernel does (the strace instance is the reference).
+TEST_P(AuditEitherIdentity, AnOpenThatMakesNoFileIgnoresItsMode) {
+    fs::create_directory(workspace() / "dir");
+    hand_to_caller(workspace());
+    const auto probe = python(R"PY(
+AT_FDCWD = -100
+SYS_openat = {"x86_64": 257, "aarch64": 56}[os.uname().machine]
+for name, flags in (("DIR", os.O_RDONLY | os.O_DIRECTORY), ("FILE", os.O_RDONLY)):
+    path = b"dir" if name == "DIR" else b"notes.txt"
+    report(name, lambda: os.close(checked(libc.syscall(SYS_openat, AT_FDCWD, path, flags, 0o666))))
+)PY");
+    const auto r = run({.command = probe, .options = {"--observer", observer_}});
+    EXPECT_EQ(r.status, 0) << r;
+    EXPECT_TRUE(r.has("DIR-OK")) << r;
+    EXPECT_TRUE(r.has("FILE-OK")) << r;
+}
+
 INSTANTIATE_TEST_SUITE_P(Identities, AuditEitherIdentity, ::testing::ValuesIn(audited_by(true)));
 
 // bwrap starts the target itself through its PATH; the backend names the program the exec will
