@@ -645,13 +645,17 @@ TEST(Cli, ASignalEndsTheCallAndCleansUpAndAKillIsReclaimed) {
     std::filesystem::create_directory(ws);
     // A confined, audited call: its home stays on the host for the audit to resolve (an opted-out
     // call makes no directories of its own, an unaudited one keeps them in its own namespace).
+    const auto started = ws + "/started";
     for (const int sig : {SIGTERM, SIGINT, SIGKILL}) {
-        const pid_t pid = start(cmd({"exec", "--backend", "bubblewrap", "--observer", "strace",
-                                     "--workspace", ws, "--", "sleep", "30"}),
-                                e);
-        // Wait until the call's directories exist, so the signal lands mid-call (a loaded
-        // machine may take seconds to start the process, so the bound is generous).
-        for (int i = 0; i < 2000 && run_dirs(root + "/private") == 0; ++i) {
+        std::filesystem::remove(started);
+        const pid_t pid =
+            start(cmd({"exec", "--backend", "bubblewrap", "--observer", "strace", "--workspace", ws,
+                       "--", "sh", "-c", "touch started; exec sleep 30"}),
+                  e);
+        // Wait until the target has started, so the signal lands mid-call and the observer's
+        // confirmation, a call of its own with directories of its own, is over (a loaded machine
+        // may take seconds to start the process, so the bound is generous).
+        for (int i = 0; i < 2000 && !std::filesystem::exists(started); ++i) {
             std::this_thread::sleep_for(std::chrono::milliseconds{10});
         }
         ASSERT_EQ(run_dirs(root + "/private"), 1U);

@@ -1,7 +1,7 @@
-// The real Claude Code CLI as a confined target of `tea-evaluate exec`: real bwrap, the strace
-// audit and the egress proxy, against the Messages API mock on this machine's loopback. The
-// token is handed with --env, not through a login, so nothing redacts it: these calls are the
-// control that the logged-in evaluations of claude_evaluation_test.cpp are held against.
+// The real Claude Code CLI as a confined target of `tea-evaluate exec`: real bwrap, the audit (by
+// each observer of the build) and the egress proxy, against the Messages API mock on this machine's
+// loopback. The token is handed with --env, not through a login, so nothing redacts it: these calls
+// are the control that the logged-in evaluations of claude_evaluation_test.cpp are held against.
 //
 // The scripted agent writes a file in its workspace, reads the secret of the withheld evaluation
 // folder, and prints the credential the mock echoes. Confined, the write lands, the read finds
@@ -9,6 +9,7 @@
 // target's output. The same call under --backend opt-out, the control of the read, hands the
 // secret to the API.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -97,12 +98,38 @@ class ClaudeConfined : public bwrap::Confinement {
     std::string token_;
 };
 
-TEST_F(ClaudeConfined, WritesFindsNoEvaluationFolderAndPrintsTheTokenInClear) {
+// Who runs tea-evaluate, and which observer audits the session.
+struct AuditedBy {
+    bwrap::Identity identity = bwrap::Identity::invoker;
+    const char *observer = "strace";
+};
+void PrintTo(const AuditedBy &a, std::ostream *os) {
+    *os << (a.identity == bwrap::Identity::invoker ? "invoker" : "unprivileged") << "/"
+        << a.observer;
+}
+
+// The same session audited by each observer of the build, as root and as another user: the CLI
+// works alike under each, and the read of the withheld folder is listed by each.
+class ClaudeConfinedEachObserver : public ClaudeConfined,
+                                   public ::testing::WithParamInterface<AuditedBy> {
+   protected:
+    void SetUp() override {
+        ClaudeConfined::SetUp();
+        if (!IsSkipped() && !HasFatalFailure() &&
+            GetParam().identity == bwrap::Identity::unprivileged) {
+            become_unprivileged();
+        }
+    }
+};
+
+TEST_P(ClaudeConfinedEachObserver, WritesFindsNoEvaluationFolderAndPrintsTheTokenInClear) {
     MessagesApiMock mock{base() / "mock", kMockHost,
                          write_read_echo_turns(written(), secret_file())};
     auto call = session(mock, Backend::bubblewrap);
-    call.options.push_back("--strict");
+    call.options.insert(call.options.end(), {"--strict", "--observer", GetParam().observer});
     const auto r = run(call);
+    EXPECT_NE(r.err.find(std::string{"audit ("} + GetParam().observer + ")"), std::string::npos)
+        << r;
 
     // (b) The read of the evaluation folder: the folder is absent, and the audit lists it.
     EXPECT_EQ(r.status, 3) << r;
@@ -123,6 +150,22 @@ TEST_F(ClaudeConfined, WritesFindsNoEvaluationFolderAndPrintsTheTokenInClear) {
     EXPECT_EQ(r.err.find("egress: the proxy refused"), std::string::npos) << r;
     EXPECT_TRUE(mock.refused_tunnels().empty());
 }
+
+std::vector<AuditedBy> observers() {
+    using bwrap::Identity;
+    std::vector<AuditedBy> out{{Identity::invoker, "strace"}, {Identity::unprivileged, "strace"}};
+#ifdef TEA_EBPF_OBSERVER
+    if (::geteuid() == 0) {
+        out.push_back({Identity::invoker, "ebpf"});  // its programs load as root only
+    }
+#endif
+#ifdef TEA_SECCOMP_OBSERVER
+    out.push_back({Identity::invoker, "seccomp"});
+    out.push_back({Identity::unprivileged, "seccomp"});  // what auto takes for another user
+#endif
+    return out;
+}
+INSTANTIATE_TEST_SUITE_P(Observers, ClaudeConfinedEachObserver, ::testing::ValuesIn(observers()));
 
 // The control of the read: the same session unconfined reads the secret and sends it to the API.
 TEST_F(ClaudeConfined, OptedOutTheSameSessionSendsTheSecretToTheApi) {
