@@ -433,6 +433,16 @@ bool on_procfs(int fd) {
     return ::fstatfs(fd, &fs) == 0 && fs.f_type == PROC_SUPER_MAGIC;
 }
 
+// Where a descriptor of a procfs lies: outside every process's directory (/proc/meminfo,
+// /proc/cpuinfo, the root itself), in the asking process's own (which the kernel always lets a
+// process read), or in another's. In the first two the supervisor's ownership of the sandbox's
+// user namespace lends nothing, and they are used without a child of their own (a fork per open,
+// which a call at its process budget would see fail). Judged by the path the kernel gives the
+// descriptor in the process's mount namespace, where procfs is at /proc, and the process's thread
+// group's number in its own pid namespace; any other answer counts as another process's.
+enum class ProcEntry : std::uint8_t { global, own, other };
+ProcEntry procfs_entry(int fd, pid_t pid);
+
 // What an operation made without the supervisor's standing answered: a value (a descriptor, a
 // length, or -errno), and the bytes it read.
 struct Unowned {
@@ -744,6 +754,35 @@ bool namespace_pids(pid_t pid, std::string &ns_pid, std::string &ns_tgid) {
     return !ns_pid.empty() && !ns_tgid.empty();
 }
 
+ProcEntry procfs_entry(int fd, pid_t pid) {
+    std::array<char, 4096> buf{};
+    const std::string link = "/proc/self/fd/" + std::to_string(fd);
+    const ssize_t n = ::readlink(link.c_str(), buf.data(), buf.size() - 1);
+    if (n <= 0) {
+        return ProcEntry::other;
+    }
+    std::string_view path{buf.data(), static_cast<std::size_t>(n)};
+    if (path == "/proc") {
+        return ProcEntry::global;
+    }
+    constexpr std::string_view kProc = "/proc/";
+    if (path.substr(0, kProc.size()) != kProc) {
+        return ProcEntry::other;
+    }
+    path.remove_prefix(kProc.size());
+    const auto first = path.substr(0, path.find('/'));
+    if (first.empty()) {
+        return ProcEntry::other;
+    }
+    if (!std::all_of(first.begin(), first.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        return ProcEntry::global;
+    }
+    std::string ns_pid;
+    std::string ns_tgid;
+    return namespace_pids(pid, ns_pid, ns_tgid) && first == ns_tgid ? ProcEntry::own
+                                                                    : ProcEntry::other;
+}
+
 // Where a path begins for the process: its root, its working directory or one of its
 // descriptors, opened O_PATH through the supervisor's procfs; and that place's path.
 struct Base {
@@ -865,7 +904,8 @@ long open_as_process(const Request &r, int dirfd, const std::string &path, open_
         // Another process's procfs entry opened with the supervisor's standing: a target would
         // read the maps of the sandbox's undumpable holder, or another process's, that the kernel
         // refuses it.
-        if (!own && on_procfs(static_cast<int>(fd))) {
+        if (!own && on_procfs(static_cast<int>(fd)) &&
+            procfs_entry(static_cast<int>(fd), r.pid()) == ProcEntry::other) {
             bool same = false;
             const Fd userns = process_userns(r, same);
             if (userns.get() >= 0 && same) {
@@ -1727,7 +1767,8 @@ void on_readlink(const Request &r) {
         if (as.failed()) {
             rc = -1;
             error = ESRCH;
-        } else if (on_procfs(n.parent.get())) {
+        } else if (on_procfs(n.parent.get()) &&
+                   procfs_entry(n.parent.get(), r.pid()) == ProcEntry::other) {
             // Another process's exe, cwd, root or fd links, read with the supervisor's standing,
             // would name host paths the kernel refuses the process.
             bool same = false;

@@ -1454,6 +1454,46 @@ report("FREE", lambda: os.rename("free", "free2"))
     EXPECT_TRUE(fs::exists(answers / "key.txt")) << r;
 }
 
+class AuditSeccompProcBudget : public AuditEitherIdentity {};
+
+// A call at its process budget: procfs files outside every process's directory, and the
+// process's own entries however named, are opened without a process of the supervisor's own,
+// which the budget would refuse. The control: the target's own fork is refused there.
+TEST_P(AuditSeccompProcBudget, AProcessAtItsBudgetStillReadsGlobalAndItsOwnProcfsEntries) {
+    const std::string probe =
+        "import os, sys, time\n"
+        "children = []\n"
+        "while True:\n"
+        "    try:\n"
+        "        pid = os.fork()\n"
+        "    except OSError as e:\n"
+        "        print('fork', e.errno, file=sys.stderr)\n"
+        "        break\n"
+        "    if pid == 0:\n"
+        "        time.sleep(30)\n"
+        "        os._exit(0)\n"
+        "    children.append(pid)\n"
+        "def read(path):\n"
+        "    try:\n"
+        "        with open(path, 'rb') as f:\n"
+        "            return 'ok' if f.read(64) else 'empty'\n"
+        "    except OSError as e:\n"
+        "        return 'refused %d' % e.errno\n"
+        "for label, path in (('meminfo', '/proc/meminfo'), ('cpuinfo', '/proc/cpuinfo'),\n"
+        "                    ('own', '/proc/%d/comm' % os.getpid()),\n"
+        "                    ('dotdot', '/proc/self/ns/../comm')):\n"
+        "    print(label, read(path), file=sys.stderr)\n"
+        "for pid in children:\n"
+        "    os.kill(pid, 9)\n";
+    const auto r = run({.command = {"python3", "-c", probe},
+                        .config = "[budgets]\nprocesses = 32\n",
+                        .options = {"--observer", observer_}});
+    EXPECT_NE(r.err.find("fork 11\n"), std::string::npos) << "the call reached its budget" << r;
+    for (const char *label : {"meminfo", "cpuinfo", "own", "dotdot"}) {
+        EXPECT_NE(r.err.find(std::string{label} + " ok\n"), std::string::npos) << label << r;
+    }
+}
+
 class AuditSeccompRecordSize : public AuditEitherIdentity {};
 
 TEST_P(AuditSeccompRecordSize, DistinctLongPathsStopBeingKeptAtTheByteBound) {
@@ -1492,6 +1532,7 @@ INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompFollowedLinks,
                          ::testing::ValuesIn(seccomp_only()));
 INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompRecordSize, ::testing::ValuesIn(seccomp_only()));
 INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompCovers, ::testing::ValuesIn(seccomp_only()));
+INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompProcBudget, ::testing::ValuesIn(seccomp_only()));
 INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompBlockedOpens, ::testing::ValuesIn(seccomp_only()));
 #ifdef TEA_FORK_FIRST_PROBE
 INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompSetUp, ::testing::ValuesIn(seccomp_only()));
