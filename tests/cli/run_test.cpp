@@ -2691,17 +2691,22 @@ bool tool_error(const json &call) {
 
 // The pinned @modelcontextprotocol/server-filesystem, told it may serve "/" as well as its
 // workspace: its own path checks let everything through, so only the confinement stands between
-// it and the grading material.
-TEST(RunToolServer, TheFilesystemServerListsItsWorkspaceAndTheConfinementStopsItsReads) {
+// it and the grading material. Under each observer of the build: the server works alike, and its
+// read of the evaluation folder is listed by each.
+class RunToolServerEachObserver : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(RunToolServerEachObserver,
+       TheFilesystemServerListsItsWorkspaceAndTheConfinementStopsItsReads) {
     ASSERT_TRUE(fs::exists(TEA_TEST_MCP_FILESYSTEM)) << "run scripts/install-deps.sh";
     Project p{"mcp-filesystem"};
     copy_filesystem_example(p, true);
-    const auto run = p.run();
+    const auto run = p.tea({"--json", "--observer", GetParam(), "run", p.eval().string()});
     EXPECT_EQ(run.status, 3) << run.err;
     EXPECT_NE(run.err.find("access to always-listed " + p.eval().string()), std::string::npos)
         << run.err;
     const auto dir = run_dir_of(run);
     const auto record = read_json(dir / "run.json");
+    EXPECT_EQ(record["observer"], GetParam());
     const auto &calls = record["trials"][0]["calls"];
     ASSERT_EQ(calls.size(), 3U) << record.dump(2);
     EXPECT_EQ(calls[0]["expect"]["met"], true) << calls[0].dump(2);
@@ -2722,6 +2727,21 @@ TEST(RunToolServer, TheFilesystemServerListsItsWorkspaceAndTheConfinementStopsIt
     EXPECT_EQ(score.err.find("records are missing"), std::string::npos) << score.err;
     EXPECT_EQ(p.leftover_run_dirs(), 0U);
 }
+
+std::vector<const char *> observers_of_the_build() {
+    std::vector<const char *> out{"strace"};
+#ifdef TEA_EBPF_OBSERVER
+    if (::geteuid() == 0) {
+        out.push_back("ebpf");  // its programs load as root only
+    }
+#endif
+#ifdef TEA_SECCOMP_OBSERVER
+    out.push_back("seccomp");
+#endif
+    return out;
+}
+INSTANTIATE_TEST_SUITE_P(Observers, RunToolServerEachObserver,
+                         ::testing::ValuesIn(observers_of_the_build()));
 
 // The control: the same server, opted out, reads what the confined one could not.
 TEST(RunToolServer, TheFilesystemServerOptedOutReadsWhatTheConfinedOneCouldNot) {
