@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "../plugins/backend-bubblewrap/harness.hpp"
+#include "support/observers.hpp"
 #include "support/terminal.hpp"
 
 namespace tea::test::bwrap {
@@ -239,16 +240,10 @@ TEST_F(ExecOnATerminal, AConfinedTargetCannotOpenTheTerminal) {
     // Audited (the sandbox helper that joins the holder's view makes the session) and unaudited
     // (bwrap's --new-session makes it), by each observer: the seccomp supervisor, which opens
     // files for the target, must not open its own terminal for it.
-    std::vector<std::vector<std::string>> audits{
-        {}, {"--observer", "none"}, {"--observer", "strace"}};
-#ifdef TEA_SECCOMP_OBSERVER
-    audits.push_back({"--observer", "seccomp"});
-#endif
-#ifdef TEA_EBPF_OBSERVER
-    if (::geteuid() == 0) {
-        audits.push_back({"--observer", "ebpf"});
+    std::vector<std::vector<std::string>> audits{{}, {"--observer", "none"}};
+    for (const char *observer : observers_of_the_build()) {
+        audits.push_back({"--observer", observer});
     }
-#endif
     for (const auto &options : audits) {
         const auto [confined, confined_shown] = through_tty(options);
         EXPECT_EQ(confined.status, 0)

@@ -35,6 +35,7 @@
 
 #include "cli/project_fixture.hpp"
 #include "support/fake_bwrap.hpp"
+#include "support/observers.hpp"
 #include "support/process.hpp"
 #include "support/socket_io.hpp"
 #include "support/temp_dir.hpp"
@@ -2728,20 +2729,8 @@ TEST_P(RunToolServerEachObserver,
     EXPECT_EQ(p.leftover_run_dirs(), 0U);
 }
 
-std::vector<const char *> observers_of_the_build() {
-    std::vector<const char *> out{"strace"};
-#ifdef TEA_EBPF_OBSERVER
-    if (::geteuid() == 0) {
-        out.push_back("ebpf");  // its programs load as root only
-    }
-#endif
-#ifdef TEA_SECCOMP_OBSERVER
-    out.push_back("seccomp");
-#endif
-    return out;
-}
 INSTANTIATE_TEST_SUITE_P(Observers, RunToolServerEachObserver,
-                         ::testing::ValuesIn(observers_of_the_build()));
+                         ::testing::ValuesIn(test::observers_of_the_build()));
 
 // The control: the same server, opted out, reads what the confined one could not.
 TEST(RunToolServer, TheFilesystemServerOptedOutReadsWhatTheConfinedOneCouldNot) {

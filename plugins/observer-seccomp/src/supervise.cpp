@@ -443,6 +443,63 @@ bool on_procfs(int fd) {
 enum class ProcEntry : std::uint8_t { global, own, other };
 ProcEntry procfs_entry(int fd, pid_t pid);
 
+// A forked child's answer to the supervisor over their socket: a number, then after a NUL the
+// bytes it read or named, and a descriptor when `fd` is one. Ends the child.
+[[noreturn]] void answer_and_exit(int sock, long number, const std::string &bytes, int fd) {
+    std::string message = std::to_string(number) + '\0' + bytes;
+    iovec data{message.data(), message.size()};
+    alignas(cmsghdr) std::array<char, CMSG_SPACE(sizeof(int))> control{};
+    msghdr m{};
+    m.msg_iov = &data;
+    m.msg_iovlen = 1;
+    if (fd >= 0) {
+        m.msg_control = control.data();
+        m.msg_controllen = control.size();
+        cmsghdr *c = CMSG_FIRSTHDR(&m);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    }
+    _exit(::sendmsg(sock, &m, MSG_NOSIGNAL) > 0 ? 0 : 1);
+}
+
+// The answer answer_and_exit sent: whether one came, its number and bytes, and its descriptor
+// (close-on-exec), or -1.
+struct ChildAnswer {
+    bool came = false;
+    long number = 0;
+    std::string bytes;
+    int fd = -1;
+};
+ChildAnswer receive_answer(int sock) {
+    std::string buf(kPathMax + 32, '\0');
+    iovec data{buf.data(), buf.size()};
+    alignas(cmsghdr) std::array<char, CMSG_SPACE(sizeof(int))> control{};
+    msghdr m{};
+    m.msg_iov = &data;
+    m.msg_iovlen = 1;
+    m.msg_control = control.data();
+    m.msg_controllen = control.size();
+    ssize_t n = -1;
+    do {
+        n = ::recvmsg(sock, &m, MSG_CMSG_CLOEXEC | MSG_WAITALL);
+    } while (n < 0 && errno == EINTR);
+    ChildAnswer out;
+    if (cmsghdr *c = CMSG_FIRSTHDR(&m); n > 0 && c != nullptr && c->cmsg_type == SCM_RIGHTS) {
+        std::memcpy(&out.fd, CMSG_DATA(c), sizeof out.fd);
+    }
+    if (n <= 0) {
+        return out;
+    }
+    buf.resize(static_cast<std::size_t>(n));
+    const auto nul = buf.find('\0');
+    out.came = true;
+    out.number = std::strtol(buf.c_str(), nullptr, 10);
+    out.bytes = nul == std::string::npos ? std::string{} : buf.substr(nul + 1);
+    return out;
+}
+
 // What an operation made without the supervisor's standing answered: a value (a descriptor, a
 // length, or -errno), and the bytes it read.
 struct Unowned {
@@ -488,55 +545,22 @@ Unowned without_ownership(int userns, Op op, bool sends_fd) {
         const bool joined =
             ::setns(userns, CLONE_NEWUSER) == 0 && ::syscall(SYS_capset, &header, none) == 0;
         const long value = joined ? op(bytes) : -EACCES;
-        std::string message = std::to_string(value) + '\0' + bytes;
-        iovec data{message.data(), message.size()};
-        alignas(cmsghdr) std::array<char, CMSG_SPACE(sizeof(int))> control{};
-        msghdr m{};
-        m.msg_iov = &data;
-        m.msg_iovlen = 1;
-        if (sends_fd && value >= 0) {
-            const int sent = static_cast<int>(value);
-            m.msg_control = control.data();
-            m.msg_controllen = control.size();
-            cmsghdr *c = CMSG_FIRSTHDR(&m);
-            c->cmsg_level = SOL_SOCKET;
-            c->cmsg_type = SCM_RIGHTS;
-            c->cmsg_len = CMSG_LEN(sizeof(int));
-            std::memcpy(CMSG_DATA(c), &sent, sizeof sent);
-        }
-        _exit(::sendmsg(sv[1], &m, MSG_NOSIGNAL) > 0 ? 0 : 1);
+        answer_and_exit(sv[1], value, bytes, sends_fd && value >= 0 ? static_cast<int>(value) : -1);
     }
     ::close(sv[1]);
-    std::string buf(kPathMax + 32, '\0');
-    iovec data{buf.data(), buf.size()};
-    alignas(cmsghdr) std::array<char, CMSG_SPACE(sizeof(int))> control{};
-    msghdr m{};
-    m.msg_iov = &data;
-    m.msg_iovlen = 1;
-    m.msg_control = control.data();
-    m.msg_controllen = control.size();
-    ssize_t n = -1;
-    do {
-        n = ::recvmsg(mine.get(), &m, MSG_CMSG_CLOEXEC | MSG_WAITALL);
-    } while (n < 0 && errno == EINTR);
-    int fd = -1;
-    if (cmsghdr *c = CMSG_FIRSTHDR(&m); n > 0 && c != nullptr && c->cmsg_type == SCM_RIGHTS) {
-        std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
-    }
+    const ChildAnswer got = receive_answer(mine.get());
     while (::waitpid(child, nullptr, 0) < 0 && errno == EINTR) {
     }
     Unowned out;
-    if (n <= 0) {
+    if (!got.came) {
         return out;
     }
-    buf.resize(static_cast<std::size_t>(n));
-    const auto nul = buf.find('\0');
-    out.value = std::strtol(buf.c_str(), nullptr, 10);
-    out.bytes = nul == std::string::npos ? std::string{} : buf.substr(nul + 1);
+    out.value = got.number;
+    out.bytes = got.bytes;
     if (sends_fd && out.value >= 0) {
-        out.value = fd >= 0 ? fd : -EIO;
-    } else if (fd >= 0) {
-        ::close(fd);
+        out.value = got.fd >= 0 ? got.fd : -EIO;
+    } else if (got.fd >= 0) {
+        ::close(got.fd);
     }
     return out;
 }
@@ -1430,23 +1454,7 @@ void open_in_worker(const Request &r, std::string_view call, int dirfd, const st
         ::close(sv[0]);
         std::string asked;
         const long fd = open_as_process(r, dirfd, path, how, asked);
-        std::string message = std::to_string(fd < 0 ? -fd : 0) + '\0' + asked;
-        iovec data{message.data(), message.size()};
-        alignas(cmsghdr) std::array<char, CMSG_SPACE(sizeof(int))> control{};
-        msghdr m{};
-        m.msg_iov = &data;
-        m.msg_iovlen = 1;
-        if (fd >= 0) {
-            const int sent = static_cast<int>(fd);
-            m.msg_control = control.data();
-            m.msg_controllen = control.size();
-            cmsghdr *c = CMSG_FIRSTHDR(&m);
-            c->cmsg_level = SOL_SOCKET;
-            c->cmsg_type = SCM_RIGHTS;
-            c->cmsg_len = CMSG_LEN(sizeof(int));
-            std::memcpy(CMSG_DATA(c), &sent, sizeof sent);
-        }
-        _exit(::sendmsg(sv[1], &m, MSG_NOSIGNAL) > 0 ? 0 : 1);
+        answer_and_exit(sv[1], fd < 0 ? -fd : 0, asked, fd >= 0 ? static_cast<int>(fd) : -1);
     }
     ::close(sv[1]);
     Blocked b;
@@ -1466,31 +1474,16 @@ void hand_over(const Request &r, std::string_view call, const std::string &asked
 void finish_blocked(std::size_t i) {
     Blocked b = std::move(g_blocked[i]);
     g_blocked.erase(g_blocked.begin() + static_cast<std::ptrdiff_t>(i));
-    std::array<char, kPathMax + 32> buf{};
-    iovec data{buf.data(), buf.size()};
-    alignas(cmsghdr) std::array<char, CMSG_SPACE(sizeof(int))> control{};
-    msghdr m{};
-    m.msg_iov = &data;
-    m.msg_iovlen = 1;
-    m.msg_control = control.data();
-    m.msg_controllen = control.size();
-    const ssize_t n = ::recvmsg(b.sock.get(), &m, MSG_CMSG_CLOEXEC);
-    int fd = -1;
-    if (cmsghdr *c = CMSG_FIRSTHDR(&m); n > 0 && c != nullptr && c->cmsg_type == SCM_RIGHTS) {
-        std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
-    }
+    const ChildAnswer got = receive_answer(b.sock.get());
     while (::waitpid(b.worker, nullptr, 0) < 0 && errno == EINTR) {
     }
     Request r{reinterpret_cast<seccomp_notif *>(b.notif.data())};
-    if (n <= 0) {
+    if (!got.came) {
         respond_error(r, EIO);
         return;
     }
-    const std::string text{buf.data(), static_cast<std::size_t>(n)};
-    const auto nul = text.find('\0');
-    const int error = std::atoi(text.c_str());
-    const std::string asked = nul == std::string::npos ? std::string{} : text.substr(nul + 1);
-    hand_over(r, b.call, asked, fd >= 0 ? fd : -(error == 0 ? EIO : error), b.flags);
+    const int error = static_cast<int>(got.number);
+    hand_over(r, b.call, got.bytes, got.fd >= 0 ? got.fd : -(error == 0 ? EIO : error), b.flags);
 }
 
 void on_open(const Request &r) {

@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "../backend-bubblewrap/harness.hpp"
+#include "support/observers.hpp"
 #include "support/process.hpp"
 #include "support/sanitized.hpp"
 #include "tea_fixtures.h"
@@ -506,13 +507,8 @@ TEST_P(AuditBlindObserver, AnObserverThatSeesNothingIsRefusedBeforeTheTargetRuns
 }
 
 std::vector<const char *> kernel_side_observers() {
-    std::vector<const char *> out;
-#ifdef TEA_EBPF_OBSERVER
-    out.push_back("ebpf");
-#endif
-#ifdef TEA_SECCOMP_OBSERVER
-    out.push_back("seccomp");
-#endif
+    auto out = observers_of_the_build();
+    std::erase_if(out, [](std::string_view name) { return name == "strace"; });
     return out;
 }
 INSTANTIATE_TEST_SUITE_P(Observers, AuditBlindObserver,
