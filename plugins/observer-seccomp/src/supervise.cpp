@@ -17,6 +17,7 @@
 #include <linux/audit.h>
 #include <linux/capability.h>
 #include <linux/magic.h>
+#include <linux/nsfs.h>
 #include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <poll.h>
@@ -431,26 +432,105 @@ struct Unowned {
     std::string bytes;
 };
 
-// The process's user namespace, held before its notification is checked (a pid reused
-// meanwhile lends nothing), or -1; `same` tells whether it is the supervisor's own.
-Fd process_userns(const Request &r, bool &same) {
-    Fd ns{::open(proc(r.pid(), "ns/user").c_str(), O_RDONLY | O_CLOEXEC)};
+// The namespaces a procfs lookup is made in: procfs answers /proc/sys/net/..., /proc/sys/kernel/
+// shm*, /proc/sys/fs/mqueue/..., /proc/sys/user/... and /proc/sysvipc/* from the opener's network,
+// IPC and user namespaces, fixed when the file is opened; the cgroup and UTS ones are joined as
+// well, so that nothing of the supervisor's own is left for an opener's answer.
+struct Namespaces {
+    static constexpr std::array<std::pair<const char *, int>, 4> kJoined{
+        {{"net", CLONE_NEWNET},
+         {"ipc", CLONE_NEWIPC},
+         {"uts", CLONE_NEWUTS},
+         {"cgroup", CLONE_NEWCGROUP}}};
+    Fd user;
+    std::array<Fd, kJoined.size()> joined;
+    bool same = false;  // every one of them is the supervisor's own
+};
+
+ino_t ns_inode(int fd) {
     struct stat st {};
-    if (ns.get() < 0 || !id_valid(r) || ::fstat(ns.get(), &st) != 0) {
-        return Fd{};
+    return ::fstat(fd, &st) == 0 ? st.st_ino : 0;
+}
+
+ino_t own_ns_inode(const char *name) {
+    struct stat st {};
+    return ::stat((std::string{"/proc/self/ns/"} + name).c_str(), &st) == 0 ? st.st_ino : 0;
+}
+
+// The process's namespaces, held before its notification is checked (a pid reused meanwhile
+// lends nothing); `ok` is false when one could not be held.
+Namespaces process_namespaces(const Request &r, bool &ok) {
+    Namespaces ns;
+    ns.user.reset(::open(proc(r.pid(), "ns/user").c_str(), O_RDONLY | O_CLOEXEC));
+    for (std::size_t i = 0; i < Namespaces::kJoined.size(); ++i) {
+        ns.joined.at(i).reset(
+            ::open(proc(r.pid(), std::string{"ns/"} + Namespaces::kJoined.at(i).first).c_str(),
+                   O_RDONLY | O_CLOEXEC));
     }
-    same = st.st_ino == g_id.my_userns;
+    ok = ns.user.get() >= 0 && id_valid(r) &&
+         std::all_of(ns.joined.begin(), ns.joined.end(), [](const Fd &f) { return f.get() >= 0; });
+    if (!ok) {
+        return ns;
+    }
+    ns.same = ns_inode(ns.user.get()) == g_id.my_userns;
+    for (std::size_t i = 0; i < Namespaces::kJoined.size() && ns.same; ++i) {
+        ns.same = ns_inode(ns.joined.at(i).get()) == own_ns_inode(Namespaces::kJoined.at(i).first);
+    }
     return ns;
 }
 
-// Runs `op` in a forked child that has joined the process's user namespace and dropped every
-// capability there, keeping the file-system identity the supervisor has taken on. The
-// supervisor's effective uid owns that namespace (bwrap made it as that uid), which grants it
+// In a forked child: joins the process's namespaces, each through the user namespace that owns
+// it (setns into a network or IPC namespace needs CAP_SYS_ADMIN over it, which the supervisor's
+// uid has as the owner of the sandbox's user namespace), then the process's user namespace, and
+// keeps no capability there. Where the user namespace stays the supervisor's, the capabilities
+// the supervisor has taken on for the process stay.
+bool join_namespaces(const Namespaces &ns) {
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct taken[2]{};
+    if (::syscall(SYS_capget, &header, taken) != 0) {
+        return false;
+    }
+    bool moved = false;
+    for (std::size_t i = 0; i < Namespaces::kJoined.size(); ++i) {
+        const auto &[name, type] = Namespaces::kJoined.at(i);
+        const int fd = ns.joined.at(i).get();
+        if (ns_inode(fd) == own_ns_inode(name)) {
+            continue;
+        }
+        const Fd owner{::ioctl(fd, NS_GET_USERNS)};
+        if (owner.get() < 0) {
+            return false;
+        }
+        if (ns_inode(owner.get()) != own_ns_inode("user")) {
+            if (::setns(owner.get(), CLONE_NEWUSER) != 0) {
+                return false;
+            }
+            moved = true;
+        }
+        if (::setns(fd, type) != 0) {
+            return false;
+        }
+    }
+    if (ns_inode(ns.user.get()) != own_ns_inode("user")) {
+        if (::setns(ns.user.get(), CLONE_NEWUSER) != 0) {
+            return false;
+        }
+        moved = true;
+    }
+    __user_cap_data_struct none[2]{};
+    return ::syscall(SYS_capset, &header, moved ? none : taken) == 0;
+}
+
+// Runs `op` in a forked child that has joined the process's namespaces and dropped every
+// capability in its user namespace, keeping the file-system identity the supervisor has taken on.
+// The supervisor's effective uid owns that namespace (bwrap made it as that uid), which grants it
 // every capability there, and procfs's ptrace checks (another process's maps, smaps, exe, cwd,
 // fd...) would pass for it where the process itself is refused (the sandbox's undumpable
-// holder). `op` returns a descriptor when `sends_fd`, else a length of `bytes` or -errno.
+// holder); and procfs answers some files from the opener's namespaces (Namespaces). `op` returns
+// a descriptor when `sends_fd`, else a length of `bytes` (at most `max_bytes`) or -errno.
 template <typename Op>
-Unowned without_ownership(int userns, Op op, bool sends_fd) {
+Unowned without_ownership(const Namespaces &ns, Op op, bool sends_fd,
+                          std::size_t max_bytes = kPathMax) {
     std::array<int, 2> sv{};
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv.data()) != 0) {
         return {-errno, {}};
@@ -464,11 +544,7 @@ Unowned without_ownership(int userns, Op op, bool sends_fd) {
     if (child == 0) {
         ::close(sv[0]);
         std::string bytes;
-        __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
-        __user_cap_data_struct none[2]{};
-        const bool joined =
-            ::setns(userns, CLONE_NEWUSER) == 0 && ::syscall(SYS_capset, &header, none) == 0;
-        const long value = joined ? op(bytes) : -EACCES;
+        const long value = join_namespaces(ns) ? op(bytes) : -EACCES;
         std::string message = std::to_string(value) + '\0' + bytes;
         iovec data{message.data(), message.size()};
         alignas(cmsghdr) std::array<char, CMSG_SPACE(sizeof(int))> control{};
@@ -488,7 +564,7 @@ Unowned without_ownership(int userns, Op op, bool sends_fd) {
         _exit(::sendmsg(sv[1], &m, MSG_NOSIGNAL) > 0 ? 0 : 1);
     }
     ::close(sv[1]);
-    std::string buf(kPathMax + 32, '\0');
+    std::string buf(max_bytes + 32, '\0');
     iovec data{buf.data(), buf.size()};
     alignas(cmsghdr) std::array<char, CMSG_SPACE(sizeof(int))> control{};
     msghdr m{};
@@ -522,20 +598,40 @@ Unowned without_ownership(int userns, Op op, bool sends_fd) {
     return out;
 }
 
-// A file of a procfs the supervisor opened for the process, opened again without the
-// supervisor's ownership of the sandbox's user namespace: the descriptor, or -errno.
-long reopen_unowned(int userns, int fd, std::uint64_t flags) {
-    const std::string link = "/proc/self/fd/" + std::to_string(fd);
-    const int reopen_flags = static_cast<int>(
-        flags & ~static_cast<std::uint64_t>(O_CREAT | O_EXCL | O_TRUNC | __O_TMPFILE | O_NOFOLLOW));
+// A procfs path looked up again, as the process's open, in a child that has joined its
+// namespaces without the supervisor's ownership of them: the descriptor, or -errno. A reopen of
+// the supervisor's descriptor would keep what its own lookup found (the host's network and IPC
+// settings, a file's answers formatted for its user namespace).
+long open_unowned(const Namespaces &ns, int at, const std::string &path, const open_how &how) {
     const Unowned got = without_ownership(
-        userns,
+        ns,
         [&](std::string &) -> long {
-            const int again = ::open(link.c_str(), reopen_flags);
-            return again < 0 ? -errno : again;
+            const long fd = openat2_call(at, path, how);
+            return fd < 0 ? -errno : fd;
         },
         true);
     return got.value;
+}
+
+// Whether a path that failed to open leads into a procfs: the nearest of its directories that
+// opens is on one. The lookup that failed was the supervisor's, in its namespaces; a sysctl of
+// the process's network namespace alone (an interface the sandbox has) is not found there.
+bool ends_in_procfs(int at, std::string path, const open_how &how) {
+    for (;;) {
+        const auto end = path.find_last_not_of('/');
+        const auto slash = end == std::string::npos ? std::string::npos : path.rfind('/', end);
+        path = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+        open_how h{};
+        h.flags = O_PATH | O_CLOEXEC;
+        h.resolve = how.resolve;
+        const Fd dir{static_cast<int>(openat2_call(at, path, h))};
+        if (dir.get() >= 0) {
+            return on_procfs(dir.get());
+        }
+        if (path == "." || path == "/") {
+            return false;
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -659,6 +755,15 @@ bool has_dot_dot(std::string_view path) {
 
 Mapped map_links(std::string_view path) {
     std::string p{path};
+    // procfs's own links to the reader's entries: followed inside the process's root, "self" would
+    // be the supervisor, unknown to the process's procfs.
+    for (const std::string_view name : {"/proc/net", "/proc/mounts"}) {
+        if (p == name ||
+            (p.size() > name.size() && p.rfind(name, 0) == 0 && p[name.size()] == '/')) {
+            p = "/proc/self/" + p.substr(6);
+            break;
+        }
+    }
     if (p.rfind("/dev/fd/", 0) == 0) {
         p = "/proc/self/fd/" + p.substr(8);
     } else if (p == "/dev/fd") {
@@ -835,25 +940,26 @@ long open_as_process(const Request &r, int dirfd, const std::string &path, open_
             return -ESRCH;
         }
         const long fd = openat2_call(at, p, h);
-        if (fd < 0) {
-            return -errno;
-        }
+        const int error = fd < 0 ? errno : 0;
         // Another process's procfs entry opened with the supervisor's standing: a target would
         // read the maps of the sandbox's undumpable holder, or another process's, that the kernel
-        // refuses it.
-        if (!own && on_procfs(static_cast<int>(fd))) {
-            bool same = false;
-            const Fd userns = process_userns(r, same);
-            if (userns.get() >= 0 && same) {
-                return fd;  // the supervisor has taken on the process's whole standing
-            }
-            const long again = userns.get() < 0
-                                   ? -ESRCH
-                                   : reopen_unowned(userns.get(), static_cast<int>(fd), h.flags);
-            ::close(static_cast<int>(fd));
-            return again;
+        // refuses it. And procfs looks some files up in the opener's namespaces: a target would
+        // read the host's network settings and interfaces (/proc/sys/net), its System V IPC
+        // objects (/proc/sysvipc) and limits, through the supervisor's lookup.
+        const bool procfs = fd >= 0 ? on_procfs(static_cast<int>(fd))
+                                    : error == ENOENT && !own && ends_in_procfs(at, p, h);
+        if (own || !procfs) {
+            return fd < 0 ? -error : fd;
         }
-        return fd;
+        bool held = false;
+        const Namespaces ns = process_namespaces(r, held);
+        if (held && ns.same) {
+            return fd < 0 ? -error : fd;  // the supervisor has taken on the process's standing
+        }
+        if (fd >= 0) {
+            ::close(static_cast<int>(fd));
+        }
+        return held ? open_unowned(ns, at, p, h) : -ESRCH;
     };
     // The process asked to stay beneath its directory (or inside it as a root): that is exact.
     if ((target_resolve & (RESOLVE_BENEATH | RESOLVE_IN_ROOT)) != 0) {
@@ -1576,10 +1682,38 @@ void on_getdents(const Request &r) {
     if (!id_valid(r)) {
         return;
     }
-    std::vector<char> buf(count);
-    const long n = ::syscall(r.nr(), mine.get(), buf.data(), buf.size());
+    std::string buf(count, '\0');
+    const int nr = r.nr();
+    const int dir = mine.get();
+    auto list = [nr, dir, count](std::string &bytes) -> long {
+        bytes.assign(count, '\0');
+        const long got = ::syscall(nr, dir, bytes.data(), bytes.size());
+        bytes.resize(got < 0 ? 0 : static_cast<std::size_t>(got));
+        return got < 0 ? -errno : got;
+    };
+    long n = 0;
+    if (on_procfs(dir)) {
+        // procfs lists some directories from the lister's namespaces (/proc/sys/net names the
+        // host's own network settings): listed as the process, in its namespaces.
+        bool held = false;
+        const Namespaces ns = process_namespaces(r, held);
+        if (!held) {
+            respond_error(r, ESRCH);
+            return;
+        }
+        Unowned got;
+        if (ns.same) {
+            got.value = list(got.bytes);
+        } else {
+            got = without_ownership(ns, list, false, count);
+        }
+        n = got.value;
+        buf = std::move(got.bytes);
+    } else {
+        n = list(buf);
+    }
     if (n < 0) {
-        respond_error(r, errno);
+        respond_error(r, static_cast<int>(-n));
         return;
     }
     if (const int e = write_bytes(r, r.arg(1), buf.data(), static_cast<std::size_t>(n)); e != 0) {
@@ -1703,8 +1837,8 @@ void on_readlink(const Request &r) {
         } else if (on_procfs(n.parent.get())) {
             // Another process's exe, cwd, root or fd links, read with the supervisor's standing,
             // would name host paths the kernel refuses the process.
-            bool same = false;
-            const Fd userns = process_userns(r, same);
+            bool held = false;
+            const Namespaces ns = process_namespaces(r, held);
             const int parent = n.parent.get();
             const std::string &last = n.last;
             auto read_it = [parent, &last, size](std::string &bytes) -> long {
@@ -1714,12 +1848,12 @@ void on_readlink(const Request &r) {
                 return len < 0 ? -errno : len;
             };
             Unowned got;
-            if (userns.get() < 0) {
+            if (!held) {
                 got.value = -ESRCH;
-            } else if (same) {
+            } else if (ns.same) {
                 got.value = read_it(got.bytes);
             } else {
-                got = without_ownership(userns.get(), read_it, false);
+                got = without_ownership(ns, read_it, false);
             }
             rc = got.value < 0 ? -1 : got.value;
             error = got.value < 0 ? static_cast<int>(-got.value) : 0;

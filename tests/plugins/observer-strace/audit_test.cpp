@@ -2,6 +2,7 @@
 // shown on a real process, with its control: the same read unobserved (--observer none, or the
 // opt-out backend) is never claimed as observed, and a read the audit must not list is shown to
 // have happened.
+#include <sys/shm.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <tea/plugin.h>
@@ -10,6 +11,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -1249,6 +1251,62 @@ TEST_P(AuditOtherProcessesProc, TheUndumpableHoldersEntriesStayRefused) {
     EXPECT_NE(r.err.find("holder-cwd refused\n"), std::string::npos) << r;
 }
 
+// procfs answers some files from the namespaces of whoever opens them: /proc/sys/net from the
+// opener's network namespace, /proc/sysvipc and the IPC limits from its IPC namespace,
+// /proc/sys/user from its user namespace. The seccomp observer's supervisor opens them for the
+// target from the host's namespaces; the target must read its own sandbox's, as it does under
+// strace and eBPF, where it opens them itself (the kernel's own answer, the control).
+class AuditProcNamespaces : public AuditEitherIdentity {};
+
+TEST_P(AuditProcNamespaces, SysctlsAndIpcListingsAreTheSandboxsOwn) {
+    // A System V segment of the host's, under a key of this test's.
+    const auto host_key = static_cast<key_t>(0x7e000000 | (::getpid() & 0xffffff));
+    const int host_segment = ::shmget(host_key, 4096, IPC_CREAT | IPC_EXCL | 0600);
+    ASSERT_GE(host_segment, 0) << std::strerror(errno);
+    struct Removed {
+        int id;
+        ~Removed() { ::shmctl(id, IPC_RMID, nullptr); }
+    } removed{host_segment};
+    const auto probe = python(R"PY(
+host_key = int(sys.argv[1])
+own_key = host_key ^ 0x5a5a
+own = checked(libc.shmget(own_key, 4096, 0o1000 | 0o600))
+keys = [int(l.split()[0]) for l in open("/proc/sysvipc/shm").read().splitlines()[1:]]
+print("HOST-SEGMENT" if host_key in keys else "NO-HOST-SEGMENT", flush=True)
+print("OWN-SEGMENT" if own_key in keys else "NO-OWN-SEGMENT", flush=True)
+libc.shmctl(own, 0, None)
+conf = set(os.listdir("/proc/sys/net/ipv4/conf")) - {"all", "default"}
+names = {n for _, n in socket.if_nameindex()}
+print("INTERFACES-" + ("SAME" if conf == names else "DIFFER:%s/%s" % (sorted(conf), sorted(names))), flush=True)
+report("FORWARDING", lambda: open("/proc/sys/net/ipv4/conf/lo/forwarding").read().strip())
+report("NET-DEV", lambda: "lo:" in open("/proc/net/dev").read())
+report("MOUNTS", lambda: len(open("/proc/mounts").read().splitlines()) > 0)
+report("USERNS-MAX", lambda: open("/proc/sys/user/max_user_namespaces").read().strip())
+report("HOSTNAME", lambda: open("/proc/sys/kernel/hostname").read().strip() == socket.gethostname())
+)PY",
+                              {std::to_string(host_key)});
+    const auto r = run({.command = probe, .options = {"--observer", observer_}});
+    EXPECT_EQ(r.status, 0) << r;
+    // The host's segment stays unseen; the control: the target's own is listed.
+    EXPECT_TRUE(r.has("NO-HOST-SEGMENT")) << r;
+    EXPECT_TRUE(r.has("OWN-SEGMENT")) << r;
+    // The interfaces /proc/sys/net lists are the ones the target's own netlink names.
+    EXPECT_TRUE(r.has("INTERFACES-SAME")) << r;
+    EXPECT_TRUE(r.has("FORWARDING-OK")) << r;
+    // procfs's links to the reader's own entries lead to the target's.
+    EXPECT_TRUE(r.has("NET-DEV-OK:True")) << r;
+    EXPECT_TRUE(r.has("MOUNTS-OK:True")) << r;
+    EXPECT_TRUE(r.has("HOSTNAME-OK:True")) << r;
+    // A new user namespace's limit is its own, never the host's (unless the host's is the same).
+    std::ifstream host_max{"/proc/sys/user/max_user_namespaces"};
+    std::string host_value;
+    host_max >> host_value;
+    EXPECT_TRUE(r.has("USERNS-MAX-OK")) << r;
+    if (host_value != "2147483647") {
+        EXPECT_FALSE(r.has("USERNS-MAX-OK:" + host_value)) << r;
+    }
+}
+
 // A FIFO opened for reading waits for a writer in a worker the supervisor forks. A signal
 // interrupts the process's open and its restart asks again: the first worker must not stay.
 class AuditSeccompBlockedOpens : public AuditEitherIdentity {};
@@ -1468,6 +1526,7 @@ std::vector<AuditedBy> seccomp_only() {
 INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompProcLinks, ::testing::ValuesIn(seccomp_only()));
 INSTANTIATE_TEST_SUITE_P(Identities, AuditOtherProcessesProc,
                          ::testing::ValuesIn(audited_by(true)));
+INSTANTIATE_TEST_SUITE_P(Identities, AuditProcNamespaces, ::testing::ValuesIn(audited_by(true)));
 INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompProcDirs, ::testing::ValuesIn(seccomp_only()));
 INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompFollowedLinks,
                          ::testing::ValuesIn(seccomp_only()));
