@@ -64,6 +64,9 @@
 #ifndef PIDFD_THREAD
 #define PIDFD_THREAD O_EXCL
 #endif
+#ifndef PIDFD_SIGNAL_THREAD
+#define PIDFD_SIGNAL_THREAD (1UL << 0)
+#endif
 
 namespace {
 
@@ -2058,17 +2061,65 @@ void on_name_change(const Request &r) {
             if (!id_valid(r)) {
                 return;
             }
+            // The thread, held before its limit is read: a pid reused meanwhile is neither
+            // asked nor signalled.
+            const Fd thread{static_cast<int>(::syscall(SYS_pidfd_open, pid, PIDFD_THREAD))};
+            rlimit limit{RLIM_INFINITY, RLIM_INFINITY};
+            const auto status = read_small_file(proc(pid, "status"));
+            if (thread.get() < 0 || ::prlimit(pid, RLIMIT_FSIZE, nullptr, &limit) != 0 ||
+                status.empty() || !id_valid(r)) {
+                respond_error(r, ESRCH);
+                return;
+            }
             open_how how{};
             how.flags = O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
             std::string asked;
             const long fd = open_as_process(r, AT_FDCWD, path, how, asked);
+            const auto length = static_cast<off_t>(r.arg(1));
+            bool past_limit = false;
             if (fd >= 0) {
                 Fd f{static_cast<int>(fd)};
-                done(::ftruncate(f.get(), static_cast<off_t>(r.arg(1))));
+                struct stat st {};
+                // The file grows as far as the process's RLIMIT_FSIZE allows, not the
+                // supervisor's: EFBIG and SIGXFSZ, as the kernel answers the process itself. A
+                // growth past the supervisor's own limit would otherwise end the supervisor, and
+                // the audit with it.
+                past_limit = length >= 0 && limit.rlim_cur != RLIM_INFINITY &&
+                             ::fstat(f.get(), &st) == 0 &&
+                             st.st_size<length &&static_cast<rlim_t>(length)> limit.rlim_cur;
+                if (past_limit) {
+                    rc = -1;
+                    error = EFBIG;
+                } else {
+                    done(::ftruncate(f.get(), length));
+                }
             } else {
                 error = static_cast<int>(-fd);
             }
+            const auto signal_thread = [&] {
+                (void)::syscall(SYS_pidfd_send_signal, thread.get(), SIGXFSZ, nullptr,
+                                PIDFD_SIGNAL_THREAD);
+            };
+            // A SIGXFSZ left to its default action ends the process: sent before the answer, as
+            // the kernel's own is pending before the call returns (sent after it, the process
+            // could reach its exit first, and end with no signal). A caught one comes after the
+            // answer, so that the call is not restarted by its handler, and asked again.
+            const auto mask = [&status](std::string_view name) {
+                const auto at = status.find(name);
+                return at == std::string::npos
+                           ? std::uint64_t{0}
+                           : std::strtoull(status.c_str() + at + name.size(), nullptr, 16);
+            };
+            const std::uint64_t bit = std::uint64_t{1} << (SIGXFSZ - 1);
+            const bool ignored = (mask("\nSigIgn:\t") & bit) != 0;
+            const bool caught = (mask("\nSigCgt:\t") & bit) != 0;
+            if (past_limit && !ignored && !caught) {
+                signal_thread();
+            }
             answer_named(r, "truncate", asked, "write", rc, error);
+            if (past_limit && caught) {
+                signal_thread();
+            }
             return;
         }
         default:
@@ -2287,6 +2338,9 @@ int main(int argc, char **argv) {
         run_child(sv[1], argv + i);
     }
     g_child = pid;
+    // A file the supervisor grows past its own RLIMIT_FSIZE (the call's, inherited) answers EFBIG
+    // instead of ending it: a target would otherwise end its audit by one truncate.
+    (void)::signal(SIGXFSZ, SIG_IGN);
     ::close(sv[1]);
     g_listener = so::receive_listener(sv[0]);
     bool served = g_listener >= 0;

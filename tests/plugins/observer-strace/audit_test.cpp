@@ -1307,6 +1307,58 @@ report("HOSTNAME", lambda: open("/proc/sys/kernel/hostname").read().strip() == s
     }
 }
 
+// A truncate grows a file as far as the process's own RLIMIT_FSIZE allows: past it, EFBIG and
+// SIGXFSZ, as the kernel answers the process. The seccomp observer's supervisor performs the
+// truncate: under its own limit (the call's) a target would grow a file past a limit it set
+// itself, and a growth past the call's limit ended the supervisor (SIGXFSZ), the audit with it.
+class AuditFileSizeLimit : public AuditEitherIdentity {};
+
+TEST_P(AuditFileSizeLimit, ATruncateStopsAtTheProcesssOwnLimit) {
+    const auto probe = python(R"PY(
+import resource
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+open("grown", "w").close()
+hard = resource.getrlimit(resource.RLIMIT_FSIZE)[1]
+if hard == resource.RLIM_INFINITY:
+    print("NO-CALL-LIMIT", flush=True)
+else:
+    report("PAST-CALL-LIMIT", lambda: os.truncate("grown", hard + 4096))
+resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
+report("PAST-OWN-LIMIT", lambda: os.truncate("grown", 2 << 20))
+report("WITHIN", lambda: os.truncate("grown", 4096))
+print("SIZE:%d" % os.stat("grown").st_size, flush=True)
+child = os.fork()
+if child == 0:
+    signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+    try:
+        os.truncate("grown", 2 << 20)
+    except OSError:
+        pass
+    os._exit(0)
+_, status = os.waitpid(child, 0)
+print("CHILD-SIGNAL:%d" % (os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0), flush=True)
+caught = []
+signal.signal(signal.SIGXFSZ, lambda signum, frame: caught.append(signum))
+report("CAUGHT", lambda: os.truncate("grown", 2 << 20))
+time.sleep(0.2)
+print("HANDLED:%d" % len(caught), flush=True)
+)PY");
+    const auto [r, record] = audited(probe);
+    EXPECT_EQ(r.status, 0) << r;
+    const auto out = target_output(r);
+    EXPECT_TRUE(out.has("PAST-CALL-LIMIT-DENIED:EFBIG") || out.has("NO-CALL-LIMIT")) << r;
+    EXPECT_TRUE(out.has("PAST-OWN-LIMIT-DENIED:EFBIG")) << r;
+    // Left to its default action, SIGXFSZ ends the process; caught, it is handled once and the
+    // call answers EFBIG.
+    EXPECT_TRUE(out.has("CHILD-SIGNAL:" + std::to_string(SIGXFSZ))) << r;
+    EXPECT_TRUE(out.has("CAUGHT-DENIED:EFBIG")) << r;
+    EXPECT_TRUE(out.has("HANDLED:1")) << r;
+    // The control: within the limit the file grows, and the audit stays whole.
+    EXPECT_TRUE(out.has("WITHIN-OK")) << r;
+    EXPECT_TRUE(out.has("SIZE:4096")) << r;
+    EXPECT_TRUE(record["audit"]["complete"].get<bool>()) << r;
+}
+
 // A FIFO opened for reading waits for a writer in a worker the supervisor forks. A signal
 // interrupts the process's open and its restart asks again: the first worker must not stay.
 class AuditSeccompBlockedOpens : public AuditEitherIdentity {};
@@ -1527,6 +1579,7 @@ INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompProcLinks, ::testing::ValuesIn(
 INSTANTIATE_TEST_SUITE_P(Identities, AuditOtherProcessesProc,
                          ::testing::ValuesIn(audited_by(true)));
 INSTANTIATE_TEST_SUITE_P(Identities, AuditProcNamespaces, ::testing::ValuesIn(audited_by(true)));
+INSTANTIATE_TEST_SUITE_P(Identities, AuditFileSizeLimit, ::testing::ValuesIn(audited_by(true)));
 INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompProcDirs, ::testing::ValuesIn(seccomp_only()));
 INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompFollowedLinks,
                          ::testing::ValuesIn(seccomp_only()));
