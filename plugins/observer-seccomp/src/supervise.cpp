@@ -1667,6 +1667,19 @@ void on_open_by_handle(const Request &r) {
 // ---------------------------------------------------------------------------------------------
 // Listings, link reads and name changes, performed for the process
 
+// Whether a procfs directory, by its path in the process's view, is one of a process's own
+// (/proc/N/..., listing its descriptors or tasks), which no namespace of the lister's changes: the
+// listing every spawn's close of its descriptors makes is not worth a fork.
+bool process_directory(std::string_view path) {
+    if (path.rfind("/proc/", 0) != 0) {
+        return false;
+    }
+    path.remove_prefix(6);
+    const auto end = std::min(path.find('/'), path.size());
+    return end > 0 && std::all_of(path.begin(), path.begin() + static_cast<std::ptrdiff_t>(end),
+                                  [](char c) { return c >= '0' && c <= '9'; });
+}
+
 void on_getdents(const Request &r) {
     const pid_t pid = r.pid();
     const int fd = r.fd_arg(0);
@@ -1694,8 +1707,9 @@ void on_getdents(const Request &r) {
         bytes.resize(got < 0 ? 0 : static_cast<std::size_t>(got));
         return got < 0 ? -errno : got;
     };
+    const auto path = read_link("/proc/self/fd/" + std::to_string(dir));
     long n = 0;
-    if (on_procfs(dir)) {
+    if (on_procfs(dir) && !process_directory(path)) {
         // procfs lists some directories from the lister's namespaces (/proc/sys/net names the
         // host's own network settings): listed as the process, in its namespaces.
         bool held = false;
@@ -1723,7 +1737,6 @@ void on_getdents(const Request &r) {
         respond_error(r, e);
         return;
     }
-    const auto path = read_link("/proc/self/fd/" + std::to_string(mine.get()));
     if (!path.empty() && path[0] == '/') {
         g_record.add(pid, r.nr() == __NR_getdents64 ? "getdents64" : "getdents", path, path, "list",
                      true, {}, {}, {});
