@@ -17,6 +17,7 @@
 #include <linux/audit.h>
 #include <linux/capability.h>
 #include <linux/magic.h>
+#include <linux/nsfs.h>
 #include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <poll.h>
@@ -44,6 +45,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <tea/send_descriptors.hpp>
@@ -63,6 +65,9 @@
 #endif
 #ifndef PIDFD_THREAD
 #define PIDFD_THREAD O_EXCL
+#endif
+#ifndef PIDFD_SIGNAL_THREAD
+#define PIDFD_SIGNAL_THREAD (1UL << 0)
 #endif
 
 namespace {
@@ -433,10 +438,11 @@ bool on_procfs(int fd) {
     return ::fstatfs(fd, &fs) == 0 && fs.f_type == PROC_SUPER_MAGIC;
 }
 
-// Where a descriptor of a procfs lies: outside every process's directory (/proc/meminfo,
-// /proc/cpuinfo, the root itself), in the asking process's own (which the kernel always lets a
-// process read), or in another's. In the first two the supervisor's ownership of the sandbox's
-// user namespace lends nothing, and they are used without a child of their own (a fork per open,
+// Where a descriptor of a procfs lies: outside every process's directory and every namespace's
+// (/proc/meminfo, /proc/cpuinfo, the root itself), in the asking process's own (which the kernel
+// always lets a process read), or elsewhere (another process's, /proc/sys, /proc/sysvipc). In the
+// first two neither the supervisor's ownership of the sandbox's user namespace nor its own
+// namespaces change the answer, and they are used without a child of their own (a fork per open,
 // which a call at its process budget would see fail). Judged by the path the kernel gives the
 // descriptor in the process's mount namespace, where procfs is at /proc, and the process's thread
 // group's number in its own pid namespace; any other answer counts as another process's.
@@ -464,16 +470,16 @@ ProcEntry procfs_entry(int fd, pid_t pid);
     _exit(::sendmsg(sock, &m, MSG_NOSIGNAL) > 0 ? 0 : 1);
 }
 
-// The answer answer_and_exit sent: whether one came, its number and bytes, and its descriptor
-// (close-on-exec), or -1.
+// The answer answer_and_exit sent: whether one came, its number and bytes (at most `max_bytes`),
+// and its descriptor (close-on-exec), or -1.
 struct ChildAnswer {
     bool came = false;
     long number = 0;
     std::string bytes;
     int fd = -1;
 };
-ChildAnswer receive_answer(int sock) {
-    std::string buf(kPathMax + 32, '\0');
+ChildAnswer receive_answer(int sock, std::size_t max_bytes = kPathMax) {
+    std::string buf(max_bytes + 32, '\0');
     iovec data{buf.data(), buf.size()};
     alignas(cmsghdr) std::array<char, CMSG_SPACE(sizeof(int))> control{};
     msghdr m{};
@@ -507,26 +513,105 @@ struct Unowned {
     std::string bytes;
 };
 
-// The process's user namespace, held before its notification is checked (a pid reused
-// meanwhile lends nothing), or -1; `same` tells whether it is the supervisor's own.
-Fd process_userns(const Request &r, bool &same) {
-    Fd ns{::open(proc(r.pid(), "ns/user").c_str(), O_RDONLY | O_CLOEXEC)};
+// The namespaces a procfs lookup is made in: procfs answers /proc/sys/net/..., /proc/sys/kernel/
+// shm*, /proc/sys/fs/mqueue/..., /proc/sys/user/... and /proc/sysvipc/* from the opener's network,
+// IPC and user namespaces, fixed when the file is opened; the cgroup and UTS ones are joined as
+// well, so that nothing of the supervisor's own is left for an opener's answer.
+struct Namespaces {
+    static constexpr std::array<std::pair<const char *, int>, 4> kJoined{
+        {{"net", CLONE_NEWNET},
+         {"ipc", CLONE_NEWIPC},
+         {"uts", CLONE_NEWUTS},
+         {"cgroup", CLONE_NEWCGROUP}}};
+    Fd user;
+    std::array<Fd, kJoined.size()> joined;
+    bool same = false;  // every one of them is the supervisor's own
+};
+
+ino_t ns_inode(int fd) {
     struct stat st {};
-    if (ns.get() < 0 || !id_valid(r) || ::fstat(ns.get(), &st) != 0) {
-        return Fd{};
+    return ::fstat(fd, &st) == 0 ? st.st_ino : 0;
+}
+
+ino_t own_ns_inode(const char *name) {
+    struct stat st {};
+    return ::stat((std::string{"/proc/self/ns/"} + name).c_str(), &st) == 0 ? st.st_ino : 0;
+}
+
+// The process's namespaces, held before its notification is checked (a pid reused meanwhile
+// lends nothing); `ok` is false when one could not be held.
+Namespaces process_namespaces(const Request &r, bool &ok) {
+    Namespaces ns;
+    ns.user.reset(::open(proc(r.pid(), "ns/user").c_str(), O_RDONLY | O_CLOEXEC));
+    for (std::size_t i = 0; i < Namespaces::kJoined.size(); ++i) {
+        ns.joined.at(i).reset(
+            ::open(proc(r.pid(), std::string{"ns/"} + Namespaces::kJoined.at(i).first).c_str(),
+                   O_RDONLY | O_CLOEXEC));
     }
-    same = st.st_ino == g_id.my_userns;
+    ok = ns.user.get() >= 0 && id_valid(r) &&
+         std::all_of(ns.joined.begin(), ns.joined.end(), [](const Fd &f) { return f.get() >= 0; });
+    if (!ok) {
+        return ns;
+    }
+    ns.same = ns_inode(ns.user.get()) == g_id.my_userns;
+    for (std::size_t i = 0; i < Namespaces::kJoined.size() && ns.same; ++i) {
+        ns.same = ns_inode(ns.joined.at(i).get()) == own_ns_inode(Namespaces::kJoined.at(i).first);
+    }
     return ns;
 }
 
-// Runs `op` in a forked child that has joined the process's user namespace and dropped every
-// capability there, keeping the file-system identity the supervisor has taken on. The
-// supervisor's effective uid owns that namespace (bwrap made it as that uid), which grants it
+// In a forked child: joins the process's namespaces, each through the user namespace that owns
+// it (setns into a network or IPC namespace needs CAP_SYS_ADMIN over it, which the supervisor's
+// uid has as the owner of the sandbox's user namespace), then the process's user namespace, and
+// keeps no capability there. Where the user namespace stays the supervisor's, the capabilities
+// the supervisor has taken on for the process stay.
+bool join_namespaces(const Namespaces &ns) {
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct taken[2]{};
+    if (::syscall(SYS_capget, &header, taken) != 0) {
+        return false;
+    }
+    bool moved = false;
+    for (std::size_t i = 0; i < Namespaces::kJoined.size(); ++i) {
+        const auto &[name, type] = Namespaces::kJoined.at(i);
+        const int fd = ns.joined.at(i).get();
+        if (ns_inode(fd) == own_ns_inode(name)) {
+            continue;
+        }
+        const Fd owner{::ioctl(fd, NS_GET_USERNS)};
+        if (owner.get() < 0) {
+            return false;
+        }
+        if (ns_inode(owner.get()) != own_ns_inode("user")) {
+            if (::setns(owner.get(), CLONE_NEWUSER) != 0) {
+                return false;
+            }
+            moved = true;
+        }
+        if (::setns(fd, type) != 0) {
+            return false;
+        }
+    }
+    if (ns_inode(ns.user.get()) != own_ns_inode("user")) {
+        if (::setns(ns.user.get(), CLONE_NEWUSER) != 0) {
+            return false;
+        }
+        moved = true;
+    }
+    __user_cap_data_struct none[2]{};
+    return ::syscall(SYS_capset, &header, moved ? none : taken) == 0;
+}
+
+// Runs `op` in a forked child that has joined the process's namespaces and dropped every
+// capability in its user namespace, keeping the file-system identity the supervisor has taken on.
+// The supervisor's effective uid owns that namespace (bwrap made it as that uid), which grants it
 // every capability there, and procfs's ptrace checks (another process's maps, smaps, exe, cwd,
 // fd...) would pass for it where the process itself is refused (the sandbox's undumpable
-// holder). `op` returns a descriptor when `sends_fd`, else a length of `bytes` or -errno.
+// holder); and procfs answers some files from the opener's namespaces (Namespaces). `op` returns
+// a descriptor when `sends_fd`, else a length of `bytes` (at most `max_bytes`) or -errno.
 template <typename Op>
-Unowned without_ownership(int userns, Op op, bool sends_fd) {
+Unowned without_ownership(const Namespaces &ns, Op op, bool sends_fd,
+                          std::size_t max_bytes = kPathMax) {
     std::array<int, 2> sv{};
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv.data()) != 0) {
         return {-errno, {}};
@@ -540,15 +625,11 @@ Unowned without_ownership(int userns, Op op, bool sends_fd) {
     if (child == 0) {
         ::close(sv[0]);
         std::string bytes;
-        __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
-        __user_cap_data_struct none[2]{};
-        const bool joined =
-            ::setns(userns, CLONE_NEWUSER) == 0 && ::syscall(SYS_capset, &header, none) == 0;
-        const long value = joined ? op(bytes) : -EACCES;
+        const long value = join_namespaces(ns) ? op(bytes) : -EACCES;
         answer_and_exit(sv[1], value, bytes, sends_fd && value >= 0 ? static_cast<int>(value) : -1);
     }
     ::close(sv[1]);
-    const ChildAnswer got = receive_answer(mine.get());
+    const ChildAnswer got = receive_answer(mine.get(), max_bytes);
     while (::waitpid(child, nullptr, 0) < 0 && errno == EINTR) {
     }
     Unowned out;
@@ -565,21 +646,40 @@ Unowned without_ownership(int userns, Op op, bool sends_fd) {
     return out;
 }
 
-// A file of a procfs the supervisor opened for the process, opened again without the
-// supervisor's ownership of the sandbox's user namespace: the descriptor, or -errno.
-long reopen_unowned(int userns, int fd, std::uint64_t flags) {
-    const std::string link = "/proc/self/fd/" + std::to_string(fd);
-    const int reopen_flags = static_cast<int>(
-        flags &
-        ~(static_cast<std::uint64_t>(O_CREAT | O_EXCL | O_TRUNC | O_NOFOLLOW) | kTmpfileBit));
+// A procfs path looked up again, as the process's open, in a child that has joined its
+// namespaces without the supervisor's ownership of them: the descriptor, or -errno. A reopen of
+// the supervisor's descriptor would keep what its own lookup found (the host's network and IPC
+// settings, a file's answers formatted for its user namespace).
+long open_unowned(const Namespaces &ns, int at, const std::string &path, const open_how &how) {
     const Unowned got = without_ownership(
-        userns,
+        ns,
         [&](std::string &) -> long {
-            const int again = ::open(link.c_str(), reopen_flags);
-            return again < 0 ? -errno : again;
+            const long fd = openat2_call(at, path, how);
+            return fd < 0 ? -errno : fd;
         },
         true);
     return got.value;
+}
+
+// Whether a path that failed to open leads into a procfs: the nearest of its directories that
+// opens is on one. The lookup that failed was the supervisor's, in its namespaces; a sysctl of
+// the process's network namespace alone (an interface the sandbox has) is not found there.
+bool ends_in_procfs(int at, std::string path, const open_how &how) {
+    for (;;) {
+        const auto end = path.find_last_not_of('/');
+        const auto slash = end == std::string::npos ? std::string::npos : path.rfind('/', end);
+        path = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+        open_how h{};
+        h.flags = O_PATH | O_CLOEXEC;
+        h.resolve = how.resolve;
+        const Fd dir{static_cast<int>(openat2_call(at, path, h))};
+        if (dir.get() >= 0) {
+            return on_procfs(dir.get());
+        }
+        if (path == "." || path == "/") {
+            return false;
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -703,6 +803,15 @@ bool has_dot_dot(std::string_view path) {
 
 Mapped map_links(std::string_view path) {
     std::string p{path};
+    // procfs's own links to the reader's entries: followed inside the process's root, "self" would
+    // be the supervisor, unknown to the process's procfs.
+    for (const std::string_view name : {"/proc/net", "/proc/mounts"}) {
+        if (p == name ||
+            (p.size() > name.size() && p.rfind(name, 0) == 0 && p[name.size()] == '/')) {
+            p = "/proc/self/" + p.substr(6);
+            break;
+        }
+    }
     if (p.rfind("/dev/fd/", 0) == 0) {
         p = "/proc/self/fd/" + p.substr(8);
     } else if (p == "/dev/fd") {
@@ -778,33 +887,54 @@ bool namespace_pids(pid_t pid, std::string &ns_pid, std::string &ns_tgid) {
     return !ns_pid.empty() && !ns_tgid.empty();
 }
 
+// The first name after /proc/ of a path in the process's view ("" for /proc itself, nullopt for a
+// path elsewhere), and whether it is a process's number.
+std::optional<std::string_view> proc_first_name(std::string_view path) {
+    if (path == "/proc") {
+        return std::string_view{};
+    }
+    constexpr std::string_view kProc = "/proc/";
+    if (path.substr(0, kProc.size()) != kProc) {
+        return std::nullopt;
+    }
+    path.remove_prefix(kProc.size());
+    return path.substr(0, path.find('/'));
+}
+bool is_number(std::string_view name) {
+    return !name.empty() &&
+           std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// Whether a procfs directory, by its path in the process's view, is one of a process's own
+// (/proc/N/..., listing its descriptors or tasks), which no namespace of the lister's changes: the
+// listing every spawn's close of its descriptors makes is not worth a fork.
+bool process_directory(std::string_view path) {
+    const auto first = proc_first_name(path);
+    return first && is_number(*first);
+}
+
 ProcEntry procfs_entry(int fd, pid_t pid) {
     std::array<char, 4096> buf{};
     const std::string link = "/proc/self/fd/" + std::to_string(fd);
     const ssize_t n = ::readlink(link.c_str(), buf.data(), buf.size() - 1);
-    if (n <= 0) {
+    const auto first =
+        n > 0 ? proc_first_name({buf.data(), static_cast<std::size_t>(n)}) : std::nullopt;
+    if (!first) {
         return ProcEntry::other;
     }
-    std::string_view path{buf.data(), static_cast<std::size_t>(n)};
-    if (path == "/proc") {
-        return ProcEntry::global;
-    }
-    constexpr std::string_view kProc = "/proc/";
-    if (path.substr(0, kProc.size()) != kProc) {
-        return ProcEntry::other;
-    }
-    path.remove_prefix(kProc.size());
-    const auto first = path.substr(0, path.find('/'));
-    if (first.empty()) {
-        return ProcEntry::other;
-    }
-    if (!std::all_of(first.begin(), first.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-        return ProcEntry::global;
+    if (!is_number(*first)) {
+        // Looked up, or answered, in the opener's namespaces (network and IPC sysctls, System V
+        // objects, keys): the process's, never the supervisor's.
+        constexpr std::array<std::string_view, 4> kNamespaced{"sys", "sysvipc", "keys",
+                                                              "key-users"};
+        return std::find(kNamespaced.begin(), kNamespaced.end(), *first) == kNamespaced.end()
+                   ? ProcEntry::global
+                   : ProcEntry::other;
     }
     std::string ns_pid;
     std::string ns_tgid;
-    return namespace_pids(pid, ns_pid, ns_tgid) && first == ns_tgid ? ProcEntry::own
-                                                                    : ProcEntry::other;
+    return namespace_pids(pid, ns_pid, ns_tgid) && *first == ns_tgid ? ProcEntry::own
+                                                                     : ProcEntry::other;
 }
 
 // Where a path begins for the process: its root, its working directory or one of its
@@ -915,33 +1045,35 @@ long open_as_process(const Request &r, int dirfd, const std::string &path, open_
             return -ESRCH;
         }
         const long fd = openat2_call(at, p, h);
-        if (fd < 0) {
-            return -errno;
-        }
+        const int error = fd < 0 ? errno : 0;
         // /dev/tty opens the opener's controlling terminal: here the supervisor's, the terminal
         // tea-evaluate runs on, which a target would write to (or read keystrokes from) past the
         // runtime. The process, which starts in a session of its own, has none: ENXIO.
-        if (is_controlling_terminal_node(static_cast<int>(fd))) {
+        if (fd >= 0 && is_controlling_terminal_node(static_cast<int>(fd))) {
             ::close(static_cast<int>(fd));
             return -ENXIO;
         }
         // Another process's procfs entry opened with the supervisor's standing: a target would
         // read the maps of the sandbox's undumpable holder, or another process's, that the kernel
-        // refuses it.
-        if (!own && on_procfs(static_cast<int>(fd)) &&
-            procfs_entry(static_cast<int>(fd), r.pid()) == ProcEntry::other) {
-            bool same = false;
-            const Fd userns = process_userns(r, same);
-            if (userns.get() >= 0 && same) {
-                return fd;  // the supervisor has taken on the process's whole standing
-            }
-            const long again = userns.get() < 0
-                                   ? -ESRCH
-                                   : reopen_unowned(userns.get(), static_cast<int>(fd), h.flags);
-            ::close(static_cast<int>(fd));
-            return again;
+        // refuses it. And procfs looks some files up in the opener's namespaces: a target would
+        // read the host's network settings and interfaces (/proc/sys/net), its System V IPC
+        // objects (/proc/sysvipc) and limits, through the supervisor's lookup.
+        const bool procfs =
+            fd >= 0 ? on_procfs(static_cast<int>(fd)) &&
+                          procfs_entry(static_cast<int>(fd), r.pid()) == ProcEntry::other
+                    : error == ENOENT && !own && ends_in_procfs(at, p, h);
+        if (own || !procfs) {
+            return fd < 0 ? -error : fd;
         }
-        return fd;
+        bool held = false;
+        const Namespaces ns = process_namespaces(r, held);
+        if (held && ns.same) {
+            return fd < 0 ? -error : fd;  // the supervisor has taken on the process's standing
+        }
+        if (fd >= 0) {
+            ::close(static_cast<int>(fd));
+        }
+        return held ? open_unowned(ns, at, p, h) : -ESRCH;
     };
     // The process asked to stay beneath its directory (or inside it as a root): that is exact.
     if ((target_resolve & (RESOLVE_BENEATH | RESOLVE_IN_ROOT)) != 0) {
@@ -1636,17 +1768,45 @@ void on_getdents(const Request &r) {
     if (!id_valid(r)) {
         return;
     }
-    std::vector<char> buf(count);
-    const long n = ::syscall(r.nr(), mine.get(), buf.data(), buf.size());
+    std::string buf(count, '\0');
+    const int nr = r.nr();
+    const int dir = mine.get();
+    auto list = [nr, dir, count](std::string &bytes) -> long {
+        bytes.assign(count, '\0');
+        const long got = ::syscall(nr, dir, bytes.data(), bytes.size());
+        bytes.resize(got < 0 ? 0 : static_cast<std::size_t>(got));
+        return got < 0 ? -errno : got;
+    };
+    const auto path = read_link("/proc/self/fd/" + std::to_string(dir));
+    long n = 0;
+    if (on_procfs(dir) && !process_directory(path)) {
+        // procfs lists some directories from the lister's namespaces (/proc/sys/net names the
+        // host's own network settings): listed as the process, in its namespaces.
+        bool held = false;
+        const Namespaces ns = process_namespaces(r, held);
+        if (!held) {
+            respond_error(r, ESRCH);
+            return;
+        }
+        Unowned got;
+        if (ns.same) {
+            got.value = list(got.bytes);
+        } else {
+            got = without_ownership(ns, list, false, count);
+        }
+        n = got.value;
+        buf = std::move(got.bytes);
+    } else {
+        n = list(buf);
+    }
     if (n < 0) {
-        respond_error(r, errno);
+        respond_error(r, static_cast<int>(-n));
         return;
     }
     if (const int e = write_bytes(r, r.arg(1), buf.data(), static_cast<std::size_t>(n)); e != 0) {
         respond_error(r, e);
         return;
     }
-    const auto path = read_link("/proc/self/fd/" + std::to_string(mine.get()));
     if (!path.empty() && path[0] == '/') {
         g_record.add(pid, r.nr() == __NR_getdents64 ? "getdents64" : "getdents", path, path, "list",
                      true, {}, {}, {});
@@ -1764,8 +1924,8 @@ void on_readlink(const Request &r) {
                    procfs_entry(n.parent.get(), r.pid()) == ProcEntry::other) {
             // Another process's exe, cwd, root or fd links, read with the supervisor's standing,
             // would name host paths the kernel refuses the process.
-            bool same = false;
-            const Fd userns = process_userns(r, same);
+            bool held = false;
+            const Namespaces ns = process_namespaces(r, held);
             const int parent = n.parent.get();
             const std::string &last = n.last;
             auto read_it = [parent, &last, size](std::string &bytes) -> long {
@@ -1775,12 +1935,12 @@ void on_readlink(const Request &r) {
                 return len < 0 ? -errno : len;
             };
             Unowned got;
-            if (userns.get() < 0) {
+            if (!held) {
                 got.value = -ESRCH;
-            } else if (same) {
+            } else if (ns.same) {
                 got.value = read_it(got.bytes);
             } else {
-                got = without_ownership(userns.get(), read_it, false);
+                got = without_ownership(ns, read_it, false);
             }
             rc = got.value < 0 ? -1 : got.value;
             error = got.value < 0 ? static_cast<int>(-got.value) : 0;
@@ -1985,17 +2145,65 @@ void on_name_change(const Request &r) {
             if (!id_valid(r)) {
                 return;
             }
+            // The thread, held before its limit is read: a pid reused meanwhile is neither
+            // asked nor signalled.
+            const Fd thread{static_cast<int>(::syscall(SYS_pidfd_open, pid, PIDFD_THREAD))};
+            rlimit limit{RLIM_INFINITY, RLIM_INFINITY};
+            const auto status = read_small_file(proc(pid, "status"));
+            if (thread.get() < 0 || ::prlimit(pid, RLIMIT_FSIZE, nullptr, &limit) != 0 ||
+                status.empty() || !id_valid(r)) {
+                respond_error(r, ESRCH);
+                return;
+            }
             open_how how{};
             how.flags = O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
             std::string asked;
             const long fd = open_as_process(r, AT_FDCWD, path, how, asked);
+            const auto length = static_cast<off_t>(r.arg(1));
+            bool past_limit = false;
             if (fd >= 0) {
                 Fd f{static_cast<int>(fd)};
-                done(::ftruncate(f.get(), static_cast<off_t>(r.arg(1))));
+                struct stat st {};
+                // The file grows as far as the process's RLIMIT_FSIZE allows, not the
+                // supervisor's: EFBIG and SIGXFSZ, as the kernel answers the process itself. A
+                // growth past the supervisor's own limit would otherwise end the supervisor, and
+                // the audit with it.
+                past_limit = length >= 0 && limit.rlim_cur != RLIM_INFINITY &&
+                             ::fstat(f.get(), &st) == 0 &&
+                             st.st_size<length &&static_cast<rlim_t>(length)> limit.rlim_cur;
+                if (past_limit) {
+                    rc = -1;
+                    error = EFBIG;
+                } else {
+                    done(::ftruncate(f.get(), length));
+                }
             } else {
                 error = static_cast<int>(-fd);
             }
+            const auto signal_thread = [&] {
+                (void)::syscall(SYS_pidfd_send_signal, thread.get(), SIGXFSZ, nullptr,
+                                PIDFD_SIGNAL_THREAD);
+            };
+            // A SIGXFSZ left to its default action ends the process: sent before the answer, as
+            // the kernel's own is pending before the call returns (sent after it, the process
+            // could reach its exit first, and end with no signal). A caught one comes after the
+            // answer, so that the call is not restarted by its handler, and asked again.
+            const auto mask = [&status](std::string_view name) {
+                const auto at = status.find(name);
+                return at == std::string::npos
+                           ? std::uint64_t{0}
+                           : std::strtoull(status.c_str() + at + name.size(), nullptr, 16);
+            };
+            const std::uint64_t bit = std::uint64_t{1} << (SIGXFSZ - 1);
+            const bool ignored = (mask("\nSigIgn:\t") & bit) != 0;
+            const bool caught = (mask("\nSigCgt:\t") & bit) != 0;
+            if (past_limit && !ignored && !caught) {
+                signal_thread();
+            }
             answer_named(r, "truncate", asked, "write", rc, error);
+            if (past_limit && caught) {
+                signal_thread();
+            }
             return;
         }
         default:
@@ -2214,6 +2422,9 @@ int main(int argc, char **argv) {
         run_child(sv[1], argv + i);
     }
     g_child = pid;
+    // A file the supervisor grows past its own RLIMIT_FSIZE (the call's, inherited) answers EFBIG
+    // instead of ending it: a target would otherwise end its audit by one truncate.
+    (void)::signal(SIGXFSZ, SIG_IGN);
     ::close(sv[1]);
     g_listener = so::receive_listener(sv[0]);
     bool served = g_listener >= 0;

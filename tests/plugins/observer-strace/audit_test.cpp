@@ -2,6 +2,7 @@
 // shown on a real process, with its control: the same read unobserved (--observer none, or the
 // opt-out backend) is never claimed as observed, and a read the audit must not list is shown to
 // have happened.
+#include <sys/shm.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <tea/plugin.h>
@@ -10,6 +11,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -1264,6 +1266,114 @@ TEST_P(AuditOtherProcessesProc, TheUndumpableHoldersEntriesStayRefused) {
     EXPECT_NE(r.err.find("holder-cwd refused\n"), std::string::npos) << r;
 }
 
+// procfs answers some files from the namespaces of whoever opens them: /proc/sys/net from the
+// opener's network namespace, /proc/sysvipc and the IPC limits from its IPC namespace,
+// /proc/sys/user from its user namespace. The seccomp observer's supervisor opens them for the
+// target from the host's namespaces; the target must read its own sandbox's, as it does under
+// strace and eBPF, where it opens them itself (the kernel's own answer, the control).
+class AuditProcNamespaces : public AuditEitherIdentity {};
+
+TEST_P(AuditProcNamespaces, SysctlsAndIpcListingsAreTheSandboxsOwn) {
+    // A System V segment of the host's, under a key of this test's.
+    const auto host_key = static_cast<key_t>(0x7e000000 | (::getpid() & 0xffffff));
+    const int host_segment = ::shmget(host_key, 4096, IPC_CREAT | IPC_EXCL | 0600);
+    ASSERT_GE(host_segment, 0) << std::strerror(errno);
+    struct Removed {
+        int id;
+        ~Removed() { ::shmctl(id, IPC_RMID, nullptr); }
+    } removed{host_segment};
+    const auto probe = python(R"PY(
+host_key = int(sys.argv[1])
+own_key = host_key ^ 0x5a5a
+own = checked(libc.shmget(own_key, 4096, 0o1000 | 0o600))
+keys = [int(l.split()[0]) for l in open("/proc/sysvipc/shm").read().splitlines()[1:]]
+print("HOST-SEGMENT" if host_key in keys else "NO-HOST-SEGMENT", flush=True)
+print("OWN-SEGMENT" if own_key in keys else "NO-OWN-SEGMENT", flush=True)
+libc.shmctl(own, 0, None)
+conf = set(os.listdir("/proc/sys/net/ipv4/conf")) - {"all", "default"}
+names = {n for _, n in socket.if_nameindex()}
+print("INTERFACES-" + ("SAME" if conf == names else "DIFFER:%s/%s" % (sorted(conf), sorted(names))), flush=True)
+report("FORWARDING", lambda: open("/proc/sys/net/ipv4/conf/lo/forwarding").read().strip())
+report("NET-DEV", lambda: "lo:" in open("/proc/net/dev").read())
+report("MOUNTS", lambda: len(open("/proc/mounts").read().splitlines()) > 0)
+report("USERNS-MAX", lambda: open("/proc/sys/user/max_user_namespaces").read().strip())
+report("HOSTNAME", lambda: open("/proc/sys/kernel/hostname").read().strip() == socket.gethostname())
+)PY",
+                              {std::to_string(host_key)});
+    const auto r = run({.command = probe, .options = {"--observer", observer_}});
+    EXPECT_EQ(r.status, 0) << r;
+    // The host's segment stays unseen; the control: the target's own is listed.
+    EXPECT_TRUE(r.has("NO-HOST-SEGMENT")) << r;
+    EXPECT_TRUE(r.has("OWN-SEGMENT")) << r;
+    // The interfaces /proc/sys/net lists are the ones the target's own netlink names.
+    EXPECT_TRUE(r.has("INTERFACES-SAME")) << r;
+    EXPECT_TRUE(r.has("FORWARDING-OK")) << r;
+    // procfs's links to the reader's own entries lead to the target's.
+    EXPECT_TRUE(r.has("NET-DEV-OK:True")) << r;
+    EXPECT_TRUE(r.has("MOUNTS-OK:True")) << r;
+    EXPECT_TRUE(r.has("HOSTNAME-OK:True")) << r;
+    // A new user namespace's limit is its own, never the host's (unless the host's is the same).
+    std::ifstream host_max{"/proc/sys/user/max_user_namespaces"};
+    std::string host_value;
+    host_max >> host_value;
+    EXPECT_TRUE(r.has("USERNS-MAX-OK")) << r;
+    if (host_value != "2147483647") {
+        EXPECT_FALSE(r.has("USERNS-MAX-OK:" + host_value)) << r;
+    }
+}
+
+// A truncate grows a file as far as the process's own RLIMIT_FSIZE allows: past it, EFBIG and
+// SIGXFSZ, as the kernel answers the process. The seccomp observer's supervisor performs the
+// truncate: under its own limit (the call's) a target would grow a file past a limit it set
+// itself, and a growth past the call's limit ended the supervisor (SIGXFSZ), the audit with it.
+class AuditFileSizeLimit : public AuditEitherIdentity {};
+
+TEST_P(AuditFileSizeLimit, ATruncateStopsAtTheProcesssOwnLimit) {
+    const auto probe = python(R"PY(
+import resource
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+open("grown", "w").close()
+hard = resource.getrlimit(resource.RLIMIT_FSIZE)[1]
+if hard == resource.RLIM_INFINITY:
+    print("NO-CALL-LIMIT", flush=True)
+else:
+    report("PAST-CALL-LIMIT", lambda: os.truncate("grown", hard + 4096))
+resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
+report("PAST-OWN-LIMIT", lambda: os.truncate("grown", 2 << 20))
+report("WITHIN", lambda: os.truncate("grown", 4096))
+print("SIZE:%d" % os.stat("grown").st_size, flush=True)
+child = os.fork()
+if child == 0:
+    signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+    try:
+        os.truncate("grown", 2 << 20)
+    except OSError:
+        pass
+    os._exit(0)
+_, status = os.waitpid(child, 0)
+print("CHILD-SIGNAL:%d" % (os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0), flush=True)
+caught = []
+signal.signal(signal.SIGXFSZ, lambda signum, frame: caught.append(signum))
+report("CAUGHT", lambda: os.truncate("grown", 2 << 20))
+time.sleep(0.2)
+print("HANDLED:%d" % len(caught), flush=True)
+)PY");
+    const auto [r, record] = audited(probe);
+    EXPECT_EQ(r.status, 0) << r;
+    const auto out = target_output(r);
+    EXPECT_TRUE(out.has("PAST-CALL-LIMIT-DENIED:EFBIG") || out.has("NO-CALL-LIMIT")) << r;
+    EXPECT_TRUE(out.has("PAST-OWN-LIMIT-DENIED:EFBIG")) << r;
+    // Left to its default action, SIGXFSZ ends the process; caught, it is handled once and the
+    // call answers EFBIG.
+    EXPECT_TRUE(out.has("CHILD-SIGNAL:" + std::to_string(SIGXFSZ))) << r;
+    EXPECT_TRUE(out.has("CAUGHT-DENIED:EFBIG")) << r;
+    EXPECT_TRUE(out.has("HANDLED:1")) << r;
+    // The control: within the limit the file grows, and the audit stays whole.
+    EXPECT_TRUE(out.has("WITHIN-OK")) << r;
+    EXPECT_TRUE(out.has("SIZE:4096")) << r;
+    EXPECT_TRUE(record["audit"]["complete"].get<bool>()) << r;
+}
+
 // A FIFO opened for reading waits for a writer in a worker the supervisor forks. A signal
 // interrupts the process's open and its restart asks again: the first worker must not stay.
 class AuditSeccompBlockedOpens : public AuditEitherIdentity {};
@@ -1523,6 +1633,8 @@ std::vector<AuditedBy> seccomp_only() {
 INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompProcLinks, ::testing::ValuesIn(seccomp_only()));
 INSTANTIATE_TEST_SUITE_P(Identities, AuditOtherProcessesProc,
                          ::testing::ValuesIn(audited_by(true)));
+INSTANTIATE_TEST_SUITE_P(Identities, AuditProcNamespaces, ::testing::ValuesIn(audited_by(true)));
+INSTANTIATE_TEST_SUITE_P(Identities, AuditFileSizeLimit, ::testing::ValuesIn(audited_by(true)));
 INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompProcDirs, ::testing::ValuesIn(seccomp_only()));
 INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompFollowedLinks,
                          ::testing::ValuesIn(seccomp_only()));
