@@ -95,8 +95,6 @@ constexpr unsigned kOpenFlags = O_ACCMODE | O_CREAT | O_EXCL | O_NOCTTY | O_TRUN
 constexpr bool will_create(std::uint64_t flags) {
     return (flags & O_CREAT) != 0 || (flags & __O_TMPFILE) == __O_TMPFILE;
 }
-// The bit of O_TMPFILE that is not O_DIRECTORY.
-constexpr std::uint64_t kTmpfileBit = __O_TMPFILE & ~static_cast<std::uint64_t>(O_DIRECTORY);
 
 int g_listener = -1;
 volatile pid_t g_child = 0;
