@@ -1037,20 +1037,13 @@ long open_as_process(const Request &r, int dirfd, const std::string &path, open_
         return fd == AT_FDCWD ? proc(pid, "cwd") : proc(pid, "fd/" + std::to_string(fd));
     };
     // `own`: the path is the process's own /proc entry, which it may always read.
-    auto run = [&](int at, const std::string &p, open_how h, bool own = false) -> long {
+    auto open_once = [&](int at, const std::string &p, open_how h, bool own) -> long {
         AsProcess as{r, creates};
         if (as.failed()) {
             return -ESRCH;
         }
         const long fd = openat2_call(at, p, h);
         const int error = fd < 0 ? errno : 0;
-        // /dev/tty opens the opener's controlling terminal: here the supervisor's, the terminal
-        // tea-evaluate runs on, which a target would write to (or read keystrokes from) past the
-        // runtime. The process, which starts in a session of its own, has none: ENXIO.
-        if (fd >= 0 && is_controlling_terminal_node(static_cast<int>(fd))) {
-            ::close(static_cast<int>(fd));
-            return -ENXIO;
-        }
         // Another process's procfs entry opened with the supervisor's standing: a target would
         // read the maps of the sandbox's undumpable holder, or another process's, that the kernel
         // refuses it. And procfs looks some files up in the opener's namespaces: a target would
@@ -1072,6 +1065,18 @@ long open_as_process(const Request &r, int dirfd, const std::string &path, open_
             ::close(static_cast<int>(fd));
         }
         return held ? open_unowned(ns, at, p, h) : -ESRCH;
+    };
+    auto run = [&](int at, const std::string &p, open_how h, bool own = false) -> long {
+        const long fd = open_once(at, p, h, own);
+        // /dev/tty opens the opener's controlling terminal: here the supervisor's (or its
+        // child's, reached by a link flipped between their lookups), the terminal tea-evaluate
+        // runs on, which a target would write to (or read keystrokes from) past the runtime. The
+        // process, which starts in a session of its own, has none: ENXIO.
+        if (fd >= 0 && is_controlling_terminal_node(static_cast<int>(fd))) {
+            ::close(static_cast<int>(fd));
+            return -ENXIO;
+        }
+        return fd;
     };
     // The process asked to stay beneath its directory (or inside it as a root): that is exact.
     if ((target_resolve & (RESOLVE_BENEATH | RESOLVE_IN_ROOT)) != 0) {
