@@ -8,8 +8,8 @@ namespace tea::cli {
 namespace {
 
 // What a call would take on this host for one kind: the plugin the configuration names, or under
-// "auto" the first name of its order that loaded as that kind and is available. The opt-out backend
-// confines nothing and "auto" never takes it, as exec never does.
+// "auto" the first name of its order that loaded as that kind and is available, as the selection
+// (plugins/selection.hpp) takes it, from the probes this command made already.
 nlohmann::json selection_of(const nlohmann::json &list, std::string_view kind,
                             const std::string &setting, const std::vector<std::string> &order) {
     nlohmann::json out{{"setting", setting}, {"selected", nullptr}};
@@ -21,9 +21,6 @@ nlohmann::json selection_of(const nlohmann::json &list, std::string_view kind,
     }
     out["order"] = order;
     for (const auto &name : order) {
-        if (kind == "backend" && name == "opt-out") {
-            continue;
-        }
         for (const auto &item : list) {
             if (item["name"] == name && item["kind"] == kind && item["loaded"].get<bool>() &&
                 item["available"].get<bool>()) {

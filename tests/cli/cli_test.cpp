@@ -54,12 +54,12 @@ TEST(Cli, PluginsListsOptOutWithItsAbi) {
 }
 
 // plugins says what a call would take: under "auto", the first name of the order that is installed
-// as that kind and available, never the opt-out backend; a name given, as given.
+// as that kind and available; a name given, as given.
 TEST(Cli, PluginsNamesWhatAutoWouldTake) {
     const test::TempDir dir{"tea-cli-selected"};
     const auto config = (dir.path() / "c.toml").string();
     test::write_file(config,
-                     "[confinement]\nauto_order = [\"opt-out\", \"strace\"]\n"
+                     "[confinement]\nauto_order = [\"missing-one\", \"strace\"]\n"
                      "[audit]\nauto_order = [\"missing-one\", \"opt-out\", \"strace\"]\n");
     const auto j = test::run(cmd({"--config", config, "plugins", "--json"}), env());
     ASSERT_EQ(j.status, 0) << j.err;
@@ -79,9 +79,16 @@ TEST(Cli, PluginsNamesWhatAutoWouldTake) {
     }
     const auto o = test::run(cmd({"--config", config, "plugins"}), env());
     EXPECT_NE(o.out.find("\nbackend: none (confinement.backend = \"auto\": none available of "
-                         "opt-out, strace)\n"),
+                         "missing-one, strace)\n"),
               std::string::npos)
         << o.out;
+    // The opt-out backend is taken as the selection takes it; exec then refuses a backend "auto"
+    // chose that confines nothing (Cli.AutoNeverPicksABackendThatConfinesNothing).
+    const auto opt_out = (dir.path() / "o.toml").string();
+    test::write_file(opt_out, "[confinement]\nauto_order = [\"strace\", \"opt-out\"]\n");
+    const auto taken = test::run(cmd({"--config", opt_out, "plugins", "--json"}), env());
+    EXPECT_EQ(nlohmann::json::parse(taken.out)["selected"]["backend"]["selected"], "opt-out")
+        << taken.out;
     // Named on the command line: what is named, without an order.
     const auto named = test::run(cmd({"--config", config, "--backend", "opt-out", "--observer",
                                       "none", "plugins", "--json"}),
