@@ -3477,17 +3477,21 @@ std::size_t processes_with(const std::vector<std::string> &needles) {
     return test::processes_holding(needles).size();
 }
 
-// Waits until `count` arms have each a target that has written its first line.
-bool wait_for_started_arms(const Project &p, std::size_t count) {
+// A target that writes a line and then sleeps `seconds`, an argument no process of another
+// test has.
+std::string task_target(const std::string &seconds) {
+    return "#!/bin/sh\necho started\nexec sleep " + seconds + "\n";
+}
+// The command lines of task_target(seconds)'s targets.
+std::vector<std::string> task_sleep(const std::string &seconds) {
+    return {"sleep" + std::string(1, '\0') + seconds};
+}
+
+// Waits until `count` targets of task_target(seconds) run.
+bool wait_for_targets(const std::string &seconds, std::size_t count) {
     for (int i = 0; i < 600; ++i) {
-        std::size_t started = 0;
-        std::error_code ec;
-        for (const auto &e : fs::directory_iterator(p.eval() / "runs", ec)) {
-            const auto out = e.path() / "trials" / "1" / "calls" / "01-only.stdout";
-            started += fs::exists(out) && fs::file_size(out, ec) > 0 ? 1U : 0U;
-        }
-        if (started >= count) return true;
-        std::this_thread::sleep_for(std::chrono::milliseconds{100});
+        if (processes_with(task_sleep(seconds)) >= count) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds{50});
     }
     return false;
 }
@@ -3511,14 +3515,15 @@ std::vector<std::string> arms_of(const Project &p) {
 // just before the signal.
 // The targets wait `seconds` (59.NNN), a value no other test's processes have.
 int signal_two_long_arms(Project &p, int signal_number, const std::string &seconds) {
-    write_simple_evaluation(p, "", "#!/bin/sh\necho started\nexec sleep " + seconds + "\n");
-    p.write(".tea/mutations/other/bin/t", "#!/bin/sh\necho other\nexec sleep " + seconds + "\n",
-            true);
+    write_simple_evaluation(p, "", task_target(seconds));
+    p.write(".tea/mutations/other/bin/t", task_target(seconds), true);
     p.commit();
     const pid_t pid = spawn_run(p, {}, "qualify", {"--jobs", "2"});
-    EXPECT_TRUE(wait_for_started_arms(p, 2));
+    // The targets themselves, not their first line: a shell that has written it may not have
+    // become the sleep yet.
+    EXPECT_TRUE(wait_for_targets(seconds, 2));
     EXPECT_EQ(processes_with(arms_of(p)), 2U);
-    EXPECT_EQ(processes_with({"sleep" + std::string(1, '\0') + seconds}), 2U);
+    EXPECT_EQ(processes_with(task_sleep(seconds)), 2U);
     EXPECT_EQ(::kill(pid, signal_number), 0);
     int status = 0;
     EXPECT_EQ(::waitpid(pid, &status, 0), pid);
@@ -3533,7 +3538,7 @@ TEST(Qualify, SigtermDuringJobsTwoEndsEveryArmAndLeavesNothing) {
     EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);
     EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds{50});
     EXPECT_EQ(processes_with(arms_of(p)), 0U);
-    EXPECT_TRUE(wait_for_none({"sleep" + std::string(1, '\0') + "59.375"}));
+    EXPECT_TRUE(wait_for_none(task_sleep("59.375")));
     EXPECT_EQ(p.leftover_run_dirs(), 0U);
     std::size_t interrupted_runs = 0;
     json qualification;
@@ -3553,7 +3558,7 @@ TEST(Qualify, SigkillOfAQualifyWithJobsTwoEndsItsArmsAndTheNextQualifyReclaims) 
     Project p{"qualify-jobs-sigkill"};
     (void)signal_two_long_arms(p, SIGKILL, "59.5");
     EXPECT_TRUE(wait_for_none(arms_of(p)));
-    EXPECT_TRUE(wait_for_none({"sleep" + std::string(1, '\0') + "59.5"}));
+    EXPECT_TRUE(wait_for_none(task_sleep("59.5")));
     p.write("bin/t", "#!/bin/sh\necho ok\n", true);
     fs::remove_all(p.eval() / "mutations");
     p.commit();
@@ -3651,16 +3656,6 @@ TEST(RunJobs, TwoAtOnceWriteTheRecordsOneAtATimeWrites) {
     }
 }
 
-// A target that waits about four seconds, with an argument (`seconds`, 4.NNN) no process of
-// another test has.
-std::string task_target(const std::string &seconds) {
-    return "#!/bin/sh\necho started\nexec sleep " + seconds + "\n";
-}
-// The command lines of task_target(seconds)'s targets.
-std::vector<std::string> task_sleep(const std::string &seconds) {
-    return {"sleep" + std::string(1, '\0') + seconds};
-}
-
 // The largest number of targets of p's run seen running at once until the run (pid) ended; its
 // wait status in *status. Calls made one after another are never seen two at once.
 std::size_t most_targets_at_once(pid_t pid, const std::vector<std::string> &targets, int *status) {
@@ -3694,15 +3689,6 @@ TEST(RunJobs, JobsTwoMakesTwoTrialsAtOnceAndJobsOneOneAfterTheOther) {
 // The task processes of p's run --jobs: their command lines name the evaluation and --trial-task.
 std::vector<std::string> tasks_of(const Project &p, const std::string &trial = "") {
     return {p.eval().string(), "--trial-task", trial};
-}
-
-// Waits until `count` targets of task_target(seconds) run.
-bool wait_for_targets(const std::string &seconds, std::size_t count) {
-    for (int i = 0; i < 600; ++i) {
-        if (processes_with(task_sleep(seconds)) >= count) return true;
-        std::this_thread::sleep_for(std::chrono::milliseconds{50});
-    }
-    return false;
 }
 
 // Runs `run --jobs 2` with `options` before the subcommand, SIGKILLs the task of trial 2 once
