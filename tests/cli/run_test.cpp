@@ -3968,12 +3968,16 @@ TEST(RunSlurm, TheArrayWritesTheRecordsALocalRunWrites) {
 TEST(RunSlurm, ATaskCancelledIsAnInfrastructureErrorAndARunInterruptedCancelsItsArray) {
     SlurmCluster slurm;
     Project p{"run-slurm-cancel"};
-    write_simple_evaluation(p, R"(, "trials": 2)", task_target("4.625"));
+    // Each cancel must land while the task's target still sleeps: one that lands after it, in the
+    // evaluator, ends a trial the test did not mean to end. On a loaded machine Slurm has taken
+    // over four seconds to deliver one.
+    const std::string seconds = "14.625";
+    write_simple_evaluation(p, R"(, "trials": 2)", task_target(seconds));
     p.commit();
     // One task cancelled by the cluster's operator: its trial has no verdict; the other counts.
     const pid_t pid =
         spawn_run(p, {}, "run", {"--executor", "slurm", "--jobs", "2"}, {slurm.env()});
-    ASSERT_TRUE(wait_for_targets("4.625", 2));
+    ASSERT_TRUE(wait_for_targets(seconds, 2));
     fs::path dir;
     for (const auto &e : fs::directory_iterator(p.eval() / "runs")) dir = e.path();
     const auto job = read_json(dir / "run.json")["executor"].value("jobId", "");
@@ -3985,7 +3989,7 @@ TEST(RunSlurm, ATaskCancelledIsAnInfrastructureErrorAndARunInterruptedCancelsIts
     ASSERT_EQ(::waitpid(pid, &status, 0), pid);
     ASSERT_TRUE(WIFEXITED(status));
     EXPECT_EQ(WEXITSTATUS(status), 3);
-    EXPECT_TRUE(wait_for_none(task_sleep("4.625")));
+    EXPECT_TRUE(wait_for_none(task_sleep(seconds)));
     const auto run = read_json(dir / "run.json");
     ASSERT_EQ(run["trials"].size(), 1U) << run.dump(2);
     EXPECT_EQ(run["trials"][0]["verdict"]["verdict"], "pass");
@@ -4005,7 +4009,7 @@ TEST(RunSlurm, ATaskCancelledIsAnInfrastructureErrorAndARunInterruptedCancelsIts
     test::write_file(config.string(), "[executor]\nretries = 1\n");
     const pid_t retried = spawn_run(p, {"--config", config.string()}, "run",
                                     {"--executor", "slurm", "--jobs", "2"}, {slurm.env()});
-    ASSERT_TRUE(wait_for_targets("4.625", 2));
+    ASSERT_TRUE(wait_for_targets(seconds, 2));
     fs::path latest;
     for (const auto &e : fs::directory_iterator(p.eval() / "runs")) {
         if (e.path() != dir) latest = e.path();
@@ -4030,12 +4034,12 @@ TEST(RunSlurm, ATaskCancelledIsAnInfrastructureErrorAndARunInterruptedCancelsIts
     // The run interrupted: the array is cancelled with it, and nothing of it runs on.
     const pid_t again =
         spawn_run(p, {}, "run", {"--executor", "slurm", "--jobs", "2"}, {slurm.env()});
-    ASSERT_TRUE(wait_for_targets("4.625", 2));
+    ASSERT_TRUE(wait_for_targets(seconds, 2));
     ASSERT_EQ(::kill(again, SIGTERM), 0);
     ASSERT_EQ(::waitpid(again, &status, 0), again);
     ASSERT_TRUE(WIFEXITED(status));
     EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);
-    EXPECT_TRUE(wait_for_none(task_sleep("4.625")));
+    EXPECT_TRUE(wait_for_none(task_sleep(seconds)));
     EXPECT_EQ(slurm.queue(), "");
     EXPECT_EQ(p.leftover_run_dirs(), 0U);
 }
