@@ -398,9 +398,19 @@ std::vector<std::string> reclaim_abandoned_runs(const stdfs::path &runs, const s
         run["error"] = "its coordinator is gone (" + coordinator.why + "); run " + by +
                        " cancelled its Slurm jobs";
         run["finishedAt"] = evaluation::utc_now();
-        files::write_atomically(
-            it->path() / "run.json",
-            run.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+        try {
+            files::write_atomically(
+                it->path() / "run.json",
+                run.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+        } catch (const Error &e) {
+            // A run folder this run cannot rewrite (read-only, or another user's) stops no run:
+            // its lease stays, so a later run that can rewrite it still does.
+            said.push_back(gone +
+                           ": its Slurm jobs were cancelled, but it could not be recorded "
+                           "as failed: " +
+                           e.what());
+            continue;
+        }
         stdfs::remove(slurm / kLeaseFile, ignored);
         said.push_back(gone + ": its Slurm jobs were cancelled and the run is recorded as failed");
     }

@@ -4125,6 +4125,57 @@ TEST(RunSlurm, ACoordinatorKilledOutrightMakesNoMoreTrialsAndTheNextRunCancelsIt
     EXPECT_EQ(after.err.find("coordinator is gone"), std::string::npos) << after.err;
 }
 
+// A run that cannot rewrite an abandoned run's record (its folder immutable here; another user's
+// in a shared evaluation) still runs, and says so; the abandoned run's lease stays, so a run that
+// can rewrite it later reclaims it (the control).
+TEST(RunSlurm, ARunThatCannotRecordAnAbandonedRunAsFailedStillRunsAndSaysSo) {
+    SlurmCluster slurm;
+    Project p{"run-slurm-unwritable"};
+    write_simple_evaluation(p);
+    p.commit();
+    const std::string id = "20261206T125956.026242Z-RKAOZV";
+    const auto abandoned = p.eval() / "runs" / id;
+    fs::create_directories(abandoned / "slurm");
+    test::write_file(
+        (abandoned / "run.json").string(),
+        json{{"runId", id}, {"status", "running"}, {"executor", {{"kind", "slurm"}}}}.dump());
+    // Its coordinator's lease was made on another node and not renewed since.
+    const auto lease = abandoned / "slurm" / "coordinator.lease";
+    test::write_file(
+        lease.string(),
+        R"({"node":"n7","bootId":"not-this-boot","process":"4026531836-1-1","leaseS":30})");
+    const timespec old[2] = {{0, UTIME_OMIT}, {std::time(nullptr) - 3600, 0}};
+    ASSERT_EQ(::utimensat(AT_FDCWD, lease.c_str(), old, 0), 0);
+    const auto chattr = [&](const char *flag) {
+        return test::run({"chattr", flag, abandoned.string()}, test::environment_with({})).status;
+    };
+    ASSERT_EQ(chattr("+i"), 0);
+    const auto refused = p.tea({"run", p.eval().string()}, {slurm.env()});
+    EXPECT_EQ(chattr("-i"), 0);
+    EXPECT_EQ(refused.status, 0) << refused.err;
+    EXPECT_NE(refused.err.find("run " + id + "'s coordinator is gone (its lease was last renewed"),
+              std::string::npos)
+        << refused.err;
+    EXPECT_NE(refused.err.find("its Slurm jobs were cancelled, but it could not be recorded as "
+                               "failed: cannot write " +
+                               abandoned.string()),
+              std::string::npos)
+        << refused.err;
+    EXPECT_EQ(read_json(abandoned / "run.json")["status"], "running");
+    EXPECT_TRUE(fs::exists(lease));
+
+    const auto reclaimed = p.tea({"run", p.eval().string()}, {slurm.env()});
+    EXPECT_EQ(reclaimed.status, 0) << reclaimed.err;
+    EXPECT_NE(
+        reclaimed.err.find("run " + id + "'s coordinator is gone (its lease was last renewed"),
+        std::string::npos)
+        << reclaimed.err;
+    EXPECT_NE(reclaimed.err.find("the run is recorded as failed"), std::string::npos)
+        << reclaimed.err;
+    EXPECT_EQ(read_json(abandoned / "run.json")["status"], "failed");
+    EXPECT_FALSE(fs::exists(lease));
+}
+
 TEST(RunSlurm, ACommandLineOfHostileWordsReachesTheTasksAsItWasAndARefusedArrayIsExit12) {
     SlurmCluster slurm;
     Project p{"run-slurm-words"};
