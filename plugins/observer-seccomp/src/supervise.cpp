@@ -45,6 +45,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -866,6 +867,104 @@ Mapped map_links(std::string_view path) {
     return m;
 }
 
+// The path of the process's view that `path` (absolute, in that view) leads to when a link on
+// its way leads into the process's own procfs entries (/etc/mtab -> ../proc/self/mounts), for
+// map_links to map; nullopt when none does. Followed by the supervisor's lookup, "self" is the
+// supervisor, which the process's procfs does not know. The links are read as the process, from
+// its root; `follow_last` is whether the last name's link is followed too.
+std::optional<std::string> through_links_to_own_proc(const Request &r, int root,
+                                                     std::string_view path, bool follow_last) {
+    constexpr int kMaxLinks = 40;  // the kernel's own limit on links in one lookup
+    std::deque<std::string> rest;
+    auto push_front = [&rest](std::string_view text) {
+        std::vector<std::string> names;
+        std::size_t start = 0;
+        while (start <= text.size()) {
+            const auto end = std::min(text.find('/', start), text.size());
+            if (end > start) {
+                names.emplace_back(text.substr(start, end - start));
+            }
+            start = end + 1;
+        }
+        rest.insert(rest.begin(), names.begin(), names.end());
+    };
+    push_front(path);
+    if (rest.empty()) {
+        return std::nullopt;
+    }
+    // Most names not found are simply absent from a directory that is there (a search through
+    // PATH or sys.path): that directory opened, its lookup crossed no link into procfs (the
+    // supervisor's "self" would have failed it), and only a link as the last name can lead on.
+    {
+        std::string parent;
+        for (std::size_t i = 0; i + 1 < rest.size(); ++i) {
+            parent.append("/").append(rest[i]);
+        }
+        open_how h{};
+        h.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+        h.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+        const Fd dir{static_cast<int>(openat2_call(root, parent.empty() ? "/" : parent, h))};
+        struct stat st {};
+        if (dir.get() >= 0 && !on_procfs(dir.get()) &&
+            (::fstatat(dir.get(), rest.back().c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+             !S_ISLNK(st.st_mode))) {
+            return std::nullopt;
+        }
+    }
+    AsProcess as{r, false};
+    if (as.failed()) {
+        return std::nullopt;
+    }
+    std::string done;  // the names resolved so far, none of them a link ("" is the root)
+    int links = 0;
+    while (!rest.empty()) {
+        const std::string name = std::move(rest.front());
+        rest.pop_front();
+        if (name == ".") {
+            continue;
+        }
+        if (name == "..") {
+            done.erase(std::min(done.rfind('/'), done.size()));
+            continue;
+        }
+        std::string candidate = done;
+        candidate.append("/").append(name);
+        if (map_links(candidate).kind != Mapped::kPlain) {
+            std::string out = candidate;
+            for (const auto &n : rest) {
+                out.append("/").append(n);
+            }
+            return out;
+        }
+        if (rest.empty() && !follow_last) {
+            return std::nullopt;
+        }
+        open_how h{};
+        h.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC;
+        h.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+        const Fd at{static_cast<int>(openat2_call(root, candidate, h))};
+        struct stat st {};
+        if (at.get() < 0 || ::fstat(at.get(), &st) != 0) {
+            return std::nullopt;
+        }
+        if (!S_ISLNK(st.st_mode)) {
+            done = candidate;
+            continue;
+        }
+        std::string target(kPathMax, '\0');
+        const ssize_t n = ::readlinkat(at.get(), "", target.data(), target.size());
+        if (++links > kMaxLinks || n <= 0) {
+            return std::nullopt;
+        }
+        target.resize(static_cast<std::size_t>(n));
+        if (target[0] == '/') {
+            done.clear();
+        }
+        push_front(target);
+    }
+    return std::nullopt;
+}
+
 // The process's pid in its own pid namespace (the last of NSpid:), and its thread group's.
 bool namespace_pids(pid_t pid, std::string &ns_pid, std::string &ns_tgid) {
     const auto status = read_small_file(proc(pid, "status"));
@@ -1108,6 +1207,20 @@ long open_as_process(const Request &r, int dirfd, const std::string &path, open_
         // A ".." leaves the process's own directory for another's (/proc/self/../1/maps).
         return run(root.at, inside, h, !has_dot_dot(m.path));
     };
+    // A name that was not found because a link on its way leads into the process's own procfs
+    // entries: opened by the path the link leads to, as the process names them.
+    auto through_own_proc = [&](int root, const std::string &view_path) -> long {
+        const bool follow_last =
+            (how.flags & O_NOFOLLOW) == 0 && (how.flags & (O_CREAT | O_EXCL)) != (O_CREAT | O_EXCL);
+        const auto led = (target_resolve & RESOLVE_NO_SYMLINKS) != 0
+                             ? std::nullopt
+                             : through_links_to_own_proc(r, root, view_path, follow_last);
+        if (!led || map_links(*led).kind == Mapped::kPlain) {
+            return -ENOENT;
+        }
+        std::string led_asked;
+        return open_as_process(r, AT_FDCWD, *led, how, led_asked);
+    };
     switch (m.kind) {
         case Mapped::kHostProc: {
             // The final name may be a magic link (fd/N, exe): followed as the process's open
@@ -1153,7 +1266,9 @@ long open_as_process(const Request &r, int dirfd, const std::string &path, open_
                 }
                 open_how h = how;
                 h.resolve |= RESOLVE_IN_ROOT;
-                return run(root.at, m.path, h);
+                const long fd = run(root.at, m.path, h);
+                return fd == -ENOENT && m.kind == Mapped::kPlain ? through_own_proc(root.at, m.path)
+                                                                 : fd;
             }
             [[fallthrough]];
         case Mapped::kCwd: {
@@ -1179,7 +1294,10 @@ long open_as_process(const Request &r, int dirfd, const std::string &path, open_
             }
             h = how;
             h.resolve |= RESOLVE_IN_ROOT;
-            return run(root.at, joined(base.path, m.path), h);
+            const long again = run(root.at, joined(base.path, m.path), h);
+            return again == -ENOENT && m.kind == Mapped::kPlain
+                       ? through_own_proc(root.at, joined(base.path, m.path))
+                       : again;
         }
     }
     return -EINVAL;

@@ -1322,6 +1322,41 @@ report("HOSTNAME", lambda: open("/proc/sys/kernel/hostname").read().strip() == s
     }
 }
 
+// A link that leads into the process's own procfs entries (/etc/mtab -> ../proc/self/mounts on
+// many systems) leads to the target's own, as the kernel's lookup does under strace and eBPF (the
+// control). The seccomp observer's supervisor looked such a link up as itself, a process the
+// sandbox's procfs does not know: ENOENT. A link the target may not follow stays refused.
+TEST_P(AuditProcNamespaces, LinksIntoTheProcesssOwnEntriesLeadToThem) {
+    const auto probe = python(R"PY(
+def pid_in(path):
+    return [l.split()[1] for l in open(path) if l.startswith("Pid:")][0] == str(os.getpid())
+os.symlink("/proc/self/status", "absolute")
+os.makedirs("d/e")
+os.symlink("../" * 16 + "proc/self/status", "d/e/relative")
+os.symlink("second", "first")
+os.symlink("/proc/thread-self/comm", "second")
+os.symlink("/proc/self", "self-dir")
+os.symlink("/proc/mounts", "mounts")
+report("ABSOLUTE", lambda: pid_in("absolute"))
+report("FROM-ROOT", lambda: pid_in(os.path.abspath("absolute")))
+report("RELATIVE", lambda: pid_in("d/e/relative"))
+report("CHAIN", lambda: open("first").read().strip())
+report("DIRECTORY", lambda: pid_in("self-dir/status"))
+report("MOUNTS", lambda: len(open("mounts").read().splitlines()) > 0)
+report("NOFOLLOW", lambda: os.open("absolute", os.O_RDONLY | os.O_NOFOLLOW))
+report("EXCL", lambda: os.open("absolute", os.O_WRONLY | os.O_CREAT | os.O_EXCL))
+report("ABSENT", lambda: open("d/e/none").read())
+)PY");
+    const auto r = run({.command = probe, .options = {"--observer", observer_}});
+    EXPECT_EQ(r.status, 0) << r;
+    for (const char *token :
+         {"ABSOLUTE-OK:True", "FROM-ROOT-OK:True", "RELATIVE-OK:True", "CHAIN-OK:python3",
+          "DIRECTORY-OK:True", "MOUNTS-OK:True", "NOFOLLOW-DENIED:ELOOP", "EXCL-DENIED:EEXIST",
+          "ABSENT-DENIED:ENOENT"}) {
+        EXPECT_TRUE(r.has(token)) << token << "\n" << r;
+    }
+}
+
 // A truncate grows a file as far as the process's own RLIMIT_FSIZE allows: past it, EFBIG and
 // SIGXFSZ, as the kernel answers the process. The seccomp observer's supervisor performs the
 // truncate: under its own limit (the call's) a target would grow a file past a limit it set
