@@ -86,6 +86,10 @@ struct {
  * Each side publishes itself with an atomic operation before it reads the other's state, so
  * that of two that overlap, at least one sees the other. */
 #define DISPLACER_SLOTS 8
+/* Records in open_flights and displacer_flights: while there are none, a return on the machine
+ * looks nothing up. */
+__u64 open_records = 0;
+__u64 displacer_records = 0;
 #define SLOT_USED (1ULL << 32)
 #define SLOT_BLIND (1ULL << 33)
 #define SLOT_CONTENDED (1ULL << 34)
@@ -652,8 +656,10 @@ static __always_inline void displacer_enters(struct task_struct *task, struct pt
             }
         }
     }
+    __sync_fetch_and_add(&displacer_records, 1);
     if (bpf_map_update_elem(&displacer_flights, &tid, &d, BPF_ANY) != 0) {
         /* Not followed to its exit: the call cannot be vouched for. */
+        __sync_fetch_and_add(&displacer_records, -1);
         count_lost(call_id);
         if (d.slot < 0)
             __sync_fetch_and_add(&t->unslotted, -1);
@@ -670,11 +676,13 @@ static __always_inline void displacer_enters(struct task_struct *task, struct pt
 /* A close or replacement returning: a blind one that succeeded makes every open it overlapped
  * unverified. */
 static __always_inline void displacer_returns(__u32 tid, long ret) {
+    if (*(volatile __u64 *)&displacer_records == 0) return;
     struct displacer_flight *d = bpf_map_lookup_elem(&displacer_flights, &tid);
     if (!d) return;
     __u64 table = d->table;
     __s32 slot = d->slot;
-    bpf_map_delete_elem(&displacer_flights, &tid);
+    if (bpf_map_delete_elem(&displacer_flights, &tid) == 0)
+        __sync_fetch_and_add(&displacer_records, -1);
     struct table_state *t = bpf_map_lookup_elem(&tables, &table);
     if (!t) return;
     __u32 i = (__u32)slot & (DISPLACER_SLOTS - 1);
@@ -691,7 +699,10 @@ static __always_inline void open_enters(__u64 table, struct table_state *t, __u3
                                         __u32 tid) {
     __sync_fetch_and_add(&t->opens, 1);
     struct open_flight o = {.table = table, .gen = __sync_fetch_and_add(&t->blind_gen, 0)};
+    /* Counted first: the return of this thread's open then looks its record up. */
+    __sync_fetch_and_add(&open_records, 1);
     if (bpf_map_update_elem(&open_flights, &tid, &o, BPF_ANY) != 0) {
+        __sync_fetch_and_add(&open_records, -1);
         __sync_fetch_and_add(&t->opens, -1);
         count_lost(call_id);
     }
@@ -700,11 +711,12 @@ static __always_inline void open_enters(__u64 table, struct table_state *t, __u3
 /* An open returning, after its file was read at `fd` (-1: none): whether a blind close or
  * replacement may have displaced that file. */
 static __always_inline __u8 open_returns(__u32 tid, long fd) {
+    if (*(volatile __u64 *)&open_records == 0) return 0;
     struct open_flight *o = bpf_map_lookup_elem(&open_flights, &tid);
     if (!o) return 0;
     __u64 table = o->table;
     __u64 gen = o->gen;
-    bpf_map_delete_elem(&open_flights, &tid);
+    if (bpf_map_delete_elem(&open_flights, &tid) == 0) __sync_fetch_and_add(&open_records, -1);
     struct table_state *t = bpf_map_lookup_elem(&tables, &table);
     if (!t) return fd >= 0;
     __u8 unverified = 0;
