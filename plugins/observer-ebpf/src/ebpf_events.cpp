@@ -284,6 +284,7 @@ void decode_record(std::string_view record, DecodeTally &tally, const EventSink 
             const bool base_whole = !relative || e.walk[2] == TEA_EBPF_WALK_ROOT;
             const auto asked = joined(path_of_names(r2), name);
             const auto file = path_of_names(r0);
+            tally.exec_name = name;
             const bool file_whole = e.walk[0] == TEA_EBPF_WALK_ROOT;
             if (e.script != 0) {
                 // The kernel ran an interpreter for the file asked for (#!, binfmt_misc): the
@@ -309,6 +310,7 @@ void decode_record(std::string_view record, DecodeTally &tally, const EventSink 
                       {},
                       file_whole ? std::string_view{} : walk_failure(e.walk[0]),
                       1});
+                tally.exec_name = {};
                 return;
             }
             std::string_view why;
@@ -327,6 +329,7 @@ void decode_record(std::string_view record, DecodeTally &tally, const EventSink 
                   {},
                   why,
                   1});
+            tally.exec_name = {};
             return;
         }
         case TEA_EBPF_LOADER: {

@@ -88,6 +88,31 @@ TEST(EbpfEvents, AnOpenWhoseDescriptorMayHaveBeenSwappedIsUnverified) {
     EXPECT_EQ(tally.malformed, 0U);
 }
 
+// An exec by a relative name is judged by the path joined to the working directory, and its sink is
+// told the name as the process gave it (which a backend's target start names); no other event is.
+TEST(EbpfEvents, AnExecByARelativeNameKeepsTheNameItWasGiven) {
+    DecodeTally tally;
+    tea_ebpf_event e{};
+    e.kind = TEA_EBPF_EXEC;
+    e.call = TEA_EBPF_EXECVE;
+    e.walk[0] = TEA_EBPF_WALK_ROOT;
+    e.walk[1] = TEA_EBPF_WALK_ROOT;
+    e.walk[2] = TEA_EBPF_WALK_ROOT;
+    std::vector<std::string> names;
+    const auto r = record(
+        e, {std::string{"run.sh\0ws\0", 10}, std::string{"./run.sh\0", 9}, std::string{"ws\0", 3}});
+    decode_record(r, tally, [&](const documents::ObservedEventView &v) {
+        EXPECT_EQ(v.asked, "/ws/./run.sh");  // the judge folds the "."
+        names.emplace_back(tally.exec_name);
+    });
+    EXPECT_EQ(names, std::vector<std::string>{"./run.sh"});
+    EXPECT_TRUE(tally.exec_name.empty());
+    decode_record(
+        record(opened(TEA_EBPF_WALK_ROOT, O_RDONLY), {std::string{"x\0", 2}}), tally,
+        [&](const documents::ObservedEventView &) { names.emplace_back(tally.exec_name); });
+    EXPECT_EQ(names.back(), "");
+}
+
 TEST(EbpfEvents, NamesLeafFirstSpellThePathFromTheRoot) {
     EXPECT_EQ(path_of_names(std::string{"hostname\0etc\0", 13}), "/etc/hostname");
     EXPECT_EQ(path_of_names(""), "/");
