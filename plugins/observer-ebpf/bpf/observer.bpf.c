@@ -86,6 +86,7 @@ struct {
  * Each side publishes itself with an atomic operation before it reads the other's state, so
  * that of two that overlap, at least one sees the other. */
 #define DISPLACER_SLOTS 8
+#define EBADF_RET 9
 /* Records in open_flights and displacer_flights: while there are none, a return on the machine
  * looks nothing up. */
 __u64 open_records = 0;
@@ -673,8 +674,8 @@ static __always_inline void displacer_enters(struct task_struct *task, struct pt
         report_displaced(task, call_id, tgid, call, abi, fd, x);
 }
 
-/* A close or replacement returning: a blind one that succeeded makes every open it overlapped
- * unverified. */
+/* A close or replacement returning: a blind one that may have taken a number away makes every
+ * open it overlapped unverified. */
 static __always_inline void displacer_returns(__u32 tid, long ret) {
     if (*(volatile __u64 *)&displacer_records == 0) return;
     struct displacer_flight *d = bpf_map_lookup_elem(&displacer_flights, &tid);
@@ -687,7 +688,10 @@ static __always_inline void displacer_returns(__u32 tid, long ret) {
     if (!t) return;
     __u32 i = (__u32)slot & (DISPLACER_SLOTS - 1);
     __u64 v = slot < 0 ? SLOT_BLIND : *(volatile __u64 *)&t->slot[i];
-    if ((v & (SLOT_BLIND | SLOT_CONTENDED)) && ret >= 0) __sync_fetch_and_add(&t->blind_gen, 1);
+    /* Attack: a close whose flush fails (EIO) has still taken the number away; only EBADF says
+     * that nothing was there. */
+    if ((v & (SLOT_BLIND | SLOT_CONTENDED)) && ret != -EBADF_RET)
+        __sync_fetch_and_add(&t->blind_gen, 1);
     if (slot < 0)
         __sync_fetch_and_add(&t->unslotted, -1);
     else
