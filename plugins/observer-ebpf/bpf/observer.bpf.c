@@ -890,6 +890,10 @@ int on_sys_exit(struct bpf_raw_tracepoint_args *ctx) {
     __u16 call = classify(nr, abi);
     if (!call) return 0;
     __u32 tgid = bpf_get_current_pid_tgid() >> 32;
+    __u32 tid = (__u32)bpf_get_current_pid_tgid();
+    /* Every close settles what its entry recorded, the register call's too. */
+    if (call == TEA_EBPF_REGISTER || (call >= TEA_EBPF_CLOSE && call <= TEA_EBPF_CLOSE_RANGE))
+        displacer_returns(tid, ret);
     if (call == TEA_EBPF_REGISTER &&
         ((int)arg(regs, abi, 0) != -1 || arg(regs, abi, 1) != TEA_EBPF_MAGIC))
         call = TEA_EBPF_CLOSE;
@@ -909,11 +913,7 @@ int on_sys_exit(struct bpf_raw_tracepoint_args *ctx) {
         if (c) c->owner_tgid = tgid;
         return 0;
     }
-    __u32 tid = (__u32)bpf_get_current_pid_tgid();
-    if (call >= TEA_EBPF_CLOSE && call <= TEA_EBPF_CLOSE_RANGE) {
-        displacer_returns(tid, ret);
-        return 0;
-    }
+    if (call >= TEA_EBPF_CLOSE && call <= TEA_EBPF_CLOSE_RANGE) return 0;
     const bool open_call = call <= TEA_EBPF_OPEN_BY_HANDLE_AT;
     __u32 *tracked_id = bpf_map_lookup_elem(&tracked, &tgid);
     if (!tracked_id) {
