@@ -31,6 +31,12 @@
  *                         closes it, dups the decoy onto it) or "blind" (closes the number over
  *                         and over until a close lands, then dups the decoy onto it). Prints how
  *                         many opens the sibling swapped
+ *   inflight HOW FIFO FILE
+ *                         opens FILE, then FIFO for reading; while that open waits for a writer,
+ *                         a sibling thread takes a number away: "close" closes FILE's
+ *                         descriptor, "close_range" closes it with close_range, "dup2" dup2s it
+ *                         onto a number nothing held, "none" does nothing; then it opens the
+ *                         writer's end. Prints "fifo=N" with the number the open returned
  *
  * It prints what it read, so a test sees the access happened. */
 #define _GNU_SOURCE
@@ -310,6 +316,43 @@ static int swap(const char *how, const char *dir, const char *decoy, int n) {
     return 0;
 }
 
+static const char *inflight_how;
+static int inflight_fd;
+
+static void *taker(void *arg) {
+    (void)arg;
+    while (!sleeps_in_open(opener)) {
+        sched_yield();
+    }
+    if (strcmp(inflight_how, "close") == 0) {
+        close(inflight_fd);
+    } else if (strcmp(inflight_how, "close_range") == 0) {
+        syscall(SYS_close_range, inflight_fd, inflight_fd, 0);
+    } else if (strcmp(inflight_how, "dup2") == 0) {
+        dup2(inflight_fd, 900);
+    }
+    close(open(fifo_path, O_WRONLY));
+    while (!atomic_load(&open_returned)) {
+        sched_yield();
+    }
+    return NULL;
+}
+
+static int inflight(const char *how, const char *fifo, const char *file) {
+    inflight_how = how;
+    fifo_path = fifo;
+    inflight_fd = open(file, O_RDONLY);
+    if (inflight_fd < 0) return 2;
+    opener = (pid_t)syscall(SYS_gettid);
+    pthread_t t;
+    pthread_create(&t, NULL, taker, NULL);
+    const int fd = open(fifo, O_RDONLY);
+    atomic_store(&open_returned, 1);
+    pthread_join(t, NULL);
+    printf("fifo=%d\n", fd);
+    return 0;
+}
+
 static int outlive(const char *path) {
     int ready[2];
     if (pipe(ready) != 0) {
@@ -445,6 +488,9 @@ int main(int argc, char **argv) {
     }
     if (strcmp(mode, "dropped") == 0 && argc == 4) {
         return dropped(argv[2], atoi(argv[3]));
+    }
+    if (strcmp(mode, "inflight") == 0 && argc == 5) {
+        return inflight(argv[2], argv[3], argv[4]);
     }
     if (strcmp(mode, "swap") == 0 && argc == 6) {
         return swap(argv[2], argv[3], argv[4], atoi(argv[5]));

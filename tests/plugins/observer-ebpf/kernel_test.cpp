@@ -337,6 +337,45 @@ TEST_F(KernelObserved, ADescriptorSwappedUnderAnOpenIsNeverTakenForTheDecoy) {
     }
 }
 
+// The two ways the programs answer a call that takes a number away while an open of the table
+// runs, each made certain with an open that waits for a FIFO's writer: a call that finds a file on
+// its number reports it (it may be the open's, swapped away), and one that cannot say what it
+// took (a close_range, a dup2 onto a number nothing held when it began) leaves the open
+// unverified. With nothing taken, the open is vouched for.
+TEST_F(KernelObserved, ANumberTakenAwayWhileAnOpenRunsIsReportedOrLeavesItUnverified) {
+    const auto fifo = dir_.path() / "fifo";
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    const auto fifo_open = [&fifo](const audit::Observation &o) {
+        std::vector<audit::ObservedAccess> out;
+        for (const auto &e : o.events) {
+            if (e.syscall == "openat" && e.access == audit::Access::read &&
+                (e.path_asked == fifo || e.path_resolved == fifo)) {
+                out.push_back(e);
+            }
+        }
+        return out;
+    };
+    const auto closed = [this](const audit::Observation &o) {
+        for (const auto &e : o.events) {
+            if (e.syscall == "close" && e.path_resolved == file_ &&
+                e.access == audit::Access::read) {
+                return true;
+            }
+        }
+        return false;
+    };
+    for (const std::string how : {"none", "close", "close_range", "dup2"}) {
+        const auto seen = ebpf({"inflight", how, fifo, file_});
+        ASSERT_EQ(seen.outcome.out.rfind("fifo=", 0), 0U) << how << ": " << seen.outcome.err;
+        EXPECT_TRUE(seen.observation.complete) << how << ": " << seen.observation.reason;
+        const auto opens = fifo_open(seen.observation);
+        ASSERT_EQ(opens.size(), 1U) << how;
+        const bool blind = how == "close_range" || how == "dup2";
+        EXPECT_EQ(!opens[0].unverified.empty(), blind) << how << ": " << opens[0].unverified;
+        EXPECT_EQ(closed(seen.observation), how == "close") << how;
+    }
+}
+
 // The token a wrapped plan hands its enter program.
 std::uint64_t token_of(const json &wrapped) {
     for (const auto &e : wrapped["env"]) {
