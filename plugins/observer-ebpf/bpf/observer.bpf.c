@@ -103,10 +103,13 @@ struct table_state {
 };
 
 /* Shared descriptor tables of tracked processes: the table's address -> its state. A table is
- * forgotten when its last task ends. */
+ * forgotten when its last task ends. These three maps are allocated as they fill, and sized for
+ * what runs at once (a full one makes the call incomplete): their creation is part of every
+ * session's load. */
 struct {
     __uint(type, BPF_MAP_TYPE_HASH);
-    __uint(max_entries, 65536);
+    __uint(max_entries, 4096);
+    __uint(map_flags, BPF_F_NO_PREALLOC);
     __type(key, __u64);
     __type(value, struct table_state);
 } tables SEC(".maps");
@@ -119,7 +122,8 @@ struct open_flight {
 };
 struct {
     __uint(type, BPF_MAP_TYPE_HASH);
-    __uint(max_entries, 65536);
+    __uint(max_entries, 8192);
+    __uint(map_flags, BPF_F_NO_PREALLOC);
     __type(key, __u32);
     __type(value, struct open_flight);
 } open_flights SEC(".maps");
@@ -132,7 +136,8 @@ struct displacer_flight {
 };
 struct {
     __uint(type, BPF_MAP_TYPE_HASH);
-    __uint(max_entries, 65536);
+    __uint(max_entries, 8192);
+    __uint(map_flags, BPF_F_NO_PREALLOC);
     __type(key, __u32);
     __type(value, struct displacer_flight);
 } displacer_flights SEC(".maps");
@@ -610,29 +615,38 @@ static __always_inline void report_displaced(struct task_struct *task, __u32 cal
     send(s, 1);
 }
 
+/* The functions below are global (not inlined): the verifier checks each once, not at every call
+ * site, which kept the programs' load near what it was before them. Their arguments are scalars;
+ * kernel pointers travel as numbers and are read through bpf_probe_read_kernel. */
+
 /* A close or replacement entering in a shared table: it takes a slot, marks itself and any
- * other running on its number contended, and reports the file it saw if an open is running. */
-static __always_inline void displacer_enters(struct task_struct *task, struct pt_regs *regs,
-                                             __u8 abi, long nr, __u8 kind, __u64 table,
-                                             struct table_state *t, __u32 call_id, __u32 tgid,
-                                             __u32 tid) {
+ * other running on its number contended, and reports the file it saw if an open is running.
+ * `what`: the number, the call (bits 32 to 47) and the ABI (bits 48 to 55); `ids`: the call id
+ * and the tgid (bits 32 to 63). */
+__noinline int displacer_enters(__u64 task_addr, __u64 table, __u64 what, __u64 ids, __u32 tid) {
+    struct task_struct *task = (struct task_struct *)task_addr;
+    const __u32 fd = (__u32)what;
+    const __u16 call = (__u16)(what >> 32);
+    const __u8 abi = (__u8)(what >> 48);
+    const __u32 call_id = (__u32)ids;
+    const __u32 tgid = (__u32)(ids >> 32);
+    struct table_state *t = bpf_map_lookup_elem(&tables, &table);
+    if (!t) {
+        count_lost(call_id);
+        return 0;
+    }
     struct displacer_flight d = {.table = table, .slot = -1};
     struct file *x = 0;
-    __u32 fd = 0;
-    __u16 call = TEA_EBPF_CLOSE_RANGE;
-    if (kind == ENTER_RANGE) {
+    if (call == TEA_EBPF_CLOSE_RANGE) {
         __sync_fetch_and_add(&t->unslotted, 1);
     } else {
-        fd = (__u32)arg(regs, abi, kind == ENTER_CLOSE ? 0 : 1);
-        /* dup2 onto its own number changes nothing (dup3 refuses it). */
-        if (kind == ENTER_DUP && (__u32)arg(regs, abi, 0) == fd) return;
-        call = kind == ENTER_CLOSE        ? TEA_EBPF_CLOSE
-               : (nr == 292 || nr == 330) ? TEA_EBPF_DUP3
-                                          : TEA_EBPF_DUP2;
         x = file_at(task, (int)fd);
         __u64 mine = SLOT_USED | fd | (x ? 0 : SLOT_BLIND);
         for (__u32 i = 0; i < DISPLACER_SLOTS; i++) {
-            if (__sync_val_compare_and_swap(&t->slot[i], 0, mine) == 0) {
+            /* A slot without SLOT_USED is free, whatever flag a late mark left on it. */
+            __u64 v = *(volatile __u64 *)&t->slot[i];
+            if (v & SLOT_USED) continue;
+            if (__sync_val_compare_and_swap(&t->slot[i], v, mine) == v) {
                 d.slot = (__s32)i;
                 break;
             }
@@ -644,15 +658,12 @@ static __always_inline void displacer_enters(struct task_struct *task, struct pt
             __u32 own = (__u32)d.slot & (DISPLACER_SLOTS - 1);
             for (__u32 j = 0; j < DISPLACER_SLOTS; j++) {
                 if (j == own) continue;
+                __u64 v = *(volatile __u64 *)&t->slot[j];
                 /* Attack: two calls on one number, the second taking away what the first did
-                 * not see (the open's file, installed between them). */
-                for (int tries = 0; tries < 4; tries++) {
-                    __u64 v = *(volatile __u64 *)&t->slot[j];
-                    if (!(v & SLOT_USED) || (__u32)v != fd) break;
+                 * not see (the open's file, installed between them): both are blind. */
+                if ((v & SLOT_USED) && (__u32)v == fd) {
+                    __sync_fetch_and_or(&t->slot[j], SLOT_CONTENDED);
                     __sync_fetch_and_or(&t->slot[own], SLOT_CONTENDED);
-                    if (v & SLOT_CONTENDED) break;
-                    if (__sync_val_compare_and_swap(&t->slot[j], v, v | SLOT_CONTENDED) == v) break;
-                    if (tries == 3) count_lost(call_id);
                 }
             }
         }
@@ -666,26 +677,27 @@ static __always_inline void displacer_enters(struct task_struct *task, struct pt
             __sync_fetch_and_add(&t->unslotted, -1);
         else
             __sync_lock_test_and_set(&t->slot[(__u32)d.slot & (DISPLACER_SLOTS - 1)], 0);
-        return;
+        return 0;
     }
     /* Attack: a sibling that waits for the open's descriptor and swaps a decoy onto it before
      * sys_exit reads it. The file it takes away is reported while an open is running. */
     if (x && *(volatile __u32 *)&t->opens > 0)
         report_displaced(task, call_id, tgid, call, abi, fd, x);
+    return 0;
 }
 
 /* A close or replacement returning: a blind one that may have taken a number away makes every
  * open it overlapped unverified. */
-static __always_inline void displacer_returns(__u32 tid, long ret) {
-    if (*(volatile __u64 *)&displacer_records == 0) return;
+__noinline int displacer_returns(__u32 tid, long ret) {
+    if (*(volatile __u64 *)&displacer_records == 0) return 0;
     struct displacer_flight *d = bpf_map_lookup_elem(&displacer_flights, &tid);
-    if (!d) return;
+    if (!d) return 0;
     __u64 table = d->table;
     __s32 slot = d->slot;
     if (bpf_map_delete_elem(&displacer_flights, &tid) == 0)
         __sync_fetch_and_add(&displacer_records, -1);
     struct table_state *t = bpf_map_lookup_elem(&tables, &table);
-    if (!t) return;
+    if (!t) return 0;
     __u32 i = (__u32)slot & (DISPLACER_SLOTS - 1);
     __u64 v = slot < 0 ? SLOT_BLIND : *(volatile __u64 *)&t->slot[i];
     /* Attack: a close whose flush fails (EIO) has still taken the number away; only EBADF says
@@ -696,11 +708,16 @@ static __always_inline void displacer_returns(__u32 tid, long ret) {
         __sync_fetch_and_add(&t->unslotted, -1);
     else
         __sync_lock_test_and_set(&t->slot[i], 0);
+    return 0;
 }
 
 /* An open entering in a shared table. */
-static __always_inline void open_enters(__u64 table, struct table_state *t, __u32 call_id,
-                                        __u32 tid) {
+__noinline int open_enters(__u64 table, __u32 call_id, __u32 tid) {
+    struct table_state *t = bpf_map_lookup_elem(&tables, &table);
+    if (!t) {
+        count_lost(call_id);
+        return 0;
+    }
     __sync_fetch_and_add(&t->opens, 1);
     struct open_flight o = {.table = table, .gen = __sync_fetch_and_add(&t->blind_gen, 0)};
     /* Counted first: the return of this thread's open then looks its record up. */
@@ -710,11 +727,12 @@ static __always_inline void open_enters(__u64 table, struct table_state *t, __u3
         __sync_fetch_and_add(&t->opens, -1);
         count_lost(call_id);
     }
+    return 0;
 }
 
-/* An open returning, after its file was read at `fd` (-1: none): whether a blind close or
+/* An open returning, after its file was read at `fd` (-1: none): 1 when a blind close or
  * replacement may have displaced that file. */
-static __always_inline __u8 open_returns(__u32 tid, long fd) {
+__noinline int open_returns(__u32 tid, long fd) {
     if (*(volatile __u64 *)&open_records == 0) return 0;
     struct open_flight *o = bpf_map_lookup_elem(&open_flights, &tid);
     if (!o) return 0;
@@ -723,7 +741,7 @@ static __always_inline __u8 open_returns(__u32 tid, long fd) {
     if (bpf_map_delete_elem(&open_flights, &tid) == 0) __sync_fetch_and_add(&open_records, -1);
     struct table_state *t = bpf_map_lookup_elem(&tables, &table);
     if (!t) return fd >= 0;
-    __u8 unverified = 0;
+    int unverified = 0;
     if (fd >= 0) {
         for (__u32 j = 0; j < DISPLACER_SLOTS; j++) {
             __u64 v = *(volatile __u64 *)&t->slot[j];
@@ -763,17 +781,28 @@ int on_sys_enter(struct bpf_raw_tracepoint_args *ctx) {
     /* A table no other task holds cannot change under the call. */
     if (!files || BPF_CORE_READ(files, count.counter) <= 1) return 0;
     __u64 table = (__u64)files;
-    struct table_state *t = table_of(table);
-    if (!t) {
+    if (!table_of(table)) {
         count_lost(call_id);
         return 0;
     }
     __u32 tid = (__u32)pid_tgid;
-    if (kind == ENTER_OPEN)
-        open_enters(table, t, call_id, tid);
-    else
-        displacer_enters(task, (struct pt_regs *)ctx->args[0], abi, nr, kind, table, t, call_id,
-                         tgid, tid);
+    if (kind == ENTER_OPEN) {
+        open_enters(table, call_id, tid);
+        return 0;
+    }
+    struct pt_regs *regs = (struct pt_regs *)ctx->args[0];
+    __u32 fd = 0;
+    __u16 call = TEA_EBPF_CLOSE_RANGE;
+    if (kind != ENTER_RANGE) {
+        fd = (__u32)arg(regs, abi, kind == ENTER_CLOSE ? 0 : 1);
+        /* dup2 onto its own number changes nothing (dup3 refuses it). */
+        if (kind == ENTER_DUP && (__u32)arg(regs, abi, 0) == fd) return 0;
+        call = kind == ENTER_CLOSE        ? TEA_EBPF_CLOSE
+               : (nr == 292 || nr == 330) ? TEA_EBPF_DUP3
+                                          : TEA_EBPF_DUP2;
+    }
+    displacer_enters((__u64)task, table, fd | ((__u64)call << 32) | ((__u64)abi << 48),
+                     call_id | ((__u64)tgid << 32), tid);
     return 0;
 }
 
@@ -810,7 +839,7 @@ static __always_inline void report_file(struct task_struct *task, __u32 call_id,
                                         long dirfd, __u64 user_path) {
     struct file *f = file_at(task, fd);
     /* Read after the file: a close or replacement that took it away shows from here. */
-    const __u8 unverified =
+    const int unverified =
         kind == TEA_EBPF_OPENED ? open_returns((__u32)bpf_get_current_pid_tgid(), fd) : 0;
     struct scratch *s = scratch_for(call_id, tgid, kind);
     if (!s) return;
