@@ -72,6 +72,76 @@ struct {
     __type(value, struct scratch);
 } scratch_space SEC(".maps");
 
+/* A descriptor table that several tasks share (threads, or processes cloned with CLONE_FILES)
+ * can change under an open between the moment the kernel installs its file and the moment
+ * sys_exit reads it: another task closes or replaces the number (close, dup2, dup3,
+ * close_range) and may put a decoy on it. The calls that can do so are followed from their
+ * sys_enter to their sys_exit, per table:
+ *  - one that saw a file at its number when it entered, while an open of the table was running,
+ *    reports that file (TEA_EBPF_FLAG_DISPLACED): if it is the open's, it is listed;
+ *  - one that saw none (the open installed its file after it entered), a close_range, and two at
+ *    once on the same number are blind: what they took away is not known. An open that one of
+ *    them overlapped on its number, or that one of them that succeeded ran during, is reported
+ *    unverified (TEA_EBPF_FLAG_UNVERIFIED).
+ * Each side publishes itself with an atomic operation before it reads the other's state, so
+ * that of two that overlap, at least one sees the other. */
+#define DISPLACER_SLOTS 8
+#define EBADF_RET 9
+/* Records in open_flights and displacer_flights: while there are none, a return on the machine
+ * looks nothing up. */
+__u64 open_records = 0;
+__u64 displacer_records = 0;
+#define SLOT_USED (1ULL << 32)
+#define SLOT_BLIND (1ULL << 33)
+#define SLOT_CONTENDED (1ULL << 34)
+
+struct table_state {
+    __u64 blind_gen; /* blind calls that succeeded */
+    __u32 opens;     /* opens running */
+    __u32 unslotted; /* blind calls running without a slot (close_range, or no slot free) */
+    __u64 slot[DISPLACER_SLOTS]; /* running calls: SLOT_USED | flags | their number */
+};
+
+/* Shared descriptor tables of tracked processes: the table's address -> its state. A table is
+ * forgotten when its last task ends. These three maps are allocated as they fill, and sized for
+ * what runs at once (a full one makes the call incomplete): their creation is part of every
+ * session's load. */
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 4096);
+    __uint(map_flags, BPF_F_NO_PREALLOC);
+    __type(key, __u64);
+    __type(value, struct table_state);
+} tables SEC(".maps");
+
+/* Opens running in a shared table: thread id -> the table and its blind_gen at the open's
+ * entry. */
+struct open_flight {
+    __u64 table;
+    __u64 gen;
+};
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 8192);
+    __uint(map_flags, BPF_F_NO_PREALLOC);
+    __type(key, __u32);
+    __type(value, struct open_flight);
+} open_flights SEC(".maps");
+
+/* Closes and replacements running in a shared table: thread id -> the table and the slot. */
+struct displacer_flight {
+    __u64 table;
+    __s32 slot; /* -1: counted in unslotted */
+    __u32 pad;
+};
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 8192);
+    __uint(map_flags, BPF_F_NO_PREALLOC);
+    __type(key, __u32);
+    __type(value, struct displacer_flight);
+} displacer_flights SEC(".maps");
+
 struct walk {
     struct dentry *d;
     struct mount *mnt;
@@ -255,6 +325,13 @@ int on_fork(struct bpf_raw_tracepoint_args *ctx) {
 SEC("raw_tp/sched_process_exit")
 int on_exit(struct bpf_raw_tracepoint_args *ctx) {
     struct task_struct *task = (struct task_struct *)ctx->args[0];
+    /* The last task of a descriptor table ending (its files are released after this point):
+     * nothing can change the table any more, and its address may be reused. */
+    struct files_struct *files = BPF_CORE_READ(task, files);
+    if (files && BPF_CORE_READ(files, count.counter) == 1) {
+        __u64 table = (__u64)files;
+        bpf_map_delete_elem(&tables, &table);
+    }
     __u32 tgid = BPF_CORE_READ(task, tgid);
     __u32 *call_id = bpf_map_lookup_elem(&tracked, &tgid);
     if (!call_id) return 0;
@@ -361,6 +438,14 @@ static __always_inline __u16 classify(long nr, __u8 abi) {
                 return TEA_EBPF_EXECVEAT;
             case 425:
                 return TEA_EBPF_IO_URING_SETUP;
+            case 6:
+                return TEA_EBPF_CLOSE;
+            case 63:
+                return TEA_EBPF_DUP2;
+            case 330:
+                return TEA_EBPF_DUP3;
+            case 436:
+                return TEA_EBPF_CLOSE_RANGE;
         }
         return 0;
     }
@@ -424,7 +509,13 @@ static __always_inline __u16 classify(long nr, __u8 abi) {
         case 425:
             return TEA_EBPF_IO_URING_SETUP;
         case 3:
-            return abi == TEA_EBPF_ABI_64 ? TEA_EBPF_REGISTER : 0;
+            return abi == TEA_EBPF_ABI_64 ? TEA_EBPF_REGISTER : TEA_EBPF_CLOSE;
+        case 33:
+            return TEA_EBPF_DUP2;
+        case 292:
+            return TEA_EBPF_DUP3;
+        case 436:
+            return TEA_EBPF_CLOSE_RANGE;
     }
     return 0;
 }
@@ -456,6 +547,263 @@ static __always_inline __u64 arg(struct pt_regs *regs, __u8 abi, int i) {
         default:
             return BPF_CORE_READ(regs, r8);
     }
+}
+
+enum enter_kind { ENTER_OPEN = 1, ENTER_CLOSE, ENTER_DUP, ENTER_RANGE };
+
+/* The calls sys_enter follows: opens, and those that take a descriptor from its number. */
+static __always_inline __u8 enter_kind(long nr, __u8 abi) {
+    if (abi == TEA_EBPF_ABI_I386) {
+        switch (nr) {
+            case 5:
+            case 8:
+            case 295:
+            case 342:
+            case 437:
+                return ENTER_OPEN;
+            case 6:
+                return ENTER_CLOSE;
+            case 63:
+            case 330:
+                return ENTER_DUP;
+            case 436:
+                return ENTER_RANGE;
+        }
+        return 0;
+    }
+    switch (nr) {
+        case 2:
+        case 85:
+        case 257:
+        case 304:
+        case 437:
+            return ENTER_OPEN;
+        case 3:
+            return ENTER_CLOSE;
+        case 33:
+        case 292:
+            return ENTER_DUP;
+        case 436:
+            return ENTER_RANGE;
+    }
+    return 0;
+}
+
+static __always_inline struct table_state *table_of(__u64 table) {
+    struct table_state *t = bpf_map_lookup_elem(&tables, &table);
+    if (t) return t;
+    struct table_state zero = {};
+    (void)bpf_map_update_elem(&tables, &table, &zero, BPF_NOEXIST);
+    return bpf_map_lookup_elem(&tables, &table);
+}
+
+/* The file a close or replacement is about to take from `fd`, reported as the process's. */
+static __always_inline void report_displaced(struct task_struct *task, __u32 call_id, __u32 tgid,
+                                             __u16 call, __u8 abi, long fd, struct file *f) {
+    struct scratch *s = scratch_for(call_id, tgid, TEA_EBPF_OPENED);
+    if (!s) return;
+    s->e.call = call;
+    s->e.abi = abi;
+    s->e.ret = (__s32)fd;
+    s->e.flags = TEA_EBPF_FLAG_DISPLACED;
+    s->e.file_flags = BPF_CORE_READ(f, f_flags);
+    s->e.file_mode = BPF_CORE_READ(f, f_mode);
+    __u8 status = 0;
+    s->e.bytes[0] = walk_path(task, BPF_CORE_READ(f, f_path.dentry), BPF_CORE_READ(f, f_path.mnt),
+                              s->data, &status);
+    s->e.walk[0] = status;
+    send(s, 1);
+}
+
+/* The functions below are global (not inlined): the verifier checks each once, not at every call
+ * site, which kept the programs' load near what it was before them. Their arguments are scalars;
+ * kernel pointers travel as numbers and are read through bpf_probe_read_kernel. */
+
+/* A close or replacement entering in a shared table: it takes a slot, marks itself and any
+ * other running on its number contended, and reports the file it saw if an open is running.
+ * `what`: the number, the call (bits 32 to 47) and the ABI (bits 48 to 55); `ids`: the call id
+ * and the tgid (bits 32 to 63). */
+__noinline int displacer_enters(__u64 task_addr, __u64 table, __u64 what, __u64 ids, __u32 tid) {
+    struct task_struct *task = (struct task_struct *)task_addr;
+    const __u32 fd = (__u32)what;
+    const __u16 call = (__u16)(what >> 32);
+    const __u8 abi = (__u8)(what >> 48);
+    const __u32 call_id = (__u32)ids;
+    const __u32 tgid = (__u32)(ids >> 32);
+    struct table_state *t = bpf_map_lookup_elem(&tables, &table);
+    if (!t) {
+        count_lost(call_id);
+        return 0;
+    }
+    struct displacer_flight d = {.table = table, .slot = -1};
+    struct file *x = 0;
+    if (call == TEA_EBPF_CLOSE_RANGE) {
+        __sync_fetch_and_add(&t->unslotted, 1);
+    } else {
+        x = file_at(task, (int)fd);
+        __u64 mine = SLOT_USED | fd | (x ? 0 : SLOT_BLIND);
+        for (__u32 i = 0; i < DISPLACER_SLOTS; i++) {
+            /* A slot without SLOT_USED is free, whatever flag a late mark left on it. */
+            __u64 v = *(volatile __u64 *)&t->slot[i];
+            if (v & SLOT_USED) continue;
+            if (__sync_val_compare_and_swap(&t->slot[i], v, mine) == v) {
+                d.slot = (__s32)i;
+                break;
+            }
+        }
+        if (d.slot < 0) {
+            /* No slot free: blind, as a close_range is. */
+            __sync_fetch_and_add(&t->unslotted, 1);
+        } else {
+            __u32 own = (__u32)d.slot & (DISPLACER_SLOTS - 1);
+            for (__u32 j = 0; j < DISPLACER_SLOTS; j++) {
+                if (j == own) continue;
+                __u64 v = *(volatile __u64 *)&t->slot[j];
+                /* Attack: two calls on one number, the second taking away what the first did
+                 * not see (the open's file, installed between them): both are blind. */
+                if ((v & SLOT_USED) && (__u32)v == fd) {
+                    __sync_fetch_and_or(&t->slot[j], SLOT_CONTENDED);
+                    __sync_fetch_and_or(&t->slot[own], SLOT_CONTENDED);
+                }
+            }
+        }
+    }
+    __sync_fetch_and_add(&displacer_records, 1);
+    if (bpf_map_update_elem(&displacer_flights, &tid, &d, BPF_ANY) != 0) {
+        /* Not followed to its exit: the call cannot be vouched for. */
+        __sync_fetch_and_add(&displacer_records, -1);
+        count_lost(call_id);
+        if (d.slot < 0)
+            __sync_fetch_and_add(&t->unslotted, -1);
+        else
+            __sync_lock_test_and_set(&t->slot[(__u32)d.slot & (DISPLACER_SLOTS - 1)], 0);
+        return 0;
+    }
+    /* Attack: a sibling that waits for the open's descriptor and swaps a decoy onto it before
+     * sys_exit reads it. The file it takes away is reported while an open is running. */
+    if (x && *(volatile __u32 *)&t->opens > 0)
+        report_displaced(task, call_id, tgid, call, abi, fd, x);
+    return 0;
+}
+
+/* A close or replacement returning: a blind one that may have taken a number away makes every
+ * open it overlapped unverified. */
+__noinline int displacer_returns(__u32 tid, long ret) {
+    if (*(volatile __u64 *)&displacer_records == 0) return 0;
+    struct displacer_flight *d = bpf_map_lookup_elem(&displacer_flights, &tid);
+    if (!d) return 0;
+    __u64 table = d->table;
+    __s32 slot = d->slot;
+    if (bpf_map_delete_elem(&displacer_flights, &tid) == 0)
+        __sync_fetch_and_add(&displacer_records, -1);
+    struct table_state *t = bpf_map_lookup_elem(&tables, &table);
+    if (!t) return 0;
+    __u32 i = (__u32)slot & (DISPLACER_SLOTS - 1);
+    __u64 v = slot < 0 ? SLOT_BLIND : *(volatile __u64 *)&t->slot[i];
+    /* Attack: a close whose flush fails (EIO) has still taken the number away; only EBADF says
+     * that nothing was there. */
+    if ((v & (SLOT_BLIND | SLOT_CONTENDED)) && ret != -EBADF_RET)
+        __sync_fetch_and_add(&t->blind_gen, 1);
+    if (slot < 0)
+        __sync_fetch_and_add(&t->unslotted, -1);
+    else
+        __sync_lock_test_and_set(&t->slot[i], 0);
+    return 0;
+}
+
+/* An open entering in a shared table. */
+__noinline int open_enters(__u64 table, __u32 call_id, __u32 tid) {
+    struct table_state *t = bpf_map_lookup_elem(&tables, &table);
+    if (!t) {
+        count_lost(call_id);
+        return 0;
+    }
+    __sync_fetch_and_add(&t->opens, 1);
+    struct open_flight o = {.table = table, .gen = __sync_fetch_and_add(&t->blind_gen, 0)};
+    /* Counted first: the return of this thread's open then looks its record up. */
+    __sync_fetch_and_add(&open_records, 1);
+    if (bpf_map_update_elem(&open_flights, &tid, &o, BPF_ANY) != 0) {
+        __sync_fetch_and_add(&open_records, -1);
+        __sync_fetch_and_add(&t->opens, -1);
+        count_lost(call_id);
+    }
+    return 0;
+}
+
+/* An open returning, after its file was read at `fd` (-1: none): 1 when a blind close or
+ * replacement may have displaced that file. */
+__noinline int open_returns(__u32 tid, long fd) {
+    if (*(volatile __u64 *)&open_records == 0) return 0;
+    struct open_flight *o = bpf_map_lookup_elem(&open_flights, &tid);
+    if (!o) return 0;
+    __u64 table = o->table;
+    __u64 gen = o->gen;
+    if (bpf_map_delete_elem(&open_flights, &tid) == 0) __sync_fetch_and_add(&open_records, -1);
+    struct table_state *t = bpf_map_lookup_elem(&tables, &table);
+    if (!t) return fd >= 0;
+    int unverified = 0;
+    if (fd >= 0) {
+        for (__u32 j = 0; j < DISPLACER_SLOTS; j++) {
+            __u64 v = *(volatile __u64 *)&t->slot[j];
+            if ((v & SLOT_USED) && (__u32)v == (__u32)fd && (v & (SLOT_BLIND | SLOT_CONTENDED)))
+                unverified = 1;
+        }
+        if (*(volatile __u32 *)&t->unslotted > 0) unverified = 1;
+        if (__sync_fetch_and_add(&t->blind_gen, 0) != gen) unverified = 1;
+    }
+    __sync_fetch_and_add(&t->opens, -1);
+    return unverified;
+}
+
+SEC("raw_tp/sys_enter")
+int on_sys_enter(struct bpf_raw_tracepoint_args *ctx) {
+    long id = (int)ctx->args[1];
+    /* The number first: every system call of the machine passes here. */
+    if (!enter_kind(id & ~X32_SYSCALL_BIT, TEA_EBPF_ABI_64) && !enter_kind(id, TEA_EBPF_ABI_I386))
+        return 0;
+    __u64 pid_tgid = bpf_get_current_pid_tgid();
+    __u32 tgid = pid_tgid >> 32;
+    __u32 *tracked_id = bpf_map_lookup_elem(&tracked, &tgid);
+    if (!tracked_id) return 0;
+    __u32 call_id = *tracked_id;
+    struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+    __u8 abi = TEA_EBPF_ABI_64;
+    long nr = id;
+    if (BPF_CORE_READ(task, thread_info.status) & TS_COMPAT) {
+        abi = TEA_EBPF_ABI_I386;
+    } else if (id & X32_SYSCALL_BIT) {
+        abi = TEA_EBPF_ABI_X32;
+        nr &= ~X32_SYSCALL_BIT;
+    }
+    __u8 kind = enter_kind(nr, abi);
+    if (!kind) return 0;
+    struct files_struct *files = BPF_CORE_READ(task, files);
+    /* A table no other task holds cannot change under the call. */
+    if (!files || BPF_CORE_READ(files, count.counter) <= 1) return 0;
+    __u64 table = (__u64)files;
+    if (!table_of(table)) {
+        count_lost(call_id);
+        return 0;
+    }
+    __u32 tid = (__u32)pid_tgid;
+    if (kind == ENTER_OPEN) {
+        open_enters(table, call_id, tid);
+        return 0;
+    }
+    struct pt_regs *regs = (struct pt_regs *)ctx->args[0];
+    __u32 fd = 0;
+    __u16 call = TEA_EBPF_CLOSE_RANGE;
+    if (kind != ENTER_RANGE) {
+        fd = (__u32)arg(regs, abi, kind == ENTER_CLOSE ? 0 : 1);
+        /* dup2 onto its own number changes nothing (dup3 refuses it). */
+        if (kind == ENTER_DUP && (__u32)arg(regs, abi, 0) == fd) return 0;
+        call = kind == ENTER_CLOSE        ? TEA_EBPF_CLOSE
+               : (nr == 292 || nr == 330) ? TEA_EBPF_DUP3
+                                          : TEA_EBPF_DUP2;
+    }
+    displacer_enters((__u64)task, table, fd | ((__u64)call << 32) | ((__u64)abi << 48),
+                     call_id | ((__u64)tgid << 32), tid);
+    return 0;
 }
 
 /* The path string a call named, as it is in the process's memory when the call returns, into
@@ -490,9 +838,13 @@ static __always_inline void report_file(struct task_struct *task, __u32 call_id,
                                         __u16 kind, __u16 call, __u8 abi, long ret, long fd,
                                         long dirfd, __u64 user_path) {
     struct file *f = file_at(task, fd);
+    /* Read after the file: a close or replacement that took it away shows from here. */
+    const int unverified =
+        kind == TEA_EBPF_OPENED ? open_returns((__u32)bpf_get_current_pid_tgid(), fd) : 0;
     struct scratch *s = scratch_for(call_id, tgid, kind);
     if (!s) return;
     s->e.call = call;
+    if (unverified) s->e.flags = TEA_EBPF_FLAG_UNVERIFIED;
     s->e.abi = abi;
     s->e.ret = (__s32)ret;
     if (f) {
@@ -567,8 +919,14 @@ int on_sys_exit(struct bpf_raw_tracepoint_args *ctx) {
     __u16 call = classify(nr, abi);
     if (!call) return 0;
     __u32 tgid = bpf_get_current_pid_tgid() >> 32;
+    __u32 tid = (__u32)bpf_get_current_pid_tgid();
+    /* Every close settles what its entry recorded, the register call's too. */
+    if (call == TEA_EBPF_REGISTER || (call >= TEA_EBPF_CLOSE && call <= TEA_EBPF_CLOSE_RANGE))
+        displacer_returns(tid, ret);
+    if (call == TEA_EBPF_REGISTER &&
+        ((int)arg(regs, abi, 0) != -1 || arg(regs, abi, 1) != TEA_EBPF_MAGIC))
+        call = TEA_EBPF_CLOSE;
     if (call == TEA_EBPF_REGISTER) {
-        if ((int)arg(regs, abi, 0) != -1 || arg(regs, abi, 1) != TEA_EBPF_MAGIC) return 0;
         __u64 token = arg(regs, abi, 2);
         __u32 *pending_id = bpf_map_lookup_elem(&pending, &token);
         if (!pending_id) return 0;
@@ -584,8 +942,13 @@ int on_sys_exit(struct bpf_raw_tracepoint_args *ctx) {
         if (c) c->owner_tgid = tgid;
         return 0;
     }
+    if (call >= TEA_EBPF_CLOSE && call <= TEA_EBPF_CLOSE_RANGE) return 0;
+    const bool open_call = call <= TEA_EBPF_OPEN_BY_HANDLE_AT;
     __u32 *tracked_id = bpf_map_lookup_elem(&tracked, &tgid);
-    if (!tracked_id) return 0;
+    if (!tracked_id) {
+        if (open_call) (void)open_returns(tid, -1);
+        return 0;
+    }
     __u32 call_id = *tracked_id;
 
     struct report r = {.names = 1, .dirfd = {AT_FDCWD, AT_FDCWD}};
@@ -702,6 +1065,7 @@ int on_sys_exit(struct bpf_raw_tracepoint_args *ctx) {
             r.role[0] = TEA_EBPF_ROLE_NEW;
             break;
     }
+    if (open_call && r.kind != TEA_EBPF_OPENED) (void)open_returns(tid, -1);
     if (r.kind == TEA_EBPF_OPENED || r.kind == TEA_EBPF_LISTED) {
         report_file(task, call_id, tgid, r.kind, call, abi, ret, r.fd, r.dirfd[0], r.path[0]);
     } else if (r.kind == TEA_EBPF_NAMED) {

@@ -74,6 +74,11 @@ enum tea_ebpf_call {
     TEA_EBPF_EXECVEAT,
     TEA_EBPF_IO_URING_SETUP,
     TEA_EBPF_REGISTER, /* the plugin's enter program claiming its call (a close(-1) with a token) */
+    /* Calls that take a descriptor away from its number (TEA_EBPF_FLAG_DISPLACED). */
+    TEA_EBPF_CLOSE,
+    TEA_EBPF_DUP2,
+    TEA_EBPF_DUP3,
+    TEA_EBPF_CLOSE_RANGE,
     TEA_EBPF_CALL_END
 };
 
@@ -91,6 +96,17 @@ enum tea_ebpf_role {
     TEA_EBPF_ROLE_NEW = 2, /* rename's new name */
 };
 
+/* What an event's flags say. */
+enum tea_ebpf_flag {
+    /* An open in a shared descriptor table during which another task closed or replaced a
+       descriptor in a way the programs could not follow: the file at the number it returned may
+       not be the one it opened. */
+    TEA_EBPF_FLAG_UNVERIFIED = 1,
+    /* (TEA_EBPF_OPENED, call close, dup2 or dup3) the file another task's call took away from its
+       number while an open of the table was running: it may be the file that open made. */
+    TEA_EBPF_FLAG_DISPLACED = 2,
+};
+
 struct tea_ebpf_event {
     __u32 size; /* of the whole record, header included */
     __u32 call_id;
@@ -105,7 +121,7 @@ struct tea_ebpf_event {
     __u16 bytes[3];   /* the bytes each region holds */
     __u32 file_flags; /* the opened file's f_flags, or the flags argument of a failed open */
     __u32 file_mode;  /* the opened file's f_mode */
-    __u32 reserved;
+    __u32 flags;      /* enum tea_ebpf_flag */
     /* then the regions, each at a multiple of TEA_EBPF_REGION, the last one cut to its bytes */
 };
 

@@ -16,15 +16,18 @@ namespace {
 using documents::Access;
 
 constexpr std::size_t kHeader = sizeof(tea_ebpf_event);
+// Not a walk's status: the reason of an open whose descriptor may have been displaced.
+constexpr std::uint8_t kWalkDisplaced = 0xff;
 // FMODE_CREATED: the open made the file.
 constexpr std::uint32_t kModeCreated = 0x100000;
 
 constexpr std::array<const char *, TEA_EBPF_CALL_END> kCallNames{
-    "",         "open",       "openat",   "openat2",        "creat",   "open_by_handle_at",
-    "getdents", "getdents64", "readlink", "readlinkat",     "mkdir",   "mkdirat",
-    "mknod",    "mknodat",    "unlink",   "unlinkat",       "rmdir",   "rename",
-    "renameat", "renameat2",  "link",     "linkat",         "symlink", "symlinkat",
-    "truncate", "execve",     "execveat", "io_uring_setup", "close"};
+    "",         "open",       "openat",     "openat2",        "creat",   "open_by_handle_at",
+    "getdents", "getdents64", "readlink",   "readlinkat",     "mkdir",   "mkdirat",
+    "mknod",    "mknodat",    "unlink",     "unlinkat",       "rmdir",   "rename",
+    "renameat", "renameat2",  "link",       "linkat",         "symlink", "symlinkat",
+    "truncate", "execve",     "execveat",   "io_uring_setup", "close",   "close",
+    "dup2",     "dup3",       "close_range"};
 
 std::string_view call_name(std::uint16_t call) {
     return call < kCallNames.size() ? kCallNames[call] : "?";
@@ -92,6 +95,10 @@ std::string_view walk_failure(std::uint8_t walk) {
             return "its path is longer than the observer's walk keeps";
         case TEA_EBPF_WALK_NO_FILE:
             return "the kernel held no file at its descriptor when the call returned";
+        case kWalkDisplaced:
+            return "another task sharing its descriptor table closed or replaced a descriptor "
+                   "while it ran: the file at the number it returned may not be the one it "
+                   "opened";
         default:
             return "the observer could not walk its path";
     }
@@ -190,7 +197,10 @@ void decode_record(std::string_view record, DecodeTally &tally, const EventSink 
                 return;  // a pipe, socket or anonymous inode: no file of the file system
             }
             const auto path = path_of_names(r0);
-            const bool whole = e.walk[0] == TEA_EBPF_WALK_ROOT;
+            // Attack: a task sharing the table swaps a decoy onto the number before the program
+            // reads it, in a way the programs could not follow: the file is not vouched for.
+            const bool displaced = (e.flags & TEA_EBPF_FLAG_UNVERIFIED) != 0;
+            const bool whole = e.walk[0] == TEA_EBPF_WALK_ROOT && !displaced;
             const auto access =
                 e.kind == TEA_EBPF_LISTED ? Access::list : open_access(e.file_flags, e.file_mode);
             // In a shared descriptor table, what the string named is judged too: another task
@@ -224,7 +234,7 @@ void decode_record(std::string_view record, DecodeTally &tally, const EventSink 
                   true,
                   {},
                   named,
-                  whole ? std::string_view{} : walk_failure(e.walk[0]),
+                  whole ? std::string_view{} : walk_failure(displaced ? kWalkDisplaced : e.walk[0]),
                   1});
             return;
         }
@@ -274,6 +284,7 @@ void decode_record(std::string_view record, DecodeTally &tally, const EventSink 
             const bool base_whole = !relative || e.walk[2] == TEA_EBPF_WALK_ROOT;
             const auto asked = joined(path_of_names(r2), name);
             const auto file = path_of_names(r0);
+            tally.exec_name = name;
             const bool file_whole = e.walk[0] == TEA_EBPF_WALK_ROOT;
             if (e.script != 0) {
                 // The kernel ran an interpreter for the file asked for (#!, binfmt_misc): the
@@ -299,6 +310,7 @@ void decode_record(std::string_view record, DecodeTally &tally, const EventSink 
                       {},
                       file_whole ? std::string_view{} : walk_failure(e.walk[0]),
                       1});
+                tally.exec_name = {};
                 return;
             }
             std::string_view why;
@@ -317,6 +329,7 @@ void decode_record(std::string_view record, DecodeTally &tally, const EventSink 
                   {},
                   why,
                   1});
+            tally.exec_name = {};
             return;
         }
         case TEA_EBPF_LOADER: {

@@ -16,6 +16,9 @@ struct DecodeTally {
     std::uint64_t records = 0;
     std::uint64_t malformed = 0;   // a record shorter than it says, or of an unknown kind
     std::uint64_t unreadable = 0;  // a path string the program could not read back
+    // While the sink takes an exec's events: the name the exec was given, as the process wrote it
+    // (relative or not), which a backend's target start names; empty otherwise.
+    std::string_view exec_name;
 };
 
 using EventSink = std::function<void(const documents::ObservedEventView &)>;

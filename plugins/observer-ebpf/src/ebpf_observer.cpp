@@ -384,8 +384,8 @@ class EbpfObserver {
 
         Collector c{request.target_start, request.target_start_is_target, max_distinct_};
         tea::ebpf::DecodeTally tally;
-        const tea::ebpf::EventSink sink = [&c](const tea::documents::ObservedEventView &e) {
-            c.take(e);
+        const tea::ebpf::EventSink sink = [&c, &tally](const tea::documents::ObservedEventView &e) {
+            c.take(e, tally.exec_name);
         };
         std::string_view rest_bytes{records.bytes};
         while (rest_bytes.size() >= sizeof(std::uint32_t)) {
@@ -459,11 +459,14 @@ class EbpfObserver {
 
         bool loader = false;  // the event is the loader the exec before it mapped
 
-        void take(const tea::documents::ObservedEventView &e) {
+        void take(const tea::documents::ObservedEventView &e, std::string_view exec_name) {
             // A loader is part of the exec before it, in the same process: judged with it, never
             // taken for a new exec that would end a launcher's set-up.
             const bool exec = e.access == tea::documents::Access::exec && !loader;
-            if (!setup.is_target(e.pid, exec, e.ok, e.asked)) return;
+            // The target start is the name bwrap's execvp gives ("./run.sh" for a program in the
+            // working directory), as strace shows it; the event's path is made absolute.
+            const std::string_view start_name = exec && !exec_name.empty() ? exec_name : e.asked;
+            if (!setup.is_target(e.pid, exec, e.ok, start_name)) return;
             if (!events.add(e)) {
                 ++overflow;
             }

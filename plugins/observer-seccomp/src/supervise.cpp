@@ -1571,7 +1571,9 @@ void on_exec(const Request &r) {
             return;
         }
         p.start = true;
-        p.asked = name;
+        // Known by the name it was given ("./run.sh" for a program bwrap's execvp finds in the
+        // working directory), recorded as the path it names: the judge takes no relative path.
+        p.asked = name[0] == '/' ? name : joined(read_link(proc(pid, "cwd")), name);
     } else {
         p.judged = true;
         if (!read_ok) {

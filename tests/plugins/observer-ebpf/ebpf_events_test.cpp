@@ -60,6 +60,59 @@ tea_ebpf_event opened(std::uint8_t walk, std::uint32_t flags) {
     return e;
 }
 
+// An open another task may have swapped a decoy under is listed unverified; the file a close or
+// dup2 took away from its number while an open ran is judged as the process's own, by its flags.
+TEST(EbpfEvents, AnOpenWhoseDescriptorMayHaveBeenSwappedIsUnverified) {
+    DecodeTally tally;
+    auto e = opened(TEA_EBPF_WALK_ROOT, O_RDONLY);
+    e.flags = TEA_EBPF_FLAG_UNVERIFIED;
+    const auto seen = decode(record(e, {std::string{"decoy\0srv\0", 10}}), tally);
+    ASSERT_EQ(seen.size(), 1U);
+    EXPECT_EQ(seen[0].asked, "/srv/decoy");
+    EXPECT_TRUE(seen[0].resolved.empty());
+    EXPECT_NE(seen[0].unverified.find("closed or replaced"), std::string::npos);
+    // The control: the same record without the flag is vouched for.
+    e.flags = 0;
+    EXPECT_TRUE(decode(record(e, {std::string{"decoy\0srv\0", 10}}), tally)[0].unverified.empty());
+
+    auto taken = opened(TEA_EBPF_WALK_ROOT, O_RDONLY);
+    taken.call = TEA_EBPF_DUP2;
+    taken.flags = TEA_EBPF_FLAG_DISPLACED;
+    const auto displaced = decode(record(taken, {std::string{"key\0srv\0", 8}}), tally);
+    ASSERT_EQ(displaced.size(), 1U);
+    EXPECT_EQ(displaced[0].syscall, "dup2");
+    EXPECT_EQ(displaced[0].resolved, "/srv/key");
+    EXPECT_EQ(displaced[0].access, Access::read);
+    EXPECT_TRUE(displaced[0].unverified.empty());
+    EXPECT_EQ(tally.unreadable, 0U);
+    EXPECT_EQ(tally.malformed, 0U);
+}
+
+// An exec by a relative name is judged by the path joined to the working directory, and its sink is
+// told the name as the process gave it (which a backend's target start names); no other event is.
+TEST(EbpfEvents, AnExecByARelativeNameKeepsTheNameItWasGiven) {
+    DecodeTally tally;
+    tea_ebpf_event e{};
+    e.kind = TEA_EBPF_EXEC;
+    e.call = TEA_EBPF_EXECVE;
+    e.walk[0] = TEA_EBPF_WALK_ROOT;
+    e.walk[1] = TEA_EBPF_WALK_ROOT;
+    e.walk[2] = TEA_EBPF_WALK_ROOT;
+    std::vector<std::string> names;
+    const auto r = record(
+        e, {std::string{"run.sh\0ws\0", 10}, std::string{"./run.sh\0", 9}, std::string{"ws\0", 3}});
+    decode_record(r, tally, [&](const documents::ObservedEventView &v) {
+        EXPECT_EQ(v.asked, "/ws/./run.sh");  // the judge folds the "."
+        names.emplace_back(tally.exec_name);
+    });
+    EXPECT_EQ(names, std::vector<std::string>{"./run.sh"});
+    EXPECT_TRUE(tally.exec_name.empty());
+    decode_record(
+        record(opened(TEA_EBPF_WALK_ROOT, O_RDONLY), {std::string{"x\0", 2}}), tally,
+        [&](const documents::ObservedEventView &) { names.emplace_back(tally.exec_name); });
+    EXPECT_EQ(names.back(), "");
+}
+
 TEST(EbpfEvents, NamesLeafFirstSpellThePathFromTheRoot) {
     EXPECT_EQ(path_of_names(std::string{"hostname\0etc\0", 13}), "/etc/hostname");
     EXPECT_EQ(path_of_names(""), "/");

@@ -23,6 +23,20 @@
  *   racer A B N           one thread flips the path buffer between A and B (same length,
  *                         differing in their last byte) while another opens it N times; prints
  *                         how many opens reached A and B, checked by inode
+ *   swap HOW DIR DECOY N  opens DIR/secret-0 ... DIR/secret-<N-1> one after another through one
+ *                         path buffer, while a sibling thread puts DECOY on the number each open
+ *                         returns and rewrites the buffer to DECOY's path, racing the observer's
+ *                         read of the descriptor at the open's return. HOW: "dup2" (it waits for
+ *                         the number, copies it, dup2s the decoy over it), "close" (copies it,
+ *                         closes it, dups the decoy onto it) or "blind" (closes the number over
+ *                         and over until a close lands, then dups the decoy onto it). Prints how
+ *                         many opens the sibling swapped
+ *   inflight HOW FIFO FILE
+ *                         opens FILE, then FIFO for reading; while that open waits for a writer,
+ *                         a sibling thread takes a number away: "close" closes FILE's
+ *                         descriptor, "close_range" closes it with close_range, "dup2" dup2s it
+ *                         onto a number nothing held, "none" does nothing; then it opens the
+ *                         writer's end. Prints "fifo=N" with the number the open returned
  *
  * It prints what it read, so a test sees the access happened. */
 #define _GNU_SOURCE
@@ -242,6 +256,103 @@ static int racer(const char *a, const char *b, int n) {
     return 0;
 }
 
+static char swap_path[4096];
+static const char *swap_decoy;
+static int swap_how; /* 0 dup2, 1 close, 2 blind */
+static int swap_slot;
+static int swap_decoy_fd;
+static atomic_int swap_phase; /* 0 idle, 1 an open is on its way, 2 swapped, 3 stop */
+static int swapped;
+
+static void *swapper(void *arg) {
+    (void)arg;
+    for (;;) {
+        const int phase = atomic_load(&swap_phase);
+        if (phase == 3) return NULL;
+        if (phase != 1) continue;
+        if (swap_how == 2) {
+            if (close(swap_slot) != 0) continue;
+            strcpy(swap_path, swap_decoy);
+            if (dup(swap_decoy_fd) != swap_slot) return NULL;
+        } else {
+            const int copy = dup(swap_slot);
+            if (copy < 0) continue;
+            strcpy(swap_path, swap_decoy);
+            if (swap_how == 0) {
+                dup2(swap_decoy_fd, swap_slot);
+            } else {
+                close(swap_slot);
+                if (dup(swap_decoy_fd) != swap_slot) return NULL;
+            }
+            close(copy);
+        }
+        ++swapped;
+        atomic_store(&swap_phase, 2);
+    }
+}
+
+static int swap(const char *how, const char *dir, const char *decoy, int n) {
+    swap_how = strcmp(how, "dup2") == 0 ? 0 : strcmp(how, "close") == 0 ? 1 : 2;
+    swap_decoy = decoy;
+    swap_decoy_fd = open(decoy, O_RDONLY);
+    if (swap_decoy_fd < 0 || strlen(dir) + 32 > sizeof swap_path) return 2;
+    /* The lowest free number: what each open returns. */
+    swap_slot = dup(swap_decoy_fd);
+    close(swap_slot);
+    pthread_t t;
+    pthread_create(&t, NULL, swapper, NULL);
+    for (int i = 0; i < n; ++i) {
+        snprintf(swap_path, sizeof swap_path, "%s/secret-%d", dir, i);
+        atomic_store(&swap_phase, 1);
+        if (open(swap_path, O_RDONLY) != swap_slot) break;
+        while (atomic_load(&swap_phase) != 2) {
+        }
+        close(swap_slot);
+        atomic_store(&swap_phase, 0);
+    }
+    atomic_store(&swap_phase, 3);
+    pthread_join(t, NULL);
+    printf("swapped=%d\n", swapped);
+    return 0;
+}
+
+static const char *inflight_how;
+static int inflight_fd;
+
+static void *taker(void *arg) {
+    (void)arg;
+    while (!sleeps_in_open(opener)) {
+        sched_yield();
+    }
+    if (strcmp(inflight_how, "close") == 0) {
+        close(inflight_fd);
+    } else if (strcmp(inflight_how, "close_range") == 0) {
+        syscall(SYS_close_range, inflight_fd, inflight_fd, 0);
+    } else if (strcmp(inflight_how, "dup2") == 0) {
+        dup2(inflight_fd, 900);
+    }
+    close(open(fifo_path, O_WRONLY));
+    while (!atomic_load(&open_returned)) {
+        sched_yield();
+    }
+    return NULL;
+}
+
+static int inflight(const char *how, const char *fifo, const char *file) {
+    inflight_how = how;
+    fifo_path = fifo;
+    inflight_fd = open(file, O_RDONLY);
+    if (inflight_fd < 0) return 2;
+    opener = (pid_t)syscall(SYS_gettid);
+    pthread_t t;
+    pthread_create(&t, NULL, taker, NULL);
+    const int fd = open(fifo, O_RDONLY);
+    atomic_store(&open_returned, 1);
+    pthread_join(t, NULL);
+    printf("fifo=%d\n", fd);
+    return 0;
+}
+
 static int outlive(const char *path) {
     int ready[2];
     if (pipe(ready) != 0) {
@@ -377,6 +488,12 @@ int main(int argc, char **argv) {
     }
     if (strcmp(mode, "dropped") == 0 && argc == 4) {
         return dropped(argv[2], atoi(argv[3]));
+    }
+    if (strcmp(mode, "inflight") == 0 && argc == 5) {
+        return inflight(argv[2], argv[3], argv[4]);
+    }
+    if (strcmp(mode, "swap") == 0 && argc == 6) {
+        return swap(argv[2], argv[3], argv[4], atoi(argv[5]));
     }
     if (strcmp(mode, "racer") == 0 && argc == 5) {
         return racer(argv[2], argv[3], atoi(argv[4]));

@@ -1,9 +1,10 @@
 // The eBPF observer against real processes, outside any sandbox, through the real plugin's table,
 // with the strace observer's answer for the same process as the reference: a path buffer flipped
 // while another thread opens it, an open through /proc/self/fd, execveat, the i386 ABI and
-// io_uring; and what the observer must never drop silently: an exec's loader, a path string it
-// cannot read back, a full ring buffer, a process that outlives its call, and abandoned
-// registrations. The audit under bwrap, observer by observer: observer-strace/audit_test.cpp.
+// io_uring, a descriptor a sibling swaps under an open; and what the observer must never drop
+// silently: an exec's loader, a path string it cannot read back, a full ring buffer, a process
+// that outlives its call, and abandoned registrations. The audit under bwrap, observer by observer:
+// observer-strace/audit_test.cpp.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -17,6 +18,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <tea/documents.hpp>
 #include <vector>
@@ -284,6 +286,94 @@ TEST_F(KernelObserved, AProcessThatOutlivesTheCallMakesItIncomplete) {
     EXPECT_EQ(reads_of(seen.observation, file_), 1U) << "what it did before the end is kept";
     // The control: a call whose processes have all ended is complete.
     EXPECT_TRUE(ebpf({"open", file_}).observation.complete);
+}
+
+// A sibling thread that shares the opener's descriptor table puts a decoy on the number an open
+// returned, and rewrites the open's path string to the decoy's, after the kernel installed the
+// opened file and before sys_exit reads it. Each secret the probe opens must still show in the
+// audit (by its open, or by the file the sibling's close or dup2 took away), or the open must be
+// listed unverified. strace, the reference, names each one by the string it read as the open
+// began.
+TEST_F(KernelObserved, ADescriptorSwappedUnderAnOpenIsNeverTakenForTheDecoy) {
+    constexpr int kOpens = 300;
+    const auto secrets = dir_.path() / "secrets";
+    stdfs::create_directory(secrets);
+    for (int i = 0; i < kOpens; ++i) {
+        std::ofstream{secrets / ("secret-" + std::to_string(i))} << "secret " << i << "\n";
+    }
+    const auto decoy = dir_.path() / "decoy";
+    std::ofstream{decoy} << "decoy\n";
+    for (const std::string how : {"dup2", "close", "blind"}) {
+        const std::vector<std::string> args{"swap", how, secrets, decoy, std::to_string(kOpens)};
+        for (const auto &[name, seen] :
+             {std::pair{"ebpf", ebpf(args)}, std::pair{"strace", strace(args)}}) {
+            // The control: every open was swapped.
+            ASSERT_EQ(seen.outcome.out, "swapped=" + std::to_string(kOpens) + "\n")
+                << how << " " << name << ": " << seen.outcome.err;
+            EXPECT_TRUE(seen.observation.complete)
+                << how << " " << name << ": " << seen.observation.reason;
+            std::set<std::string> shown;
+            std::uint64_t unverified = 0;
+            for (std::size_t i = 0; i < seen.observation.events.size(); ++i) {
+                const auto &e = seen.observation.events[i];
+                for (const auto *path : {&e.path_asked, &e.path_resolved, &e.path_named}) {
+                    shown.insert(*path);
+                }
+                if (e.success && e.access == audit::Access::read && !e.unverified.empty()) {
+                    unverified += seen.observation.counts[i];
+                }
+            }
+            std::uint64_t hidden = 0;
+            for (int i = 0; i < kOpens; ++i) {
+                hidden += shown.count((secrets / ("secret-" + std::to_string(i))).string()) == 0;
+            }
+            EXPECT_LE(hidden, unverified)
+                << how << " " << name << ": " << hidden << " secrets opened and shown nowhere";
+            // A sibling that saw the secret's file on the number reports it: none is hidden.
+            if (how != "blind") {
+                EXPECT_EQ(hidden, 0U) << how << " " << name;
+            }
+        }
+    }
+}
+
+// The two ways the programs answer a call that takes a number away while an open of the table
+// runs, each made certain with an open that waits for a FIFO's writer: a call that finds a file on
+// its number reports it (it may be the open's, swapped away), and one that cannot say what it
+// took (a close_range, a dup2 onto a number nothing held when it began) leaves the open
+// unverified. With nothing taken, the open is vouched for.
+TEST_F(KernelObserved, ANumberTakenAwayWhileAnOpenRunsIsReportedOrLeavesItUnverified) {
+    const auto fifo = dir_.path() / "fifo";
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    const auto fifo_open = [&fifo](const audit::Observation &o) {
+        std::vector<audit::ObservedAccess> out;
+        for (const auto &e : o.events) {
+            if (e.syscall == "openat" && e.access == audit::Access::read &&
+                (e.path_asked == fifo || e.path_resolved == fifo)) {
+                out.push_back(e);
+            }
+        }
+        return out;
+    };
+    const auto closed = [this](const audit::Observation &o) {
+        for (const auto &e : o.events) {
+            if (e.syscall == "close" && e.path_resolved == file_ &&
+                e.access == audit::Access::read) {
+                return true;
+            }
+        }
+        return false;
+    };
+    for (const std::string how : {"none", "close", "close_range", "dup2"}) {
+        const auto seen = ebpf({"inflight", how, fifo, file_});
+        ASSERT_EQ(seen.outcome.out.rfind("fifo=", 0), 0U) << how << ": " << seen.outcome.err;
+        EXPECT_TRUE(seen.observation.complete) << how << ": " << seen.observation.reason;
+        const auto opens = fifo_open(seen.observation);
+        ASSERT_EQ(opens.size(), 1U) << how;
+        const bool blind = how == "close_range" || how == "dup2";
+        EXPECT_EQ(!opens[0].unverified.empty(), blind) << how << ": " << opens[0].unverified;
+        EXPECT_EQ(closed(seen.observation), how == "close") << how;
+    }
 }
 
 // The token a wrapped plan hands its enter program.

@@ -170,6 +170,24 @@ for name, flags in (("DIR", os.O_RDONLY | os.O_DIRECTORY), ("FILE", os.O_RDONLY)
     EXPECT_TRUE(r.has("FILE-OK")) << r;
 }
 
+// A program of the workspace run by a relative name ("./run.sh", as bwrap's execvp names it): the
+// audit sees the target start by that name, and is complete. The eBPF observer makes the exec's
+// path absolute; it must still know the start by the name the exec was given.
+TEST_P(AuditEitherIdentity, AProgramRunByARelativeNameIsAuditedWhole) {
+    make_file(workspace() / "run.sh", "#!/bin/sh\nexec cat " + key() + "\n", 0755);
+    hand_to_caller(workspace());
+    const auto [r, record] = audited({"./run.sh"}, {"--strict"});
+    EXPECT_NE(r.err.find("PRIVATE KEY"), std::string::npos) << "the read happened" << r;
+    EXPECT_EQ(r.status, 3) << r;
+    EXPECT_TRUE(record["audit"]["complete"].get<bool>()) << r;
+    EXPECT_TRUE(lists(record, key())) << r;
+    // Control: the same program by its absolute path.
+    const auto [a, absolute] = audited({(workspace() / "run.sh").string()}, {"--strict"});
+    EXPECT_EQ(a.status, 3) << a;
+    EXPECT_TRUE(absolute["audit"]["complete"].get<bool>()) << a;
+    EXPECT_TRUE(lists(absolute, key())) << a;
+}
+
 INSTANTIATE_TEST_SUITE_P(Identities, AuditEitherIdentity, ::testing::ValuesIn(audited_by(true)));
 
 // bwrap starts the target itself through its PATH; the backend names the program the exec will
