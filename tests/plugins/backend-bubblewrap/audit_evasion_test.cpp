@@ -219,8 +219,9 @@ TEST_P(AuditEvasion, ATracerEndedByTheMemoryBudgetLeavesTheAuditIncomplete) {
         const auto reason = record["audit"].value("reason", "");
         outlived += reason.find("the observer ended") != std::string::npos ? 1 : 0;
         if (r.has("UNTRACED")) {
-            // The attack's success: the key was read and the audit does not name it.
-            EXPECT_EQ(r.value("READ"), key_value_) << r;
+            // The probe outlived its tracer: strace's filter, left without it, answers its opens
+            // ENOSYS, so the key stays unread and unnamed (the audit is incomplete, above).
+            EXPECT_TRUE(r.has("READ-FAILED:Function not implemented")) << r;
             EXPECT_FALSE(lists_key(record)) << r;
         }
     }
