@@ -1789,6 +1789,18 @@ struct Parser::State {
         problem("unknown notice: " + excerpt(inner));
     }
 
+    // "???()", spaces, "= ?": the whole line strace prints for a process that died at a call's
+    // entry when it does not drop it first.
+    static bool is_unnamed_call_that_never_returned(std::string_view body) {
+        if (!body.starts_with(kUnnamedCall) || body.size() < kUnnamedCall.size() + 1 ||
+            body[kUnnamedCall.size()] != ')') {
+            return false;
+        }
+        body.remove_prefix(kUnnamedCall.size() + 1);
+        while (!body.empty() && body.front() == ' ') body.remove_prefix(1);
+        return body == "= ?";
+    }
+
     // A process that ended inside a call (killed, or its pid namespace torn down): with -qq and
     // signal=none strace prints no end for it, and closes the line it had begun with
     // " <detached ...>" as it drops the process. The call never returned to the process.
@@ -1853,6 +1865,11 @@ struct Parser::State {
         }
         if (body.ends_with(kDetached)) {
             dropped_inside_a_call(ipid, body.substr(0, body.size() - kDetached.size()), l);
+            return;
+        }
+        if (is_unnamed_call_that_never_returned(body)) {
+            // Killed at the call's entry, before strace could read which call it was: the kernel
+            // skips a call whose process has a fatal signal pending at that stop, so nothing ran.
             return;
         }
         std::size_t paren = 0;

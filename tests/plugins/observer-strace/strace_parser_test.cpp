@@ -640,6 +640,25 @@ TEST(Interleaving, AProcessDroppedInsideACallReportsAnUnknownOutcome) {
     }
 }
 
+// The same death at a call's entry when strace does not drop the process first: it prints the
+// unnamed call with no outcome, "???() = ?" (seen when a target that spins in traced calls is
+// killed at the end of its grace). Control: anything more on the line stays unparseable.
+TEST(Interleaving, AnUnnamedCallThatNeverReturnedRanNothing) {
+    const Parsed killed = parse(
+        "21993 ?\?\?()                             = ?\n"
+        "21994 openat(AT_FDCWD</>, \"/etc/hostname\", O_RDONLY) = 3</etc/hostname>\n",
+        "/");
+    EXPECT_FALSE(killed.lossy) << killed.reason;
+    ASSERT_EQ(killed.events.size(), 1U);
+    EXPECT_EQ(killed.events[0].path_resolved, "/etc/hostname");
+    for (const char *garbage :
+         {"21993 ?\?\?() = 3\n", "21993 ?\?\?(3) = ?\n", "21993 ?\?\?()  = ? x\n",
+          "21993 ?\?\?() = ?</etc/shadow>\n", "21993 ?\?\?()\n"}) {
+        const Parsed p = parse(garbage, "/");
+        EXPECT_TRUE(p.lossy) << "not lossy on: " << garbage;
+    }
+}
+
 // ---- escapes -------------------------------------------------------------------------------
 
 TEST(Escapes, DecodeToTheExactBytes) {
