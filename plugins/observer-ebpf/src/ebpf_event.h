@@ -122,7 +122,7 @@ struct tea_ebpf_event {
     __u32 file_flags; /* the opened file's f_flags, or the flags argument of a failed open */
     __u32 file_mode;  /* the opened file's f_mode */
     __u32 flags;      /* enum tea_ebpf_flag */
-    /* then the regions, each at a multiple of TEA_EBPF_REGION, the last one cut to its bytes */
+    /* then the regions, one after another, each of its bytes[] */
 };
 
 /* What each call's slot of the per-call map counts, and who claimed the call. */

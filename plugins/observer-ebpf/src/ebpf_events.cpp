@@ -104,9 +104,13 @@ std::string_view walk_failure(std::uint8_t walk) {
     }
 }
 
-// The text of region `i` of a record, or nullopt-like empty with ok=false when it lies outside.
+// The text of region `i` of a record (the regions follow the header one after another, each of
+// its bytes), or false when it lies outside the record.
 bool region(std::string_view record, const tea_ebpf_event &e, int i, std::string_view *out) {
-    const std::size_t at = kHeader + static_cast<std::size_t>(i) * TEA_EBPF_REGION;
+    std::size_t at = kHeader;
+    for (int j = 0; j < i; ++j) {
+        at += e.bytes[j];
+    }
     const std::size_t bytes = e.bytes[i];
     if (bytes == 0) {
         *out = {};

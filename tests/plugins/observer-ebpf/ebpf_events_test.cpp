@@ -28,11 +28,7 @@ std::string record(tea_ebpf_event e, const std::vector<std::string> &regions) {
     std::string data(sizeof e, '\0');
     for (std::size_t i = 0; i < regions.size(); ++i) {
         e.bytes[i] = static_cast<__u16>(regions[i].size());
-        if (i + 1 < regions.size()) {
-            data += regions[i] + std::string(TEA_EBPF_REGION - regions[i].size(), '\0');
-        } else {
-            data += regions[i];
-        }
+        data += regions[i];
     }
     e.size = static_cast<__u32>(data.size());
     std::memcpy(data.data(), &e, sizeof e);

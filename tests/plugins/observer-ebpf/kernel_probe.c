@@ -9,6 +9,9 @@
  *                         argument with high bits set: the kernel runs the low 32 bits of each
  *   io_uring PATH         opens PATH with an io_uring IORING_OP_OPENAT, no open system call
  *   opens PATH N          opens and closes PATH N times, then reads it once
+ *   threads PATH N        two threads (so their descriptor table is shared) each open and close
+ *                         PATH N times in bursts of 50 with 5 ms between bursts, then it reads
+ *                         PATH once
  *   outlive PATH          forks a child that outlives the probe: the probe prints the child's
  *                         pid and ends; the child leaves the probe's output, opens PATH and
  *                         waits to be killed
@@ -216,6 +219,33 @@ static int dropped(const char *fifo, int drop) {
     pthread_join(t, NULL);
     printf("opened=%d\n", fd >= 0);
     return 0;
+}
+
+static const char *burst_path;
+static int burst_opens;
+
+static void *burst_opener(void *unused) {
+    (void)unused;
+    for (int i = 0; i < burst_opens; ++i) {
+        close(open(burst_path, O_RDONLY));
+        if (i % 50 == 49) {
+            usleep(5000);
+        }
+    }
+    return NULL;
+}
+
+static int threads(const char *path, int n) {
+    burst_path = path;
+    burst_opens = n;
+    pthread_t t[2];
+    for (int i = 0; i < 2; ++i) {
+        pthread_create(&t[i], NULL, burst_opener, NULL);
+    }
+    for (int i = 0; i < 2; ++i) {
+        pthread_join(t[i], NULL);
+    }
+    return show(open(path, O_RDONLY));
 }
 
 static int racer(const char *a, const char *b, int n) {
@@ -482,6 +512,9 @@ int main(int argc, char **argv) {
             close(open(argv[2], O_RDONLY));
         }
         return show(open(argv[2], O_RDONLY));
+    }
+    if (strcmp(mode, "threads") == 0 && argc == 4) {
+        return threads(argv[2], atoi(argv[3]));
     }
     if (strcmp(mode, "outlive") == 0) {
         return outlive(argv[2]);

@@ -232,6 +232,27 @@ TEST_F(KernelObserved, RecordsLostToAFullRingBufferMakeTheCallIncomplete) {
     EXPECT_EQ(reads_of(whole.observation, file), 2000U);
 }
 
+// An open in a table that threads share sends three regions (the file, the string the call named,
+// its directory): each is sent at its own length, so its record takes the ring what its paths
+// take, about 150 bytes here. Sent at the scratch's room (over 8 KiB each), a burst of the two
+// threads' opens overflowed a 256 KiB ring, which now holds all 801 records even if its reader
+// never woke. The control: a 4 KiB ring still overflows, so the bursts are what the ring must hold.
+TEST_F(KernelObserved, OpensOfThreadsTakeTheRingWhatTheirPathsTake) {
+    const ObserverPlugin ring256k{"ebpf", TEA_EBPF_PLUGIN, R"({"ring_buffer_bytes": 262144})"};
+    ASSERT_TRUE(ring256k.probe().available) << ring256k.probe().reason;
+    const auto seen = ebpf_with(ring256k, {"threads", file_, "400"});
+    EXPECT_EQ(seen.outcome.out, "content of A\n") << seen.outcome.err;
+    EXPECT_TRUE(seen.observation.complete) << seen.observation.reason;
+    // Every open, and the closes that took a file while a sibling's open ran (reported again).
+    EXPECT_GE(reads_of(seen.observation, file_), 801U);
+    const ObserverPlugin ring4k{"ebpf", TEA_EBPF_PLUGIN, R"({"ring_buffer_bytes": 4096})"};
+    ASSERT_TRUE(ring4k.probe().available) << ring4k.probe().reason;
+    const auto over = ebpf_with(ring4k, {"threads", file_, "400"});
+    EXPECT_FALSE(over.observation.complete);
+    EXPECT_NE(over.observation.reason.find("were lost"), std::string::npos)
+        << over.observation.reason;
+}
+
 // The kernel maps a program's loader (PT_INTERP) with no system call of the program's: the eBPF
 // observer reports it from the mapping, as an exec of its own; strace, the reference, does not see
 // it (the runtime reads it from the program's file after the call, where it can).
