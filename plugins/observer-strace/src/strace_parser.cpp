@@ -298,17 +298,19 @@ std::size_t skip_string(std::string_view s, std::size_t i) {
     ++i;
     while (i < s.size()) {
         const char c = s[i];
-        if ((char_class(c) & kStringSpecial) == 0) {
-            ++i;
-        } else if (c == '\\') {
-            i += 2;
-        } else if (c == '"') {
-            ++i;
-            if (has_prefix(s.substr(i), "...")) i += 3;
-            return i;
-        } else {
-            ++i;
+        // Most bytes are neither an escape nor the closing quote: one table lookup passes them.
+        if ((char_class(c) & kStringSpecial) != 0) {
+            if (c == '\\') {
+                i += 2;
+                continue;
+            }
+            if (c == '"') {
+                ++i;
+                if (has_prefix(s.substr(i), "...")) i += 3;
+                return i;
+            }
         }
+        ++i;
     }
     return std::string_view::npos;
 }
@@ -319,15 +321,14 @@ std::size_t skip_annotation(std::string_view s, std::size_t i) {
     ++i;
     while (i < s.size()) {
         const char c = s[i];
-        if ((char_class(c) & kAnnotSpecial) == 0) {
-            ++i;
-        } else if (c == '\\') {
-            i += 2;
-        } else if (c == '>') {
-            return i + 1;
-        } else {
-            ++i;
+        if ((char_class(c) & kAnnotSpecial) != 0) {
+            if (c == '\\') {
+                i += 2;
+                continue;
+            }
+            if (c == '>') return i + 1;
         }
+        ++i;
     }
     return std::string_view::npos;
 }
