@@ -236,7 +236,8 @@ TEST_F(KernelObserved, RecordsLostToAFullRingBufferMakeTheCallIncomplete) {
 // its directory): each is sent at its own length, so its record takes the ring what its paths
 // take, about 150 bytes here. Sent at the scratch's room (over 8 KiB each), a burst of the two
 // threads' opens overflowed a 256 KiB ring, which now holds all 801 records even if its reader
-// never woke. The control: a 4 KiB ring still overflows, so the bursts are what the ring must hold.
+// never woke. The control: the same threads' opens of a file whose path is about 3,000 bytes make
+// records larger than a 4 KiB ring, which are lost, so the completeness checked here can fail.
 TEST_F(KernelObserved, OpensOfThreadsTakeTheRingWhatTheirPathsTake) {
     const ObserverPlugin ring256k{"ebpf", TEA_EBPF_PLUGIN, R"({"ring_buffer_bytes": 262144})"};
     ASSERT_TRUE(ring256k.probe().available) << ring256k.probe().reason;
@@ -245,9 +246,14 @@ TEST_F(KernelObserved, OpensOfThreadsTakeTheRingWhatTheirPathsTake) {
     EXPECT_TRUE(seen.observation.complete) << seen.observation.reason;
     // Every open, and the closes that took a file while a sibling's open ran (reported again).
     EXPECT_GE(reads_of(seen.observation, file_), 801U);
+    auto deep = dir_.path();
+    for (int i = 0; i < 11; ++i) deep /= std::string(250, static_cast<char>('a' + i));
+    stdfs::create_directories(deep);
+    const auto long_named = deep / "file";
+    std::ofstream{long_named} << "content of A\n";
     const ObserverPlugin ring4k{"ebpf", TEA_EBPF_PLUGIN, R"({"ring_buffer_bytes": 4096})"};
     ASSERT_TRUE(ring4k.probe().available) << ring4k.probe().reason;
-    const auto over = ebpf_with(ring4k, {"threads", file_, "400"});
+    const auto over = ebpf_with(ring4k, {"threads", long_named, "20"});
     EXPECT_FALSE(over.observation.complete);
     EXPECT_NE(over.observation.reason.find("were lost"), std::string::npos)
         << over.observation.reason;
