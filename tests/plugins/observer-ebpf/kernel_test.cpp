@@ -77,6 +77,16 @@ class KernelObserved : public ::testing::Test {
         return n;
     }
 
+    // A file holding what file_ holds, under a path of about 3,000 bytes.
+    [[nodiscard]] stdfs::path long_named_file() const {
+        auto deep = dir_.path();
+        for (int i = 0; i < 11; ++i) deep /= std::string(250, static_cast<char>('a' + i));
+        stdfs::create_directories(deep);
+        const auto file = deep / "file";
+        std::ofstream{file} << "content of A\n";
+        return file;
+    }
+
     test::TempDir dir_{"tea-ebpf-files"};
     stdfs::path file_;
 
@@ -213,12 +223,8 @@ TEST_F(KernelObserved, AnOpenThroughIoUringMakesTheAuditIncomplete) {
 // Records the ring buffer had no room for (a reader that could not keep up with a flood of
 // opens) make the call's audit incomplete, never silently complete.
 TEST_F(KernelObserved, RecordsLostToAFullRingBufferMakeTheCallIncomplete) {
-    // A path of about 3,000 bytes: each record of its opens nearly fills the 4 KiB ring alone.
-    auto deep = dir_.path();
-    for (int i = 0; i < 11; ++i) deep /= std::string(250, static_cast<char>('a' + i));
-    stdfs::create_directories(deep);
-    const auto file = deep / "file";
-    std::ofstream{file} << "content of A\n";
+    // Each record of its opens nearly fills the 4 KiB ring alone.
+    const auto file = long_named_file();
     const ObserverPlugin small{"ebpf", TEA_EBPF_PLUGIN, R"({"ring_buffer_bytes": 4096})"};
     ASSERT_TRUE(small.probe().available) << small.probe().reason;
     const auto seen = ebpf_with(small, {"opens", file, "2000"});
@@ -246,11 +252,7 @@ TEST_F(KernelObserved, OpensOfThreadsTakeTheRingWhatTheirPathsTake) {
     EXPECT_TRUE(seen.observation.complete) << seen.observation.reason;
     // Every open, and the closes that took a file while a sibling's open ran (reported again).
     EXPECT_GE(reads_of(seen.observation, file_), 801U);
-    auto deep = dir_.path();
-    for (int i = 0; i < 11; ++i) deep /= std::string(250, static_cast<char>('a' + i));
-    stdfs::create_directories(deep);
-    const auto long_named = deep / "file";
-    std::ofstream{long_named} << "content of A\n";
+    const auto long_named = long_named_file();
     const ObserverPlugin ring4k{"ebpf", TEA_EBPF_PLUGIN, R"({"ring_buffer_bytes": 4096})"};
     ASSERT_TRUE(ring4k.probe().available) << ring4k.probe().reason;
     const auto over = ebpf_with(ring4k, {"threads", long_named, "20"});
