@@ -43,16 +43,21 @@
 #include <tea/plugin.hpp>
 #include <tea/setup_separator.hpp>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "build_kernel_btf.hpp"
 #include "ebpf_event.h"
 #include "ebpf_events.hpp"
+#include "kept_programs.hpp"
+#include "object_digest.hpp"
 #include "observer.skel.h"
 
 namespace {
 
 using nlohmann::json;
+using tea::ebpf::MapSlot;
+using tea::ebpf::ProgramSlot;
 
 // The variable that hands tea-ebpf-enter its call's token (ebpf_enter.c reads and removes it).
 constexpr const char *kTokenVariable = "TEA_EBPF_TOKEN=";
@@ -65,6 +70,9 @@ constexpr std::uint64_t kMinRingBytes = 4096;
 constexpr std::uint64_t kMaxRingBytes = std::uint64_t{1} << 30;
 // Calls registered at once (wrapped, not yet collected or reclaimed).
 constexpr std::uint64_t kMaxCalls = 65536;
+// The programs' own sizes (observer.bpf.c), which the configuration may change.
+constexpr std::uint32_t kDefaultRingBytes = std::uint32_t{1} << 24;
+constexpr std::uint32_t kDefaultMaxCalls = 1024;
 
 // A request the host sent, decoded; a malformed one is refused naming its field.
 template <class Decode>
@@ -176,6 +184,73 @@ int no_libbpf_log(enum libbpf_print_level /*level*/, const char * /*format*/, va
     return 0;
 }
 
+// A duplicate of a libbpf object's descriptor, for the set to own once the skeleton is let go.
+int own_copy(int fd) {
+    const int copy = fd >= 0 ? ::fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
+    if (copy < 0) {
+        throw tea::sdk::Unavailable("its loaded programs could not be kept (" +
+                                    std::generic_category().message(errno) + ")");
+    }
+    return copy;
+}
+
+// Opens, sizes and loads the programs (the kernel verifies them here), unattached. The set owns
+// copies of their descriptors; the skeleton is let go.
+tea::ebpf::LoadedSet load_programs(std::uint32_t ring_bytes, std::uint32_t max_calls) {
+    // Kept open until the load has relocated against it.
+    const OwnedFd btf{build_kernel_btf()};
+    const std::string btf_path =
+        btf.get() >= 0 ? "/proc/self/fd/" + std::to_string(btf.get()) : std::string{};
+    // libbpf's LIBBPF_OPTS, written in C++: zeroed, with its size set.
+    bpf_object_open_opts opts{};
+    opts.sz = sizeof(opts);
+    opts.btf_custom_path = btf.get() >= 0 ? btf_path.c_str() : nullptr;
+    const std::unique_ptr<observer_bpf, void (*)(observer_bpf *)> skel{
+        observer_bpf__open_opts(&opts), observer_bpf__destroy};
+    if (skel == nullptr) {
+        throw tea::sdk::Unavailable(load_failure(errno));
+    }
+    (void)bpf_map__set_max_entries(skel->maps.events, ring_bytes);
+    (void)bpf_map__set_max_entries(skel->maps.pending, max_calls);
+    (void)bpf_map__set_max_entries(skel->maps.calls, max_calls);
+    // Readers are woken a quarter of the way up; the rest waits for the call's end.
+    skel->rodata->wake_at_bytes = ring_bytes / 4;
+    if (const int rc = observer_bpf__load(skel.get()); rc != 0) {
+        throw tea::sdk::Unavailable(load_failure(-rc));
+    }
+    tea::ebpf::LoadedSet set;
+    const std::array<bpf_program *, tea::ebpf::kProgramSlots> programs{
+        skel->progs.on_fork, skel->progs.on_exit, skel->progs.on_exec, skel->progs.on_sys_enter,
+        skel->progs.on_sys_exit};
+    for (std::size_t i = 0; i < programs.size(); ++i) {
+        const auto &named = tea::ebpf::kPrograms.at(i);
+        // The table the attachments follow must say what the object says.
+        if (named.name != bpf_program__name(programs.at(i)) ||
+            "raw_tp/" + std::string{named.tracepoint} !=
+                bpf_program__section_name(programs.at(i))) {
+            throw tea::sdk::Unavailable("its program " + std::string{named.name} +
+                                        " is not the one the plugin attaches");
+        }
+        set.set_program(static_cast<ProgramSlot>(i), own_copy(bpf_program__fd(programs.at(i))));
+    }
+    const std::array<bpf_map *, tea::ebpf::kMapSlots> maps{skel->maps.tracked,
+                                                           skel->maps.pending,
+                                                           skel->maps.calls,
+                                                           skel->maps.events,
+                                                           skel->maps.tables,
+                                                           skel->maps.open_flights,
+                                                           skel->maps.displacer_flights,
+                                                           skel->maps.bss};
+    for (std::size_t i = 0; i < maps.size(); ++i) {
+        if (tea::ebpf::kMaps.at(i) != bpf_map__name(maps.at(i))) {
+            throw tea::sdk::Unavailable("its map " + std::string{tea::ebpf::kMaps.at(i)} +
+                                        " is not the one the plugin reads");
+        }
+        set.set_map(static_cast<MapSlot>(i), own_copy(bpf_map__fd(maps.at(i))));
+    }
+    return set;
+}
+
 // The records of one call, as the drain thread routes them.
 struct CallRecords {
     std::string bytes;
@@ -212,10 +287,15 @@ class EbpfObserver {
                         "[plugin.ebpf] max_calls: expected an integer from 1 to 65536");
                 }
                 max_calls_ = static_cast<std::uint32_t>(calls);
+            } else if (key == "keep_loaded") {
+                if (!value.is_boolean()) {
+                    throw tea::sdk::Invalid("[plugin.ebpf] keep_loaded: expected true or false");
+                }
+                keep_loaded_ = value.get<bool>();
             } else {
-                throw tea::sdk::Invalid(
-                    "[plugin.ebpf] " + key +
-                    ": unknown key (known: max_calls, max_distinct_events, ring_buffer_bytes)");
+                throw tea::sdk::Invalid("[plugin.ebpf] " + key +
+                                        ": unknown key (known: keep_loaded, max_calls, "
+                                        "max_distinct_events, ring_buffer_bytes)");
             }
         }
     }
@@ -239,8 +319,11 @@ class EbpfObserver {
         if (ring_ != nullptr) {
             ring_buffer__free(ring_);
         }
-        if (skel_ != nullptr) {
-            observer_bpf__destroy(skel_);
+        // Detached before the set is closed and its lock let go.
+        for (int &link : links_) {
+            if (link >= 0) {
+                ::close(link);
+            }
         }
         if (stop_fd_ >= 0) {
             ::close(stop_fd_);
@@ -251,7 +334,7 @@ class EbpfObserver {
     }
 
     void probe() {
-        if (skel_ != nullptr) {
+        if (loaded_) {
             return;
         }
         enter_ = enter_program();
@@ -264,44 +347,20 @@ class EbpfObserver {
             throw tea::sdk::Unavailable(load_failure(EPERM));
         }
         libbpf_set_print(no_libbpf_log);
-        // Kept open until the load has relocated against it.
-        const OwnedFd btf{build_kernel_btf()};
-        const std::string btf_path =
-            btf.get() >= 0 ? "/proc/self/fd/" + std::to_string(btf.get()) : std::string{};
-        // libbpf's LIBBPF_OPTS, written in C++: zeroed, with its size set.
-        bpf_object_open_opts opts{};
-        opts.sz = sizeof(opts);
-        opts.btf_custom_path = btf.get() >= 0 ? btf_path.c_str() : nullptr;
-        auto *skel = observer_bpf__open_opts(&opts);
-        if (skel == nullptr) {
-            throw tea::sdk::Unavailable(load_failure(errno));
-        }
-        if (ring_bytes_ != 0) {
-            (void)bpf_map__set_max_entries(skel->maps.events, ring_bytes_);
-        }
-        if (max_calls_ != 0) {
-            (void)bpf_map__set_max_entries(skel->maps.pending, max_calls_);
-            (void)bpf_map__set_max_entries(skel->maps.calls, max_calls_);
-        }
-        // Readers are woken a quarter of the way up; the rest waits for the call's end.
-        skel->rodata->wake_at_bytes = bpf_map__max_entries(skel->maps.events) / 4;
-        if (const int rc = observer_bpf__load(skel); rc != 0) {
-            observer_bpf__destroy(skel);
-            throw tea::sdk::Unavailable(load_failure(-rc));
-        }
-        if (const int rc = observer_bpf__attach(skel); rc != 0) {
-            observer_bpf__destroy(skel);
-            throw tea::sdk::Unavailable("the kernel refused to attach its programs (" +
-                                        std::generic_category().message(-rc) + ")");
-        }
-        skel_ = skel;
-        ring_ = ring_buffer__new(bpf_map__fd(skel_->maps.events), &EbpfObserver::on_record, this,
-                                 nullptr);
+        const auto ring_bytes = ring_bytes_ != 0 ? ring_bytes_ : kDefaultRingBytes;
+        const auto max_calls = max_calls_ != 0 ? max_calls_ : kDefaultMaxCalls;
+        set_ = tea::ebpf::load_or_take(
+            tea::ebpf::kept_set_name(tea::ebpf::object_digest, ring_bytes, max_calls), keep_loaded_,
+            [ring_bytes, max_calls] { return load_programs(ring_bytes, max_calls); });
+        attach();
+        loaded_ = true;
+        ring_ =
+            ring_buffer__new(set_.map(MapSlot::events), &EbpfObserver::on_record, this, nullptr);
         stop_fd_ = ::eventfd(0, EFD_CLOEXEC);
         epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
         // The ring's positions, read-only: collect drains up to the producer's.
         const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-        const int ring_fd = bpf_map__fd(skel_->maps.events);
+        const int ring_fd = set_.map(MapSlot::events);
         positions_[0] = ::mmap(nullptr, page, PROT_READ, MAP_SHARED, ring_fd, 0);
         positions_[1] =
             ::mmap(nullptr, page, PROT_READ, MAP_SHARED, ring_fd, static_cast<off_t>(page));
@@ -321,6 +380,9 @@ class EbpfObserver {
         ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, ev.data.fd, &ev);
         ev.data.fd = stop_fd_;
         ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, stop_fd_, &ev);
+        // What a kept set's ring still holds of an earlier session is read and dropped before
+        // any call of this one is registered: its call numbers would be taken for this session's.
+        ring_buffer__consume(ring_);
         drain_ = std::thread{[this] { drain(); }};
     }
 
@@ -329,7 +391,7 @@ class EbpfObserver {
         if (request.trace_dir.empty() || request.trace_dir[0] != '/') {
             throw tea::sdk::Invalid("traceDir: expected an absolute path");
         }
-        if (skel_ == nullptr) {
+        if (!loaded_) {
             probe();
         }
         std::uint64_t token = 0;
@@ -362,7 +424,7 @@ class EbpfObserver {
         {
             std::lock_guard lock{mutex_};
             const auto it = call_of_dir_.find(request.trace_dir);
-            if (it == call_of_dir_.end() || skel_ == nullptr) {
+            if (it == call_of_dir_.end() || !loaded_) {
                 rest.reason = "the observer did not prepare this call";
                 return tea::documents::encode(rest);
             }
@@ -447,6 +509,27 @@ class EbpfObserver {
     }
 
    private:
+    // Attaches every program to its raw tracepoint, in the set's order.
+    void attach() {
+        for (std::size_t i = 0; i < tea::ebpf::kProgramSlots; ++i) {
+            const std::string tracepoint{tea::ebpf::kPrograms.at(i).tracepoint};
+            const int link = bpf_raw_tracepoint_open(tracepoint.c_str(),
+                                                     set_.program(static_cast<ProgramSlot>(i)));
+            if (link < 0) {
+                const int error = errno;
+                for (int &attached : links_) {
+                    if (attached >= 0) {
+                        ::close(std::exchange(attached, -1));
+                    }
+                }
+                set_ = {};
+                throw tea::sdk::Unavailable("the kernel refused to attach its programs (" +
+                                            std::generic_category().message(error) + ")");
+            }
+            links_.at(i) = link;
+        }
+    }
+
     // Separates the confinement's set-up from the target (tea/setup_separator.hpp, as the strace
     // observer does) and merges repeated accesses.
     struct Collector {
@@ -491,8 +574,7 @@ class EbpfObserver {
     // way no collect of it can follow a run.
     [[nodiscard]] bool abandoned(const std::string &trace_dir, const Registered &r) const {
         tea_ebpf_call_counts counts{};
-        if (bpf_map__lookup_elem(skel_->maps.calls, &r.id, sizeof r.id, &counts, sizeof counts,
-                                 0) == 0 &&
+        if (bpf_map_lookup_elem(set_.map(MapSlot::calls), &r.id, &counts) == 0 &&
             counts.owner_tgid != 0) {
             return counts.owner_ended != 0;
         }
@@ -502,8 +584,8 @@ class EbpfObserver {
 
     // Removes everything the plugin and the kernel's maps hold of a call. With the mutex held.
     void release(const Registered &r) {
-        (void)bpf_map__delete_elem(skel_->maps.calls, &r.id, sizeof r.id, 0);
-        (void)bpf_map__delete_elem(skel_->maps.pending, &r.token, sizeof r.token, 0);
+        (void)bpf_map_delete_elem(set_.map(MapSlot::calls), &r.id);
+        (void)bpf_map_delete_elem(set_.map(MapSlot::pending), &r.token);
         (void)forget_processes(r.id);
         records_.erase(r.id);
         tokens_.erase(r.id);
@@ -534,10 +616,8 @@ class EbpfObserver {
         reclaim_abandoned(trace_dir);
         const std::uint32_t id = ++last_id_;
         const tea_ebpf_call_counts zero{};
-        if (bpf_map__update_elem(skel_->maps.calls, &id, sizeof id, &zero, sizeof zero, BPF_ANY) !=
-                0 ||
-            bpf_map__update_elem(skel_->maps.pending, &token, sizeof token, &id, sizeof id,
-                                 BPF_ANY) != 0) {
+        if (bpf_map_update_elem(set_.map(MapSlot::calls), &id, &zero, BPF_ANY) != 0 ||
+            bpf_map_update_elem(set_.map(MapSlot::pending), &token, &id, BPF_ANY) != 0) {
             throw tea::sdk::Unavailable(
                 "the call could not be registered with the kernel's "
                 "programs (" +
@@ -553,19 +633,18 @@ class EbpfObserver {
     Counts forget_call(std::uint32_t id) {
         Counts out;
         tea_ebpf_call_counts counts{};
-        if (bpf_map__lookup_elem(skel_->maps.calls, &id, sizeof id, &counts, sizeof counts, 0) ==
-            0) {
+        if (bpf_map_lookup_elem(set_.map(MapSlot::calls), &id, &counts) == 0) {
             out.lost = counts.lost;
             out.io_uring = counts.io_uring;
         }
-        (void)bpf_map__delete_elem(skel_->maps.calls, &id, sizeof id, 0);
+        (void)bpf_map_delete_elem(set_.map(MapSlot::calls), &id);
         std::uint64_t token = 0;
         {
             std::lock_guard lock{mutex_};
             token = tokens_[id];
             tokens_.erase(id);
         }
-        out.unclaimed = bpf_map__delete_elem(skel_->maps.pending, &token, sizeof token, 0) == 0;
+        out.unclaimed = bpf_map_delete_elem(set_.map(MapSlot::pending), &token) == 0;
         return out;
     }
 
@@ -577,10 +656,9 @@ class EbpfObserver {
         std::uint32_t key = 0;
         std::uint32_t next = 0;
         const std::uint32_t *prev = nullptr;
-        while (bpf_map__get_next_key(skel_->maps.tracked, prev, &next, sizeof next) == 0) {
+        while (bpf_map_get_next_key(set_.map(MapSlot::tracked), prev, &next) == 0) {
             std::uint32_t value = 0;
-            if (bpf_map__lookup_elem(skel_->maps.tracked, &next, sizeof next, &value, sizeof value,
-                                     0) == 0 &&
+            if (bpf_map_lookup_elem(set_.map(MapSlot::tracked), &next, &value) == 0 &&
                 value == id) {
                 leftover.push_back(next);
             }
@@ -588,7 +666,7 @@ class EbpfObserver {
             prev = &key;
         }
         for (const auto tgid : leftover) {
-            (void)bpf_map__delete_elem(skel_->maps.tracked, &tgid, sizeof tgid, 0);
+            (void)bpf_map_delete_elem(set_.map(MapSlot::tracked), &tgid);
         }
         return leftover.size();
     }
@@ -655,7 +733,10 @@ class EbpfObserver {
     std::uint32_t ring_bytes_ = 0;  // 0: the programs' own (16 MiB)
     std::uint32_t max_calls_ = 0;   // 0: the programs' own (1,024)
     std::string enter_;
-    observer_bpf *skel_ = nullptr;
+    bool keep_loaded_ = true;
+    tea::ebpf::LoadedSet set_;
+    std::array<int, tea::ebpf::kProgramSlots> links_{-1, -1, -1, -1, -1};
+    bool loaded_ = false;
     ring_buffer *ring_ = nullptr;
     std::array<void *, 2> positions_{MAP_FAILED, MAP_FAILED};  // the ring's two position pages
     const unsigned long *consumer_pos_ = nullptr;

@@ -1,0 +1,324 @@
+#include "kept_programs.hpp"
+
+#include <bpf/bpf.h>
+#include <fcntl.h>
+#include <linux/bpf.h>
+#include <linux/magic.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+namespace tea::ebpf {
+namespace {
+
+// The pins' names in a set's directory, map by map (a name without the section's dot).
+constexpr std::array<std::string_view, kMapSlots> kMapPins{
+    "tracked", "pending", "calls", "events", "tables", "open_flights", "displacer_flights", "bss"};
+// The kernel keeps an object's name to this many bytes.
+constexpr std::size_t kObjectNameBytes = BPF_OBJ_NAME_LEN - 1;
+// More maps than the programs use: a program that claims more is not this object's.
+constexpr std::size_t kMaxMapIds = 64;
+
+// A descriptor closed when it goes out of scope, unless released.
+class Fd {
+   public:
+    explicit Fd(int fd = -1) : fd_{fd} {}
+    Fd(const Fd &) = delete;
+    Fd &operator=(const Fd &) = delete;
+    ~Fd() {
+        if (fd_ >= 0) {
+            ::close(fd_);
+        }
+    }
+    [[nodiscard]] int get() const { return fd_; }
+    int release() { return std::exchange(fd_, -1); }
+
+   private:
+    int fd_;
+};
+
+// A directory made and kept by root alone, on bpffs, opened without following a link: anything
+// else is not ours to pin in or take programs from.
+bool ours(int dir) {
+    struct stat st {};
+    struct statfs fs {};
+    // A directory another user could write in would let that user plant the programs a session
+    // attaches.
+    return ::fstat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == ::geteuid() &&
+           (st.st_mode & (S_IWGRP | S_IWOTH)) == 0 && ::fstatfs(dir, &fs) == 0 &&
+           static_cast<std::uint64_t>(fs.f_type) == BPF_FS_MAGIC;
+}
+
+// Opens (making it first) the directory `name` beneath `parent` (-1: an absolute name).
+int open_dir(int parent, const char *name) {
+    const int at = parent >= 0 ? parent : AT_FDCWD;
+    if (::mkdirat(at, name, 0700) != 0 && errno != EEXIST) {
+        return -1;
+    }
+    Fd dir{::openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)};
+    return dir.get() >= 0 && ours(dir.get()) ? dir.release() : -1;
+}
+
+std::string pin_path(int dir, std::string_view pin) {
+    return "/proc/self/fd/" + std::to_string(dir) + "/" + std::string{pin};
+}
+
+// The names in a directory.
+std::vector<std::string> entries(int dir) {
+    std::vector<std::string> names;
+    std::error_code ec;
+    std::filesystem::directory_iterator it{"/proc/self/fd/" + std::to_string(dir), ec};
+    for (; !ec && it != std::filesystem::directory_iterator{}; it.increment(ec)) {
+        names.push_back(it->path().filename().string());
+    }
+    return names;
+}
+
+// Removes every pin in a set's directory.
+void wipe(int dir) {
+    for (const auto &name : entries(dir)) {
+        (void)::unlinkat(dir, name.c_str(), 0);
+    }
+}
+
+bool same_name(const char *kernel_name, std::string_view expected) {
+    return std::string_view{kernel_name} == expected.substr(0, kObjectNameBytes);
+}
+
+// Takes the set pinned in `dir` into `set` when it is whole and this object's: every program a
+// raw tracepoint program of its name, every map one of the programs' own maps of its name.
+bool take(int dir, LoadedSet &set) {
+    std::vector<std::uint32_t> map_ids;
+    for (std::size_t i = 0; i < kProgramSlots; ++i) {
+        Fd fd{::bpf_obj_get(pin_path(dir, kPrograms.at(i).name).c_str())};
+        if (fd.get() < 0) {
+            return false;
+        }
+        std::array<std::uint32_t, kMaxMapIds> ids{};
+        bpf_prog_info info{};
+        info.nr_map_ids = kMaxMapIds;
+        info.map_ids = reinterpret_cast<std::uintptr_t>(ids.data());
+        std::uint32_t len = sizeof info;
+        if (::bpf_obj_get_info_by_fd(fd.get(), &info, &len) != 0 ||
+            info.type != BPF_PROG_TYPE_RAW_TRACEPOINT ||
+            !same_name(info.name, kPrograms.at(i).name) || info.nr_map_ids > kMaxMapIds) {
+            return false;
+        }
+        map_ids.insert(map_ids.end(), ids.begin(), ids.begin() + info.nr_map_ids);
+        set.set_program(static_cast<ProgramSlot>(i), fd.release());
+    }
+    for (std::size_t i = 0; i < kMapSlots; ++i) {
+        Fd fd{::bpf_obj_get(pin_path(dir, kMapPins.at(i)).c_str())};
+        if (fd.get() < 0) {
+            return false;
+        }
+        bpf_map_info info{};
+        std::uint32_t len = sizeof info;
+        // A map pinned beside the programs that none of them uses would be read and emptied in
+        // place of theirs, while theirs kept an earlier session's processes.
+        if (::bpf_obj_get_info_by_fd(fd.get(), &info, &len) != 0 ||
+            !same_name(info.name, kMaps.at(i)) ||
+            std::find(map_ids.begin(), map_ids.end(), info.id) == map_ids.end()) {
+            return false;
+        }
+        set.set_map(static_cast<MapSlot>(i), fd.release());
+    }
+    return set.whole();
+}
+
+// Empties a hash map.
+bool empty_hash(int map) {
+    bpf_map_info info{};
+    std::uint32_t len = sizeof info;
+    if (::bpf_obj_get_info_by_fd(map, &info, &len) != 0 || info.type != BPF_MAP_TYPE_HASH) {
+        return false;
+    }
+    std::vector<unsigned char> key(info.key_size);
+    while (::bpf_map_get_next_key(map, nullptr, key.data()) == 0) {
+        if (::bpf_map_delete_elem(map, key.data()) != 0 && errno != ENOENT) {
+            return false;
+        }
+    }
+    return errno == ENOENT;
+}
+
+// Forgets what an earlier session left in the set's maps (its processes, calls, tokens, shared
+// tables and counters), as a set just loaded holds nothing. Run before the programs are attached.
+// The ring buffer is drained by the session's reader before its first call is registered.
+bool reset(const LoadedSet &set) {
+    // An earlier session's tracked process, still running, would be taken for a call of this
+    // session that gets its call's number.
+    for (const auto slot : {MapSlot::tracked, MapSlot::pending, MapSlot::calls, MapSlot::tables,
+                            MapSlot::open_flights, MapSlot::displacer_flights}) {
+        if (!empty_hash(set.map(slot))) {
+            return false;
+        }
+    }
+    bpf_map_info info{};
+    std::uint32_t len = sizeof info;
+    const int bss = set.map(MapSlot::bss);
+    if (::bpf_obj_get_info_by_fd(bss, &info, &len) != 0 || info.type != BPF_MAP_TYPE_ARRAY ||
+        info.key_size != sizeof(std::uint32_t) || info.max_entries != 1) {
+        return false;
+    }
+    const std::uint32_t zero = 0;
+    const std::vector<unsigned char> value(info.value_size, 0);
+    return ::bpf_map_update_elem(bss, &zero, value.data(), BPF_ANY) == 0;
+}
+
+// Pins every program and map of `set` in `dir`.
+bool pin(int dir, const LoadedSet &set) {
+    for (std::size_t i = 0; i < kMapSlots; ++i) {
+        if (::bpf_obj_pin(set.map(static_cast<MapSlot>(i)),
+                          pin_path(dir, kMapPins.at(i)).c_str()) != 0) {
+            return false;
+        }
+    }
+    // The programs last: a set killed before its last pin is incomplete, and loaded again.
+    for (std::size_t i = 0; i < kProgramSlots; ++i) {
+        if (::bpf_obj_pin(set.program(static_cast<ProgramSlot>(i)),
+                          pin_path(dir, kPrograms.at(i).name).c_str()) != 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+// Removes the sets of other objects that no session holds: an upgraded plugin never takes them,
+// and each holds its ring buffer's memory until the machine restarts.
+void remove_other_objects(int base, std::string_view own_prefix) {
+    for (const auto &name : entries(base)) {
+        if (name.rfind(own_prefix, 0) == 0) {
+            continue;
+        }
+        Fd dir{::openat(base, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)};
+        if (dir.get() < 0 || ::flock(dir.get(), LOCK_EX | LOCK_NB) != 0) {
+            continue;
+        }
+        wipe(dir.get());
+        (void)::unlinkat(base, name.c_str(), AT_REMOVEDIR);
+    }
+}
+
+}  // namespace
+
+LoadedSet::LoadedSet() {
+    programs_.fill(-1);
+    maps_.fill(-1);
+}
+
+LoadedSet::LoadedSet(LoadedSet &&other) noexcept
+    : programs_{std::exchange(other.programs_, {})},
+      maps_{std::exchange(other.maps_, {})},
+      lock_{std::exchange(other.lock_, -1)},
+      taken_{other.taken_} {
+    other.programs_.fill(-1);
+    other.maps_.fill(-1);
+}
+
+LoadedSet &LoadedSet::operator=(LoadedSet &&other) noexcept {
+    if (this != &other) {
+        close_all();
+        programs_ = other.programs_;
+        maps_ = other.maps_;
+        lock_ = std::exchange(other.lock_, -1);
+        taken_ = other.taken_;
+        other.programs_.fill(-1);
+        other.maps_.fill(-1);
+    }
+    return *this;
+}
+
+LoadedSet::~LoadedSet() {
+    close_all();
+}
+
+void LoadedSet::close_all() {
+    for (int &fd : programs_) {
+        if (fd >= 0) {
+            ::close(std::exchange(fd, -1));
+        }
+    }
+    for (int &fd : maps_) {
+        if (fd >= 0) {
+            ::close(std::exchange(fd, -1));
+        }
+    }
+    // The lock last: the next session empties the maps this one no longer uses.
+    if (lock_ >= 0) {
+        ::close(std::exchange(lock_, -1));
+    }
+}
+
+void LoadedSet::set_program(ProgramSlot slot, int fd) {
+    int &at = programs_.at(static_cast<std::size_t>(slot));
+    if (at >= 0) {
+        ::close(at);
+    }
+    at = fd;
+}
+
+void LoadedSet::set_map(MapSlot slot, int fd) {
+    int &at = maps_.at(static_cast<std::size_t>(slot));
+    if (at >= 0) {
+        ::close(at);
+    }
+    at = fd;
+}
+
+bool LoadedSet::whole() const {
+    return std::all_of(programs_.begin(), programs_.end(), [](int fd) { return fd >= 0; }) &&
+           std::all_of(maps_.begin(), maps_.end(), [](int fd) { return fd >= 0; });
+}
+
+std::string kept_set_name(std::string_view object_digest, std::uint64_t ring_bytes,
+                          std::uint64_t max_calls) {
+    return std::string{object_digest} + "-" + std::to_string(ring_bytes) + "-" +
+           std::to_string(max_calls);
+}
+
+LoadedSet load_or_take(const std::string &name, bool keep, const std::function<LoadedSet()> &load) {
+    // Only root may pin in bpffs, and only root's sets are taken.
+    if (!keep || ::geteuid() != 0) {
+        return load();
+    }
+    Fd base{open_dir(-1, kKeptSetsDir)};
+    if (base.get() < 0) {
+        return load();
+    }
+    Fd dir{open_dir(base.get(), name.c_str())};
+    // Held for the session's life: two sessions attaching one set would each read, and empty,
+    // the other's calls.
+    if (dir.get() < 0 || ::flock(dir.get(), LOCK_EX | LOCK_NB) != 0) {
+        return load();
+    }
+    {
+        LoadedSet set;
+        if (take(dir.get(), set) && reset(set)) {
+            set.lock_ = dir.release();
+            set.taken_ = true;
+            return set;
+        }
+    }
+    wipe(dir.get());
+    LoadedSet fresh = load();
+    if (!pin(dir.get(), fresh)) {
+        wipe(dir.get());
+        return fresh;
+    }
+    fresh.lock_ = dir.release();
+    remove_other_objects(base.get(), name.substr(0, name.find('-') + 1));
+    return fresh;
+}
+
+}  // namespace tea::ebpf
