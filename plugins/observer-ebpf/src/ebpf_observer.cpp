@@ -1,8 +1,9 @@
-// The eBPF observer: kernel programs, loaded once per session, report what each audited call's
+// The eBPF observer: kernel programs, attached once per session, report what each audited call's
 // processes opened, executed, listed and named, as the kernel saw it.
 //
-// probe   loads and attaches the programs (root, or CAP_BPF with CAP_PERFMON) and starts the
-//         thread that drains their ring buffer; it says why when the kernel refuses them.
+// probe   loads the programs (root, or CAP_BPF with CAP_PERFMON), or takes those an earlier
+//         session kept loaded (kept_programs.hpp), attaches them and starts the thread that
+//         drains their ring buffer; it says why when the kernel refuses them.
 // wrap    registers a one-time token for the call and puts tea-ebpf-enter in front of the plan's
 //         argv: that process claims the call with the token, and the programs follow everything
 //         it starts. The plan runs as whatever identity the backend chose; the enter program
