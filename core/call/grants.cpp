@@ -68,6 +68,19 @@ audit::HostView host_view(const exec::LaunchSpec &spec, const exec::ExecPlan &pl
             }
         }
     }
+    // The runtime's installation is shown at its own path, read-only, even under a /tmp of the
+    // call's own (a build tree there), unless it is or holds one of the view's own places (a
+    // prefix of /tmp itself): followed on the host there, a name would be judged by the host's
+    // /tmp, not the call's.
+    const auto &prefix = spec.runtime_prefix;
+    if (!prefix.empty() && prefix.front() == '/' &&
+        std::filesystem::path{prefix}.lexically_normal() != std::filesystem::path{"/"} &&
+        std::none_of(view.view_only.begin(), view.view_only.end(),
+                     [&](const std::string &own) { return within(prefix, own); }) &&
+        std::none_of(plan.audit.writable.begin(), plan.audit.writable.end(),
+                     [&](const std::string &own) { return within(own, prefix); })) {
+        view.shared_read_only.push_back(prefix);
+    }
     view.view_only.insert(view.view_only.end(), plan.audit.writable.begin(),
                           plan.audit.writable.end());
     view.view_only_writable = {"/dev/shm", spec.temp_dir};

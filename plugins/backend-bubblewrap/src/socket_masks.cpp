@@ -16,9 +16,10 @@ namespace fs = std::filesystem;
 namespace {
 
 // The directories the socket walk reads: the configured ones the view shares with the host, and
-// the grants it shows inside the private temp directories (read-only places a host process may
-// have bound a socket in, which the target can neither fill nor change). The workspace is never
-// walked: /proc/net/unix names what a host process bound there.
+// the grants it shows inside the private temp directories, the runtime's prefix among them
+// (read-only places a host process may have bound a socket in, which the target can neither fill
+// nor change). The workspace is never walked: /proc/net/unix names what a host process bound
+// there.
 std::vector<fs::path> walked_directories(const Settings &settings, const TargetCall &call) {
     const auto &spec = call.spec;
     std::vector<fs::path> walked;
@@ -29,7 +30,9 @@ std::vector<fs::path> walked_directories(const Settings &settings, const TargetC
             walked.emplace_back(dir);
         }
     }
-    for (const auto *grants : {&spec.system_paths, &spec.read_only}) {
+    const auto prefix = call.runtime_prefix.empty() ? std::vector<std::string>{}
+                                                    : std::vector<std::string>{call.runtime_prefix};
+    for (const auto *grants : {&spec.system_paths, &spec.read_only, &prefix}) {
         for (const auto &grant : *grants) {
             const bool configured =
                 std::any_of(settings.socket_dirs.begin(), settings.socket_dirs.end(),

@@ -64,12 +64,54 @@ std::string bridge_directory(const documents::LaunchSpec &spec) {
 }
 
 // The host's temp directories as the call's view has them: each replaced, unless a place the view
-// shows at its host path holds it.
-PrivateTemp private_temp_of(const documents::LaunchSpec &spec, const std::string &egress_dir) {
-    std::vector<std::string> shown{spec.workspace, spec.home, egress_dir, spec.bridge.dir};
+// shows at its host path holds it. `runtime_prefix` is shown there too, once chosen
+// (shown_runtime_prefix), and never keeps a temp directory the host's.
+PrivateTemp private_temp_of(const documents::LaunchSpec &spec, const std::string &egress_dir,
+                            const std::string &runtime_prefix) {
+    std::vector<std::string> shown{spec.workspace, spec.home, egress_dir, spec.bridge.dir,
+                                   runtime_prefix};
     shown.insert(shown.end(), spec.system_paths.begin(), spec.system_paths.end());
     shown.insert(shown.end(), spec.read_only.begin(), spec.read_only.end());
     return PrivateTemp{{host_temp_dirs.begin(), host_temp_dirs.end()}, std::move(shown)};
+}
+
+// The runtime's prefix when the view must show it (TargetCall::runtime_prefix), judged against
+// the temp directories the view replaces without it.
+std::string shown_runtime_prefix(const documents::LaunchSpec &spec, const PrivateTemp &temp,
+                                 const std::string &private_root) {
+    const auto &prefix = spec.runtime_prefix;
+    // "" and "/" name no installation; a relative path names no place, and lies in no temp
+    // directory.
+    if (prefix.empty() || prefix[0] != '/' || normal(prefix) == fs::path{"/"}) {
+        return {};
+    }
+    // Shown already (by the root's bind or a place the view binds back), or not in /tmp.
+    if (!temp.hides(prefix)) {
+        return {};
+    }
+    // A prefix that is a replaced temp directory would hand the target the host's whole /tmp.
+    const auto &replaced = temp.replaced();
+    if (std::any_of(replaced.begin(), replaced.end(),
+                    [&](const std::string &r) { return inside(r, prefix); })) {
+        return {};
+    }
+    // Covered whatever is bound beneath: bound after the private root's cover it would uncover a
+    // run's directory, and a withheld folder's content would show under its own name.
+    if (inside(prefix, private_root) ||
+        std::any_of(spec.withhold.begin(), spec.withhold.end(),
+                    [&](const std::string &w) { return inside(prefix, w); })) {
+        return {};
+    }
+    check_path(prefix, "runtime prefix");
+    std::error_code ec;
+    const auto status = fs::symlink_status(prefix, ec);
+    if (!fs::exists(status)) {
+        return {};  // nothing to show
+    }
+    // A link, or a path through one, would carry the read-only bind to wherever it leads (a
+    // withheld folder under another name).
+    check_protected_path(prefix);
+    return normal(prefix).string();
 }
 
 void check_paths(const documents::LaunchSpec &spec) {
@@ -151,6 +193,7 @@ TargetCall target_call(const Settings &settings, const documents::LaunchSpec &sp
                     normal(fs::path{spec.home}.parent_path().string()).string(),
                     {},
                     {},
+                    {},  // runtime_prefix, chosen once the private temp directories are known
                     PrivateTemp{{}, {}},
                     {},
                     {},
@@ -188,7 +231,11 @@ TargetCall target_call(const Settings &settings, const documents::LaunchSpec &sp
                                     limit(spec.limits.file_size_bytes, settings.file_size_bytes),
                                     limit(spec.limits.processes, settings.processes)};
     call.egress_dir = egress_directory(spec, private_root);
-    call.private_temp = private_temp_of(spec, call.egress_dir);
+    call.private_temp = private_temp_of(spec, call.egress_dir, {});
+    call.runtime_prefix = shown_runtime_prefix(spec, call.private_temp, private_root);
+    if (!call.runtime_prefix.empty()) {
+        call.private_temp = private_temp_of(spec, call.egress_dir, call.runtime_prefix);
+    }
     if (call.private_temp.hides(spec.cwd)) {
         throw tea::sdk::Unavailable(
             "the working directory " + spec.cwd +

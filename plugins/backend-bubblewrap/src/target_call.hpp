@@ -36,6 +36,12 @@ struct TargetCall {
     std::string run_dir;           // the home's parent, normalised
     std::string egress_dir;        // the egress socket's directory; "" without a route out
     std::string bridge_dir;        // (ABI 1.9) the bridge's directory; "" without a bridge
+    // The runtime's prefix when the view must bind it back, read-only at its host path: it lies
+    // in a host temp directory the view replaces (a build tree or an install under /tmp), where a
+    // skill target's <prefix>/bin/tea-skill-runner would not be found otherwise. "" when the
+    // view shows it already, or covers it (the private root, a withheld path), or when it is or
+    // holds a temp directory the view replaces.
+    std::string runtime_prefix;
     PrivateTemp private_temp;
     // The path bwrap's exec of the target names (reach.hpp): the plan's targetStart when bwrap
     // or its view builder starts the target; empty when a launcher does.

@@ -113,6 +113,14 @@ TargetView target_view(const Settings &settings, const TargetCall &call) {
     for (const auto &dir : call.private_temp.replaced()) {
         add({"--perms", "1777", "--size", std::to_string(settings.tmpfs_bytes), "--tmpfs", dir});
     }
+    // The runtime's prefix in them (target_call.hpp), at its host path: a skill target runs the
+    // runner it holds. Read-only, or a target could change the programs the runtime runs for the
+    // next call. First: the system paths in it, the workspace, the private root's cover, the
+    // call's directories and the withheld paths' covers all come after, so a prefix holding one
+    // neither shadows it nor uncovers what its cover hides.
+    if (!call.runtime_prefix.empty()) {
+        add({"--ro-bind", call.runtime_prefix, call.runtime_prefix});
+    }
     // A system path in them is shown at its host path, read-only. Before the private root's
     // cover, as the workspace is: one that held the private root must never uncover it.
     for (const auto &p : spec.system_paths) {

@@ -1,8 +1,9 @@
 // A target's view after the root and /proc, in bwrap's words (which the view builder takes too):
-// /proc/sys and /sys, the call's own temp directories, the private root's cover with the call's
-// home (and a workspace of its run) bound back, the workspace, the read-only grants, the withheld
-// paths' covers, what is shown over the workspace, the host sockets' masks, and the working
-// directory. /dev comes first, from the plan (target_plan.cpp).
+// /proc/sys and /sys, the call's own temp directories (the runtime's prefix and the system paths
+// in them bound back), the private root's cover with the call's home (and a workspace of its run)
+// bound back, the workspace, the read-only grants, the withheld paths' covers, what is shown over
+// the workspace, the host sockets' masks, and the working directory. /dev comes first, from the
+// plan (target_plan.cpp).
 #pragma once
 
 #include <nlohmann/json.hpp>

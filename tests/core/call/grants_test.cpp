@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,30 @@ TEST(CallGrants, TheLoginsReadAndRefusedWriteAreNotListedAndAnotherRefusedWriteI
     ASSERT_EQ(other.size(), 1U);
     EXPECT_EQ(other[0].path, "/etc/tea-login-probe");
     EXPECT_TRUE(other[0].refused);
+}
+
+// The runtime's prefix, which the view shows at its own path even under a /tmp of the call's own,
+// is where the host shows what the target saw there; never when it is or holds a place of the
+// view's own, or lies under a cover.
+TEST(HostView, TheRuntimesPrefixIsSharedReadOnlyUnlessTheViewOwnsIt) {
+    exec::ExecPlan plan;
+    plan.audit.writable = {"/dev/tea-evaluate-tmp", "/tmp", "/var/tmp"};
+    auto spec = login_spec();
+    spec.withhold = {"/work/ws/.tea"};
+    const auto shared = [&](const std::string &prefix) {
+        spec.runtime_prefix = prefix;
+        const auto read_only = host_view(spec, plan, "/priv").shared_read_only;
+        return std::find(read_only.begin(), read_only.end(), prefix) != read_only.end();
+    };
+    EXPECT_TRUE(shared("/tmp/clone/build/release"));
+    EXPECT_TRUE(shared("/opt/tea-evaluate"));
+    EXPECT_FALSE(shared("/tmp"));                   // the call's own /tmp
+    EXPECT_FALSE(shared("/var"));                   // holds the call's own /var/tmp
+    EXPECT_FALSE(shared("/"));                      // no installation
+    EXPECT_FALSE(shared("/priv/run-1/x"));          // under the private root's cover
+    EXPECT_FALSE(shared("/work/ws/.tea/runtime"));  // under a withheld path's cover
+    EXPECT_FALSE(shared(""));
+    EXPECT_FALSE(shared("relative/prefix"));
 }
 
 }  // namespace
