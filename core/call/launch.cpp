@@ -2,7 +2,12 @@
 
 #include <sys/stat.h>
 
+#include <cstdlib>
+#include <system_error>
+#include <utility>
+
 #include "exec/environment.hpp"
+#include "plugins/selection.hpp"
 #include "util/error.hpp"
 #include "util/paths.hpp"
 #include "util/signals.hpp"
@@ -156,7 +161,29 @@ EgressRequest egress_request(const CallOptions &options) {
 }
 
 // Writable directories that would open the runtime itself or the host to the target.
-void check_call_paths(const exec::LaunchSpec &spec, const std::filesystem::path &private_root) {
+std::vector<OwnPath> runtime_own_paths(const Runtime &runtime) {
+    std::vector<OwnPath> own;
+    const auto &paths = runtime.paths;
+    own.push_back({paths.prefix, "the runtime's installation", false});
+    for (const char *program : {"tea-evaluate", "tea-skill-runner"}) {
+        own.push_back({paths.prefix / "bin" / program, "the runtime's installation"});
+    }
+    for (const auto &dir : {paths.manifest_dir, paths.plugin_libdir, paths.helper_dir}) {
+        own.push_back({dir, "the runtime's installation"});
+    }
+    own.push_back({paths.system_manifest_dir, "the system's plugin manifests"});
+    // As root too: the folders a root runtime skips are the ones the user's own commands load.
+    const auto search = plugins::manifest_search_path(
+        runtime.config, paths, false,
+        ::secure_getenv("TEA_PLUGIN_PATH"));  // NOLINT(concurrency-mt-unsafe)
+    for (const auto &dir : search.dirs) {
+        own.push_back({dir, "a folder of plugin manifests the runtime reads"});
+    }
+    return own;
+}
+
+void check_call_paths(const exec::LaunchSpec &spec, const std::filesystem::path &private_root,
+                      const std::vector<OwnPath> &own) {
     const std::filesystem::path workspace{spec.workspace};
     // A workspace over the private root would make every run's home writable.
     if (within(private_root, workspace)) {
@@ -164,6 +191,32 @@ void check_call_paths(const exec::LaunchSpec &spec, const std::filesystem::path 
                          private_root.string() +
                          ", where the target's home lives; choose a "
                          "smaller workspace");
+    }
+    // A target that could write the runtime's programs or plant a plugin would choose what the
+    // next command runs outside any confinement (a build tree inside the workspace, a workspace
+    // of $HOME holding ~/.config/tea-evaluate/plugins.d).
+    std::error_code ec;
+    const auto real_workspace = std::filesystem::weakly_canonical(workspace, ec);
+    for (const auto &[path, what, inside_refused] : own) {
+        std::error_code path_ec;
+        const auto real = std::filesystem::weakly_canonical(path, path_ec);
+        for (const auto &[w, p] : {std::pair{workspace, path}, std::pair{real_workspace, real}}) {
+            if (w.empty() || p.empty()) {
+                continue;
+            }
+            if (within(p, w)) {
+                throw host_error("the workspace " + spec.workspace + " holds " + path.string() +
+                                 ", " + what +
+                                 ": a target could change what the next command runs outside the "
+                                 "confinement; nothing was run. Choose a workspace outside it");
+            }
+            if (inside_refused && within(w, p)) {
+                throw host_error("the workspace " + spec.workspace + " lies in " + path.string() +
+                                 ", " + what +
+                                 ": a target could change what the next command runs outside the "
+                                 "confinement; nothing was run. Choose a workspace outside it");
+            }
+        }
     }
     for (const auto &w : spec.withhold) {
         if (within(private_root, w)) {

@@ -46,9 +46,22 @@ EgressRequest egress_request(const CallOptions &options);
 // and the runtime's signal descriptor. Output is kept, not copied anywhere.
 exec::RunOptions run_options(const CallOptions &options, const config::Config &config);
 
+// The runtime's own files, which every later command runs or loads: its installation (the prefix,
+// its programs and directories) and every directory it searches for plugin manifests, each with
+// what it is.
+struct OwnPath {
+    std::filesystem::path path;
+    const char *what;
+    // Whether a workspace inside it is refused too: not for a prefix such as /usr, which holds
+    // far more than the runtime.
+    bool inside_refused = true;
+};
+std::vector<OwnPath> runtime_own_paths(const Runtime &runtime);
+
 // Refuses writable directories that would open the runtime itself or the host to the target: a
-// workspace or withheld path over the private root, a withheld path with nothing behind it.
-// Exit 12.
-void check_call_paths(const exec::LaunchSpec &spec, const std::filesystem::path &private_root);
+// workspace or withheld path over the private root, a withheld path with nothing behind it, a
+// workspace that holds or lies in one of the runtime's own files (`own`). Exit 12.
+void check_call_paths(const exec::LaunchSpec &spec, const std::filesystem::path &private_root,
+                      const std::vector<OwnPath> &own);
 
 }  // namespace tea::call

@@ -641,6 +641,61 @@ std::size_t run_dirs(const std::string &root) {
     return n;
 }
 
+// A workspace that holds the runtime's own programs or a folder it loads plugins from (a build
+// tree inside a checkout, a workspace of $HOME holding ~/.config/tea-evaluate/plugins.d), or that
+// lies in one of the runtime's own folders, would let a target choose what the next command runs
+// outside any confinement: the call is refused before anything runs (exit 12), naming the path.
+// The controls: the same workspaces once nothing of the runtime is in them, and a workspace in the
+// build tree beside the runtime's own folders, run.
+TEST(Cli, AWorkspaceHoldingTheRuntimesOwnFilesIsRefused) {
+    const test::TempDir dir{"tea-cli-own-files"};
+    const auto ws = dir.path() / "ws";
+    std::filesystem::create_directories(ws / "config");
+    const auto marker = ws / "ran";
+    const auto exec_in = [&marker](const std::filesystem::path &workspace,
+                                   const std::vector<std::string> &extra_env) {
+        std::vector<std::string> e{"XDG_CONFIG_HOME=/nonexistent-tea-test",
+                                   "HOME=/nonexistent-tea-test"};
+        e.insert(e.end(), extra_env.begin(), extra_env.end());
+        return test::run(cmd({"exec", "--backend", "opt-out", "--workspace", workspace.string(),
+                              "--", "touch", marker.string()}),
+                         test::environment_with(e));
+    };
+    const auto refused = [&marker](const test::Outcome &o, const std::string &named) {
+        EXPECT_EQ(o.status, 12) << o.err;
+        EXPECT_NE(o.err.find("holds " + named), std::string::npos) << o.err;
+        EXPECT_FALSE(std::filesystem::exists(marker)) << "the target ran";
+    };
+    // The user's plugins.d inside the workspace, through XDG_CONFIG_HOME.
+    refused(exec_in(ws, {"XDG_CONFIG_HOME=" + (ws / "config").string()}),
+            (ws / "config" / "tea-evaluate" / "plugins.d").string());
+    // A folder of TEA_PLUGIN_PATH inside it.
+    refused(exec_in(ws, {"TEA_PLUGIN_PATH=" + (ws / "plugins").string()}),
+            (ws / "plugins").string());
+    // The build tree the runtime runs from.
+    const auto prefix = std::filesystem::path{TEA_EVALUATE_BIN}.parent_path().parent_path();
+    const auto holding = exec_in(prefix.parent_path(), {});
+    EXPECT_EQ(holding.status, 12) << holding.err;
+    EXPECT_NE(holding.err.find("the runtime's installation"), std::string::npos) << holding.err;
+    // Inside a folder the runtime loads plugins from.
+    const auto plugins_d = dir.path() / "config" / "tea-evaluate" / "plugins.d";
+    std::filesystem::create_directories(plugins_d / "sub");
+    const auto inside =
+        exec_in(plugins_d / "sub", {"XDG_CONFIG_HOME=" + (dir.path() / "config").string()});
+    EXPECT_EQ(inside.status, 12) << inside.err;
+    EXPECT_NE(inside.err.find("lies in " + plugins_d.string()), std::string::npos) << inside.err;
+    EXPECT_FALSE(std::filesystem::exists(marker));
+    // The controls.
+    const auto plain = exec_in(ws, {"XDG_CONFIG_HOME=" + (dir.path() / "config").string()});
+    EXPECT_EQ(plain.status, 0) << plain.err;
+    EXPECT_TRUE(std::filesystem::exists(marker));
+    std::filesystem::remove(marker);
+    const auto in_tree = exec_in(prefix / "bin", {});
+    EXPECT_EQ(in_tree.status, 12) << "bin holds the runtime's programs: " << in_tree.err;
+    EXPECT_EQ(exec_in(prefix / "tests", {}).status, 0);
+    EXPECT_TRUE(std::filesystem::exists(marker));
+}
+
 // SIGTERM and SIGINT end the running call and remove its private directories;
 // a run killed outright leaves them, and the next run reclaims them.
 TEST(Cli, ASignalEndsTheCallAndCleansUpAndAKillIsReclaimed) {
