@@ -138,7 +138,9 @@ grep -E "^oot-pc +login +ABI 1\.0 +available " "$work/plugins.out" > /dev/null |
 grep -E "^nice +backend +ABI 1\.3 +available " "$work/plugins.out" > /dev/null ||
     fail "tea-evaluate plugins does not list the documents.hpp backend nice as available"
 
-cd "$work"
+# A workspace of its own: $work holds the folders of plugin manifests, which a workspace may not.
+mkdir -p "$work/ws"
+cd "$work/ws"
 status=0
 "$tea" --config "$work/config.toml" exec --backend oot-echo -- sh -c 'echo oot; exit 5' \
     > "$work/exec.out" 2> "$work/exec.err" || status=$?
