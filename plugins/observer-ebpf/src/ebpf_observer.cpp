@@ -53,11 +53,13 @@
 #include "kept_programs.hpp"
 #include "object_digest.hpp"
 #include "observer.skel.h"
+#include "owned_fd.hpp"
 
 namespace {
 
 using nlohmann::json;
 using tea::ebpf::MapSlot;
+using tea::ebpf::OwnedFd;
 using tea::ebpf::ProgramSlot;
 
 // The variable that hands tea-ebpf-enter its call's token (ebpf_enter.c reads and removes it).
@@ -130,23 +132,6 @@ bool may_load_tracing_programs() {
     const auto has = [caps](unsigned cap) { return ((caps >> cap) & 1U) != 0; };
     return has(kSysAdmin) || (has(kBpf) && has(kPerfmon));
 }
-
-// A descriptor, closed when it goes out of scope.
-class OwnedFd {
-   public:
-    explicit OwnedFd(int fd) : fd_{fd} {}
-    OwnedFd(const OwnedFd &) = delete;
-    OwnedFd &operator=(const OwnedFd &) = delete;
-    ~OwnedFd() {
-        if (fd_ >= 0) {
-            ::close(fd_);
-        }
-    }
-    [[nodiscard]] int get() const { return fd_; }
-
-   private:
-    int fd_;
-};
 
 // A file holding the BTF cut at build time for the relocations, when the running kernel is the
 // one it was cut from (same build-id notes, same BTF size): libbpf then relocates against a few

@@ -18,6 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include "owned_fd.hpp"
+
 namespace tea::ebpf {
 namespace {
 
@@ -28,24 +30,6 @@ constexpr std::array<std::string_view, kMapSlots> kMapPins{
 constexpr std::size_t kObjectNameBytes = BPF_OBJ_NAME_LEN - 1;
 // More maps than the programs use: a program that claims more is not this object's.
 constexpr std::size_t kMaxMapIds = 64;
-
-// A descriptor closed when it goes out of scope, unless released.
-class Fd {
-   public:
-    explicit Fd(int fd = -1) : fd_{fd} {}
-    Fd(const Fd &) = delete;
-    Fd &operator=(const Fd &) = delete;
-    ~Fd() {
-        if (fd_ >= 0) {
-            ::close(fd_);
-        }
-    }
-    [[nodiscard]] int get() const { return fd_; }
-    int release() { return std::exchange(fd_, -1); }
-
-   private:
-    int fd_;
-};
 
 // A directory made and kept by root alone, on bpffs, opened without following a link: anything
 // else is not ours to pin in or take programs from.
@@ -65,7 +49,7 @@ int open_dir(int parent, const char *name) {
     if (::mkdirat(at, name, 0700) != 0 && errno != EEXIST) {
         return -1;
     }
-    Fd dir{::openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)};
+    OwnedFd dir{::openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)};
     return dir.get() >= 0 && ours(dir.get()) ? dir.release() : -1;
 }
 
@@ -100,7 +84,7 @@ bool same_name(const char *kernel_name, std::string_view expected) {
 bool take(int dir, LoadedSet &set) {
     std::vector<std::uint32_t> map_ids;
     for (std::size_t i = 0; i < kProgramSlots; ++i) {
-        Fd fd{::bpf_obj_get(pin_path(dir, kPrograms.at(i).name).c_str())};
+        OwnedFd fd{::bpf_obj_get(pin_path(dir, kPrograms.at(i).name).c_str())};
         if (fd.get() < 0) {
             return false;
         }
@@ -118,7 +102,7 @@ bool take(int dir, LoadedSet &set) {
         set.set_program(static_cast<ProgramSlot>(i), fd.release());
     }
     for (std::size_t i = 0; i < kMapSlots; ++i) {
-        Fd fd{::bpf_obj_get(pin_path(dir, kMapPins.at(i)).c_str())};
+        OwnedFd fd{::bpf_obj_get(pin_path(dir, kMapPins.at(i)).c_str())};
         if (fd.get() < 0) {
             return false;
         }
@@ -201,7 +185,7 @@ void remove_other_objects(int base, std::string_view own_prefix) {
         if (name.rfind(own_prefix, 0) == 0) {
             continue;
         }
-        Fd dir{::openat(base, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)};
+        OwnedFd dir{::openat(base, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)};
         if (dir.get() < 0 || ::flock(dir.get(), LOCK_EX | LOCK_NB) != 0) {
             continue;
         }
@@ -292,11 +276,11 @@ LoadedSet load_or_take(const std::string &name, bool keep, const std::function<L
     if (!keep || ::geteuid() != 0) {
         return load();
     }
-    Fd base{open_dir(-1, kKeptSetsDir)};
+    OwnedFd base{open_dir(-1, kKeptSetsDir)};
     if (base.get() < 0) {
         return load();
     }
-    Fd dir{open_dir(base.get(), name.c_str())};
+    OwnedFd dir{open_dir(base.get(), name.c_str())};
     // Held for the session's life: two sessions attaching one set would each read, and empty,
     // the other's calls.
     if (dir.get() < 0 || ::flock(dir.get(), LOCK_EX | LOCK_NB) != 0) {

@@ -26,6 +26,7 @@
 #include "../observer_plugin.hpp"
 #include "ebpf_event.h"
 #include "object_digest.hpp"
+#include "observed.hpp"
 #include "support/temp_dir.hpp"
 
 namespace tea::plugins {
@@ -83,16 +84,6 @@ std::set<std::uint32_t> attached_programs() {
     return ids;
 }
 
-std::uint64_t token_of(const json &wrapped) {
-    for (const auto &e : wrapped["env"]) {
-        const auto entry = e.get<std::string>();
-        if (entry.rfind("TEA_EBPF_TOKEN=", 0) == 0) {
-            return std::stoull(entry.substr(15), nullptr, 16);
-        }
-    }
-    return 0;
-}
-
 class KeptPrograms : public ::testing::Test {
    protected:
     void SetUp() override {
@@ -125,17 +116,6 @@ class KeptPrograms : public ::testing::Test {
         EXPECT_EQ(seen.outcome.out, "content of A\n") << seen.outcome.err;
         EXPECT_TRUE(seen.observation.complete) << seen.observation.reason;
         EXPECT_EQ(reads_of(seen.observation, file_.string()), 1U);
-    }
-
-    static std::uint64_t reads_of(const audit::Observation &o, const std::string &path) {
-        std::uint64_t n = 0;
-        for (std::size_t i = 0; i < o.events.size(); ++i) {
-            const auto &e = o.events[i];
-            if (e.success && e.access == audit::Access::read && e.path_resolved == path) {
-                n += o.counts[i];
-            }
-        }
-        return n;
     }
 
     // A call registered with `s` and claimed by a child that waits on `go` before it ends; the

@@ -26,6 +26,7 @@
 #include "../observer_plugin.hpp"
 #include "audit/observation.hpp"
 #include "ebpf_event.h"
+#include "observed.hpp"
 #include "plugins/loader.hpp"
 #include "plugins/manifest.hpp"
 #include "support/process.hpp"
@@ -64,18 +65,6 @@ class KernelObserved : public ::testing::Test {
     }
     static const ObserverPlugin &ebpf_observer() { return *ebpf_; }
     static Observed strace(const std::vector<std::string> &args) { return run(*strace_, args); }
-
-    // How many times the observation says `path` was read, by its real path.
-    static std::uint64_t reads_of(const audit::Observation &o, const std::string &path) {
-        std::uint64_t n = 0;
-        for (std::size_t i = 0; i < o.events.size(); ++i) {
-            const auto &e = o.events[i];
-            if (e.success && e.access == audit::Access::read && e.path_resolved == path) {
-                n += o.counts[i];
-            }
-        }
-        return n;
-    }
 
     // A file holding what file_ holds, under a path of about 3,000 bytes.
     [[nodiscard]] stdfs::path long_named_file() const {
@@ -403,17 +392,6 @@ TEST_F(KernelObserved, ANumberTakenAwayWhileAnOpenRunsIsReportedOrLeavesItUnveri
         EXPECT_EQ(!opens[0].unverified.empty(), blind) << how << ": " << opens[0].unverified;
         EXPECT_EQ(closed(seen.observation), how == "close") << how;
     }
-}
-
-// The token a wrapped plan hands its enter program.
-std::uint64_t token_of(const json &wrapped) {
-    for (const auto &e : wrapped["env"]) {
-        const auto entry = e.get<std::string>();
-        if (entry.rfind("TEA_EBPF_TOKEN=", 0) == 0) {
-            return std::stoull(entry.substr(15), nullptr, 16);
-        }
-    }
-    return 0;
 }
 
 // Claims the call as the enter program does, from a child that then ends.
