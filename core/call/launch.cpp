@@ -2,11 +2,13 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <system_error>
 #include <utility>
 
 #include "exec/environment.hpp"
+#include "plugins/manifest.hpp"
 #include "plugins/selection.hpp"
 #include "util/error.hpp"
 #include "util/paths.hpp"
@@ -164,6 +166,8 @@ EgressRequest egress_request(const CallOptions &options) {
 std::vector<OwnPath> runtime_own_paths(const Runtime &runtime) {
     std::vector<OwnPath> own;
     const auto &paths = runtime.paths;
+    // A workspace inside the prefix is not refused: a prefix such as /usr holds far more than the
+    // runtime, and a build tree is where its own tests run. The runtime's folders in it are.
     own.push_back({paths.prefix, "the runtime's installation", false});
     for (const char *program : {"tea-evaluate", "tea-skill-runner"}) {
         own.push_back({paths.prefix / "bin" / program, "the runtime's installation"});
@@ -178,9 +182,71 @@ std::vector<OwnPath> runtime_own_paths(const Runtime &runtime) {
         ::secure_getenv("TEA_PLUGIN_PATH"));  // NOLINT(concurrency-mt-unsafe)
     for (const auto &dir : search.dirs) {
         own.push_back({dir, "a folder of plugin manifests the runtime reads"});
+        // A manifest may name its library by an absolute path elsewhere.
+        std::error_code ec;
+        for (std::filesystem::directory_iterator it{dir, ec}, end; !ec && it != end;
+             it.increment(ec)) {
+            if (it->path().extension() != ".toml") {
+                continue;
+            }
+            try {
+                own.push_back({plugins::read_manifest(it->path(), paths.plugin_libdir).library,
+                               "a plugin's library"});
+            } catch (const std::exception &) {
+                // A manifest that cannot be read loads nothing.
+            }
+        }
+    }
+    // The configuration chooses the plugins and how they confine: the user's file (wherever
+    // HOME points, even before it exists) and every file read, a --config file among them.
+    if (const auto user = config::user_config_path(); !user.empty()) {
+        own.push_back({user, "the user's configuration of the runtime"});
+    }
+    for (const auto &layer : runtime.config.layers) {
+        if (!layer.empty() && layer.front() == '/') {
+            own.push_back({layer, "a configuration file the runtime read"});
+        }
+    }
+    // A program or file a plugin's table names (the bwrap it runs).
+    for (const auto &[plugin, table] : runtime.config.plugin_tables.items()) {
+        for (const auto &[key, value] : table.items()) {
+            if (value.is_string() && value.get<std::string>().starts_with('/')) {
+                own.push_back(
+                    {value.get<std::string>(), "a file a plugin's configuration names", false});
+            }
+        }
     }
     return own;
 }
+
+namespace {
+
+struct FileId {
+    dev_t dev = 0;
+    ino_t ino = 0;
+    bool operator==(const FileId &) const = default;
+};
+
+// The path's file and every directory above it, as far as each exists, followed through links:
+// two names of one directory (a bind mount, a link) have one identity.
+std::vector<FileId> ids_up(const std::filesystem::path &path) {
+    std::vector<FileId> ids;
+    std::error_code ec;
+    auto p = std::filesystem::absolute(path, ec).lexically_normal();
+    for (;;) {
+        struct stat st {};
+        if (::stat(p.c_str(), &st) == 0) {
+            ids.push_back({st.st_dev, st.st_ino});
+        }
+        if (p == p.root_path() || p.empty()) {
+            break;
+        }
+        p = p.parent_path();
+    }
+    return ids;
+}
+
+}  // namespace
 
 void check_call_paths(const exec::LaunchSpec &spec, const std::filesystem::path &private_root,
                       const std::vector<OwnPath> &own) {
@@ -192,29 +258,29 @@ void check_call_paths(const exec::LaunchSpec &spec, const std::filesystem::path 
                          ", where the target's home lives; choose a "
                          "smaller workspace");
     }
-    // A target that could write the runtime's programs or plant a plugin would choose what the
-    // next command runs outside any confinement (a build tree inside the workspace, a workspace
-    // of $HOME holding ~/.config/tea-evaluate/plugins.d).
-    std::error_code ec;
-    const auto real_workspace = std::filesystem::weakly_canonical(workspace, ec);
-    for (const auto &[path, what, inside_refused] : own) {
-        std::error_code path_ec;
-        const auto real = std::filesystem::weakly_canonical(path, path_ec);
-        for (const auto &[w, p] : {std::pair{workspace, path}, std::pair{real_workspace, real}}) {
-            if (w.empty() || p.empty()) {
-                continue;
+    // A target that could write the runtime's programs, plant a plugin or rewrite the
+    // configuration would choose what the next command runs outside any confinement (a build tree
+    // inside the workspace, a workspace of $HOME holding ~/.config/tea-evaluate, a --config file
+    // in it). Compared by identity, so that another name of the same folder (a bind mount, a
+    // link) is no way round.
+    const auto workspace_ids = ids_up(workspace);
+    const auto refuse = [&spec](const char *relation, const OwnPath &o) {
+        throw host_error("the workspace " + spec.workspace + " " + relation + " " +
+                         o.path.string() + ", " + o.what +
+                         ": a target could change what the next command runs outside the "
+                         "confinement; nothing was run. Choose a workspace outside it");
+    };
+    if (!workspace_ids.empty()) {
+        for (const auto &o : own) {
+            const auto own_ids = ids_up(o.path);
+            if (std::find(own_ids.begin(), own_ids.end(), workspace_ids.front()) != own_ids.end()) {
+                refuse("holds", o);
             }
-            if (within(p, w)) {
-                throw host_error("the workspace " + spec.workspace + " holds " + path.string() +
-                                 ", " + what +
-                                 ": a target could change what the next command runs outside the "
-                                 "confinement; nothing was run. Choose a workspace outside it");
-            }
-            if (inside_refused && within(w, p)) {
-                throw host_error("the workspace " + spec.workspace + " lies in " + path.string() +
-                                 ", " + what +
-                                 ": a target could change what the next command runs outside the "
-                                 "confinement; nothing was run. Choose a workspace outside it");
+            struct stat st {};
+            if (o.inside_refused && ::stat(o.path.c_str(), &st) == 0 &&
+                std::find(workspace_ids.begin(), workspace_ids.end(),
+                          FileId{st.st_dev, st.st_ino}) != workspace_ids.end()) {
+                refuse("lies in", o);
             }
         }
     }

@@ -360,7 +360,10 @@ CallOutcome CallSession::call(exec::LaunchSpec spec, const exec::RunOptions &run
     // Made on the host only when something needs it: a backend of ABI 1.3 provides the call's
     // temp directory (and a home made for this call alone) inside its confinement.
     files::RunDirectory run_dir{private_root_, files::RunDirectory::Creation::with_first_directory};
-    check_call_paths(spec, private_root_, runtime_own_paths(runtime_));
+    if (!own_paths_) {
+        own_paths_ = runtime_own_paths(runtime_);
+    }
+    check_call_paths(spec, private_root_, *own_paths_);
     const bool backend_makes = backend_.plugin->capabilities().unmade_directories;
     spec.unmade.clear();
     if (backend_makes) {

@@ -128,6 +128,8 @@ class CallSession {
     // The call's own identity, when the runtime is root and [confinement] uid_range is set.
     std::optional<exec::CallIdentity> identity_;
     bool opt_out_warned_ = false;
+    // The runtime's own files no workspace may hold (launch.hpp), found at the first call.
+    std::optional<std::vector<OwnPath>> own_paths_;
 };
 
 }  // namespace tea::call

@@ -696,6 +696,66 @@ TEST(Cli, AWorkspaceHoldingTheRuntimesOwnFilesIsRefused) {
     EXPECT_TRUE(std::filesystem::exists(marker));
 }
 
+// The configuration file a command reads chooses its plugins and how they confine: a workspace
+// that holds it (a --config file in the project the call runs in) is refused, as is the user's
+// own file under a workspace of $HOME. The control: the same file outside the workspace.
+TEST(Cli, AWorkspaceHoldingTheConfigurationIsRefused) {
+    const test::TempDir dir{"tea-cli-own-config"};
+    const auto ws = dir.path() / "ws";
+    std::filesystem::create_directories(ws);
+    std::ofstream{ws / "config.toml"} << "# the project's\n";
+    std::ofstream{dir.path() / "config.toml"} << "# beside the project\n";
+    const auto exec_with = [&ws](const std::filesystem::path &config,
+                                 const std::vector<std::string> &extra_env) {
+        std::vector<std::string> e{"XDG_CONFIG_HOME=/nonexistent-tea-test",
+                                   "HOME=/nonexistent-tea-test"};
+        e.insert(e.end(), extra_env.begin(), extra_env.end());
+        return test::run(cmd({"--config", config.string(), "exec", "--backend", "opt-out",
+                              "--workspace", ws.string(), "--", "true"}),
+                         test::environment_with(e));
+    };
+    const auto in_ws = exec_with(ws / "config.toml", {});
+    EXPECT_EQ(in_ws.status, 12) << in_ws.err;
+    EXPECT_NE(in_ws.err.find("holds " + (ws / "config.toml").string()), std::string::npos)
+        << in_ws.err;
+    // The user's folder of configuration inside the workspace (a workspace of $HOME).
+    const auto home =
+        exec_with(dir.path() / "config.toml", {"XDG_CONFIG_HOME=" + (ws / ".config").string()});
+    EXPECT_EQ(home.status, 12) << home.err;
+    EXPECT_NE(home.err.find("holds " + (ws / ".config" / "tea-evaluate").string()),
+              std::string::npos)
+        << home.err;
+    const auto beside = exec_with(dir.path() / "config.toml", {});
+    EXPECT_EQ(beside.status, 0) << beside.err;
+}
+
+// Another name of a refused folder is no way round: the build tree bound at another path (in a
+// mount namespace of the test's own) is refused as the build tree is. The control: a folder
+// bound the same way that holds nothing of the runtime.
+TEST(Cli, AWorkspaceBoundFromTheRuntimesOwnFilesIsRefused) {
+    if (::geteuid() != 0) {
+        GTEST_SKIP() << "a bind mount in a namespace of its own needs root here";
+    }
+    const test::TempDir dir{"tea-cli-own-bind"};
+    const auto alias = dir.path() / "alias";
+    const auto other = dir.path() / "other";
+    std::filesystem::create_directories(alias);
+    std::filesystem::create_directories(other / "src");
+    const auto prefix = std::filesystem::path{TEA_EVALUATE_BIN}.parent_path().parent_path();
+    const auto bound = [&alias](const std::filesystem::path &source) {
+        return test::run({"unshare", "-m", "--propagation", "private", "sh", "-c",
+                          "mount --bind \"$1\" \"$2\" && exec \"$3\" exec --backend opt-out "
+                          "--workspace \"$2\" -- true",
+                          "sh", source.string(), alias.string(), TEA_EVALUATE_BIN},
+                         env());
+    };
+    const auto through = bound(prefix.parent_path());
+    EXPECT_EQ(through.status, 12) << through.err;
+    EXPECT_NE(through.err.find("holds " + prefix.string()), std::string::npos) << through.err;
+    const auto control = bound(other / "src");
+    EXPECT_EQ(control.status, 0) << control.err;
+}
+
 // SIGTERM and SIGINT end the running call and remove its private directories;
 // a run killed outright leaves them, and the next run reclaims them.
 TEST(Cli, ASignalEndsTheCallAndCleansUpAndAKillIsReclaimed) {
