@@ -335,8 +335,9 @@ class EbpfObserver {
         libbpf_set_print(no_libbpf_log);
         const auto ring_bytes = ring_bytes_ != 0 ? ring_bytes_ : kDefaultRingBytes;
         const auto max_calls = max_calls_ != 0 ? max_calls_ : kDefaultMaxCalls;
+        const tea::ebpf::SetSizes sizes{ring_bytes, max_calls};
         set_ = tea::ebpf::load_or_take(
-            tea::ebpf::kept_set_name(tea::ebpf::object_digest, ring_bytes, max_calls), keep_loaded_,
+            tea::ebpf::kept_set_name(tea::ebpf::object_digest, sizes), sizes, keep_loaded_,
             [ring_bytes, max_calls] { return load_programs(ring_bytes, max_calls); });
         attach();
         loaded_ = true;

@@ -1,6 +1,7 @@
 #include "kept_programs.hpp"
 
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 #include <fcntl.h>
 #include <linux/bpf.h>
 #include <linux/magic.h>
@@ -12,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
+#include <ctime>
 #include <filesystem>
 #include <string>
 #include <system_error>
@@ -81,7 +83,7 @@ bool same_name(const char *kernel_name, std::string_view expected) {
 
 // Takes the set pinned in `dir` into `set` when it is whole and this object's: every program a
 // raw tracepoint program of its name, every map one of the programs' own maps of its name.
-bool take(int dir, LoadedSet &set) {
+bool take(int dir, LoadedSet &set, const SetSizes &sizes) {
     std::vector<std::uint32_t> map_ids;
     for (std::size_t i = 0; i < kProgramSlots; ++i) {
         OwnedFd fd{::bpf_obj_get(pin_path(dir, kPrograms.at(i).name).c_str())};
@@ -113,6 +115,13 @@ bool take(int dir, LoadedSet &set) {
         if (::bpf_obj_get_info_by_fd(fd.get(), &info, &len) != 0 ||
             !same_name(info.name, kMaps.at(i)) ||
             std::find(map_ids.begin(), map_ids.end(), info.id) == map_ids.end()) {
+            return false;
+        }
+        // Sizes other than the configuration's: the name said otherwise, so the set is not ours.
+        const auto slot = static_cast<MapSlot>(i);
+        if ((slot == MapSlot::events && info.max_entries != sizes.ring_bytes) ||
+            ((slot == MapSlot::calls || slot == MapSlot::pending) &&
+             info.max_entries != sizes.max_calls)) {
             return false;
         }
         set.set_map(static_cast<MapSlot>(i), fd.release());
@@ -178,11 +187,55 @@ bool pin(int dir, const LoadedSet &set) {
     return true;
 }
 
-// Removes the sets of other objects that no session holds: an upgraded plugin never takes them,
-// and each holds its ring buffer's memory until the machine restarts.
-void remove_other_objects(int base, std::string_view own_prefix) {
+// Whether any of the set's programs is still attached: a session killed a moment ago may have
+// let its lock go before the kernel has released its attachments, and emptying the maps under
+// them would lose that session's last records, or hand them to this one.
+bool still_attached(const LoadedSet &set) {
+    std::vector<std::uint32_t> ids;
+    for (std::size_t i = 0; i < kProgramSlots; ++i) {
+        bpf_prog_info info{};
+        std::uint32_t len = sizeof info;
+        if (::bpf_obj_get_info_by_fd(set.program(static_cast<ProgramSlot>(i)), &info, &len) != 0) {
+            return true;
+        }
+        ids.push_back(info.id);
+    }
+    std::uint32_t id = 0;
+    while (::bpf_link_get_next_id(id, &id) == 0) {
+        const OwnedFd link{::bpf_link_get_fd_by_id(id)};
+        if (link.get() < 0) {
+            continue;  // gone meanwhile
+        }
+        bpf_link_info info{};
+        std::uint32_t len = sizeof info;
+        if (::bpf_obj_get_info_by_fd(link.get(), &info, &len) == 0 &&
+            std::find(ids.begin(), ids.end(), info.prog_id) != ids.end()) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// Waits a moment for the set's programs to be detached.
+bool detached(const LoadedSet &set) {
+    for (int i = 0; i < 100; ++i) {
+        if (!still_attached(set)) {
+            return true;
+        }
+        ::usleep(1000);
+    }
+    return false;
+}
+
+// Removes the sets (other than `own`) that no session has taken or pinned for an hour and none
+// holds: another build's, which this one never takes, or a configuration no longer used. Each
+// holds its ring buffer's memory until the machine restarts.
+void remove_unused(int base, const std::string &own) {
+    const auto now = ::time(nullptr);
     for (const auto &name : entries(base)) {
-        if (name.rfind(own_prefix, 0) == 0) {
+        struct stat st {};
+        if (name == own || ::fstatat(base, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+            !S_ISDIR(st.st_mode) || now - st.st_mtime < kUnusedSetSeconds) {
             continue;
         }
         OwnedFd dir{::openat(base, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)};
@@ -265,13 +318,16 @@ bool LoadedSet::whole() const {
            std::all_of(maps_.begin(), maps_.end(), [](int fd) { return fd >= 0; });
 }
 
-std::string kept_set_name(std::string_view object_digest, std::uint64_t ring_bytes,
-                          std::uint64_t max_calls) {
-    return std::string{object_digest} + "-" + std::to_string(ring_bytes) + "-" +
-           std::to_string(max_calls);
+std::string kept_set_name(std::string_view object_digest, const SetSizes &sizes) {
+    return std::string{object_digest} + "-l" + std::to_string(kLoaderVersion) + "-b" +
+           // No dot: bpffs keeps names with one for the kernel.
+           std::to_string(::libbpf_major_version()) + "_" +
+           std::to_string(::libbpf_minor_version()) + "-" + std::to_string(sizes.ring_bytes) + "-" +
+           std::to_string(sizes.max_calls);
 }
 
-LoadedSet load_or_take(const std::string &name, bool keep, const std::function<LoadedSet()> &load) {
+LoadedSet load_or_take(const std::string &name, const SetSizes &sizes, bool keep,
+                       const std::function<LoadedSet()> &load) {
     // Only root may pin in bpffs, and only root's sets are taken.
     if (!keep || ::geteuid() != 0) {
         return load();
@@ -280,6 +336,7 @@ LoadedSet load_or_take(const std::string &name, bool keep, const std::function<L
     if (base.get() < 0) {
         return load();
     }
+    remove_unused(base.get(), name);
     OwnedFd dir{open_dir(base.get(), name.c_str())};
     // Held for the session's life: two sessions attaching one set would each read, and empty,
     // the other's calls.
@@ -288,10 +345,16 @@ LoadedSet load_or_take(const std::string &name, bool keep, const std::function<L
     }
     {
         LoadedSet set;
-        if (take(dir.get(), set) && reset(set)) {
-            set.lock_ = dir.release();
-            set.taken_ = true;
-            return set;
+        if (take(dir.get(), set, sizes)) {
+            if (!detached(set)) {
+                return load();  // left to whoever still runs it; nothing wiped
+            }
+            if (reset(set)) {
+                (void)::futimens(dir.get(), nullptr);  // used now
+                set.lock_ = dir.release();
+                set.taken_ = true;
+                return set;
+            }
         }
     }
     wipe(dir.get());
@@ -301,7 +364,6 @@ LoadedSet load_or_take(const std::string &name, bool keep, const std::function<L
         return fresh;
     }
     fresh.lock_ = dir.release();
-    remove_other_objects(base.get(), name.substr(0, name.find('-') + 1));
     return fresh;
 }
 

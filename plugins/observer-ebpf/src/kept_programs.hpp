@@ -11,8 +11,9 @@
 // One session uses a set at a time: it holds an exclusive lock on the set's directory for its
 // whole life. A session that finds the set taken, or that may not keep one (not root, no bpffs),
 // loads a set of its own and pins nothing. A set that is incomplete (a session killed while
-// pinning) or that is not this object's is removed and pinned again from a fresh load; sets of
-// other objects (an earlier build of the plugin) are removed then too, when no session holds them.
+// pinning) or that is not this object's is removed and pinned again from a fresh load. A set no
+// session has used for an hour (another build's, another configuration's) is removed by the next
+// session, when no session holds it.
 #pragma once
 
 #include <array>
@@ -57,6 +58,12 @@ inline constexpr std::array<std::string_view, kMapSlots> kMaps{
     "tracked",      "pending",           "calls",       "events", "tables",
     "open_flights", "displacer_flights", "observer.bss"};
 
+// The map sizes the configuration chose.
+struct SetSizes {
+    std::uint64_t ring_bytes = 0;
+    std::uint64_t max_calls = 0;
+};
+
 // One session's loaded programs and maps: descriptors this process owns, and the kept set's lock
 // when they are a kept set's.
 class LoadedSet {
@@ -82,7 +89,8 @@ class LoadedSet {
     [[nodiscard]] bool whole() const;
 
    private:
-    friend LoadedSet load_or_take(const std::string &, bool, const std::function<LoadedSet()> &);
+    friend LoadedSet load_or_take(const std::string &, const SetSizes &, bool,
+                                  const std::function<LoadedSet()> &);
     void close_all();
 
     std::array<int, kProgramSlots> programs_{};
@@ -93,14 +101,20 @@ class LoadedSet {
 
 // Where kept sets are pinned.
 inline constexpr const char *kKeptSetsDir = "/sys/fs/bpf/tea-evaluate";
+// How the plugin loads the object beyond its bytes (the maps' sizes it sets, its .rodata): raised
+// whenever that changes, so that a session never takes a set loaded the old way.
+inline constexpr int kLoaderVersion = 1;
+// A set no session has taken or pinned for this long is removed by the next session that runs.
+inline constexpr int kUnusedSetSeconds = 3600;
 
-// The set's name for this object and these map sizes.
-std::string kept_set_name(std::string_view object_digest, std::uint64_t ring_bytes,
-                          std::uint64_t max_calls);
+// The set's name: the object's digest, the loader's version, the libbpf that relocated it and
+// the map sizes.
+std::string kept_set_name(std::string_view object_digest, const SetSizes &sizes);
 
 // With `keep`, takes the kept set `name`, emptied of any earlier session's state, or loads one
 // with `load` and pins it there; without `keep`, or when no set may be kept now, returns what
 // `load` returns. `load` throws when the kernel refuses the programs, and that is passed on.
-LoadedSet load_or_take(const std::string &name, bool keep, const std::function<LoadedSet()> &load);
+LoadedSet load_or_take(const std::string &name, const SetSizes &sizes, bool keep,
+                       const std::function<LoadedSet()> &load);
 
 }  // namespace tea::ebpf

@@ -10,11 +10,14 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <linux/bpf.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <cstdint>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -39,7 +42,7 @@ constexpr std::uint64_t kDefaultRing = std::uint64_t{1} << 24;
 
 stdfs::path set_dir(std::uint64_t max_calls) {
     return stdfs::path{ebpf::kKeptSetsDir} /
-           ebpf::kept_set_name(ebpf::object_digest, kDefaultRing, max_calls);
+           ebpf::kept_set_name(ebpf::object_digest, {kDefaultRing, max_calls});
 }
 
 // Removes a set's pins and its directory.
@@ -157,6 +160,17 @@ class KeptPrograms : public ::testing::Test {
         ::close(tracked);
     }
 
+    // Whether this process is in the kept set's map of tracked processes.
+    static bool tracked_self(std::uint64_t max_calls) {
+        const int tracked = ::bpf_obj_get((set_dir(max_calls) / "tracked").c_str());
+        EXPECT_GE(tracked, 0);
+        const auto tgid = static_cast<std::uint32_t>(::getpid());
+        std::uint32_t call = 0;
+        const bool found = ::bpf_map_lookup_elem(tracked, &tgid, &call) == 0;
+        ::close(tracked);
+        return found;
+    }
+
     test::TempDir dir_{"tea-ebpf-kept"};
     stdfs::path file_;
     std::set<std::uint64_t> used_;
@@ -263,6 +277,58 @@ TEST_F(KeptPrograms, NothingIsKeptWhenTheConfigurationSaysSo) {
     expect_sees_its_open(*s);
     const auto kept = session(15);
     EXPECT_NE(pinned_id(set_dir(15) / "on_sys_exit"), 0U);
+}
+
+// A set whose programs are still attached (a session killed a moment ago, whose attachments the
+// kernel has not yet released; here an attachment the test holds) is neither emptied nor taken:
+// the session loads its own, and what the set's maps hold stays. The control: once the
+// attachment is gone, the next session takes the set and empties it.
+TEST_F(KeptPrograms, ASetWhoseProgramsAreStillAttachedIsLeftAlone) {
+    session(16).reset();
+    const auto pin = set_dir(16) / "on_fork";
+    const auto kept = pinned_id(pin);
+    ASSERT_NE(kept, 0U);
+    const int program = ::bpf_obj_get(pin.c_str());
+    ASSERT_GE(program, 0);
+    int link = ::bpf_raw_tracepoint_open("sched_process_fork", program);
+    ::close(program);
+    ASSERT_GE(link, 0);
+    track_self(16, 7);
+    {
+        const auto s = session(16);
+        EXPECT_TRUE(tracked_self(16)) << "the maps of an attached set were emptied";
+        EXPECT_EQ(pinned_id(pin), kept);
+        expect_sees_its_open(*s);
+    }
+    ::close(link);
+    link = -1;
+    const auto s = session(16);
+    EXPECT_FALSE(tracked_self(16));
+    EXPECT_EQ(pinned_id(pin), kept);
+    expect_sees_its_open(*s);
+}
+
+// A set no session has used for an hour (another build's, another configuration's) is removed by
+// the next session that runs; the control, a set used a minute ago, stays.
+TEST_F(KeptPrograms, ASetUnusedForAnHourIsRemoved) {
+    session(17).reset();
+    session(18).reset();
+    const auto old = set_dir(17);
+    const auto recent = set_dir(18);
+    const auto at = [](std::int64_t seconds_ago) {
+        std::array<timespec, 2> times{};
+        times[0].tv_sec = ::time(nullptr) - seconds_ago;
+        times[1].tv_sec = times[0].tv_sec;
+        return times;
+    };
+    const auto two_hours = at(2 * 3600);
+    const auto a_minute = at(60);
+    ASSERT_EQ(::utimensat(AT_FDCWD, old.c_str(), two_hours.data(), 0), 0);
+    ASSERT_EQ(::utimensat(AT_FDCWD, recent.c_str(), a_minute.data(), 0), 0);
+    const auto s = session(19);
+    EXPECT_FALSE(stdfs::exists(old));
+    EXPECT_TRUE(stdfs::exists(recent / "on_sys_exit"));
+    expect_sees_its_open(*s);
 }
 
 }  // namespace

@@ -214,7 +214,8 @@ TEST_F(KernelObserved, AnOpenThroughIoUringMakesTheAuditIncomplete) {
 TEST_F(KernelObserved, RecordsLostToAFullRingBufferMakeTheCallIncomplete) {
     // Each record of its opens nearly fills the 4 KiB ring alone.
     const auto file = long_named_file();
-    const ObserverPlugin small{"ebpf", TEA_EBPF_PLUGIN, R"({"ring_buffer_bytes": 4096})"};
+    const ObserverPlugin small{"ebpf", TEA_EBPF_PLUGIN,
+                               R"({"ring_buffer_bytes": 4096, "keep_loaded": false})"};
     ASSERT_TRUE(small.probe().available) << small.probe().reason;
     const auto seen = ebpf_with(small, {"opens", file, "2000"});
     EXPECT_EQ(seen.outcome.out, "content of A\n") << seen.outcome.err;
@@ -234,7 +235,8 @@ TEST_F(KernelObserved, RecordsLostToAFullRingBufferMakeTheCallIncomplete) {
 // never woke. The control: the same threads' opens of a file whose path is about 3,000 bytes make
 // records larger than a 4 KiB ring, which are lost, so the completeness checked here can fail.
 TEST_F(KernelObserved, OpensOfThreadsTakeTheRingWhatTheirPathsTake) {
-    const ObserverPlugin ring256k{"ebpf", TEA_EBPF_PLUGIN, R"({"ring_buffer_bytes": 262144})"};
+    const ObserverPlugin ring256k{"ebpf", TEA_EBPF_PLUGIN,
+                                  R"({"ring_buffer_bytes": 262144, "keep_loaded": false})"};
     ASSERT_TRUE(ring256k.probe().available) << ring256k.probe().reason;
     const auto seen = ebpf_with(ring256k, {"threads", file_, "400"});
     EXPECT_EQ(seen.outcome.out, "content of A\n") << seen.outcome.err;
@@ -242,7 +244,8 @@ TEST_F(KernelObserved, OpensOfThreadsTakeTheRingWhatTheirPathsTake) {
     // Every open, and the closes that took a file while a sibling's open ran (reported again).
     EXPECT_GE(reads_of(seen.observation, file_), 801U);
     const auto long_named = long_named_file();
-    const ObserverPlugin ring4k{"ebpf", TEA_EBPF_PLUGIN, R"({"ring_buffer_bytes": 4096})"};
+    const ObserverPlugin ring4k{"ebpf", TEA_EBPF_PLUGIN,
+                                R"({"ring_buffer_bytes": 4096, "keep_loaded": false})"};
     ASSERT_TRUE(ring4k.probe().available) << ring4k.probe().reason;
     const auto over = ebpf_with(ring4k, {"threads", long_named, "20"});
     EXPECT_FALSE(over.observation.complete);
@@ -410,7 +413,7 @@ void claim_and_end(std::uint64_t token) {
 // registering calls. Each way a call is abandoned fills the slots on its own: calls whose owner
 // ended (their trace directories all kept), then calls never claimed whose directories are gone.
 TEST_F(KernelObserved, AbandonedRegistrationsAreReclaimed) {
-    const ObserverPlugin few{"ebpf", TEA_EBPF_PLUGIN, R"({"max_calls": 8})"};
+    const ObserverPlugin few{"ebpf", TEA_EBPF_PLUGIN, R"({"max_calls": 8, "keep_loaded": false})"};
     ASSERT_TRUE(few.probe().available) << few.probe().reason;
     constexpr std::size_t kMoreThanTheSlots = 12;
     for (std::size_t i = 0; i < 2 * kMoreThanTheSlots; ++i) {
