@@ -200,8 +200,21 @@ std::string joined(std::string_view base, std::string_view name) {
     return out;
 }
 
+// A lookup kept beneath a directory (RESOLVE_IN_ROOT, RESOLVE_BENEATH) that meets ".." fails with
+// EAGAIN when any rename or mount happens on the machine meanwhile: the kernel cannot tell the
+// ".." stayed beneath. Retried, as openat2(2) advises: a sandbox set up beside the call would
+// otherwise make the process's own opens fail where the kernel's own open never does. Bounded,
+// and never for a process that asked RESOLVE_CACHED, whose EAGAIN is the answer it asked for.
 long openat2_call(int dirfd, const std::string &path, const open_how &how) {
-    return ::syscall(SYS_openat2, dirfd, path.c_str(), &how, sizeof how);
+    constexpr int kRetries = 64;
+    const bool scoped = (how.resolve & (RESOLVE_IN_ROOT | RESOLVE_BENEATH)) != 0 &&
+                        (how.resolve & RESOLVE_CACHED) == 0;
+    for (int attempt = 0;; ++attempt) {
+        const long fd = ::syscall(SYS_openat2, dirfd, path.c_str(), &how, sizeof how);
+        if (fd >= 0 || errno != EAGAIN || !scoped || attempt == kRetries) {
+            return fd;
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

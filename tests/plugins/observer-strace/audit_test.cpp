@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -25,6 +26,7 @@
 #include "support/observers.hpp"
 #include "support/process.hpp"
 #include "support/sanitized.hpp"
+#include "support/temp_dir.hpp"
 #include "tea_fixtures.h"
 
 namespace tea::test::bwrap {
@@ -1653,6 +1655,45 @@ TEST_P(AuditSeccompProcBudget, AProcessAtItsBudgetStillReadsGlobalAndItsOwnProcf
     }
 }
 
+class AuditSeccompDotDot : public AuditEitherIdentity {};
+
+// The supervisor opens a path with ".." beneath the process's root (RESOLVE_IN_ROOT), and the
+// kernel answers such a lookup EAGAIN whenever a rename or a mount happens anywhere on the machine
+// meanwhile, since it cannot tell the ".." stayed beneath (a sandbox being set up beside the call
+// is enough). A host thread renaming a file in a loop makes that happen while the call opens its
+// own entry through ".." again and again: every open must still succeed, as the kernel's own open
+// would.
+TEST_P(AuditSeccompDotDot, AnOpenThroughDotDotIsNotRefusedByARenameElsewhere) {
+    const std::string probe =
+        "import os, sys\n"
+        "failed = {}\n"
+        "for i in range(3000):\n"
+        "    try:\n"
+        "        os.close(os.open('/proc/self/ns/../comm', os.O_RDONLY))\n"
+        "    except OSError as e:\n"
+        "        failed[e.errno] = failed.get(e.errno, 0) + 1\n"
+        "print('failed', sorted(failed.items()), file=sys.stderr)\n";
+    const test::TempDir host{"tea-audit-renames"};
+    std::ofstream{host.path() / "a"} << "x";
+    std::atomic<bool> stop{false};
+    std::thread renamer{[&host, &stop] {
+        const auto a = host.path() / "a";
+        const auto b = host.path() / "b";
+        while (!stop.load()) {
+            (void)::rename(a.c_str(), b.c_str());
+            (void)::rename(b.c_str(), a.c_str());
+        }
+    }};
+    const auto r = run({.command = {"python3", "-c", probe}, .options = {"--observer", observer_}});
+    // The control: the kernel's own opens, unaudited, under the same renames.
+    const auto own = run({.command = {"python3", "-c", probe}, .options = {"--observer", "none"}});
+    stop = true;
+    renamer.join();
+    EXPECT_EQ(r.status, 0) << r;
+    EXPECT_NE(r.err.find("failed []\n"), std::string::npos) << r;
+    EXPECT_NE(own.err.find("failed []\n"), std::string::npos) << own;
+}
+
 class AuditSeccompRecordSize : public AuditEitherIdentity {};
 
 TEST_P(AuditSeccompRecordSize, DistinctLongPathsStopBeingKeptAtTheByteBound) {
@@ -1694,6 +1735,7 @@ INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompFollowedLinks,
 INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompRecordSize, ::testing::ValuesIn(seccomp_only()));
 INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompCovers, ::testing::ValuesIn(seccomp_only()));
 INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompProcBudget, ::testing::ValuesIn(seccomp_only()));
+INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompDotDot, ::testing::ValuesIn(seccomp_only()));
 INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompBlockedOpens, ::testing::ValuesIn(seccomp_only()));
 #ifdef TEA_FORK_FIRST_PROBE
 INSTANTIATE_TEST_SUITE_P(Identities, AuditSeccompSetUp, ::testing::ValuesIn(seccomp_only()));
