@@ -290,7 +290,7 @@ TEST_F(KeptPrograms, ASetWhoseProgramsAreStillAttachedIsLeftAlone) {
     ASSERT_NE(kept, 0U);
     const int program = ::bpf_obj_get(pin.c_str());
     ASSERT_GE(program, 0);
-    int link = ::bpf_raw_tracepoint_open("sched_process_fork", program);
+    const int link = ::bpf_raw_tracepoint_open("sched_process_fork", program);
     ::close(program);
     ASSERT_GE(link, 0);
     track_self(16, 7);
@@ -301,7 +301,6 @@ TEST_F(KeptPrograms, ASetWhoseProgramsAreStillAttachedIsLeftAlone) {
         expect_sees_its_open(*s);
     }
     ::close(link);
-    link = -1;
     const auto s = session(16);
     EXPECT_FALSE(tracked_self(16));
     EXPECT_EQ(pinned_id(pin), kept);
@@ -321,7 +320,7 @@ TEST_F(KeptPrograms, ASetUnusedForAnHourIsRemoved) {
         times[1].tv_sec = times[0].tv_sec;
         return times;
     };
-    const auto two_hours = at(2 * 3600);
+    const auto two_hours = at(std::int64_t{2} * 3600);
     const auto a_minute = at(60);
     ASSERT_EQ(::utimensat(AT_FDCWD, old.c_str(), two_hours.data(), 0), 0);
     ASSERT_EQ(::utimensat(AT_FDCWD, recent.c_str(), a_minute.data(), 0), 0);

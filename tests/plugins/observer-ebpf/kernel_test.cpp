@@ -71,7 +71,7 @@ class KernelObserved : public ::testing::Test {
         auto deep = dir_.path();
         for (int i = 0; i < 11; ++i) deep /= std::string(250, static_cast<char>('a' + i));
         stdfs::create_directories(deep);
-        const auto file = deep / "file";
+        auto file = deep / "file";
         std::ofstream{file} << "content of A\n";
         return file;
     }
@@ -399,7 +399,7 @@ TEST_F(KernelObserved, ANumberTakenAwayWhileAnOpenRunsIsReportedOrLeavesItUnveri
 
 // Claims the call as the enter program does, from a child that then ends.
 void claim_and_end(std::uint64_t token) {
-    const pid_t pid = ::vfork();
+    const pid_t pid = ::fork();
     if (pid == 0) {
         ::syscall(SYS_close, -1, TEA_EBPF_MAGIC, token);
         ::_exit(0);
