@@ -1,5 +1,6 @@
 #include "call/launch.hpp"
 
+#include <pwd.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -162,6 +163,37 @@ EgressRequest egress_request(const CallOptions &options) {
     return request;
 }
 
+namespace {
+
+// A user's home, from the password database; empty when there is none.
+std::filesystem::path home_of(uid_t uid) {
+    passwd entry{};
+    passwd *found = nullptr;
+    std::vector<char> buf(16384);
+    if (::getpwuid_r(uid, &entry, buf.data(), buf.size(), &found) != 0 || found == nullptr ||
+        found->pw_dir == nullptr || found->pw_dir[0] != '/') {
+        return {};
+    }
+    return found->pw_dir;
+}
+
+// The home of the user who ran sudo (SUDO_UID), when the runtime is root through it.
+std::filesystem::path invoking_user_home() {
+    // Read once at start-up, before any thread runs.
+    const char *uid_text = ::secure_getenv("SUDO_UID");  // NOLINT(concurrency-mt-unsafe)
+    if (::geteuid() != 0 || uid_text == nullptr || *uid_text == '\0') {
+        return {};
+    }
+    char *end = nullptr;
+    const unsigned long uid = std::strtoul(uid_text, &end, 10);
+    if (*end != '\0' || uid == 0) {
+        return {};
+    }
+    return home_of(static_cast<uid_t>(uid));
+}
+
+}  // namespace
+
 // Writable directories that would open the runtime itself or the host to the target.
 std::vector<OwnPath> runtime_own_paths(const Runtime &runtime) {
     std::vector<OwnPath> own;
@@ -202,10 +234,14 @@ std::vector<OwnPath> runtime_own_paths(const Runtime &runtime) {
     if (const auto user = config::user_config_path(); !user.empty()) {
         own.push_back({user, "the user's configuration of the runtime"});
     }
-    for (const auto &layer : runtime.config.layers) {
-        if (!layer.empty() && layer.front() == '/') {
-            own.push_back({layer, "a configuration file the runtime read"});
-        }
+    // Under sudo, HOME is root's, but the invoking user's next command reads the user's own
+    // folder, where a target of a root call could plant a plugin it would then load.
+    if (const auto home = invoking_user_home(); !home.empty()) {
+        own.push_back({home / ".config" / "tea-evaluate",
+                       "the invoking user's configuration of the runtime"});
+    }
+    for (const auto &file : runtime.config.files_read) {
+        own.push_back({file, "a configuration file the runtime read"});
     }
     // A program or file a plugin's table names (the bwrap it runs).
     for (const auto &[plugin, table] : runtime.config.plugin_tables.items()) {
@@ -232,16 +268,24 @@ struct FileId {
 std::vector<FileId> ids_up(const std::filesystem::path &path) {
     std::vector<FileId> ids;
     std::error_code ec;
-    auto p = std::filesystem::absolute(path, ec).lexically_normal();
-    for (;;) {
-        struct stat st {};
-        if (::stat(p.c_str(), &st) == 0) {
-            ids.push_back({st.st_dev, st.st_ino});
+    // As written, and as the links on the way lead: a folder reached through a link
+    // (~/.config/tea-evaluate -> ~/dotfiles/tea-evaluate) lies in its target's parents too.
+    const auto written = std::filesystem::absolute(path, ec).lexically_normal();
+    std::error_code real_ec;
+    const auto real = std::filesystem::weakly_canonical(written, real_ec);
+    for (const auto &start : {written, real}) {
+        if (start.empty()) {
+            continue;
         }
-        if (p == p.root_path() || p.empty()) {
-            break;
+        for (auto p = start;; p = p.parent_path()) {
+            struct stat st {};
+            if (::stat(p.c_str(), &st) == 0) {
+                ids.push_back({st.st_dev, st.st_ino});
+            }
+            if (p == p.root_path() || p.empty()) {
+                break;
+            }
         }
-        p = p.parent_path();
     }
     return ids;
 }
@@ -264,6 +308,16 @@ void check_call_paths(const exec::LaunchSpec &spec, const std::filesystem::path 
     // in it). Compared by identity, so that another name of the same folder (a bind mount, a
     // link) is no way round.
     const auto workspace_ids = ids_up(workspace);
+    // As root, the workspace's owner's own folder of configuration too: the next command that
+    // user runs reads it, and root lends the workspace, so what the target plants there is theirs.
+    std::vector<OwnPath> with_owner = own;
+    struct stat ws {};
+    if (::geteuid() == 0 && ::stat(workspace.c_str(), &ws) == 0 && ws.st_uid != 0) {
+        if (const auto home = home_of(ws.st_uid); !home.empty()) {
+            with_owner.push_back({home / ".config" / "tea-evaluate",
+                                  "the configuration of the runtime of the workspace's owner"});
+        }
+    }
     const auto refuse = [&spec](const char *relation, const OwnPath &o) {
         throw host_error("the workspace " + spec.workspace + " " + relation + " " +
                          o.path.string() + ", " + o.what +
@@ -271,7 +325,7 @@ void check_call_paths(const exec::LaunchSpec &spec, const std::filesystem::path 
                          "confinement; nothing was run. Choose a workspace outside it");
     };
     if (!workspace_ids.empty()) {
-        for (const auto &o : own) {
+        for (const auto &o : with_owner) {
             const auto own_ids = ids_up(o.path);
             if (std::find(own_ids.begin(), own_ids.end(), workspace_ids.front()) != own_ids.end()) {
                 refuse("holds", o);

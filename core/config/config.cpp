@@ -562,6 +562,7 @@ void Builder::apply_file(const std::filesystem::path &file) {
     }
     const auto absolute = std::filesystem::absolute(file);
     apply_text(text, file.string(), absolute.parent_path());
+    config_.files_read.push_back(absolute.lexically_normal());
 }
 
 void Builder::apply_user_file(const std::filesystem::path &file) {

@@ -80,6 +80,8 @@ struct Config {
     std::vector<std::filesystem::path> host_unchanged;
     nlohmann::json plugin_tables = nlohmann::json::object();  // name -> table as JSON
     std::vector<std::string> layers;  // where each layer came from, in order
+    // Every configuration file read, by its absolute path (a relative --config made absolute).
+    std::vector<std::filesystem::path> files_read;
     // The layer (an index into layers) whose [plugins] paths are in force, and the layer that is
     // the user's own file (npos: none): a root runtime does not search paths a user chose.
     std::size_t plugin_paths_layer = std::string::npos;

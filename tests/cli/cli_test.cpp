@@ -725,8 +725,63 @@ TEST(Cli, AWorkspaceHoldingTheConfigurationIsRefused) {
     EXPECT_NE(home.err.find("holds " + (ws / ".config" / "tea-evaluate").string()),
               std::string::npos)
         << home.err;
+    // The same --config given by a relative name, from the workspace.
+    const auto relative = test::run(
+        {"sh", "-c", "cd \"$1\" && exec \"$2\" --config config.toml exec --backend opt-out -- true",
+         "sh", ws.string(), TEA_EVALUATE_BIN},
+        env());
+    EXPECT_EQ(relative.status, 12) << relative.err;
+    EXPECT_NE(relative.err.find("holds " + (ws / "config.toml").string()), std::string::npos)
+        << relative.err;
+    // The user's folder of configuration reached through a link into the workspace (a dotfiles
+    // checkout): ~/.config/tea-evaluate -> <workspace>/dotfiles/tea-evaluate.
+    std::filesystem::create_directories(ws / "dotfiles" / "tea-evaluate");
+    std::filesystem::create_directories(dir.path() / "linked");
+    std::filesystem::create_directory_symlink(ws / "dotfiles" / "tea-evaluate",
+                                              dir.path() / "linked" / "tea-evaluate");
+    const auto linked = exec_with(dir.path() / "config.toml",
+                                  {"XDG_CONFIG_HOME=" + (dir.path() / "linked").string()});
+    EXPECT_EQ(linked.status, 12) << linked.err;
     const auto beside = exec_with(dir.path() / "config.toml", {});
     EXPECT_EQ(beside.status, 0) << beside.err;
+}
+
+// As root, the folder of configuration of the user who ran sudo (SUDO_UID), and of the
+// workspace's owner, count as the runtime's own: their next command reads it, and a target of a
+// root call could plant a plugin there. A password database of the test's own, bound over
+// /etc/passwd in a mount namespace of its own, gives a user whose home is the workspace. The
+// controls: the same workspace without SUDO_UID, and owned by root.
+TEST(Cli, AWorkspaceHoldingTheInvokingUsersConfigurationIsRefused) {
+    if (::geteuid() != 0) {
+        GTEST_SKIP() << "sudo's variables and a workspace's owner matter to a root runtime only";
+    }
+    const test::TempDir dir{"tea-cli-own-sudo"};
+    const auto home = dir.path() / "alice";
+    std::filesystem::create_directories(home);
+    {
+        std::ifstream real{"/etc/passwd"};
+        std::ofstream fake{dir.path() / "passwd"};
+        fake << real.rdbuf() << "tea-test-alice:x:4242:4242::" << home.string()
+             << ":/usr/sbin/nologin\n";
+    }
+    const auto as = [&dir, &home](const std::string &sudo_uid) {
+        return test::run(
+            {"unshare", "-m", "--propagation", "private", "sh", "-c",
+             "mount --bind \"$1\" /etc/passwd && exec env $2 \"$3\" exec "
+             "--backend opt-out --workspace \"$4\" -- true",
+             "sh", (dir.path() / "passwd").string(), sudo_uid, TEA_EVALUATE_BIN, home.string()},
+            env());
+    };
+    const auto sudo = as("SUDO_UID=4242");
+    EXPECT_EQ(sudo.status, 12) << sudo.err;
+    EXPECT_NE(sudo.err.find("the invoking user's configuration"), std::string::npos) << sudo.err;
+    const auto plain = as("TEA_TEST=1");
+    EXPECT_EQ(plain.status, 0) << plain.err;
+    ASSERT_EQ(::chown(home.c_str(), 4242, 4242), 0);
+    const auto owned = as("TEA_TEST=1");
+    EXPECT_EQ(owned.status, 12) << owned.err;
+    EXPECT_NE(owned.err.find("the workspace's owner"), std::string::npos) << owned.err;
+    ASSERT_EQ(::chown(home.c_str(), 0, 0), 0);
 }
 
 // Another name of a refused folder is no way round: the build tree bound at another path (in a
