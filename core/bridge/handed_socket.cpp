@@ -1,6 +1,7 @@
 #include "bridge/handed_socket.hpp"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <linux/sockios.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -282,6 +283,14 @@ HandOver::State HandOver::advance(stream_relay::Wake &wake) {
         }
         relay_.reset();
         service_ = std::move(received.fd);
+        // A socket handed in blocking mode (the fake relay of a test, or a target's in the
+        // relay's place) would hold the host's relay loop in splice, every client and the call's
+        // end with it: the host's copy is made non-blocking as soon as it arrives.
+        const int flags = ::fcntl(service_.get(), F_GETFL);
+        if (flags < 0 || ::fcntl(service_.get(), F_SETFL, flags | O_NONBLOCK) != 0) {
+            return refuse("the handed descriptor cannot be made non-blocking: " +
+                          errno_text(errno));
+        }
     }
     auto check = check_service_socket(service_.get(), end_);
     if (check.state == SocketCheck::State::refused) {
