@@ -174,7 +174,14 @@ class Documents : public Confinement {
         };
         const auto uid = std::to_string(sandbox_uid());
         const auto gid = std::to_string(sandbox_gid());
+        // A build tree under the host's /tmp is bound back into the view (a prefix an
+        // installation never has there): that bind is the host's, not the sample's.
+        const std::string prefix_bind =
+            std::string{"--ro-bind"} + '\0' + prefix + '\0' + prefix + '\0';
         const auto text = [&](std::string s) {
+            for (auto at = s.find(prefix_bind); at != std::string::npos; at = s.find(prefix_bind)) {
+                s.erase(at, prefix_bind.size());
+            }
             for (const auto &[from, to] : places) {
                 for (std::size_t at = s.find(from); at != std::string::npos;
                      at = s.find(from, at + to.size())) {
