@@ -54,6 +54,7 @@
 #include "object_digest.hpp"
 #include "observer.skel.h"
 #include "owned_fd.hpp"
+#include "ring_reader.hpp"
 
 namespace {
 
@@ -297,14 +298,7 @@ class EbpfObserver {
         if (drain_.joinable()) {
             drain_.join();
         }
-        for (void *page : positions_) {
-            if (page != MAP_FAILED) {
-                ::munmap(page, static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)));
-            }
-        }
-        if (ring_ != nullptr) {
-            ring_buffer__free(ring_);
-        }
+        ring_.reset();
         // Detached before the set is closed and its lock let go.
         for (int &link : links_) {
             if (link >= 0) {
@@ -341,35 +335,27 @@ class EbpfObserver {
             [ring_bytes, max_calls] { return load_programs(ring_bytes, max_calls); });
         attach();
         loaded_ = true;
-        ring_ =
-            ring_buffer__new(set_.map(MapSlot::events), &EbpfObserver::on_record, this, nullptr);
         stop_fd_ = ::eventfd(0, EFD_CLOEXEC);
         epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
-        // The ring's positions, read-only: collect drains up to the producer's.
-        const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-        const int ring_fd = set_.map(MapSlot::events);
-        positions_[0] = ::mmap(nullptr, page, PROT_READ, MAP_SHARED, ring_fd, 0);
-        positions_[1] =
-            ::mmap(nullptr, page, PROT_READ, MAP_SHARED, ring_fd, static_cast<off_t>(page));
-        if (positions_[0] == MAP_FAILED || positions_[1] == MAP_FAILED) {
-            throw tea::sdk::Unavailable("its ring buffer's positions could not be mapped (" +
+        if (stop_fd_ < 0 || epoll_fd_ < 0) {
+            throw tea::sdk::Unavailable("its ring buffer could not be waited for (" +
                                         std::generic_category().message(errno) + ")");
         }
-        consumer_pos_ = static_cast<const unsigned long *>(positions_[0]);
-        producer_pos_ = static_cast<const unsigned long *>(positions_[1]);
-        if (ring_ == nullptr || stop_fd_ < 0 || epoll_fd_ < 0) {
-            throw tea::sdk::Unavailable("its ring buffer could not be read (" +
-                                        std::generic_category().message(errno) + ")");
+        try {
+            ring_ = std::make_unique<tea::ebpf::RingReader>(set_.map(MapSlot::events), ring_bytes);
+        } catch (const std::system_error &e) {
+            throw tea::sdk::Unavailable(std::string{"its ring buffer could not be read: "} +
+                                        e.what());
         }
         epoll_event ev{};
         ev.events = EPOLLIN;
-        ev.data.fd = ring_buffer__epoll_fd(ring_);
+        ev.data.fd = set_.map(MapSlot::events);
         ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, ev.data.fd, &ev);
         ev.data.fd = stop_fd_;
         ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, stop_fd_, &ev);
         // What a kept set's ring still holds of an earlier session is read and dropped before
         // any call of this one is registered: its call numbers would be taken for this session's.
-        ring_buffer__consume(ring_);
+        consume();
         drain_ = std::thread{[this] { drain(); }};
     }
 
@@ -662,11 +648,11 @@ class EbpfObserver {
     // record another CPU has reserved but not yet written stops a consume short of the records
     // behind it; those are waited for, a bounded time. With the mutex held.
     bool drain_to_producer() {
-        const auto target = __atomic_load_n(producer_pos_, __ATOMIC_ACQUIRE);
+        const auto target = ring_->producer();
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds{200};
         for (;;) {
-            ring_buffer__consume(ring_);
-            if (__atomic_load_n(consumer_pos_, __ATOMIC_ACQUIRE) >= target) {
+            consume();
+            if (ring_->consumer() >= target) {
                 return true;
             }
             if (std::chrono::steady_clock::now() > deadline) {
@@ -676,29 +662,38 @@ class EbpfObserver {
         }
     }
 
-    // Called by libbpf for each record, with the mutex held.
-    static int on_record(void *self_ptr, void *data, std::size_t size) {
-        auto *self = static_cast<EbpfObserver *>(self_ptr);
+    // Routes every record the ring holds to its call. With the mutex held.
+    void consume() {
+        ring_->consume([this](std::string_view first, std::string_view second) {
+            take_record(first, second);
+        });
+    }
+
+    // Keeps a record (in one or two pieces) with its call's. With the mutex held.
+    void take_record(std::string_view first, std::string_view second) {
+        const std::size_t size = first.size() + second.size();
         if (size < sizeof(tea_ebpf_event)) {
-            return 0;
+            return;
         }
         tea_ebpf_event e{};
-        std::memcpy(&e, data, sizeof e);
-        const auto it = self->records_.find(e.call_id);
-        if (it == self->records_.end()) {
-            return 0;  // a call already collected, or one this session never made
+        const std::size_t head = std::min(first.size(), sizeof e);
+        std::memcpy(&e, first.data(), head);
+        std::memcpy(reinterpret_cast<char *>(&e) + head, second.data(), sizeof e - head);
+        const auto it = records_.find(e.call_id);
+        if (it == records_.end()) {
+            return;  // a call already collected, or one this session never made
         }
         auto &call = it->second;
         if (call.bytes.size() + size > kDefaultMaxRecordBytes) {
             ++call.dropped;
-            return 0;
+            return;
         }
         // The record's own size field says where it ends; the ring's length is the truth.
         const auto length = static_cast<std::uint32_t>(size);
         const auto at = call.bytes.size();
-        call.bytes.append(static_cast<const char *>(data), size);
+        call.bytes.append(first);
+        call.bytes.append(second);
         std::memcpy(call.bytes.data() + at, &length, sizeof length);
-        return 0;
     }
 
     void drain() {
@@ -712,7 +707,7 @@ class EbpfObserver {
                 return;
             }
             std::lock_guard lock{mutex_};
-            ring_buffer__consume(ring_);
+            consume();
         }
     }
 
@@ -724,10 +719,7 @@ class EbpfObserver {
     tea::ebpf::LoadedSet set_;
     std::array<int, tea::ebpf::kProgramSlots> links_{-1, -1, -1, -1, -1};
     bool loaded_ = false;
-    ring_buffer *ring_ = nullptr;
-    std::array<void *, 2> positions_{MAP_FAILED, MAP_FAILED};  // the ring's two position pages
-    const unsigned long *consumer_pos_ = nullptr;
-    const unsigned long *producer_pos_ = nullptr;
+    std::unique_ptr<tea::ebpf::RingReader> ring_;
     int stop_fd_ = -1;
     int epoll_fd_ = -1;
     std::thread drain_;
