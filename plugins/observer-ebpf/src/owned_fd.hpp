@@ -12,6 +12,16 @@ class OwnedFd {
     explicit OwnedFd(int fd = -1) : fd_{fd} {}
     OwnedFd(const OwnedFd &) = delete;
     OwnedFd &operator=(const OwnedFd &) = delete;
+    OwnedFd(OwnedFd &&other) noexcept : fd_{other.release()} {}
+    OwnedFd &operator=(OwnedFd &&other) noexcept {
+        if (this != &other) {
+            if (fd_ >= 0) {
+                ::close(fd_);
+            }
+            fd_ = other.release();
+        }
+        return *this;
+    }
     ~OwnedFd() {
         if (fd_ >= 0) {
             ::close(fd_);

@@ -12,6 +12,7 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -103,28 +104,39 @@ RingReader::Sink into(Handed &h) {
     };
 }
 
-TEST(RingReader, HandsEveryRecordWholeAndInOrderAcrossTheEndOfTheRing) {
-    if (::geteuid() != 0) {
-        GTEST_SKIP() << "loading a BPF program needs root";
+// A 4 KiB ring of the test's own and the program that writes to it.
+class RingReaderTest : public ::testing::Test {
+   protected:
+    void SetUp() override {
+        if (::geteuid() != 0) {
+            GTEST_SKIP() << "loading a BPF program needs root";
+        }
+        ring_ = OwnedFd{
+            bpf_map_create(BPF_MAP_TYPE_RINGBUF, "tea_ring_test", 0, 0, kRingBytes, nullptr)};
+        ASSERT_GE(ring_.get(), 0) << std::strerror(errno);
+        writer_ = OwnedFd{load_writer(ring_.get())};
+        ASSERT_GE(writer_.get(), 0) << std::strerror(errno);
+        reader_ = std::make_unique<RingReader>(ring_.get(), kRingBytes);
     }
-    const OwnedFd ring{
-        bpf_map_create(BPF_MAP_TYPE_RINGBUF, "tea_ring_test", 0, 0, kRingBytes, nullptr)};
-    ASSERT_GE(ring.get(), 0) << std::strerror(errno);
-    const OwnedFd writer{load_writer(ring.get())};
-    ASSERT_GE(writer.get(), 0) << std::strerror(errno);
-    RingReader reader{ring.get(), kRingBytes};
+
+    OwnedFd ring_;
+    OwnedFd writer_;
+    std::unique_ptr<RingReader> reader_;
+};
+
+TEST_F(RingReaderTest, HandsEveryRecordWholeAndInOrderAcrossTheEndOfTheRing) {
     // Nothing written, nothing handed.
     Handed h;
-    EXPECT_EQ(reader.consume(into(h)), 0U);
+    EXPECT_EQ(reader_->consume(into(h)), 0U);
     // Ten laps of the ring, read ten records at a time (fewer than its 56 fit).
     std::vector<std::size_t> lengths;
     for (std::size_t i = 0; i < 570; ++i) {
         const std::size_t length = 64 + i;
-        ASSERT_TRUE(write_record(writer.get(), length)) << std::strerror(errno);
+        ASSERT_TRUE(write_record(writer_.get(), length)) << std::strerror(errno);
         lengths.push_back(length);
         if (i % 10 == 9) {
-            EXPECT_EQ(reader.consume(into(h)), 10U);
-            EXPECT_EQ(reader.consumer(), reader.producer());
+            EXPECT_EQ(reader_->consume(into(h)), 10U);
+            EXPECT_EQ(reader_->consumer(), reader_->producer());
         }
     }
     EXPECT_EQ(h.torn, 0U);
@@ -146,27 +158,18 @@ TEST(RingReader, HandsEveryRecordWholeAndInOrderAcrossTheEndOfTheRing) {
     }
     EXPECT_GT(crossing, 0U);
     EXPECT_EQ(h.wrapped, crossing);
-    EXPECT_EQ(reader.consumer(), std::uint64_t{570} * (kRecordBytes + 8));
+    EXPECT_EQ(reader_->consumer(), std::uint64_t{570} * (kRecordBytes + 8));
 }
 
 // A ring the reader has not drained refuses what it has no room for: the reader's position is
 // what the kernel frees room by, so a reader that never moved it would lose every record after
 // the first lap. Control for the test above: without a consume, the 57th record is lost.
-TEST(RingReader, ARingNotDrainedIsFullAfterOneLap) {
-    if (::geteuid() != 0) {
-        GTEST_SKIP() << "loading a BPF program needs root";
-    }
-    const OwnedFd ring{
-        bpf_map_create(BPF_MAP_TYPE_RINGBUF, "tea_ring_test", 0, 0, kRingBytes, nullptr)};
-    ASSERT_GE(ring.get(), 0) << std::strerror(errno);
-    const OwnedFd writer{load_writer(ring.get())};
-    ASSERT_GE(writer.get(), 0) << std::strerror(errno);
-    RingReader reader{ring.get(), kRingBytes};
+TEST_F(RingReaderTest, ARingNotDrainedIsFullAfterOneLap) {
     for (std::size_t i = 0; i < 100; ++i) {
-        ASSERT_TRUE(write_record(writer.get(), 64 + i));
+        ASSERT_TRUE(write_record(writer_.get(), 64 + i));
     }
     Handed h;
-    EXPECT_EQ(reader.consume(into(h)), kRingBytes / (kRecordBytes + 8));
+    EXPECT_EQ(reader_->consume(into(h)), kRingBytes / (kRecordBytes + 8));
     EXPECT_EQ(h.torn, 0U);
     EXPECT_EQ(h.wrapped, 0U);
 }
