@@ -678,7 +678,9 @@ class EbpfObserver {
         tea_ebpf_event e{};
         const std::size_t head = std::min(first.size(), sizeof e);
         std::memcpy(&e, first.data(), head);
-        std::memcpy(reinterpret_cast<char *>(&e) + head, second.data(), sizeof e - head);
+        if (head < sizeof e) {  // the head itself crosses the end of the ring
+            std::memcpy(reinterpret_cast<char *>(&e) + head, second.data(), sizeof e - head);
+        }
         const auto it = records_.find(e.call_id);
         if (it == records_.end()) {
             return;  // a call already collected, or one this session never made
@@ -692,7 +694,9 @@ class EbpfObserver {
         const auto length = static_cast<std::uint32_t>(size);
         const auto at = call.bytes.size();
         call.bytes.append(first);
-        call.bytes.append(second);
+        if (!second.empty()) {
+            call.bytes.append(second);
+        }
         std::memcpy(call.bytes.data() + at, &length, sizeof length);
     }
 
