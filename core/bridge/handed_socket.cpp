@@ -284,8 +284,9 @@ HandOver::State HandOver::advance(stream_relay::Wake &wake) {
         relay_.reset();
         service_ = std::move(received.fd);
         // A socket handed in blocking mode (the fake relay of a test, or a target's in the
-        // relay's place) would hold the host's relay loop in splice, every client and the call's
-        // end with it: the host's copy is made non-blocking as soon as it arrives.
+        // relay's place) would hold a caller that waits on it: the host's copy is made
+        // non-blocking as soon as it arrives. The sender may set it blocking again through a copy
+        // it kept, so the host listener never relies on this alone (stream_relay's Wake::shared).
         const int flags = ::fcntl(service_.get(), F_GETFL);
         if (flags < 0 || ::fcntl(service_.get(), F_SETFL, flags | O_NONBLOCK) != 0) {
             return refuse("the handed descriptor cannot be made non-blocking: " +

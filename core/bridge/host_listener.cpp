@@ -129,6 +129,8 @@ void HostListener::carry_handed(const std::string &socket) {
             case HandOver::State::ready: {
                 const int fd = handing->take().release();
                 handing.reset();
+                // The relay that handed it, of the target's identity, may have kept a copy.
+                wake.shared = true;
                 return fd;
             }
             case HandOver::State::refused:

@@ -17,11 +17,14 @@
 // the events that mean it can make progress, so that a waiting connection is tried again when
 // they come instead of on a timer. kHandedOver says the connect function served the accepted
 // connection itself (the relay handed its destination to the peer): it is closed, no pair made.
+// A connect function that returns a descriptor another process shares (a socket handed over
+// SCM_RIGHTS) says so with `Wake::shared`.
 //
 // One epoll loop carries every pair, edge-triggered, and each direction moves through a pipe with
-// splice(2), so a byte is never copied into the relay's memory. serve returns when stop_fd (when
-// not -1) becomes readable, closing every pair, or when epoll fails. C++17, like the rest of the
-// SDK.
+// splice(2), so a byte is never copied into the relay's memory; a pair whose destination is shared
+// is copied through a buffer of its own instead (Wake::shared says why). serve returns when stop_fd
+// (when not -1) becomes readable, closing every pair, or when epoll fails. C++17, like the rest of
+// the SDK.
 #ifndef TEA_STREAM_RELAY_HPP
 #define TEA_STREAM_RELAY_HPP
 
@@ -46,6 +49,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <memory>
+#include <new>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -85,19 +89,29 @@ struct Wake {
     bool first = false;
     int fd = -1;
     std::uint32_t events = 0;
+    // Set by the connect function when the descriptor it returns shares its open file with a
+    // process the relay does not trust (a socket another process handed over and may have kept).
+    // Attack: splice follows the socket's own O_NONBLOCK, which lives in the shared open file, so
+    // the sharer could set it blocking again and hold the whole loop in one splice. Such a pair is
+    // moved with recv and send and MSG_DONTWAIT, which no other holder of the file can change.
+    bool shared = false;
 };
 
 // What one direction of a pair may hold: a pipe's default capacity, so a peer that never reads
 // makes the relay stop reading the sender (backpressure).
 inline constexpr std::size_t kFlowBytes = std::size_t{64} * 1024;
 
-// One direction of a pair: bytes spliced from `from` into the pipe, waiting to be spliced to `to`.
+// One direction of a pair: bytes spliced from `from` into the pipe, waiting to be spliced to `to`;
+// or, for a pair whose destination is shared (Wake::shared), received into the buffer, waiting to
+// be sent to `to`.
 struct Flow {
     int pipe_read = -1;
     int pipe_write = -1;
-    std::size_t held = 0;  // bytes in the pipe
-    bool eof = false;      // `from` reached its end
-    bool shut = false;     // `to` was shut for writing after the last byte
+    std::unique_ptr<char[]> buffer;  // kFlowBytes, when the flow copies
+    std::size_t start = 0;           // where the buffer's bytes begin
+    std::size_t held = 0;            // bytes in the pipe or the buffer
+    bool eof = false;                // `from` reached its end
+    bool shut = false;               // `to` was shut for writing after the last byte
 };
 
 struct Pair {
@@ -119,7 +133,15 @@ inline void close_flow(Flow &f) {
     f.pipe_read = f.pipe_write = -1;
 }
 
-inline bool open_flow(Flow &f) {
+inline bool open_flow(Flow &f, bool copying) {
+    if (copying) {
+        try {
+            f.buffer = std::make_unique<char[]>(kFlowBytes);
+        } catch (const std::bad_alloc &) {
+            return false;
+        }
+        return true;
+    }
     int p[2];
     if (::pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) {
         return false;
@@ -129,22 +151,73 @@ inline bool open_flow(Flow &f) {
     return true;
 }
 
+// After the last byte of a flow that reached its end, `to` is shut for writing.
+inline void shut_when_done(Flow &f, int to) {
+    if (f.held == 0 && f.eof && !f.shut) {
+        ::shutdown(to, SHUT_WR);
+        f.shut = true;
+    }
+}
+
+// Counts what a read from a flow's `from` returned: bytes taken, its end, or (any error but a
+// retry) the pair broken. False when broken.
+inline bool took(Flow &f, ssize_t n, bool &progress, bool &broken) {
+    if (n > 0) {
+        f.held += static_cast<std::size_t>(n);
+        progress = true;
+    } else if (n == 0) {
+        f.eof = true;
+        progress = true;
+    } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        broken = true;
+        return false;
+    }
+    return true;
+}
+
+// Receives what the buffer takes from `from`, then sends what it holds to `to`, neither ever
+// waiting whatever mode the sockets' files are in. True when a byte moved or an end was seen.
+inline bool move_copying(Flow &f, int from, int to, bool &broken) {
+    bool progress = false;
+    if (!f.eof && f.start + f.held < kFlowBytes) {
+        const auto n = ::recv(from, f.buffer.get() + f.start + f.held,
+                              kFlowBytes - f.start - f.held, MSG_DONTWAIT);
+        if (!took(f, n, progress, broken)) {
+            return true;
+        }
+    }
+    while (f.held > 0) {
+        const auto n = ::send(to, f.buffer.get() + f.start, f.held, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n > 0) {
+            f.start += static_cast<std::size_t>(n);
+            f.held -= static_cast<std::size_t>(n);
+            progress = true;
+        } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+            break;
+        } else {
+            broken = true;
+            return true;
+        }
+    }
+    if (f.held == 0) {
+        f.start = 0;
+    }
+    shut_when_done(f, to);
+    return progress;
+}
+
 // Splices what the pipe takes from `from`, then what it holds to `to`. True when a byte moved or
 // an end was seen. A splice from `from` that finds the pipe's slots full returns EAGAIN like an
 // empty socket; the caller calls again after every progress, so nothing waits on a lost edge.
 inline bool move(Flow &f, int from, int to, bool &broken) {
+    if (f.buffer) {
+        return move_copying(f, from, to, broken);
+    }
     constexpr unsigned kFlags = SPLICE_F_MOVE | SPLICE_F_NONBLOCK;
     bool progress = false;
     if (!f.eof && f.held < kFlowBytes) {
         const auto n = ::splice(from, nullptr, f.pipe_write, nullptr, kFlowBytes - f.held, kFlags);
-        if (n > 0) {
-            f.held += static_cast<std::size_t>(n);
-            progress = true;
-        } else if (n == 0) {
-            f.eof = true;
-            progress = true;
-        } else if (errno != EAGAIN && errno != EINTR) {
-            broken = true;
+        if (!took(f, n, progress, broken)) {
             return true;
         }
     }
@@ -160,10 +233,7 @@ inline bool move(Flow &f, int from, int to, bool &broken) {
             return true;
         }
     }
-    if (f.held == 0 && f.eof && !f.shut) {
-        ::shutdown(to, SHUT_WR);
-        f.shut = true;
-    }
+    shut_when_done(f, to);
     return progress;
 }
 
@@ -253,7 +323,7 @@ class Loop {
     }
 
    private:
-    bool add(int fd, std::uint32_t events, void *tag) {
+    bool add(int fd, std::uint32_t events, void *tag) const {
         if (fd < 0) {
             return true;
         }
@@ -325,6 +395,7 @@ class Loop {
             waiting_tried_ = true;
             const int destination = connect(waiting_, wake_);
             const int error = errno;
+            destination_shared_ = destination >= 0 && wake_.shared;
             const bool watch = destination == -1 && error == EAGAIN && wake_.fd >= 0;
             if (!watch || !add(wake_.fd, wake_.events, &wake_tag_)) {
                 wake_ = Wake{};  // nothing watched: tried again on the timer, if at all
@@ -332,6 +403,7 @@ class Loop {
             errno = error;
             return destination;
         } else {
+            destination_shared_ = false;
             return connect(waiting_);
         }
     }
@@ -365,7 +437,7 @@ class Loop {
         p->destination = destination;
         p->last_progress = now;
         waiting_ = -1;
-        if (!open_flow(p->up) || !open_flow(p->down)) {
+        if (!open_flow(p->up, destination_shared_) || !open_flow(p->down, destination_shared_)) {
             close_pair(*p);
             ++counts_.unreachable;
             return;
@@ -449,7 +521,7 @@ class Loop {
         next_idle_ = oldest + limits_.idle;
     }
 
-    void close_pair(Pair &p) {
+    void close_pair(Pair &p) const {
         // Taken out of the epoll set first: closing a descriptor removes it only once no other
         // descriptor shares its open file (a socket handed over SCM_RIGHTS may still be held by
         // its sender), and an event would then name a freed pair.
@@ -489,6 +561,7 @@ class Loop {
     char listener_tag_ = 0;
     char wake_tag_ = 0;
     Wake wake_;  // what the waiting connection waits on, when the connect function named it
+    bool destination_shared_ = false;  // the last destination returned shares its file (Wake)
     std::vector<std::unique_ptr<Pair>> pairs_;
     std::vector<Pair *> ended_;
     std::chrono::steady_clock::time_point next_idle_;

@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <tea/send_descriptors.hpp>
 #include <thread>
@@ -28,6 +29,7 @@
 
 #include "bridge/host_listener.hpp"
 #include "relay_fixtures.hpp"
+#include "support/socket_io.hpp"
 #include "util/fd.hpp"
 
 namespace {
@@ -354,6 +356,61 @@ TEST(HostListenerHandOver, ControlAGenuineSocketHandedTheSameWayCarriesTheReques
                                       .call_network = network.get()});
     EXPECT_TRUE(ends_with_body(request(bridge.port())));
     EXPECT_EQ(bridge.last_refusal(), "");
+}
+
+// Attack: the relay, of the target's identity, keeps a copy of the connection it hands, and once
+// the host carries a client over it sets the shared file blocking again, its service never
+// answering. The host listener still stops when the bridge ends (a loop held in a read of the
+// connection would hold every client and the call's end). The control, a loop that splices such a
+// destination and is held, is StreamRelayAttack's in host_listener_test.cpp.
+TEST(HostListenerHandOverAttack, ARelayThatKeepsACopyAndSetsItBlockingHoldsNothing) {
+    std::uint16_t service_port = 0;
+    const UniqueFd service_listener{tea::test::listen_loopback(AF_INET, service_port)};
+    ASSERT_TRUE(service_listener.valid());
+    const auto network = own_network();
+    std::mutex kept_mutex;
+    UniqueFd kept;  // the relay's copy
+    FakeRelay relay([&](int c) {
+        auto genuine = connect_to(service_port);
+        send_descriptors(c, {genuine.get()});
+        const std::lock_guard lock{kept_mutex};
+        kept = std::move(genuine);
+    });
+    std::atomic<bool> stopped{false};
+    tea::bridge::HostListener bridge(
+        {.wanted_port = 0,
+         .service = {tea::bridge_preface::Family::ipv4, service_port, true},
+         .relay_socket = relay.socket(),
+         .call_network = network.get()});
+    const UniqueFd client = connect_to(bridge.port());
+    ASSERT_TRUE(client.valid());
+    const UniqueFd service{::accept4(service_listener.get(), nullptr, nullptr, SOCK_CLOEXEC)};
+    ASSERT_TRUE(service.valid());
+    ASSERT_TRUE(wait_for([&] { return bridge.counts().carried.load() == 1; }, 2000ms));
+    {
+        const std::lock_guard lock{kept_mutex};
+        ASSERT_TRUE(kept.valid());
+        const int flags = ::fcntl(kept.get(), F_GETFL);
+        ASSERT_NE(flags & O_NONBLOCK, 0) << "the host made the handed file non-blocking";
+        ASSERT_EQ(::fcntl(kept.get(), F_SETFL, flags & ~O_NONBLOCK), 0);
+    }
+    ASSERT_EQ(::send(client.get(), "request", 7, MSG_NOSIGNAL), 7);
+    std::string got(7, '\0');
+    pollfd p{service.get(), POLLIN, 0};
+    ASSERT_EQ(::poll(&p, 1, 2000), 1);
+    ASSERT_EQ(::recv(service.get(), got.data(), got.size(), MSG_WAITALL), 7);
+    EXPECT_EQ(got, "request");
+    std::this_thread::sleep_for(100ms);  // the loop's turn, in which it reads the connection
+    std::thread stopper([&] {
+        bridge.stop();
+        stopped = true;
+    });
+    const bool in_time = wait_for([&] { return stopped.load(); }, 2000ms);
+    if (!in_time) {
+        ::shutdown(service.get(), SHUT_WR);  // lets a held read return, so the test can end
+    }
+    stopper.join();
+    EXPECT_TRUE(in_time) << "the host listener was held by the shared connection";
 }
 
 }  // namespace

@@ -96,6 +96,100 @@ TEST(StreamRelay, APairWhoseDestinationIsSharedLeavesNoEventBehind) {
     loop.join();
 }
 
+// A loop whose one pair's destination is a TCP connection the test shares (the sharer's copy):
+// once the pair is made, the sharer sets the file blocking again, a client sends a request and the
+// service never answers. Whether the loop, then told to stop, stops within two seconds; if not,
+// the service's end closes the connection, which lets a held splice return.
+bool stops_with_its_destination_set_blocking(bool said_shared) {
+    std::uint16_t port = 0;
+    const tea::UniqueFd listener{tea::test::listen_loopback(AF_INET, port)};
+    std::uint16_t service_port = 0;
+    const tea::UniqueFd service_listener{tea::test::listen_loopback(AF_INET, service_port)};
+    EXPECT_TRUE(listener.valid() && service_listener.valid());
+    EXPECT_EQ(::fcntl(listener.get(), F_SETFL, O_NONBLOCK), 0);  // as serve wants its listeners
+    const tea::UniqueFd sharer = connect_to(service_port);
+    const tea::UniqueFd service{::accept4(service_listener.get(), nullptr, nullptr, SOCK_CLOEXEC)};
+    EXPECT_TRUE(sharer.valid() && service.valid());
+    const int flags = ::fcntl(sharer.get(), F_GETFL);
+    EXPECT_EQ(::fcntl(sharer.get(), F_SETFL, flags | O_NONBLOCK), 0);  // as the host leaves it
+    const tea::UniqueFd stop{::eventfd(0, EFD_CLOEXEC)};
+    const std::vector<int> listeners{listener.get()};
+    tea::stream_relay::Counts counts;
+    std::atomic<bool> stopped{false};
+    std::thread loop([&] {
+        tea::stream_relay::serve(
+            listeners,
+            [&](int, tea::stream_relay::Wake &wake) {
+                wake.shared = said_shared;
+                return ::fcntl(sharer.get(), F_DUPFD_CLOEXEC, 0);
+            },
+            tea::stream_relay::Limits{}, stop.get(), &counts);
+        stopped = true;
+    });
+    const tea::UniqueFd client = connect_to(port);
+    for (int i = 0; i < 200 && counts.open.load() == 0; ++i) std::this_thread::sleep_for(10ms);
+    EXPECT_EQ(counts.open.load(), 1U);
+    // The attack: the shared file back in blocking mode, through the sharer's own descriptor.
+    EXPECT_EQ(::fcntl(sharer.get(), F_SETFL, flags & ~O_NONBLOCK), 0);
+    EXPECT_EQ(::send(client.get(), "request", 7, MSG_NOSIGNAL), 7);
+    // The pair carries the request: the loop has read the client and turned to the destination.
+    std::string got(7, '\0');
+    pollfd p{service.get(), POLLIN, 0};
+    EXPECT_EQ(::poll(&p, 1, 2000), 1);
+    EXPECT_EQ(::recv(service.get(), got.data(), got.size(), MSG_WAITALL), 7);
+    EXPECT_EQ(got, "request");
+    std::this_thread::sleep_for(100ms);
+    const std::uint64_t one = 1;
+    EXPECT_EQ(::write(stop.get(), &one, sizeof one), static_cast<ssize_t>(sizeof one));
+    for (int i = 0; i < 200 && !stopped; ++i) std::this_thread::sleep_for(10ms);
+    const bool in_time = stopped;
+    if (!in_time) {
+        ::shutdown(service.get(), SHUT_WR);
+    }
+    loop.join();
+    return in_time;
+}
+
+// Attack: a relay of the target's identity hands the host a connection to its service and keeps a
+// copy; once the host carries a client over it, the target sets the shared file blocking again and
+// never answers. A destination said shared is read with MSG_DONTWAIT, so the loop still stops (and
+// serves its other clients meanwhile).
+TEST(StreamRelayAttack, ADestinationItsSharerSetsBlockingAgainDoesNotHoldTheLoop) {
+    EXPECT_TRUE(stops_with_its_destination_set_blocking(true));
+}
+
+// Control: the same destination not said shared is spliced, and splice follows the file's own
+// mode, so the loop is held until the service closes the connection.
+TEST(StreamRelayAttack, ControlADestinationNotSaidSharedIsHeldInSplice) {
+    EXPECT_FALSE(stops_with_its_destination_set_blocking(false));
+}
+
+// A pair that copies carries both ways and ends both ways as a spliced pair does: a request in,
+// the answer out, each side's end passed on.
+TEST(StreamRelay, APairWhoseDestinationIsSharedCarriesBothWaysToTheEnd) {
+    std::uint16_t port = 0;
+    const tea::UniqueFd listener{tea::test::listen_loopback(AF_INET, port)};
+    ASSERT_EQ(::fcntl(listener.get(), F_SETFL, O_NONBLOCK), 0);
+    LoopbackServer service(ServerMode::http);
+    const tea::UniqueFd stop{::eventfd(0, EFD_CLOEXEC)};
+    const std::vector<int> listeners{listener.get()};
+    std::thread loop([&] {
+        tea::stream_relay::serve(
+            listeners,
+            [&](int, tea::stream_relay::Wake &wake) {
+                wake.shared = true;
+                return connect_to(service.port(), false).release();
+            },
+            tea::stream_relay::Limits{}, stop.get());
+    });
+    for (int i = 0; i < 3; ++i) {
+        EXPECT_TRUE(ends_with_body(request(port))) << i;
+    }
+    const std::uint64_t one = 1;
+    ASSERT_EQ(::write(stop.get(), &one, sizeof one), static_cast<ssize_t>(sizeof one));
+    loop.join();
+}
+
 TEST(HostListener, AConnectionEndsWithTheBridge) {
     LoopbackServer service(ServerMode::never_read);
     Relay relay;
