@@ -38,6 +38,15 @@ Settings parse_settings(std::string_view text) {
             if (!value.is_string() || value.get<std::string>().empty()) {
                 throw tea::sdk::Invalid("plugin.bubblewrap." + key + ": expected a string");
             }
+            // Attack: a relative path is found from the working directory, which may be a
+            // workspace whose target planted its own program there for the next call to run.
+            if (key == "bwrap" && value.get<std::string>().find('/') != std::string::npos &&
+                value.get<std::string>()[0] != '/') {
+                throw tea::sdk::Invalid(
+                    "plugin.bubblewrap.bwrap: expected an absolute path or a program name, not the "
+                    "relative path \"" +
+                    value.get<std::string>() + "\" (it would be found from the working directory)");
+            }
             (key == "bwrap" ? s.bwrap : s.sandbox_user) = value.get<std::string>();
         } else if (key == "cpu_seconds") {
             number(key, s.cpu_seconds, 0);

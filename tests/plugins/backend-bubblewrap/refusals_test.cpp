@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -50,6 +51,48 @@ TEST_F(Confinement, TempDirInsideTheWithheldFolderIsRefused) {
                                 .withhold = {withheld().string()},
                                 .env = {"TMPDIR=" + base().string()}});
     EXPECT_EQ(elsewhere.status, 0) << elsewhere;
+}
+
+// Attack: a configuration that names bwrap by a relative path has it found from whatever directory
+// the process that looks stands in: the runtime's working directory (a workspace a target may
+// have written) for the probe, the identity helper's for the call (without this check,
+// "bin/bwrap" here passed the probe as the planted program and ran as the system's /bin/bwrap).
+// Such a path is refused, naming the key, and nothing is run. Control: the same program named by
+// its absolute path is the operator's choice, and runs.
+TEST_F(Confinement, AConfiguredBwrapByARelativePathIsRefusedAndNotRun) {
+    const auto cwd = base() / "cwd";
+    fs::create_directories(cwd / "bin");
+    fs::permissions(cwd, fs::perms{0755});
+    fs::permissions(cwd / "bin", fs::perms{0755});
+    // Where the planted program, run as the calls' identity, can leave its mark.
+    fs::create_directories(base() / "marks");
+    fs::permissions(base() / "marks", fs::perms{01777});
+    const auto marker = base() / "marks" / "planted-ran";
+    const std::string system_bwrap = fs::exists("/usr/bin/bwrap") ? "/usr/bin/bwrap" : "/bin/bwrap";
+    {
+        std::ofstream planted{cwd / "bin" / "bwrap"};
+        planted << "#!/bin/sh\ntouch " << marker.string() << "\nexec " << system_bwrap
+                << " \"$@\"\n";
+    }
+    fs::permissions(cwd / "bin" / "bwrap", fs::perms{0755});
+    hand_to_caller(cwd);
+    const auto in_cwd = [&](const std::string &toml) {
+        const auto config = write_config(toml);
+        return run_direct({"/bin/sh", "-c", "cd \"$1\" && shift && exec \"$@\"", "sh", cwd.string(),
+                           TEA_EVALUATE_BIN, "--config", config, "exec", "--backend", "bubblewrap",
+                           "--workspace", workspace().string(), "--", "true"});
+    };
+    const auto relative = in_cwd("[plugin.bubblewrap]\nbwrap = \"bin/bwrap\"\n");
+    EXPECT_EQ(relative.status, 2) << relative;
+    EXPECT_NE(relative.err.find("plugin.bubblewrap.bwrap: expected an absolute path or a program "
+                                "name, not the relative path \"bin/bwrap\""),
+              std::string::npos)
+        << relative;
+    EXPECT_FALSE(fs::exists(marker));
+    const auto absolute =
+        in_cwd("[plugin.bubblewrap]\nbwrap = \"" + (cwd / "bin" / "bwrap").string() + "\"\n");
+    EXPECT_EQ(absolute.status, 0) << absolute;
+    EXPECT_TRUE(fs::exists(marker));
 }
 
 TEST_F(Confinement, AConfiguredBwrapThatCannotRunIsNamedWithItsKey) {
