@@ -56,6 +56,18 @@ void check_lend(const exec::ExecPlan &plan, const exec::LaunchSpec &spec) {
                              "project directory as the workspace");
         }
     }
+    // Attack: what a target makes in a lent tree is the tree's owner's on disk, root's for a system
+    // folder's, and the host runs or trusts root's files there (/etc/cron.d, /usr/local/bin,
+    // /var/spool/cron): a workspace inside one would let the target plant them.
+    for (const std::filesystem::path system : {"/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32",
+                                               "/lib64", "/libx32", "/boot", "/var/spool"}) {
+        if (plan.lend.requested && within(spec.workspace, system)) {
+            throw host_error("the workspace " + spec.workspace + " lies inside " + system.string() +
+                             ", where the files a target makes would be root's for the host to run "
+                             "or trust; the runtime will not hand it to the sandbox identity; "
+                             "choose a project directory as the workspace");
+        }
+    }
 }
 
 }  // namespace

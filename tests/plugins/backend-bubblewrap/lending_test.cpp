@@ -11,6 +11,7 @@
 #include <map>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "harness.hpp"
@@ -88,6 +89,52 @@ class LentConfinement : public Confinement {
         ASSERT_EQ(::chown((workspace() / "tree" / "others").c_str(), 4321, 4321), 0);
     }
 };
+
+// Attack: a root runtime lends a workspace to the sandbox identity, and what the target makes
+// there is root's on disk: inside a system folder (/etc/cron.d, /usr/local/bin, /var/spool/cron)
+// the host would run or trust it. A workspace inside one is refused, exit 12, naming the folder,
+// and the target never starts. Each folder is covered by a tmpfs of the test's own in a mount
+// namespace of its own, so the host's are never written. Control: the same tmpfs mounted at a
+// plain directory is lent and the target writes it.
+TEST_F(LentConfinement, AWorkspaceInsideASystemFolderIsRefused) {
+    const auto plain = base() / "plain";
+    fs::create_directories(plain);
+    const auto in_tmpfs_at = [&](const fs::path &folder) {
+        return std::vector<std::string>{
+            "/usr/bin/unshare",
+            "-m",
+            "--propagation",
+            "private",
+            "/bin/sh",
+            "-c",
+            "mount -t tmpfs tmpfs \"$1\" && mkdir -m 0755 \"$1/ws\" && shift && "
+            "exec \"$@\"",
+            "sh",
+            folder.string()};
+    };
+    // The target writes the workspace and shows what it wrote.
+    const std::vector<std::string> writes{"/bin/sh", "-c", "echo written > made && cat made"};
+    // Each folder covered, and the system folder it lies in.
+    for (const auto &[folder, system] :
+         std::vector<std::pair<fs::path, std::string>>{{"/boot", "/boot"},
+                                                       {"/var/spool", "/var/spool"},
+                                                       {"/usr/local/src", "/usr"},
+                                                       {"/etc/opt", "/etc"}}) {
+        const auto r = run({.command = writes,
+                            .workspace = (folder / "ws").string(),
+                            .wrapper = in_tmpfs_at(folder)});
+        EXPECT_EQ(r.status, 12) << folder << ": " << r;
+        EXPECT_NE(
+            r.err.find("the workspace " + (folder / "ws").string() + " lies inside " + system),
+            std::string::npos)
+            << r;
+        EXPECT_EQ(r.out, "") << folder << ": the target ran";
+    }
+    const auto control = run(
+        {.command = writes, .workspace = (plain / "ws").string(), .wrapper = in_tmpfs_at(plain)});
+    EXPECT_EQ(control.status, 0) << control;
+    EXPECT_EQ(control.out, "written\n");
+}
 
 TEST_F(LentConfinement, NothingInTheWorkspaceChangesOwnerOrCtimeWhileTheTargetWritesIt) {
     make_tree();
