@@ -372,9 +372,12 @@ TEST(HostListenerHandOverAttack, ARelayThatKeepsACopyAndSetsItBlockingHoldsNothi
     UniqueFd kept;  // the relay's copy
     FakeRelay relay([&](int c) {
         auto genuine = connect_to(service_port);
+        {
+            // Kept before it is handed: the host may carry a client over it at once.
+            const std::lock_guard lock{kept_mutex};
+            kept = UniqueFd{::fcntl(genuine.get(), F_DUPFD_CLOEXEC, 0)};
+        }
         send_descriptors(c, {genuine.get()});
-        const std::lock_guard lock{kept_mutex};
-        kept = std::move(genuine);
     });
     std::atomic<bool> stopped{false};
     tea::bridge::HostListener bridge(
