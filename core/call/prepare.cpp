@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "util/error.hpp"
+#include "util/mountinfo.hpp"
 #include "util/paths.hpp"
 
 namespace tea::call {
@@ -54,6 +57,22 @@ void check_lend(const exec::ExecPlan &plan, const exec::LaunchSpec &spec) {
             throw host_error("the workspace " + spec.workspace + " holds " + system.string() +
                              ", which the runtime will not hand to the sandbox identity; choose a "
                              "project directory as the workspace");
+        }
+    }
+    // Attack: the lend copies the workspace with every mount beneath it, the owner's files shown
+    // as the target's: a mount beneath a workspace of root's (a bind of /etc, say) would hand the
+    // target root's files there, beyond the workspace the operator named.
+    if (plan.lend.requested) {
+        std::ifstream in{"/proc/self/mountinfo"};
+        const std::string text{std::istreambuf_iterator<char>{in}, {}};
+        for (const auto &mount : mountinfo::parse(text)) {
+            if (mount.point != std::filesystem::path{spec.workspace} &&
+                within(mount.point, spec.workspace)) {
+                throw host_error("the workspace " + spec.workspace + " has a mount beneath it at " +
+                                 mount.point.string() +
+                                 ", which the runtime will not hand to the sandbox identity with "
+                                 "it; unmount it or choose a workspace without one");
+            }
         }
     }
     // Attack: what a target makes in a lent tree is the tree's owner's on disk, root's for a system

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "util/error.hpp"
+#include "util/mountinfo.hpp"
 #include "util/process_mark.hpp"
 
 namespace tea::exec {
@@ -42,18 +43,7 @@ std::string read_at(int dir, const char *file) {
     return fd ? read_all(fd.get()) : std::string{};
 }
 
-std::vector<std::string_view> split(std::string_view text, char separator) {
-    std::vector<std::string_view> out;
-    std::size_t begin = 0;
-    for (;;) {
-        const auto end = text.find(separator, begin);
-        out.push_back(text.substr(begin, end == std::string_view::npos ? end : end - begin));
-        if (end == std::string_view::npos) {
-            return out;
-        }
-        begin = end + 1;
-    }
-}
+using mountinfo::split;
 
 std::optional<std::uint64_t> number(std::string_view text) {
     std::uint64_t value = 0;
@@ -62,25 +52,6 @@ std::optional<std::uint64_t> number(std::string_view text) {
         return std::nullopt;
     }
     return value;
-}
-
-// mountinfo escapes a space, a tab, a newline and a backslash in a path as \ooo.
-std::string unescape(std::string_view text) {
-    std::string out;
-    for (std::size_t i = 0; i < text.size(); ++i) {
-        if (text[i] == '\\' && i + 3 < text.size()) {
-            const auto octal = text.substr(i + 1, 3);
-            if (std::all_of(octal.begin(), octal.end(),
-                            [](char c) { return c >= '0' && c <= '7'; })) {
-                out += static_cast<char>((octal[0] - '0') * 64 + (octal[1] - '0') * 8 +
-                                         (octal[2] - '0'));
-                i += 3;
-                continue;
-            }
-        }
-        out += text[i];
-    }
-    return out;
 }
 
 // The directory of cgroup `path` in a mount of its hierarchy whose root is `root`; empty when
@@ -252,8 +223,8 @@ stdfs::path v2_parent(const OwnCgroups &own, const stdfs::path &mount_root, std:
 
 CgroupLayout detect_layout() {
     CgroupLayout layout;
-    const auto mountinfo = read_file("/proc/self/mountinfo");
-    const auto own = parse_own_cgroups(mountinfo, read_file("/proc/self/cgroup"));
+    const auto mounts = read_file("/proc/self/mountinfo");
+    const auto own = parse_own_cgroups(mounts, read_file("/proc/self/cgroup"));
     std::vector<std::string> why;
     if (!own.v2.empty()) {
         const auto controllers = read_file((own.v2 / "cgroup.controllers").c_str());
@@ -367,25 +338,14 @@ Enforcement CgroupLayout::processes() const {
     return v1_pids.empty() ? Enforcement::none : Enforcement::cgroup_v1;
 }
 
-OwnCgroups parse_own_cgroups(std::string_view mountinfo, std::string_view proc_cgroup) {
-    struct Mount {
-        stdfs::path root;
-        stdfs::path point;
-    };
-    std::optional<Mount> v2;
-    std::map<std::string, Mount> v1;
-    for (const auto line : split(mountinfo, '\n')) {
-        const auto fields = split(line, ' ');
-        const auto dash = std::find(fields.begin(), fields.end(), "-");
-        if (fields.size() < 5 || dash == fields.end() || fields.end() - dash < 4) {
-            continue;
-        }
-        const auto type = *(dash + 1);
-        const Mount mount{unescape(fields[3]), unescape(fields[4])};
-        if (type == "cgroup2" && !v2) {
+OwnCgroups parse_own_cgroups(std::string_view mounts, std::string_view proc_cgroup) {
+    std::optional<mountinfo::Mount> v2;
+    std::map<std::string, mountinfo::Mount> v1;
+    for (const auto &mount : mountinfo::parse(mounts)) {
+        if (mount.type == "cgroup2" && !v2) {
             v2 = mount;
-        } else if (type == "cgroup") {
-            for (const auto option : split(*(dash + 3), ',')) {
+        } else if (mount.type == "cgroup") {
+            for (const auto option : split(mount.super_options, ',')) {
                 v1.emplace(std::string{option}, mount);  // the first mount of each controller
             }
         }

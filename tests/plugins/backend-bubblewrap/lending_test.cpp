@@ -90,6 +90,23 @@ class LentConfinement : public Confinement {
     }
 };
 
+// A wrapper that runs the rest of its arguments after `script` (sh, given `args` as $1...), in a
+// mount namespace of its own: what the script mounts is never the host's.
+std::vector<std::string> in_mount_namespace(const std::string &script,
+                                            const std::vector<std::string> &args) {
+    std::vector<std::string> argv{
+        "/usr/bin/unshare",
+        "-m",
+        "--propagation",
+        "private",
+        "/bin/sh",
+        "-c",
+        script + " && shift " + std::to_string(args.size()) + " && exec \"$@\"",
+        "sh"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+}
+
 // Attack: a root runtime lends a workspace to the sandbox identity, and what the target makes
 // there is root's on disk: inside a system folder (/etc/cron.d, /usr/local/bin, /var/spool/cron)
 // the host would run or trust it. A workspace inside one is refused, exit 12, naming the folder,
@@ -99,18 +116,9 @@ class LentConfinement : public Confinement {
 TEST_F(LentConfinement, AWorkspaceInsideASystemFolderIsRefused) {
     const auto plain = base() / "plain";
     fs::create_directories(plain);
-    const auto in_tmpfs_at = [&](const fs::path &folder) {
-        return std::vector<std::string>{
-            "/usr/bin/unshare",
-            "-m",
-            "--propagation",
-            "private",
-            "/bin/sh",
-            "-c",
-            "mount -t tmpfs tmpfs \"$1\" && mkdir -m 0755 \"$1/ws\" && shift && "
-            "exec \"$@\"",
-            "sh",
-            folder.string()};
+    const auto in_tmpfs_at = [](const fs::path &folder) {
+        return in_mount_namespace("mount -t tmpfs tmpfs \"$1\" && mkdir -m 0755 \"$1/ws\"",
+                                  {folder.string()});
     };
     // The target writes the workspace and shows what it wrote.
     const std::vector<std::string> writes{"/bin/sh", "-c", "echo written > made && cat made"};
@@ -134,6 +142,32 @@ TEST_F(LentConfinement, AWorkspaceInsideASystemFolderIsRefused) {
         {.command = writes, .workspace = (plain / "ws").string(), .wrapper = in_tmpfs_at(plain)});
     EXPECT_EQ(control.status, 0) << control;
     EXPECT_EQ(control.out, "written\n");
+}
+
+// Attack: the lend copies the workspace with every mount beneath it, and shows its owner's files
+// as the target's. A folder of root's bound beneath a workspace of root's would be the target's to
+// write. Such a workspace is refused, exit 12, naming the mount, and the target never starts (the
+// bind is made in a mount namespace of the test's own). Control: the same workspace without the
+// mount beneath it is lent and written.
+TEST_F(LentConfinement, AWorkspaceWithAMountBeneathItIsRefused) {
+    const auto roots = base() / "roots";  // a folder of root's, outside every grant
+    fs::create_directories(roots);
+    fs::permissions(roots, fs::perms{0755});
+    fs::create_directories(workspace() / "inner");
+    const auto bind_beneath = in_mount_namespace(
+        "mount --bind \"$1\" \"$2\"", {roots.string(), (workspace() / "inner").string()});
+    const std::vector<std::string> writes{"/bin/sh", "-c",
+                                          "echo planted > inner/planted && cat inner/planted"};
+    const auto r = run({.command = writes, .wrapper = bind_beneath});
+    EXPECT_EQ(r.status, 12) << r;
+    EXPECT_NE(r.err.find("has a mount beneath it at " + (workspace() / "inner").string()),
+              std::string::npos)
+        << r;
+    EXPECT_EQ(r.out, "") << "the target ran";
+    EXPECT_FALSE(fs::exists(roots / "planted"));
+    const auto control = run({.command = writes});
+    EXPECT_EQ(control.status, 0) << control;
+    EXPECT_EQ(control.out, "planted\n");
 }
 
 TEST_F(LentConfinement, NothingInTheWorkspaceChangesOwnerOrCtimeWhileTheTargetWritesIt) {
