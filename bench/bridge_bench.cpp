@@ -223,8 +223,8 @@ int main(int argc, char **argv) {
                                        .call_network = network.get()});
     const auto handed = [&] {
         std::string refusal;
-        tea::UniqueFd fd = tea::bridge::hand_over(socket, {service, network.get()},
-                                                  std::chrono::seconds{5}, -1, refusal);
+        auto fd = tea::bridge::hand_over(socket, {service, network.get()}, std::chrono::seconds{5},
+                                         -1, refusal);
         if (!fd) {
             std::fprintf(stderr, "no handed connection: %s\n", refusal.c_str());
             std::exit(1);

@@ -152,7 +152,7 @@ Received receive_one_descriptor(int unix_fd) {
         return out;
     }
     // Every descriptor that arrived is owned here, so each is closed whatever is refused.
-    std::vector<UniqueFd> received;
+    std::vector<HandedFd> received;
     for (cmsghdr *c = CMSG_FIRSTHDR(&message); c != nullptr; c = CMSG_NXTHDR(&message, c)) {
         if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) {
             continue;
@@ -304,7 +304,7 @@ HandOver::State HandOver::advance(stream_relay::Wake &wake) {
     return State::ready;
 }
 
-UniqueFd hand_over(const std::string &relay_socket, const ServiceEnd &end,
+HandedFd hand_over(const std::string &relay_socket, const ServiceEnd &end,
                    std::chrono::milliseconds timeout, int stop_fd, std::string &refusal) {
     using Clock = std::chrono::steady_clock;
     const auto deadline = Clock::now() + timeout;

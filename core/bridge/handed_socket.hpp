@@ -12,6 +12,7 @@
 #include <tea/bridge_preface.hpp>
 #include <tea/stream_relay.hpp>
 
+#include "bridge/handed_fd.hpp"
 #include "util/fd.hpp"
 
 namespace tea::bridge {
@@ -29,7 +30,7 @@ struct ServiceEnd {
 struct Received {
     enum class State { waiting, received, refused };
     State state = State::waiting;
-    UniqueFd fd;          // when received
+    HandedFd fd;          // when received
     std::string refusal;  // when refused
 };
 Received receive_one_descriptor(int unix_fd);
@@ -53,7 +54,7 @@ class HandOver {
     // descriptor: try again shortly).
     State advance(stream_relay::Wake &wake);
     // The checked, connected socket, once ready.
-    UniqueFd take() { return std::move(service_); }
+    HandedFd take() { return std::move(service_); }
     [[nodiscard]] const std::string &refusal() const { return refusal_; }
 
    private:
@@ -62,13 +63,13 @@ class HandOver {
     std::string relay_socket_;
     ServiceEnd end_;
     UniqueFd relay_;    // the connection to the relay's socket, preface written
-    UniqueFd service_;  // the received descriptor
+    HandedFd service_;  // the received descriptor
     std::string refusal_;
 };
 
 // A hand-over waited for until `timeout` or until `stop_fd` (-1: none) is readable: the checked,
 // connected socket, or an empty one with `refusal` saying why.
-UniqueFd hand_over(const std::string &relay_socket, const ServiceEnd &end,
+HandedFd hand_over(const std::string &relay_socket, const ServiceEnd &end,
                    std::chrono::milliseconds timeout, int stop_fd, std::string &refusal);
 
 }  // namespace tea::bridge

@@ -145,7 +145,7 @@ std::uint16_t ServiceBridge::host_port() const {
     return listener_ ? listener_->port() : 0;
 }
 
-UniqueFd ServiceBridge::connect_service(std::chrono::milliseconds timeout, std::string &refusal) {
+HandedFd ServiceBridge::connect_service(std::chrono::milliseconds timeout, std::string &refusal) {
     if (!listener_ || !record_.ended_at.empty()) {
         refusal = "the bridge into the service is not open";
         return {};

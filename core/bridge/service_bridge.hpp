@@ -16,6 +16,7 @@
 #include <string>
 #include <tea/stream_relay.hpp>
 
+#include "bridge/handed_fd.hpp"
 #include "bridge/host_listener.hpp"
 #include "util/fd.hpp"
 
@@ -68,7 +69,7 @@ class ServiceBridge {
     // by the relay and checked (handed_socket.hpp). Empty, with `refusal` saying why, when the
     // bridge is not open, the hand-over is refused, or `timeout` or the call's end comes first.
     // Counted in the record's connections.
-    UniqueFd connect_service(std::chrono::milliseconds timeout, std::string &refusal);
+    HandedFd connect_service(std::chrono::milliseconds timeout, std::string &refusal);
     // Closes the listener and every connection; the record's counts are final afterwards.
     void stop();
     [[nodiscard]] BridgeRecord record() const;

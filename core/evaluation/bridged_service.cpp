@@ -39,7 +39,7 @@ std::optional<std::uint16_t> BridgedService::open(const exec::ConversationChanne
     return std::nullopt;
 }
 
-UniqueFd BridgedService::connect(std::chrono::milliseconds timeout, std::string &refusal) {
+bridge::HandedFd BridgedService::connect(std::chrono::milliseconds timeout, std::string &refusal) {
     if (!bridge_) {
         refusal = "the bridge into the service is not open";
         return {};

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 
+#include "bridge/handed_fd.hpp"
 #include "call/session.hpp"
 #include "exec/call_runner.hpp"
 #include "util/fd.hpp"
@@ -41,7 +42,7 @@ class BridgedService {
     std::optional<std::uint16_t> open(const exec::ConversationChannel &channel);
     // A connection to the service for the runtime's own client, handed over by the relay (no
     // relay on its path), or empty with `refusal` saying why (bridge::ServiceBridge).
-    UniqueFd connect(std::chrono::milliseconds timeout, std::string &refusal);
+    bridge::HandedFd connect(std::chrono::milliseconds timeout, std::string &refusal);
     // Stops the bridge (every connection closed); its record is final afterwards.
     void close();
     // Once the call has returned, with its result.

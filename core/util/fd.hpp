@@ -7,20 +7,27 @@
 
 namespace tea {
 
-class UniqueFd {
+// Closes with ::close.
+inline void close_fd(int fd) noexcept {
+    ::close(fd);
+}
+
+// An owned descriptor, closed by `Close` when it goes.
+template <void (*Close)(int) noexcept>
+class BasicFd {
    public:
-    UniqueFd() noexcept = default;
-    explicit UniqueFd(int fd) noexcept : fd_(fd) {}
-    UniqueFd(const UniqueFd &) = delete;
-    UniqueFd &operator=(const UniqueFd &) = delete;
-    UniqueFd(UniqueFd &&other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-    UniqueFd &operator=(UniqueFd &&other) noexcept {
+    BasicFd() noexcept = default;
+    explicit BasicFd(int fd) noexcept : fd_(fd) {}
+    BasicFd(const BasicFd &) = delete;
+    BasicFd &operator=(const BasicFd &) = delete;
+    BasicFd(BasicFd &&other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+    BasicFd &operator=(BasicFd &&other) noexcept {
         if (this != &other) {
             reset(std::exchange(other.fd_, -1));
         }
         return *this;
     }
-    ~UniqueFd() { reset(); }
+    ~BasicFd() { reset(); }
 
     [[nodiscard]] int get() const noexcept { return fd_; }
     [[nodiscard]] bool valid() const noexcept { return fd_ >= 0; }
@@ -28,7 +35,7 @@ class UniqueFd {
     int release() noexcept { return std::exchange(fd_, -1); }
     void reset(int fd = -1) noexcept {
         if (fd_ >= 0) {
-            ::close(fd_);
+            Close(fd_);
         }
         fd_ = fd;
     }
@@ -36,5 +43,7 @@ class UniqueFd {
    private:
     int fd_ = -1;
 };
+
+using UniqueFd = BasicFd<close_fd>;
 
 }  // namespace tea

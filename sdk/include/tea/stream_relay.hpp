@@ -51,6 +51,7 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -117,6 +118,7 @@ struct Flow {
 struct Pair {
     int accepted = -1;     // the connection a listener accepted
     int destination = -1;  // the connection the connect function opened
+    bool shared = false;   // the destination's open file is shared (Wake::shared)
     Flow up;               // accepted -> destination
     Flow down;             // destination -> accepted
     bool broken = false;
@@ -149,6 +151,24 @@ inline bool open_flow(Flow &f, bool copying) {
     f.pipe_read = p[0];
     f.pipe_write = p[1];
     return true;
+}
+
+// Closes a descriptor whose open file another process may share. Attack: a sharer that set the
+// socket to linger (SO_LINGER) with a peer that never reads, then closed its own copy, makes the
+// close that drops the last reference wait up to the linger time, the caller's loop with it. The
+// lingering is switched off first, and the close runs on a thread of its own, so that a sharer
+// that sets it again in between holds that thread alone.
+inline void close_shared(int fd) noexcept {
+    if (fd < 0) {
+        return;
+    }
+    const linger off{0, 0};
+    (void)::setsockopt(fd, SOL_SOCKET, SO_LINGER, &off, sizeof off);
+    try {
+        std::thread([fd] { ::close(fd); }).detach();
+    } catch (...) {
+        ::close(fd);  // no thread to spare: the lingering is off at least
+    }
 }
 
 // After the last byte of a flow that reached its end, `to` is shut for writing.
@@ -435,6 +455,7 @@ class Loop {
         auto p = std::make_unique<Pair>();
         p->accepted = waiting_;
         p->destination = destination;
+        p->shared = destination_shared_;
         p->last_progress = now;
         waiting_ = -1;
         if (!open_flow(p->up, destination_shared_) || !open_flow(p->down, destination_shared_)) {
@@ -529,7 +550,11 @@ class Loop {
             if (fd >= 0) ::epoll_ctl(epoll_, EPOLL_CTL_DEL, fd, nullptr);
         }
         ::close(p.accepted);
-        ::close(p.destination);
+        if (p.shared) {
+            close_shared(p.destination);
+        } else {
+            ::close(p.destination);
+        }
         close_flow(p.up);
         close_flow(p.down);
     }

@@ -22,6 +22,7 @@
 #include <cstring>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <tea/send_descriptors.hpp>
 #include <thread>
@@ -103,7 +104,7 @@ class FakeRelay {
 // What hand_over says of what `relay` hands ("" when it took the socket).
 std::string refusal_of(const FakeRelay &relay, const ServiceEnd &end) {
     std::string refusal;
-    const UniqueFd fd = tea::bridge::hand_over(relay.socket(), end, 2000ms, -1, refusal);
+    const auto fd = tea::bridge::hand_over(relay.socket(), end, 2000ms, -1, refusal);
     EXPECT_EQ(fd.valid(), refusal.empty()) << refusal;
     return refusal;
 }
@@ -131,8 +132,8 @@ TEST(HandOver, TheRealRelayHandsAConnectedSocketAndKeepsNoCopy) {
     const auto network = own_network();
     const std::size_t before = relay.open_descriptors();
     std::string refusal;
-    const UniqueFd fd = tea::bridge::hand_over(relay.socket().string(), end_for(service, network),
-                                               2000ms, -1, refusal);
+    const auto fd = tea::bridge::hand_over(relay.socket().string(), end_for(service, network),
+                                           2000ms, -1, refusal);
     ASSERT_TRUE(fd) << refusal;
     // The relay closed its connection to the service and the host's to it: nothing of the
     // connection stays in the target's process.
@@ -285,7 +286,7 @@ TEST(HandOverAttack, ARelayThatNeverAnswersIsWaitedForNoLongerThanTheTimeout) {
     FakeRelay relay([](int) { std::this_thread::sleep_for(600ms); });
     std::string refusal;
     const auto start = std::chrono::steady_clock::now();
-    const UniqueFd fd =
+    const auto fd =
         tea::bridge::hand_over(relay.socket(), end_for(service, network), 200ms, -1, refusal);
     EXPECT_FALSE(fd);
     EXPECT_LT(std::chrono::steady_clock::now() - start, 550ms);
@@ -358,20 +359,76 @@ TEST(HostListenerHandOver, ControlAGenuineSocketHandedTheSameWayCarriesTheReques
     EXPECT_EQ(bridge.last_refusal(), "");
 }
 
+// A host listener whose relay, of the target's making, answers with `hand(connection to the
+// relay, the service's port)`, a service of the test's that reads nothing unless told, and one
+// client the listener carries over the handed connection.
+class CarriedOverAHandedConnection {
+   public:
+    explicit CarriedOverAHandedConnection(std::function<void(int, std::uint16_t)> hand,
+                                          int service_buffer = 0)
+        : service_listener_{tea::test::listen_loopback(AF_INET, service_port_)},
+          network_{own_network()},
+          relay_{[this, hand = std::move(hand)](int c) { hand(c, service_port_); }} {
+        if (service_buffer > 0) {
+            EXPECT_EQ(::setsockopt(service_listener_.get(), SOL_SOCKET, SO_RCVBUF, &service_buffer,
+                                   sizeof service_buffer),
+                      0);
+        }
+        bridge_.emplace(tea::bridge::HostListenerOptions{
+            .wanted_port = 0,
+            .service = {tea::bridge_preface::Family::ipv4, service_port_, true},
+            .relay_socket = relay_.socket(),
+            .call_network = network_.get()});
+        client_ = connect_to(bridge_->port());
+        service_ = UniqueFd{::accept4(service_listener_.get(), nullptr, nullptr, SOCK_CLOEXEC)};
+        carried_ = client_.valid() && service_.valid() &&
+                   wait_for([&] { return bridge_->counts().carried.load() == 1; }, 2000ms);
+    }
+
+    [[nodiscard]] bool carried() const { return carried_; }
+    [[nodiscard]] int client() const { return client_.get(); }
+    [[nodiscard]] int service() const { return service_.get(); }
+    [[nodiscard]] std::uint16_t service_port() const { return service_port_; }
+    UniqueFd &service_listener() { return service_listener_; }
+    // Closes the service's end: with bytes unread, a reset.
+    void close_service() { service_.reset(); }
+
+    // Whether the listener stops within 2 s; if not, `unblock` runs, so that the test can end.
+    bool stops_in_time(const std::function<void()> &unblock) {
+        std::atomic<bool> stopped{false};
+        std::thread stopper([&] {
+            bridge_->stop();
+            stopped = true;
+        });
+        const bool in_time = wait_for([&] { return stopped.load(); }, 2000ms);
+        if (!in_time) {
+            unblock();
+        }
+        stopper.join();
+        return in_time;
+    }
+
+   private:
+    std::uint16_t service_port_ = 0;
+    UniqueFd service_listener_;
+    UniqueFd network_;
+    FakeRelay relay_;
+    std::optional<tea::bridge::HostListener> bridge_;
+    UniqueFd client_;
+    UniqueFd service_;
+    bool carried_ = false;
+};
+
 // Attack: the relay, of the target's identity, keeps a copy of the connection it hands, and once
 // the host carries a client over it sets the shared file blocking again, its service never
 // answering. The host listener still stops when the bridge ends (a loop held in a read of the
 // connection would hold every client and the call's end). The control, a loop that splices such a
 // destination and is held, is StreamRelayAttack's in host_listener_test.cpp.
 TEST(HostListenerHandOverAttack, ARelayThatKeepsACopyAndSetsItBlockingHoldsNothing) {
-    std::uint16_t service_port = 0;
-    const UniqueFd service_listener{tea::test::listen_loopback(AF_INET, service_port)};
-    ASSERT_TRUE(service_listener.valid());
-    const auto network = own_network();
     std::mutex kept_mutex;
     UniqueFd kept;  // the relay's copy
-    FakeRelay relay([&](int c) {
-        auto genuine = connect_to(service_port);
+    CarriedOverAHandedConnection pair([&](int c, std::uint16_t port) {
+        auto genuine = connect_to(port);
         {
             // Kept before it is handed: the host may carry a client over it at once.
             const std::lock_guard lock{kept_mutex};
@@ -379,17 +436,7 @@ TEST(HostListenerHandOverAttack, ARelayThatKeepsACopyAndSetsItBlockingHoldsNothi
         }
         send_descriptors(c, {genuine.get()});
     });
-    std::atomic<bool> stopped{false};
-    tea::bridge::HostListener bridge(
-        {.wanted_port = 0,
-         .service = {tea::bridge_preface::Family::ipv4, service_port, true},
-         .relay_socket = relay.socket(),
-         .call_network = network.get()});
-    const UniqueFd client = connect_to(bridge.port());
-    ASSERT_TRUE(client.valid());
-    const UniqueFd service{::accept4(service_listener.get(), nullptr, nullptr, SOCK_CLOEXEC)};
-    ASSERT_TRUE(service.valid());
-    ASSERT_TRUE(wait_for([&] { return bridge.counts().carried.load() == 1; }, 2000ms));
+    ASSERT_TRUE(pair.carried());
     {
         const std::lock_guard lock{kept_mutex};
         ASSERT_TRUE(kept.valid());
@@ -397,23 +444,67 @@ TEST(HostListenerHandOverAttack, ARelayThatKeepsACopyAndSetsItBlockingHoldsNothi
         ASSERT_NE(flags & O_NONBLOCK, 0) << "the host made the handed file non-blocking";
         ASSERT_EQ(::fcntl(kept.get(), F_SETFL, flags & ~O_NONBLOCK), 0);
     }
-    ASSERT_EQ(::send(client.get(), "request", 7, MSG_NOSIGNAL), 7);
+    ASSERT_EQ(::send(pair.client(), "request", 7, MSG_NOSIGNAL), 7);
     std::string got(7, '\0');
-    pollfd p{service.get(), POLLIN, 0};
+    pollfd p{pair.service(), POLLIN, 0};
     ASSERT_EQ(::poll(&p, 1, 2000), 1);
-    ASSERT_EQ(::recv(service.get(), got.data(), got.size(), MSG_WAITALL), 7);
+    ASSERT_EQ(::recv(pair.service(), got.data(), got.size(), MSG_WAITALL), 7);
     EXPECT_EQ(got, "request");
     std::this_thread::sleep_for(100ms);  // the loop's turn, in which it reads the connection
-    std::thread stopper([&] {
-        bridge.stop();
-        stopped = true;
-    });
-    const bool in_time = wait_for([&] { return stopped.load(); }, 2000ms);
-    if (!in_time) {
-        ::shutdown(service.get(), SHUT_WR);  // lets a held read return, so the test can end
+    // If held, the service's end closes, which lets a held read return.
+    EXPECT_TRUE(pair.stops_in_time([&] { ::shutdown(pair.service(), SHUT_WR); }))
+        << "the host listener was held by the shared connection";
+}
+
+// A connection to `port` whose send queue is full toward a peer that reads nothing (both buffers
+// made small) and that lingers 30 s on its last close: that close waits for the queue to drain.
+UniqueFd lingering_connection(std::uint16_t port) {
+    UniqueFd fd{::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+    const int small = 4096;
+    EXPECT_EQ(::setsockopt(fd.get(), SOL_SOCKET, SO_SNDBUF, &small, sizeof small), 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::connect(fd.get(), reinterpret_cast<sockaddr *>(&a), sizeof a), 0);
+    const std::string chunk(4096, 'x');
+    while (::send(fd.get(), chunk.data(), chunk.size(), MSG_DONTWAIT | MSG_NOSIGNAL) > 0) {
     }
-    stopper.join();
-    EXPECT_TRUE(in_time) << "the host listener was held by the shared connection";
+    const linger for_long{1, 30};
+    EXPECT_EQ(::setsockopt(fd.get(), SOL_SOCKET, SO_LINGER, &for_long, sizeof for_long), 0);
+    return fd;
+}
+
+// Attack: the relay hands a connection set to linger, its send queue full toward a service that
+// never reads, and closes its own copy, so the host's is the last: a close of it waited for the
+// linger time, the host listener's loop and its stop with it. The host closes a handed socket
+// with the lingering off, on a thread of its own: the listener stops at once. Control: the same
+// connection closed as the last copy by a plain close waits.
+TEST(HostListenerHandOverAttack, ALingeringConnectionHoldsNoClose) {
+    CarriedOverAHandedConnection pair(
+        [](int c, std::uint16_t port) {
+            const auto lingering = lingering_connection(port);
+            send_descriptors(c, {lingering.get()});
+        },
+        4096);
+    ASSERT_TRUE(pair.carried());
+    // If held, the service's end closes with its bytes unread: a reset ends the lingering close.
+    EXPECT_TRUE(pair.stops_in_time([&] { pair.close_service(); }))
+        << "the host listener waited on a lingering close";
+
+    // Control: the last copy of such a connection, closed plainly, waits.
+    auto last = lingering_connection(pair.service_port());
+    UniqueFd second{::accept4(pair.service_listener().get(), nullptr, nullptr, SOCK_CLOEXEC)};
+    std::atomic<bool> closed{false};
+    std::thread closer([&] {
+        last.reset();
+        closed = true;
+    });
+    std::this_thread::sleep_for(500ms);
+    EXPECT_FALSE(closed.load()) << "the lingering close did not wait";
+    second.reset();  // closed with its bytes unread: a reset, which ends the lingering close
+    closer.join();
+    EXPECT_TRUE(closed.load());
 }
 
 }  // namespace
