@@ -4,7 +4,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "util/error.hpp"
 #include "util/mountinfo.hpp"
@@ -23,6 +25,85 @@ std::string invalid_plan(const std::string &backend) {
 
 // Only the call's own directories may be lent to the sandbox identity; a plugin asking for
 // anything else (/etc, say) is refused.
+// Where `path` lies on its file system: the device of the mount that shows it (the last of the
+// mounts at the longest mount point above it) and its path from that file system's root.
+struct Location {
+    std::string device;
+    std::filesystem::path path;
+};
+std::optional<Location> location(const std::vector<mountinfo::Mount> &mounts,
+                                 const std::filesystem::path &path) {
+    const mountinfo::Mount *shown = nullptr;
+    for (const auto &m : mounts) {
+        if (within(path, m.point) &&
+            (shown == nullptr || std::distance(m.point.begin(), m.point.end()) >=
+                                     std::distance(shown->point.begin(), shown->point.end()))) {
+            shown = &m;
+        }
+    }
+    if (shown == nullptr) {
+        return std::nullopt;
+    }
+    const auto below = path.lexically_relative(shown->point);
+    return Location{shown->device,
+                    below == "." ? shown->root : (shown->root / below).lexically_normal()};
+}
+
+// Whether `inner` lies in `outer` (a system folder) where the file system is: the same device, and
+// its path from that file system's root inside the folder's. A workspace bound from a system
+// folder to a plain path lies there still.
+bool lies_in(const std::vector<mountinfo::Mount> &mounts, const Location &inner,
+             const std::filesystem::path &outer) {
+    const auto at = location(mounts, outer);
+    return at && at->device == inner.device && within(inner.path, at->path);
+}
+
+// Refuses to lend a workspace whose lend would give the target more than the workspace: one with
+// a mount beneath it, or one inside a system folder (by its path, or where its file system puts
+// it).
+void check_lent_workspace(const std::string &workspace) {
+    std::ifstream in{"/proc/self/mountinfo"};
+    const std::string text{std::istreambuf_iterator<char>{in}, {}};
+    // Unread, nothing would be seen beneath the workspace: the lend is refused instead.
+    if (!in.is_open() || text.empty()) {
+        throw host_error("cannot read /proc/self/mountinfo to check the workspace " + workspace +
+                         " for mounts beneath it");
+    }
+    const auto mounts = mountinfo::parse(text);
+    // Attack: the lend copies the workspace with every mount beneath it, the owner's files shown
+    // as the target's: a mount beneath a workspace of root's (a bind of /etc, say) would hand the
+    // target root's files there, beyond the workspace the operator named.
+    for (const auto &mount : mounts) {
+        if (mount.point != std::filesystem::path{workspace} && within(mount.point, workspace)) {
+            throw host_error("the workspace " + workspace + " has a mount beneath it at " +
+                             mount.point.string() +
+                             ", which the runtime will not hand to the sandbox identity with it; "
+                             "unmount it or choose a workspace without one");
+        }
+    }
+    // Attack: what a target makes in a lent tree is the tree's owner's on disk, root's for a system
+    // folder's, and the host runs or trusts root's files there (/etc/cron.d, /usr/local/bin,
+    // /var/spool/cron): a workspace inside one, or bound from one, would let the target plant them.
+    const auto real = location(mounts, workspace);
+    const auto in_folder = [&](const std::filesystem::path &folder) {
+        return within(workspace, folder) || (real && lies_in(mounts, *real, folder));
+    };
+    // Sources are kept beneath /usr/src by convention (a container's WORKDIR), never run.
+    if (in_folder("/usr/src") || in_folder("/usr/local/src")) {
+        return;
+    }
+    for (const std::filesystem::path system :
+         {"/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/boot",
+          "/var/spool", "/run/systemd"}) {
+        if (in_folder(system)) {
+            throw host_error("the workspace " + workspace + " lies inside " + system.string() +
+                             ", where the files a target makes would be root's for the host to run "
+                             "or trust; the runtime will not hand it to the sandbox identity; "
+                             "choose a project directory as the workspace");
+        }
+    }
+}
+
 void check_lend(const exec::ExecPlan &plan, const exec::LaunchSpec &spec) {
     for (const auto &p : plan.lend.paths) {
         if (contains(spec.unmade, p) && (!plan.make_dirs || !contains(*plan.make_dirs, p))) {
@@ -59,33 +140,8 @@ void check_lend(const exec::ExecPlan &plan, const exec::LaunchSpec &spec) {
                              "project directory as the workspace");
         }
     }
-    // Attack: the lend copies the workspace with every mount beneath it, the owner's files shown
-    // as the target's: a mount beneath a workspace of root's (a bind of /etc, say) would hand the
-    // target root's files there, beyond the workspace the operator named.
     if (plan.lend.requested) {
-        std::ifstream in{"/proc/self/mountinfo"};
-        const std::string text{std::istreambuf_iterator<char>{in}, {}};
-        for (const auto &mount : mountinfo::parse(text)) {
-            if (mount.point != std::filesystem::path{spec.workspace} &&
-                within(mount.point, spec.workspace)) {
-                throw host_error("the workspace " + spec.workspace + " has a mount beneath it at " +
-                                 mount.point.string() +
-                                 ", which the runtime will not hand to the sandbox identity with "
-                                 "it; unmount it or choose a workspace without one");
-            }
-        }
-    }
-    // Attack: what a target makes in a lent tree is the tree's owner's on disk, root's for a system
-    // folder's, and the host runs or trusts root's files there (/etc/cron.d, /usr/local/bin,
-    // /var/spool/cron): a workspace inside one would let the target plant them.
-    for (const std::filesystem::path system : {"/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32",
-                                               "/lib64", "/libx32", "/boot", "/var/spool"}) {
-        if (plan.lend.requested && within(spec.workspace, system)) {
-            throw host_error("the workspace " + spec.workspace + " lies inside " + system.string() +
-                             ", where the files a target makes would be root's for the host to run "
-                             "or trust; the runtime will not hand it to the sandbox identity; "
-                             "choose a project directory as the workspace");
-        }
+        check_lent_workspace(spec.workspace);
     }
 }
 

@@ -1,5 +1,5 @@
-// The lines of /proc/<pid>/mountinfo (proc(5)): for each mount, the root of the file system it
-// shows, where it is mounted, its type and its super block's options.
+// The lines of /proc/<pid>/mountinfo (proc(5)): for each mount, its file system's device, what of
+// that file system it shows, where it is mounted, its type and its super block's options.
 #pragma once
 
 #include <algorithm>
@@ -11,6 +11,7 @@
 namespace tea::mountinfo {
 
 struct Mount {
+    std::string device;           // major:minor of its file system
     std::filesystem::path root;   // what of its file system the mount shows
     std::filesystem::path point;  // where it is mounted
     std::string type;
@@ -58,8 +59,8 @@ inline std::vector<Mount> parse(std::string_view text) {
         if (fields.size() < 5 || dash == fields.end() || fields.end() - dash < 4) {
             continue;
         }
-        mounts.push_back({unescape(fields[3]), unescape(fields[4]), std::string{*(dash + 1)},
-                          std::string{*(dash + 3)}});
+        mounts.push_back({std::string{fields[2]}, unescape(fields[3]), unescape(fields[4]),
+                          std::string{*(dash + 1)}, std::string{*(dash + 3)}});
     }
     return mounts;
 }

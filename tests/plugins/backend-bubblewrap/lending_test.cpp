@@ -126,7 +126,7 @@ TEST_F(LentConfinement, AWorkspaceInsideASystemFolderIsRefused) {
     for (const auto &[folder, system] :
          std::vector<std::pair<fs::path, std::string>>{{"/boot", "/boot"},
                                                        {"/var/spool", "/var/spool"},
-                                                       {"/usr/local/src", "/usr"},
+                                                       {"/usr/local/share", "/usr"},
                                                        {"/etc/opt", "/etc"}}) {
         const auto r = run({.command = writes,
                             .workspace = (folder / "ws").string(),
@@ -142,6 +142,23 @@ TEST_F(LentConfinement, AWorkspaceInsideASystemFolderIsRefused) {
         {.command = writes, .workspace = (plain / "ws").string(), .wrapper = in_tmpfs_at(plain)});
     EXPECT_EQ(control.status, 0) << control;
     EXPECT_EQ(control.out, "written\n");
+    // A folder of /boot bound at a plain path lies in /boot still: refused by where it is.
+    fs::create_directories(plain / "bound");
+    const auto bound = run(
+        {.command = writes,
+         .workspace = (plain / "bound").string(),
+         .wrapper = in_mount_namespace("mount -t tmpfs tmpfs /boot && mkdir -m 0755 /boot/ws && "
+                                       "mount --bind /boot/ws \"$1\"",
+                                       {(plain / "bound").string()})});
+    EXPECT_EQ(bound.status, 12) << bound;
+    EXPECT_NE(bound.err.find("lies inside /boot"), std::string::npos) << bound;
+    EXPECT_EQ(bound.out, "");
+    // Sources beneath /usr/local/src (a container's WORKDIR, say) are never run: lent.
+    const auto sources = run({.command = writes,
+                              .workspace = "/usr/local/src/ws",
+                              .wrapper = in_tmpfs_at("/usr/local/src")});
+    EXPECT_EQ(sources.status, 0) << sources;
+    EXPECT_EQ(sources.out, "written\n");
 }
 
 // Attack: the lend copies the workspace with every mount beneath it, and shows its owner's files
