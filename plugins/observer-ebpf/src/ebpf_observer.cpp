@@ -356,6 +356,12 @@ class EbpfObserver {
         // What a kept set's ring still holds of an earlier session is read and dropped before
         // any call of this one is registered: its call numbers would be taken for this session's.
         consume();
+        if (ring_->inconsistent()) {
+            throw tea::sdk::Unavailable(
+                "its ring buffer's positions are not the kernel's (a kept set another process "
+                "changed?); remove " +
+                std::string{tea::ebpf::kKeptSetsDir} + " or set keep_loaded = false");
+        }
         drain_ = std::thread{[this] { drain(); }};
     }
 

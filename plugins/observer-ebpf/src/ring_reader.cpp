@@ -67,43 +67,47 @@ std::size_t RingReader::consume(const Sink &sink) {
     const char *data = static_cast<const char *>(producer_area_) + page_;
     const std::uint64_t mask = data_bytes_ - 1;
     std::uint64_t at = __atomic_load_n(position, __ATOMIC_ACQUIRE);
+    // Up to where the programs stood on entry: a flood behind it waits for the next call, so that
+    // the caller (who holds the observer's lock) is never held for as long as it lasts.
+    const std::uint64_t end = producer();
+    // Positions no kernel writes (a kept ring whose reader position another root process moved):
+    // a header read there could fall past the mapping, so nothing is read.
+    if ((at & 7U) != 0 || at > end || end - at > data_bytes_) {
+        inconsistent_ = true;
+        return 0;
+    }
     std::size_t handed = 0;
-    for (;;) {
-        const std::uint64_t end = producer();
-        if (at >= end) {
+    while (at < end) {
+        const std::size_t offset = at & mask;
+        // Headers are eight-aligned in a ring of whole pages: one never wraps.
+        const auto header = __atomic_load_n(reinterpret_cast<const std::uint32_t *>(data + offset),
+                                            __ATOMIC_ACQUIRE);
+        if ((header & BPF_RINGBUF_BUSY_BIT) != 0) {
+            return handed;  // reserved, not yet committed: the records behind it wait
+        }
+        const std::uint64_t span = record_span(header);
+        // A length no program could have reserved is the kernel's or a corruption's: the reader
+        // stops there rather than read past the data area.
+        if (span > data_bytes_) {
+            inconsistent_ = true;
             return handed;
         }
-        while (at < end) {
-            const std::size_t offset = at & mask;
-            // Headers are eight-aligned in a ring of whole pages: one never wraps.
-            const auto header = __atomic_load_n(
-                reinterpret_cast<const std::uint32_t *>(data + offset), __ATOMIC_ACQUIRE);
-            if ((header & BPF_RINGBUF_BUSY_BIT) != 0) {
-                return handed;  // reserved, not yet committed: the records behind it wait
+        if ((header & BPF_RINGBUF_DISCARD_BIT) == 0) {
+            const std::size_t length = header & ~(BPF_RINGBUF_BUSY_BIT | BPF_RINGBUF_DISCARD_BIT);
+            const std::size_t start = (offset + BPF_RINGBUF_HDR_SZ) & mask;
+            const std::size_t before_end = data_bytes_ - start;
+            if (length <= before_end) {
+                sink(std::string_view{data + start, length}, {});
+            } else {
+                sink(std::string_view{data + start, before_end},
+                     std::string_view{data, length - before_end});
             }
-            const std::uint64_t span = record_span(header);
-            // A length no program could have reserved is the kernel's or a corruption's: the
-            // reader stops there rather than read past the data area.
-            if (span > data_bytes_) {
-                return handed;
-            }
-            if ((header & BPF_RINGBUF_DISCARD_BIT) == 0) {
-                const std::size_t length =
-                    header & ~(BPF_RINGBUF_BUSY_BIT | BPF_RINGBUF_DISCARD_BIT);
-                const std::size_t start = (offset + BPF_RINGBUF_HDR_SZ) & mask;
-                const std::size_t before_end = data_bytes_ - start;
-                if (length <= before_end) {
-                    sink(std::string_view{data + start, length}, {});
-                } else {
-                    sink(std::string_view{data + start, before_end},
-                         std::string_view{data, length - before_end});
-                }
-                ++handed;
-            }
-            at += span;
-            __atomic_store_n(position, at, __ATOMIC_RELEASE);
+            ++handed;
         }
+        at += span;
+        __atomic_store_n(position, at, __ATOMIC_RELEASE);
     }
+    return handed;
 }
 
 }  // namespace tea::ebpf

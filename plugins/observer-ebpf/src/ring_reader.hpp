@@ -26,10 +26,13 @@ class RingReader {
     RingReader &operator=(const RingReader &) = delete;
     ~RingReader();
 
-    // Hands every record written so far to `sink`, in order, up to the first one a program has
-    // reserved and not yet committed; records a program discarded are skipped. Returns how many
-    // were handed.
+    // Hands every record written up to the programs' position on entry to `sink`, in order, up to
+    // the first one a program has reserved and not yet committed; records a program discarded are
+    // skipped. Returns how many were handed.
     std::size_t consume(const Sink &sink);
+
+    // Whether a consume found positions or a length no kernel writes (then it read nothing more).
+    [[nodiscard]] bool inconsistent() const { return inconsistent_; }
 
     // The positions the programs have reserved up to, and the reader has passed.
     [[nodiscard]] std::uint64_t producer() const;
@@ -40,6 +43,7 @@ class RingReader {
     std::size_t data_bytes_ = 0;
     void *consumer_page_ = nullptr;  // read-write: the reader's position
     void *producer_area_ = nullptr;  // read-only: the programs' position, then the data, once
+    bool inconsistent_ = false;
 };
 
 }  // namespace tea::ebpf
