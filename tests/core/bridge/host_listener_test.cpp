@@ -18,6 +18,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -185,6 +186,42 @@ TEST(StreamRelay, APairWhoseDestinationIsSharedCarriesBothWaysToTheEnd) {
     for (int i = 0; i < 3; ++i) {
         EXPECT_TRUE(ends_with_body(request(port))) << i;
     }
+    const std::uint64_t one = 1;
+    ASSERT_EQ(::write(stop.get(), &one, sizeof one), static_cast<ssize_t>(sizeof one));
+    loop.join();
+}
+
+// A pair that copies carries 128 times what its buffer holds, the client writing as fast as it
+// can, so that the buffer fills and sends go out in part: every byte arrives.
+TEST(StreamRelay, APairWhoseDestinationIsSharedCarriesMoreThanItsBufferWhole) {
+    std::uint16_t port = 0;
+    const tea::UniqueFd listener{tea::test::listen_loopback(AF_INET, port)};
+    ASSERT_EQ(::fcntl(listener.get(), F_SETFL, O_NONBLOCK), 0);
+    LoopbackServer sink(ServerMode::sink);
+    const tea::UniqueFd stop{::eventfd(0, EFD_CLOEXEC)};
+    const std::vector<int> listeners{listener.get()};
+    std::thread loop([&] {
+        tea::stream_relay::serve(
+            listeners,
+            [&](int, tea::stream_relay::Wake &wake) {
+                wake.shared = true;
+                return connect_to(sink.port(), false).release();
+            },
+            tea::stream_relay::Limits{}, stop.get());
+    });
+    const tea::UniqueFd client = connect_to(port);
+    ASSERT_TRUE(client.valid());
+    constexpr std::size_t kBytes = std::size_t{8} << 20;  // 128 times the buffer
+    const std::string chunk(std::size_t{1} << 16, 'x');
+    std::size_t sent = 0;
+    while (sent < kBytes) {
+        const auto n = ::send(client.get(), chunk.data(), chunk.size(), MSG_NOSIGNAL);
+        ASSERT_GT(n, 0) << std::strerror(errno);
+        sent += static_cast<std::size_t>(n);
+    }
+    EXPECT_TRUE(wait_for([&] { return sink.received() >= sent; }, 10000ms))
+        << sink.received() << " of " << sent;
+    EXPECT_EQ(sink.received(), sent);
     const std::uint64_t one = 1;
     ASSERT_EQ(::write(stop.get(), &one, sizeof one), static_cast<ssize_t>(sizeof one));
     loop.join();
