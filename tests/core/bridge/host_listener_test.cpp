@@ -165,51 +165,57 @@ TEST(StreamRelayAttack, ControlADestinationNotSaidSharedIsHeldInSplice) {
     EXPECT_FALSE(stops_with_its_destination_set_blocking(false));
 }
 
+// A pair relay on a loopback port of its own whose every destination is a new connection to
+// `service_port`, said shared: its pairs copy. Stopped and joined when it goes.
+class CopyingRelay {
+   public:
+    explicit CopyingRelay(std::uint16_t service_port)
+        : listener_{tea::test::listen_loopback(AF_INET, port_)}, stop_{::eventfd(0, EFD_CLOEXEC)} {
+        EXPECT_EQ(::fcntl(listener_.get(), F_SETFL, O_NONBLOCK), 0);
+        listeners_.push_back(listener_.get());
+        loop_ = std::thread([this, service_port] {
+            tea::stream_relay::serve(
+                listeners_,
+                [service_port](int, tea::stream_relay::Wake &wake) {
+                    wake.shared = true;
+                    return connect_to(service_port, false).release();
+                },
+                tea::stream_relay::Limits{}, stop_.get());
+        });
+    }
+    CopyingRelay(const CopyingRelay &) = delete;
+    CopyingRelay &operator=(const CopyingRelay &) = delete;
+    ~CopyingRelay() {
+        const std::uint64_t one = 1;
+        EXPECT_EQ(::write(stop_.get(), &one, sizeof one), static_cast<ssize_t>(sizeof one));
+        loop_.join();
+    }
+    [[nodiscard]] std::uint16_t port() const { return port_; }
+
+   private:
+    std::uint16_t port_ = 0;
+    tea::UniqueFd listener_;
+    tea::UniqueFd stop_;
+    std::vector<int> listeners_;
+    std::thread loop_;
+};
+
 // A pair that copies carries both ways and ends both ways as a spliced pair does: a request in,
 // the answer out, each side's end passed on.
 TEST(StreamRelay, APairWhoseDestinationIsSharedCarriesBothWaysToTheEnd) {
-    std::uint16_t port = 0;
-    const tea::UniqueFd listener{tea::test::listen_loopback(AF_INET, port)};
-    ASSERT_EQ(::fcntl(listener.get(), F_SETFL, O_NONBLOCK), 0);
     LoopbackServer service(ServerMode::http);
-    const tea::UniqueFd stop{::eventfd(0, EFD_CLOEXEC)};
-    const std::vector<int> listeners{listener.get()};
-    std::thread loop([&] {
-        tea::stream_relay::serve(
-            listeners,
-            [&](int, tea::stream_relay::Wake &wake) {
-                wake.shared = true;
-                return connect_to(service.port(), false).release();
-            },
-            tea::stream_relay::Limits{}, stop.get());
-    });
+    const CopyingRelay relay(service.port());
     for (int i = 0; i < 3; ++i) {
-        EXPECT_TRUE(ends_with_body(request(port))) << i;
+        EXPECT_TRUE(ends_with_body(request(relay.port()))) << i;
     }
-    const std::uint64_t one = 1;
-    ASSERT_EQ(::write(stop.get(), &one, sizeof one), static_cast<ssize_t>(sizeof one));
-    loop.join();
 }
 
 // A pair that copies carries 128 times what its buffer holds, the client writing as fast as it
 // can, so that the buffer fills and sends go out in part: every byte arrives.
 TEST(StreamRelay, APairWhoseDestinationIsSharedCarriesMoreThanItsBufferWhole) {
-    std::uint16_t port = 0;
-    const tea::UniqueFd listener{tea::test::listen_loopback(AF_INET, port)};
-    ASSERT_EQ(::fcntl(listener.get(), F_SETFL, O_NONBLOCK), 0);
     LoopbackServer sink(ServerMode::sink);
-    const tea::UniqueFd stop{::eventfd(0, EFD_CLOEXEC)};
-    const std::vector<int> listeners{listener.get()};
-    std::thread loop([&] {
-        tea::stream_relay::serve(
-            listeners,
-            [&](int, tea::stream_relay::Wake &wake) {
-                wake.shared = true;
-                return connect_to(sink.port(), false).release();
-            },
-            tea::stream_relay::Limits{}, stop.get());
-    });
-    const tea::UniqueFd client = connect_to(port);
+    const CopyingRelay relay(sink.port());
+    const tea::UniqueFd client = connect_to(relay.port());
     ASSERT_TRUE(client.valid());
     constexpr std::size_t kBytes = std::size_t{8} << 20;  // 128 times the buffer
     const std::string chunk(std::size_t{1} << 16, 'x');
@@ -222,9 +228,6 @@ TEST(StreamRelay, APairWhoseDestinationIsSharedCarriesMoreThanItsBufferWhole) {
     EXPECT_TRUE(wait_for([&] { return sink.received() >= sent; }, 10000ms))
         << sink.received() << " of " << sent;
     EXPECT_EQ(sink.received(), sent);
-    const std::uint64_t one = 1;
-    ASSERT_EQ(::write(stop.get(), &one, sizeof one), static_cast<ssize_t>(sizeof one));
-    loop.join();
 }
 
 TEST(HostListener, AConnectionEndsWithTheBridge) {
