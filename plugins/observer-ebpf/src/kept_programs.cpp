@@ -332,6 +332,12 @@ LoadedSet load_or_take(const std::string &name, const SetSizes &sizes, bool keep
     if (!keep || ::geteuid() != 0) {
         return load();
     }
+    // Where no bpffs is mounted, nothing is made there: a directory left on whatever file system
+    // holds that path would be a change to the host no session undoes.
+    struct statfs fs {};
+    if (::statfs(kBpffsMount, &fs) != 0 || static_cast<std::uint64_t>(fs.f_type) != BPF_FS_MAGIC) {
+        return load();
+    }
     OwnedFd base{open_dir(-1, kKeptSetsDir)};
     if (base.get() < 0) {
         return load();

@@ -99,7 +99,8 @@ class LoadedSet {
     bool taken_ = false;
 };
 
-// Where kept sets are pinned.
+// Where bpffs is mounted, and beneath it where kept sets are pinned.
+inline constexpr const char *kBpffsMount = "/sys/fs/bpf";
 inline constexpr const char *kKeptSetsDir = "/sys/fs/bpf/tea-evaluate";
 // How the plugin loads the object beyond its bytes (the maps' sizes it sets, its .rodata): raised
 // whenever that changes, so that a session never takes a set loaded the old way.

@@ -10,13 +10,17 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <linux/bpf.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -87,12 +91,33 @@ std::set<std::uint32_t> attached_programs() {
     return ids;
 }
 
+// Puts this process, once, in a mount namespace of its own with a bpffs of its own at
+// /sys/fs/bpf: the tests neither need the host to have mounted one nor leave kept sets in the
+// host's. Empty on success, else why not.
+std::string private_bpffs() {
+    static const std::string why = []() -> std::string {
+        if (::unshare(CLONE_NEWNS) != 0) {
+            return std::string{"unshare(CLONE_NEWNS): "} + std::strerror(errno);
+        }
+        if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+            return std::string{"making / private: "} + std::strerror(errno);
+        }
+        if (::mount("bpf", ebpf::kBpffsMount, "bpf", 0, "mode=0700") != 0) {
+            return std::string{"mounting bpffs: "} + std::strerror(errno);
+        }
+        return {};
+    }();
+    return why;
+}
+
 class KeptPrograms : public ::testing::Test {
    protected:
     void SetUp() override {
         if (::geteuid() != 0) {
             GTEST_SKIP() << "loading BPF programs needs root";
         }
+        const auto why = private_bpffs();
+        ASSERT_TRUE(why.empty()) << why;
         file_ = dir_.path() / "file-A";
         std::ofstream{file_} << "content of A\n";
     }
@@ -277,6 +302,21 @@ TEST_F(KeptPrograms, NothingIsKeptWhenTheConfigurationSaysSo) {
     expect_sees_its_open(*s);
     const auto kept = session(15);
     EXPECT_NE(pinned_id(set_dir(15) / "on_sys_exit"), 0U);
+}
+
+// Where /sys/fs/bpf is no bpffs (here a tmpfs over it), a session loads its own programs, sees
+// its call's opens and makes nothing there. The control: on bpffs the same session makes its set.
+TEST_F(KeptPrograms, WithoutBpffsASessionLoadsItsOwnAndMakesNothing) {
+    ASSERT_EQ(::mount("tmpfs", ebpf::kBpffsMount, "tmpfs", 0, "mode=0755"), 0)
+        << std::strerror(errno);
+    {
+        const auto s = session(20);
+        expect_sees_its_open(*s);
+        EXPECT_FALSE(stdfs::exists(ebpf::kKeptSetsDir));
+    }
+    ASSERT_EQ(::umount(ebpf::kBpffsMount), 0) << std::strerror(errno);
+    const auto kept = session(20);
+    EXPECT_NE(pinned_id(set_dir(20) / "on_sys_exit"), 0U);
 }
 
 // A set whose programs are still attached (a session killed a moment ago, whose attachments the
