@@ -478,9 +478,12 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
         }
         state.logins.redact_file(run.err.file, r.err.truncated);
         state.confinement = outcome.confinement;
+        // A signal that came after the call's leader ended is the call's too: a scheduler that
+        // cancels a task signals every process of it, and the target may die of it first.
         const int interrupted = r.interrupted_by != 0 ? r.interrupted_by
-                                : brief_agent         ? brief_agent->interrupted_by()
-                                                      : 0;
+                                : brief_agent && brief_agent->interrupted_by() != 0
+                                    ? brief_agent->interrupted_by()
+                                    : Signals::instance().pending();
         if (interrupted != 0) {
             progress.finish("interrupted");
             out.interrupted = interrupted;
