@@ -101,6 +101,9 @@ struct Wake {
 // What one direction of a pair may hold: a pipe's default capacity, so a peer that never reads
 // makes the relay stop reading the sender (backpressure).
 inline constexpr std::size_t kFlowBytes = std::size_t{64} * 1024;
+// The most rounds of both directions one pair moves in a turn of the loop (a round moves up to
+// kFlowBytes each way) before the other pairs have theirs.
+inline constexpr int kPumpRounds = 16;
 
 // One direction of a pair: bytes spliced from `from` into the pipe, waiting to be spliced to `to`;
 // or, for a pair whose destination is shared (Wake::shared), received into the buffer, waiting to
@@ -123,6 +126,7 @@ struct Pair {
     Flow down;             // destination -> accepted
     bool broken = false;
     bool ended = false;     // queued for closing at the end of the loop's turn
+    bool again = false;     // left with bytes to move: pumped again on the loop's next turn
     std::size_t index = 0;  // its place in the loop's list
     std::chrono::steady_clock::time_point last_progress;
 };
@@ -311,6 +315,11 @@ class Loop {
                 return false;
             }
             const auto now = std::chrono::steady_clock::now();
+            // The pairs the last turn left with bytes to move, whose sockets will not signal again.
+            todo_.swap(again_);
+            for (Pair *p : todo_) {
+                p->again = false;
+            }
             bool listener_ready = false;
             for (int i = 0; i < n; ++i) {
                 void *tag = events[static_cast<std::size_t>(i)].data.ptr;
@@ -330,6 +339,12 @@ class Loop {
                     pump(p, now);
                 }
             }
+            for (Pair *p : todo_) {
+                if (!p->ended && !p->again) {
+                    pump(*p, now);
+                }
+            }
+            todo_.clear();
             if (waiting_ >= 0) {
                 pair_waiting(connect, now);
             }
@@ -372,6 +387,9 @@ class Loop {
     }
 
     int timeout(std::chrono::steady_clock::time_point now) const {
+        if (!again_.empty()) {
+            return 0;  // a pair has bytes waiting that no event will announce
+        }
         int ms = -1;
         if (waiting_ >= 0 && wake_.fd < 0) {
             ms = 2;  // the destination's backlog had no room: try again soon
@@ -485,10 +503,19 @@ class Loop {
     }
 
     // Moves both directions until neither moves: the loop is edge-triggered, so a direction left
-    // with bytes to read would get no second event.
+    // with bytes to read would get no second event. A pair still moving after kPumpRounds is
+    // pumped again on the next turn, after the others: one endless stream would otherwise keep
+    // the loop from every other connection.
     void pump(Pair &p, std::chrono::steady_clock::time_point now) {
         bool any = false;
-        while (!p.broken && !p.ended) {
+        for (int round = 0; !p.broken && !p.ended; ++round) {
+            if (round == kPumpRounds) {
+                if (!p.again) {
+                    p.again = true;
+                    again_.push_back(&p);
+                }
+                break;
+            }
             bool progress = move(p.up, p.accepted, p.destination, p.broken);
             if (!p.broken) {
                 progress = move(p.down, p.destination, p.accepted, p.broken) || progress;
@@ -562,6 +589,9 @@ class Loop {
     // Pairs end after the turn's events are handled, since a later event of the same turn may
     // name one.
     void close_ended() {
+        again_.erase(
+            std::remove_if(again_.begin(), again_.end(), [](const Pair *p) { return p->ended; }),
+            again_.end());
         for (Pair *p : ended_) {
             close_pair(*p);
             const std::size_t i = p->index;
@@ -589,6 +619,8 @@ class Loop {
     bool destination_shared_ = false;  // the last destination returned shares its file (Wake)
     std::vector<std::unique_ptr<Pair>> pairs_;
     std::vector<Pair *> ended_;
+    std::vector<Pair *> again_;  // to pump on the next turn (Pair::again)
+    std::vector<Pair *> todo_;   // the last turn's again_, pumped on this one
     std::chrono::steady_clock::time_point next_idle_;
 };
 

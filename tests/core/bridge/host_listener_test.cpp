@@ -11,12 +11,16 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -24,6 +28,7 @@
 #include <string>
 #include <tea/stream_relay.hpp>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "relay_fixtures.hpp"
@@ -228,6 +233,94 @@ TEST(StreamRelay, APairWhoseDestinationIsSharedCarriesMoreThanItsBufferWhole) {
     EXPECT_TRUE(wait_for([&] { return sink.received() >= sent; }, 10000ms))
         << sink.received() << " of " << sent;
     EXPECT_EQ(sink.received(), sent);
+}
+
+// A Unix stream socket pair, both ends non-blocking.
+std::pair<tea::UniqueFd, tea::UniqueFd> unix_pair() {
+    std::array<int, 2> ends{};
+    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, ends.data()), 0);
+    return {tea::UniqueFd{ends[0]}, tea::UniqueFd{ends[1]}};
+}
+
+// Room for `bytes` queued on a socket that sends (root's SO_SNDBUFFORCE).
+void make_room(int fd, std::size_t bytes) {
+    const int size = static_cast<int>(bytes);
+    EXPECT_EQ(::setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof size), 0)
+        << std::strerror(errno);
+}
+
+// Bytes waiting to be read on fd.
+std::size_t queued(int fd) {
+    int n = 0;
+    return ::ioctl(fd, FIONREAD, &n) == 0 ? static_cast<std::size_t>(n) : 0;
+}
+
+// One pair whose bytes keep coming (64 MiB queued before the loop starts, and a destination with
+// room for all of it) does not keep the loop from a second connection: when the second is paired,
+// the first has moved only part of its bytes, the second's reply reaches its client, and the first
+// still arrives whole (it is pumped again on later turns, with no event to announce it). Before,
+// the loop moved the first pair's 64 MiB at once, and an endless one would have held it for ever.
+TEST(StreamRelayAttack, AnEndlessStreamDoesNotKeepTheLoopFromOtherConnections) {
+    if (::geteuid() != 0) {
+        GTEST_SKIP() << "queuing 64 MiB on a socket needs root's SO_SNDBUFFORCE";
+    }
+    constexpr std::size_t kBytes = std::size_t{64} << 20;
+    const tea::UniqueFd listener{::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)};
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    const std::string name = "tea-endless-" + std::to_string(::getpid());
+    std::memcpy(address.sun_path + 1, name.data(), name.size());  // abstract: no file left
+    const auto length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+    ASSERT_EQ(::bind(listener.get(), reinterpret_cast<sockaddr *>(&address), length), 0);
+    ASSERT_EQ(::listen(listener.get(), 8), 0);
+    const auto client = [&] {
+        tea::UniqueFd fd{::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+        EXPECT_EQ(::connect(fd.get(), reinterpret_cast<sockaddr *>(&address), length), 0);
+        return fd;
+    };
+    // The endless stream: its client's bytes queued, its destination with room for them all.
+    const auto endless = client();
+    make_room(endless.get(), kBytes * 2);
+    const std::string chunk(std::size_t{1} << 20, 'e');
+    for (std::size_t sent = 0; sent < kBytes; sent += chunk.size()) {
+        ASSERT_EQ(::send(endless.get(), chunk.data(), chunk.size(), MSG_NOSIGNAL),
+                  static_cast<ssize_t>(chunk.size()));
+    }
+    auto [to_endless, endless_sink] = unix_pair();
+    make_room(to_endless.get(), kBytes * 2);
+    // The other connection: its reply already waits at its destination.
+    const auto other = client();
+    auto [to_other, other_service] = unix_pair();
+    const std::string reply = "the other connection's reply";
+    ASSERT_EQ(::send(other_service.get(), reply.data(), reply.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(reply.size()));
+
+    std::size_t moved_before_the_other = 0;
+    int paired = 0;
+    const tea::UniqueFd stop{::eventfd(0, EFD_CLOEXEC)};
+    const std::vector<int> listeners{listener.get()};
+    std::thread loop([&] {
+        tea::stream_relay::serve(
+            listeners,
+            [&](int) {
+                if (paired++ == 0) return to_endless.release();
+                moved_before_the_other = queued(endless_sink.get());
+                return to_other.release();
+            },
+            tea::stream_relay::Limits{}, stop.get());
+    });
+    pollfd ready{other.get(), POLLIN, 0};
+    EXPECT_EQ(::poll(&ready, 1, 20'000), 1);
+    std::string got(reply.size(), '\0');
+    EXPECT_EQ(::recv(other.get(), got.data(), got.size(), MSG_DONTWAIT),
+              static_cast<ssize_t>(reply.size()));
+    EXPECT_EQ(got, reply);
+    EXPECT_LT(moved_before_the_other, kBytes);
+    EXPECT_TRUE(wait_for([&] { return queued(endless_sink.get()) >= kBytes; }, 20'000ms))
+        << queued(endless_sink.get()) << " of " << kBytes;
+    const std::uint64_t one = 1;
+    EXPECT_EQ(::write(stop.get(), &one, sizeof one), static_cast<ssize_t>(sizeof one));
+    loop.join();
 }
 
 TEST(HostListener, AConnectionEndsWithTheBridge) {
