@@ -246,7 +246,7 @@ struct CallRecords {
 
 class EbpfObserver {
    public:
-    EbpfObserver(tea::sdk::Host /*host*/, std::string_view config_json) {
+    EbpfObserver(tea::sdk::Host host, std::string_view config_json) : host_(host) {
         const auto config = json::parse(config_json, nullptr, false);
         if (!config.is_object()) {
             throw tea::sdk::Invalid("[plugin.ebpf]: expected a table");
@@ -330,9 +330,14 @@ class EbpfObserver {
         const auto ring_bytes = ring_bytes_ != 0 ? ring_bytes_ : kDefaultRingBytes;
         const auto max_calls = max_calls_ != 0 ? max_calls_ : kDefaultMaxCalls;
         const tea::ebpf::SetSizes sizes{ring_bytes, max_calls};
+        std::string not_kept;
         set_ = tea::ebpf::load_or_take(
             tea::ebpf::kept_set_name(tea::ebpf::object_digest, sizes), sizes, keep_loaded_,
-            [ring_bytes, max_calls] { return load_programs(ring_bytes, max_calls); });
+            [ring_bytes, max_calls] { return load_programs(ring_bytes, max_calls); }, &not_kept);
+        if (!not_kept.empty()) {
+            // Said, since each session then pays the kernel's verification (tens of ms).
+            host_.info("its programs are loaded for this session alone: " + not_kept);
+        }
         attach();
         loaded_ = true;
         stop_fd_ = ::eventfd(0, EFD_CLOEXEC);
@@ -726,6 +731,7 @@ class EbpfObserver {
     std::uint32_t max_calls_ = 0;   // 0: the programs' own (1,024)
     std::string enter_;
     bool keep_loaded_ = true;
+    tea::sdk::Host host_;
     tea::ebpf::LoadedSet set_;
     std::array<int, tea::ebpf::kProgramSlots> links_{-1, -1, -1, -1, -1};
     bool loaded_ = false;

@@ -327,33 +327,46 @@ std::string kept_set_name(std::string_view object_digest, const SetSizes &sizes)
 }
 
 LoadedSet load_or_take(const std::string &name, const SetSizes &sizes, bool keep,
-                       const std::function<LoadedSet()> &load) {
-    // Only root may pin in bpffs, and only root's sets are taken.
-    if (!keep || ::geteuid() != 0) {
+                       const std::function<LoadedSet()> &load, std::string *not_kept) {
+    const auto alone = [&](const char *why) {
+        if (not_kept != nullptr) *not_kept = why;
         return load();
+    };
+    if (!keep) {
+        return load();
+    }
+    // Only root may pin in bpffs, and only root's sets are taken.
+    if (::geteuid() != 0) {
+        return alone("only root keeps them");
     }
     // Where no bpffs is mounted, nothing is made there: a directory left on whatever file system
     // holds that path would be a change to the host no session undoes.
     struct statfs fs {};
     if (::statfs(kBpffsMount, &fs) != 0 || static_cast<std::uint64_t>(fs.f_type) != BPF_FS_MAGIC) {
-        return load();
+        return alone(
+            "no bpffs is mounted at /sys/fs/bpf (mount -t bpf bpf /sys/fs/bpf keeps them)");
     }
     OwnedFd base{open_dir(-1, kKeptSetsDir)};
     if (base.get() < 0) {
-        return load();
+        return alone(
+            "/sys/fs/bpf/tea-evaluate could not be made, or is not a directory of root's alone");
     }
     remove_unused(base.get(), name);
     OwnedFd dir{open_dir(base.get(), name.c_str())};
     // Held for the session's life: two sessions attaching one set would each read, and empty,
     // the other's calls.
-    if (dir.get() < 0 || ::flock(dir.get(), LOCK_EX | LOCK_NB) != 0) {
-        return load();
+    if (dir.get() < 0) {
+        return alone("the set's directory could not be made, or is not of root's alone");
+    }
+    if (::flock(dir.get(), LOCK_EX | LOCK_NB) != 0) {
+        return alone("another session holds the kept set");
     }
     {
         LoadedSet set;
         if (take(dir.get(), set, sizes)) {
             if (!detached(set)) {
-                return load();  // left to whoever still runs it; nothing wiped
+                // Left to whoever still runs it; nothing wiped.
+                return alone("the kept set's programs are still attached");
             }
             if (reset(set)) {
                 (void)::futimens(dir.get(), nullptr);  // used now
@@ -367,6 +380,7 @@ LoadedSet load_or_take(const std::string &name, const SetSizes &sizes, bool keep
     LoadedSet fresh = load();
     if (!pin(dir.get(), fresh)) {
         wipe(dir.get());
+        if (not_kept != nullptr) *not_kept = "they could not be pinned";
         return fresh;
     }
     fresh.lock_ = dir.release();

@@ -90,7 +90,7 @@ class LoadedSet {
 
    private:
     friend LoadedSet load_or_take(const std::string &, const SetSizes &, bool,
-                                  const std::function<LoadedSet()> &);
+                                  const std::function<LoadedSet()> &, std::string *);
     void close_all();
 
     std::array<int, kProgramSlots> programs_{};
@@ -115,7 +115,8 @@ std::string kept_set_name(std::string_view object_digest, const SetSizes &sizes)
 // With `keep`, takes the kept set `name`, emptied of any earlier session's state, or loads one
 // with `load` and pins it there; without `keep`, or when no set may be kept now, returns what
 // `load` returns. `load` throws when the kernel refuses the programs, and that is passed on.
+// With `keep`, *not_kept (when given) says why no set was taken or kept, else is left alone.
 LoadedSet load_or_take(const std::string &name, const SetSizes &sizes, bool keep,
-                       const std::function<LoadedSet()> &load);
+                       const std::function<LoadedSet()> &load, std::string *not_kept = nullptr);
 
 }  // namespace tea::ebpf

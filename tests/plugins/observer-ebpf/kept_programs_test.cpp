@@ -305,18 +305,29 @@ TEST_F(KeptPrograms, NothingIsKeptWhenTheConfigurationSaysSo) {
 }
 
 // Where /sys/fs/bpf is no bpffs (here a tmpfs over it), a session loads its own programs, sees
-// its call's opens and makes nothing there. The control: on bpffs the same session makes its set.
+// its call's opens, makes nothing there and says why. The control: on bpffs the same session
+// makes its set.
 TEST_F(KeptPrograms, WithoutBpffsASessionLoadsItsOwnAndMakesNothing) {
     ASSERT_EQ(::mount("tmpfs", ebpf::kBpffsMount, "tmpfs", 0, "mode=0755"), 0)
         << std::strerror(errno);
+    const ebpf::SetSizes sizes{kDefaultRing, 20};
+    const auto name = ebpf::kept_set_name(ebpf::object_digest, sizes);
+    const auto unloaded = [] { return ebpf::LoadedSet{}; };
     {
         const auto s = session(20);
         expect_sees_its_open(*s);
         EXPECT_FALSE(stdfs::exists(ebpf::kKeptSetsDir));
+        std::string why;
+        (void)ebpf::load_or_take(name, sizes, true, unloaded, &why);
+        EXPECT_NE(why.find("no bpffs is mounted at /sys/fs/bpf"), std::string::npos) << why;
     }
     ASSERT_EQ(::umount(ebpf::kBpffsMount), 0) << std::strerror(errno);
     const auto kept = session(20);
     EXPECT_NE(pinned_id(set_dir(20) / "on_sys_exit"), 0U);
+    // Held by that session, the set is not another's to take, and the reason says so.
+    std::string why;
+    (void)ebpf::load_or_take(name, sizes, true, unloaded, &why);
+    EXPECT_EQ(why, "another session holds the kept set");
 }
 
 // A set whose programs are still attached (a session killed a moment ago, whose attachments the
