@@ -478,12 +478,17 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
         }
         state.logins.redact_file(run.err.file, r.err.truncated);
         state.confinement = outcome.confinement;
-        // A signal that came after the call's leader ended is the call's too: a scheduler that
-        // cancels a task signals every process of it, and the target may die of it first.
+        // A signal the runtime read only after the call's leader ended, when the leader died of
+        // that same signal, ended the call: a scheduler that cancels a task signals every process
+        // of it, and the target may die of it first. Any other call ran to its own end and counts.
+        const int late = Signals::instance().pending();
+        const bool ended_by_late =
+            late != 0 && (r.signal == late || (r.signal == 0 && r.exit_code == 128 + late));
         const int interrupted = r.interrupted_by != 0 ? r.interrupted_by
                                 : brief_agent && brief_agent->interrupted_by() != 0
                                     ? brief_agent->interrupted_by()
-                                    : Signals::instance().pending();
+                                : ended_by_late ? late
+                                                : 0;
         if (interrupted != 0) {
             progress.finish("interrupted");
             out.interrupted = interrupted;
