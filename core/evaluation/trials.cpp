@@ -489,6 +489,18 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
                                     ? brief_agent->interrupted_by()
                                 : ended_by_late ? late
                                                 : 0;
+        // The connections the route refused are kept even when the call was interrupted: they
+        // are what the target tried, and a run cut short in that call must not lose them.
+        const auto &egress = outcome.egress_records;
+        const bool refused = egress.contains("refusals") && egress["refusals"].is_array() &&
+                             !egress["refusals"].empty();
+        if (refused) {
+            state.egress_refusals.push_back({{"trialIndex", index},
+                                             {"entry", entry->interface_id},
+                                             {"probe", probe.name},
+                                             {"refusals", egress["refusals"]},
+                                             {"omitted", egress.value("omitted", 0)}});
+        }
         if (interrupted != 0) {
             progress.finish("interrupted");
             out.interrupted = interrupted;
@@ -584,14 +596,8 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
             hit["entry"] = entry->interface_id;
             out.budget_hits.push_back(std::move(hit));
         }
-        if (const auto &rec = outcome.egress_records;
-            rec.contains("refusals") && rec["refusals"].is_array() && !rec["refusals"].empty()) {
-            call["egressRefusals"] = rec["refusals"];
-            state.egress_refusals.push_back({{"trialIndex", index},
-                                             {"entry", entry->interface_id},
-                                             {"probe", probe.name},
-                                             {"refusals", rec["refusals"]},
-                                             {"omitted", rec.value("omitted", 0)}});
+        if (refused) {
+            call["egressRefusals"] = egress["refusals"];
         }
         write_record(state, trial_dir / "calls" / (stem + ".json"), call);
         out.records.push_back(call);

@@ -3818,6 +3818,32 @@ TEST(RunJobs, SigtermEndsEveryTaskAndSigkillLeavesWhatTheNextRunReclaims) {
     }
 }
 
+// Runs p with --jobs `jobs` until its target sleeps `seconds`, interrupts the run with SIGTERM,
+// and checks what an interrupted run keeps of trial 1: the one refusal its route made, no trial
+// made, a valid run.json. Returns the run's folder.
+fs::path expect_an_interrupted_run_keeps_its_refusal(const Project &p, const char *jobs,
+                                                     const std::string &seconds) {
+    const pid_t pid = spawn_run(p, {}, "run", {"--jobs", jobs});
+    EXPECT_TRUE(wait_for_targets(seconds, 1));
+    EXPECT_EQ(::kill(pid, SIGTERM), 0);
+    int status = 0;
+    EXPECT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGTERM) << status;
+    EXPECT_TRUE(wait_for_none(task_sleep(seconds)));
+    fs::path dir;
+    for (const auto &e : fs::directory_iterator(p.eval() / "runs")) dir = e.path();
+    const auto run = read_json(dir / "run.json");
+    EXPECT_EQ(run["status"], "interrupted");
+    EXPECT_EQ(run["egressRefusals"].size(), 1U) << jobs << ": " << run.dump(2);
+    if (run["egressRefusals"].size() == 1U) {
+        EXPECT_EQ(run["egressRefusals"][0]["trialIndex"], 1);
+        EXPECT_EQ(run["egressRefusals"][0]["refusals"][0]["host"], "not-listed.invalid");
+    }
+    EXPECT_EQ(run["trials"], json::array());
+    expect_schema_valid(dir / "run.json", "run.schema.json");
+    return dir;
+}
+
 // A run interrupted while a trial's second call runs: the egress refusal of its first call is in
 // run.json when a task made the trial (--jobs 2) as when the run made it itself (--jobs 1, the
 // control: what a run in one process keeps). The trial itself is not made.
@@ -3832,25 +3858,26 @@ TEST(RunJobs, AnInterruptedTrialsEgressRefusalsAreKeptAsARunInOneProcessKeepsThe
         write_egress_evaluation(p, target);
         p.write(".tea/probes/second.json", R"({"entry": "t"})");
         p.commit();
-        const pid_t pid = spawn_run(p, {}, "run", {"--jobs", jobs});
-        ASSERT_TRUE(wait_for_targets("5.125", 1));
-        ASSERT_EQ(::kill(pid, SIGTERM), 0);
-        int status = 0;
-        ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-        ASSERT_TRUE(WIFEXITED(status));
-        EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);
-        EXPECT_TRUE(wait_for_none(task_sleep("5.125")));
-        fs::path dir;
-        for (const auto &e : fs::directory_iterator(p.eval() / "runs")) dir = e.path();
-        const auto run = read_json(dir / "run.json");
-        EXPECT_EQ(run["status"], "interrupted");
-        ASSERT_EQ(run["egressRefusals"].size(), 1U) << jobs << ": " << run.dump(2);
-        EXPECT_EQ(run["egressRefusals"][0]["trialIndex"], 1);
-        EXPECT_EQ(run["egressRefusals"][0]["refusals"][0]["host"], "not-listed.invalid");
-        EXPECT_EQ(run["trials"], json::array());
-        EXPECT_EQ(run["failedTrialTasks"], json::array());
+        const auto dir = expect_an_interrupted_run_keeps_its_refusal(p, jobs, "5.125");
+        EXPECT_EQ(read_json(dir / "run.json")["failedTrialTasks"], json::array());
         EXPECT_FALSE(fs::exists(dir / "trials" / "1" / "trial.json"));
-        expect_schema_valid(dir / "run.json", "run.schema.json");
+    }
+}
+
+// A run interrupted in the very call whose connection the route refused: that refusal is in
+// run.json too, whether a task made the trial (--jobs 2) or the run itself (--jobs 1). Before,
+// only the refusals of the calls that had ended were kept. The control is the test above: the
+// same refusal in a call that ended is kept either way.
+TEST(RunJobs, TheRefusalsOfTheCallARunIsInterruptedInAreKept) {
+    for (const char *jobs : {"2", "1"}) {
+        Project p{std::string{"run-refused-in-call-"} + jobs};
+        const std::string target =
+            "#!/bin/sh\n"
+            "curl -s -o /dev/null -p -x \"$HTTPS_PROXY\" https://not-listed.invalid:443/ || true\n"
+            "echo started; exec sleep 5.375\n";
+        write_egress_evaluation(p, target);
+        p.commit();
+        (void)expect_an_interrupted_run_keeps_its_refusal(p, jobs, "5.375");
     }
 }
 
