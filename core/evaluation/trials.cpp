@@ -478,17 +478,20 @@ Calls run_calls(RunState &state, int index, const std::string &label, const stdf
         }
         state.logins.redact_file(run.err.file, r.err.truncated);
         state.confinement = outcome.confinement;
-        // A signal the runtime read only after the call's leader ended, when the leader died of
-        // that same signal, ended the call: a scheduler that cancels a task signals every process
-        // of it, and the target may die of it first. Any other call ran to its own end and counts.
-        const int late = Signals::instance().pending();
-        const bool ended_by_late =
-            late != 0 && (r.signal == late || (r.signal == 0 && r.exit_code == 128 + late));
-        const int interrupted = r.interrupted_by != 0 ? r.interrupted_by
-                                : brief_agent && brief_agent->interrupted_by() != 0
-                                    ? brief_agent->interrupted_by()
-                                : ended_by_late ? late
-                                                : 0;
+        int interrupted = r.interrupted_by;
+        if (interrupted == 0 && brief_agent) {
+            interrupted = brief_agent->interrupted_by();
+        }
+        if (interrupted == 0) {
+            // A signal the runtime read only after the call's leader ended, when the leader died
+            // of that same signal, ended the call: a scheduler that cancels a task signals every
+            // process of it, and the target may die of it first. Any other call ran to its own
+            // end and counts.
+            const int late = Signals::instance().pending();
+            if (late != 0 && (r.signal == late || (r.signal == 0 && r.exit_code == 128 + late))) {
+                interrupted = late;
+            }
+        }
         // The connections the route refused are kept even when the call was interrupted: they
         // are what the target tried, and a run cut short in that call must not lose them.
         const auto &egress = outcome.egress_records;
