@@ -61,9 +61,13 @@ struct {
 } events SEC(".maps");
 
 /* An event is built here, then copied out at its own length. */
+/* Room for the runs of fields a path walk reads (below), kept out of the stack: the programs'
+ * deepest call chain needs the room. */
+#define WALK_RUN_ROOM 72
 struct scratch {
     struct tea_ebpf_event e;
     char data[3 * TEA_EBPF_REGION];
+    __u64 walk_run[WALK_RUN_ROOM / 8];
 };
 struct {
     __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -142,42 +146,144 @@ struct {
     __type(value, struct displacer_flight);
 } displacer_flights SEC(".maps");
 
+/* Runs of fields read at once. The programs read several fields of each structure on every open,
+ * and a helper call per field was most of their time: a run of fields is read with one
+ * bpf_probe_read_kernel into a buffer on the stack, then each field is taken from there. A run
+ * spans the fields its reader needs, wherever the running kernel puts them (the offsets are
+ * relocated at load, so the verifier sees them as constants), from the 8-byte boundary at or
+ * before the first, so that each field keeps its alignment (the verifier checks every stack access
+ * for it). A reader whose fields lie further apart than its buffer reads them one by one. */
+#define field_off(type, f) ((__u32)bpf_core_field_offset(type, f))
+#define field_end(type, f) ((__u32)(bpf_core_field_offset(type, f) + bpf_core_field_size(type, f)))
+#define min_u32(a, b) ((a) < (b) ? (a) : (b))
+#define max_u32(a, b) ((a) > (b) ? (a) : (b))
+#define run_first(start) ((start) & ~7U)
+
+/* Whether the run [start, end) (start taken down to its 8-byte boundary) fits `max` bytes: a
+ * constant once the offsets are relocated, so the verifier follows one branch. */
+#define run_fits(max, start, end) ((end) > run_first(start) && (end)-run_first(start) <= (max))
+/* Reads the run [start, end) of `src` into `buf`. What cannot be read reads as zeros, as a field
+ * read alone would. */
+static __always_inline void read_run(void *buf, const void *src, __u32 start, __u32 end) {
+    const __u32 first = run_first(start);
+    bpf_probe_read_kernel(buf, end - first, (const char *)src + first);
+}
+/* A field of a run read from `start`: its address in the buffer, and its value. */
+#define run_addr(buf, start, type, f) \
+    ((const char *)(buf) + (field_off(type, f) - run_first(start)))
+#define run_field(buf, start, type, f, ctype) (*(ctype const *)run_addr(buf, start, type, f))
+
+/* Bytes of a dentry's inline name (DNAME_INLINE_LEN), which holds a name shorter than that. */
+#define INLINE_NAME 40
+#define DENTRY_RUN 72
+#define MOUNT_RUN 40
+_Static_assert(DENTRY_RUN <= WALK_RUN_ROOM && MOUNT_RUN <= WALK_RUN_ROOM,
+               "a walk's runs are read into the scratch's walk_run");
+#define PATH_RUN 16
+
 struct walk {
     struct dentry *d;
     struct mount *mnt;
+    /* mnt's fields, read once when the walk enters it */
+    struct mount *mnt_parent;
+    struct dentry *mnt_mountpoint;
+    struct dentry *mnt_root;
+    int mnt_flags;
     struct dentry *root_d;
     struct vfsmount *root_mnt;
     char *names;
+    __u64 *run; /* the scratch's walk_run */
     __u32 off;
     __u8 status;
 };
+
+/* The walk's next mount: its parent, where it is mounted, its root and its flags. */
+static __always_inline void enter_mount(struct walk *w, struct mount *mnt) {
+    const __u32 start = min_u32(
+        min_u32(field_off(struct mount, mnt_parent), field_off(struct mount, mnt_mountpoint)),
+        min_u32(field_off(struct mount, mnt.mnt_root), field_off(struct mount, mnt.mnt_flags)));
+    const __u32 end = max_u32(
+        max_u32(field_end(struct mount, mnt_parent), field_end(struct mount, mnt_mountpoint)),
+        max_u32(field_end(struct mount, mnt.mnt_root), field_end(struct mount, mnt.mnt_flags)));
+    __u64 *run = w->run;
+    w->mnt = mnt;
+    if (run_fits(MOUNT_RUN, start, end)) {
+        read_run(run, mnt, start, end);
+        w->mnt_parent = run_field(run, start, struct mount, mnt_parent, struct mount *);
+        w->mnt_mountpoint = run_field(run, start, struct mount, mnt_mountpoint, struct dentry *);
+        w->mnt_root = run_field(run, start, struct mount, mnt.mnt_root, struct dentry *);
+        w->mnt_flags = run_field(run, start, struct mount, mnt.mnt_flags, int);
+    } else {
+        w->mnt_parent = BPF_CORE_READ(mnt, mnt_parent);
+        w->mnt_mountpoint = BPF_CORE_READ(mnt, mnt_mountpoint);
+        w->mnt_root = BPF_CORE_READ(mnt, mnt.mnt_root);
+        w->mnt_flags = BPF_CORE_READ(mnt, mnt.mnt_flags);
+    }
+}
+
+/* Whether the first `len` bytes (under INLINE_NAME) of `words` hold a NUL: each word's bytes past
+ * the name are set, then any byte left zero shows in the usual borrow test. */
+static __always_inline int has_nul(const __u64 *words, __u32 len) {
+    __u64 zero_bytes = 0;
+    for (__u32 i = 0; i < INLINE_NAME / 8; i++) {
+        const __s32 in_name = (__s32)len - (__s32)(8 * i);
+        __u64 w = words[i];
+        if (in_name <= 0)
+            w = ~0ULL;
+        else if (in_name < 8)
+            w |= ~((1ULL << (8 * in_name)) - 1);
+        zero_bytes |= (w - 0x0101010101010101ULL) & ~w & 0x8080808080808080ULL;
+    }
+    return zero_bytes != 0;
+}
 
 /* One step up: a name, or a mount crossed. Stops at the process's root, as d_path does. */
 static long walk_step(__u32 index, void *ctx) {
     struct walk *w = ctx;
     struct dentry *d = w->d;
-    struct mount *mnt = w->mnt;
-    if (d == w->root_d && &mnt->mnt == w->root_mnt) {
+    if (d == w->root_d && &w->mnt->mnt == w->root_mnt) {
         w->status = TEA_EBPF_WALK_ROOT;
         return 1;
     }
-    struct dentry *mnt_root = BPF_CORE_READ(mnt, mnt.mnt_root);
-    if (d == mnt_root) {
-        struct mount *up = BPF_CORE_READ(mnt, mnt_parent);
-        if (up == mnt) {
-            int flags = BPF_CORE_READ(mnt, mnt.mnt_flags);
-            w->status = (flags & MNT_INTERNAL) ? TEA_EBPF_WALK_PSEUDO : TEA_EBPF_WALK_OUTSIDE;
+    if (d == w->mnt_root) {
+        if (w->mnt_parent == w->mnt) {
+            w->status =
+                (w->mnt_flags & MNT_INTERNAL) ? TEA_EBPF_WALK_PSEUDO : TEA_EBPF_WALK_OUTSIDE;
             return 1;
         }
-        w->d = BPF_CORE_READ(mnt, mnt_mountpoint);
-        w->mnt = up;
+        w->d = w->mnt_mountpoint;
+        enter_mount(w, w->mnt_parent);
         return 0;
     }
-    struct dentry *parent = BPF_CORE_READ(d, d_parent);
+    /* The dentry's parent and name; on a kernel that keeps short names in the dentry
+     * (d_shortname), a short name comes with the same read. */
+    const int has_inline = bpf_core_field_exists(struct dentry, d_shortname) &&
+                           bpf_core_field_size(struct dentry, d_shortname) == INLINE_NAME;
+    __u32 start = min_u32(field_off(struct dentry, d_parent), field_off(struct dentry, d_name));
+    __u32 end = max_u32(field_end(struct dentry, d_parent), field_end(struct dentry, d_name));
+    if (has_inline) {
+        start = min_u32(start, field_off(struct dentry, d_shortname));
+        end = max_u32(end, field_end(struct dentry, d_shortname));
+    }
+    __u64 *run = w->run;
+    struct dentry *parent = 0;
+    const unsigned char *name = 0;
+    const __u64 *inline_words = 0;
+    __u32 len = 0;
+    if (run_fits(DENTRY_RUN, start, end)) {
+        read_run(run, d, start, end);
+        parent = run_field(run, start, struct dentry, d_parent, struct dentry *);
+        name = run_field(run, start, struct dentry, d_name.name, const unsigned char *);
+        len = run_field(run, start, struct dentry, d_name.len, __u32);
+        if (has_inline && name == (const unsigned char *)d + field_off(struct dentry, d_shortname))
+            inline_words = (const __u64 *)run_addr(run, start, struct dentry, d_shortname);
+    } else {
+        parent = BPF_CORE_READ(d, d_parent);
+        name = BPF_CORE_READ(d, d_name.name);
+    }
     if (parent == d) {
         /* A dentry cut off from its tree (a disconnected or internal one). */
-        int flags = BPF_CORE_READ(mnt, mnt.mnt_flags);
-        w->status = (flags & MNT_INTERNAL) ? TEA_EBPF_WALK_PSEUDO : TEA_EBPF_WALK_OUTSIDE;
+        w->status = (w->mnt_flags & MNT_INTERNAL) ? TEA_EBPF_WALK_PSEUDO : TEA_EBPF_WALK_OUTSIDE;
         return 1;
     }
     __u32 off = w->off;
@@ -185,9 +291,21 @@ static long walk_step(__u32 index, void *ctx) {
         w->status = TEA_EBPF_WALK_TOO_LONG;
         return 1;
     }
-    const unsigned char *name = BPF_CORE_READ(d, d_name.name);
-    long n =
-        bpf_probe_read_kernel_str(w->names + (off & (TEA_EBPF_NAMES - 1)), TEA_EBPF_NAME_MAX, name);
+    char *out = w->names + (off & (TEA_EBPF_NAMES - 1));
+    long n = 0;
+    if (inline_words && len < INLINE_NAME && !has_nul(inline_words, len)) {
+        /* The name came with the dentry: copied, not read again. One with a NUL inside (a rename
+         * while it was read) is read as a string instead, cut at the NUL as before. */
+        for (__u32 i = 0; i < INLINE_NAME / 8; i++) ((__u64 *)out)[i] = inline_words[i];
+        /* The bound again where the verifier sees it: the compiler would drop a mask it knows
+         * changes nothing. */
+        __u64 end_at = len;
+        asm volatile("" : "+r"(end_at));
+        out[end_at & 63] = 0;
+        n = (long)len + 1;
+    } else {
+        n = bpf_probe_read_kernel_str(out, TEA_EBPF_NAME_MAX, name);
+    }
     if (n <= 0) {
         w->status = TEA_EBPF_WALK_NO_FILE;
         return 1;
@@ -197,37 +315,138 @@ static long walk_step(__u32 index, void *ctx) {
     return 0;
 }
 
-/* Walks `path` up to the current process's root into `names`; returns the bytes written. */
-static __always_inline __u32 walk_path(struct task_struct *task, struct dentry *d,
-                                       struct vfsmount *vm, char *names, __u8 *status) {
+/* The region of the scratch a walk writes its names into. */
+struct names_room {
+    char bytes[TEA_EBPF_REGION];
+};
+
+/* Walks the path (`d` on `vm`) up to the root of the process `task_addr` into `names`; returns
+ * the bytes written, and the walk's status in bits 32 and up. Global, so that the verifier checks
+ * the walk once, not at each of the places that report a path; kernel pointers travel as
+ * numbers. */
+__noinline __u64 walk_names(__u64 task_addr, __u64 d_addr, __u64 vm_addr,
+                            struct names_room *names) {
+    struct task_struct *task = (struct task_struct *)task_addr;
+    struct dentry *d = (struct dentry *)d_addr;
+    struct vfsmount *vm = (struct vfsmount *)vm_addr;
+    __u32 zero = 0;
+    struct scratch *s = bpf_map_lookup_elem(&scratch_space, &zero);
+    if (!s || !names || !d || !vm) return (__u64)TEA_EBPF_WALK_NO_FILE << 32;
+    const __u32 start =
+        min_u32(field_off(struct fs_struct, root.mnt), field_off(struct fs_struct, root.dentry));
+    const __u32 end =
+        max_u32(field_end(struct fs_struct, root.mnt), field_end(struct fs_struct, root.dentry));
     struct walk w = {
         .d = d,
-        .mnt = container_of(vm, struct mount, mnt),
-        .root_d = BPF_CORE_READ(task, fs, root.dentry),
-        .root_mnt = BPF_CORE_READ(task, fs, root.mnt),
-        .names = names,
+        .names = names->bytes,
+        .run = s->walk_run,
         .off = 0,
         .status = TEA_EBPF_WALK_NONE,
     };
-    if (!d || !vm) {
-        *status = TEA_EBPF_WALK_NO_FILE;
-        return 0;
+    struct fs_struct *fs = BPF_CORE_READ(task, fs);
+    __u64 run[PATH_RUN / 8];
+    if (run_fits(PATH_RUN, start, end)) {
+        read_run(run, fs, start, end);
+        w.root_d = run_field(run, start, struct fs_struct, root.dentry, struct dentry *);
+        w.root_mnt = run_field(run, start, struct fs_struct, root.mnt, struct vfsmount *);
+    } else {
+        w.root_d = BPF_CORE_READ(task, fs, root.dentry);
+        w.root_mnt = BPF_CORE_READ(task, fs, root.mnt);
     }
+    enter_mount(&w, container_of(vm, struct mount, mnt));
     bpf_loop(WALK_STEPS, walk_step, &w, 0);
-    *status = w.status == TEA_EBPF_WALK_NONE ? TEA_EBPF_WALK_TOO_LONG : w.status;
+    __u64 status = w.status == TEA_EBPF_WALK_NONE ? TEA_EBPF_WALK_TOO_LONG : w.status;
     /* A last name cut at the buffer's end is not the path: never reported as a whole one. */
-    if (w.off > TEA_EBPF_NAMES) *status = TEA_EBPF_WALK_TOO_LONG;
-    return w.off > TEA_EBPF_NAMES ? TEA_EBPF_NAMES : w.off;
+    if (w.off > TEA_EBPF_NAMES) status = TEA_EBPF_WALK_TOO_LONG;
+    return (status << 32) | (w.off > TEA_EBPF_NAMES ? TEA_EBPF_NAMES : w.off);
 }
 
-static __always_inline struct file *file_at(struct task_struct *task, long fd) {
-    if (fd < 0) return 0;
-    unsigned int max = BPF_CORE_READ(task, files, fdt, max_fds);
+/* Walks `path` up to the current process's root into `names`, a region of the scratch; returns
+ * the bytes written. */
+static __always_inline __u32 walk_path(struct task_struct *task, struct dentry *d,
+                                       struct vfsmount *vm, char *names, __u8 *status) {
+    const __u64 walked = walk_names((__u64)task, (__u64)d, (__u64)vm, (struct names_room *)names);
+    *status = (__u8)(walked >> 32);
+    return (__u32)walked;
+}
+
+#define FILES_RUN 40
+#define FDT_RUN 16
+#define FILE_RUN 80
+
+/* The file at `fd` in the task's descriptor table (0: none), and in `users` how many tasks hold
+ * that table. */
+static __always_inline struct file *file_in_table(struct task_struct *task, long fd, int *users) {
+    const __u32 files_start =
+        min_u32(field_off(struct files_struct, count), field_off(struct files_struct, fdt));
+    const __u32 files_end =
+        max_u32(field_end(struct files_struct, count), field_end(struct files_struct, fdt));
+    const __u32 fdt_start =
+        min_u32(field_off(struct fdtable, max_fds), field_off(struct fdtable, fd));
+    const __u32 fdt_end =
+        max_u32(field_end(struct fdtable, max_fds), field_end(struct fdtable, fd));
+    *users = 0;
+    struct files_struct *files = BPF_CORE_READ(task, files);
+    if (!files) return 0;
+    struct fdtable *fdt = 0;
+    __u64 run[max_u32(FILES_RUN, FDT_RUN) / 8];
+    if (run_fits(FILES_RUN, files_start, files_end)) {
+        read_run(run, files, files_start, files_end);
+        *users = run_field(run, files_start, struct files_struct, count.counter, int);
+        fdt = run_field(run, files_start, struct files_struct, fdt, struct fdtable *);
+    } else {
+        *users = BPF_CORE_READ(files, count.counter);
+        fdt = BPF_CORE_READ(files, fdt);
+    }
+    if (fd < 0 || !fdt) return 0;
+    unsigned int max = 0;
+    struct file **fds = 0;
+    if (run_fits(FDT_RUN, fdt_start, fdt_end)) {
+        read_run(run, fdt, fdt_start, fdt_end);
+        max = run_field(run, fdt_start, struct fdtable, max_fds, unsigned int);
+        fds = run_field(run, fdt_start, struct fdtable, fd, struct file **);
+    } else {
+        max = BPF_CORE_READ(fdt, max_fds);
+        fds = BPF_CORE_READ(fdt, fd);
+    }
     if ((unsigned long)fd >= max) return 0;
-    struct file **fds = BPF_CORE_READ(task, files, fdt, fd);
     struct file *f = 0;
     bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
     return f;
+}
+
+static __always_inline struct file *file_at(struct task_struct *task, long fd) {
+    int users = 0;
+    return file_in_table(task, fd, &users);
+}
+
+/* What a report needs of a file: its flags, its mode and its path. */
+struct file_fields {
+    __u32 flags;
+    __u32 mode;
+    struct dentry *dentry;
+    struct vfsmount *mnt;
+};
+static __always_inline void read_file(struct file *f, struct file_fields *out) {
+    const __u32 start =
+        min_u32(min_u32(field_off(struct file, f_mode), field_off(struct file, f_flags)),
+                field_off(struct file, f_path));
+    const __u32 end =
+        max_u32(max_u32(field_end(struct file, f_mode), field_end(struct file, f_flags)),
+                field_end(struct file, f_path));
+    __u64 run[FILE_RUN / 8];
+    if (run_fits(FILE_RUN, start, end)) {
+        read_run(run, f, start, end);
+        out->flags = run_field(run, start, struct file, f_flags, __u32);
+        out->mode = run_field(run, start, struct file, f_mode, __u32);
+        out->dentry = run_field(run, start, struct file, f_path.dentry, struct dentry *);
+        out->mnt = run_field(run, start, struct file, f_path.mnt, struct vfsmount *);
+    } else {
+        out->flags = BPF_CORE_READ(f, f_flags);
+        out->mode = BPF_CORE_READ(f, f_mode);
+        out->dentry = BPF_CORE_READ(f, f_path.dentry);
+        out->mnt = BPF_CORE_READ(f, f_path.mnt);
+    }
 }
 
 static __always_inline struct scratch *scratch_for(__u32 call_id, __u32 tgid, __u16 kind) {
@@ -593,6 +812,72 @@ static __always_inline __u64 arg(struct pt_regs *regs, __u8 abi, int i) {
     }
 }
 
+/* The registers of a system call: its number, and where either ABI passes its arguments. */
+struct call_regs {
+    __u64 orig_ax, di, si, dx, r10, r8, bx, cx;
+};
+#define REGS_RUN 88
+#define regs_min(f1, f2) min_u32(field_off(struct pt_regs, f1), field_off(struct pt_regs, f2))
+#define regs_max(f1, f2) max_u32(field_end(struct pt_regs, f1), field_end(struct pt_regs, f2))
+
+static __always_inline void read_regs(struct pt_regs *regs, struct call_regs *c) {
+    const __u32 start = min_u32(min_u32(regs_min(orig_ax, di), regs_min(si, dx)),
+                                min_u32(regs_min(r10, r8), regs_min(bx, cx)));
+    const __u32 end = max_u32(max_u32(regs_max(orig_ax, di), regs_max(si, dx)),
+                              max_u32(regs_max(r10, r8), regs_max(bx, cx)));
+    __u64 run[REGS_RUN / 8];
+    if (run_fits(REGS_RUN, start, end)) {
+        read_run(run, regs, start, end);
+        c->orig_ax = run_field(run, start, struct pt_regs, orig_ax, __u64);
+        c->di = run_field(run, start, struct pt_regs, di, __u64);
+        c->si = run_field(run, start, struct pt_regs, si, __u64);
+        c->dx = run_field(run, start, struct pt_regs, dx, __u64);
+        c->r10 = run_field(run, start, struct pt_regs, r10, __u64);
+        c->r8 = run_field(run, start, struct pt_regs, r8, __u64);
+        c->bx = run_field(run, start, struct pt_regs, bx, __u64);
+        c->cx = run_field(run, start, struct pt_regs, cx, __u64);
+    } else {
+        c->orig_ax = BPF_CORE_READ(regs, orig_ax);
+        c->di = BPF_CORE_READ(regs, di);
+        c->si = BPF_CORE_READ(regs, si);
+        c->dx = BPF_CORE_READ(regs, dx);
+        c->r10 = BPF_CORE_READ(regs, r10);
+        c->r8 = BPF_CORE_READ(regs, r8);
+        c->bx = BPF_CORE_READ(regs, bx);
+        c->cx = BPF_CORE_READ(regs, cx);
+    }
+}
+
+/* Argument `i` of a system call of ABI `abi`, from its registers. */
+static __always_inline __u64 arg_of(const struct call_regs *c, __u8 abi, int i) {
+    if (abi == TEA_EBPF_ABI_I386) {
+        switch (i) {
+            case 0:
+                return (__u32)c->bx;
+            case 1:
+                return (__u32)c->cx;
+            case 2:
+                return (__u32)c->dx;
+            case 3:
+                return (__u32)c->si;
+            default:
+                return (__u32)c->di;
+        }
+    }
+    switch (i) {
+        case 0:
+            return c->di;
+        case 1:
+            return c->si;
+        case 2:
+            return c->dx;
+        case 3:
+            return c->r10;
+        default:
+            return c->r8;
+    }
+}
+
 enum enter_kind { ENTER_OPEN = 1, ENTER_CLOSE, ENTER_DUP, ENTER_RANGE };
 
 /* The calls sys_enter follows: opens, and those that take a descriptor from its number. */
@@ -633,11 +918,13 @@ static __always_inline __u8 enter_kind(long nr, __u8 abi) {
     return 0;
 }
 
+/* A table's first state, kept out of the stack: the programs' deepest call chain needs the room. */
+static const struct table_state empty_table = {};
+
 static __always_inline struct table_state *table_of(__u64 table) {
     struct table_state *t = bpf_map_lookup_elem(&tables, &table);
     if (t) return t;
-    struct table_state zero = {};
-    (void)bpf_map_update_elem(&tables, &table, &zero, BPF_NOEXIST);
+    (void)bpf_map_update_elem(&tables, &table, &empty_table, BPF_NOEXIST);
     return bpf_map_lookup_elem(&tables, &table);
 }
 
@@ -650,11 +937,12 @@ static __always_inline void report_displaced(struct task_struct *task, __u32 cal
     s->e.abi = abi;
     s->e.ret = (__s32)fd;
     s->e.flags = TEA_EBPF_FLAG_DISPLACED;
-    s->e.file_flags = BPF_CORE_READ(f, f_flags);
-    s->e.file_mode = BPF_CORE_READ(f, f_mode);
+    struct file_fields ff;
+    read_file(f, &ff);
+    s->e.file_flags = ff.flags;
+    s->e.file_mode = ff.mode;
     __u8 status = 0;
-    s->e.bytes[0] = walk_path(task, BPF_CORE_READ(f, f_path.dentry), BPF_CORE_READ(f, f_path.mnt),
-                              s->data, &status);
+    s->e.bytes[0] = walk_path(task, ff.dentry, ff.mnt, s->data, &status);
     s->e.walk[0] = status;
     send(s, 1);
 }
@@ -881,7 +1169,8 @@ static __always_inline long read_name(struct task_struct *task, long dirfd, __u6
 static __always_inline void report_file(struct task_struct *task, __u32 call_id, __u32 tgid,
                                         __u16 kind, __u16 call, __u8 abi, long ret, long fd,
                                         long dirfd, __u64 user_path) {
-    struct file *f = file_at(task, fd);
+    int users = 0;
+    struct file *f = file_in_table(task, fd, &users);
     /* Read after the file: a close or replacement that took it away shows from here. */
     const int unverified =
         kind == TEA_EBPF_OPENED ? open_returns((__u32)bpf_get_current_pid_tgid(), fd) : 0;
@@ -892,17 +1181,18 @@ static __always_inline void report_file(struct task_struct *task, __u32 call_id,
     s->e.abi = abi;
     s->e.ret = (__s32)ret;
     if (f) {
-        s->e.file_flags = BPF_CORE_READ(f, f_flags);
-        s->e.file_mode = BPF_CORE_READ(f, f_mode);
+        struct file_fields ff;
+        read_file(f, &ff);
+        s->e.file_flags = ff.flags;
+        s->e.file_mode = ff.mode;
         __u8 status = 0;
-        s->e.bytes[0] = walk_path(task, BPF_CORE_READ(f, f_path.dentry),
-                                  BPF_CORE_READ(f, f_path.mnt), s->data, &status);
+        s->e.bytes[0] = walk_path(task, ff.dentry, ff.mnt, s->data, &status);
         s->e.walk[0] = status;
     } else {
         /* Closed again by another task before this program ran. */
         s->e.walk[0] = TEA_EBPF_WALK_NO_FILE;
     }
-    if (user_path == 0 || BPF_CORE_READ(task, files, count.counter) <= 1) {
+    if (user_path == 0 || users <= 1) {
         send(s, 1);
         return;
     }
@@ -946,11 +1236,16 @@ struct report {
 
 SEC("raw_tp/sys_exit")
 int on_sys_exit(struct bpf_raw_tracepoint_args *ctx) {
-    struct pt_regs *regs = (struct pt_regs *)ctx->args[0];
+    struct call_regs regs;
+    read_regs((struct pt_regs *)ctx->args[0], &regs);
     long ret = (long)ctx->args[1];
     /* The kernel runs the low 32 bits of the number (and takes a descriptor as an int): a number
      * with high bits set runs the same call, and must be classified as that call. */
-    long nr = (int)BPF_CORE_READ(regs, orig_ax);
+    long nr = (int)regs.orig_ax;
+    /* The number first, under every ABI it could be of: every system call of the machine passes
+     * here, and most are none of ours. */
+    if (!classify(nr & ~X32_SYSCALL_BIT, TEA_EBPF_ABI_X32) && !classify(nr, TEA_EBPF_ABI_I386))
+        return 0;
     struct task_struct *task = (struct task_struct *)bpf_get_current_task();
     __u8 abi = TEA_EBPF_ABI_64;
     if (BPF_CORE_READ(task, thread_info.status) & TS_COMPAT)
@@ -959,7 +1254,6 @@ int on_sys_exit(struct bpf_raw_tracepoint_args *ctx) {
         abi = TEA_EBPF_ABI_X32;
         nr &= ~X32_SYSCALL_BIT;
     }
-    /* The number first: every system call of the machine passes here. */
     __u16 call = classify(nr, abi);
     if (!call) return 0;
     __u32 tgid = bpf_get_current_pid_tgid() >> 32;
@@ -968,10 +1262,10 @@ int on_sys_exit(struct bpf_raw_tracepoint_args *ctx) {
     if (call == TEA_EBPF_REGISTER || (call >= TEA_EBPF_CLOSE && call <= TEA_EBPF_CLOSE_RANGE))
         displacer_returns(tid, ret);
     if (call == TEA_EBPF_REGISTER &&
-        ((int)arg(regs, abi, 0) != -1 || arg(regs, abi, 1) != TEA_EBPF_MAGIC))
+        ((int)arg_of(&regs, abi, 0) != -1 || arg_of(&regs, abi, 1) != TEA_EBPF_MAGIC))
         call = TEA_EBPF_CLOSE;
     if (call == TEA_EBPF_REGISTER) {
-        __u64 token = arg(regs, abi, 2);
+        __u64 token = arg_of(&regs, abi, 2);
         __u32 *pending_id = bpf_map_lookup_elem(&pending, &token);
         if (!pending_id) return 0;
         __u32 id = *pending_id;
@@ -1001,20 +1295,21 @@ int on_sys_exit(struct bpf_raw_tracepoint_args *ctx) {
         case TEA_EBPF_CREAT:
             r.kind = ret >= 0 ? TEA_EBPF_OPENED : TEA_EBPF_NAMED;
             r.fd = ret;
-            r.path[0] = arg(regs, abi, 0);
+            r.path[0] = arg_of(&regs, abi, 0);
             r.flags = call == TEA_EBPF_CREAT ? 01101 /* O_CREAT|O_WRONLY|O_TRUNC */
-                                             : (__u32)arg(regs, abi, 1);
+                                             : (__u32)arg_of(&regs, abi, 1);
             break;
         case TEA_EBPF_OPENAT:
         case TEA_EBPF_OPENAT2:
             r.kind = ret >= 0 ? TEA_EBPF_OPENED : TEA_EBPF_NAMED;
             r.fd = ret;
-            r.dirfd[0] = (int)arg(regs, abi, 0);
-            r.path[0] = arg(regs, abi, 1);
-            r.flags = (__u32)arg(regs, abi, 2);
+            r.dirfd[0] = (int)arg_of(&regs, abi, 0);
+            r.path[0] = arg_of(&regs, abi, 1);
+            r.flags = (__u32)arg_of(&regs, abi, 2);
             if (call == TEA_EBPF_OPENAT2) {
                 __u64 how_flags = 0;
-                bpf_probe_read_user(&how_flags, sizeof(how_flags), (const void *)arg(regs, abi, 2));
+                bpf_probe_read_user(&how_flags, sizeof(how_flags),
+                                    (const void *)arg_of(&regs, abi, 2));
                 r.flags = (__u32)how_flags;
             }
             break;
@@ -1029,21 +1324,21 @@ int on_sys_exit(struct bpf_raw_tracepoint_args *ctx) {
         case TEA_EBPF_GETDENTS64:
             if (ret >= 0) {
                 r.kind = TEA_EBPF_LISTED;
-                r.fd = (int)arg(regs, abi, 0);
+                r.fd = (int)arg_of(&regs, abi, 0);
             }
             break;
         case TEA_EBPF_EXECVE:
             /* A successful one is reported by sched_process_exec, with the file it runs. */
             if (ret < 0) {
                 r.kind = TEA_EBPF_NAMED;
-                r.path[0] = arg(regs, abi, 0);
+                r.path[0] = arg_of(&regs, abi, 0);
             }
             break;
         case TEA_EBPF_EXECVEAT:
             if (ret < 0) {
                 r.kind = TEA_EBPF_NAMED;
-                r.dirfd[0] = (int)arg(regs, abi, 0);
-                r.path[0] = arg(regs, abi, 1);
+                r.dirfd[0] = (int)arg_of(&regs, abi, 0);
+                r.path[0] = arg_of(&regs, abi, 1);
             }
             break;
         case TEA_EBPF_IO_URING_SETUP:
@@ -1059,53 +1354,53 @@ int on_sys_exit(struct bpf_raw_tracepoint_args *ctx) {
         case TEA_EBPF_RMDIR:
         case TEA_EBPF_TRUNCATE:
             r.kind = TEA_EBPF_NAMED;
-            r.path[0] = arg(regs, abi, 0);
+            r.path[0] = arg_of(&regs, abi, 0);
             break;
         case TEA_EBPF_READLINKAT:
         case TEA_EBPF_MKDIRAT:
         case TEA_EBPF_MKNODAT:
         case TEA_EBPF_UNLINKAT:
             r.kind = TEA_EBPF_NAMED;
-            r.dirfd[0] = (int)arg(regs, abi, 0);
-            r.path[0] = arg(regs, abi, 1);
-            r.flags = (__u32)arg(regs, abi, 2);
+            r.dirfd[0] = (int)arg_of(&regs, abi, 0);
+            r.path[0] = arg_of(&regs, abi, 1);
+            r.flags = (__u32)arg_of(&regs, abi, 2);
             break;
         case TEA_EBPF_RENAME:
             r.kind = TEA_EBPF_NAMED;
             r.names = 2;
-            r.path[0] = arg(regs, abi, 0);
+            r.path[0] = arg_of(&regs, abi, 0);
             r.role[0] = TEA_EBPF_ROLE_OLD;
-            r.path[1] = arg(regs, abi, 1);
+            r.path[1] = arg_of(&regs, abi, 1);
             r.role[1] = TEA_EBPF_ROLE_NEW;
             break;
         case TEA_EBPF_RENAMEAT:
         case TEA_EBPF_RENAMEAT2:
             r.kind = TEA_EBPF_NAMED;
             r.names = 2;
-            r.dirfd[0] = (int)arg(regs, abi, 0);
-            r.path[0] = arg(regs, abi, 1);
+            r.dirfd[0] = (int)arg_of(&regs, abi, 0);
+            r.path[0] = arg_of(&regs, abi, 1);
             r.role[0] = TEA_EBPF_ROLE_OLD;
-            r.dirfd[1] = (int)arg(regs, abi, 2);
-            r.path[1] = arg(regs, abi, 3);
+            r.dirfd[1] = (int)arg_of(&regs, abi, 2);
+            r.path[1] = arg_of(&regs, abi, 3);
             r.role[1] = TEA_EBPF_ROLE_NEW;
             break;
         case TEA_EBPF_LINK:
         case TEA_EBPF_SYMLINK:
             /* The new name is what the call makes. */
             r.kind = TEA_EBPF_NAMED;
-            r.path[0] = arg(regs, abi, 1);
+            r.path[0] = arg_of(&regs, abi, 1);
             r.role[0] = TEA_EBPF_ROLE_NEW;
             break;
         case TEA_EBPF_LINKAT:
             r.kind = TEA_EBPF_NAMED;
-            r.dirfd[0] = (int)arg(regs, abi, 2);
-            r.path[0] = arg(regs, abi, 3);
+            r.dirfd[0] = (int)arg_of(&regs, abi, 2);
+            r.path[0] = arg_of(&regs, abi, 3);
             r.role[0] = TEA_EBPF_ROLE_NEW;
             break;
         case TEA_EBPF_SYMLINKAT:
             r.kind = TEA_EBPF_NAMED;
-            r.dirfd[0] = (int)arg(regs, abi, 1);
-            r.path[0] = arg(regs, abi, 2);
+            r.dirfd[0] = (int)arg_of(&regs, abi, 1);
+            r.path[0] = arg_of(&regs, abi, 2);
             r.role[0] = TEA_EBPF_ROLE_NEW;
             break;
     }

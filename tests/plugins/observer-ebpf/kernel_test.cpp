@@ -102,6 +102,26 @@ TEST_F(KernelObserved, AnOpenIsReportedByTheFileItReached) {
     }
 }
 
+// The kernel keeps a name of under 40 bytes inside its dentry, and the programs copy it from
+// there; a longer one they read where it points. Names on either side of that bound, as
+// directories and as the file, are reported whole.
+TEST_F(KernelObserved, NamesOnEitherSideOfTheInlineBoundAreReportedWhole) {
+    const auto named = [](std::size_t length, char c) { return std::string(length, c); };
+    auto deep = dir_.path() / named(39, 'a') / named(40, 'b') / named(41, 'c') / "d" /
+                named(38, 'e') / named(200, 'f');
+    stdfs::create_directories(deep);
+    for (const auto length : {1U, 38U, 39U, 40U, 41U, 255U}) {
+        const auto file = deep / named(length, 'g');
+        std::ofstream{file} << "content of A\n";
+        for (const auto &[name, seen] : {std::pair{"ebpf", ebpf({"open", file})},
+                                         std::pair{"strace", strace({"open", file})}}) {
+            EXPECT_EQ(seen.outcome.out, "content of A\n") << name << ": " << seen.outcome.err;
+            EXPECT_TRUE(seen.observation.complete) << name << ": " << seen.observation.reason;
+            EXPECT_EQ(reads_of(seen.observation, file), 1U) << name << ", a name of " << length;
+        }
+    }
+}
+
 // The kernel runs the low 32 bits of a system call's number, and of a descriptor argument: an
 // open whose number has bit 32 set is an open, and is reported as one.
 TEST_F(KernelObserved, AnOpenWhoseNumberHasHighBitsSetIsReported) {
