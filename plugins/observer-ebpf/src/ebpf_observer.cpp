@@ -420,9 +420,11 @@ class EbpfObserver {
         const auto still_running = forget_processes(id);
         CallRecords records;
         bool drained = false;
+        std::string unmapped;
         {
             std::lock_guard lock{mutex_};
             drained = drain_to_producer();
+            unmapped = ring_->unmapped();
             records = std::move(records_[id]);
             records_.erase(id);
         }
@@ -463,7 +465,9 @@ class EbpfObserver {
                 " processes of the call were still running when it ended; what they did after is "
                 "not in the audit");
         }
-        if (!drained) {
+        if (!unmapped.empty()) {
+            add(unmapped + ", so the call's last records were not read");
+        } else if (!drained) {
             add("records other processes were still writing kept the final drain from the call's "
                 "last records");
         }
@@ -675,23 +679,17 @@ class EbpfObserver {
 
     // Routes every record the ring holds to its call. With the mutex held.
     void consume() {
-        ring_->consume([this](std::string_view first, std::string_view second) {
-            take_record(first, second);
-        });
+        ring_->consume([this](std::string_view record) { take_record(record); });
     }
 
-    // Keeps a record (in one or two pieces) with its call's. With the mutex held.
-    void take_record(std::string_view first, std::string_view second) {
-        const std::size_t size = first.size() + second.size();
+    // Keeps a record with its call's. With the mutex held.
+    void take_record(std::string_view record) {
+        const std::size_t size = record.size();
         if (size < sizeof(tea_ebpf_event)) {
             return;
         }
         tea_ebpf_event e{};
-        const std::size_t head = std::min(first.size(), sizeof e);
-        std::memcpy(&e, first.data(), head);
-        if (head < sizeof e) {  // the head itself crosses the end of the ring
-            std::memcpy(reinterpret_cast<char *>(&e) + head, second.data(), sizeof e - head);
-        }
+        std::memcpy(&e, record.data(), sizeof e);
         const auto it = records_.find(e.call_id);
         if (it == records_.end()) {
             return;  // a call already collected, or one this session never made
@@ -704,10 +702,7 @@ class EbpfObserver {
         // The record's own size field says where it ends; the ring's length is the truth.
         const auto length = static_cast<std::uint32_t>(size);
         const auto at = call.bytes.size();
-        call.bytes.append(first);
-        if (!second.empty()) {
-            call.bytes.append(second);
-        }
+        call.bytes.append(record);
         std::memcpy(call.bytes.data() + at, &length, sizeof length);
     }
 
