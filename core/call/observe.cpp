@@ -76,6 +76,17 @@ std::string CallObserver::name() const {
     return observer_.plugin != nullptr ? observer_.plugin->name() : std::string{};
 }
 
+void CallObserver::start_choosing() {
+    if (chosen_ || selecting_.valid() || runtime_.config.observer == "none") {
+        return;
+    }
+    // The thread reads only the session's registry and configuration, which outlive it, and
+    // inherits the runtime's blocked signals, which its signalfd alone takes.
+    selecting_ = std::async(std::launch::async, [this] {
+        return plugins::select_observer(runtime_.registry, runtime_.config);
+    });
+}
+
 void CallObserver::choose(const exec::ExecPlan &plan) {
     if (chosen_) {
         return;
@@ -87,6 +98,8 @@ void CallObserver::choose(const exec::ExecPlan &plan) {
         return;
     }
     if (plan.confinement == "opt-out") {
+        // An observer selected meanwhile watches nothing: it ends (its thread first) here.
+        selecting_ = {};
         if (wanted != "auto") {
             // A trace of an unconfined call would be no evidence of anything.
             throw usage_error("--observer " + wanted + ": the backend '" + backend_.plugin->name() +
@@ -96,7 +109,8 @@ void CallObserver::choose(const exec::ExecPlan &plan) {
             "the backend '" + backend_.plugin->name() + "' confines nothing, so nothing is audited";
         return;
     }
-    observer_ = plugins::select_observer(runtime_.registry, runtime_.config);
+    observer_ = selecting_.valid() ? selecting_.get()
+                                   : plugins::select_observer(runtime_.registry, runtime_.config);
 }
 
 exec::ExecPlan CallObserver::wrap(const exec::ExecPlan &plan,

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <future>
 #include <optional>
 #include <string>
 
@@ -29,9 +30,14 @@ class CallObserver {
     CallObserver(const Runtime &runtime, const plugins::Selected &backend)
         : runtime_(runtime), backend_(backend) {}
 
+    // Starts creating and probing the configured observer on a thread of its own, so that its
+    // probe (an observer's loading of kernel programs, say) overlaps the preparation of the first
+    // call's plan; choose takes its answer. Does nothing for audit.observer = "none", once
+    // started, or once chosen.
+    void start_choosing();
     // At the first call: none for audit.observer = "none" or an opt-out plan (no_audit_reason
-    // says why); otherwise the configured one, created and probed. Exit 2 for an observer named
-    // for an unconfined backend; selection's exits otherwise.
+    // says why); otherwise the configured one, created and probed (by start_choosing, when it
+    // ran). Exit 2 for an observer named for an unconfined backend; selection's exits otherwise.
     void choose(const exec::ExecPlan &plan);
     [[nodiscard]] bool chosen() const { return chosen_; }
     // Whether an observer watches the calls (once chosen).
@@ -64,6 +70,8 @@ class CallObserver {
     const Runtime &runtime_;
     const plugins::Selected &backend_;
     plugins::Selected observer_;
+    // The selection start_choosing began; its thread is waited for when this ends.
+    std::future<plugins::Selected> selecting_;
     bool chosen_ = false;
     bool confirmed_ = false;
     std::filesystem::path stamp_;  // where the confirmation is remembered

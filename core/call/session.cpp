@@ -328,6 +328,11 @@ CallOutcome CallSession::call(exec::LaunchSpec spec, const exec::RunOptions &run
             identity.reset();  // last: every process of the call has ended
         }
     } const reset{handover_, staged_, identity_};
+    // The first call's observer is probed while its plan is prepared; not for the backend the
+    // configuration names for opting out, whose plans have nothing to audit.
+    if (backend_name() != runtime_.config.opt_out_backend) {
+        observer_.start_choosing();
+    }
     handover_.begin(std::move(removed_after));
     if (::geteuid() == 0 && runtime_.config.uid_range) {
         if (!backend_.plugin->capabilities().call_identity) {

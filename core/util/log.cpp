@@ -5,7 +5,9 @@
 namespace tea::log {
 
 void init(int verbosity) {
-    auto logger = spdlog::stderr_logger_st("tea-evaluate");
+    // Thread-safe: an observer is probed on a thread of its own while the call's plan is
+    // prepared, and plugins log from threads of their own.
+    auto logger = spdlog::stderr_logger_mt("tea-evaluate");
     logger->set_pattern("tea-evaluate: %^%l%$: %v");
     spdlog::level::level_enum level = spdlog::level::warn;
     if (verbosity < 0) {

@@ -32,6 +32,6 @@ template class spdlog::sinks::ansicolor_sink<spdlog::details::console_mutex>;
 template class spdlog::sinks::ansicolor_sink<spdlog::details::console_nullmutex>;
 template class spdlog::sinks::stdout_sink_base<spdlog::details::console_mutex>;
 template class spdlog::sinks::stdout_sink_base<spdlog::details::console_nullmutex>;
-template class spdlog::sinks::stderr_sink<spdlog::details::console_nullmutex>;
-template std::shared_ptr<spdlog::logger> spdlog::stderr_logger_st<spdlog::synchronous_factory>(
+template class spdlog::sinks::stderr_sink<spdlog::details::console_mutex>;
+template std::shared_ptr<spdlog::logger> spdlog::stderr_logger_mt<spdlog::synchronous_factory>(
     const std::string &logger_name);

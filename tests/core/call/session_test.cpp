@@ -81,7 +81,7 @@ class CallSessionTest : public ::testing::Test {
                           (dir_.path() / "plugins.d").string() + "\"]\n[plugin." + backend +
                           "]\nmode = \"" + mode + "\"\nlog = \"" + log().string() +
                           "\"\nshell = \"" + shell + "\"\n[plugin.call-observer]\nmode = \"" +
-                          observer_mode + "\"\n");
+                          observer_mode + "\"\nlog = \"" + log().string() + "\"\n");
         config::Sources sources;
         sources.read_user_file = false;
         sources.explicit_file = config;
@@ -374,6 +374,44 @@ TEST_F(CallSessionTest, AnObserverThatRefusesToWrapFailsTheCallAndLeavesNothing)
     std::string what;
     EXPECT_EQ(error_code([&] { (void)session->call(spec({"true"}), run()); }, &what), 12);
     EXPECT_NE(what.find("tracing is forbidden here"), std::string::npos) << what;
+    EXPECT_FALSE(stdfs::exists(workspace() / "ran"));
+    EXPECT_TRUE(left_behind().empty());
+}
+
+// The first call's observer is probed while its plan is prepared: the backend's prepare, which
+// waits for the probe to begin, comes between the beginning and the end of a probe that takes
+// 300 ms. A probe made after the plan (as before) would begin only once that wait gave up, 2 s
+// later, and after the prepare. (The fixture observer sees nothing, so its confirmation then
+// fails the call.)
+TEST_F(CallSessionTest, TheObserverIsProbedWhileTheFirstPlanIsPrepared) {
+    const auto session = open("call-backend", "await-probe", "call-observer", "slow-probe");
+    std::string what;
+    EXPECT_EQ(error_code([&] { (void)session->call(spec({"true"}), run()); }, &what), 12);
+    EXPECT_NE(what.find("did not see a confined process read its probe file"), std::string::npos)
+        << what;
+    const auto lines = prepares();
+    ASSERT_GE(lines.size(), 3U);
+    EXPECT_EQ(lines[0], "probe begins");
+    EXPECT_EQ(lines[1], "prepare");
+    EXPECT_EQ(lines[2], "probe ends");
+    EXPECT_TRUE(left_behind().empty());
+}
+
+// A plan that cannot be prepared is the call's failure, even while the observer's probe, begun
+// with the call, fails too: the probe's answer is taken only once the plan stands. Control: with
+// a plan that stands, the probe's failure fails the call.
+TEST_F(CallSessionTest, APlanThatCannotBePreparedIsTheFailureWhenTheProbeFailsToo) {
+    std::string what;
+    {
+        const auto session = open("call-backend", "fail-prepare", "call-observer", "unavailable");
+        EXPECT_EQ(error_code([&] { (void)session->call(spec({"true"}), run()); }, &what), 12);
+        EXPECT_NE(what.find("the plan cannot be made"), std::string::npos) << what;
+        EXPECT_EQ(what.find("cannot work here"), std::string::npos) << what;
+    }
+    EXPECT_TRUE(left_behind().empty());
+    const auto session = open("call-backend", "plain", "call-observer", "unavailable");
+    EXPECT_EQ(error_code([&] { (void)session->call(spec({"true"}), run()); }, &what), 12);
+    EXPECT_NE(what.find("cannot work here"), std::string::npos) << what;
     EXPECT_FALSE(stdfs::exists(workspace() / "ran"));
     EXPECT_TRUE(left_behind().empty());
 }
