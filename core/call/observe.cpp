@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
+#include <system_error>
 #include <tea/json_bytes.hpp>
 #include <tea/stamp.hpp>
 
@@ -82,18 +83,22 @@ void CallObserver::start_choosing() {
     }
     // The thread reads only the session's registry and configuration, which outlive it, and
     // inherits the runtime's blocked signals, which its signalfd alone takes.
-    selecting_ = std::async(std::launch::async, [this] {
-        return plugins::select_observer(runtime_.registry, runtime_.config);
-    });
+    try {
+        selecting_ = std::async(std::launch::async, [this] {
+            return plugins::select_observer(runtime_.registry, runtime_.config);
+        });
+    } catch (const std::system_error &) {
+        // No thread to be had (a process limit): choose selects it itself, as it did before.
+    }
 }
 
 void CallObserver::choose(const exec::ExecPlan &plan) {
     if (chosen_) {
         return;
     }
-    chosen_ = true;
     const auto &wanted = runtime_.config.observer;
     if (wanted == "none") {
+        chosen_ = true;
         no_audit_reason_ = "the audit is switched off (audit.observer = \"none\")";
         return;
     }
@@ -105,12 +110,16 @@ void CallObserver::choose(const exec::ExecPlan &plan) {
             throw usage_error("--observer " + wanted + ": the backend '" + backend_.plugin->name() +
                               "' confines nothing, so there is nothing to audit");
         }
+        chosen_ = true;
         no_audit_reason_ =
             "the backend '" + backend_.plugin->name() + "' confines nothing, so nothing is audited";
         return;
     }
+    // Chosen only once an observer is: a selection that failed fails every later call of the
+    // session too, rather than leave them unaudited.
     observer_ = selecting_.valid() ? selecting_.get()
                                    : plugins::select_observer(runtime_.registry, runtime_.config);
+    chosen_ = true;
 }
 
 exec::ExecPlan CallObserver::wrap(const exec::ExecPlan &plan,

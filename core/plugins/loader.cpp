@@ -300,6 +300,7 @@ void Registry::load(Entry &entry) const {
 }
 
 const std::vector<Registry::Entry> &Registry::entries() const {
+    const std::lock_guard held{*lock_};
     while (read_next()) {
     }
     for (auto &e : entries_) {
@@ -309,6 +310,11 @@ const std::vector<Registry::Entry> &Registry::entries() const {
 }
 
 const Registry::Entry *Registry::find(std::string_view name) const {
+    const std::lock_guard held{*lock_};
+    return find_locked(name);
+}
+
+const Registry::Entry *Registry::find_locked(std::string_view name) const {
     // The first entry of a name is the one in force; duplicates always come later, so the
     // manifests after it need not be read.
     for (std::size_t i = 0; i < entries_.size() || read_next(); ++i) {
@@ -322,7 +328,8 @@ const Registry::Entry *Registry::find(std::string_view name) const {
 }
 
 const LoadedPlugin &Registry::require(std::string_view name, Kind kind) const {
-    const auto *entry = find(name);
+    const std::lock_guard held{*lock_};
+    const auto *entry = find_locked(name);
     if (entry == nullptr) {
         // find read every manifest: the names of this kind are all known.
         std::vector<std::string> installed;

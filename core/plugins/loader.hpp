@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -134,6 +135,7 @@ class Registry {
     [[nodiscard]] const Entry *find(std::string_view name) const;
 
    private:
+    [[nodiscard]] const Entry *find_locked(std::string_view name) const;
     // A manifest is read, and a library opened, when a command first asks for its plugin, so a
     // call pays only for the plugins it uses.
     void load(Entry &entry) const;
@@ -150,6 +152,9 @@ class Registry {
     // entry never moves.
     mutable std::vector<Entry> entries_;
     mutable std::vector<Pending> pending_;  // parallel to entries_
+    // Held by every public method: reading a manifest or opening a library changes the entries,
+    // and a call's observer is selected on a thread of its own while the call selects others.
+    std::unique_ptr<std::mutex> lock_ = std::make_unique<std::mutex>();
 };
 
 }  // namespace tea::plugins

@@ -361,6 +361,11 @@ class EbpfObserver {
         // What a kept set's ring still holds of an earlier session is read and dropped before
         // any call of this one is registered: its call numbers would be taken for this session's.
         consume();
+        if (!ring_->unmapped().empty()) {
+            // Left unread, an earlier session's records would be taken for this one's calls.
+            throw tea::sdk::Unavailable("its ring buffer's earlier records could not be read: " +
+                                        ring_->unmapped());
+        }
         if (ring_->inconsistent()) {
             throw tea::sdk::Unavailable(
                 "its ring buffer's positions are not the kernel's (a kept set another process "
@@ -465,7 +470,7 @@ class EbpfObserver {
                 " processes of the call were still running when it ended; what they did after is "
                 "not in the audit");
         }
-        if (!unmapped.empty()) {
+        if (!drained && !unmapped.empty()) {
             add(unmapped + ", so the call's last records were not read");
         } else if (!drained) {
             add("records other processes were still writing kept the final drain from the call's "
@@ -716,8 +721,17 @@ class EbpfObserver {
             if (n < 0 || ev.data.fd == stop_fd_) {
                 return;
             }
-            std::lock_guard lock{mutex_};
-            consume();
+            bool unmapped = false;
+            {
+                std::lock_guard lock{mutex_};
+                consume();
+                unmapped = !ring_->unmapped().empty();
+            }
+            if (unmapped) {
+                // The ring still signals what could not be read: tried again a while later, not
+                // at once and for ever.
+                std::this_thread::sleep_for(std::chrono::milliseconds{10});
+            }
         }
     }
 

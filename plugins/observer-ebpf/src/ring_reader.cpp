@@ -98,6 +98,7 @@ const char *RingReader::bytes_at(std::size_t offset, std::size_t length) {
                     std::generic_category().message(errno) + ")";
         return nullptr;
     }
+    unmapped_.clear();  // what failed before has passed
     window_ = static_cast<const char *>(mapped);
     window_at_ = at;
     window_len_ = len;

@@ -1,7 +1,8 @@
 // The reader of a BPF ring buffer the kernel's programs write to, mapped a window at a time.
 //
 // The kernel fills every page table entry of a ring buffer's mapping when it is mapped, and empties
-// them when it is unmapped: for the 16 MiB ring, 4,096 pages each way, whatever a session reads.
+// them when it is unmapped: for the 16 MiB ring, 4,096 pages each way for one copy of its data area
+// (libbpf's reader maps both, 8,192), whatever a session reads.
 // This reader maps only a window of the data area around the records it is reading, and moves it
 // on as it reads: a session pays for the pages its records took. The kernel lays the data area out
 // twice in a row, so a window that reaches past the end holds a record that wraps around it in
@@ -41,8 +42,8 @@ class RingReader {
     // Whether a consume found positions or a length no kernel writes (then it read nothing more).
     [[nodiscard]] bool inconsistent() const { return inconsistent_; }
 
-    // Why a consume could not map the window its next record lies in (empty while it could); it
-    // stopped there, and the records from there on stay unread.
+    // Why the last consume could not map the window its next record lies in (empty once a window
+    // is mapped again); it stopped there, and the records from there on wait unread.
     [[nodiscard]] const std::string &unmapped() const { return unmapped_; }
 
     // The positions the programs have reserved up to, and the reader has passed.

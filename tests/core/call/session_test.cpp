@@ -378,11 +378,10 @@ TEST_F(CallSessionTest, AnObserverThatRefusesToWrapFailsTheCallAndLeavesNothing)
     EXPECT_TRUE(left_behind().empty());
 }
 
-// The first call's observer is probed while its plan is prepared: the backend's prepare, which
-// waits for the probe to begin, comes between the beginning and the end of a probe that takes
-// 300 ms. A probe made after the plan (as before) would begin only once that wait gave up, 2 s
-// later, and after the prepare. (The fixture observer sees nothing, so its confirmation then
-// fails the call.)
+// The first call's observer is probed while its plan is prepared: the backend's prepare waits for
+// the probe to begin, and the probe for the prepare before it ends. A probe made after the plan
+// (as before) would begin only once the prepare's wait gave up, 2 s later, and after it. (The
+// fixture observer sees nothing, so its confirmation then fails the call.)
 TEST_F(CallSessionTest, TheObserverIsProbedWhileTheFirstPlanIsPrepared) {
     const auto session = open("call-backend", "await-probe", "call-observer", "slow-probe");
     std::string what;
@@ -413,6 +412,25 @@ TEST_F(CallSessionTest, APlanThatCannotBePreparedIsTheFailureWhenTheProbeFailsTo
     EXPECT_EQ(error_code([&] { (void)session->call(spec({"true"}), run()); }, &what), 12);
     EXPECT_NE(what.find("cannot work here"), std::string::npos) << what;
     EXPECT_FALSE(stdfs::exists(workspace() / "ran"));
+    EXPECT_TRUE(left_behind().empty());
+}
+
+// A session whose observer cannot work fails each call with the reason, the second as the first:
+// a selection that failed leaves no call unaudited.
+TEST_F(CallSessionTest, AnObserverThatCannotWorkFailsEveryCallOfTheSession) {
+    const auto session = open("call-backend", "plain", "call-observer", "unavailable");
+    for (int i = 0; i < 2; ++i) {
+        std::string what;
+        EXPECT_EQ(error_code(
+                      [&] {
+                          (void)session->call(spec({"sh", "-c", "echo ran > ran"}), run());
+                      },
+                      &what),
+                  12)
+            << "call " << i;
+        EXPECT_NE(what.find("cannot work here"), std::string::npos) << what;
+        EXPECT_FALSE(stdfs::exists(workspace() / "ran")) << "call " << i;
+    }
     EXPECT_TRUE(left_behind().empty());
 }
 
