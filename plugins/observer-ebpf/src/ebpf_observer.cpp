@@ -470,11 +470,10 @@ class EbpfObserver {
                 " processes of the call were still running when it ended; what they did after is "
                 "not in the audit");
         }
-        if (!drained && !unmapped.empty()) {
-            add(unmapped + ", so the call's last records were not read");
-        } else if (!drained) {
-            add("records other processes were still writing kept the final drain from the call's "
-                "last records");
+        if (!drained) {
+            add(!unmapped.empty() ? unmapped + ", so the call's last records were not read"
+                                  : "records other processes were still writing kept the final "
+                                    "drain from the call's last records");
         }
         if (counts.io_uring > 0) {
             add("the call set up io_uring " + std::to_string(counts.io_uring) +

@@ -35,26 +35,25 @@ RingReader::RingReader(int map_fd, std::size_t data_bytes, std::size_t window_by
                                 "the ring buffer's window is not a number of whole pages");
     }
     // The window is mapped again as it moves, for as long as the reader lives.
-    fd_ = ::fcntl(map_fd, F_DUPFD_CLOEXEC, 0);
-    if (fd_ < 0) {
+    fd_ = OwnedFd{::fcntl(map_fd, F_DUPFD_CLOEXEC, 0)};
+    if (fd_.get() < 0) {
         throw std::system_error(errno, std::generic_category(),
                                 "the ring buffer's descriptor could not be kept");
     }
     // The kernel lets the reader write its own position and nothing else.
-    consumer_page_ = ::mmap(nullptr, page_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+    consumer_page_ = ::mmap(nullptr, page_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_.get(), 0);
     if (consumer_page_ == MAP_FAILED) {
         const int error = errno;
         consumer_page_ = nullptr;
-        ::close(fd_);
         throw std::system_error(error, std::generic_category(),
                                 "the ring buffer's reader position could not be mapped");
     }
-    producer_page_ = ::mmap(nullptr, page_, PROT_READ, MAP_SHARED, fd_, static_cast<off_t>(page_));
+    producer_page_ =
+        ::mmap(nullptr, page_, PROT_READ, MAP_SHARED, fd_.get(), static_cast<off_t>(page_));
     if (producer_page_ == MAP_FAILED) {
         const int error = errno;
         producer_page_ = nullptr;
         ::munmap(consumer_page_, page_);
-        ::close(fd_);
         throw std::system_error(error, std::generic_category(),
                                 "the ring buffer's programs' position could not be mapped");
     }
@@ -66,7 +65,6 @@ RingReader::~RingReader() {
     }
     ::munmap(producer_page_, page_);
     ::munmap(consumer_page_, page_);
-    ::close(fd_);
 }
 
 std::uint64_t RingReader::producer() const {
@@ -92,7 +90,7 @@ const char *RingReader::bytes_at(std::size_t offset, std::size_t length) {
     const std::size_t len = std::min(std::max(window_bytes_, needed), 2 * data_bytes_ - at);
     // The data area begins after the reader's page and the programs' page.
     void *mapped =
-        ::mmap(nullptr, len, PROT_READ, MAP_SHARED, fd_, static_cast<off_t>(2 * page_ + at));
+        ::mmap(nullptr, len, PROT_READ, MAP_SHARED, fd_.get(), static_cast<off_t>(2 * page_ + at));
     if (mapped == MAP_FAILED) {
         unmapped_ = "the ring buffer's data could not be mapped (" +
                     std::generic_category().message(errno) + ")";

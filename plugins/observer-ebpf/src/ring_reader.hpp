@@ -15,6 +15,8 @@
 #include <string>
 #include <string_view>
 
+#include "owned_fd.hpp"
+
 namespace tea::ebpf {
 
 class RingReader {
@@ -59,7 +61,7 @@ class RingReader {
     // when that window could not be mapped.
     const char *bytes_at(std::size_t offset, std::size_t length);
 
-    int fd_ = -1;
+    OwnedFd fd_;  // the reader's own descriptor of the ring
     std::size_t page_ = 0;
     std::size_t data_bytes_ = 0;
     std::size_t window_bytes_ = 0;
